@@ -1,0 +1,100 @@
+package checkpoints
+
+import "math"
+
+// Stats summarises one tensor comparison.
+type Stats struct {
+	Compared   int     // elements compared (masked ones excluded)
+	Mismatches int     // elements outside tolerance; NaN and Inf always are
+	MaxAbsErr  float64 // max |got − want|
+	MaxRelErr  float64 // max |got − want| / |want| over want ≠ 0, as numpy reports it
+	TolRatio   float64 // max |got − want| / (atol + rtol·|want|); above 1 fails
+	Cosine     float64
+	Worst      int // flat index of the element with the largest TolRatio
+	WorstGot   float64
+	WantAt     float64
+
+	// Error budget against the float64 truth (SPEC.md section 2).
+	HasBudget  bool
+	GoErrF64   float64 // max |got − truth|
+	RefErrF64  float64 // max |want − truth|, PyTorch float32's own error
+	BudgetRate float64 // GoErrF64 / RefErrF64; +Inf when PyTorch was exact and Go was not
+}
+
+// compare checks got against want elementwise. truth may be nil; skip, when
+// non-nil, excludes flat indices from the comparison (masked attention).
+func compare(got, want []float32, truth []float64, tol Tolerance, skip func(int) bool) Stats {
+	s := Stats{Worst: -1, HasBudget: truth != nil}
+	var dot, gg, ww float64
+	for i := range want {
+		if skip != nil && skip(i) {
+			continue
+		}
+		g, w := float64(got[i]), float64(want[i])
+		s.Compared++
+		diff := math.Abs(g - w)
+		ratio := toleranceRatio(diff, w, tol)
+		if math.IsNaN(g) || math.IsInf(g, 0) {
+			diff, ratio = math.Inf(1), math.Inf(1)
+		}
+		if !(ratio <= 1) {
+			s.Mismatches++
+		}
+		if s.Worst < 0 || ratio > s.TolRatio {
+			s.Worst, s.TolRatio, s.WorstGot, s.WantAt = i, ratio, g, w
+		}
+		s.MaxAbsErr = math.Max(s.MaxAbsErr, diff)
+		if w != 0 {
+			s.MaxRelErr = math.Max(s.MaxRelErr, diff/math.Abs(w))
+		}
+		dot += g * w
+		gg += g * g
+		ww += w * w
+		if truth != nil {
+			s.GoErrF64 = math.Max(s.GoErrF64, math.Abs(g-truth[i]))
+			s.RefErrF64 = math.Max(s.RefErrF64, math.Abs(w-truth[i]))
+		}
+	}
+	s.Cosine = cosine(dot, gg, ww)
+	if s.HasBudget {
+		s.BudgetRate = budgetRatio(s.GoErrF64, s.RefErrF64)
+	}
+	return s
+}
+
+// toleranceRatio is how much of its allowance an element uses. With a zero
+// allowance (an exact comparison) any difference is infinitely over.
+func toleranceRatio(diff, want float64, tol Tolerance) float64 {
+	allowed := tol.Atol + tol.Rtol*math.Abs(want)
+	switch {
+	case diff == 0:
+		return 0
+	case allowed == 0:
+		return math.Inf(1)
+	}
+	return diff / allowed
+}
+
+func cosine(dot, gg, ww float64) float64 {
+	switch {
+	case math.IsNaN(dot) || math.IsInf(dot, 0):
+		return math.NaN()
+	case gg == 0 && ww == 0:
+		return 1
+	case gg == 0 || ww == 0:
+		return 0
+	}
+	return dot / (math.Sqrt(gg) * math.Sqrt(ww))
+}
+
+func budgetRatio(goErr, refErr float64) float64 {
+	switch {
+	case math.IsNaN(goErr):
+		return math.Inf(1)
+	case refErr == 0 && goErr == 0:
+		return 1
+	case refErr == 0:
+		return math.Inf(1)
+	}
+	return goErr / refErr
+}

@@ -1,0 +1,159 @@
+package checkpoints
+
+import (
+	"context"
+	"fmt"
+	"sort"
+
+	"github.com/llorch/llorch-check/model"
+	"github.com/llorch/llorch-check/references"
+)
+
+// Options select what Run compares and how strictly.
+type Options struct {
+	Checkpoints Selection                        // nil selects all twelve
+	Layer       *int                             // compare only this layer's tensors; nil for all
+	Overrides   map[int]Tolerance                // per-checkpoint tolerances replacing the defaults
+	Budget      float64                          // fail tensors whose float64 budget ratio exceeds it; 0 is off
+	Progress    func(format string, args ...any) // nil for silence
+}
+
+// Report is everything one run found.
+type Report struct {
+	Model          string            `json:"model"`
+	References     string            `json:"references"`
+	Passed         bool              `json:"passed"`
+	Results        []Result          `json:"results"`
+	Overrides      map[int]Tolerance `json:"overrides,omitempty"`
+	Budget         float64           `json:"budget,omitempty"`
+	NotImplemented []int             `json:"not_implemented,omitempty"`
+}
+
+// Run compares the model's captured tensors with every selected tensor of
+// the reference set. Errors are bad input (unreadable or mismatched files);
+// a numerical failure is a Report with Passed false.
+func Run(ctx context.Context, m *model.Model, set *references.Set, opt Options) (*Report, error) {
+	if err := checkCompatible(m, set); err != nil {
+		return nil, err
+	}
+	if opt.Checkpoints == nil {
+		opt.Checkpoints, _ = ParseSelection("")
+	}
+	if l := opt.Layer; l != nil && (*l < 0 || *l >= m.Config.NLayer) {
+		return nil, fmt.Errorf("--layer %d: the model has layers 0..%d", *l, m.Config.NLayer-1)
+	}
+	rep := &Report{Model: m.Dir, References: set.Dir, Overrides: opt.Overrides, Budget: opt.Budget}
+	for ci, c := range set.Manifest.Cases {
+		wanted := selectTensors(set, c.ID, opt)
+		if len(wanted) == 0 {
+			continue
+		}
+		progress(opt, "case %s (%d tokens): forward", c.ID, len(c.Tokens))
+		got, err := capture(ctx, m, c.Tokens, needsCacheRun(wanted))
+		if err != nil {
+			return nil, fmt.Errorf("case %s: %w", c.ID, err)
+		}
+		for i, ti := range wanted {
+			progress(opt, "case %s: comparing %d/%d", c.ID, i+1, len(wanted))
+			res, err := compareTensor(set, ti, got, opt)
+			if err != nil {
+				return nil, err
+			}
+			res.caseIndex = ci
+			res.rank = forwardRank(ti.Name, ti.LayerIndex(), m.Config.NLayer)
+			rep.Results = append(rep.Results, res)
+		}
+	}
+	rep.addNotImplemented(opt.Checkpoints)
+	sortForward(rep.Results)
+	rep.Passed = rep.count(StatusFailed) == 0 && rep.count(StatusPassed) > 0
+	return rep, nil
+}
+
+func (o Options) layerSelected(layer int) bool {
+	return o.Layer == nil || *o.Layer == layer
+}
+
+func progress(opt Options, format string, args ...any) {
+	if opt.Progress != nil {
+		opt.Progress(format, args...)
+	}
+}
+
+// checkCompatible refuses a reference set made from other weights.
+func checkCompatible(m *model.Model, set *references.Set) error {
+	if err := set.CheckWeights(m.WeightsPath); err != nil {
+		return err
+	}
+	dims, err := set.Manifest.ModelConfig()
+	if err != nil {
+		return err
+	}
+	c := m.Config
+	if dims.VocabSize != c.VocabSize || dims.NEmbd != c.NEmbd || dims.NHead != c.NHead || dims.NLayer != c.NLayer {
+		return fmt.Errorf("%s: reference config (vocab %d, n_embd %d, n_head %d, n_layer %d) differs from the model's (vocab %d, n_embd %d, n_head %d, n_layer %d)",
+			set.Dir, dims.VocabSize, dims.NEmbd, dims.NHead, dims.NLayer, c.VocabSize, c.NEmbd, c.NHead, c.NLayer)
+	}
+	return nil
+}
+
+// selectTensors lists the case's tensors that the options select and that
+// belong to an implemented checkpoint.
+func selectTensors(set *references.Set, caseID string, opt Options) []references.TensorInfo {
+	var out []references.TensorInfo
+	for _, ti := range set.Manifest.Tensors {
+		cp, ok := ByNumber(ti.Checkpoint)
+		if ti.Case != caseID || !ok || !cp.Implemented || !opt.Checkpoints[ti.Checkpoint] {
+			continue
+		}
+		if !opt.layerSelected(ti.LayerIndex()) {
+			continue
+		}
+		out = append(out, ti)
+	}
+	return out
+}
+
+func needsCacheRun(ts []references.TensorInfo) bool {
+	for _, ti := range ts {
+		if ti.Checkpoint == 3 {
+			return true
+		}
+	}
+	return false
+}
+
+func (r *Report) addNotImplemented(sel Selection) {
+	for _, cp := range all {
+		if !sel[cp.Number] || cp.Implemented {
+			continue
+		}
+		r.NotImplemented = append(r.NotImplemented, cp.Number)
+		r.Results = append(r.Results, Result{
+			Checkpoint: cp.Number, CheckpointName: cp.Name, Status: StatusNotImplemented,
+			Message: "checkpoint not implemented yet: nothing was compared",
+			rank:    1 << 30, caseIndex: cp.Number,
+		})
+	}
+}
+
+func (r *Report) count(status string) int {
+	n := 0
+	for _, res := range r.Results {
+		if res.Status == status {
+			n++
+		}
+	}
+	return n
+}
+
+// sortForward orders results as the forward pass produced them, cases
+// interleaved, so the first failure is the earliest point of divergence.
+func sortForward(rs []Result) {
+	sort.SliceStable(rs, func(i, j int) bool {
+		if rs[i].rank != rs[j].rank {
+			return rs[i].rank < rs[j].rank
+		}
+		return rs[i].caseIndex < rs[j].caseIndex
+	})
+}

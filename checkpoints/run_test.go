@@ -1,0 +1,190 @@
+package checkpoints
+
+import (
+	"context"
+	"encoding/binary"
+	"math"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/llorch/llorch-check/model"
+	"github.com/llorch/llorch-check/references"
+	"github.com/stretchr/testify/require"
+)
+
+const (
+	tinyModel = "../testdata/tiny-gpt2"
+	tinyRefs  = "../testdata/references/tiny-gpt2"
+)
+
+func openDefault(t *testing.T) (*model.Model, *references.Set) {
+	t.Helper()
+	m, err := model.Load(tinyModel)
+	require.NoError(t, err)
+	set, err := references.Open(tinyRefs)
+	require.NoError(t, err)
+	return m, set
+}
+
+func TestDefaultSetPassesCheckpoints1To9(t *testing.T) {
+	m, set := openDefault(t)
+	rep, err := Run(context.Background(), m, set, Options{})
+	require.NoError(t, err)
+	for _, f := range rep.Failures() {
+		t.Errorf("%s cp%d layer %s %s: %s", f.Case, f.Checkpoint, layerString(f.Layer), f.Name, f.failureLine())
+	}
+	require.True(t, rep.Passed, rep.Verdict())
+
+	// Every implemented checkpoint was compared on every case, every layer.
+	seen := map[string]map[int]bool{}
+	for _, r := range rep.Results {
+		if r.Status == StatusNotImplemented {
+			continue
+		}
+		if seen[r.Case] == nil {
+			seen[r.Case] = map[int]bool{}
+		}
+		seen[r.Case][r.Checkpoint] = true
+		require.NotNil(t, r.BudgetRatio, "the committed set has float64 twins")
+	}
+	require.Len(t, seen, len(set.Manifest.Cases))
+	for id, cps := range seen {
+		for n := 1; n <= 9; n++ {
+			require.True(t, cps[n], "case %s has no checkpoint %d results", id, n)
+		}
+	}
+	require.Equal(t, []int{10, 11, 12}, rep.NotImplemented, "never reported as passed")
+}
+
+func TestBisectNamesInjectedFault(t *testing.T) {
+	tests := []struct {
+		fault      model.Fault
+		layer      int
+		checkpoint int
+		name       string
+		wantLayer  int
+	}{
+		{model.FaultErfGELU, 1, 6, "gelu", 1},
+		{model.FaultTransposedProj, 1, 5, "attn_out", 1},
+		{model.FaultNoCausalMask, 0, 4, "probs", 0},
+		{model.FaultAttnScale, 1, 4, "scores", 1},
+		{model.FaultLayerNormEps, -1, 1, "ln_1", 0},
+		// Without the attention residual, attn_out itself is right; the
+		// first tensor that sees the dropped residual is ln_2.
+		{model.FaultNoResidual, 1, 1, "ln_2", 1},
+	}
+	for _, tc := range tests {
+		t.Run(tc.fault.String(), func(t *testing.T) {
+			m, set := openDefault(t)
+			m.InjectFault(tc.fault, tc.layer)
+			rep, err := Run(context.Background(), m, set, Options{Checkpoints: Selection{1: true, 2: true, 4: true, 5: true, 6: true, 7: true, 8: true, 9: true}})
+			require.NoError(t, err)
+			f := rep.Bisect()
+			require.NotNil(t, f, "the fault went unnoticed")
+			require.Equal(t, tc.checkpoint, f.Checkpoint, "first failure: %+v", f)
+			require.Equal(t, tc.name, f.Name)
+			require.NotNil(t, f.Layer)
+			require.Equal(t, tc.wantLayer, *f.Layer)
+			require.False(t, rep.Passed)
+		})
+	}
+}
+
+func TestBisectLocatesTamperedElement(t *testing.T) {
+	dir := copySet(t, tinyRefs)
+	set, err := references.Open(dir)
+	require.NoError(t, err)
+	c := set.Manifest.Cases[len(set.Manifest.Cases)-1]
+	ti, ok := set.Find(c.ID, "attn_out", 1)
+	require.True(t, ok)
+	pos, ch := len(c.Tokens)/2, 7
+	flat := pos*ti.Shape[1] + ch
+	addToNPYElement(t, filepath.Join(dir, ti.File), flat, 0.01)
+
+	m, err := model.Load(tinyModel)
+	require.NoError(t, err)
+	set, err = references.Open(dir)
+	require.NoError(t, err)
+	rep, err := Run(context.Background(), m, set, Options{})
+	require.NoError(t, err)
+	f := rep.Bisect()
+	require.NotNil(t, f)
+	require.Equal(t, 5, f.Checkpoint)
+	require.Equal(t, "attn_out", f.Name)
+	require.Equal(t, 1, *f.Layer)
+	require.Equal(t, c.ID, f.Case)
+	require.Equal(t, []int{pos, ch}, f.Index)
+	require.Equal(t, []string{"token", "channel"}, f.Axes)
+	require.Equal(t, 1, f.Mismatches, "only the tampered element differs")
+	require.Len(t, rep.Failures(), 1)
+}
+
+// TestCacheMatchesFullForwardEveryStep decodes 32 tokens one at a time and
+// checks each step's logits against a fresh full forward (checkpoint 3).
+func TestCacheMatchesFullForwardEveryStep(t *testing.T) {
+	m, set := openDefault(t)
+	ctx := context.Background()
+	tokens := append([]int(nil), set.Manifest.Cases[0].Tokens...)
+	cache := m.NewCache()
+	logits, err := m.Forward(ctx, cache, tokens, model.ForwardOptions{})
+	require.NoError(t, err)
+	tol, _ := ByNumber(3)
+	for step := 0; step < 32; step++ {
+		next := argmax(logits)
+		tokens = append(tokens, next)
+		logits, err = m.Forward(ctx, cache, []int{next}, model.ForwardOptions{})
+		require.NoError(t, err)
+		full, err := m.Forward(ctx, m.NewCache(), tokens, model.ForwardOptions{})
+		require.NoError(t, err)
+		s := compare(logits, full, nil, tol.Tolerance, nil)
+		require.Zero(t, s.Mismatches, "step %d: max abs err %g", step, s.MaxAbsErr)
+		require.Equal(t, len(tokens), cache.Len())
+	}
+}
+
+func argmax(v []float32) int {
+	best := 0
+	for i, x := range v {
+		if x > v[best] {
+			best = i
+		}
+	}
+	return best
+}
+
+// copySet copies a reference set into a temp dir so a test can tamper with it.
+func copySet(t *testing.T, src string) string {
+	t.Helper()
+	dst := filepath.Join(t.TempDir(), "set")
+	err := filepath.WalkDir(src, func(path string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(src, path)
+		target := filepath.Join(dst, rel)
+		if d.IsDir() {
+			return os.MkdirAll(target, 0o755)
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(target, b, 0o644)
+	})
+	require.NoError(t, err)
+	return dst
+}
+
+// addToNPYElement adds delta to one float32 element of a version 1 .npy.
+func addToNPYElement(t *testing.T, path string, flat int, delta float32) {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	require.NoError(t, err)
+	require.Equal(t, "\x93NUMPY", string(b[:6]))
+	require.Equal(t, byte(1), b[6], "version 1 header")
+	off := 10 + int(binary.LittleEndian.Uint16(b[8:10])) + 4*flat
+	v := math.Float32frombits(binary.LittleEndian.Uint32(b[off:]))
+	binary.LittleEndian.PutUint32(b[off:], math.Float32bits(v+delta))
+	require.NoError(t, os.WriteFile(path, b, 0o644))
+}

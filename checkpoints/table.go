@@ -1,0 +1,143 @@
+package checkpoints
+
+import (
+	"fmt"
+	"io"
+	"math"
+	"sort"
+	"strings"
+
+	"github.com/olekukonko/tablewriter"
+	"github.com/olekukonko/tablewriter/tw"
+)
+
+// maxFailureRows bounds the failure table; JSON output has them all.
+const maxFailureRows = 20
+
+// NewTable is the project's table style: headers as written, not upper-cased.
+func NewTable(w io.Writer) *tablewriter.Table {
+	return tablewriter.NewTable(w, tablewriter.WithHeaderAutoFormat(tw.Off))
+}
+
+// WriteTable prints the report for a person: one row per checkpoint, then
+// the failing tensors, then a verdict line.
+func (r *Report) WriteTable(w io.Writer) error {
+	fmt.Fprintf(w, "model:      %s\nreferences: %s\n", r.Model, r.References)
+	for _, line := range r.settingLines() {
+		fmt.Fprintln(w, line)
+	}
+	t := NewTable(w)
+	t.Header("#", "checkpoint", "tensors", "max abs err", "max rel err", "err/tol", "Go/torch vs f64", "result")
+	for _, s := range r.Summaries() {
+		if s.Status == StatusNotImplemented {
+			t.Append(s.Checkpoint.Number, s.Checkpoint.Name, "-", "-", "-", "-", "-", "NOT IMPLEMENTED")
+			continue
+		}
+		t.Append(s.Checkpoint.Number, s.Checkpoint.Name, fmt.Sprintf("%d/%d", s.Passed, s.Tensors),
+			sci(s.MaxAbsErr), sci(s.MaxRelErr), fixed(s.TolRatio), budget(s.Budget), strings.ToUpper(s.Status))
+	}
+	if err := t.Render(); err != nil {
+		return err
+	}
+	if err := r.writeFailures(w); err != nil {
+		return err
+	}
+	_, err := fmt.Fprintln(w, r.Verdict())
+	return err
+}
+
+func (r *Report) settingLines() []string {
+	var lines []string
+	nums := make([]int, 0, len(r.Overrides))
+	for n := range r.Overrides {
+		nums = append(nums, n)
+	}
+	sort.Ints(nums)
+	for _, n := range nums {
+		lines = append(lines, fmt.Sprintf("override:   checkpoint %d tolerance %s", n, r.Overrides[n]))
+	}
+	if r.Budget > 0 {
+		lines = append(lines, fmt.Sprintf("budget:     Go's float64 error at most %gx PyTorch float32's", r.Budget))
+	}
+	return lines
+}
+
+func (r *Report) writeFailures(w io.Writer) error {
+	fails := r.Failures()
+	if len(fails) == 0 {
+		return nil
+	}
+	fmt.Fprintf(w, "\n%d failing tensors (first %d in forward order):\n", len(fails), min(len(fails), maxFailureRows))
+	t := NewTable(w)
+	t.Header("case", "#", "layer", "tensor", "mismatches", "max abs err", "worst at", "got", "want", "note")
+	for _, f := range fails[:min(len(fails), maxFailureRows)] {
+		t.Append(f.Case, f.Checkpoint, layerString(f.Layer), f.Name,
+			fmt.Sprintf("%d/%d", f.Mismatches, f.Compared), sci(float64(f.MaxAbsErr)),
+			f.Worst.where(), f.Worst.got(), f.Worst.want(), f.Message)
+	}
+	return t.Render()
+}
+
+// Verdict is the one-line outcome.
+func (r *Report) Verdict() string {
+	pass, fail := r.count(StatusPassed), r.count(StatusFailed)
+	msg := fmt.Sprintf("%d tensors passed, %d failed", pass, fail)
+	if len(r.NotImplemented) > 0 {
+		msg += fmt.Sprintf("; checkpoints %s not implemented (not checked)", joinInts(r.NotImplemented))
+	}
+	if r.Passed {
+		return "PASS: " + msg
+	}
+	return "FAIL: " + msg
+}
+
+func (e *Element) where() string {
+	if e == nil {
+		return "-"
+	}
+	parts := make([]string, len(e.Index))
+	for i, v := range e.Index {
+		parts[i] = fmt.Sprintf("%s %d", e.Axes[i], v)
+	}
+	return strings.Join(parts, ", ")
+}
+
+func (e *Element) got() string {
+	if e == nil {
+		return "-"
+	}
+	return fmt.Sprintf("%.6g", float64(e.Got))
+}
+
+func (e *Element) want() string {
+	if e == nil {
+		return "-"
+	}
+	return fmt.Sprintf("%.6g", float64(e.Want))
+}
+
+func layerString(l *int) string {
+	if l == nil {
+		return "-"
+	}
+	return fmt.Sprint(*l)
+}
+
+func sci(v float64) string { return fmt.Sprintf("%.2e", v) }
+
+func fixed(v float64) string { return fmt.Sprintf("%.3f", v) }
+
+func budget(v float64) string {
+	if math.IsNaN(v) {
+		return "-"
+	}
+	return fmt.Sprintf("%.2fx", v)
+}
+
+func joinInts(ns []int) string {
+	s := make([]string, len(ns))
+	for i, n := range ns {
+		s[i] = fmt.Sprint(n)
+	}
+	return strings.Join(s, ", ")
+}

@@ -1,0 +1,133 @@
+package checkpoints
+
+import (
+	"fmt"
+	"slices"
+
+	"github.com/llorch/llorch-check/references"
+)
+
+// compareTensor compares one reference tensor with what the model produced.
+// Reading the reference can fail (bad input); a missing or misshapen Go
+// tensor is a failed result, since it is the implementation that is wrong.
+func compareTensor(set *references.Set, ti references.TensorInfo, got *captured, opt Options) (Result, error) {
+	want, truth, err := loadReference(set, ti)
+	if err != nil {
+		return Result{}, err
+	}
+	g, ok := got.get(ti.Name, ti.LayerIndex())
+	if !ok {
+		return newResult(ti, opt).fail("the model produced no %s tensor", ti.Name), nil
+	}
+	data, shape := g.Data, g.Shape
+	if ti.Rows != nil {
+		if data, shape, err = selectRows(data, shape, ti.Rows); err != nil {
+			return newResult(ti, opt).fail("%v", err), nil
+		}
+	}
+	return compareData(ti, data, shape, want, truth, opt), nil
+}
+
+func loadReference(set *references.Set, ti references.TensorInfo) ([]float32, []float64, error) {
+	want, err := set.Tensor(ti)
+	if err != nil {
+		return nil, nil, err
+	}
+	truth, err := set.TensorF64(ti)
+	if err != nil {
+		return nil, nil, err
+	}
+	return want, truth, nil
+}
+
+// newResult starts a result for ti with its checkpoint's tolerance, or the
+// run's override of it.
+func newResult(ti references.TensorInfo, opt Options) Result {
+	cp, _ := ByNumber(ti.Checkpoint)
+	tol := cp.Tolerance
+	if o, ok := opt.Overrides[cp.Number]; ok {
+		tol = o
+	}
+	return Result{
+		Checkpoint: cp.Number, CheckpointName: cp.Name, Name: ti.Name, Case: ti.Case,
+		Shape: ti.Shape, Atol: tol.Atol, Rtol: tol.Rtol, Layer: ti.Layer, Status: StatusFailed,
+	}
+}
+
+// compareData compares got (of the given shape) with the reference values.
+func compareData(ti references.TensorInfo, got []float32, shape []int, want []float32, truth []float64, opt Options) Result {
+	res := newResult(ti, opt)
+	if !slices.Equal(shape, ti.Shape) {
+		return res.fail("got shape %v, the reference has %v", shape, ti.Shape)
+	}
+	var skip func(int) bool
+	if ti.Name == "scores" {
+		skip = causalMask(ti.Shape)
+	}
+	s := compare(got, want, truth, Tolerance{res.Atol, res.Rtol}, skip)
+	res.record(s, axesOf(ti.Name), ti.Rows)
+	res.Passed = s.Mismatches == 0 && s.Compared > 0
+	if res.Passed && opt.Budget > 0 && s.HasBudget && s.BudgetRate > opt.Budget {
+		res.Passed = false
+		res.Message = fmt.Sprintf("float64 budget: Go's error is %.3gx PyTorch float32's, above --budget %g", s.BudgetRate, opt.Budget)
+	}
+	if res.Passed {
+		res.Status = StatusPassed
+	}
+	return res
+}
+
+func (r Result) fail(format string, args ...any) Result {
+	r.Status = StatusFailed
+	r.Message = fmt.Sprintf(format, args...)
+	return r
+}
+
+// record copies comparison statistics into the result.
+func (r *Result) record(s Stats, axes []string, rows []int) {
+	r.stats = &s
+	r.Compared, r.Mismatches = s.Compared, s.Mismatches
+	r.MaxAbsErr, r.MaxRelErr, r.TolRatio, r.Cosine = Float(s.MaxAbsErr), Float(s.MaxRelErr), Float(s.TolRatio), Float(s.Cosine)
+	if s.HasBudget {
+		r.BudgetRatio, r.GoErrF64, r.RefErrF64 = floatPtr(s.BudgetRate), floatPtr(s.GoErrF64), floatPtr(s.RefErrF64)
+	}
+	if s.Worst < 0 {
+		return
+	}
+	idx := unravel(s.Worst, r.Shape)
+	if rows != nil {
+		idx[0] = rows[idx[0]] // report the token position, not the row of the subset
+	}
+	r.Worst = &Element{Index: idx, Axes: axes, Got: Float(s.WorstGot), Want: Float(s.WantAt)}
+}
+
+// selectRows keeps the listed rows of a [T,N] tensor.
+func selectRows(data []float32, shape []int, rows []int) ([]float32, []int, error) {
+	if len(shape) != 2 {
+		return nil, nil, fmt.Errorf("row subset of a tensor of shape %v", shape)
+	}
+	n := shape[1]
+	out := make([]float32, 0, len(rows)*n)
+	for _, r := range rows {
+		if r < 0 || r >= shape[0] {
+			return nil, nil, fmt.Errorf("row %d outside the model's %d positions", r, shape[0])
+		}
+		out = append(out, data[r*n:(r+1)*n]...)
+	}
+	return out, []int{len(rows), n}, nil
+}
+
+// causalMask reports the [H,Tq,Tk] entries a query may not see. Their
+// values are an implementation's choice (HF uses the dtype's minimum), so
+// they are not compared; softmax output still is, where a missing mask shows.
+func causalMask(shape []int) func(int) bool {
+	if len(shape) != 3 {
+		return nil
+	}
+	tq, tk := shape[1], shape[2]
+	offset := tk - tq
+	return func(i int) bool {
+		q, k := (i/tk)%tq, i%tk
+		return k > q+offset
+	}
+}

@@ -1,0 +1,61 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/llorch/llorch-check/model"
+	"github.com/llorch/llorch-check/references"
+)
+
+// The project's default tiny model and its committed reference set,
+// relative to the repository root.
+const (
+	defaultModel      = "testdata/tiny-gpt2"
+	defaultReferences = "testdata/references/tiny-gpt2"
+)
+
+// resolveDefault finds a default path from the working directory or any
+// parent, so the defaults work from anywhere inside a clone.
+func resolveDefault(rel string) (string, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for {
+		p := filepath.Join(dir, rel)
+		if _, err := os.Stat(p); err == nil {
+			return p, nil
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", fmt.Errorf("default %s not found in this directory or its parents: run inside a llorch-check clone or pass the path", rel)
+		}
+		dir = parent
+	}
+}
+
+// pathOrDefault returns flag if set, else the resolved default.
+func pathOrDefault(flag, rel string) (string, error) {
+	if flag != "" {
+		return flag, nil
+	}
+	return resolveDefault(rel)
+}
+
+func loadModel(flag string) (*model.Model, error) {
+	dir, err := pathOrDefault(flag, defaultModel)
+	if err != nil {
+		return nil, err
+	}
+	return model.Load(dir)
+}
+
+func openReferences(flag string) (*references.Set, error) {
+	dir, err := pathOrDefault(flag, defaultReferences)
+	if err != nil {
+		return nil, err
+	}
+	return references.Open(dir)
+}

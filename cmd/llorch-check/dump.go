@@ -1,0 +1,98 @@
+package main
+
+import (
+	"fmt"
+
+	"github.com/llorch/llorch-check/checkpoints"
+	"github.com/llorch/llorch-check/references"
+	"github.com/spf13/cobra"
+)
+
+func newDumpCmd() *cobra.Command {
+	var modelDir, refs, out, fault string
+	var force bool
+	cmd := &cobra.Command{
+		Use:   "dump --out DIR",
+		Short: "Write llorch-check's own activations as a reference set",
+		Long: `dump runs the Go forward on the cases of a reference set and writes every
+captured tensor of checkpoints 1–9 in the same layout (float32, no float64
+twins), so that two builds, or a build and PyTorch, can be compared with
+llorch-check diff. The directory is written atomically; an existing,
+different set is refused unless --force.`,
+		Example: `  llorch-check dump --out /tmp/go-refs
+  llorch-check diff testdata/references/tiny-gpt2 /tmp/go-refs`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if out == "" {
+				return fmt.Errorf("--out is required")
+			}
+			m, err := loadModel(modelDir)
+			if err != nil {
+				return err
+			}
+			if err := injectFault(m, fault); err != nil {
+				return err
+			}
+			set, err := openReferences(refs)
+			if err != nil {
+				return err
+			}
+			report, done := progressFunc(cmd.ErrOrStderr())
+			defer done()
+			if err := checkpoints.Dump(cmd.Context(), m, set, out, force, report); err != nil {
+				return err
+			}
+			done()
+			fmt.Fprintf(cmd.OutOrStdout(), "wrote %s\n", out)
+			return nil
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&out, "out", "", "directory to write (required)")
+	fl.StringVar(&modelDir, "model", "", "HF-layout model directory (default "+defaultModel+")")
+	fl.StringVar(&refs, "references", "", "reference set whose cases and tensors to dump (default "+defaultReferences+")")
+	fl.BoolVar(&force, "force", false, "replace an existing, different set")
+	fl.StringVar(&fault, "inject-fault", "", "self-test: inject a classic bug, NAME or NAME@LAYER ("+faultNames()+")")
+	return cmd
+}
+
+func newDiffCmd() *cobra.Command {
+	var f runFlags
+	cmd := &cobra.Command{
+		Use:   "diff A B",
+		Short: "Compare two reference sets tensor by tensor (A is the baseline)",
+		Long: `diff compares every tensor of reference set A with the same tensor of B, with
+each checkpoint's tolerance, and prints the same report as run. Both sets
+must come from the same weights. A's float64 twins, if it has them, give
+the error budget. Exit 0 when they agree, 1 when a tensor differs.`,
+		Example: `  llorch-check diff testdata/references/tiny-gpt2 /tmp/go-refs`,
+		Args:    cobra.ExactArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			opt, err := f.options()
+			if err != nil {
+				return err
+			}
+			a, err := references.Open(args[0])
+			if err != nil {
+				return err
+			}
+			b, err := references.Open(args[1])
+			if err != nil {
+				return err
+			}
+			rep, err := checkpoints.Diff(cmd.Context(), a, b, opt)
+			if err != nil {
+				return err
+			}
+			if err := writeReport(cmd.OutOrStdout(), rep, f.format); err != nil {
+				return err
+			}
+			if !rep.Passed {
+				return errFailed
+			}
+			return nil
+		},
+	}
+	f.registerCompare(cmd)
+	return cmd
+}

@@ -1,0 +1,71 @@
+// Command llorch-check validates a Go GPT-2 forward pass against PyTorch
+// reference tensors, checkpoint by checkpoint, and serves the model.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/spf13/cobra"
+)
+
+// Exit codes of SPEC.md section 4.
+const (
+	exitOK       = 0
+	exitFailed   = 1 // a checkpoint failed
+	exitBadInput = 2 // missing or corrupt file, mismatch, bad flag
+)
+
+// errFailed reports a numerical failure whose details were already printed.
+var errFailed = errors.New("checkpoints failed")
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	os.Exit(execute(ctx, os.Args[1:]))
+}
+
+// execute runs the command line and maps its outcome to an exit code.
+func execute(ctx context.Context, args []string) int {
+	root := newRootCmd()
+	root.SetArgs(args)
+	err := root.ExecuteContext(ctx)
+	switch {
+	case err == nil:
+		return exitOK
+	case errors.Is(err, errFailed):
+		return exitFailed
+	}
+	fmt.Fprintf(root.ErrOrStderr(), "llorch-check: %v\n", err)
+	return exitBadInput
+}
+
+func newRootCmd() *cobra.Command {
+	root := &cobra.Command{
+		Use:   "llorch-check",
+		Short: "Validate a Go GPT-2 against PyTorch, checkpoint by checkpoint",
+		Long: `llorch-check runs a GPT-2 forward pass written in Go, captures its tensors at
+twelve checkpoints (LayerNorm, QKV, KV cache, attention, FFN, block output,
+LM head, logits, sampling, generation) and compares them with reference
+tensors that PyTorch computed from the same weights.
+
+Exit codes: 0 all passed, 1 a checkpoint failed, 2 bad input.`,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error {
+		return fmt.Errorf("%w (see %s --help)", err, cmd.CommandPath())
+	})
+	root.AddCommand(
+		newListCmd(),
+		newRunCmd(),
+		newBisectCmd(),
+		newDumpCmd(),
+		newDiffCmd(),
+	)
+	return root
+}

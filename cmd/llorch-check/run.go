@@ -1,0 +1,229 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+
+	"github.com/llorch/llorch-check/checkpoints"
+	"github.com/llorch/llorch-check/internal/atomicfile"
+	"github.com/llorch/llorch-check/model"
+	"github.com/spf13/cobra"
+)
+
+// runFlags are shared by run and bisect.
+type runFlags struct {
+	checkpoint, model, references, format, junit, plot, fault string
+	layer                                                     int
+	budget, atol, rtol                                        float64
+	tolerances                                                []string
+}
+
+// registerCompare adds the flags that select and judge tensors.
+func (f *runFlags) registerCompare(cmd *cobra.Command) {
+	fl := cmd.Flags()
+	fl.StringVar(&f.checkpoint, "checkpoint", "", "checkpoints to compare: N, N-M or a comma list (default all twelve)")
+	fl.IntVar(&f.layer, "layer", -1, "compare only this layer's tensors")
+	fl.StringVar(&f.format, "format", "table", "output format: table or json")
+	fl.Float64Var(&f.budget, "budget", 0, "fail tensors whose error against float64 exceeds F times PyTorch float32's (0: off)")
+	fl.Float64Var(&f.atol, "atol", -1, "override atol for every checkpoint")
+	fl.Float64Var(&f.rtol, "rtol", -1, "override rtol for every checkpoint")
+	fl.StringArrayVar(&f.tolerances, "tolerance", nil, "override one checkpoint's tolerance: N=ATOL,RTOL (repeatable)")
+}
+
+// register adds the comparison flags and those that pick the model.
+func (f *runFlags) register(cmd *cobra.Command) {
+	f.registerCompare(cmd)
+	fl := cmd.Flags()
+	fl.StringVar(&f.model, "model", "", "HF-layout model directory (default "+defaultModel+")")
+	fl.StringVar(&f.references, "references", "", "reference set directory (default "+defaultReferences+")")
+	fl.StringVar(&f.junit, "junit", "", "also write a JUnit XML report to this file")
+	fl.StringVar(&f.fault, "inject-fault", "", "self-test: inject a classic bug into the Go forward, NAME or NAME@LAYER ("+faultNames()+")")
+}
+
+func faultNames() string {
+	return "erf-gelu, transposed-proj, no-causal-mask, attn-scale, layernorm-eps, no-residual"
+}
+
+func (f *runFlags) options() (checkpoints.Options, error) {
+	sel, err := checkpoints.ParseSelection(f.checkpoint)
+	if err != nil {
+		return checkpoints.Options{}, fmt.Errorf("--checkpoint: %w", err)
+	}
+	if f.format != "table" && f.format != "json" {
+		return checkpoints.Options{}, fmt.Errorf("--format %q: want table or json", f.format)
+	}
+	if f.budget < 0 {
+		return checkpoints.Options{}, fmt.Errorf("--budget %g: want a positive factor, or 0 for off", f.budget)
+	}
+	opt := checkpoints.Options{Checkpoints: sel, Budget: f.budget, Overrides: map[int]checkpoints.Tolerance{}}
+	switch {
+	case f.layer < -1:
+		return opt, fmt.Errorf("--layer %d: want a layer index ≥ 0", f.layer)
+	case f.layer >= 0:
+		opt.Layer = &f.layer
+	}
+	if f.atol >= 0 || f.rtol >= 0 {
+		for _, cp := range checkpoints.All() {
+			if cp.Exact {
+				continue
+			}
+			tol := cp.Tolerance
+			if f.atol >= 0 {
+				tol.Atol = f.atol
+			}
+			if f.rtol >= 0 {
+				tol.Rtol = f.rtol
+			}
+			opt.Overrides[cp.Number] = tol
+		}
+	}
+	for _, s := range f.tolerances {
+		nums, tol, err := checkpoints.ParseOverride(s)
+		if err != nil {
+			return opt, fmt.Errorf("--tolerance: %w", err)
+		}
+		for n := range nums {
+			opt.Overrides[n] = tol
+		}
+	}
+	return opt, nil
+}
+
+// injectFault parses NAME[@LAYER] and applies it to m.
+func injectFault(m *model.Model, spec string) error {
+	if spec == "" {
+		return nil
+	}
+	name, layerStr, hasLayer := strings.Cut(spec, "@")
+	fault, err := model.ParseFault(name)
+	if err != nil {
+		return fmt.Errorf("--inject-fault: %w", err)
+	}
+	layer := -1
+	if hasLayer {
+		if layer, err = strconv.Atoi(layerStr); err != nil || layer < 0 || layer >= m.Config.NLayer {
+			return fmt.Errorf("--inject-fault %q: layer must be 0..%d", spec, m.Config.NLayer-1)
+		}
+	}
+	m.InjectFault(fault, layer)
+	return nil
+}
+
+// execRun loads, runs and writes side files; the caller prints the report.
+func (f *runFlags) execRun(cmd *cobra.Command) (*checkpoints.Report, *model.Model, error) {
+	opt, err := f.options()
+	if err != nil {
+		return nil, nil, err
+	}
+	m, err := loadModel(f.model)
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := injectFault(m, f.fault); err != nil {
+		return nil, nil, err
+	}
+	set, err := openReferences(f.references)
+	if err != nil {
+		return nil, nil, err
+	}
+	report, done := progressFunc(cmd.ErrOrStderr())
+	opt.Progress = report
+	rep, err := checkpoints.Run(cmd.Context(), m, set, opt)
+	done()
+	if err != nil {
+		return nil, nil, err
+	}
+	if f.junit != "" {
+		if err := atomicfile.Write(f.junit, rep.WriteJUnit); err != nil {
+			return nil, nil, err
+		}
+	}
+	return rep, m, nil
+}
+
+func newRunCmd() *cobra.Command {
+	var f runFlags
+	cmd := &cobra.Command{
+		Use:   "run",
+		Short: "Compare the Go forward with a reference set, checkpoint by checkpoint",
+		Long: `run executes the Go GPT-2 forward on every case of a reference set, captures
+the tensors of the selected checkpoints for every layer, and compares each
+with PyTorch's (numpy allclose: |got − want| ≤ atol + rtol·|want|).
+
+With no flags it runs all twelve checkpoints on the default tiny model and
+its committed reference set. Exit 0: all passed; 1: a checkpoint failed;
+2: bad input (missing or corrupt file, reference from other weights).`,
+		Example: `  llorch-check run
+  llorch-check run --checkpoint 4 --layer 1 --format json
+  llorch-check run --model ~/gpt2 --references refs/gpt2 --junit report.xml --plot drift.svg`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			rep, m, err := f.execRun(cmd)
+			if err != nil {
+				return err
+			}
+			if f.plot != "" {
+				err := atomicfile.Write(f.plot, func(w io.Writer) error { return rep.WritePlot(w, m.Config.NLayer) })
+				if err != nil {
+					return err
+				}
+			}
+			if err := writeReport(cmd.OutOrStdout(), rep, f.format); err != nil {
+				return err
+			}
+			if !rep.Passed {
+				return errFailed
+			}
+			return nil
+		},
+	}
+	f.register(cmd)
+	cmd.Flags().StringVar(&f.plot, "plot", "", "draw error per checkpoint across layers to this SVG file")
+	return cmd
+}
+
+func writeReport(w io.Writer, rep *checkpoints.Report, format string) error {
+	if format == "json" {
+		return rep.WriteJSON(w)
+	}
+	return rep.WriteTable(w)
+}
+
+func newBisectCmd() *cobra.Command {
+	var f runFlags
+	cmd := &cobra.Command{
+		Use:   "bisect",
+		Short: "Name the first checkpoint, layer and tensor where Go leaves the reference",
+		Long: `bisect runs the same comparison as run, walks the tensors in forward order
+(embeddings, then each block's ln_1, q/k/v, scores, probs, attn_out, ln_2,
+gelu, mlp_out, block_out, then ln_f and the logits) and names the first one
+outside tolerance, with its worst element (token position, head, channel)
+and both values. Exit 1 when it finds one, 0 when everything passes.`,
+		Example: `  llorch-check bisect
+  llorch-check bisect --inject-fault erf-gelu@1 --format json`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			rep, _, err := f.execRun(cmd)
+			if err != nil {
+				return err
+			}
+			out := cmd.OutOrStdout()
+			if f.format == "json" {
+				err = rep.WriteBisectJSON(out)
+			} else {
+				err = rep.WriteBisectText(out)
+			}
+			if err != nil {
+				return err
+			}
+			if rep.FirstFailure() != nil {
+				return errFailed
+			}
+			return nil
+		},
+	}
+	f.register(cmd)
+	return cmd
+}

@@ -1,0 +1,123 @@
+package model
+
+import (
+	"math"
+	"runtime"
+	"sync"
+
+	"gonum.org/v1/gonum/blas"
+	"gonum.org/v1/gonum/blas/blas32"
+)
+
+// attnJob is one layer's attention over T new queries at absolute positions
+// off..off+T-1 against the S = off+T keys already written to the cache.
+type attnJob struct {
+	qkv           []float32 // [T,3C]: q | k | v, heads side by side
+	out           []float32 // [T,C] merged heads, before c_proj
+	kc, vc        []float32 // the layer's cache K and V
+	cache         *Cache
+	T, off, S     int
+	C, D          int
+	scale         float32   // divisor of q·k: √D, or D under FaultAttnScale
+	noMask        bool      // FaultNoCausalMask
+	scores, probs []float32 // [H,T,S] probe buffers, or nil
+}
+
+// parallelMinWork is the multiply-add count below which goroutines cost
+// more than they save.
+const parallelMinWork = 1 << 16
+
+func (j *attnJob) run(H int) {
+	workers := min(H, runtime.GOMAXPROCS(0))
+	if H*j.T*j.S*j.D < parallelMinWork {
+		workers = 1
+	}
+	if workers == 1 {
+		scratch, e64 := j.scratch()
+		for h := 0; h < H; h++ {
+			j.head(h, scratch, e64)
+		}
+		return
+	}
+	var wg sync.WaitGroup
+	heads := make(chan int, H)
+	for h := 0; h < H; h++ {
+		heads <- h
+	}
+	close(heads)
+	for w := 0; w < workers; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			scratch, e64 := j.scratch()
+			for h := range heads {
+				j.head(h, scratch, e64)
+			}
+		}()
+	}
+	wg.Wait()
+}
+
+// scratch allocates one worker's buffers; the scores need none when the
+// probe buffers hold them.
+func (j *attnJob) scratch() ([]float32, []float64) {
+	var sc []float32
+	if j.scores == nil {
+		sc = make([]float32, j.T*j.S)
+	}
+	return sc, make([]float64, j.S)
+}
+
+// head computes head h. Without a probe, scratch holds the scores and then,
+// in place, the probabilities.
+func (j *attnJob) head(h int, scratch []float32, e64 []float64) {
+	T, S, D, C := j.T, j.S, j.D, j.C
+	sc, pr := scratch, scratch
+	if j.scores != nil {
+		sc = j.scores[h*T*S : (h+1)*T*S]
+		pr = j.probs[h*T*S : (h+1)*T*S]
+	}
+	q := blas32.General{Rows: T, Cols: D, Stride: 3 * C, Data: j.qkv[h*D:]}
+	k := blas32.General{Rows: S, Cols: D, Stride: D, Data: j.cache.head(j.kc, h, S)}
+	v := blas32.General{Rows: S, Cols: D, Stride: D, Data: j.cache.head(j.vc, h, S)}
+	blas32.Gemm(blas.NoTrans, blas.Trans, 1, q, k, 0, blas32.General{Rows: T, Cols: S, Stride: S, Data: sc})
+	for t := 0; t < T; t++ {
+		visible := j.off + t + 1
+		if j.noMask {
+			visible = S
+		}
+		softmaxRow(pr[t*S:(t+1)*S], sc[t*S:(t+1)*S], visible, j.scale, e64)
+	}
+	blas32.Gemm(blas.NoTrans, blas.NoTrans, 1,
+		blas32.General{Rows: T, Cols: S, Stride: S, Data: pr}, v,
+		0, blas32.General{Rows: T, Cols: D, Stride: C, Data: j.out[h*D:]})
+}
+
+// softmaxRow scales the raw dot products in sc, masks keys at or past
+// visible with float32's most negative finite value (as HF does), and writes
+// the softmax into pr (which may alias sc). Masked probabilities are exactly
+// zero. The division (not a multiply by 1/scale) matches HF's rounding.
+// e64 is scratch of at least visible entries.
+func softmaxRow(pr, sc []float32, visible int, scale float32, e64 []float64) {
+	mx := float32(-math.MaxFloat32)
+	for i := 0; i < visible; i++ {
+		sc[i] /= scale
+		mx = max(mx, sc[i])
+	}
+	for i := visible; i < len(sc); i++ {
+		sc[i] = -math.MaxFloat32
+	}
+	var sum float64
+	for i := 0; i < visible; i++ {
+		e := math.Exp(float64(sc[i]) - float64(mx))
+		sum += e
+		e64[i] = e
+	}
+	inv := 1 / sum
+	for i := 0; i < visible; i++ {
+		pr[i] = float32(e64[i] * inv)
+	}
+	for i := visible; i < len(pr); i++ {
+		pr[i] = 0
+	}
+}

@@ -1,0 +1,83 @@
+package model
+
+import "fmt"
+
+// Cache holds the keys and values of the positions a sequence has seen so
+// far. Each layer stores K and V as [H, capacity, D] so that the keys of one
+// head are a contiguous [positions, D] matrix for the attention GEMMs.
+type Cache struct {
+	nLayer, nHead, headDim, capacity int
+	n                                int
+	k, v                             [][]float32
+}
+
+// NewCache returns an empty cache for up to NPositions positions.
+func (m *Model) NewCache() *Cache {
+	cfg := m.Config
+	c := &Cache{nLayer: cfg.NLayer, nHead: cfg.NHead, headDim: cfg.HeadDim(), capacity: cfg.NPositions}
+	size := cfg.NHead * cfg.NPositions * cfg.HeadDim()
+	c.k = make([][]float32, cfg.NLayer)
+	c.v = make([][]float32, cfg.NLayer)
+	for l := range c.k {
+		c.k[l] = make([]float32, size)
+		c.v[l] = make([]float32, size)
+	}
+	return c
+}
+
+// Len is the number of positions held.
+func (c *Cache) Len() int { return c.n }
+
+// Cap is the number of positions the cache can hold.
+func (c *Cache) Cap() int { return c.capacity }
+
+// Reset empties the cache without freeing its memory.
+func (c *Cache) Reset() { c.n = 0 }
+
+// Truncate keeps the first n positions.
+func (c *Cache) Truncate(n int) error {
+	if n < 0 || n > c.n {
+		return fmt.Errorf("truncating cache to %d positions: it holds %d", n, c.n)
+	}
+	c.n = n
+	return nil
+}
+
+// Snapshot copies layer's keys and values as [H, Len, D] row-major slices.
+// An out-of-range layer gives nil slices.
+func (c *Cache) Snapshot(layer int) (k, v []float32) {
+	if layer < 0 || layer >= c.nLayer {
+		return nil, nil
+	}
+	return c.compact(c.k[layer]), c.compact(c.v[layer])
+}
+
+func (c *Cache) compact(src []float32) []float32 {
+	D, stride := c.headDim, c.capacity*c.headDim
+	out := make([]float32, 0, c.nHead*c.n*D)
+	for h := 0; h < c.nHead; h++ {
+		out = append(out, src[h*stride:h*stride+c.n*D]...)
+	}
+	return out
+}
+
+// head returns the first n rows of layer's keys or values for head h.
+func (c *Cache) head(kv []float32, h, n int) []float32 {
+	start := h * c.capacity * c.headDim
+	return kv[start : start+n*c.headDim]
+}
+
+// store copies the new tokens' keys and values from qkv [T,3C] into layer
+// l's cache at positions off..off+T-1.
+func (c *Cache) store(l int, qkv []float32, off, T int) {
+	D, C := c.headDim, c.nHead*c.headDim
+	for h := 0; h < c.nHead; h++ {
+		kh := c.head(c.k[l], h, off+T)
+		vh := c.head(c.v[l], h, off+T)
+		for t := 0; t < T; t++ {
+			src := qkv[t*3*C:]
+			copy(kh[(off+t)*D:(off+t+1)*D], src[C+h*D:C+(h+1)*D])
+			copy(vh[(off+t)*D:(off+t+1)*D], src[2*C+h*D:2*C+(h+1)*D])
+		}
+	}
+}

@@ -1,0 +1,238 @@
+package model
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"math"
+	"os"
+	"strconv"
+)
+
+// Config is the subset of a Hugging Face GPT2Config that the forward pass
+// depends on. LoadConfig only returns configs this package implements.
+type Config struct {
+	VocabSize          int
+	NPositions         int
+	NEmbd              int
+	NLayer             int
+	NHead              int
+	NInner             int // MLP width; 4*NEmbd when null or absent in JSON
+	LayerNormEpsilon   float64
+	ActivationFunction string
+	BOSTokenID         int
+	EOSTokenID         int
+	ModelType          string
+}
+
+// HeadDim is the per-head width D = NEmbd/NHead.
+func (c Config) HeadDim() int {
+	if c.NHead == 0 {
+		return 0
+	}
+	return c.NEmbd / c.NHead
+}
+
+// maxDim bounds every size so that products of two or three of them cannot
+// overflow int and absurd configs fail before any allocation.
+const maxDim = 1 << 24
+
+// LoadConfig reads and validates a Hugging Face config.json. Fields that
+// change GPT-2 semantics in ways this package does not implement are
+// rejected rather than silently ignored.
+func LoadConfig(path string) (Config, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return Config{}, fmt.Errorf("reading config %s: %w", path, err)
+	}
+	c, err := parseConfig(b)
+	if err != nil {
+		return Config{}, fmt.Errorf("config %s: %w", path, err)
+	}
+	return c, nil
+}
+
+type rawConfig map[string]json.RawMessage
+
+func parseConfig(b []byte) (Config, error) {
+	var raw rawConfig
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.UseNumber()
+	if err := dec.Decode(&raw); err != nil {
+		return Config{}, fmt.Errorf("parsing JSON: %w", err)
+	}
+	if raw == nil {
+		return Config{}, fmt.Errorf("top level is not a JSON object")
+	}
+	var c Config
+	var err error
+
+	if err := raw.checkModelType(&c); err != nil {
+		return Config{}, err
+	}
+	sizes := []struct {
+		field string
+		dst   *int
+	}{
+		{"vocab_size", &c.VocabSize},
+		{"n_positions", &c.NPositions},
+		{"n_embd", &c.NEmbd},
+		{"n_layer", &c.NLayer},
+		{"n_head", &c.NHead},
+	}
+	for _, s := range sizes {
+		if *s.dst, err = raw.positiveInt(s.field, true, 0); err != nil {
+			return Config{}, err
+		}
+	}
+	if c.NEmbd%c.NHead != 0 {
+		return Config{}, fmt.Errorf("field \"n_embd\": value %d is not divisible by n_head %d", c.NEmbd, c.NHead)
+	}
+	if c.NInner, err = raw.positiveInt("n_inner", false, 4*c.NEmbd); err != nil {
+		return Config{}, err
+	}
+	if c.LayerNormEpsilon, err = raw.epsilon(); err != nil {
+		return Config{}, err
+	}
+	if c.ActivationFunction, err = raw.str("activation_function", "gelu_new"); err != nil {
+		return Config{}, err
+	}
+	if c.ActivationFunction != "gelu_new" {
+		return Config{}, fmt.Errorf("field \"activation_function\": value %q is not implemented (only \"gelu_new\")", c.ActivationFunction)
+	}
+	if c.BOSTokenID, err = raw.tokenID("bos_token_id", 50256); err != nil {
+		return Config{}, err
+	}
+	if c.EOSTokenID, err = raw.tokenID("eos_token_id", 50256); err != nil {
+		return Config{}, err
+	}
+	// Each flag below, set the other way, changes the attention math.
+	flags := []struct {
+		field string
+		want  bool
+	}{
+		{"scale_attn_weights", true},
+		{"scale_attn_by_inverse_layer_idx", false},
+		{"reorder_and_upcast_attn", false},
+		{"add_cross_attention", false},
+		{"tie_word_embeddings", true},
+	}
+	for _, f := range flags {
+		if err := raw.requireBool(f.field, f.want); err != nil {
+			return Config{}, err
+		}
+	}
+	return c, nil
+}
+
+func (r rawConfig) present(field string) (json.RawMessage, bool) {
+	v, ok := r[field]
+	if !ok || string(bytes.TrimSpace(v)) == "null" {
+		return nil, false
+	}
+	return v, true
+}
+
+func (r rawConfig) checkModelType(c *Config) error {
+	if v, ok := r.present("model_type"); ok {
+		var s string
+		if err := json.Unmarshal(v, &s); err != nil {
+			return fmt.Errorf("field \"model_type\": value %s is not a string", v)
+		}
+		if s != "gpt2" {
+			return fmt.Errorf("field \"model_type\": value %q is not supported (want \"gpt2\")", s)
+		}
+		c.ModelType = s
+		return nil
+	}
+	v, ok := r.present("architectures")
+	if !ok {
+		return fmt.Errorf("field \"model_type\" is missing and no \"architectures\" names GPT2LMHeadModel")
+	}
+	var archs []string
+	if err := json.Unmarshal(v, &archs); err != nil {
+		return fmt.Errorf("field \"architectures\": value %s is not a list of strings", v)
+	}
+	for _, a := range archs {
+		if a == "GPT2LMHeadModel" {
+			c.ModelType = "gpt2"
+			return nil
+		}
+	}
+	return fmt.Errorf("field \"architectures\": value %s does not include GPT2LMHeadModel (and model_type is absent)", v)
+}
+
+// positiveInt parses an integer field in [1, maxDim]; absent or null gives
+// def when the field is optional.
+func (r rawConfig) positiveInt(field string, required bool, def int) (int, error) {
+	v, ok := r.present(field)
+	if !ok {
+		if required {
+			return 0, fmt.Errorf("field %q is missing", field)
+		}
+		return def, nil
+	}
+	n, err := strconv.ParseInt(string(bytes.TrimSpace(v)), 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("field %q: value %s is not an integer", field, v)
+	}
+	if n <= 0 || n > maxDim {
+		return 0, fmt.Errorf("field %q: value %d is out of range [1, %d]", field, n, maxDim)
+	}
+	return int(n), nil
+}
+
+func (r rawConfig) tokenID(field string, def int) (int, error) {
+	v, ok := r.present(field)
+	if !ok {
+		return def, nil
+	}
+	n, err := strconv.ParseInt(string(bytes.TrimSpace(v)), 10, 64)
+	if err != nil || n < 0 || n > math.MaxInt32 {
+		return 0, fmt.Errorf("field %q: value %s is not a non-negative integer", field, v)
+	}
+	return int(n), nil
+}
+
+func (r rawConfig) epsilon() (float64, error) {
+	const field = "layer_norm_epsilon"
+	v, ok := r.present(field)
+	if !ok {
+		return 1e-5, nil // the GPT2Config default
+	}
+	eps, err := strconv.ParseFloat(string(bytes.TrimSpace(v)), 64)
+	if err != nil {
+		return 0, fmt.Errorf("field %q: value %s is not a number", field, v)
+	}
+	if !(eps > 0) || math.IsInf(eps, 0) {
+		return 0, fmt.Errorf("field %q: value %s must be a positive finite number", field, v)
+	}
+	return eps, nil
+}
+
+func (r rawConfig) str(field, def string) (string, error) {
+	v, ok := r.present(field)
+	if !ok {
+		return def, nil
+	}
+	var s string
+	if err := json.Unmarshal(v, &s); err != nil {
+		return "", fmt.Errorf("field %q: value %s is not a string", field, v)
+	}
+	return s, nil
+}
+
+func (r rawConfig) requireBool(field string, want bool) error {
+	v, ok := r.present(field)
+	if !ok {
+		return nil
+	}
+	var b bool
+	if err := json.Unmarshal(v, &b); err != nil {
+		return fmt.Errorf("field %q: value %s is not a boolean", field, v)
+	}
+	if b != want {
+		return fmt.Errorf("field %q: value %v is not supported (only %v)", field, b, want)
+	}
+	return nil
+}

@@ -1,0 +1,17 @@
+//go:build !unix
+
+package model
+
+import (
+	"fmt"
+	"os"
+)
+
+// mapFile falls back to reading the whole file where mmap is unavailable.
+func mapFile(path string) ([]byte, func() error, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, nil, fmt.Errorf("reading %s: %w", path, err)
+	}
+	return b, func() error { return nil }, nil
+}

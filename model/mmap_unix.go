@@ -1,0 +1,35 @@
+//go:build unix
+
+package model
+
+import (
+	"fmt"
+	"os"
+	"syscall"
+)
+
+// mapFile maps path read-only so that converting the weights never needs the
+// raw file and its float32 copy on the heap at the same time.
+func mapFile(path string) (data []byte, unmap func() error, err error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, nil, fmt.Errorf("opening %s: %w", path, err)
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, nil, fmt.Errorf("stat %s: %w", path, err)
+	}
+	size := st.Size()
+	if size == 0 {
+		return []byte{}, func() error { return nil }, nil // mmap rejects length 0
+	}
+	if size != int64(int(size)) {
+		return nil, nil, fmt.Errorf("%s: %d bytes is too large to map", path, size)
+	}
+	b, err := syscall.Mmap(int(f.Fd()), 0, int(size), syscall.PROT_READ, syscall.MAP_SHARED)
+	if err != nil {
+		return nil, nil, fmt.Errorf("mapping %s: %w", path, err)
+	}
+	return b, func() error { return syscall.Munmap(b) }, nil
+}

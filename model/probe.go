@@ -1,0 +1,27 @@
+package model
+
+// NoLayer is the Layer of a captured tensor that does not belong to a block.
+const NoLayer = -1
+
+// Captured is one intermediate tensor seen by a Probe during a forward pass.
+// Data aliases the model's scratch buffers: it is valid only during the
+// Capture call, and a probe that keeps it must copy it.
+type Captured struct {
+	Checkpoint int    // SPEC.md section 2 checkpoint number
+	Layer      int    // block index, or NoLayer
+	Name       string // tensor name as in references/FORMAT.md
+	Shape      []int
+	Data       []float32 // row-major, len = product of Shape
+}
+
+// Probe observes the tensors of checkpoints 1–9 as the forward pass
+// computes them. A nil Probe costs one pointer comparison per tensor.
+type Probe interface {
+	Capture(t Captured)
+}
+
+// ProbeFunc adapts a function to the Probe interface.
+type ProbeFunc func(t Captured)
+
+// Capture calls f(t).
+func (f ProbeFunc) Capture(t Captured) { f(t) }

@@ -1,0 +1,22 @@
+package model
+
+import "slices"
+
+// probeWriter keeps the nil check in one place; with no probe, emit is a
+// single comparison.
+type probeWriter struct{ p Probe }
+
+func (w probeWriter) on() bool { return w.p != nil }
+
+func (w probeWriter) emit(checkpoint, layer int, name string, data []float32, shape ...int) {
+	if w.p == nil {
+		return
+	}
+	n := 1
+	for _, d := range shape {
+		n *= d
+	}
+	// Cloning keeps shape from escaping, so the variadic slice stays on the
+	// caller's stack when there is no probe.
+	w.p.Capture(Captured{Checkpoint: checkpoint, Layer: layer, Name: name, Shape: slices.Clone(shape), Data: data[:n]})
+}

@@ -1,0 +1,222 @@
+package model
+
+import (
+	"bytes"
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"math"
+	"sort"
+)
+
+// maxHeaderLen is the safetensors reference implementation's limit; it keeps
+// a corrupt length field from turning into a huge allocation.
+const maxHeaderLen = 100 << 20
+
+// tensorInfo locates one tensor inside a safetensors file. Begin and End are
+// relative to the start of the data section, as in the file.
+type tensorInfo struct {
+	Name       string
+	DType      string
+	Shape      []int
+	Begin, End int64
+}
+
+func (t tensorInfo) numel() int {
+	n := 1
+	for _, d := range t.Shape {
+		n *= d
+	}
+	return n
+}
+
+func dtypeSize(dtype string) (int, bool) {
+	switch dtype {
+	case "F32":
+		return 4, true
+	case "F16", "BF16":
+		return 2, true
+	}
+	return 0, false
+}
+
+// safetensorsFile is a parsed, fully bounds-checked safetensors image: every
+// tensor's [Begin,End) lies inside data and matches its dtype and shape.
+type safetensorsFile struct {
+	tensors []tensorInfo // sorted by Begin
+	data    []byte
+}
+
+// parseSafetensors validates the header of a complete file image b. It only
+// allocates in proportion to len(b), whatever the header claims.
+func parseSafetensors(b []byte) (*safetensorsFile, error) {
+	if len(b) < 8 {
+		return nil, fmt.Errorf("file is %d bytes, shorter than the 8-byte header length", len(b))
+	}
+	hlen := binary.LittleEndian.Uint64(b[:8])
+	if hlen > uint64(len(b)-8) {
+		return nil, fmt.Errorf("header length %d runs past the end of the %d-byte file", hlen, len(b))
+	}
+	if hlen > maxHeaderLen {
+		return nil, fmt.Errorf("header length %d exceeds the %d-byte limit", hlen, maxHeaderLen)
+	}
+	header := b[8 : 8+hlen]
+	data := b[8+hlen:]
+	tensors, err := parseHeader(header, int64(len(data)))
+	if err != nil {
+		return nil, err
+	}
+	return &safetensorsFile{tensors: tensors, data: data}, nil
+}
+
+type headerEntry struct {
+	DType       *string  `json:"dtype"`
+	Shape       *[]int64 `json:"shape"`
+	DataOffsets *[]int64 `json:"data_offsets"`
+}
+
+func parseHeader(header []byte, dataLen int64) ([]tensorInfo, error) {
+	dec := json.NewDecoder(bytes.NewReader(header))
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+		return nil, fmt.Errorf("header is not a JSON object")
+	}
+	seen := map[string]bool{}
+	var tensors []tensorInfo
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return nil, fmt.Errorf("parsing header: %w", err)
+		}
+		name, ok := tok.(string)
+		if !ok {
+			return nil, fmt.Errorf("parsing header: key %v is not a string", tok)
+		}
+		if seen[name] {
+			return nil, fmt.Errorf("header lists tensor %q twice", name)
+		}
+		seen[name] = true
+		if name == "__metadata__" {
+			var meta map[string]string
+			if err := dec.Decode(&meta); err != nil {
+				return nil, fmt.Errorf("parsing header __metadata__: %w", err)
+			}
+			continue
+		}
+		var e headerEntry
+		if err := dec.Decode(&e); err != nil {
+			return nil, fmt.Errorf("parsing header entry of tensor %q: %w", name, err)
+		}
+		t, err := checkEntry(name, e, dataLen)
+		if err != nil {
+			return nil, err
+		}
+		tensors = append(tensors, t)
+	}
+	if _, err := dec.Token(); err != nil {
+		return nil, fmt.Errorf("parsing header: %w", err)
+	}
+	if dec.More() {
+		return nil, fmt.Errorf("parsing header: trailing data after the JSON object")
+	}
+	sort.Slice(tensors, func(i, j int) bool { return tensors[i].Begin < tensors[j].Begin })
+	for i := 1; i < len(tensors); i++ {
+		prev, cur := tensors[i-1], tensors[i]
+		if cur.Begin < prev.End {
+			return nil, fmt.Errorf("tensor %q [%d,%d) overlaps tensor %q [%d,%d)",
+				cur.Name, cur.Begin, cur.End, prev.Name, prev.Begin, prev.End)
+		}
+	}
+	return tensors, nil
+}
+
+func checkEntry(name string, e headerEntry, dataLen int64) (tensorInfo, error) {
+	if e.DType == nil || e.Shape == nil || e.DataOffsets == nil {
+		return tensorInfo{}, fmt.Errorf("tensor %q: header entry needs dtype, shape and data_offsets", name)
+	}
+	size, ok := dtypeSize(*e.DType)
+	if !ok {
+		return tensorInfo{}, fmt.Errorf("tensor %q: dtype %q is not supported (F32, F16, BF16)", name, *e.DType)
+	}
+	// Multiply with an upper bound so that a hostile shape cannot overflow.
+	shape := make([]int, len(*e.Shape))
+	numel := int64(1)
+	for i, d := range *e.Shape {
+		if d < 0 {
+			return tensorInfo{}, fmt.Errorf("tensor %q: negative dimension in shape %v", name, *e.Shape)
+		}
+		if d > 0 && numel > dataLen/d {
+			numel = dataLen + 1 // larger than anything that fits; keep multiplying safely
+		} else {
+			numel *= d
+		}
+		shape[i] = int(d)
+	}
+	offs := *e.DataOffsets
+	if len(offs) != 2 {
+		return tensorInfo{}, fmt.Errorf("tensor %q: data_offsets %v must have two entries", name, offs)
+	}
+	begin, end := offs[0], offs[1]
+	if begin < 0 || end < begin || end > dataLen {
+		return tensorInfo{}, fmt.Errorf("tensor %q: data_offsets [%d,%d] outside the %d-byte data section", name, begin, end, dataLen)
+	}
+	if numel > dataLen || numel*int64(size) != end-begin {
+		return tensorInfo{}, fmt.Errorf("tensor %q: data_offsets [%d,%d] hold %d bytes, but %s%v needs %d×%d",
+			name, begin, end, end-begin, *e.DType, *e.Shape, numel, size)
+	}
+	return tensorInfo{Name: name, DType: *e.DType, Shape: shape, Begin: begin, End: end}, nil
+}
+
+// raw returns the bytes of t; parseSafetensors has checked the bounds.
+func (f *safetensorsFile) raw(t tensorInfo) []byte { return f.data[t.Begin:t.End] }
+
+// toFloat32 converts t to a fresh float32 slice.
+func (f *safetensorsFile) toFloat32(t tensorInfo) []float32 {
+	out := make([]float32, t.numel())
+	decodeInto(out, t.DType, f.raw(t))
+	return out
+}
+
+// decodeInto converts little-endian raw values of dtype into dst.
+func decodeInto(dst []float32, dtype string, raw []byte) {
+	switch dtype {
+	case "F32":
+		for i := range dst {
+			dst[i] = math.Float32frombits(binary.LittleEndian.Uint32(raw[4*i:]))
+		}
+	case "F16":
+		for i := range dst {
+			dst[i] = f16ToF32(binary.LittleEndian.Uint16(raw[2*i:]))
+		}
+	case "BF16":
+		for i := range dst {
+			dst[i] = bf16ToF32(binary.LittleEndian.Uint16(raw[2*i:]))
+		}
+	}
+}
+
+// bf16ToF32 is exact: bfloat16 is the top half of a float32.
+func bf16ToF32(h uint16) float32 { return math.Float32frombits(uint32(h) << 16) }
+
+// f16ToF32 converts IEEE binary16 exactly, including subnormals, infinities
+// and NaN payloads.
+func f16ToF32(h uint16) float32 {
+	sign := uint32(h>>15) << 31
+	exp := uint32(h>>10) & 0x1f
+	mant := uint32(h) & 0x3ff
+	switch {
+	case exp == 0x1f: // inf or NaN
+		return math.Float32frombits(sign | 0xff<<23 | mant<<13)
+	case exp == 0 && mant == 0:
+		return math.Float32frombits(sign)
+	case exp == 0: // subnormal: normalise into float32's wider exponent range
+		e := uint32(127 - 15 + 1)
+		for mant&0x400 == 0 {
+			mant <<= 1
+			e--
+		}
+		mant &= 0x3ff
+		return math.Float32frombits(sign | e<<23 | mant<<13)
+	default:
+		return math.Float32frombits(sign | (exp+127-15)<<23 | mant<<13)
+	}
+}

@@ -1,0 +1,222 @@
+// Package references reads and writes reference sets: a directory with
+// manifest.json and one .npy file per tensor, as pinned by FORMAT.md.
+//
+// Open validates the whole manifest against the model configuration it
+// records and checks that every file exists, so that a run fails before any
+// forward pass on a broken set. Tensor data is read lazily (Set.Tensor),
+// with its own checks of dtype, shape, size and finiteness.
+package references
+
+import (
+	"bytes"
+	"encoding/json"
+	"strconv"
+)
+
+// FormatVersion is the manifest format this package reads and writes.
+const FormatVersion = 1
+
+// ManifestFile is the name of the manifest inside a reference set.
+const ManifestFile = "manifest.json"
+
+// Manifest is manifest.json. Field meanings are in FORMAT.md.
+type Manifest struct {
+	FormatVersion int             `json:"format_version"`
+	Model         ModelInfo       `json:"model"`
+	Generator     map[string]any  `json:"generator"`
+	Cases         []Case          `json:"cases"`
+	Tensors       []TensorInfo    `json:"tensors"`
+	Sampling      []Sampling      `json:"sampling"`
+	Greedy        []Greedy        `json:"greedy"`
+	Generation    *Generation     `json:"generation"`
+	Loglikelihood []Loglikelihood `json:"loglikelihood"`
+}
+
+// ModelInfo identifies the model a set was made from.
+type ModelInfo struct {
+	Path          string          `json:"path"`
+	WeightsFile   string          `json:"weights_file"`
+	WeightsSHA256 string          `json:"weights_sha256"`
+	WeightsDType  string          `json:"weights_dtype"`
+	Config        json.RawMessage `json:"config"` // config.json, verbatim
+}
+
+// Case is one prompt; Prompt is nil when the case was given as token ids.
+type Case struct {
+	ID     string  `json:"id"`
+	Prompt *string `json:"prompt"`
+	Tokens []int   `json:"tokens"`
+}
+
+// TensorInfo describes one reference tensor and where its files are.
+type TensorInfo struct {
+	Case       string  `json:"case"`
+	Checkpoint int     `json:"checkpoint"`
+	Layer      *int    `json:"layer"`    // nil for tensors that are not per layer
+	Name       string  `json:"name"`     // see the table in FORMAT.md
+	File       string  `json:"file"`     // relative to the set, '/' separated
+	FileF64    *string `json:"file_f64"` // float64 twin; nil in sets without twins
+	DType      string  `json:"dtype"`    // always "float32"
+	Shape      []int   `json:"shape"`
+	Rows       []int   `json:"rows"` // kept token positions of logits; nil = all
+}
+
+// NoLayer is what LayerIndex returns for tensors that are not per layer.
+const NoLayer = -1
+
+// LayerIndex is the block index, or NoLayer (-1) when Layer is nil.
+func (t TensorInfo) LayerIndex() int {
+	if t.Layer == nil {
+		return NoLayer
+	}
+	return *t.Layer
+}
+
+// Key names the tensor uniquely within a set, e.g. "hello/cp1/l0/ln_1" or
+// "hello/cp8/-/logits".
+func (t TensorInfo) Key() string {
+	layer := "-"
+	if t.Layer != nil {
+		layer = "l" + strconv.Itoa(*t.Layer)
+	}
+	return t.Case + "/cp" + strconv.Itoa(t.Checkpoint) + "/" + layer + "/" + t.Name
+}
+
+// Sampling is one logit-processor configuration of checkpoint 11.
+type Sampling struct {
+	Name              string  `json:"name"`
+	Temperature       float64 `json:"temperature"`
+	TopK              int     `json:"top_k"`
+	TopP              float64 `json:"top_p"`
+	MinP              float64 `json:"min_p"`
+	RepetitionPenalty float64 `json:"repetition_penalty"`
+}
+
+// Greedy is the expected argmax token of a case (checkpoint 10).
+type Greedy struct {
+	Case  string `json:"case"`
+	Token int    `json:"token"`
+}
+
+// Generation holds the expected greedy continuations (checkpoint 12).
+type Generation struct {
+	N       int                `json:"n"`
+	Results []GenerationResult `json:"results"`
+}
+
+// Stop reasons of a GenerationResult.
+const (
+	StopMaxTokens     = "max_tokens"
+	StopEOS           = "eos"
+	StopContextLength = "context_length"
+)
+
+// EOSToken is GPT-2's <|endoftext|>, which ends a generation early.
+const EOSToken = 50256
+
+// GenerationResult is the continuation of one case. Text is nil when the
+// model directory had no tokenizer.
+type GenerationResult struct {
+	Case       string  `json:"case"`
+	Tokens     []int   `json:"tokens"`
+	Text       *string `json:"text"`
+	StopReason string  `json:"stop_reason"`
+}
+
+// Loglikelihood is the expected log-likelihood of a continuation given a
+// context; LLF64 is the float64 twin, nil in sets without twins.
+type Loglikelihood struct {
+	Context            string   `json:"context"`
+	Continuation       string   `json:"continuation"`
+	ContextTokens      []int    `json:"context_tokens"`
+	ContinuationTokens []int    `json:"continuation_tokens"`
+	LL                 float64  `json:"ll"`
+	LLF64              *float64 `json:"ll_f64"`
+	IsGreedy           bool     `json:"is_greedy"`
+}
+
+// ModelDims are the config.json values the tensor shapes depend on.
+type ModelDims struct {
+	VocabSize, NPositions, NEmbd, NHead, NLayer int
+}
+
+// ModelConfig reads the dimensions from Model.Config. Errors name the
+// config field, relative to manifest.json.
+func (m Manifest) ModelConfig() (ModelDims, error) {
+	return m.modelConfig(ManifestFile)
+}
+
+func (m Manifest) modelConfig(path string) (ModelDims, error) {
+	if len(bytes.TrimSpace(m.Model.Config)) == 0 || bytes.Equal(bytes.TrimSpace(m.Model.Config), []byte("null")) {
+		return ModelDims{}, errorf(path, "model.config", "missing")
+	}
+	var raw map[string]json.RawMessage
+	if err := json.Unmarshal(m.Model.Config, &raw); err != nil {
+		return ModelDims{}, errorf(path, "model.config", "not a JSON object: %v", err)
+	}
+	var d ModelDims
+	fields := []struct {
+		name string
+		dst  *int
+	}{
+		{"vocab_size", &d.VocabSize},
+		{"n_positions", &d.NPositions},
+		{"n_embd", &d.NEmbd},
+		{"n_head", &d.NHead},
+		{"n_layer", &d.NLayer},
+	}
+	for _, f := range fields {
+		field := "model.config." + f.name
+		v, ok := raw[f.name]
+		if !ok {
+			return ModelDims{}, errorf(path, field, "missing")
+		}
+		if err := json.Unmarshal(v, f.dst); err != nil {
+			return ModelDims{}, errorf(path, field, "want a positive integer, got %s", v)
+		}
+		if *f.dst <= 0 {
+			return ModelDims{}, errorf(path, field, "want a positive integer, got %d", *f.dst)
+		}
+	}
+	// HF sizes the MLP by n_inner when set; FORMAT.md's gelu shape [T,4C]
+	// assumes the GPT-2 default, so anything else cannot be validated.
+	if v, ok := raw["n_inner"]; ok && !isNull(v) {
+		var inner int
+		if err := json.Unmarshal(v, &inner); err != nil || inner != 4*d.NEmbd {
+			return ModelDims{}, errorf(path, "model.config.n_inner", "%s is not supported, want null or 4*n_embd=%d", v, 4*d.NEmbd)
+		}
+	}
+	if d.NEmbd%d.NHead != 0 {
+		return ModelDims{}, errorf(path, "model.config.n_head", "n_embd %d is not a multiple of n_head %d", d.NEmbd, d.NHead)
+	}
+	return d, nil
+}
+
+// parseManifest decodes and validates manifest.json (at path, for errors)
+// without touching any other file.
+func parseManifest(data []byte, path string) (Manifest, ModelDims, error) {
+	var m Manifest
+	if err := checkRequired(data, path); err != nil {
+		return m, ModelDims{}, err
+	}
+	if err := json.Unmarshal(data, &m); err != nil {
+		return m, ModelDims{}, jsonError(path, err)
+	}
+	dims, err := validate(&m, path)
+	return m, dims, err
+}
+
+// jsonError turns a decoding error into one that names the field.
+func jsonError(path string, err error) error {
+	switch e := err.(type) {
+	case *json.UnmarshalTypeError:
+		field := e.Field
+		if field == "" {
+			field = "(top level)"
+		}
+		return errorf(path, field, "want %v, got JSON %s", e.Type, e.Value)
+	case *json.SyntaxError:
+		return errorf(path, "", "not valid JSON at byte %d: %v", e.Offset, e)
+	}
+	return errorf(path, "", "not valid JSON: %v", err)
+}

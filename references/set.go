@@ -1,0 +1,196 @@
+package references
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// maxManifestSize guards against reading a huge file named manifest.json;
+// a 124M-parameter set with many cases is well under a megabyte.
+const maxManifestSize = 64 << 20
+
+// Set is an opened, validated reference set. It is safe for concurrent use.
+type Set struct {
+	Dir      string
+	Manifest Manifest
+}
+
+// Open reads and validates dir/manifest.json and checks that every tensor
+// file it lists exists inside dir. Tensor data is read later, by Tensor.
+// Every error wraps ErrInvalid.
+func Open(dir string) (*Set, error) {
+	mpath := filepath.Join(dir, ManifestFile)
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		return nil, &Error{Path: dir, Err: fmt.Errorf("opening the reference set: %w", unwrapPath(err))}
+	}
+	defer root.Close()
+	data, err := readManifest(root)
+	if err != nil {
+		return nil, &Error{Path: mpath, Err: err}
+	}
+	m, _, err := parseManifest(data, mpath)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkFiles(root, dir, m); err != nil {
+		return nil, err
+	}
+	return &Set{Dir: dir, Manifest: m}, nil
+}
+
+func readManifest(root *os.Root) ([]byte, error) {
+	f, err := root.Open(ManifestFile)
+	if err != nil {
+		return nil, unwrapPath(err)
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, maxManifestSize+1))
+	if err != nil {
+		return nil, unwrapPath(err)
+	}
+	if len(data) > maxManifestSize {
+		return nil, fmt.Errorf("larger than %d bytes", maxManifestSize)
+	}
+	return data, nil
+}
+
+// checkFiles stats every listed file through root, so a symlink that leads
+// out of the set is refused like a "../" path.
+func checkFiles(root *os.Root, dir string, m Manifest) error {
+	p := problems{path: dir}
+	check := func(field, rel string) {
+		fi, err := root.Stat(filepath.FromSlash(rel))
+		full := filepath.Join(dir, filepath.FromSlash(rel))
+		switch {
+		case err != nil:
+			p.addErr(&Error{Path: full, Err: fmt.Errorf("listed as %s in %s: %w", field, ManifestFile, unwrapPath(err))})
+		case !fi.Mode().IsRegular():
+			p.addErr(&Error{Path: full, Err: fmt.Errorf("listed as %s in %s: not a regular file", field, ManifestFile)})
+		}
+	}
+	for i, t := range m.Tensors {
+		check(fmt.Sprintf("tensors[%d].file", i), t.File)
+		if t.FileF64 != nil {
+			check(fmt.Sprintf("tensors[%d].file_f64", i), *t.FileF64)
+		}
+	}
+	return p.err()
+}
+
+// unwrapPath drops the *PathError around err: our Error already names the
+// full path, and PathError would repeat it relative to the root.
+func unwrapPath(err error) error {
+	var pe *os.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
+}
+
+// Tensor reads the float32 file of t, checking dtype, shape against the
+// manifest, size and that every value is finite.
+func (s *Set) Tensor(t TensorInfo) ([]float32, error) {
+	return readTensor[float32](s.Dir, t.File, t.Shape)
+}
+
+// TensorF64 reads the float64 twin of t, or returns (nil, nil) when the set
+// has none.
+func (s *Set) TensorF64(t TensorInfo) ([]float64, error) {
+	if t.FileF64 == nil {
+		return nil, nil
+	}
+	return readTensor[float64](s.Dir, *t.FileF64, t.Shape)
+}
+
+func readTensor[T npyFloat](dir, rel string, shape []int) ([]T, error) {
+	full := filepath.Join(dir, filepath.FromSlash(rel))
+	if err := checkRelPath(rel); err != nil {
+		return nil, &Error{Path: full, Err: err}
+	}
+	if shape == nil {
+		shape = []int{} // a nil shape would mean "any shape" to decodeNPY
+	}
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		return nil, &Error{Path: dir, Err: unwrapPath(err)}
+	}
+	defer root.Close()
+	f, err := root.Open(filepath.FromSlash(rel))
+	if err != nil {
+		return nil, &Error{Path: full, Err: unwrapPath(err)}
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, &Error{Path: full, Err: unwrapPath(err)}
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, &Error{Path: full, Err: errors.New("not a regular file")}
+	}
+	data, _, err := decodeNPY[T](f, fi.Size(), shape)
+	if err != nil {
+		return nil, &Error{Path: full, Err: err}
+	}
+	if i := firstNonFinite(data); i >= 0 {
+		return nil, &Error{Path: full, Err: fmt.Errorf("value %v at index %v (element %d): references must be finite", data[i], unravel(i, shape), i)}
+	}
+	return data, nil
+}
+
+// CheckWeights compares the sha256 of the weights file with the manifest, so
+// a set is never compared against a model it was not made from. A mismatch
+// wraps ErrWeightsMismatch and ErrInvalid.
+func (s *Set) CheckWeights(weightsPath string) error {
+	got, err := FileSHA256(weightsPath)
+	if err != nil {
+		return err
+	}
+	if want := s.Manifest.Model.WeightsSHA256; !strings.EqualFold(got, want) {
+		return &Error{Path: weightsPath, Err: fmt.Errorf("%w: its sha256 is %s, the reference set %s was made from %s with sha256 %s",
+			ErrWeightsMismatch, got, s.Dir, s.Manifest.Model.WeightsFile, want)}
+	}
+	return nil
+}
+
+// FileSHA256 is the lower-case hex sha256 of a file, as recorded in
+// model.weights_sha256. Errors wrap ErrInvalid.
+func FileSHA256(path string) (string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", &Error{Path: path, Err: unwrapPath(err)}
+	}
+	defer f.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		return "", &Error{Path: path, Err: unwrapPath(err)}
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
+}
+
+// Case returns the case with the given id.
+func (s *Set) Case(id string) (Case, bool) {
+	for _, c := range s.Manifest.Cases {
+		if c.ID == id {
+			return c, true
+		}
+	}
+	return Case{}, false
+}
+
+// Find returns the tensor of a case by name and layer (NoLayer for tensors
+// that are not per layer).
+func (s *Set) Find(caseID, name string, layer int) (TensorInfo, bool) {
+	for _, t := range s.Manifest.Tensors {
+		if t.Case == caseID && t.Name == name && t.LayerIndex() == layer {
+			return t, true
+		}
+	}
+	return TensorInfo{}, false
+}

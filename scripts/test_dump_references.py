@@ -1,0 +1,314 @@
+"""Tests for dump_references.py / compare_references.py / make_tiny_model.py.
+
+Uses a very small model (1 layer, n_embd 16) made in a temp dir; the vocab
+stays the real 50257 tokens so that prompts tokenize.
+"""
+
+import contextlib
+import io
+import json
+import os
+import shutil
+import sys
+import tempfile
+import unittest
+
+import numpy as np
+import torch
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+
+import compare_references as cr  # noqa: E402
+import dump_references as dr  # noqa: E402
+import make_tiny_model as mtm  # noqa: E402
+
+SMALL = dict(seed=7, L=1, H=2, C=16, P=32)
+
+
+def make_small(d, dtype="f16"):
+    mtm.write_model(d, dtype=dtype, **SMALL)
+    return d
+
+
+def contents(d):
+    out = {}
+    for rel, p in dr.tree(d).items():
+        with open(p, "rb") as f:
+            out[rel] = f.read()
+    return out
+
+
+def run_quiet(fn, *a):
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        rc = fn(*a)
+    return rc, out.getvalue() + err.getvalue()
+
+
+class SafetensorsTest(unittest.TestCase):
+    def setUp(self):
+        self.tmp = tempfile.mkdtemp()
+        self.path = os.path.join(self.tmp, "model.safetensors")
+
+    def tearDown(self):
+        shutil.rmtree(self.tmp)
+
+    def test_round_trip_all_dtypes(self):
+        x = np.array([[1.5, -2.25, 3e-5], [65504.0, -0.0, 0.1]], dtype=np.float32)
+        dr.write_safetensors(self.path, {
+            "a": ("F32", x), "b": ("F16", x.astype("<f2")), "c": ("BF16", dr.float32_to_bf16_bits(x))})
+        got, dtypes, sha, names = dr.read_safetensors(self.path)
+        self.assertEqual(dtypes, {"a": "F32", "b": "F16", "c": "BF16"})
+        np.testing.assert_array_equal(got["a"], x)
+        np.testing.assert_array_equal(got["b"], x.astype(np.float16).astype(np.float32))
+        bf = torch.from_numpy(x).to(torch.bfloat16).to(torch.float32).numpy()
+        np.testing.assert_array_equal(got["c"], bf)
+        with open(self.path, "rb") as f:
+            n = int.from_bytes(f.read(8), "little")
+        self.assertEqual(n % 8, 0)
+
+    def bad(self, data, *words):
+        with open(self.path, "wb") as f:
+            f.write(data)
+        with self.assertRaises(dr.BadInput) as cm:
+            dr.read_safetensors(self.path)
+        msg = str(cm.exception)
+        self.assertIn(self.path, msg)
+        for w in words:
+            self.assertIn(w, msg)
+
+    def good_bytes(self, dtype="F32"):
+        dr.write_safetensors(self.path, {"w": (dtype, np.zeros((4, 4), dtype="<f4"))})
+        with open(self.path, "rb") as f:
+            return f.read()
+
+    def test_truncated(self):
+        self.bad(self.good_bytes()[:-5], "truncated")
+        self.bad(b"\x01\x02", "truncated")
+
+    def test_header_length_lies(self):
+        data = self.good_bytes()
+        self.bad((10 ** 9).to_bytes(8, "little") + data[8:], "header length")
+
+    def test_header_lies_about_sizes(self):
+        data = self.good_bytes().replace(b'"shape":[4,4]', b'"shape":[4,2]')
+        self.bad(data, "header lies", "'w'")
+
+    def test_unsupported_dtype(self):
+        data = self.good_bytes().replace(b'"F32"', b'"I32"')
+        self.bad(data, "unsupported dtype I32")
+
+    def test_corrupt_header(self):
+        data = self.good_bytes()
+        self.bad(data[:8] + b"[" + data[9:], "corrupt header")
+
+
+class ModelLoadTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.mkdtemp()
+        cls.model = make_small(os.path.join(cls.tmp, "m"))
+
+    @classmethod
+    def tearDownClass(cls):
+        shutil.rmtree(cls.tmp)
+
+    def copy(self):
+        d = tempfile.mkdtemp(dir=self.tmp)
+        shutil.rmtree(d)
+        shutil.copytree(self.model, d)
+        return d
+
+    def edit_config(self, **kw):
+        d = self.copy()
+        p = os.path.join(d, "config.json")
+        with open(p) as f:
+            cfg = json.load(f)
+        cfg.update(kw)
+        with open(p, "w") as f:
+            json.dump(cfg, f)
+        return d
+
+    def rewrite(self, d, fn):
+        p = os.path.join(d, "model.safetensors")
+        w, dtypes, _, _ = dr.read_safetensors(p)
+        dr.write_safetensors(p, {k: ("F32", v) for k, v in fn(w).items()})
+
+    def test_bad_config_fields(self):
+        for field, value in (("activation_function", "gelu"), ("scale_attn_by_inverse_layer_idx", True),
+                             ("reorder_and_upcast_attn", True), ("model_type", "llama")):
+            with self.subTest(field=field):
+                d = self.edit_config(**{field: value})
+                with self.assertRaises(dr.BadInput) as cm:
+                    dr.load_model(d)
+                self.assertIn(field, str(cm.exception))
+                self.assertIn("config.json", str(cm.exception))
+
+    def test_missing_tensor(self):
+        d = self.copy()
+        self.rewrite(d, lambda w: {k: v for k, v in w.items() if k != "h.0.mlp.c_fc.bias"})
+        with self.assertRaisesRegex(dr.BadInput, "missing tensor 'h.0.mlp.c_fc.bias'"):
+            dr.load_model(d)
+
+    def test_prefix_buffers_and_tied_head(self):
+        d = self.copy()
+        ref = dr.load_model(self.model)["weights"]
+
+        def hub_style(w):
+            out = {"transformer." + k: v for k, v in w.items()}
+            out["transformer.h.0.attn.bias"] = np.ones((1, 1, 4, 4), np.float32)
+            out["transformer.h.0.attn.masked_bias"] = np.array([-1e4], np.float32)
+            out["lm_head.weight"] = w["wte.weight"]
+            return out
+        self.rewrite(d, hub_style)
+        m = dr.load_model(d)
+        self.assertEqual(m["dtype"], "F32")
+        self.assertEqual(sorted(m["weights"]), sorted(ref))
+        for k in ref:
+            np.testing.assert_array_equal(m["weights"][k], ref[k])
+
+    def test_unexpected_tensor(self):
+        d = self.copy()
+        self.rewrite(d, lambda w: dict(w, **{"h.0.attn.extra": np.zeros(2, np.float32)}))
+        with self.assertRaisesRegex(dr.BadInput, "unexpected tensor 'h.0.attn.extra'"):
+            dr.load_model(d)
+
+
+class SamplingTest(unittest.TestCase):
+    def probs(self, logits, **kw):
+        sc = dict({"temperature": 1.0, "top_k": 0, "top_p": 1.0, "min_p": 0.0, "repetition_penalty": 1.0}, **kw)
+        hist = sc.pop("history", [])
+        return dr.process_logits(torch.tensor(logits, dtype=torch.float64), hist, sc).numpy()
+
+    P = np.log([0.5, 0.3, 0.15, 0.05])
+
+    def test_top_p_keeps_smallest_set_reaching_p(self):
+        # ascending cumsum 0.05, 0.2, 0.5, 1.0; removed where <= 1 - top_p
+        np.testing.assert_allclose(self.probs(self.P, top_p=0.75), [0.625, 0.375, 0, 0])
+        np.testing.assert_allclose(self.probs(self.P, top_p=0.9), [0.5, 0.3, 0.15, 0] / np.float64(0.95))
+        np.testing.assert_allclose(self.probs(self.P, top_p=0.01), [1, 0, 0, 0])
+
+    def test_top_k_keeps_ties(self):
+        np.testing.assert_allclose(self.probs([1.0, 3.0, 3.0, 2.0, 3.0], top_k=2), [0, 1 / 3, 1 / 3, 0, 1 / 3])
+        np.testing.assert_allclose(self.probs([1.0, 3.0, 2.0], top_k=1), [0, 1, 0])
+        np.testing.assert_allclose(self.probs([1.0, 3.0, 2.0], top_k=10), self.probs([1.0, 3.0, 2.0]))
+
+    def test_min_p(self):
+        # threshold 0.2 * 0.5 = 0.1 removes only the 0.05 token
+        np.testing.assert_allclose(self.probs(self.P, min_p=0.2), [0.5, 0.3, 0.15, 0] / np.float64(0.95))
+
+    def test_repetition_penalty_and_temperature(self):
+        # penalty on unique prior tokens: positive logits divided, negative multiplied
+        got = self.probs([2.0, -2.0, 1.0, 0.5], repetition_penalty=2.0, temperature=0.5, history=[0, 1, 0])
+        want = np.exp(np.array([1.0, -4.0, 1.0, 0.5]) / 0.5)
+        np.testing.assert_allclose(got, want / want.sum())
+
+    def test_order_top_k_before_top_p(self):
+        # top-k 2 first leaves {0.5, 0.3} -> renormalised 0.625/0.375; top-p 0.6 then keeps only the first
+        np.testing.assert_allclose(self.probs(self.P, top_k=2, top_p=0.6), [1, 0, 0, 0])
+
+    def test_lm_eval_pair_tokenization(self):
+        tok = dr.GPT2Tokenizer.from_dir(os.path.join(os.path.dirname(HERE), "testdata", "gpt2-vocab"))
+        self.assertEqual(dr.loglikelihood_tokens(tok, "", "Hi"), ([50256], tok.encode("Hi")))
+        ctx, cont = dr.loglikelihood_tokens(tok, "Answer: ", "42")
+        self.assertEqual((ctx, cont), (tok.encode("Answer:"), tok.encode(" 42")))
+
+    def test_logits_rows(self):
+        self.assertIsNone(dr.logits_rows(4, 4))
+        self.assertEqual(dr.logits_rows(10, 4), [0, 3, 6, 9])
+        self.assertEqual(dr.logits_rows(112, 4), [0, 37, 74, 111])
+        self.assertEqual(dr.logits_rows(5, 1), [4])
+
+
+class DumperTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.mkdtemp()
+        cls.model = make_small(os.path.join(cls.tmp, "m"))
+        cls.cases = os.path.join(cls.tmp, "cases.json")
+        with open(cls.cases, "w") as f:
+            json.dump({"cases": [{"id": "a", "prompt": "Hello, world. 12 monkeys!"}, {"id": "one", "tokens": [50256]}],
+                       "loglikelihood": [{"context": "", "continuation": " cat"},
+                                         {"context": "The ", "continuation": "dog"}]}, f)
+
+    @classmethod
+    def tearDownClass(cls):
+        shutil.rmtree(cls.tmp)
+
+    def dump(self, out, *extra, model=None):
+        return run_quiet(dr.main, ["--model", model or self.model, "--cases", self.cases, "--out", out,
+                                   "--n-generate", "4", *extra])
+
+    def test_rerun_identical_refuses_different_force_replaces(self):
+        out = os.path.join(self.tmp, "refs")
+        self.assertEqual(self.dump(out)[0], 0)
+        m = json.loads(contents(out)["manifest.json"])
+        self.assertEqual([c["id"] for c in m["cases"]], ["a", "one"])
+        self.assertFalse(any(e["name"] == "k_cache" for e in m["tensors"] if e["case"] == "one"))
+        self.assertEqual([len(r["tokens"]) for r in m["generation"]["results"]], [4, 4])
+        self.assertEqual(m["loglikelihood"][1]["continuation_tokens"], [3290])  # " dog"
+        snap = contents(out)
+
+        rc, msg = self.dump(out)  # identical: success, untouched
+        self.assertEqual(rc, 0, msg)
+        self.assertIn("up to date", msg)
+        self.assertEqual(contents(out), snap)
+
+        other = os.path.join(self.tmp, "refs2")
+        self.assertEqual(self.dump(other)[0], 0)
+        rc, msg = run_quiet(cr.main, [out, other])
+        self.assertEqual(rc, 0, msg)
+        self.assertIn("tensors compared, 0 differences", msg)
+
+        rc, msg = self.dump(out, "--logits-rows", "2")  # different: refused
+        self.assertEqual(rc, 2)
+        self.assertIn("--force", msg)
+        self.assertEqual(contents(out), snap)
+        rc, msg = self.dump(out, "--logits-rows", "2", "--force")
+        self.assertEqual(rc, 0, msg)
+        rc, msg = run_quiet(cr.main, [out, other])
+        self.assertEqual(rc, 1)
+        self.assertIn("DIFFERENCE", msg)
+        self.assertEqual([n for n in os.listdir(self.tmp) if n.startswith(".")], [])  # no temp dirs left
+
+    def test_compare_detects_value_change(self):
+        a, b = os.path.join(self.tmp, "ca"), os.path.join(self.tmp, "cb")
+        self.assertEqual(self.dump(a)[0], 0)
+        shutil.copytree(a, b)
+        p = os.path.join(b, "a", "l00_ln_1.npy")
+        x = np.load(p)
+        x[1, 3] += 1e-3
+        np.save(p, x)
+        rc, msg = run_quiet(cr.main, [a, b])
+        self.assertEqual(rc, 1)
+        self.assertIn("a/l00_ln_1.npy", msg)
+        self.assertIn("1 differences", msg)
+
+    def test_bad_inputs_exit_2(self):
+        out = os.path.join(self.tmp, "never")
+        bad_tok = run_quiet(dr.main, ["--model", self.model, "--tokens", "1,50257", "--out", out])
+        self.assertEqual(bad_tok[0], 2)
+        self.assertIn("50257", bad_tok[1])
+        long = run_quiet(dr.main, ["--model", self.model, "--prompt", "word " * 40, "--out", out])
+        self.assertEqual(long[0], 2)
+        self.assertIn("n_positions=32", long[1])
+        bare = os.path.join(self.tmp, "bare")
+        shutil.copytree(self.model, bare)
+        os.remove(os.path.join(bare, "vocab.json"))
+        rc, msg = run_quiet(dr.main, ["--model", bare, "--prompt", "Hi", "--out", out])
+        self.assertEqual(rc, 2)
+        self.assertIn("vocab.json", msg)
+        self.assertEqual(run_quiet(dr.main, ["--model", bare, "--tokens", "1,2", "--out", out])[0], 0)
+        self.assertIsNone(json.loads(contents(out)["manifest.json"])["generation"]["results"][0]["text"])
+
+    def test_make_tiny_model_is_deterministic(self):
+        a = make_small(os.path.join(self.tmp, "x1"), dtype="bf16")
+        b = make_small(os.path.join(self.tmp, "x2"), dtype="bf16")
+        for name in ("model.safetensors", "config.json", "README.md"):
+            self.assertEqual(contents(a)[name], contents(b)[name])
+        self.assertEqual(dr.load_model(a)["dtype"], "BF16")
+
+
+if __name__ == "__main__":
+    unittest.main()
