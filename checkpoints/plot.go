@@ -12,6 +12,9 @@ import (
 	"gonum.org/v1/plot/vg"
 )
 
+// PlotFormats are the image formats WritePlot can write.
+var PlotFormats = map[string]bool{"svg": true, "png": true, "pdf": true}
+
 // plotFloor keeps exact matches (error 0) drawable on a log axis.
 const plotFloor = 1e-6
 
@@ -19,14 +22,19 @@ const plotFloor = 1e-6
 // fraction of its tolerance (max |got−want| / (atol + rtol·|want|)), on a
 // log scale with the tolerance line at 1: a point above it is a failing
 // tensor. Tensors after the last block are drawn at x = n_layer.
-func (r *Report) WritePlot(w io.Writer, nLayer int) error {
+func (r *Report) WritePlot(w io.Writer, nLayer int, format string) error {
+	if !PlotFormats[format] {
+		return fmt.Errorf("plot format %q: want svg, png or pdf", format)
+	}
 	p := plot.New()
 	p.Title.Text = "llorch-check: error relative to tolerance, per layer"
-	p.X.Label.Text = fmt.Sprintf("layer (%d = after the blocks: ln_f, logits)", nLayer)
+	p.X.Label.Text = "layer (head: ln_f and logits, after the blocks)"
 	p.Y.Label.Text = "max |got−want| / (atol + rtol·|want|)"
 	p.Y.Scale = plot.LogScale{}
-	p.Y.Tick.Marker = plot.LogTicks{Prec: -1}
-	p.X.Min, p.X.Max = -0.2, float64(nLayer)+0.2
+	p.Y.Tick.Marker = powerTicks{}
+	p.X.Tick.Marker = layerTicks(nLayer)
+	// The free band right of the data holds the legend.
+	p.X.Min, p.X.Max = -0.2, float64(nLayer)+0.6+0.25*float64(nLayer+1)
 	p.Legend.Top = true
 
 	series := r.seriesByCheckpoint(nLayer)
@@ -53,7 +61,7 @@ func (r *Report) WritePlot(w io.Writer, nLayer int) error {
 	p.Add(tol)
 	p.Legend.Add("tolerance", tol)
 	p.Y.Min, p.Y.Max = plotFloor, maxY
-	wt, err := p.WriterTo(8*vg.Inch, 5*vg.Inch, "svg")
+	wt, err := p.WriterTo(8*vg.Inch, 5*vg.Inch, format)
 	if err != nil {
 		return err
 	}
@@ -98,4 +106,26 @@ func (r *Report) seriesByCheckpoint(nLayer int) map[int]plotter.XYs {
 		}
 	}
 	return out
+}
+
+// powerTicks labels each power of ten as 1e-05, not 9.999999e-06.
+type powerTicks struct{}
+
+func (powerTicks) Ticks(lo, hi float64) []plot.Tick {
+	var ticks []plot.Tick
+	for e := int(math.Floor(math.Log10(lo))); e <= int(math.Ceil(math.Log10(hi))); e++ {
+		ticks = append(ticks, plot.Tick{Value: math.Pow(10, float64(e)), Label: fmt.Sprintf("1e%d", e)})
+	}
+	return ticks
+}
+
+// layerTicks labels 0..n-1 by layer and n as the head.
+type layerTicks int
+
+func (n layerTicks) Ticks(_, _ float64) []plot.Tick {
+	ticks := make([]plot.Tick, 0, int(n)+1)
+	for l := 0; l < int(n); l++ {
+		ticks = append(ticks, plot.Tick{Value: float64(l), Label: fmt.Sprint(l)})
+	}
+	return append(ticks, plot.Tick{Value: float64(n), Label: "head"})
 }

@@ -2,27 +2,20 @@ package checkpoints
 
 import (
 	"context"
-	"encoding/binary"
-	"math"
-	"os"
 	"path/filepath"
 	"testing"
 
+	"github.com/llorch/llorch-check/internal/fixture"
 	"github.com/llorch/llorch-check/model"
 	"github.com/llorch/llorch-check/references"
 	"github.com/stretchr/testify/require"
 )
 
-const (
-	tinyModel = "../testdata/tiny-gpt2"
-	tinyRefs  = "../testdata/references/tiny-gpt2"
-)
-
 func openDefault(t *testing.T) (*model.Model, *references.Set) {
 	t.Helper()
-	m, err := model.Load(tinyModel)
+	m, err := model.Load(fixture.TinyModel())
 	require.NoError(t, err)
-	set, err := references.Open(tinyRefs)
+	set, err := references.Open(fixture.TinyReferences())
 	require.NoError(t, err)
 	return m, set
 }
@@ -92,7 +85,7 @@ func TestBisectNamesInjectedFault(t *testing.T) {
 }
 
 func TestBisectLocatesTamperedElement(t *testing.T) {
-	dir := copySet(t, tinyRefs)
+	dir := fixture.CopyDir(t, fixture.TinyReferences())
 	set, err := references.Open(dir)
 	require.NoError(t, err)
 	c := set.Manifest.Cases[len(set.Manifest.Cases)-1]
@@ -100,9 +93,9 @@ func TestBisectLocatesTamperedElement(t *testing.T) {
 	require.True(t, ok)
 	pos, ch := len(c.Tokens)/2, 7
 	flat := pos*ti.Shape[1] + ch
-	addToNPYElement(t, filepath.Join(dir, ti.File), flat, 0.01)
+	fixture.SetNPYElement(t, filepath.Join(dir, ti.File), flat, func(v float32) float32 { return v + 0.01 })
 
-	m, err := model.Load(tinyModel)
+	m, err := model.Load(fixture.TinyModel())
 	require.NoError(t, err)
 	set, err = references.Open(dir)
 	require.NoError(t, err)
@@ -151,40 +144,4 @@ func argmax(v []float32) int {
 		}
 	}
 	return best
-}
-
-// copySet copies a reference set into a temp dir so a test can tamper with it.
-func copySet(t *testing.T, src string) string {
-	t.Helper()
-	dst := filepath.Join(t.TempDir(), "set")
-	err := filepath.WalkDir(src, func(path string, d os.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(src, path)
-		target := filepath.Join(dst, rel)
-		if d.IsDir() {
-			return os.MkdirAll(target, 0o755)
-		}
-		b, err := os.ReadFile(path)
-		if err != nil {
-			return err
-		}
-		return os.WriteFile(target, b, 0o644)
-	})
-	require.NoError(t, err)
-	return dst
-}
-
-// addToNPYElement adds delta to one float32 element of a version 1 .npy.
-func addToNPYElement(t *testing.T, path string, flat int, delta float32) {
-	t.Helper()
-	b, err := os.ReadFile(path)
-	require.NoError(t, err)
-	require.Equal(t, "\x93NUMPY", string(b[:6]))
-	require.Equal(t, byte(1), b[6], "version 1 header")
-	off := 10 + int(binary.LittleEndian.Uint16(b[8:10])) + 4*flat
-	v := math.Float32frombits(binary.LittleEndian.Uint32(b[off:]))
-	binary.LittleEndian.PutUint32(b[off:], math.Float32bits(v+delta))
-	require.NoError(t, os.WriteFile(path, b, 0o644))
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"path/filepath"
 	"strconv"
 	"strings"
 
@@ -53,6 +54,9 @@ func (f *runFlags) options() (checkpoints.Options, error) {
 	}
 	if f.format != "table" && f.format != "json" {
 		return checkpoints.Options{}, fmt.Errorf("--format %q: want table or json", f.format)
+	}
+	if ext := strings.TrimPrefix(filepath.Ext(f.plot), "."); f.plot != "" && !checkpoints.PlotFormats[ext] {
+		return checkpoints.Options{}, fmt.Errorf("--plot %s: want a .svg, .png or .pdf file", f.plot)
 	}
 	if f.budget < 0 {
 		return checkpoints.Options{}, fmt.Errorf("--budget %g: want a positive factor, or 0 for off", f.budget)
@@ -165,7 +169,8 @@ its committed reference set. Exit 0: all passed; 1: a checkpoint failed;
 				return err
 			}
 			if f.plot != "" {
-				err := atomicfile.Write(f.plot, func(w io.Writer) error { return rep.WritePlot(w, m.Config.NLayer) })
+				format := strings.TrimPrefix(filepath.Ext(f.plot), ".")
+				err := atomicfile.Write(f.plot, func(w io.Writer) error { return rep.WritePlot(w, m.Config.NLayer, format) })
 				if err != nil {
 					return err
 				}
@@ -180,7 +185,7 @@ its committed reference set. Exit 0: all passed; 1: a checkpoint failed;
 		},
 	}
 	f.register(cmd)
-	cmd.Flags().StringVar(&f.plot, "plot", "", "draw error per checkpoint across layers to this SVG file")
+	cmd.Flags().StringVar(&f.plot, "plot", "", "draw error per checkpoint across layers to this file (.svg, .png or .pdf)")
 	return cmd
 }
 
