@@ -5,13 +5,39 @@ TINY_MODEL := testdata/tiny-gpt2
 TINY_REFS := testdata/references/tiny-gpt2
 CASES := testdata/cases.json
 
-.PHONY: run test lint bench references verify-references
+.PHONY: run test lint bench bench-tokenizer fuzz test-scripts references verify-references
 
 run:
 	$(GO) run ./cmd/llorch-check run
 
-test: lint verify-references
+test: lint test-scripts verify-references
 	$(GO) test -race ./...
+
+# Benchmarks, never timed tests: compare ratios from one run.
+bench:
+	$(GO) test -run '^$$' -bench . -benchmem ./model ./tokenizer
+
+# A short run of every fuzz target; FUZZTIME=5m for a longer one.
+FUZZTIME ?= 20s
+fuzz:
+	$(GO) test -run '^$$' -fuzz FuzzParseSafetensors -fuzztime $(FUZZTIME) -fuzzminimizetime 3s ./model
+	$(GO) test -run '^$$' -fuzz FuzzParseManifest -fuzztime $(FUZZTIME) -fuzzminimizetime 3s ./references
+	$(GO) test -run '^$$' -fuzz FuzzReadNPY -fuzztime $(FUZZTIME) -fuzzminimizetime 3s ./references
+	$(GO) test -run '^$$' -fuzz FuzzRead -fuzztime $(FUZZTIME) -fuzzminimizetime 3s ./gguf
+	$(GO) test -run '^$$' -fuzz FuzzEncode -fuzztime $(FUZZTIME) -fuzzminimizetime 3s ./tokenizer
+	$(GO) test -run '^$$' -fuzz FuzzDecode -fuzztime $(FUZZTIME) -fuzzminimizetime 3s ./tokenizer
+
+# Tokenizer throughput against the npm gpt-tokenizer peer, in one run.
+bench-tokenizer:
+	bash scripts/bench_tokenizer/run.sh
+
+# The PyTorch tooling's own tests (tokenizer parity, safetensors, processors).
+test-scripts:
+	@if ! $(PYTHON) -c 'import torch, numpy' 2>/dev/null; then \
+		echo "test-scripts: SKIPPED, $(PYTHON) has no torch/numpy"; \
+	else \
+		$(PYTHON) -m unittest discover -s scripts -p 'test_*.py'; \
+	fi
 
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \

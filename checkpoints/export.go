@@ -5,6 +5,7 @@ import (
 	"encoding/xml"
 	"fmt"
 	"io"
+	"math"
 )
 
 // WriteJSON writes the report as one JSON document.
@@ -76,7 +77,7 @@ func (r *Report) WriteBisectText(w io.Writer) error {
 	if f.Got != nil {
 		el := &Element{Index: f.Index, Axes: f.Axes, Got: *f.Got, Want: *f.Want}
 		fmt.Fprintf(w, "  worst element: %s: got %s, want %s (|diff| %.3g, tolerance atol %g + rtol %g·|want|)\n",
-			el.where(), el.got(), el.want(), float64(f.MaxAbsErr), f.Atol, f.Rtol)
+			el.where(), el.got(), el.want(), math.Abs(float64(*f.Got-*f.Want)), f.Atol, f.Rtol)
 		fmt.Fprintf(w, "  %d of %d elements outside tolerance\n", f.Mismatches, f.Compared)
 	}
 	if f.Message != "" {

@@ -78,7 +78,7 @@ func compareData(ti references.TensorInfo, got []float32, shape []int, want []fl
 }
 
 func (r Result) fail(format string, args ...any) Result {
-	r.Status = StatusFailed
+	r.Status, r.Passed = StatusFailed, false
 	r.Message = fmt.Sprintf(format, args...)
 	return r
 }

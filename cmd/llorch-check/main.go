@@ -69,6 +69,8 @@ Exit codes: 0 all passed, 1 a checkpoint failed, 2 bad input.`,
 		newBisectCmd(),
 		newDumpCmd(),
 		newDiffCmd(),
+		newTokenizeCmd(),
+		newDetokenizeCmd(),
 	)
 	return root
 }

@@ -1,0 +1,140 @@
+package tokenizer
+
+import (
+	"fmt"
+	"unicode/utf8"
+)
+
+// DecodeBytes returns the exact bytes the ids stand for. Tokens may end in
+// the middle of a UTF-8 character, so the result need not be valid UTF-8.
+func (t *Tokenizer) DecodeBytes(ids []int) ([]byte, error) {
+	var out []byte
+	for i, id := range ids {
+		b, err := t.idBytes(id)
+		if err != nil {
+			return nil, fmt.Errorf("position %d: %w", i, err)
+		}
+		out = append(out, b...)
+	}
+	return out, nil
+}
+
+// Decode returns the text the ids stand for. Byte sequences that are not
+// valid UTF-8 become U+FFFD, one per maximal invalid subpart, exactly as
+// Python's bytes.decode("utf-8", errors="replace") (what Hugging Face's
+// GPT-2 tokenizer does) and Rust's from_utf8_lossy do.
+func (t *Tokenizer) Decode(ids []int) (string, error) {
+	b, err := t.DecodeBytes(ids)
+	if err != nil {
+		return "", err
+	}
+	out, _ := appendLossy(nil, b, true)
+	return string(out), nil
+}
+
+func (t *Tokenizer) idBytes(id int) ([]byte, error) {
+	if id < 0 || id >= len(t.tokens) || t.tokens[id] == nil {
+		return nil, fmt.Errorf("%w: %d (vocabulary size %d)", ErrInvalidID, id, len(t.tokens))
+	}
+	return t.tokens[id], nil
+}
+
+// StreamDecoder turns ids arriving one at a time into text, releasing text
+// only at complete UTF-8 characters: an emoji split over two tokens comes
+// out once, whole. Concatenating every Add result and the final Flush gives
+// exactly Decode of all the ids. Not safe for concurrent use.
+type StreamDecoder struct {
+	t       *Tokenizer
+	pending []byte // an incomplete UTF-8 character awaiting more bytes
+}
+
+// NewStreamDecoder starts an empty stream.
+func (t *Tokenizer) NewStreamDecoder() *StreamDecoder {
+	return &StreamDecoder{t: t}
+}
+
+// Add appends one token and returns the text it completes, possibly "".
+// An invalid id is an error and leaves the stream unchanged.
+func (d *StreamDecoder) Add(id int) (string, error) {
+	b, err := d.t.idBytes(id)
+	if err != nil {
+		return "", err
+	}
+	d.pending = append(d.pending, b...)
+	out, n := appendLossy(nil, d.pending, false)
+	d.pending = append(d.pending[:0], d.pending[n:]...)
+	return string(out), nil
+}
+
+// Flush ends the stream: bytes of an unfinished character come out as
+// U+FFFD. The decoder is then empty and can be reused.
+func (d *StreamDecoder) Flush() string {
+	out, _ := appendLossy(nil, d.pending, true)
+	d.pending = d.pending[:0]
+	return string(out)
+}
+
+// appendLossy appends src to dst as valid UTF-8 and returns how many bytes
+// of src it consumed. Each maximal subpart of an ill-formed sequence (the
+// longest prefix of a valid sequence that the next byte breaks off, or a
+// single byte that starts none) becomes one U+FFFD: the Unicode Standard's
+// recommended practice (chapter 3, "U+FFFD Substitution of Maximal
+// Subparts"). If final is false, a valid but unfinished sequence at the end
+// of src is left unconsumed, since later bytes may complete it.
+func appendLossy(dst, src []byte, final bool) ([]byte, int) {
+	i := 0
+	for i < len(src) {
+		c := src[i]
+		if c < utf8.RuneSelf {
+			dst = append(dst, c)
+			i++
+			continue
+		}
+		n, lo, hi := seqShape(c)
+		if n == 0 {
+			dst = append(dst, "\uFFFD"...)
+			i++
+			continue
+		}
+		k := 1 // bytes of the sequence seen valid so far
+		for ; k < n && i+k < len(src); k++ {
+			b := src[i+k]
+			if k == 1 && (b < lo || b > hi) || k > 1 && (b < 0x80 || b > 0xBF) {
+				break
+			}
+		}
+		switch {
+		case k == n:
+			dst = append(dst, src[i:i+n]...)
+		case i+k == len(src) && !final:
+			return dst, i
+		default:
+			dst = append(dst, "\uFFFD"...)
+		}
+		i += k
+	}
+	return dst, i
+}
+
+// seqShape gives, for a lead byte, the length of its sequence and the range
+// allowed for the second byte (Table 3-7, "Well-Formed UTF-8 Byte
+// Sequences"); n is 0 if c cannot start a sequence.
+func seqShape(c byte) (n int, lo, hi byte) {
+	switch {
+	case c >= 0xC2 && c <= 0xDF:
+		return 2, 0x80, 0xBF
+	case c == 0xE0:
+		return 3, 0xA0, 0xBF
+	case c >= 0xE1 && c <= 0xEC, c == 0xEE, c == 0xEF:
+		return 3, 0x80, 0xBF
+	case c == 0xED:
+		return 3, 0x80, 0x9F
+	case c == 0xF0:
+		return 4, 0x90, 0xBF
+	case c >= 0xF1 && c <= 0xF3:
+		return 4, 0x80, 0xBF
+	case c == 0xF4:
+		return 4, 0x80, 0x8F
+	}
+	return 0, 0, 0
+}

@@ -1,0 +1,150 @@
+package tokenizer
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/llorch/llorch-check/gguf"
+)
+
+// Load finds the tokenizer of a model directory, trying in order
+// vocab.json + merges.txt, tokenizer.json, then the *.gguf files (by name)
+// that carry tokenizer metadata. Without any it returns an error wrapping
+// ErrNoTokenizer; callers decide whether that matters (only text needs a
+// tokenizer).
+func Load(dir string) (*Tokenizer, error) {
+	st, err := os.Stat(dir)
+	if err != nil {
+		return nil, fmt.Errorf("tokenizer: %w", err)
+	}
+	if !st.IsDir() {
+		return nil, fmt.Errorf("tokenizer: %s is not a directory", dir)
+	}
+	vocab, merges := filepath.Join(dir, "vocab.json"), filepath.Join(dir, "merges.txt")
+	hasVocab, hasMerges := exists(vocab), exists(merges)
+	if hasVocab && hasMerges {
+		return LoadFiles(vocab, merges)
+	}
+	if tj := filepath.Join(dir, "tokenizer.json"); exists(tj) {
+		return LoadTokenizerJSON(tj)
+	}
+	ggufs, _ := filepath.Glob(filepath.Join(dir, "*.gguf"))
+	sort.Strings(ggufs)
+	for _, p := range ggufs {
+		f, err := gguf.Open(p)
+		if err != nil {
+			return nil, fmt.Errorf("tokenizer: %w", err)
+		}
+		_, hasTok := f.Get("tokenizer.ggml.tokens")
+		if !hasTok {
+			f.Close()
+			continue
+		}
+		t, err := FromGGUF(f)
+		f.Close()
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", p, err)
+		}
+		return t, nil
+	}
+	hint := ""
+	if hasVocab != hasMerges {
+		hint = " (vocab.json and merges.txt must both be present)"
+	}
+	return nil, fmt.Errorf("%w in %s: looked for vocab.json + merges.txt, tokenizer.json, *.gguf with tokenizer metadata%s",
+		ErrNoTokenizer, dir, hint)
+}
+
+func exists(path string) bool {
+	st, err := os.Stat(path)
+	return err == nil && st.Mode().IsRegular()
+}
+
+// LoadFiles loads GPT-2's vocab.json (token -> id) and merges.txt (one
+// "left right" pair per line in rank order, after a "#version" line).
+func LoadFiles(vocabPath, mergesPath string) (*Tokenizer, error) {
+	data, err := os.ReadFile(vocabPath)
+	if err != nil {
+		return nil, fmt.Errorf("tokenizer: %w", err)
+	}
+	var vocab map[string]int
+	if err := json.Unmarshal(data, &vocab); err != nil {
+		return nil, fmt.Errorf("%w: %s: %v", ErrFormat, vocabPath, err)
+	}
+	tokens, err := tokensByID(vocab, vocabPath)
+	if err != nil {
+		return nil, err
+	}
+	data, err = os.ReadFile(mergesPath)
+	if err != nil {
+		return nil, fmt.Errorf("tokenizer: %w", err)
+	}
+	merges, err := parseMergesTxt(data, mergesPath)
+	if err != nil {
+		return nil, err
+	}
+	spec := vocabSpec{source: vocabPath, tokens: tokens, merges: merges, eot: -1}
+	// vocab.json does not say which tokens are special; GPT-2 has one.
+	if id, ok := vocab[EndOfText]; ok {
+		spec.special = map[string]int{EndOfText: id}
+	}
+	return build(spec)
+}
+
+// maxVocab bounds ids so a corrupt file cannot demand a huge table.
+const maxVocab = 1 << 21
+
+// tokensByID inverts a token -> id map into a slice indexed by id.
+func tokensByID(vocab map[string]int, source string) ([]string, error) {
+	size := 0
+	for tok, id := range vocab {
+		if id < 0 || id >= maxVocab {
+			return nil, fmt.Errorf("%w: %s: token %q has id %d outside [0, %d)", ErrFormat, source, tok, id, maxVocab)
+		}
+		size = max(size, id+1)
+	}
+	tokens := make([]string, size)
+	for tok, id := range vocab {
+		if tokens[id] != "" {
+			return nil, fmt.Errorf("%w: %s: id %d used by %q and %q", ErrFormat, source, id, tokens[id], tok)
+		}
+		tokens[id] = tok
+	}
+	return tokens, nil
+}
+
+func parseMergesTxt(data []byte, source string) ([][2]string, error) {
+	var merges [][2]string
+	sc := bufio.NewScanner(bytes.NewReader(data))
+	sc.Buffer(nil, 1<<20)
+	for line := 1; sc.Scan(); line++ {
+		text := strings.TrimRight(sc.Text(), "\r")
+		if line == 1 && strings.HasPrefix(text, "#version") || text == "" {
+			continue
+		}
+		m, err := parseMerge(text)
+		if err != nil {
+			return nil, fmt.Errorf("%w: %s:%d: %v", ErrFormat, source, line, err)
+		}
+		merges = append(merges, m)
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("%w: %s: %v", ErrFormat, source, err)
+	}
+	return merges, nil
+}
+
+// parseMerge splits "left right". Byte-level tokens never contain a space.
+func parseMerge(s string) ([2]string, error) {
+	a, b, ok := strings.Cut(s, " ")
+	if !ok || a == "" || b == "" || strings.Contains(b, " ") {
+		return [2]string{}, fmt.Errorf("merge %q is not two tokens separated by one space", s)
+	}
+	return [2]string{a, b}, nil
+}

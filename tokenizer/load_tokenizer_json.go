@@ -1,0 +1,97 @@
+package tokenizer
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+)
+
+// LoadTokenizerJSON loads a Hugging Face fast-tokenizer file whose model is
+// BPE with the ByteLevel pre-tokenizer, i.e. GPT-2's scheme. Configurations
+// that would tokenize differently (a normalizer, add_prefix_space, no
+// regex split) are rejected rather than silently ignored. Its added tokens
+// are special tokens, matched by EncodeSpecial only.
+func LoadTokenizerJSON(path string) (*Tokenizer, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("tokenizer: %w", err)
+	}
+	var tj struct {
+		AddedTokens []struct {
+			ID      int    `json:"id"`
+			Content string `json:"content"`
+		} `json:"added_tokens"`
+		Normalizer   json.RawMessage `json:"normalizer"`
+		PreTokenizer *struct {
+			Type           string `json:"type"`
+			AddPrefixSpace bool   `json:"add_prefix_space"`
+			UseRegex       *bool  `json:"use_regex"`
+		} `json:"pre_tokenizer"`
+		Model struct {
+			Type   string          `json:"type"`
+			Vocab  map[string]int  `json:"vocab"`
+			Merges json.RawMessage `json:"merges"`
+		} `json:"model"`
+	}
+	if err := json.Unmarshal(data, &tj); err != nil {
+		return nil, fmt.Errorf("%w: %s: %v", ErrFormat, path, err)
+	}
+	unsupported := func(what string) error {
+		return fmt.Errorf("%w: %s: unsupported %s (only GPT-2 byte-level BPE is implemented)", ErrFormat, path, what)
+	}
+	switch {
+	case tj.Model.Type != "" && tj.Model.Type != "BPE":
+		return nil, unsupported("model type " + tj.Model.Type)
+	case len(tj.Normalizer) > 0 && string(tj.Normalizer) != "null":
+		return nil, unsupported("normalizer " + string(tj.Normalizer))
+	case tj.PreTokenizer == nil || tj.PreTokenizer.Type != "ByteLevel":
+		return nil, unsupported("pre_tokenizer (want ByteLevel)")
+	case tj.PreTokenizer.AddPrefixSpace:
+		return nil, unsupported("pre_tokenizer add_prefix_space=true")
+	case tj.PreTokenizer.UseRegex != nil && !*tj.PreTokenizer.UseRegex:
+		return nil, unsupported("pre_tokenizer use_regex=false")
+	}
+	tokens, err := tokensByID(tj.Model.Vocab, path)
+	if err != nil {
+		return nil, err
+	}
+	merges, err := parseJSONMerges(tj.Model.Merges)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s: model.merges: %v", ErrFormat, path, err)
+	}
+	spec := vocabSpec{source: path, tokens: tokens, merges: merges, eot: -1, special: map[string]int{}}
+	for _, at := range tj.AddedTokens {
+		if at.ID >= len(spec.tokens) {
+			if at.ID >= maxVocab {
+				return nil, fmt.Errorf("%w: %s: added token %q has id %d", ErrFormat, path, at.Content, at.ID)
+			}
+			spec.tokens = append(spec.tokens, make([]string, at.ID+1-len(spec.tokens))...)
+		}
+		if at.ID >= 0 && spec.tokens[at.ID] == "" {
+			spec.tokens[at.ID] = at.Content
+		}
+		spec.special[at.Content] = at.ID
+	}
+	return build(spec)
+}
+
+// parseJSONMerges accepts both layouts Hugging Face has written: "a b"
+// strings, and (since tokenizers 0.20) ["a", "b"] pairs.
+func parseJSONMerges(raw json.RawMessage) ([][2]string, error) {
+	var strs []string
+	if err := json.Unmarshal(raw, &strs); err == nil {
+		out := make([][2]string, len(strs))
+		for i, s := range strs {
+			if out[i], err = parseMerge(s); err != nil {
+				return nil, fmt.Errorf("entry %d: %v", i, err)
+			}
+		}
+		return out, nil
+	}
+	var pairs [][2]string
+	if err := json.Unmarshal(raw, &pairs); err != nil {
+		return nil, errors.New("neither a list of \"a b\" strings nor of [a, b] pairs")
+	}
+	return pairs, nil
+}
