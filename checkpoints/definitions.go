@@ -38,10 +38,10 @@ var all = []Checkpoint{
 	{6, "FFN", "GELU output [T,4C] and mlp.c_proj output [T,C]", Tolerance{1e-4, 1e-4}, false, true},
 	{7, "Block output", "embedding sum and residual stream after each block [T,C]", Tolerance{1e-4, 1e-4}, false, true},
 	{8, "LM head", "ln_f output [T,C] and full logits [T,V]", Tolerance{1e-3, 1e-4}, false, true},
-	{9, "Selected logits", "last-position logits and log-softmax [V]", Tolerance{1e-3, 1e-4}, false, true},
-	{10, "Greedy sampling", "argmax token of the last position", Tolerance{}, true, false},
-	{11, "Sampling distribution", "probabilities after the logit processors, per sampling config [V]", Tolerance{1e-6, 0}, false, false},
-	{12, "Generation", "greedy continuation through the KV cache: ids and text", Tolerance{}, true, false},
+	{9, "Selected logits", "last-position logits and log-softmax [V]; log-likelihood of reference pairs (atol 1e-4)", Tolerance{1e-3, 1e-4}, false, true},
+	{10, "Greedy sampling", "argmax token of the last position", Tolerance{}, true, true},
+	{11, "Sampling distribution", "probabilities after Go's logit processors on PyTorch's last logits, per sampling config [V]", Tolerance{1e-6, 0}, false, true},
+	{12, "Generation", "greedy continuation through the KV cache: ids and text", Tolerance{}, true, true},
 }
 
 // All returns the twelve checkpoints in order.

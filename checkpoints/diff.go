@@ -50,6 +50,11 @@ func Diff(ctx context.Context, want, got *references.Set, opt Options) (*Report,
 		res.rank = forwardRank(ti.Name, ti.LayerIndex(), dims.NLayer)
 		rep.Results = append(rep.Results, res)
 	}
+	for _, res := range diffExact(want, got, opt) {
+		res.caseIndex = caseIndex[res.Case]
+		res.rank = forwardRank(res.Name, -1, dims.NLayer)
+		rep.Results = append(rep.Results, res)
+	}
 	rep.addNotImplemented(absent)
 	sortForward(rep.Results)
 	rep.Passed = rep.count(StatusFailed) == 0 && rep.count(StatusPassed) > 0
@@ -73,4 +78,87 @@ func diffTensor(want, got *references.Set, ti references.TensorInfo, opt Options
 		return Result{}, err
 	}
 	return compareData(ti, g, other.Shape, w, truth, opt), nil
+}
+
+// diffExact compares the results a manifest holds rather than tensors:
+// greedy tokens (10), generations (12) and log-likelihoods (9).
+func diffExact(want, got *references.Set, opt Options) []Result {
+	var out []Result
+	wm, gm := want.Manifest, got.Manifest
+	if opt.Layer != nil {
+		return nil
+	}
+	if opt.Checkpoints[10] {
+		for _, w := range wm.Greedy {
+			res := exactResult(10, "greedy", w.Case, 1)
+			g, ok := findGreedy(got, w.Case)
+			if !ok {
+				out = append(out, res.fail("missing from %s", got.Dir))
+				continue
+			}
+			out = append(out, res.exact([]int{g}, []int{w.Token}))
+		}
+	}
+	if opt.Checkpoints[12] && wm.Generation != nil {
+		for _, w := range wm.Generation.Results {
+			out = append(out, diffGeneration(w, gm.Generation, got.Dir))
+		}
+	}
+	if opt.Checkpoints[9] {
+		tol := loglikelihoodTolerance
+		if o, ok := opt.Overrides[9]; ok {
+			tol = o
+		}
+		for i, w := range wm.Loglikelihood {
+			res := exactResult(9, "loglikelihood", fmt.Sprintf("loglikelihood[%d]", i), 1)
+			res.Atol, res.Rtol = tol.Atol, tol.Rtol
+			if i >= len(gm.Loglikelihood) || !sameLoglikelihoodPair(w, gm.Loglikelihood[i]) {
+				out = append(out, res.fail("pair %d missing from %s or made from other tokens", i, got.Dir))
+				continue
+			}
+			var truth []float64
+			if w.LLF64 != nil {
+				truth = []float64{*w.LLF64}
+			}
+			g := gm.Loglikelihood[i]
+			s := compare64(g.LL, w.LL, truth, tol)
+			res.record(s, []string{"pair"}, nil)
+			switch {
+			case s.Mismatches > 0:
+				res = res.fail("log-likelihood %.6f, the baseline has %.6f", g.LL, w.LL)
+			case g.IsGreedy != w.IsGreedy:
+				res = res.fail("is_greedy %v, the baseline has %v", g.IsGreedy, w.IsGreedy)
+			default:
+				res.Passed, res.Status = true, StatusPassed
+			}
+			out = append(out, res)
+		}
+	}
+	return out
+}
+
+func sameLoglikelihoodPair(a, b references.Loglikelihood) bool {
+	return slices.Equal(a.ContextTokens, b.ContextTokens) && slices.Equal(a.ContinuationTokens, b.ContinuationTokens)
+}
+
+func diffGeneration(w references.GenerationResult, gen *references.Generation, dir string) Result {
+	res := exactResult(12, "generation", w.Case, len(w.Tokens))
+	var g *references.GenerationResult
+	if gen != nil {
+		if i := slices.IndexFunc(gen.Results, func(r references.GenerationResult) bool { return r.Case == w.Case }); i >= 0 {
+			g = &gen.Results[i]
+		}
+	}
+	if g == nil {
+		return res.fail("missing from %s", dir)
+	}
+	res = res.exact(g.Tokens, w.Tokens)
+	switch {
+	case !res.Passed:
+	case g.StopReason != w.StopReason:
+		res = res.fail("stop reason %q, the baseline has %q", g.StopReason, w.StopReason)
+	case (g.Text == nil) != (w.Text == nil) || (g.Text != nil && *g.Text != *w.Text):
+		res = res.fail("the decoded texts differ")
+	}
+	return res
 }

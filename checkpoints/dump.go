@@ -5,15 +5,18 @@ import (
 	"fmt"
 	"runtime"
 
+	"github.com/llorch/llorch-check/generation"
 	"github.com/llorch/llorch-check/model"
 	"github.com/llorch/llorch-check/references"
+	"github.com/llorch/llorch-check/sampling"
+	"github.com/llorch/llorch-check/tokenizer"
 )
 
-// Dump writes the model's own activations for every case and tensor of src
-// (checkpoints 1–9, float32, no float64 twins) as a reference set at out,
-// so that two builds can be compared with Diff. The cases, tensor list and
-// logits rows are src's, which makes the two sets line up tensor by tensor.
-func Dump(ctx context.Context, m *model.Model, src *references.Set, out string, force bool, progress func(string, ...any)) error {
+// Dump writes the model's own results for every case of src as a reference
+// set at out (float32, no float64 twins), so two builds can be compared with
+// Diff. Cases, tensor list and logits rows are src's, so the sets line up.
+// As in Run, checkpoint 11 applies Go's processors to src's last logits.
+func Dump(ctx context.Context, m *model.Model, src *references.Set, out string, opt Options) error {
 	if err := checkCompatible(m, src); err != nil {
 		return err
 	}
@@ -21,7 +24,7 @@ func Dump(ctx context.Context, m *model.Model, src *references.Set, out string, 
 	if err != nil {
 		return err
 	}
-	w, err := references.NewWriter(out, force)
+	w, err := references.NewWriter(out, opt.Force)
 	if err != nil {
 		return err
 	}
@@ -31,34 +34,138 @@ func Dump(ctx context.Context, m *model.Model, src *references.Set, out string, 
 		Model:         src.Manifest.Model,
 		Generator:     map[string]any{"script": "llorch-check dump", "go": runtime.Version(), "float64_twins": false},
 		Cases:         src.Manifest.Cases,
+		Sampling:      src.Manifest.Sampling,
 	}
 	man.Model.Path, man.Model.WeightsSHA256, man.Model.WeightsDType = m.Dir, sha, m.WeightsDType
+	d := dumper{m: m, src: src, w: w, man: &man, opt: opt}
 	for _, c := range src.Manifest.Cases {
-		if progress != nil {
-			progress("dump: case %s (%d tokens)", c.ID, len(c.Tokens))
-		}
-		tis := selectTensors(src, c.ID, Options{Checkpoints: Selection{1: true, 2: true, 3: true, 4: true, 5: true, 6: true, 7: true, 8: true, 9: true}})
-		got, err := capture(ctx, m, c.Tokens, needsCacheRun(tis))
-		if err != nil {
+		progress(opt, "dump: case %s (%d tokens)", c.ID, len(c.Tokens))
+		if err := d.dumpCase(ctx, c); err != nil {
 			return fmt.Errorf("case %s: %w", c.ID, err)
 		}
-		for _, ti := range tis {
-			t, ok := got.get(ti.Name, ti.LayerIndex())
-			if !ok {
-				return fmt.Errorf("case %s: the model produced no %s tensor for layer %d", c.ID, ti.Name, ti.LayerIndex())
-			}
-			data := t.Data
-			if ti.Rows != nil {
-				if data, _, err = selectRows(t.Data, t.Shape, ti.Rows); err != nil {
-					return fmt.Errorf("case %s: %s: %w", c.ID, ti.Name, err)
-				}
-			}
-			ti.FileF64 = nil
-			if err := w.AddTensor(ti, data); err != nil {
-				return err
-			}
-			man.Tensors = append(man.Tensors, ti)
-		}
+	}
+	if err := d.dumpLoglikelihood(ctx); err != nil {
+		return err
 	}
 	return w.Commit(man)
+}
+
+type dumper struct {
+	m   *model.Model
+	src *references.Set
+	w   *references.Writer
+	man *references.Manifest
+	opt Options
+}
+
+func (d *dumper) add(ti references.TensorInfo, data []float32) error {
+	ti.FileF64 = nil
+	if err := d.w.AddTensor(ti, data); err != nil {
+		return err
+	}
+	d.man.Tensors = append(d.man.Tensors, ti)
+	return nil
+}
+
+func (d *dumper) dumpCase(ctx context.Context, c references.Case) error {
+	forward := Selection{1: true, 2: true, 3: true, 4: true, 5: true, 6: true, 7: true, 8: true, 9: true}
+	tis := selectTensors(d.src, c.ID, Options{Checkpoints: forward})
+	got, err := capture(ctx, d.m, c.Tokens, needsCacheRun(tis))
+	if err != nil {
+		return err
+	}
+	for _, ti := range tis {
+		t, ok := got.get(ti.Name, ti.LayerIndex())
+		if !ok {
+			return fmt.Errorf("the model produced no %s tensor for layer %d", ti.Name, ti.LayerIndex())
+		}
+		data := t.Data
+		if ti.Rows != nil {
+			if data, _, err = selectRows(t.Data, t.Shape, ti.Rows); err != nil {
+				return fmt.Errorf("%s: %w", ti.Name, err)
+			}
+		}
+		if err := d.add(ti, data); err != nil {
+			return err
+		}
+	}
+	if last, ok := got.get("last_logits", model.NoLayer); ok {
+		d.man.Greedy = append(d.man.Greedy, references.Greedy{Case: c.ID, Token: sampling.Argmax(last.Data)})
+	}
+	if err := d.dumpSampling(c); err != nil {
+		return err
+	}
+	return d.dumpGeneration(ctx, c)
+}
+
+func (d *dumper) dumpSampling(c references.Case) error {
+	logitsInfo, ok := d.src.Find(c.ID, "last_logits", model.NoLayer)
+	if !ok {
+		return nil
+	}
+	logits, err := d.src.Tensor(logitsInfo)
+	if err != nil {
+		return err
+	}
+	for _, cfg := range d.src.Manifest.Sampling {
+		if ti, ok := d.src.Find(c.ID, "sampling_"+cfg.Name, model.NoLayer); ok {
+			if err := d.add(ti, sampling.Process(logits, c.Tokens, paramsOf(cfg))); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func (d *dumper) dumpGeneration(ctx context.Context, c references.Case) error {
+	gen := d.src.Manifest.Generation
+	if gen == nil {
+		return nil
+	}
+	if d.man.Generation == nil {
+		d.man.Generation = &references.Generation{N: gen.N}
+	}
+	res, err := greedyContinuation(ctx, d.m, c, gen.N, d.opt.Tokenizer)
+	if err != nil {
+		return err
+	}
+	d.man.Generation.Results = append(d.man.Generation.Results, res)
+	return nil
+}
+
+// greedyContinuation decodes up to n greedy tokens through the KV cache,
+// stopping early at the context length as the reference script does.
+func greedyContinuation(ctx context.Context, m *model.Model, c references.Case, n int, tok *tokenizer.Tokenizer) (references.GenerationResult, error) {
+	res := references.GenerationResult{Case: c.ID, Tokens: []int{}, StopReason: references.StopContextLength}
+	steps := min(n, m.Config.NPositions-len(c.Tokens))
+	if steps < 1 {
+		return res, nil
+	}
+	greedy := sampling.DefaultParams()
+	greedy.Temperature = 0
+	req := generation.Request{Prompt: c.Tokens, MaxTokens: steps, Params: greedy}
+	got, err := generation.Generate(ctx, generation.NewModelDecoder(m), tok, req, nil)
+	if err != nil {
+		return res, fmt.Errorf("greedy generation: %w", err)
+	}
+	res.Tokens, res.StopReason = got.Tokens, got.StopReason
+	if got.StopReason == generation.StopMaxTokens && steps < n {
+		res.StopReason = references.StopContextLength
+	}
+	if tok != nil {
+		res.Text = &got.Text
+	}
+	return res, nil
+}
+
+func (d *dumper) dumpLoglikelihood(ctx context.Context) error {
+	for i, ll := range d.src.Manifest.Loglikelihood {
+		got, err := generation.LoglikelihoodTokens(ctx, generation.NewModelDecoder(d.m), ll.ContextTokens, ll.ContinuationTokens)
+		if err != nil {
+			return fmt.Errorf("loglikelihood[%d]: %w", i, err)
+		}
+		ll.LL, ll.LLF64, ll.IsGreedy = got.LL, nil, got.IsGreedy
+		d.man.Loglikelihood = append(d.man.Loglikelihood, ll)
+	}
+	return nil
 }

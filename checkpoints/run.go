@@ -7,6 +7,7 @@ import (
 
 	"github.com/llorch/llorch-check/model"
 	"github.com/llorch/llorch-check/references"
+	"github.com/llorch/llorch-check/tokenizer"
 )
 
 // Options select what Run compares and how strictly.
@@ -16,6 +17,8 @@ type Options struct {
 	Overrides   map[int]Tolerance                // per-checkpoint tolerances replacing the defaults
 	Budget      float64                          // fail tensors whose float64 budget ratio exceeds it; 0 is off
 	Progress    func(format string, args ...any) // nil for silence
+	Force       bool                             // Dump: replace an existing, different set
+	Tokenizer   *tokenizer.Tokenizer             // checks generated text and log-likelihood tokens; nil skips them with a failure
 }
 
 // Report is everything one run found.
@@ -43,15 +46,48 @@ func Run(ctx context.Context, m *model.Model, set *references.Set, opt Options) 
 		return nil, fmt.Errorf("--layer %d: the model has layers 0..%d", *l, m.Config.NLayer-1)
 	}
 	rep := &Report{Model: m.Dir, References: set.Dir, Overrides: opt.Overrides, Budget: opt.Budget}
+	nLayer := m.Config.NLayer
+	add := func(res Result, caseIndex int) {
+		res.caseIndex = caseIndex
+		res.rank = forwardRank(res.Name, res.LayerIndex(), nLayer)
+		rep.Results = append(rep.Results, res)
+	}
 	for ci, c := range set.Manifest.Cases {
-		wanted := selectTensors(set, c.ID, opt)
-		if len(wanted) == 0 {
-			continue
+		results, err := runCase(ctx, m, set, c, opt)
+		if err != nil {
+			return nil, fmt.Errorf("case %s: %w", c.ID, err)
 		}
+		for _, res := range results {
+			add(res, ci)
+		}
+	}
+	if opt.Checkpoints[9] && opt.Layer == nil {
+		progress(opt, "log-likelihoods")
+		results, err := checkLoglikelihood(ctx, m, set, opt)
+		if err != nil {
+			return nil, err
+		}
+		for _, res := range results {
+			add(res, len(set.Manifest.Cases))
+		}
+	}
+	rep.addNotImplemented(opt.Checkpoints)
+	sortForward(rep.Results)
+	rep.Passed = rep.count(StatusFailed) == 0 && rep.count(StatusPassed) > 0
+	return rep, nil
+}
+
+// runCase compares everything selected for one case: the captured tensors,
+// then the greedy token, the sampling distributions and the generation.
+func runCase(ctx context.Context, m *model.Model, set *references.Set, c references.Case, opt Options) ([]Result, error) {
+	var out []Result
+	wanted := selectTensors(set, c.ID, opt)
+	wholeSeq := opt.Layer == nil // checkpoints 10–12 are not per layer
+	if len(wanted) > 0 || (wholeSeq && opt.Checkpoints[10]) {
 		progress(opt, "case %s (%d tokens): forward", c.ID, len(c.Tokens))
 		got, err := capture(ctx, m, c.Tokens, needsCacheRun(wanted))
 		if err != nil {
-			return nil, fmt.Errorf("case %s: %w", c.ID, err)
+			return nil, err
 		}
 		for i, ti := range wanted {
 			progress(opt, "case %s: comparing %d/%d", c.ID, i+1, len(wanted))
@@ -59,15 +95,30 @@ func Run(ctx context.Context, m *model.Model, set *references.Set, opt Options) 
 			if err != nil {
 				return nil, err
 			}
-			res.caseIndex = ci
-			res.rank = forwardRank(ti.Name, ti.LayerIndex(), m.Config.NLayer)
-			rep.Results = append(rep.Results, res)
+			out = append(out, res)
+		}
+		if res, ok := checkGreedy(set, c, got); ok && wholeSeq && opt.Checkpoints[10] {
+			out = append(out, res)
 		}
 	}
-	rep.addNotImplemented(opt.Checkpoints)
-	sortForward(rep.Results)
-	rep.Passed = rep.count(StatusFailed) == 0 && rep.count(StatusPassed) > 0
-	return rep, nil
+	if wholeSeq && opt.Checkpoints[11] {
+		results, err := checkSampling(set, c, opt)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, results...)
+	}
+	if wholeSeq && opt.Checkpoints[12] {
+		progress(opt, "case %s: greedy generation", c.ID)
+		res, ok, err := checkGeneration(ctx, m, set, c, opt)
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			out = append(out, res)
+		}
+	}
+	return out, nil
 }
 
 func (o Options) layerSelected(layer int) bool {
@@ -103,7 +154,9 @@ func selectTensors(set *references.Set, caseID string, opt Options) []references
 	var out []references.TensorInfo
 	for _, ti := range set.Manifest.Tensors {
 		cp, ok := ByNumber(ti.Checkpoint)
-		if ti.Case != caseID || !ok || !cp.Implemented || !opt.Checkpoints[ti.Checkpoint] {
+		// Checkpoint 11's tensors are outputs of the processors, not of
+		// the forward: checkSampling handles them.
+		if ti.Case != caseID || !ok || !cp.Implemented || !opt.Checkpoints[ti.Checkpoint] || ti.Checkpoint == 11 {
 			continue
 		}
 		if !opt.layerSelected(ti.LayerIndex()) {

@@ -1,12 +1,14 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 
 	"github.com/llorch/llorch-check/model"
 	"github.com/llorch/llorch-check/references"
+	"github.com/llorch/llorch-check/tokenizer"
 )
 
 // The project's default tiny model and its committed reference set,
@@ -50,6 +52,16 @@ func loadModel(flag string) (*model.Model, error) {
 		return nil, err
 	}
 	return model.Load(dir)
+}
+
+// modelTokenizer returns the model directory's tokenizer, or nil when it
+// has none; only commands that need text treat that as an error.
+func modelTokenizer(m *model.Model) (*tokenizer.Tokenizer, error) {
+	tok, err := tokenizer.Load(m.Dir)
+	if errors.Is(err, tokenizer.ErrNoTokenizer) {
+		return nil, nil
+	}
+	return tok, err
 }
 
 func openReferences(flag string) (*references.Set, error) {

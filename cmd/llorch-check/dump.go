@@ -15,9 +15,11 @@ func newDumpCmd() *cobra.Command {
 		Use:   "dump --out DIR",
 		Short: "Write llorch-check's own activations as a reference set",
 		Long: `dump runs the Go forward on the cases of a reference set and writes every
-captured tensor of checkpoints 1–9 in the same layout (float32, no float64
-twins), so that two builds, or a build and PyTorch, can be compared with
-llorch-check diff. The directory is written atomically; an existing,
+captured tensor, the greedy token, the sampling distributions (Go's
+processors on the set's own last logits, as run does), the greedy
+continuation and the log-likelihoods in the same layout (float32, no
+float64 twins), so that two builds, or a build and PyTorch, can be compared
+with llorch-check diff. The directory is written atomically; an existing,
 different set is refused unless --force.`,
 		Example: `  llorch-check dump --out /tmp/go-refs
   llorch-check diff testdata/references/tiny-gpt2 /tmp/go-refs`,
@@ -37,9 +39,14 @@ different set is refused unless --force.`,
 			if err != nil {
 				return err
 			}
+			tok, err := modelTokenizer(m)
+			if err != nil {
+				return err
+			}
 			report, done := progressFunc(cmd.ErrOrStderr())
 			defer done()
-			if err := checkpoints.Dump(cmd.Context(), m, set, out, force, report); err != nil {
+			opt := checkpoints.Options{Force: force, Tokenizer: tok, Progress: report}
+			if err := checkpoints.Dump(cmd.Context(), m, set, out, opt); err != nil {
 				return err
 			}
 			done()

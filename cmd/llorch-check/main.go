@@ -71,6 +71,7 @@ Exit codes: 0 all passed, 1 a checkpoint failed, 2 bad input.`,
 		newDiffCmd(),
 		newTokenizeCmd(),
 		newDetokenizeCmd(),
+		newGenerateCmd(),
 	)
 	return root
 }

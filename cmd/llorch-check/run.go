@@ -132,6 +132,9 @@ func (f *runFlags) execRun(cmd *cobra.Command) (*checkpoints.Report, *model.Mode
 	if err != nil {
 		return nil, nil, err
 	}
+	if opt.Tokenizer, err = modelTokenizer(m); err != nil {
+		return nil, nil, err
+	}
 	report, done := progressFunc(cmd.ErrOrStderr())
 	opt.Progress = report
 	rep, err := checkpoints.Run(cmd.Context(), m, set, opt)

@@ -1,0 +1,175 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/spf13/cobra"
+
+	"github.com/llorch/llorch-check/generation"
+	"github.com/llorch/llorch-check/sampling"
+	"github.com/llorch/llorch-check/tokenizer"
+)
+
+type generateFlags struct {
+	model, prompt, tokens string
+	maxTokens, topK       int
+	temperature, topP     float64
+	minP, repetition      float64
+	seed                  uint64
+	stop                  []string
+	asJSON                bool
+}
+
+// generateJSON is the --json document: generated tokens and text only.
+type generateJSON struct {
+	Tokens       []int  `json:"tokens"`
+	Text         string `json:"text"`
+	StopReason   string `json:"stop_reason"`
+	StopSequence string `json:"stop_sequence,omitempty"`
+	Seed         uint64 `json:"seed"`
+	PromptTokens int    `json:"prompt_tokens"`
+}
+
+func newGenerateCmd() *cobra.Command {
+	var f generateFlags
+	d := sampling.DefaultParams()
+	cmd := &cobra.Command{
+		Use:   "generate [--model DIR] (--prompt TEXT | --tokens IDS) --max-tokens N [flags]",
+		Short: "Generate text with the Go model, streaming it to stdout",
+		Long: `Continue a prompt with the Go GPT-2, streaming the generated text to stdout
+as each token is chosen (the prompt is not echoed). Sampling follows Hugging
+Face's logit processors: repetition penalty, temperature, top-k, top-p, min-p.
+A temperature below 1e-6 is greedy. The seed (drawn when not given) and the
+stop reason go to stderr; with the same seed, prompt and settings the output
+is the same on every machine.
+
+Generation stops at <|endoftext|>, after --max-tokens, or where the text
+reaches a --stop string (not included). The prompt plus --max-tokens must fit
+the model's context. With --json, stdout is one document:
+{"tokens", "text", "stop_reason", "stop_sequence" (when one matched), "seed",
+"prompt_tokens"}.`,
+		Example: `  llorch-check generate --prompt "Once upon a time" --max-tokens 40 --temperature 0.8 --seed 7
+  llorch-check generate --tokens 15496,13 --max-tokens 16 --temperature 0 --json
+  llorch-check generate --prompt "Q: 2+2?" --max-tokens 32 --stop "\n" --stop "Q:"`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return runGenerate(cmd, f) },
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&f.model, "model", "", "HF-layout model directory (default "+defaultModel+")")
+	fl.StringVar(&f.prompt, "prompt", "", "prompt text")
+	fl.StringVar(&f.tokens, "tokens", "", "prompt as token ids: 1,2,3, space separated or a JSON array")
+	fl.IntVar(&f.maxTokens, "max-tokens", 0, "most tokens to generate")
+	fl.Float64Var(&f.temperature, "temperature", d.Temperature, "softmax temperature; below 1e-6 is greedy")
+	fl.IntVar(&f.topK, "top-k", d.TopK, "keep the K most probable tokens (0: off)")
+	fl.Float64Var(&f.topP, "top-p", d.TopP, "keep the smallest set of tokens with probability ≥ P (1: off)")
+	fl.Float64Var(&f.minP, "min-p", d.MinP, "drop tokens less probable than P times the most probable (0: off)")
+	fl.Float64Var(&f.repetition, "repetition-penalty", d.RepetitionPenalty, "penalise tokens already in the prompt or output (1: off)")
+	fl.Uint64Var(&f.seed, "seed", 0, "sampling seed (default: drawn and printed)")
+	fl.StringArrayVar(&f.stop, "stop", nil, "stop before this text (repeatable, at most 4)")
+	fl.BoolVar(&f.asJSON, "json", false, "print one JSON document instead of streaming text")
+	cmd.MarkFlagsOneRequired("prompt", "tokens")
+	cmd.MarkFlagsMutuallyExclusive("prompt", "tokens")
+	_ = cmd.MarkFlagRequired("max-tokens")
+	return cmd
+}
+
+func runGenerate(cmd *cobra.Command, f generateFlags) error {
+	m, err := loadModel(f.model)
+	if err != nil {
+		return err
+	}
+	// Only text needs the tokenizer: --tokens without --stop runs without one.
+	tok, err := tokenizer.Load(m.Dir)
+	needText := f.prompt != "" || len(f.stop) > 0 || !cmd.Flags().Changed("tokens")
+	if err != nil && (needText || !errors.Is(err, tokenizer.ErrNoTokenizer)) {
+		return err
+	}
+	var prompt []int
+	if cmd.Flags().Changed("tokens") {
+		if prompt, err = tokenizer.ParseIDs(f.tokens); err != nil {
+			return fmt.Errorf("--tokens: %w", err)
+		}
+	} else {
+		prompt = tok.Encode(f.prompt)
+	}
+	// Drawn here rather than by Generate so it can be printed before the text.
+	seed := f.seed
+	if !cmd.Flags().Changed("seed") {
+		seed = sampling.RandomSeed()
+	}
+	req := generation.Request{
+		Prompt:    prompt,
+		MaxTokens: f.maxTokens,
+		Params: sampling.Params{Temperature: f.temperature, TopK: f.topK, TopP: f.topP, MinP: f.minP,
+			RepetitionPenalty: f.repetition},
+		Seed: &seed,
+		Stop: f.stop,
+	}
+	d := generation.NewModelDecoder(m)
+	if err := req.Validate(d.ContextLength(), d.VocabSize()); err != nil {
+		return err
+	}
+	stdout, stderr := cmd.OutOrStdout(), cmd.ErrOrStderr()
+	var onToken func(generation.Token) error
+	streamed := 0 // bytes of text written so far
+	if !f.asJSON {
+		fmt.Fprintf(stderr, "seed %d, %d prompt tokens\n", seed, len(prompt))
+		onToken = func(t generation.Token) error {
+			streamed += len(t.Text)
+			return writeFlushed(stdout, t.Text)
+		}
+	}
+	res, err := generation.Generate(cmd.Context(), d, tok, req, onToken)
+	if err != nil {
+		return err
+	}
+	if f.asJSON {
+		doc := generateJSON{Tokens: res.Tokens, Text: res.Text, StopReason: res.StopReason,
+			StopSequence: res.StopSequence, Seed: res.Seed, PromptTokens: res.PromptTokens}
+		if doc.Tokens == nil {
+			doc.Tokens = []int{}
+		}
+		enc := json.NewEncoder(stdout)
+		enc.SetEscapeHTML(false)
+		if err := enc.Encode(doc); err != nil {
+			return err
+		}
+	} else {
+		if res.StopReason == generation.StopCancelled {
+			// Text held back for a stop string never reached onToken.
+			if err := writeFlushed(stdout, res.Text[min(len(res.Text), streamed):]); err != nil {
+				return err
+			}
+		}
+		if _, err := fmt.Fprintln(stdout); err != nil {
+			return err
+		}
+		stop := res.StopReason
+		if res.StopSequence != "" {
+			stop += fmt.Sprintf(" %q", res.StopSequence)
+		}
+		fmt.Fprintf(stderr, "%d tokens, stop: %s\n", len(res.Tokens), stop)
+	}
+	if res.StopReason == generation.StopCancelled {
+		return fmt.Errorf("generation cancelled after %d tokens: %w", len(res.Tokens), cmd.Context().Err())
+	}
+	return nil
+}
+
+// writeFlushed writes s and flushes a buffered writer, so each token shows
+// as soon as it is generated. (An *os.File is unbuffered already.)
+func writeFlushed(w io.Writer, s string) error {
+	if s == "" {
+		return nil
+	}
+	if _, err := io.WriteString(w, s); err != nil {
+		return err
+	}
+	if fl, ok := w.(interface{ Flush() error }); ok {
+		return fl.Flush()
+	}
+	return nil
+}

@@ -1,0 +1,171 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/llorch/llorch-check/internal/fixture"
+	"github.com/llorch/llorch-check/references"
+)
+
+// runGenerate runs the generate command in-process. Until it is wired into
+// the root command this calls newGenerateCmd directly.
+func runGenerateCLI(t *testing.T, args ...string) (stdout, stderr string, err error) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	cmd := newGenerateCmd()
+	cmd.SetArgs(append([]string{"--model", fixture.TinyModel()}, args...))
+	cmd.SetOut(&out)
+	cmd.SetErr(&errb)
+	cmd.SilenceUsage, cmd.SilenceErrors = true, true
+	err = cmd.ExecuteContext(context.Background())
+	return out.String(), errb.String(), err
+}
+
+func generateJSONDoc(t *testing.T, args ...string) generateJSON {
+	t.Helper()
+	out, stderr, err := runGenerateCLI(t, append(args, "--json")...)
+	require.NoError(t, err, stderr)
+	var doc generateJSON
+	dec := json.NewDecoder(strings.NewReader(out))
+	dec.DisallowUnknownFields()
+	require.NoError(t, dec.Decode(&doc), "stdout: %s", out)
+	require.False(t, dec.More(), "stdout holds one document and nothing else: %s", out)
+	return doc
+}
+
+// TestGenerateGreedyMatchesReference: the command's greedy output is
+// checkpoint 12's committed continuation.
+func TestGenerateGreedyMatchesReference(t *testing.T) {
+	set, err := references.Open(fixture.TinyReferences())
+	require.NoError(t, err)
+	want := set.Manifest.Generation.Results[0]
+	c, ok := set.Case(want.Case)
+	require.True(t, ok)
+	ids, _ := json.Marshal(c.Tokens)
+
+	doc := generateJSONDoc(t, "--tokens", string(ids), "--max-tokens", "16", "--temperature", "0")
+	require.Equal(t, want.Tokens, doc.Tokens)
+	require.Equal(t, *want.Text, doc.Text)
+	require.Equal(t, "max_tokens", doc.StopReason)
+	require.Equal(t, len(c.Tokens), doc.PromptTokens)
+
+	// The same from the prompt text, streamed.
+	out, stderr, err := runGenerateCLI(t, "--prompt", *c.Prompt, "--max-tokens", "16", "--temperature", "0")
+	require.NoError(t, err)
+	require.Equal(t, *want.Text+"\n", out, "stdout is the generated text only")
+	require.Contains(t, stderr, "seed ")
+	require.Contains(t, stderr, "16 tokens, stop: max_tokens")
+}
+
+func TestGenerateStop(t *testing.T) {
+	// Greedy "Hello." continues "Beast praying praying ..." (checkpoint 12).
+	doc := generateJSONDoc(t, "--prompt", "Hello.", "--max-tokens", "16", "--temperature", "0", "--stop", "ng pr", "--stop", "zzz")
+	require.Equal(t, "Beast prayi", doc.Text)
+	require.Equal(t, "stop_sequence", doc.StopReason)
+	require.Equal(t, "ng pr", doc.StopSequence)
+	require.Len(t, doc.Tokens, 3, "Beast, praying, praying: the third completes the stop string")
+
+	out, stderr, err := runGenerateCLI(t, "--prompt", "Hello.", "--max-tokens", "16", "--temperature", "0", "--stop", "ng pr")
+	require.NoError(t, err)
+	require.Equal(t, "Beast prayi\n", out)
+	require.Contains(t, stderr, `stop: stop_sequence "ng pr"`)
+}
+
+func TestGenerateSeed(t *testing.T) {
+	args := []string{"--prompt", "Once upon a time", "--max-tokens", "8", "--temperature", "0.9", "--top-p", "0.95"}
+	a := generateJSONDoc(t, append(args, "--seed", "42")...)
+	b := generateJSONDoc(t, append(args, "--seed", "42")...)
+	require.Equal(t, a, b, "same seed, same output")
+	require.EqualValues(t, 42, a.Seed)
+
+	drawn := generateJSONDoc(t, args...)
+	replay := generateJSONDoc(t, append(args, "--seed", jsonNumber(drawn.Seed))...)
+	require.Equal(t, drawn.Tokens, replay.Tokens, "the reported seed replays the generation")
+
+	if testing.Short() {
+		return
+	}
+	// And in another process.
+	cmd := exec.Command(os.Args[0], "-test.run=^TestGenerateChild$", "-test.count=1")
+	cmd.Env = append(os.Environ(), generateChildEnv+"="+strings.Join(append(args, "--seed", "42", "--json"), "\x1f"))
+	out, err := cmd.Output()
+	require.NoError(t, err, "child: %s", out)
+	var child generateJSON
+	require.NoError(t, json.NewDecoder(bytes.NewReader(out)).Decode(&child), "child output: %s", out)
+	require.Equal(t, a, child)
+}
+
+// generateChildEnv holds \x1f-separated generate arguments for
+// TestGenerateChild, the second process of TestGenerateSeed.
+const generateChildEnv = "LLORCH_GENERATE_CHILD_ARGS"
+
+func TestGenerateChild(t *testing.T) {
+	v := os.Getenv(generateChildEnv)
+	if v == "" {
+		t.Skip("only run as TestGenerateSeed's subprocess")
+	}
+	out, stderr, err := runGenerateCLI(t, strings.Split(v, "\x1f")...)
+	require.NoError(t, err, stderr)
+	_, err = os.Stdout.WriteString(out)
+	require.NoError(t, err)
+}
+
+func jsonNumber(v uint64) string {
+	b, _ := json.Marshal(v)
+	return string(b)
+}
+
+func TestGenerateInvalid(t *testing.T) {
+	tests := []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"negative temperature", []string{"--prompt", "a", "--max-tokens", "2", "--temperature", "-1"}, "temperature -1"},
+		{"top-p above 1", []string{"--prompt", "a", "--max-tokens", "2", "--top-p", "1.5"}, "top_p 1.5"},
+		{"top-k beyond the vocabulary", []string{"--prompt", "a", "--max-tokens", "2", "--top-k", "50258"}, "top_k 50258"},
+		{"repetition penalty 0", []string{"--prompt", "a", "--max-tokens", "2", "--repetition-penalty", "0"}, "repetition_penalty 0"},
+		{"five stop strings", []string{"--prompt", "a", "--max-tokens", "2", "--stop", "1", "--stop", "2", "--stop", "3", "--stop", "4", "--stop", "5"}, "at most 4"},
+		{"beyond the context", []string{"--tokens", "1,2,3", "--max-tokens", "126"}, "prompt of 3 tokens + 126 new tokens = 129 exceeds the context length 128"},
+		{"max-tokens 0", []string{"--prompt", "a", "--max-tokens", "0"}, "max_tokens 0"},
+		{"no max-tokens", []string{"--prompt", "a"}, "max-tokens"},
+		{"no prompt", []string{"--max-tokens", "2"}, "prompt"},
+		{"both prompts", []string{"--prompt", "a", "--tokens", "1", "--max-tokens", "2"}, "prompt"},
+		{"empty prompt", []string{"--prompt", "", "--max-tokens", "2"}, "prompt: empty"},
+		{"bad ids", []string{"--tokens", "1,x", "--max-tokens", "2"}, "--tokens"},
+		{"id outside the vocabulary", []string{"--tokens", "50257", "--max-tokens", "2"}, "token 50257 at index 0"},
+		{"missing model", []string{"--model", "/nonexistent", "--prompt", "a", "--max-tokens", "2"}, "nonexistent"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			out, _, err := runGenerateCLI(t, tt.args...)
+			require.ErrorContains(t, err, tt.want)
+			require.Empty(t, out)
+		})
+	}
+}
+
+func TestGenerateCancelled(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	var out, errb bytes.Buffer
+	cmd := newGenerateCmd()
+	cmd.SetArgs([]string{"--model", fixture.TinyModel(), "--prompt", "Hello.", "--max-tokens", "4", "--json"})
+	cmd.SetOut(&out)
+	cmd.SetErr(&errb)
+	cmd.SilenceUsage, cmd.SilenceErrors = true, true
+	err := cmd.ExecuteContext(ctx)
+	require.ErrorIs(t, err, context.Canceled)
+	var doc generateJSON
+	require.NoError(t, json.Unmarshal(out.Bytes(), &doc), "the partial result is still one document")
+	require.Equal(t, "cancelled", doc.StopReason)
+	require.Equal(t, []int{}, doc.Tokens)
+}

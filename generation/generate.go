@@ -1,0 +1,115 @@
+package generation
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/llorch/llorch-check/sampling"
+	"github.com/llorch/llorch-check/tokenizer"
+)
+
+// Generate samples up to req.MaxTokens tokens after req.Prompt and calls
+// onToken (if not nil) with each one as soon as it is chosen. It stops after
+// EOS, after MaxTokens, when the generated text contains a stop string, or
+// when ctx is cancelled.
+//
+// An invalid request is an error before any model work. tok may be nil: the
+// Text fields are then empty and stop strings are an error. Cancellation is
+// not an error: the partial Result comes back with StopReason
+// StopCancelled and a nil error (ctx is checked before every forward pass,
+// and the model checks it between layers), and its Text includes text held
+// back for a possible stop string, since no later token can complete one.
+// An error from onToken ends the generation and is returned as is, with the
+// partial Result. Greedy decoding is req.Params.Greedy(), e.g.
+// Params{Temperature: 0}; greedy results do not depend on the seed.
+func Generate(ctx context.Context, d Decoder, tok *tokenizer.Tokenizer, req Request, onToken func(Token) error) (Result, error) {
+	if err := req.Validate(d.ContextLength(), d.VocabSize()); err != nil {
+		return Result{}, err
+	}
+	if tok == nil && len(req.Stop) > 0 {
+		return Result{}, errors.New("stop: stop strings need a tokenizer to decode the generated text")
+	}
+	seed := sampling.RandomSeed()
+	if req.Seed != nil {
+		seed = *req.Seed
+	}
+	res := Result{Seed: seed, PromptTokens: len(req.Prompt), Tokens: make([]int, 0, req.MaxTokens)}
+	eos := EOSToken
+	if e, ok := d.(eosTokener); ok {
+		eos = e.EOS()
+	}
+	sampler := sampling.NewSampler(seed)
+	text := newTextStream(tok, req.Stop, eos)
+	var out strings.Builder
+	cancelled := func() (Result, error) {
+		out.WriteString(text.drain())
+		res.Text, res.StopReason = out.String(), StopCancelled
+		return res, nil
+	}
+	// failed keeps the partial result for a caller that wants to report it.
+	failed := func(err error) (Result, error) {
+		res.Text = out.String()
+		return res, err
+	}
+
+	if ctx.Err() != nil {
+		return cancelled()
+	}
+	logits, err := d.Prefill(ctx, req.Prompt)
+	if err != nil {
+		if ctx.Err() != nil {
+			return cancelled()
+		}
+		return failed(fmt.Errorf("prefill of %d tokens: %w", len(req.Prompt), err))
+	}
+	history := slices.Grow(slices.Clone(req.Prompt), req.MaxTokens)
+	for i := 0; ; i++ {
+		probs := sampling.Process(logits, history, req.Params)
+		var id int
+		if req.Params.Greedy() {
+			id = sampling.Argmax(probs)
+		} else {
+			id = sampler.Sample(probs)
+		}
+		if id < 0 || !(probs[id] > 0) {
+			return failed(fmt.Errorf("token %d: the model's logits have no usable value (NaN or empty)", i))
+		}
+		res.Tokens = append(res.Tokens, id)
+		history = append(history, id)
+		final := id == eos || len(res.Tokens) == req.MaxTokens
+		piece, matched, err := text.add(id, final)
+		if err != nil {
+			return failed(fmt.Errorf("token %d (id %d): %w", i, id, err))
+		}
+		out.WriteString(piece)
+		if onToken != nil {
+			if err := onToken(Token{Index: i, ID: id, Text: piece}); err != nil {
+				return failed(err)
+			}
+		}
+		switch {
+		case matched != "":
+			res.StopReason, res.StopSequence = StopSequence, matched
+		case id == eos:
+			res.StopReason = StopEOS
+		case final:
+			res.StopReason = StopMaxTokens
+		}
+		if res.StopReason != "" {
+			res.Text = out.String()
+			return res, nil
+		}
+		if ctx.Err() != nil {
+			return cancelled()
+		}
+		if logits, err = d.Step(ctx, id); err != nil {
+			if ctx.Err() != nil {
+				return cancelled()
+			}
+			return failed(fmt.Errorf("token %d (id %d): %w", i, id, err))
+		}
+	}
+}

@@ -1,0 +1,127 @@
+package generation
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"unicode"
+
+	"github.com/llorch/llorch-check/sampling"
+	"github.com/llorch/llorch-check/tokenizer"
+)
+
+// Loglikelihood is the score of a continuation given a context: LL is the
+// sum of the continuation tokens' log-probabilities (float64), IsGreedy
+// whether greedy decoding would have produced exactly those tokens.
+// ContextTokens and ContinuationTokens are the tokens that were scored.
+type Loglikelihood struct {
+	LL                 float64
+	IsGreedy           bool
+	ContextTokens      []int
+	ContinuationTokens []int
+}
+
+// EncodePair tokenizes a (context, continuation) pair as
+// lm-evaluation-harness does, so scores are comparable with published ones:
+// trailing whitespace of the context moves to the front of the continuation,
+// the pair is encoded as one text, and the continuation is whatever follows
+// the separately encoded context (BPE merges across the boundary land in the
+// continuation). An empty context conditions on <|endoftext|>; so does a
+// context that was only whitespace (lm-eval would score the continuation
+// with no context at all there, which a causal model cannot do).
+//
+// Special tokens written in the text ("<|endoftext|>") are encoded as such,
+// as Hugging Face's tokenizer (lm-eval's) and scripts/dump_references.py do.
+func EncodePair(tok *tokenizer.Tokenizer, context, continuation string) (ctxTokens, contTokens []int) {
+	eot := tok.EOT()
+	if eot < 0 {
+		eot = EOSToken
+	}
+	if context == "" {
+		return []int{eot}, tok.EncodeSpecial(continuation)
+	}
+	trimmed := strings.TrimRightFunc(context, isPythonSpace)
+	continuation = context[len(trimmed):] + continuation
+	context = trimmed
+	whole := tok.EncodeSpecial(context + continuation)
+	ctxTokens = tok.EncodeSpecial(context)
+	if len(ctxTokens) == 0 {
+		return []int{eot}, whole
+	}
+	// The context's encoding is a prefix of the whole's unless a merge
+	// crosses the boundary; lm-eval slices by length regardless.
+	return ctxTokens, slices.Clone(whole[min(len(ctxTokens), len(whole)):])
+}
+
+// isPythonSpace is Python's str.isspace, which str.rstrip uses: Unicode
+// White_Space plus the information separators U+001C–U+001F.
+func isPythonSpace(r rune) bool {
+	return unicode.IsSpace(r) || (r >= 0x1c && r <= 0x1f)
+}
+
+// LoglikelihoodTokens scores contTokens after ctxTokens with one forward
+// pass over (ctx+cont)[:-1], as lm-eval does: if the pair is longer than the
+// context length plus one, its oldest tokens are dropped (left truncation),
+// and position i's logits score token i+1. Each log-probability is a float64
+// log-softmax; is_greedy requires every continuation token to be the argmax
+// (ties to the lowest id).
+func LoglikelihoodTokens(ctx context.Context, d Decoder, ctxTokens, contTokens []int) (Loglikelihood, error) {
+	n, V := d.ContextLength(), d.VocabSize()
+	switch {
+	case len(ctxTokens) == 0:
+		return Loglikelihood{}, fmt.Errorf("context_tokens: empty; condition on <|endoftext|> (%d) instead", EOSToken)
+	case len(contTokens) == 0:
+		return Loglikelihood{}, fmt.Errorf("continuation_tokens: empty; there is nothing to score")
+	case len(contTokens) > n:
+		return Loglikelihood{}, fmt.Errorf("continuation_tokens: %d tokens exceed the context length %d", len(contTokens), n)
+	}
+	whole := slices.Concat(ctxTokens, contTokens)
+	for i, id := range whole {
+		if id < 0 || id >= V {
+			return Loglikelihood{}, fmt.Errorf("token %d at index %d of context+continuation is outside the vocabulary [0, %d)", id, i, V)
+		}
+	}
+	if len(whole) > n+1 {
+		whole = whole[len(whole)-(n+1):]
+	}
+	inp := whole[:len(whole)-1]
+	from := len(inp) - len(contTokens)
+	rows, err := logitRows(ctx, d, inp, from)
+	if err != nil {
+		return Loglikelihood{}, err
+	}
+	res := Loglikelihood{IsGreedy: true, ContextTokens: slices.Clone(ctxTokens), ContinuationTokens: slices.Clone(contTokens)}
+	for j, target := range contTokens {
+		row := rows[j*V : (j+1)*V]
+		res.LL += sampling.LogSoftmax(row)[target]
+		if sampling.Argmax(row) != target {
+			res.IsGreedy = false
+		}
+	}
+	return res, nil
+}
+
+// logitRows returns the logits of positions from..len(tokens)-1 as [R,V],
+// from one forward pass when the decoder can, else by prefill and steps.
+func logitRows(ctx context.Context, d Decoder, tokens []int, from int) ([]float32, error) {
+	if s, ok := d.(rowScorer); ok {
+		rows, err := s.Rows(ctx, tokens, from)
+		if err != nil {
+			return nil, fmt.Errorf("forward over %d tokens: %w", len(tokens), err)
+		}
+		return rows, nil
+	}
+	logits, err := d.Prefill(ctx, tokens[:from+1])
+	if err != nil {
+		return nil, fmt.Errorf("prefill of %d tokens: %w", from+1, err)
+	}
+	rows := slices.Grow(slices.Clone(logits), (len(tokens)-from-1)*len(logits))
+	for _, id := range tokens[from+1:] {
+		if logits, err = d.Step(ctx, id); err != nil {
+			return nil, fmt.Errorf("step: %w", err)
+		}
+		rows = append(rows, logits...)
+	}
+	return rows, nil
+}

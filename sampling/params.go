@@ -1,0 +1,77 @@
+package sampling
+
+import (
+	"fmt"
+	"math"
+)
+
+// GreedyBelow is the temperature under which decoding is greedy (argmax),
+// as SPEC.md checkpoint 10 defines it. Dividing by a smaller temperature
+// would only overflow on the way to the same argmax.
+const GreedyBelow = 1e-6
+
+// Params are the logit-processor settings of one request. The neutral value
+// of each processor turns it off: TopK 0, TopP 1, MinP 0, RepetitionPenalty 1
+// (see DefaultParams).
+//
+// Greedy decoding (Temperature < GreedyBelow) uses only the repetition
+// penalty, like Hugging Face's greedy search, which drops the warpers
+// (temperature, top-k, top-p, min-p). So that Params{Temperature: 0} — the
+// zero value with nothing else set — means plain greedy, a zero
+// RepetitionPenalty counts as "no penalty" in greedy mode; when sampling it
+// is invalid.
+type Params struct {
+	Temperature       float64
+	TopK              int
+	TopP              float64
+	MinP              float64
+	RepetitionPenalty float64
+}
+
+// DefaultParams are plain sampling from the model's distribution:
+// temperature 1 and every other processor off.
+func DefaultParams() Params {
+	return Params{Temperature: 1, TopK: 0, TopP: 1, MinP: 0, RepetitionPenalty: 1}
+}
+
+// Greedy reports whether these settings mean argmax decoding.
+func (p Params) Greedy() bool { return p.Temperature < GreedyBelow }
+
+// penalty is the repetition penalty to apply, 1 meaning none.
+func (p Params) penalty() float64 {
+	if p.Greedy() && p.RepetitionPenalty == 0 {
+		return 1
+	}
+	return p.RepetitionPenalty
+}
+
+// Validate rejects settings that are mathematically meaningless for a
+// vocabulary of vocabSize tokens; each error names the setting and its value.
+// Product limits (API.md's temperature ≤ 2, say) are the caller's to add.
+// In greedy mode top_k, top_p and min_p are not used and not checked.
+func (p Params) Validate(vocabSize int) error {
+	switch {
+	case math.IsNaN(p.Temperature) || math.IsInf(p.Temperature, 0):
+		return fmt.Errorf("temperature %v: must be a finite number", p.Temperature)
+	case p.Temperature < 0:
+		return fmt.Errorf("temperature %v: must be ≥ 0 (0 is greedy)", p.Temperature)
+	}
+	rp := p.penalty()
+	if math.IsNaN(rp) || math.IsInf(rp, 0) || rp <= 0 {
+		return fmt.Errorf("repetition_penalty %v: must be a finite number > 0 (1 is off)", p.RepetitionPenalty)
+	}
+	if p.Greedy() {
+		return nil
+	}
+	switch {
+	case p.TopK < 0:
+		return fmt.Errorf("top_k %d: must be ≥ 0 (0 is off)", p.TopK)
+	case p.TopK > vocabSize:
+		return fmt.Errorf("top_k %d: exceeds the vocabulary size %d", p.TopK, vocabSize)
+	case !(p.TopP > 0 && p.TopP <= 1): // also rejects NaN
+		return fmt.Errorf("top_p %v: must be in (0, 1] (1 is off)", p.TopP)
+	case !(p.MinP >= 0 && p.MinP <= 1):
+		return fmt.Errorf("min_p %v: must be in [0, 1] (0 is off)", p.MinP)
+	}
+	return nil
+}

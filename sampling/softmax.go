@@ -1,0 +1,81 @@
+package sampling
+
+import "math"
+
+// Argmax returns the index of the largest logit. Ties go to the lowest id,
+// as torch.argmax does; NaN never wins. It returns -1 when logits is empty
+// or all NaN, so that a broken forward pass is an error, not token 0.
+func Argmax(logits []float32) int {
+	best := -1
+	for i, v := range logits {
+		if v != v { // NaN
+			continue
+		}
+		if best < 0 || v > logits[best] {
+			best = i
+		}
+	}
+	return best
+}
+
+// argmax64 is Argmax for float64.
+func argmax64(s []float64) int {
+	best := -1
+	for i, v := range s {
+		if math.IsNaN(v) {
+			continue
+		}
+		if best < 0 || v > s[best] {
+			best = i
+		}
+	}
+	return best
+}
+
+// LogSoftmax returns log(softmax(logits)) accumulated in float64, so that a
+// sum of many log-probabilities (log-likelihood) carries no float32 error of
+// ours. −Inf logits give −Inf.
+func LogSoftmax(logits []float32) []float64 {
+	out := make([]float64, len(logits))
+	mx := math.Inf(-1)
+	for _, v := range logits {
+		mx = math.Max(mx, float64(v))
+	}
+	if math.IsInf(mx, -1) {
+		for i := range out {
+			out[i] = math.Inf(-1)
+		}
+		return out
+	}
+	sum := 0.0
+	for _, v := range logits {
+		sum += math.Exp(float64(v) - mx)
+	}
+	lse := mx + math.Log(sum)
+	for i, v := range logits {
+		out[i] = float64(v) - lse
+	}
+	return out
+}
+
+// softmax64 returns the softmax of s; −Inf entries get exactly 0.
+func softmax64(s []float64) []float64 {
+	out := make([]float64, len(s))
+	mx := math.Inf(-1)
+	for _, v := range s {
+		mx = math.Max(mx, v)
+	}
+	if math.IsInf(mx, -1) {
+		return out
+	}
+	sum := 0.0
+	for i, v := range s {
+		e := math.Exp(v - mx)
+		out[i] = e
+		sum += e
+	}
+	for i := range out {
+		out[i] /= sum
+	}
+	return out
+}
