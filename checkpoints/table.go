@@ -81,7 +81,7 @@ func (r *Report) writeFailures(w io.Writer) error {
 // Verdict is the one-line outcome.
 func (r *Report) Verdict() string {
 	pass, fail := r.count(StatusPassed), r.count(StatusFailed)
-	msg := fmt.Sprintf("%d tensors passed, %d failed", pass, fail)
+	msg := fmt.Sprintf("%d checks passed, %d failed", pass, fail)
 	if len(r.NotImplemented) > 0 {
 		msg += fmt.Sprintf("; checkpoints %s not implemented (not checked)", joinInts(r.NotImplemented))
 	}

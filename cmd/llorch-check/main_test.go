@@ -31,7 +31,7 @@ func TestRunDefaultPasses(t *testing.T) {
 	code, out, stderr := runCLI(t, "run", "--model", fixture.TinyModel(), "--references", fixture.TinyReferences())
 	require.Equal(t, exitOK, code, stderr)
 	require.Contains(t, out, "PASS: ")
-	require.Contains(t, out, "PASS: 121 tensors passed, 0 failed")
+	require.Contains(t, out, "PASS: 121 checks passed, 0 failed")
 	require.NotContains(t, out, "NOT IMPLEMENTED")
 }
 
