@@ -148,8 +148,3 @@ func TestForwardRank(t *testing.T) {
 		require.Less(t, forwardRank(a.name, a.layer, nLayer), forwardRank(b.name, b.layer, nLayer), "%v before %v", a, b)
 	}
 }
-
-func TestUnravel(t *testing.T) {
-	require.Equal(t, []int{1, 2, 3}, unravel(1*20+2*5+3, []int{4, 4, 5}))
-	require.Equal(t, []int{7}, unravel(7, []int{10}))
-}

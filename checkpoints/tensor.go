@@ -94,7 +94,7 @@ func (r *Result) record(s Stats, axes []string, rows []int) {
 	if s.Worst < 0 {
 		return
 	}
-	idx := unravel(s.Worst, r.Shape)
+	idx := references.Unravel(s.Worst, r.Shape)
 	if rows != nil {
 		idx[0] = rows[idx[0]] // report the token position, not the row of the subset
 	}

@@ -66,15 +66,3 @@ func axesOf(name string) []string {
 	}
 	return []string{"token", "channel"}
 }
-
-// unravel turns a flat row-major offset into per-axis indices.
-func unravel(flat int, shape []int) []int {
-	idx := make([]int, len(shape))
-	for d := len(shape) - 1; d >= 0; d-- {
-		if shape[d] > 0 {
-			idx[d] = flat % shape[d]
-			flat /= shape[d]
-		}
-	}
-	return idx
-}

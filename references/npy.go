@@ -183,8 +183,8 @@ func firstNonFinite[T npyFloat](data []T) int {
 	return -1
 }
 
-// unravel turns a flat C-order index into per-dimension indices.
-func unravel(i int, shape []int) []int {
+// Unravel turns a flat C-order index into per-dimension indices.
+func Unravel(i int, shape []int) []int {
 	idx := make([]int, len(shape))
 	for d := len(shape) - 1; d >= 0; d-- {
 		if shape[d] > 0 {

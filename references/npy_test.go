@@ -145,8 +145,8 @@ func TestFirstNonFinite(t *testing.T) {
 	require.Equal(t, -1, firstNonFinite([]float32{1, -2, 0}))
 	require.Equal(t, 1, firstNonFinite([]float32{1, float32(math.NaN()), float32(math.Inf(1))}))
 	require.Equal(t, 2, firstNonFinite([]float64{1, 0, math.Inf(-1)}))
-	require.Equal(t, []int{1, 0, 1}, unravel(7, []int{2, 3, 2}))
-	require.Equal(t, []int{5}, unravel(5, []int{16}))
+	require.Equal(t, []int{1, 0, 1}, Unravel(7, []int{2, 3, 2}))
+	require.Equal(t, []int{5}, Unravel(5, []int{16}))
 }
 
 func TestNumElems(t *testing.T) {

@@ -139,7 +139,7 @@ func readTensor[T npyFloat](dir, rel string, shape []int) ([]T, error) {
 		return nil, &Error{Path: full, Err: err}
 	}
 	if i := firstNonFinite(data); i >= 0 {
-		return nil, &Error{Path: full, Err: fmt.Errorf("value %v at index %v (element %d): references must be finite", data[i], unravel(i, shape), i)}
+		return nil, &Error{Path: full, Err: fmt.Errorf("value %v at index %v (element %d): references must be finite", data[i], Unravel(i, shape), i)}
 	}
 	return data, nil
 }

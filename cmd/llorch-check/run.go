@@ -178,13 +178,7 @@ its committed reference set. Exit 0: all passed; 1: a checkpoint failed;
 					return err
 				}
 			}
-			if err := writeReport(cmd.OutOrStdout(), rep, f.format); err != nil {
-				return err
-			}
-			if !rep.Passed {
-				return errFailed
-			}
-			return nil
+			return writeReport(cmd.OutOrStdout(), rep, f.format)
 		},
 	}
 	f.register(cmd)
@@ -192,11 +186,19 @@ its committed reference set. Exit 0: all passed; 1: a checkpoint failed;
 	return cmd
 }
 
+// writeReport prints the report and turns a failed one into exit code 1.
 func writeReport(w io.Writer, rep *checkpoints.Report, format string) error {
+	write := rep.WriteTable
 	if format == "json" {
-		return rep.WriteJSON(w)
+		write = rep.WriteJSON
 	}
-	return rep.WriteTable(w)
+	if err := write(w); err != nil {
+		return err
+	}
+	if !rep.Passed {
+		return errFailed
+	}
+	return nil
 }
 
 func newBisectCmd() *cobra.Command {
