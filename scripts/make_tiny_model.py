@@ -42,7 +42,7 @@ import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from dump_references import float32_to_bf16_bits, write_safetensors  # noqa: E402
+from safetensors_io import float32_to_bf16_bits, write_safetensors  # noqa: E402
 
 VOCAB_DIR = os.path.join(os.path.dirname(HERE), "testdata", "gpt2-vocab")
 VOCAB_SIZE = 50257

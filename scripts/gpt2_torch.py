@@ -1,0 +1,201 @@
+"""GPT-2 written out op by op in torch, mirroring Hugging Face
+GPT2LMHeadModel in eval mode (SPEC.md section 1) down to the op choice where
+that changes rounding, with a probe at every checkpoint tensor.
+"""
+
+import json
+import math
+import os
+import re
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from safetensors_io import BadInput, read_safetensors
+
+EOT = 50256  # <|endoftext|>, GPT-2's eos and bos
+
+
+# GPT2Config defaults for keys a hub config.json may omit.
+CONFIG_DEFAULTS = {
+    "vocab_size": 50257, "n_positions": 1024, "n_embd": 768, "n_layer": 12, "n_head": 12,
+    "n_inner": None, "activation_function": "gelu_new", "layer_norm_epsilon": 1e-5,
+    "scale_attn_weights": True, "scale_attn_by_inverse_layer_idx": False,
+    "reorder_and_upcast_attn": False, "add_cross_attention": False, "eos_token_id": EOT,
+}
+
+
+def load_config(path):
+    try:
+        with open(path, encoding="utf-8") as f:
+            raw = json.load(f)
+    except OSError as e:
+        raise BadInput(f"{path}: cannot read: {e.strerror}")
+    except json.JSONDecodeError as e:
+        raise BadInput(f"{path}: not valid JSON: {e}")
+    if not isinstance(raw, dict):
+        raise BadInput(f"{path}: not a JSON object")
+    cfg = dict(CONFIG_DEFAULTS, **raw)
+
+    def bad(field, why):
+        raise BadInput(f"{path}: field {field!r} = {cfg.get(field)!r}: {why}")
+
+    if cfg.get("model_type") != "gpt2":
+        bad("model_type", "only GPT-2 (\"gpt2\") is supported")
+    if cfg["activation_function"] != "gelu_new":
+        bad("activation_function", "only gelu_new (tanh GELU) is implemented")
+    for field, want in (("scale_attn_weights", True), ("scale_attn_by_inverse_layer_idx", False),
+                        ("reorder_and_upcast_attn", False), ("add_cross_attention", False)):
+        if cfg[field] is not want:
+            bad(field, f"only {str(want).lower()} is implemented")
+    for field in ("vocab_size", "n_positions", "n_embd", "n_layer", "n_head"):
+        if not isinstance(cfg[field], int) or isinstance(cfg[field], bool) or cfg[field] <= 0:
+            bad(field, "must be a positive integer")
+    if cfg["n_inner"] is not None and (not isinstance(cfg["n_inner"], int) or cfg["n_inner"] <= 0):
+        bad("n_inner", "must be null or a positive integer")
+    if cfg["n_embd"] % cfg["n_head"]:
+        bad("n_head", f"does not divide n_embd {cfg['n_embd']}")
+    eps = cfg["layer_norm_epsilon"]
+    if not isinstance(eps, (int, float)) or isinstance(eps, bool) or not eps > 0:
+        bad("layer_norm_epsilon", "must be a positive number")
+    return raw, cfg
+
+
+def param_shapes(cfg):
+    C, V, P = cfg["n_embd"], cfg["vocab_size"], cfg["n_positions"]
+    I = cfg["n_inner"] or 4 * C
+    shapes = {"wte.weight": [V, C], "wpe.weight": [P, C], "ln_f.weight": [C], "ln_f.bias": [C]}
+    for i in range(cfg["n_layer"]):
+        p = f"h.{i}."
+        shapes.update({
+            p + "ln_1.weight": [C], p + "ln_1.bias": [C],
+            p + "attn.c_attn.weight": [C, 3 * C], p + "attn.c_attn.bias": [3 * C],
+            p + "attn.c_proj.weight": [C, C], p + "attn.c_proj.bias": [C],
+            p + "ln_2.weight": [C], p + "ln_2.bias": [C],
+            p + "mlp.c_fc.weight": [C, I], p + "mlp.c_fc.bias": [I],
+            p + "mlp.c_proj.weight": [I, C], p + "mlp.c_proj.bias": [C],
+        })
+    return shapes
+
+
+_BUFFER = re.compile(r"^h\.\d+\.attn\.(bias|masked_bias)$")
+
+
+def load_model(model_dir):
+    """Returns dict with config (verbatim and with defaults), float32 weights, sha256, dtype."""
+    if not os.path.isdir(model_dir):
+        raise BadInput(f"{model_dir}: not a directory")
+    raw_cfg, cfg = load_config(os.path.join(model_dir, "config.json"))
+    path = os.path.join(model_dir, "model.safetensors")
+    shapes = param_shapes(cfg)
+
+    def strip(name):
+        return name[len("transformer."):] if name.startswith("transformer.") else name
+
+    def wanted(name):
+        n = strip(name)
+        return n in shapes or n == "lm_head.weight"
+
+    tensors, dtypes, sha, names = read_safetensors(path, wanted)
+    for name in names:
+        if not wanted(name) and not _BUFFER.match(strip(name)):
+            raise BadInput(f"{path}: unexpected tensor {name!r} (not a GPT-2 parameter)")
+    weights = {}
+    for name, arr in tensors.items():
+        n = strip(name)
+        if n in weights:
+            raise BadInput(f"{path}: tensor {n!r} appears twice (with and without 'transformer.')")
+        weights[n] = arr
+    for n, shape in shapes.items():
+        if n not in weights:
+            raise BadInput(f"{path}: missing tensor {n!r}")
+        if list(weights[n].shape) != shape:
+            raise BadInput(f"{path}: tensor {n!r} has shape {list(weights[n].shape)}, config.json implies {shape}")
+    lm_head = weights.pop("lm_head.weight", None)
+    if lm_head is not None and not np.array_equal(lm_head, weights["wte.weight"]):
+        raise BadInput(f"{path}: lm_head.weight differs from wte.weight; only a tied LM head is supported")
+    used = sorted({d for k, d in dtypes.items() if strip(k) in shapes})
+    return {"config_raw": raw_cfg, "config": cfg, "weights": weights, "sha256": sha,
+            "dtype": "+".join(used), "weights_file": "model.safetensors"}
+
+
+def gelu_new(x):
+    # Same expression as transformers' NewGELUActivation.
+    return 0.5 * x * (1.0 + torch.tanh(math.sqrt(2.0 / math.pi) * (x + 0.044715 * torch.pow(x, 3.0))))
+
+
+class GPT2:
+    """GPT-2 forward with explicit ops; probe(checkpoint, layer, name, tensor, rows) sees every intermediate."""
+
+    def __init__(self, model, dtype):
+        self.cfg = model["config"]
+        self.dtype = dtype
+        self.p = {k: torch.from_numpy(v).to(dtype) for k, v in model["weights"].items()}
+        self.C, self.H = self.cfg["n_embd"], self.cfg["n_head"]
+        self.D = self.C // self.H
+        self.eps = float(self.cfg["layer_norm_epsilon"])
+
+    def _conv1d(self, x, prefix):
+        # HF Conv1D: addmm(bias, x, W) with W stored [in, out]; no transpose.
+        w, b = self.p[prefix + ".weight"], self.p[prefix + ".bias"]
+        return torch.addmm(b, x.reshape(-1, x.shape[-1]), w).view(*x.shape[:-1], w.shape[1])
+
+    def _ln(self, x, prefix):
+        return F.layer_norm(x, (self.C,), self.p[prefix + ".weight"], self.p[prefix + ".bias"], self.eps)
+
+    def _heads(self, x):
+        T = x.shape[1]
+        return x.view(1, T, self.H, self.D).permute(0, 2, 1, 3)
+
+    def forward(self, tokens, past=None, probe=None, rows=None):
+        """tokens: ids; past: per-layer (k, v) [1,H,Tp,D]; rows: positions whose logits to
+        compute (None: all). Returns (logits [R,V], present cache)."""
+        probe = probe or (lambda *a, **k: None)
+        T = len(tokens)
+        t0 = 0 if past is None else past[0][0].shape[2]
+        ids = torch.tensor(tokens, dtype=torch.long)
+        pos = torch.arange(t0, t0 + T, dtype=torch.long)
+        x = (F.embedding(ids, self.p["wte.weight"]) + F.embedding(pos, self.p["wpe.weight"])).unsqueeze(0)
+        probe(7, None, "embeddings", x[0])
+        # Query t (absolute t0+t) sees keys 0..t0+t, like HF's bias[:, :, k-q:k, :k].
+        mask = torch.ones(T, t0 + T, dtype=torch.bool).tril(diagonal=t0)
+        min_val = torch.full([], torch.finfo(self.dtype).min, dtype=self.dtype)
+        scale = torch.full([], self.D ** 0.5, dtype=self.dtype)
+        present = []
+        for i in range(self.cfg["n_layer"]):
+            h = f"h.{i}."
+            a = self._ln(x, h + "ln_1")
+            probe(1, i, "ln_1", a[0])
+            q, k, v = self._conv1d(a, h + "attn.c_attn").split(self.C, dim=2)
+            q, k, v = self._heads(q), self._heads(k), self._heads(v)
+            probe(2, i, "q", q[0])
+            probe(2, i, "k", k[0])
+            probe(2, i, "v", v[0])
+            if past is not None:
+                k = torch.cat((past[i][0], k), dim=-2)
+                v = torch.cat((past[i][1], v), dim=-2)
+            present.append((k, v))
+            s = torch.matmul(q, k.transpose(-1, -2)) / scale
+            s = torch.where(mask, s, min_val)
+            probe(4, i, "scores", s[0])
+            pr = F.softmax(s, dim=-1)
+            probe(4, i, "probs", pr[0])
+            o = torch.matmul(pr, v).permute(0, 2, 1, 3).contiguous().view(1, T, self.C)
+            o = self._conv1d(o, h + "attn.c_proj")
+            probe(5, i, "attn_out", o[0])
+            x = o + x
+            m = self._ln(x, h + "ln_2")
+            probe(1, i, "ln_2", m[0])
+            g = gelu_new(self._conv1d(m, h + "mlp.c_fc"))
+            probe(6, i, "gelu", g[0])
+            y = self._conv1d(g, h + "mlp.c_proj")
+            probe(6, i, "mlp_out", y[0])
+            x = x + y
+            probe(7, i, "block_out", x[0])
+        x = self._ln(x, "ln_f")[0]
+        probe(8, None, "ln_f", x)
+        sel = x if rows is None else x[list(rows)]
+        logits = F.linear(sel, self.p["wte.weight"])  # tied LM head, no bias
+        probe(8, None, "logits", logits, rows=None if rows is None or len(rows) == T else list(rows))
+        return logits, present

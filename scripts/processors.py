@@ -1,0 +1,92 @@
+"""Checkpoints 10-12 and log-likelihoods: Hugging Face's logit processors,
+greedy generation through the KV cache, lm-evaluation-harness scoring.
+"""
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from gpt2_torch import EOT
+
+def process_logits(logits, history, sc):
+    """HF logits processors on a [V] vector; returns the probabilities [V]."""
+    s = logits.unsqueeze(0)
+    if sc["repetition_penalty"] != 1.0 and history:
+        ids = torch.tensor([history], dtype=torch.long)
+        g = torch.gather(s, 1, ids)
+        g = torch.where(g < 0, g * sc["repetition_penalty"], g / sc["repetition_penalty"])
+        s = s.scatter(1, ids, g)
+    if sc["temperature"] != 1.0:
+        s = s / sc["temperature"]
+    if sc["top_k"] > 0:
+        k = min(sc["top_k"], s.size(-1))
+        s = s.masked_fill(s < torch.topk(s, k)[0][..., -1, None], -float("inf"))
+    if sc["top_p"] < 1.0:
+        # HF calls torch.sort without stable=, whose tie order is unspecified (the
+        # CPU sort of torch 1.13 is not stable for long rows). A stable sort makes
+        # the rule explicit: among equal logits the lower token id is cut first.
+        sorted_logits, idx = torch.sort(s, descending=False, stable=True)
+        cum = sorted_logits.softmax(dim=-1).cumsum(dim=-1)
+        rm = cum <= (1 - sc["top_p"])
+        rm[..., -1:] = 0
+        s = s.masked_fill(rm.scatter(1, idx, rm), -float("inf"))
+    if sc["min_p"] > 0:
+        probs = torch.softmax(s, dim=-1)
+        rm = probs < sc["min_p"] * probs.max(dim=-1, keepdim=True)[0]
+        idx = torch.argsort(s, descending=True, dim=-1)
+        srm = torch.gather(rm, -1, idx)
+        srm[..., :1] = False
+        s = s.masked_fill(srm.scatter(1, idx, srm), -float("inf"))
+    # The cuts above use HF's float32 arithmetic, but the final normalisation
+    # is done in float64: torch's float32 softmax sums 50257 terms in float32
+    # and is off by ~1e-5 relative, ten times checkpoint 11's atol of 1e-6.
+    return torch.softmax(s.double(), dim=-1).to(s.dtype)[0]
+
+
+def argmax_lowest(v):
+    a = v.detach().numpy()
+    return int(np.flatnonzero(a == a.max())[0])
+
+
+def greedy_generate(model, tokens, n, eos):
+    """Greedy continuation through the KV cache; stops after eos or when the context is full."""
+    n_ctx = model.cfg["n_positions"]
+    out = []
+    logits, cache = model.forward(tokens, rows=[len(tokens) - 1])
+    while True:
+        if len(out) == n:
+            return out, "max_tokens"
+        if len(tokens) + len(out) >= n_ctx:
+            return out, "context_length"
+        t = argmax_lowest(logits[-1])
+        out.append(t)
+        if t == eos:
+            return out, "eos"
+        if len(out) < n:
+            logits, cache = model.forward([t], past=cache, rows=[0])
+
+
+def loglikelihood_tokens(tok, context, continuation):
+    """lm-evaluation-harness: trailing whitespace of the context moves to the
+    continuation; continuation tokens = encode(whole)[len(encode(context)):];
+    an empty context conditions on <|endoftext|>."""
+    if context == "":
+        return [EOT], tok.encode(continuation)
+    n = len(context) - len(context.rstrip())
+    if n:
+        continuation = context[-n:] + continuation
+        context = context[:-n]
+    whole = tok.encode(context + continuation)
+    ctx = tok.encode(context)
+    return ctx, whole[len(ctx):]
+
+
+def loglikelihood(model, ctx, cont):
+    n_ctx = model.cfg["n_positions"]
+    inp = (ctx + cont)[-(n_ctx + 1):][:-1]  # lm-eval truncation
+    rows = list(range(len(inp) - len(cont), len(inp)))
+    logits, _ = model.forward(inp, rows=rows)
+    lp = F.log_softmax(logits, dim=-1)
+    target = torch.tensor(cont, dtype=torch.long)
+    greedy = bool((lp.argmax(dim=-1) == target).all())
+    return float(torch.gather(lp, 1, target[:, None]).sum()), greedy
