@@ -61,3 +61,25 @@ verify-references:
 		$(PYTHON) scripts/dump_references.py --model $(TINY_MODEL) --cases $(CASES) --out $$tmp/refs && \
 		$(PYTHON) scripts/compare_references.py $(TINY_REFS) $$tmp/refs; \
 	fi
+
+.PHONY: loadtest test-browser
+
+# N concurrent streaming clients against `serve`'s server on loopback for a
+# bounded time (the tiny model in-process unless LOADTEST_FLAGS has --url).
+LOAD_CLIENTS ?= 8
+LOAD_DURATION ?= 10s
+loadtest:
+	$(GO) run ./scripts/loadtest --clients $(LOAD_CLIENTS) --duration $(LOAD_DURATION) $(LOADTEST_FLAGS)
+
+# The page at / driven in headless Chromium (Debian's chromium). Not part of
+# `make test`; CI runs it after. With CI=true a missing browser is a failure.
+CHROMIUM ?= $(shell command -v chromium || command -v chromium-browser)
+test-browser:
+	@if [ -z "$(CHROMIUM)" ]; then \
+		if [ "$$CI" = "true" ]; then \
+			echo "test-browser: FAILED, chromium is not installed (apt-get install -y --no-install-recommends chromium)"; exit 1; \
+		fi; \
+		echo "test-browser: SKIPPED, chromium is not installed (apt-get install -y --no-install-recommends chromium)"; \
+	else \
+		CHROMIUM="$(CHROMIUM)" $(GO) test -tags browser -count=1 -v ./scripts/browser; \
+	fi

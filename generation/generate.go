@@ -86,7 +86,11 @@ func Generate(ctx context.Context, d Decoder, tok *tokenizer.Tokenizer, req Requ
 		}
 		out.WriteString(piece)
 		if onToken != nil {
-			if err := onToken(Token{Index: i, ID: id, Text: piece}); err != nil {
+			t := Token{Index: i, ID: id, Text: piece}
+			if req.LogProbs {
+				t.LogProb, t.TopLogProbs = tokenLogProbs(logits, id, req.TopLogProbs)
+			}
+			if err := onToken(t); err != nil {
 				return failed(err)
 			}
 		}

@@ -27,6 +27,11 @@ type Request struct {
 	Params    sampling.Params
 	Seed      *uint64
 	Stop      []string
+	// LogProbs asks for each Token's LogProb and its TopLogProbs most
+	// probable alternatives (0: none), as OpenAI's legacy logprobs report
+	// them. Off by default because it costs a log-softmax per token.
+	LogProbs    bool
+	TopLogProbs int
 }
 
 // Token is one generated token as it is streamed. Text is the text this
@@ -37,6 +42,18 @@ type Token struct {
 	Index int
 	ID    int
 	Text  string
+	// LogProb and TopLogProbs are set when Request.LogProbs is: the
+	// log-probability of ID under the model's raw distribution (before the
+	// logit processors, as vLLM and OpenAI report it) and the most probable
+	// tokens of that distribution, most probable first.
+	LogProb     float64
+	TopLogProbs []TokenLogProb
+}
+
+// TokenLogProb is one token id with its log-probability.
+type TokenLogProb struct {
+	ID      int
+	LogProb float64
 }
 
 // Result is a finished (or cancelled) generation. Tokens are the generated
@@ -75,6 +92,9 @@ func (r Request) Validate(contextLength, vocabSize int) error {
 	}
 	if err := r.Params.Validate(vocabSize); err != nil {
 		return err
+	}
+	if r.TopLogProbs < 0 || r.TopLogProbs > vocabSize {
+		return fmt.Errorf("top_logprobs %d: must be 0..%d", r.TopLogProbs, vocabSize)
 	}
 	if len(r.Stop) > MaxStop {
 		return fmt.Errorf("stop: %d strings, at most %d are allowed", len(r.Stop), MaxStop)

@@ -72,6 +72,7 @@ Exit codes: 0 all passed, 1 a checkpoint failed, 2 bad input.`,
 		newTokenizeCmd(),
 		newDetokenizeCmd(),
 		newGenerateCmd(),
+		newServeCmd(),
 	)
 	return root
 }

@@ -1,0 +1,286 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"runtime/debug"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/llorch/llorch-check/server"
+)
+
+type serveFlags struct {
+	model, references, host, workerID, callbackURL, advertise string
+	apiKey, modelName, cors                                   string
+	port, parallel, maxQueue, maxBatch                        int
+	maxBody                                                   int64
+	requestTimeout, shutdownTimeout, readTimeout              time.Duration
+	writeTimeout, idleTimeout, callbackTimeout, tokenDelay    time.Duration
+	logLevel                                                  string
+}
+
+func newServeCmd() *cobra.Command {
+	var f serveFlags
+	d := server.DefaultConfig()
+	cmd := &cobra.Command{
+		Use:   "serve [--model DIR] [--port N] [flags]",
+		Short: "Serve the model over HTTP: worker, batch and OpenAI-compatible APIs",
+		Long: `serve loads the model and answers the HTTP API of API.md: the worker API
+(/health, /execute as Server-Sent Events, /cancel), the batch API
+(/generate, /loglikelihood, /healthz, /readyz), an OpenAI-compatible API
+(/v1/completions, /v1/models, /tokenize, /detokenize), /metrics for
+Prometheus and a page at / to try the model by hand.
+
+With --references DIR, every checkpoint runs at start-up and the server is
+ready only if all pass. SIGTERM or SIGINT turns readiness off, lets work in
+flight finish (up to --shutdown-timeout) and exits 0. Logs are JSON lines on
+stderr, without prompt text. See docs/serve.md.`,
+		Example: `  llorch-check serve --port 8080
+  llorch-check serve --model ~/gpt2 --host 0.0.0.0 --port 8080 --parallel 8 --references refs/gpt2
+  LLORCH_API_KEY=secret llorch-check serve --callback-url http://orchestrator/workers/ready --worker-id w1`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return runServe(cmd, f) },
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&f.model, "model", "", "HF-layout model directory (default "+defaultModel+")")
+	fl.StringVar(&f.references, "references", "", "validate against this reference set at start-up; unready until it passes")
+	fl.StringVar(&f.host, "host", "127.0.0.1", "address to listen on")
+	fl.IntVar(&f.port, "port", 8080, "port to listen on (0: any free port, logged)")
+	fl.StringVar(&f.workerID, "worker-id", "", "this worker's id, sent in the ready callback")
+	fl.StringVar(&f.callbackURL, "callback-url", "", "POST a ready notice here once the model is loaded (and validated)")
+	fl.StringVar(&f.advertise, "advertise-url", "", "the URL the orchestrator reaches this worker at (default http://HOST:PORT)")
+	fl.DurationVar(&f.callbackTimeout, "callback-timeout", 2*time.Minute, "give up on the ready callback after this long and exit non-zero")
+	fl.StringVar(&f.apiKey, "api-key", "", "require Authorization: Bearer KEY (default $LLORCH_API_KEY)")
+	fl.StringVar(&f.modelName, "model-name", "", "model id in responses and /v1/models (default the model directory's name)")
+	fl.StringVar(&f.cors, "cors-origins", "", "comma-separated origins allowed by CORS, or *")
+	fl.IntVar(&f.parallel, "parallel", d.Parallel, "sequences decoding at once")
+	fl.IntVar(&f.maxQueue, "max-queue", d.MaxQueue, "requests waiting for a slot; beyond it 429 with Retry-After")
+	fl.IntVar(&f.maxBatch, "max-batch", d.MaxBatch, "prompts per /generate, /loglikelihood or /v1/completions request")
+	fl.Int64Var(&f.maxBody, "max-body-bytes", d.MaxBodyBytes, "request body limit (413 beyond)")
+	fl.DurationVar(&f.requestTimeout, "request-timeout", d.RequestTimeout, "per-request limit, queueing included (0: none)")
+	fl.DurationVar(&f.shutdownTimeout, "shutdown-timeout", 30*time.Second, "on SIGTERM, how long work in flight may drain")
+	fl.DurationVar(&f.readTimeout, "read-timeout", 30*time.Second, "server limit for reading a request")
+	fl.DurationVar(&f.writeTimeout, "write-timeout", d.WriteTimeout, "server limit for writing a response; streams get it per event")
+	fl.DurationVar(&f.idleTimeout, "idle-timeout", 120*time.Second, "keep-alive connections close after this idle time")
+	fl.StringVar(&f.logLevel, "log-level", "info", "debug, info, warn or error")
+	fl.DurationVar(&f.tokenDelay, "token-delay", 0, "sleep before each token (demos and drain tests)")
+	_ = fl.MarkHidden("token-delay")
+	return cmd
+}
+
+func (f serveFlags) check() error {
+	switch {
+	case f.port < 0 || f.port > 65535:
+		return fmt.Errorf("--port %d: want 0..65535", f.port)
+	case f.parallel < 1:
+		return fmt.Errorf("--parallel %d: want ≥ 1", f.parallel)
+	case f.maxQueue < 0:
+		return fmt.Errorf("--max-queue %d: want ≥ 0", f.maxQueue)
+	case f.maxBatch < 1:
+		return fmt.Errorf("--max-batch %d: want ≥ 1", f.maxBatch)
+	case f.maxBody < 1:
+		return fmt.Errorf("--max-body-bytes %d: want ≥ 1", f.maxBody)
+	case f.requestTimeout < 0:
+		return fmt.Errorf("--request-timeout %s: want ≥ 0", f.requestTimeout)
+	}
+	return nil
+}
+
+func runServe(cmd *cobra.Command, f serveFlags) error {
+	if err := f.check(); err != nil {
+		return err
+	}
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(f.logLevel)); err != nil {
+		return fmt.Errorf("--log-level %q: want debug, info, warn or error", f.logLevel)
+	}
+	log := slog.New(slog.NewJSONHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: level}))
+	if f.apiKey == "" {
+		f.apiKey = os.Getenv("LLORCH_API_KEY")
+	}
+	var origins []string
+	for o := range strings.SplitSeq(f.cors, ",") {
+		if o = strings.TrimSpace(o); o != "" {
+			origins = append(origins, o)
+		}
+	}
+	cfg := server.Config{
+		ModelName: f.modelName, WorkerID: f.workerID, Parallel: f.parallel, MaxQueue: f.maxQueue,
+		MaxBatch: f.maxBatch, RequestTimeout: f.requestTimeout, MaxBodyBytes: f.maxBody,
+		WriteTimeout: f.writeTimeout, APIKey: f.apiKey, CORSOrigins: origins, TokenDelay: f.tokenDelay,
+		Version: version(), Logger: log,
+	}
+	srv := server.New(cfg)
+
+	ln, err := net.Listen("tcp", net.JoinHostPort(f.host, strconv.Itoa(f.port)))
+	if err != nil {
+		return fmt.Errorf("--host %s --port %d: %w", f.host, f.port, err)
+	}
+	hs := &http.Server{
+		Handler:           srv.Handler(),
+		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       f.readTimeout,
+		WriteTimeout:      f.writeTimeout,
+		IdleTimeout:       f.idleTimeout,
+		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+	}
+	serveErr := make(chan error, 1)
+	go func() { serveErr <- hs.Serve(ln) }()
+	addr := ln.Addr().String()
+	log.Info("listening", "addr", addr, "auth", cfg.APIKey != "", "parallel", f.parallel, "max_queue", f.maxQueue)
+
+	// Loading and validation run while the listener already answers health
+	// checks (503 "loading"), so an orchestrator sees the worker come up.
+	ready := make(chan error, 1)
+	go func() { ready <- prepare(cmd.Context(), srv, f, log) }()
+
+	uri := f.advertise
+	if uri == "" {
+		uri = "http://" + addr
+	}
+	var callbackErr chan error
+	for {
+		select {
+		case err := <-serveErr:
+			return fmt.Errorf("server: %w", err)
+		case err := <-ready:
+			ready = nil
+			if err != nil {
+				shutdown(hs, time.Second)
+				return err
+			}
+			if f.callbackURL != "" && srv.Ready() {
+				callbackErr = make(chan error, 1)
+				go func() {
+					callbackErr <- callback(cmd.Context(), log, f.callbackURL, f.callbackTimeout, readyNotice(srv, f, uri))
+				}()
+			}
+			continue
+		case err := <-callbackErr:
+			callbackErr = nil
+			if err != nil && cmd.Context().Err() == nil {
+				shutdown(hs, time.Second)
+				return err
+			}
+			continue
+		case <-cmd.Context().Done():
+		}
+		break
+	}
+	log.Info("signal received: draining", "shutdown_timeout", f.shutdownTimeout.String())
+	ctx, cancel := context.WithTimeout(context.Background(), f.shutdownTimeout)
+	defer cancel()
+	_ = srv.Drain(ctx)
+	shutdown(hs, max(time.Until(deadline(ctx)), time.Second))
+	log.Info("stopped")
+	return nil
+}
+
+func deadline(ctx context.Context) time.Time {
+	d, _ := ctx.Deadline()
+	return d
+}
+
+func shutdown(hs *http.Server, timeout time.Duration) {
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	if hs.Shutdown(ctx) != nil {
+		_ = hs.Close()
+	}
+}
+
+// prepare loads the model and tokenizer, then runs the start-up validation
+// when asked. A failed validation is not an error: the server stays up,
+// unready, and /health says why.
+func prepare(ctx context.Context, srv *server.Server, f serveFlags, log *slog.Logger) error {
+	m, err := loadModel(f.model)
+	if err != nil {
+		return err
+	}
+	tok, err := modelTokenizer(m)
+	if err != nil {
+		return err
+	}
+	if tok == nil {
+		return fmt.Errorf("--model %s: no tokenizer (vocab.json + merges.txt or tokenizer.json); serve needs one for text", m.Dir)
+	}
+	if f.references == "" {
+		srv.SetModel(m, tok)
+		return nil
+	}
+	set, err := openReferences(f.references)
+	if err != nil {
+		return err
+	}
+	srv.SetModel(m, tok)
+	srv.Validate(ctx, set)
+	return nil
+}
+
+type readyPayload struct {
+	WorkerID    string `json:"worker_id"`
+	ModelRef    string `json:"model_ref"`
+	VRAMBytes   int64  `json:"vram_bytes"`
+	MemoryBytes int64  `json:"memory_bytes"`
+	URI         string `json:"uri"`
+}
+
+func readyNotice(srv *server.Server, f serveFlags, uri string) readyPayload {
+	name, mem := srv.ModelInfo()
+	return readyPayload{WorkerID: f.workerID, ModelRef: name, MemoryBytes: mem, URI: uri}
+}
+
+// callback tells the orchestrator the worker is ready, retrying with
+// exponential backoff (capped at 5 s) until limit.
+func callback(ctx context.Context, log *slog.Logger, url string, limit time.Duration, p readyPayload) error {
+	body, _ := json.Marshal(p)
+	ctx, cancel := context.WithTimeout(ctx, limit)
+	defer cancel()
+	client := &http.Client{Timeout: 10 * time.Second}
+	wait := 250 * time.Millisecond
+	for attempt := 1; ; attempt++ {
+		req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
+		if err != nil {
+			return fmt.Errorf("--callback-url %q: %w", url, err)
+		}
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := client.Do(req)
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode/100 == 2 {
+				log.Info("ready callback sent", "url", url, "attempt", attempt)
+				return nil
+			}
+			err = fmt.Errorf("status %s", resp.Status)
+		}
+		log.Warn("ready callback failed; retrying", "url", url, "attempt", attempt, "error", err.Error(), "retry_in", wait.String())
+		select {
+		case <-ctx.Done():
+			if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+				return fmt.Errorf("--callback-url %s: no success in %s (%d attempts, last: %v); the orchestrator does not know this worker, exiting", url, limit, attempt, err)
+			}
+			return fmt.Errorf("--callback-url %s: interrupted after %d attempts", url, attempt)
+		case <-time.After(wait):
+		}
+		wait = min(wait*2, 5*time.Second)
+	}
+}
+
+// version is the module version stamped by the Go toolchain, or "dev".
+func version() string {
+	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
+		return bi.Main.Version
+	}
+	return "dev"
+}

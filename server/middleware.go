@@ -1,0 +1,242 @@
+package server
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/subtle"
+	"encoding/hex"
+	"log/slog"
+	"net/http"
+	"slices"
+	"strings"
+	"time"
+)
+
+// Outcomes of the llorch_requests_total counter.
+const (
+	outcomeOK           = "ok"
+	outcomeClientError  = "client_error"
+	outcomeUnauthorized = "unauthorized"
+	outcomeRejected     = "rejected" // 429: queue full
+	outcomeUnavailable  = "unavailable"
+	outcomeServerError  = "server_error"
+	outcomeCancelled    = "cancelled"
+	outcomeDisconnected = "disconnected"
+	outcomeTimeout      = "timeout"
+)
+
+func outcomeForStatus(status int) string {
+	switch {
+	case status == http.StatusUnauthorized:
+		return outcomeUnauthorized
+	case status == http.StatusTooManyRequests:
+		return outcomeRejected
+	case status == http.StatusServiceUnavailable:
+		return outcomeUnavailable
+	case status == http.StatusGatewayTimeout:
+		return outcomeTimeout
+	case status >= 500:
+		return outcomeServerError
+	case status >= 400:
+		return outcomeClientError
+	}
+	return outcomeOK
+}
+
+// recorder keeps the status and an outcome a handler may set (a 200 stream
+// can still end cancelled). It passes Flush through and unwraps for
+// http.ResponseController (per-event write deadlines).
+type recorder struct {
+	http.ResponseWriter
+	status  int
+	bytes   int64
+	outcome string
+}
+
+func (r *recorder) WriteHeader(code int) {
+	if r.status == 0 {
+		r.status = code
+	}
+	r.ResponseWriter.WriteHeader(code)
+}
+
+func (r *recorder) Write(b []byte) (int, error) {
+	if r.status == 0 {
+		r.status = http.StatusOK
+	}
+	n, err := r.ResponseWriter.Write(b)
+	r.bytes += int64(n)
+	return n, err
+}
+
+func (r *recorder) Flush() {
+	if f, ok := r.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+func (r *recorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }
+
+// setOutcome records how a request ended for metrics and logs.
+func setOutcome(w http.ResponseWriter, outcome string) {
+	for {
+		switch rw := w.(type) {
+		case *recorder:
+			rw.outcome = outcome
+			return
+		case interface{ Unwrap() http.ResponseWriter }:
+			w = rw.Unwrap()
+		default:
+			return
+		}
+	}
+}
+
+// quiet paths are logged at debug level when they succeed.
+var quiet = map[string]bool{"/health": true, "/healthz": true, "/readyz": true, "/metrics": true}
+
+type ctxKey int
+
+const requestIDKey ctxKey = iota
+
+func requestID(ctx context.Context) string {
+	id, _ := ctx.Value(requestIDKey).(string)
+	return id
+}
+
+// validRequestID keeps client-chosen ids to something safe to log and echo.
+func validRequestID(id string) bool {
+	if id == "" || len(id) > 128 {
+		return false
+	}
+	for _, c := range id {
+		if c < 0x21 || c > 0x7e {
+			return false
+		}
+	}
+	return true
+}
+
+func newRequestID() string {
+	var b [12]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// outer is the middleware every request passes, matched route or not:
+// request id, panic recovery, access log and CORS (preflight answered here,
+// before auth, as browsers send it without credentials).
+func (s *Server) outer(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		id := r.Header.Get("X-Request-ID")
+		if !validRequestID(id) {
+			id = newRequestID()
+		}
+		w.Header().Set("X-Request-ID", id)
+		r = r.WithContext(context.WithValue(r.Context(), requestIDKey, id))
+		rec := &recorder{ResponseWriter: w}
+		defer func() {
+			if p := recover(); p != nil {
+				if p == http.ErrAbortHandler {
+					panic(p)
+				}
+				s.log.Error("panic in handler", "request_id", id, "panic", p)
+				if rec.status == 0 {
+					writeError(rec, http.StatusInternalServerError, codeInference, "internal error", "")
+				}
+			}
+			outcome := rec.outcome
+			if outcome == "" {
+				outcome = outcomeForStatus(rec.status)
+			}
+			// Probes and scrapes come every few seconds: debug, not info.
+			level := slog.LevelInfo
+			if quiet[r.URL.Path] && rec.status < 400 {
+				level = slog.LevelDebug
+			}
+			// Never the body: prompts stay out of the logs.
+			s.log.Log(r.Context(), level, "request", "request_id", id, "method", r.Method, "path", r.URL.Path,
+				"status", rec.status, "outcome", outcome, "bytes", rec.bytes,
+				"duration_ms", float64(time.Since(start).Microseconds())/1000, "remote", r.RemoteAddr)
+		}()
+		if s.cors(rec, r) {
+			return
+		}
+		next.ServeHTTP(rec, r)
+	})
+}
+
+// cors sets the CORS headers for an allowed origin and answers preflight;
+// it returns true when the request was a preflight and is done.
+func (s *Server) cors(w http.ResponseWriter, r *http.Request) bool {
+	origin := r.Header.Get("Origin")
+	allowed := origin != "" && (slices.Contains(s.cfg.CORSOrigins, "*") || slices.Contains(s.cfg.CORSOrigins, origin))
+	if allowed {
+		h := w.Header()
+		h.Set("Access-Control-Allow-Origin", origin)
+		h.Add("Vary", "Origin")
+		h.Set("Access-Control-Expose-Headers", "X-Request-ID, Retry-After")
+	}
+	if r.Method != http.MethodOptions || r.Header.Get("Access-Control-Request-Method") == "" {
+		return false
+	}
+	if allowed {
+		h := w.Header()
+		h.Set("Access-Control-Allow-Methods", "GET, POST, OPTIONS")
+		h.Set("Access-Control-Allow-Headers", "Authorization, Content-Type, X-Request-ID")
+		h.Set("Access-Control-Max-Age", "600")
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return true
+}
+
+// route wraps one route's handler: metrics under its pattern, auth unless
+// open, the body limit.
+func (s *Server) route(pattern string, open bool, h http.HandlerFunc) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		rec := findRecorder(w)
+		defer func() {
+			outcome := rec.outcome
+			if outcome == "" {
+				outcome = outcomeForStatus(rec.status)
+			}
+			s.metrics.requests.WithLabelValues(pattern, outcome).Inc()
+			s.metrics.duration.WithLabelValues(pattern).Observe(time.Since(start).Seconds())
+		}()
+		if !open && !s.authorized(r) {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="llorch"`)
+			writeError(w, http.StatusUnauthorized, codeUnauthorized, "missing or wrong bearer token in Authorization", "")
+			return
+		}
+		r.Body = http.MaxBytesReader(w, r.Body, s.cfg.MaxBodyBytes)
+		if !open {
+			// The server's WriteTimeout runs from the end of the request
+			// headers, so a long batch would lose its answer after doing the
+			// work. Model routes are bounded by --request-timeout instead
+			// (streams move the deadline per event, see sseWriter).
+			var deadline time.Time
+			if s.cfg.RequestTimeout > 0 {
+				deadline = time.Now().Add(s.cfg.RequestTimeout + s.cfg.WriteTimeout)
+			}
+			_ = http.NewResponseController(w).SetWriteDeadline(deadline)
+		}
+		h(w, r)
+	})
+}
+
+func findRecorder(w http.ResponseWriter) *recorder {
+	if rec, ok := w.(*recorder); ok {
+		return rec
+	}
+	return &recorder{ResponseWriter: w}
+}
+
+func (s *Server) authorized(r *http.Request) bool {
+	if s.cfg.APIKey == "" {
+		return true
+	}
+	token, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	return ok && subtle.ConstantTimeCompare([]byte(strings.TrimSpace(token)), []byte(s.cfg.APIKey)) == 1
+}

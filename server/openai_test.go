@@ -1,0 +1,206 @@
+package server_test
+
+import (
+	"encoding/json"
+	"io"
+	"net/http"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/llorch/llorch-check/generation"
+	"github.com/llorch/llorch-check/server"
+)
+
+func choice0(t *testing.T, out map[string]any) map[string]any {
+	t.Helper()
+	ch := out["choices"].([]any)
+	require.Len(t, ch, 1)
+	return ch[0].(map[string]any)
+}
+
+func floats(t *testing.T, v any) []*float64 {
+	t.Helper()
+	var out []*float64
+	for _, x := range v.([]any) {
+		if x == nil {
+			out = append(out, nil)
+			continue
+		}
+		f := x.(float64)
+		out = append(out, &f)
+	}
+	return out
+}
+
+// TestCompletionsLMEvalRequest is the exact request lm-evaluation-harness
+// local-completions sends for log-likelihood, read as it reads it:
+// sum(token_logprobs[ctxlen:-1]), greedy from top_logprobs.
+func TestCompletionsLMEvalRequest(t *testing.T) {
+	ts := start(t, server.Config{})
+	_, _, set := loadTiny(t)
+	for i, p := range set.Manifest.Loglikelihood {
+		ids := slices.Concat(p.ContextTokens, p.ContinuationTokens)
+		out := ts.call(t, "POST", "/v1/completions", map[string]any{
+			"model": "tiny-gpt2", "prompt": [][]int{ids}, "max_tokens": 1, "logprobs": 1, "echo": true, "temperature": 0,
+		}, http.StatusOK)
+		require.Equal(t, "text_completion", out["object"])
+		c := choice0(t, out)
+		lp := c["logprobs"].(map[string]any)
+		tlp := floats(t, lp["token_logprobs"])
+		require.Len(t, tlp, len(ids)+1, "prompt positions plus the generated token")
+		require.Nil(t, tlp[0], "the first prompt position has no log-probability")
+		ctxlen := len(p.ContextTokens)
+		sum := 0.0
+		for _, v := range tlp[ctxlen : len(tlp)-1] {
+			sum += *v
+		}
+		require.InDelta(t, p.LL, sum, 1e-4, "pair %d", i)
+		tokens := lp["tokens"].([]any)
+		tops := lp["top_logprobs"].([]any)
+		require.Nil(t, tops[0])
+		greedy := true
+		for j := ctxlen; j < len(tokens)-1; j++ {
+			top := tops[j].(map[string]any)
+			best, bestV := "", -1e300
+			for k, v := range top {
+				if v.(float64) > bestV {
+					best, bestV = k, v.(float64)
+				}
+			}
+			if best != tokens[j] {
+				greedy = false
+			}
+		}
+		require.Equal(t, p.IsGreedy, greedy, "pair %d", i)
+		require.Len(t, lp["text_offset"], len(ids)+1)
+	}
+}
+
+func TestCompletionsEchoPromptOnly(t *testing.T) {
+	ts := start(t, server.Config{})
+	_, _, set := loadTiny(t)
+	p := set.Manifest.Loglikelihood[1] // "The capital of France is" + " Paris"
+	out := ts.call(t, "POST", "/v1/completions", map[string]any{
+		"prompt": p.Context + p.Continuation, "max_tokens": 0, "echo": true, "logprobs": 0,
+	}, http.StatusOK)
+	c := choice0(t, out)
+	require.Equal(t, p.Context+p.Continuation, c["text"])
+	require.Equal(t, "length", c["finish_reason"])
+	tlp := floats(t, c["logprobs"].(map[string]any)["token_logprobs"])
+	n := len(p.ContextTokens) + len(p.ContinuationTokens)
+	require.Len(t, tlp, n)
+	require.InDelta(t, p.LL, *tlp[n-1], 1e-4)
+	u := out["usage"].(map[string]any)
+	require.EqualValues(t, n, u["prompt_tokens"])
+	require.EqualValues(t, 0, u["completion_tokens"])
+}
+
+func TestCompletionsGreedy(t *testing.T) {
+	ts := start(t, server.Config{})
+	_, _, set := loadTiny(t)
+	r := set.Manifest.Generation.Results[1]
+	c, _ := set.Case(r.Case)
+	// Text prompt and token-id prompt give the same completion.
+	for _, prompt := range []any{*c.Prompt, c.Tokens, []string{*c.Prompt}} {
+		out := ts.call(t, "POST", "/v1/completions", map[string]any{
+			"prompt": prompt, "max_tokens": len(r.Tokens), "temperature": 0, "logprobs": 2}, http.StatusOK)
+		ch := choice0(t, out)
+		require.Equal(t, *r.Text, ch["text"])
+		require.Equal(t, "length", ch["finish_reason"])
+		lp := ch["logprobs"].(map[string]any)
+		require.Len(t, lp["tokens"], len(r.Tokens))
+		offsets := lp["text_offset"].([]any)
+		require.EqualValues(t, len([]rune(*c.Prompt)), offsets[0], "offsets count from the prompt's start")
+		require.Equal(t, "tiny-gpt2", out["model"])
+		require.True(t, strings.HasPrefix(out["id"].(string), "cmpl-"))
+	}
+}
+
+func TestCompletionsMultiplePrompts(t *testing.T) {
+	ts := start(t, server.Config{})
+	out := ts.call(t, "POST", "/v1/completions", map[string]any{
+		"prompt": []string{"Hello", "World"}, "max_tokens": 3, "temperature": 0}, http.StatusOK)
+	ch := out["choices"].([]any)
+	require.Len(t, ch, 2)
+	require.EqualValues(t, 1, ch[1].(map[string]any)["index"])
+	require.EqualValues(t, 6, out["usage"].(map[string]any)["completion_tokens"])
+}
+
+func TestCompletionsStream(t *testing.T) {
+	ts := start(t, server.Config{})
+	_, _, set := loadTiny(t)
+	r := set.Manifest.Generation.Results[2]
+	c, _ := set.Case(r.Case)
+	resp := ts.do(t, "POST", "/v1/completions", map[string]any{
+		"prompt": *c.Prompt, "max_tokens": len(r.Tokens), "temperature": 0, "stream": true,
+		"stream_options": map[string]any{"include_usage": true}})
+	defer resp.Body.Close()
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	require.Equal(t, "text/event-stream", resp.Header.Get("Content-Type"))
+	sse := newSSEReader(resp.Body)
+	text, chunks, finish, sawUsage := "", 0, "", false
+	for {
+		ev, err := sse.Next()
+		require.NoError(t, err)
+		require.Equal(t, "message", ev.Name)
+		if ev.Data == "[DONE]" {
+			_, err := sse.Next()
+			require.ErrorIs(t, err, io.EOF)
+			break
+		}
+		var chunk map[string]any
+		require.NoError(t, json.Unmarshal([]byte(ev.Data), &chunk))
+		if u, ok := chunk["usage"]; ok && u != nil {
+			sawUsage = true
+			continue
+		}
+		ch := choice0(t, chunk)
+		text += ch["text"].(string)
+		if ch["finish_reason"] != nil {
+			finish = ch["finish_reason"].(string)
+		} else {
+			chunks++
+		}
+	}
+	require.Equal(t, *r.Text, text)
+	require.Equal(t, len(r.Tokens), chunks, "one chunk per token")
+	require.Equal(t, "length", finish)
+	require.True(t, sawUsage)
+}
+
+func TestModelsTokenizeDetokenize(t *testing.T) {
+	ts := start(t, server.Config{})
+	models := ts.call(t, "GET", "/v1/models", nil, http.StatusOK)
+	require.Equal(t, "list", models["object"])
+	require.Equal(t, "tiny-gpt2", models["data"].([]any)[0].(map[string]any)["id"])
+
+	tok := ts.call(t, "POST", "/tokenize", map[string]any{"prompt": "Hello."}, http.StatusOK)
+	require.Equal(t, []any{15496.0, 13.0}, tok["tokens"])
+	special := ts.call(t, "POST", "/tokenize", map[string]any{"prompt": "<|endoftext|>", "special": true}, http.StatusOK)
+	require.Equal(t, []any{float64(generation.EOSToken)}, special["tokens"])
+	ordinary := ts.call(t, "POST", "/tokenize", map[string]any{"prompt": "<|endoftext|>"}, http.StatusOK)
+	require.Greater(t, len(ordinary["tokens"].([]any)), 1)
+
+	detok := ts.call(t, "POST", "/detokenize", map[string]any{"tokens": []int{15496, 13}}, http.StatusOK)
+	require.Equal(t, "Hello.", detok["prompt"])
+	e := ts.call(t, "POST", "/detokenize", map[string]any{"tokens": []int{15496, 99999999}}, http.StatusBadRequest)
+	require.Equal(t, "tokens[1]", e["error"].(map[string]any)["param"])
+}
+
+func TestCompletionsErrors(t *testing.T) {
+	ts := start(t, server.Config{})
+	e := ts.call(t, "POST", "/v1/completions", map[string]any{"prompt": "x", "model": "gpt-4"}, http.StatusNotFound)
+	require.Equal(t, "model_not_found", e["error"].(map[string]any)["code"])
+	e = ts.call(t, "POST", "/v1/completions", map[string]any{"prompt": "x", "n": 2, "temperature": 3}, http.StatusBadRequest)
+	msg := e["error"].(map[string]any)["message"].(string)
+	require.Contains(t, msg, "n:")
+	require.Contains(t, msg, "temperature:")
+	require.Equal(t, "invalid_request_error", e["error"].(map[string]any)["type"])
+	e = ts.call(t, "POST", "/v1/completions", map[string]any{"prompt": [][]int{{1, -5}}}, http.StatusBadRequest)
+	require.Equal(t, "prompt[0][1]", e["error"].(map[string]any)["param"])
+	e = ts.call(t, "POST", "/v1/completions", map[string]any{"prompt": make([]int, 120), "max_tokens": 16}, http.StatusBadRequest)
+	require.Equal(t, "prompt", e["error"].(map[string]any)["param"])
+}

@@ -1,0 +1,205 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+
+	"github.com/llorch/llorch-check/generation"
+)
+
+// batchDefaults are API.md's /generate defaults.
+var batchDefaults = settingDefaults{maxTokens: 128, minMaxTokens: 1, temperature: 0.7}
+
+func (s *Server) handleHealthz(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+}
+
+func (s *Server) handleReadyz(w http.ResponseWriter, r *http.Request) {
+	status := map[state]string{stateLoading: "loading", stateValidating: "validating",
+		stateFailed: "validation_failed", stateDraining: "draining", stateReady: "ready"}
+	st := s.state()
+	code := http.StatusServiceUnavailable
+	if st == stateReady {
+		code = http.StatusOK
+	}
+	writeJSON(w, code, map[string]string{"status": status[st]})
+}
+
+// promptList reads a required list of 1..MaxBatch strings.
+func (s *Server) promptList(f *fields, name string, checkEach bool) ([]string, bool) {
+	list, ok := f.strings(name)
+	if !ok {
+		if !f.present(name) {
+			f.bad(name, "required", "is required", nil)
+		}
+		return nil, false
+	}
+	if len(list) == 0 || len(list) > s.cfg.MaxBatch {
+		f.bad(name, "length", fmt.Sprintf("must hold 1..%d items", s.cfg.MaxBatch), len(list))
+		return list, false
+	}
+	if checkEach {
+		for i, p := range list {
+			f.checkPrompt(fmt.Sprintf("%s[%d]", name, i), p)
+		}
+	}
+	return list, true
+}
+
+type usage struct {
+	PromptTokens     int `json:"prompt_tokens"`
+	CompletionTokens int `json:"completion_tokens"`
+	TotalTokens      int `json:"total_tokens"`
+}
+
+// handleGenerate completes every prompt in order. The request holds one
+// slot and runs its prompts one after another, so a batch counts as one
+// sequence against --parallel and cannot starve other clients of slots.
+func (s *Server) handleGenerate(w http.ResponseWriter, r *http.Request) {
+	e, ok := s.readyEngine(w)
+	if !ok {
+		return
+	}
+	f, rerr := decodeBody(r)
+	if rerr != nil {
+		writeRequestError(w, familyWorker, rerr)
+		return
+	}
+	prompts, _ := s.promptList(f, "prompts", true)
+	g := f.settings(batchDefaults, e.m.Config.VocabSize)
+	var encoded [][]int
+	if f.ok("prompts", "max_tokens") {
+		for i, p := range prompts {
+			tokens := e.tok.Encode(p)
+			if len(tokens)+g.MaxTokens > e.m.Config.NPositions {
+				f.bad(fmt.Sprintf("prompts[%d]", i), "context_length", fmt.Sprintf(
+					"prompt of %d tokens + max_tokens %d exceeds the context length %d", len(tokens), g.MaxTokens, e.m.Config.NPositions), nil)
+			}
+			encoded = append(encoded, tokens)
+		}
+	}
+	if len(f.errs) > 0 {
+		writeFieldErrors(w, familyWorker, f.errs)
+		return
+	}
+	ctx, cancel := s.jobContext(r)
+	defer cancel(nil)
+	slot, release, ok, err := s.admit(ctx, w)
+	if !ok {
+		return
+	}
+	defer release()
+	if err != nil {
+		s.writeEnded(w, ctx)
+		return
+	}
+	out := struct {
+		Completions   []string `json:"completions"`
+		FinishReasons []string `json:"finish_reasons"`
+		Seeds         []uint64 `json:"seeds"`
+		Usage         usage    `json:"usage"`
+	}{}
+	for _, tokens := range encoded {
+		req := generation.Request{Prompt: tokens, MaxTokens: g.MaxTokens, Params: g.Params, Seed: g.Seed, Stop: g.Stop}
+		res, err := s.generate(ctx, e, slot, req, nil)
+		if err != nil {
+			s.log.Error("generation failed", "request_id", requestID(r.Context()), "error", err)
+			writeError(w, http.StatusInternalServerError, codeInference, err.Error(), "")
+			return
+		}
+		if res.StopReason == generation.StopCancelled {
+			s.writeEnded(w, ctx)
+			return
+		}
+		out.Completions = append(out.Completions, res.Text)
+		out.FinishReasons = append(out.FinishReasons, res.StopReason)
+		out.Seeds = append(out.Seeds, res.Seed)
+		out.Usage.PromptTokens += len(tokens)
+		out.Usage.CompletionTokens += len(res.Tokens)
+	}
+	out.Usage.TotalTokens = out.Usage.PromptTokens + out.Usage.CompletionTokens
+	writeJSON(w, http.StatusOK, out)
+}
+
+// writeEnded answers a non-streaming request whose job context ended: 504
+// for the timeout; for a client that left, the answer goes nowhere.
+func (s *Server) writeEnded(w http.ResponseWriter, ctx context.Context) {
+	code, outcome := s.endCause(ctx)
+	if code == codeTimeout {
+		writeError(w, http.StatusGatewayTimeout, codeTimeout, endMessage(code), "")
+	} else {
+		// 499 in nginx's sense: nobody reads it, but logs and metrics do.
+		writeError(w, 499, codeCancelled, endMessage(code), "")
+	}
+	setOutcome(w, outcome)
+}
+
+// handleLoglikelihood scores each continuation after its prompt, tokenized
+// as lm-evaluation-harness does (generation.EncodePair).
+func (s *Server) handleLoglikelihood(w http.ResponseWriter, r *http.Request) {
+	e, ok := s.readyEngine(w)
+	if !ok {
+		return
+	}
+	f, rerr := decodeBody(r)
+	if rerr != nil {
+		writeRequestError(w, familyWorker, rerr)
+		return
+	}
+	prompts, okP := s.promptList(f, "prompts", false)
+	conts, okC := s.promptList(f, "continuations", false)
+	type pair struct{ ctx, cont []int }
+	var pairs []pair
+	if okP && okC {
+		if len(prompts) != len(conts) {
+			f.bad("continuations", "length", fmt.Sprintf("has %d items for %d prompts; they must pair up", len(conts), len(prompts)), len(conts))
+		}
+		for i := range min(len(prompts), len(conts)) {
+			c, t := generation.EncodePair(e.tok, prompts[i], conts[i])
+			switch {
+			case len(t) == 0:
+				f.bad(fmt.Sprintf("continuations[%d]", i), "length", "encodes to no tokens; there is nothing to score", conts[i])
+			case len(t) > e.m.Config.NPositions:
+				f.bad(fmt.Sprintf("continuations[%d]", i), "context_length",
+					fmt.Sprintf("has %d tokens, more than the context length %d", len(t), e.m.Config.NPositions), nil)
+			}
+			pairs = append(pairs, pair{c, t})
+		}
+	}
+	if len(f.errs) > 0 {
+		writeFieldErrors(w, familyWorker, f.errs)
+		return
+	}
+	ctx, cancel := s.jobContext(r)
+	defer cancel(nil)
+	slot, release, ok, err := s.admit(ctx, w)
+	if !ok {
+		return
+	}
+	defer release()
+	if err != nil {
+		s.writeEnded(w, ctx)
+		return
+	}
+	out := struct {
+		LL       []float64 `json:"ll"`
+		IsGreedy []bool    `json:"is_greedy"`
+	}{LL: []float64{}, IsGreedy: []bool{}}
+	for _, p := range pairs {
+		res, err := generation.LoglikelihoodTokens(ctx, slot.Decoder(e), p.ctx, p.cont)
+		s.metrics.promptTokens.Add(float64(len(p.ctx) + len(p.cont)))
+		if err != nil {
+			if ctx.Err() != nil || errors.Is(err, context.Canceled) {
+				s.writeEnded(w, ctx)
+				return
+			}
+			writeError(w, http.StatusInternalServerError, codeInference, err.Error(), "")
+			return
+		}
+		out.LL = append(out.LL, res.LL)
+		out.IsGreedy = append(out.IsGreedy, res.IsGreedy)
+	}
+	writeJSON(w, http.StatusOK, out)
+}

@@ -1,0 +1,219 @@
+package server
+
+import (
+	"errors"
+	"net/http"
+	"time"
+
+	"github.com/llorch/llorch-check/generation"
+	"github.com/llorch/llorch-check/sampling"
+)
+
+// workerDefaults are API.md's /execute defaults.
+var workerDefaults = settingDefaults{maxTokens: 100, minMaxTokens: 1, temperature: 1.0}
+
+type healthResponse struct {
+	Status        string     `json:"status"`
+	ModelLoaded   bool       `json:"model_loaded"`
+	Model         string     `json:"model,omitempty"`
+	WorkerID      string     `json:"worker_id,omitempty"`
+	MemoryBytes   int64      `json:"memory_bytes"`
+	VRAMBytes     int64      `json:"vram_bytes"`
+	MemoryType    string     `json:"memory_type"`
+	VocabSize     int        `json:"vocab_size,omitempty"`
+	ContextLength int        `json:"context_length,omitempty"`
+	UptimeSeconds float64    `json:"uptime_seconds"`
+	Draining      bool       `json:"draining"`
+	Running       int        `json:"running"`
+	Queued        int        `json:"queued"`
+	Validation    Validation `json:"validation"`
+}
+
+// handleHealth is the orchestrator's view: 200 once the model can serve,
+// 503 "loading" before, 503 "unhealthy" when validation failed. While
+// draining it stays 200 (the process is healthy, only not ready).
+func (s *Server) handleHealth(w http.ResponseWriter, r *http.Request) {
+	running, queued := s.sched.Stats()
+	h := healthResponse{
+		Status:        "healthy",
+		WorkerID:      s.cfg.WorkerID,
+		MemoryType:    "cpu",
+		UptimeSeconds: time.Since(s.started).Seconds(),
+		Draining:      s.draining.Load(),
+		Running:       running,
+		Queued:        queued,
+		Validation:    s.validationSummary(),
+	}
+	if e := s.engine.Load(); e != nil {
+		h.ModelLoaded = true
+		h.Model = e.name
+		// Weights, not RSS: the figure an orchestrator budgets per worker and
+		// that does not move with traffic (RSS is in /metrics).
+		h.MemoryBytes = e.m.WeightsBytes()
+		h.VocabSize = e.m.Config.VocabSize
+		h.ContextLength = e.m.Config.NPositions
+	}
+	status := http.StatusOK
+	switch s.state() {
+	case stateLoading, stateValidating:
+		h.Status, status = "loading", http.StatusServiceUnavailable
+	case stateFailed:
+		h.Status, status = "unhealthy", http.StatusServiceUnavailable
+	}
+	writeJSON(w, status, h)
+}
+
+type startedEvent struct {
+	Type         string `json:"type"`
+	JobID        string `json:"job_id"`
+	Model        string `json:"model"`
+	StartedAt    string `json:"started_at"`
+	Seed         uint64 `json:"seed"`
+	PromptTokens int    `json:"prompt_tokens"`
+}
+
+type tokenEvent struct {
+	Type  string `json:"type"`
+	Text  string `json:"t"`
+	Index int    `json:"i"`
+	ID    int    `json:"id"`
+}
+
+type endEvent struct {
+	Type                string  `json:"type"`
+	TokensOut           int     `json:"tokens_out"`
+	DecodeTimeMS        float64 `json:"decode_time_ms"`
+	StopReason          string  `json:"stop_reason"`
+	StopSequenceMatched *string `json:"stop_sequence_matched"`
+}
+
+type errorEvent struct {
+	Type    string `json:"type"`
+	Code    string `json:"code"`
+	Message string `json:"message"`
+}
+
+// handleExecute streams one generation as Server-Sent Events: started,
+// one token event per sampled token, then exactly one end or error.
+func (s *Server) handleExecute(w http.ResponseWriter, r *http.Request) {
+	e, ok := s.readyEngine(w)
+	if !ok {
+		return
+	}
+	f, rerr := decodeBody(r)
+	if rerr != nil {
+		writeRequestError(w, familyWorker, rerr)
+		return
+	}
+	jobID, ok := f.str("job_id", true)
+	if ok && jobID == "" {
+		f.bad("job_id", "length", "must not be empty", jobID)
+	}
+	prompt, hasPrompt := f.str("prompt", true)
+	if hasPrompt {
+		f.checkPrompt("prompt", prompt)
+	}
+	g := f.settings(workerDefaults, e.m.Config.VocabSize)
+	var tokens []int
+	if hasPrompt && f.ok("prompt", "max_tokens") {
+		// User text: "<|endoftext|>" in a prompt is characters, not the
+		// control token (docs/serve.md, tokenization).
+		tokens = e.tok.Encode(prompt)
+		checkContext(f, len(tokens), g.MaxTokens, e.m.Config.NPositions)
+	}
+	if len(f.errs) > 0 {
+		writeFieldErrors(w, familyWorker, f.errs)
+		return
+	}
+	seed := sampling.RandomSeed()
+	if g.Seed != nil {
+		seed = *g.Seed
+	}
+
+	ctx, cancel := s.jobContext(r)
+	defer cancel(nil)
+	if !s.jobs.add(jobID, cancel) {
+		setOutcome(w, outcomeClientError)
+		writeError(w, http.StatusConflict, codeConflict, "job "+jobID+" is already running", "job_id")
+		return
+	}
+	defer s.jobs.remove(jobID)
+	slot, release, ok, waitErr := s.admit(ctx, w)
+	if !ok {
+		return
+	}
+	defer release()
+	sse := startSSE(w, s.cfg.WriteTimeout)
+	if waitErr != nil {
+		code, outcome := s.endCause(ctx)
+		setOutcome(w, outcome)
+		_ = sse.event("error", errorEvent{Type: "error", Code: code, Message: "ended while queued: " + endMessage(code)})
+		return
+	}
+
+	_ = sse.event("started", startedEvent{Type: "started", JobID: jobID, Model: e.name,
+		StartedAt: time.Now().UTC().Format(time.RFC3339Nano), Seed: seed, PromptTokens: len(tokens)})
+	start := time.Now()
+	req := generation.Request{Prompt: tokens, MaxTokens: g.MaxTokens, Params: g.Params, Seed: &seed, Stop: g.Stop}
+	res, err := s.generate(ctx, e, slot, req, func(t generation.Token) error {
+		return sse.event("token", tokenEvent{Type: "token", Text: t.Text, Index: t.Index, ID: t.ID})
+	})
+	switch {
+	case errors.Is(err, errWrite):
+		s.endCause(ctx)
+		setOutcome(w, outcomeDisconnected)
+	case err != nil:
+		s.log.Error("generation failed", "request_id", requestID(r.Context()), "job_id", jobID, "error", err)
+		setOutcome(w, outcomeServerError)
+		_ = sse.event("error", errorEvent{Type: "error", Code: codeInference, Message: err.Error()})
+	case res.StopReason == generation.StopCancelled:
+		code, outcome := s.endCause(ctx)
+		setOutcome(w, outcome)
+		_ = sse.event("error", errorEvent{Type: "error", Code: code, Message: endMessage(code)})
+	default:
+		var matched *string
+		if res.StopSequence != "" {
+			matched = &res.StopSequence
+		}
+		_ = sse.event("end", endEvent{Type: "end", TokensOut: len(res.Tokens),
+			DecodeTimeMS: float64(time.Since(start).Microseconds()) / 1000,
+			StopReason:   res.StopReason, StopSequenceMatched: matched})
+	}
+}
+
+func endMessage(code string) string {
+	if code == codeTimeout {
+		return "the request exceeded the server's request timeout"
+	}
+	return "the job was cancelled"
+}
+
+// checkContext rejects a generation that cannot fit: API.md makes it a
+// 400, never a silent truncation.
+func checkContext(f *fields, promptTokens, maxTokens, contextLength int) {
+	if promptTokens+maxTokens > contextLength {
+		f.bad("max_tokens", "context_length",
+			"prompt of "+itoa(promptTokens)+" tokens + max_tokens "+itoa(maxTokens)+" exceeds the context length "+itoa(contextLength),
+			maxTokens)
+	}
+}
+
+// handleCancel ends a running job; unknown and finished jobs are accepted
+// too, so a retried cancel is harmless.
+func (s *Server) handleCancel(w http.ResponseWriter, r *http.Request) {
+	f, rerr := decodeBody(r)
+	if rerr != nil {
+		writeRequestError(w, familyWorker, rerr)
+		return
+	}
+	id, ok := f.str("job_id", true)
+	if ok && id == "" {
+		f.bad("job_id", "length", "must not be empty", id)
+	}
+	if len(f.errs) > 0 {
+		writeFieldErrors(w, familyWorker, f.errs)
+		return
+	}
+	found := s.jobs.cancel(id)
+	writeJSON(w, http.StatusAccepted, map[string]any{"job_id": id, "running": found})
+}

@@ -1,0 +1,218 @@
+// Package server serves the validated model over HTTP: the worker API
+// (/execute as Server-Sent Events), the batch API (/generate,
+// /loglikelihood) and an OpenAI-compatible API (/v1/completions), all
+// behind one scheduler and one set of limits. API.md is the contract.
+package server
+
+import (
+	"context"
+	"log/slog"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/llorch/llorch-check/model"
+	"github.com/llorch/llorch-check/tokenizer"
+)
+
+// Config holds the operator's settings. Zero values get the defaults of
+// DefaultConfig where one exists.
+type Config struct {
+	ModelName      string        // reported in events and /v1/models; default: the model directory's name
+	WorkerID       string        // the orchestrator's name for this worker
+	Parallel       int           // sequences decoding at once
+	MaxQueue       int           // requests waiting for a slot; more get 429
+	MaxBatch       int           // prompts per /generate or /loglikelihood request
+	RequestTimeout time.Duration // per request, queueing included; 0: none
+	MaxBodyBytes   int64         // request body limit
+	WriteTimeout   time.Duration // per write of a stream (each SSE event extends it)
+	APIKey         string        // bearer token; empty: no auth
+	CORSOrigins    []string      // allowed origins; "*" for any
+	TokenDelay     time.Duration // sleep before each token: demos and drain tests only
+	Version        string        // build version for llorch_build_info
+	Logger         *slog.Logger  // nil: discard
+}
+
+// DefaultConfig is what `llorch-check serve` uses when no flag says otherwise.
+func DefaultConfig() Config {
+	return Config{
+		Parallel:       4,
+		MaxQueue:       16,
+		MaxBatch:       64,
+		RequestTimeout: 5 * time.Minute,
+		MaxBodyBytes:   1 << 20,
+		WriteTimeout:   30 * time.Second,
+		Version:        "dev",
+	}
+}
+
+func (c *Config) fillDefaults() {
+	d := DefaultConfig()
+	if c.Parallel <= 0 {
+		c.Parallel = d.Parallel
+	}
+	if c.MaxQueue < 0 {
+		c.MaxQueue = 0
+	}
+	if c.MaxBatch <= 0 {
+		c.MaxBatch = d.MaxBatch
+	}
+	if c.MaxBodyBytes <= 0 {
+		c.MaxBodyBytes = d.MaxBodyBytes
+	}
+	if c.WriteTimeout <= 0 {
+		c.WriteTimeout = d.WriteTimeout
+	}
+	if c.Version == "" {
+		c.Version = d.Version
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+}
+
+// engine is the loaded model; it appears once, when loading finishes.
+type engine struct {
+	m    *model.Model
+	tok  *tokenizer.Tokenizer
+	name string
+}
+
+// Server is the HTTP service. Create it with New, install the model with
+// SetModel once loaded, and serve Handler.
+type Server struct {
+	cfg     Config
+	log     *slog.Logger
+	metrics *metrics
+	sched   *Scheduler
+	jobs    *jobs
+	started time.Time
+	handler http.Handler
+
+	engine   atomic.Pointer[engine]
+	draining atomic.Bool
+
+	mu         sync.Mutex
+	validation Validation
+	inflight   int
+}
+
+// New returns a server that answers health checks at once and serves the
+// model after SetModel.
+func New(cfg Config) *Server {
+	cfg.fillDefaults()
+	s := &Server{
+		cfg:        cfg,
+		log:        cfg.Logger,
+		jobs:       newJobs(),
+		started:    time.Now(),
+		validation: Validation{Status: ValidationSkipped},
+	}
+	s.metrics = newMetrics(cfg.Version)
+	s.sched = NewScheduler(cfg.Parallel, cfg.MaxQueue, s.metrics.schedulerChanged)
+	s.handler = s.routes()
+	return s
+}
+
+// Handler is the server's whole HTTP surface, middleware included.
+func (s *Server) Handler() http.Handler { return s.handler }
+
+// SetModel makes the model and tokenizer available to the routes. A server
+// without references is ready from here on.
+func (s *Server) SetModel(m *model.Model, tok *tokenizer.Tokenizer) {
+	name := s.cfg.ModelName
+	if name == "" {
+		name = modelName(m.Dir)
+	}
+	s.metrics.modelMemory.Set(float64(m.WeightsBytes()))
+	s.engine.Store(&engine{m: m, tok: tok, name: name})
+	s.log.Info("model loaded", "model", name, "weights_bytes", m.WeightsBytes(),
+		"vocab_size", m.Config.VocabSize, "context_length", m.Config.NPositions)
+}
+
+// state says whether new work can be served and, if not, why.
+type state int
+
+const (
+	stateLoading state = iota
+	stateValidating
+	stateFailed
+	stateReady
+	stateDraining
+)
+
+func (s *Server) state() state {
+	if s.draining.Load() {
+		return stateDraining
+	}
+	if s.engine.Load() == nil {
+		return stateLoading
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch s.validation.Status {
+	case ValidationRunning:
+		return stateValidating
+	case ValidationFailed, ValidationError:
+		return stateFailed
+	}
+	return stateReady
+}
+
+// Ready reports whether /readyz says ready.
+func (s *Server) Ready() bool { return s.state() == stateReady }
+
+// BeginDrain turns readiness off and refuses new work; requests already
+// admitted run to the end.
+func (s *Server) BeginDrain() {
+	if !s.draining.Swap(true) {
+		s.log.Info("draining: readiness off, refusing new work")
+	}
+}
+
+// Drain begins draining and waits until no work is in flight or ctx ends.
+func (s *Server) Drain(ctx context.Context) error {
+	s.BeginDrain()
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		s.mu.Lock()
+		n := s.inflight
+		s.mu.Unlock()
+		if n == 0 {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			s.log.Warn("drain timed out with work in flight", "inflight", n)
+			return ctx.Err()
+		case <-tick.C:
+		}
+	}
+}
+
+// enter admits a unit of model work unless the server is draining; the
+// returned func marks it done.
+func (s *Server) enter() (func(), bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.draining.Load() {
+		return nil, false
+	}
+	s.inflight++
+	return func() {
+		s.mu.Lock()
+		s.inflight--
+		s.mu.Unlock()
+	}, true
+}
+
+// ModelInfo is the served model's name and weight bytes, zero before
+// SetModel.
+func (s *Server) ModelInfo() (name string, memoryBytes int64) {
+	if e := s.engine.Load(); e != nil {
+		return e.name, e.m.WeightsBytes()
+	}
+	return "", 0
+}

@@ -1,0 +1,113 @@
+package server_test
+
+import (
+	"context"
+	"net/http"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/llorch/llorch-check/server"
+)
+
+func TestHealth(t *testing.T) {
+	ts := start(t, server.Config{WorkerID: "w1"})
+	h := ts.call(t, "GET", "/health", nil, http.StatusOK)
+	require.Equal(t, "healthy", h["status"])
+	require.Equal(t, true, h["model_loaded"])
+	require.Equal(t, "tiny-gpt2", h["model"])
+	require.Equal(t, "w1", h["worker_id"])
+	require.Equal(t, "cpu", h["memory_type"])
+	require.EqualValues(t, 0, h["vram_bytes"])
+	require.Greater(t, h["memory_bytes"].(float64), 0.0)
+	require.EqualValues(t, 50257, h["vocab_size"])
+	require.EqualValues(t, 128, h["context_length"])
+	require.Contains(t, h, "uptime_seconds")
+	require.Equal(t, "skipped", h["validation"].(map[string]any)["status"])
+}
+
+func TestHealthWhileLoading(t *testing.T) {
+	ts := serve(t, server.New(server.Config{}))
+	h := ts.call(t, "GET", "/health", nil, http.StatusServiceUnavailable)
+	require.Equal(t, "loading", h["status"])
+	require.Equal(t, false, h["model_loaded"])
+	require.Equal(t, "loading", ts.call(t, "GET", "/readyz", nil, http.StatusServiceUnavailable)["status"])
+	require.Equal(t, "ok", ts.call(t, "GET", "/healthz", nil, http.StatusOK)["status"])
+	e := ts.call(t, "POST", "/execute", map[string]any{"job_id": "j", "prompt": "x"}, http.StatusServiceUnavailable)
+	require.Equal(t, "NOT_READY", e["error"].(map[string]any)["code"])
+}
+
+// TestExecuteGreedyMatchesReferences is the SSE contract on the reference
+// cases: event order, one terminal event, and the token texts joining to
+// PyTorch's greedy text.
+func TestExecuteGreedyMatchesReferences(t *testing.T) {
+	ts := start(t, server.Config{})
+	_, _, set := loadTiny(t)
+	gen := set.Manifest.Generation
+	for _, want := range gen.Results {
+		c, ok := set.Case(want.Case)
+		require.True(t, ok)
+		st := ts.execute(t, context.Background(), map[string]any{
+			"job_id": "ref-" + want.Case, "prompt": *c.Prompt, "max_tokens": gen.N, "temperature": 0,
+		})
+		started, tokens, terminal, end := st.run(t)
+		require.Equal(t, "ref-"+want.Case, started["job_id"])
+		require.Equal(t, "tiny-gpt2", started["model"])
+		require.EqualValues(t, len(c.Tokens), started["prompt_tokens"])
+		require.Contains(t, started, "seed")
+		require.Contains(t, started, "started_at")
+		require.Equal(t, "end", terminal)
+		ids := []int{}
+		for _, tk := range tokens {
+			ids = append(ids, int(tk["id"].(float64)))
+		}
+		require.Equal(t, want.Tokens, ids, "case %s", want.Case)
+		require.Equal(t, *want.Text, tokenText(tokens), "case %s", want.Case)
+		require.Equal(t, want.StopReason, end["stop_reason"])
+		require.EqualValues(t, len(want.Tokens), end["tokens_out"])
+		require.Nil(t, end["stop_sequence_matched"])
+		require.Contains(t, end, "decode_time_ms")
+	}
+}
+
+func TestExecuteSeedsReproduce(t *testing.T) {
+	ts := start(t, server.Config{})
+	body := map[string]any{"job_id": "s", "prompt": "Once upon a time", "max_tokens": 10, "temperature": 0.9, "top_k": 40}
+	// No seed: one is chosen and reported; replaying it reproduces the text.
+	started, first, _, _ := ts.execute(t, context.Background(), body).run(t)
+	seed := started["seed"].(float64)
+	body["seed"] = seed
+	started2, again, _, _ := ts.execute(t, context.Background(), body).run(t)
+	require.Equal(t, seed, started2["seed"])
+	require.Equal(t, tokenText(first), tokenText(again))
+	require.Equal(t, first, again)
+	body["seed"] = seed + 1
+	_, other, _, _ := ts.execute(t, context.Background(), body).run(t)
+	require.NotEqual(t, first, other, "another seed should sample differently")
+}
+
+func TestExecuteStopSequence(t *testing.T) {
+	ts := start(t, server.Config{})
+	_, _, set := loadTiny(t)
+	want := *set.Manifest.Generation.Results[0].Text // "Beast praying praying ..."
+	c, _ := set.Case(set.Manifest.Generation.Results[0].Case)
+	_, tokens, terminal, end := ts.execute(t, context.Background(), map[string]any{
+		"job_id": "stop", "prompt": *c.Prompt, "max_tokens": 16, "temperature": 0, "stop": []string{" praying praying"},
+	}).run(t)
+	require.Equal(t, "end", terminal)
+	require.Equal(t, "stop_sequence", end["stop_reason"])
+	require.Equal(t, " praying praying", end["stop_sequence_matched"])
+	require.Equal(t, want[:len("Beast")], tokenText(tokens))
+}
+
+func TestExecuteDuplicateJobID(t *testing.T) {
+	ts := start(t, server.Config{TokenDelay: 50e6})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	st := ts.execute(t, ctx, map[string]any{"job_id": "dup", "prompt": "a", "max_tokens": 50})
+	name, _ := st.next(t)
+	require.Equal(t, "started", name)
+	e := ts.call(t, "POST", "/execute", map[string]any{"job_id": "dup", "prompt": "a"}, http.StatusConflict)
+	require.Equal(t, "job_id", e["error"].(map[string]any)["param"])
+	ts.call(t, "POST", "/cancel", map[string]any{"job_id": "dup"}, http.StatusAccepted)
+}
