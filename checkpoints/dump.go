@@ -17,7 +17,7 @@ import (
 // Diff. Cases, tensor list and logits rows are src's, so the sets line up.
 // As in Run, checkpoint 11 applies Go's processors to src's last logits.
 func Dump(ctx context.Context, m *model.Model, src *references.Set, out string, opt Options) error {
-	if err := checkCompatible(m, src); err != nil {
+	if _, err := checkCompatible(m, src); err != nil {
 		return err
 	}
 	sha, err := references.FileSHA256(m.WeightsPath)

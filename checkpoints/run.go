@@ -2,8 +2,10 @@ package checkpoints
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sort"
+	"strings"
 
 	"github.com/llorch/llorch-check/model"
 	"github.com/llorch/llorch-check/references"
@@ -19,6 +21,7 @@ type Options struct {
 	Progress    func(format string, args ...any) // nil for silence
 	Force       bool                             // Dump: replace an existing, different set
 	Tokenizer   *tokenizer.Tokenizer             // checks generated text and log-likelihood tokens; nil skips them with a failure
+	Profile     *Profile                         // precision profile; Run picks it (ProfileFor) when nil
 }
 
 // Report is everything one run found.
@@ -30,14 +33,20 @@ type Report struct {
 	Overrides      map[int]Tolerance `json:"overrides,omitempty"`
 	Budget         float64           `json:"budget,omitempty"`
 	NotImplemented []int             `json:"not_implemented,omitempty"`
+	Profile        *Profile          `json:"profile,omitempty"`       // nil: default tolerances
+	WeightsMatch   string            `json:"weights_match,omitempty"` // how the set was matched to the model
 }
 
 // Run compares the model's captured tensors with every selected tensor of
 // the reference set. Errors are bad input (unreadable or mismatched files);
 // a numerical failure is a Report with Passed false.
 func Run(ctx context.Context, m *model.Model, set *references.Set, opt Options) (*Report, error) {
-	if err := checkCompatible(m, set); err != nil {
+	match, err := checkCompatible(m, set)
+	if err != nil {
 		return nil, err
+	}
+	if opt.Profile == nil {
+		opt.Profile = ProfileFor(m.WeightsDType, set.Manifest.Model.WeightsDType)
 	}
 	if opt.Checkpoints == nil {
 		opt.Checkpoints, _ = ParseSelection("")
@@ -45,7 +54,10 @@ func Run(ctx context.Context, m *model.Model, set *references.Set, opt Options) 
 	if l := opt.Layer; l != nil && (*l < 0 || *l >= m.Config.NLayer) {
 		return nil, fmt.Errorf("--layer %d: the model has layers 0..%d", *l, m.Config.NLayer-1)
 	}
-	rep := &Report{Model: m.Dir, References: set.Dir, Overrides: opt.Overrides, Budget: opt.Budget}
+	rep := &Report{Model: m.Dir, References: set.Dir, Overrides: opt.Overrides, Budget: opt.Budget, Profile: opt.Profile, WeightsMatch: match}
+	if m.Format == model.FormatGGUF {
+		rep.Model = m.WeightsPath
+	}
 	nLayer := m.Config.NLayer
 	add := func(res Result, caseIndex int) {
 		res.caseIndex = caseIndex
@@ -98,7 +110,7 @@ func runCase(ctx context.Context, m *model.Model, set *references.Set, c referen
 			out = append(out, res)
 		}
 		if res, ok := checkGreedy(set, c, got); ok && wholeSeq && opt.Checkpoints[10] {
-			out = append(out, res)
+			out = append(out, opt.informational(res))
 		}
 	}
 	if wholeSeq && opt.Checkpoints[11] {
@@ -115,7 +127,7 @@ func runCase(ctx context.Context, m *model.Model, set *references.Set, c referen
 			return nil, err
 		}
 		if ok {
-			out = append(out, res)
+			out = append(out, opt.informational(res))
 		}
 	}
 	return out, nil
@@ -131,21 +143,39 @@ func progress(opt Options, format string, args ...any) {
 	}
 }
 
-// checkCompatible refuses a reference set made from other weights.
-func checkCompatible(m *model.Model, set *references.Set) error {
+// matchedByFile is Report.WeightsMatch when the weights file itself is the
+// one the set was made from.
+const matchedByFile = "weights file sha256"
+
+// checkCompatible refuses a reference set made from other weights, and
+// says how the weights matched: the file itself, or, for a GGUF written by
+// llorch-check convert, the HF weights it records it was converted from
+// (model.KeySourceSHA256). The checkpoints, not this match, then prove the
+// conversion right.
+func checkCompatible(m *model.Model, set *references.Set) (string, error) {
+	match := matchedByFile
 	if err := set.CheckWeights(m.WeightsPath); err != nil {
-		return err
+		want := set.Manifest.Model.WeightsSHA256
+		switch {
+		case !errors.Is(err, references.ErrWeightsMismatch):
+			return "", err
+		case m.SourceSHA256 == "":
+			return "", err
+		case !strings.EqualFold(m.SourceSHA256, want):
+			return "", fmt.Errorf("%w (the GGUF was converted from weights with sha256 %s, not those either)", err, m.SourceSHA256)
+		}
+		match = "converted from the reference's weights (" + model.KeySourceSHA256 + ")"
 	}
 	dims, err := set.Manifest.ModelConfig()
 	if err != nil {
-		return err
+		return "", err
 	}
 	c := m.Config
 	if dims.VocabSize != c.VocabSize || dims.NEmbd != c.NEmbd || dims.NHead != c.NHead || dims.NLayer != c.NLayer {
-		return fmt.Errorf("%s: reference config (vocab %d, n_embd %d, n_head %d, n_layer %d) differs from the model's (vocab %d, n_embd %d, n_head %d, n_layer %d)",
+		return "", fmt.Errorf("%s: reference config (vocab %d, n_embd %d, n_head %d, n_layer %d) differs from the model's (vocab %d, n_embd %d, n_head %d, n_layer %d)",
 			set.Dir, dims.VocabSize, dims.NEmbd, dims.NHead, dims.NLayer, c.VocabSize, c.NEmbd, c.NHead, c.NLayer)
 	}
-	return nil
+	return match, nil
 }
 
 // selectTensors lists the case's tensors that the options select and that

@@ -8,6 +8,7 @@ type Summary struct {
 	Tensors    int
 	Passed     int
 	Failed     int
+	Differs    int // exact results reported as StatusDiffers under a lossy profile
 	MaxAbsErr  float64
 	MaxRelErr  float64
 	TolRatio   float64
@@ -49,6 +50,11 @@ func (s *Summary) add(res Result) {
 		s.Status = StatusFailed
 	case StatusPassed:
 		s.Passed++
+	case StatusDiffers:
+		s.Differs++
+		if s.Status == StatusPassed {
+			s.Status = StatusDiffers
+		}
 	}
 	s.Tensors++
 	s.MaxAbsErr = nanMax(s.MaxAbsErr, float64(res.MaxAbsErr))

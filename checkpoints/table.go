@@ -59,6 +59,26 @@ func (r *Report) settingLines() []string {
 	if r.Budget > 0 {
 		lines = append(lines, fmt.Sprintf("budget:     Go's float64 error at most %gx PyTorch float32's", r.Budget))
 	}
+	if r.WeightsMatch != "" && r.WeightsMatch != matchedByFile {
+		lines = append(lines, "weights:    "+r.WeightsMatch)
+	}
+	if p := r.Profile; p != nil {
+		exact := ""
+		if p.ExactInformational {
+			exact = "; exact checkpoints 10 and 12 informational"
+		}
+		lines = append(lines, fmt.Sprintf("profile:    %s (%s): wider tolerances below%s", p.Name, p.Reason, exact))
+		nums := make([]int, 0, len(p.Tolerances))
+		for n := range p.Tolerances {
+			nums = append(nums, n)
+		}
+		sort.Ints(nums)
+		for _, n := range nums {
+			if _, overridden := r.Overrides[n]; !overridden {
+				lines = append(lines, fmt.Sprintf("profile:    checkpoint %d tolerance %s", n, p.Tolerances[n]))
+			}
+		}
+	}
 	return lines
 }
 
@@ -82,6 +102,9 @@ func (r *Report) writeFailures(w io.Writer) error {
 func (r *Report) Verdict() string {
 	pass, fail := r.count(StatusPassed), r.count(StatusFailed)
 	msg := fmt.Sprintf("%d checks passed, %d failed", pass, fail)
+	if n := r.count(StatusDiffers); n > 0 && r.Profile != nil {
+		msg += fmt.Sprintf(", %d exact ids differ (informational under the %s profile)", n, r.Profile.Name)
+	}
 	if len(r.NotImplemented) > 0 {
 		msg += fmt.Sprintf("; checkpoints %s not implemented (not checked)", joinInts(r.NotImplemented))
 	}

@@ -40,14 +40,11 @@ func loadReference(set *references.Set, ti references.TensorInfo) ([]float32, []
 	return want, truth, nil
 }
 
-// newResult starts a result for ti with its checkpoint's tolerance, or the
-// run's override of it.
+// newResult starts a result for ti with its checkpoint's tolerance for
+// this run (override, precision profile or default).
 func newResult(ti references.TensorInfo, opt Options) Result {
 	cp, _ := ByNumber(ti.Checkpoint)
-	tol := cp.Tolerance
-	if o, ok := opt.Overrides[cp.Number]; ok {
-		tol = o
-	}
+	tol := opt.tolerance(cp)
 	return Result{
 		Checkpoint: cp.Number, CheckpointName: cp.Name, Name: ti.Name, Case: ti.Case,
 		Shape: ti.Shape, Atol: tol.Atol, Rtol: tol.Rtol, Layer: ti.Layer, Status: StatusFailed,

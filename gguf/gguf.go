@@ -1,6 +1,8 @@
 // Package gguf reads GGUF files (versions 2 and 3), the container llama.cpp
 // uses for models and tokenizers: typed metadata key/values, tensor infos
-// and the aligned tensor data section.
+// and the aligned tensor data section. It also writes version-3 files
+// (Write, WriteFile) and converts tensor data between float32 and the F32,
+// F16, BF16 and Q8_0 layouts (DecodeFloat32, EncodeFloat32).
 //
 // Every count, length and offset read from the file is checked against the
 // file size before it is used, so a corrupt or hostile file yields an error
@@ -10,10 +12,12 @@ package gguf
 
 import (
 	"bytes"
+	"cmp"
 	"errors"
 	"fmt"
 	"io"
 	"os"
+	"slices"
 )
 
 // Magic is the first four bytes of every GGUF file.
@@ -231,7 +235,9 @@ func (f *File) readTensorInfos(rd *reader, n int) error {
 }
 
 // checkTensorRanges makes every tensor lie inside the file (for a type of
-// unknown layout, at least its start).
+// unknown layout, at least its start) and no two tensors share bytes: a
+// writer that overlaps them has lost track of its offsets, and a loader
+// would silently read one tensor's data as another's.
 func (f *File) checkTensorRanges() error {
 	for _, t := range f.Tensors {
 		size := uint64(max(t.Size, 0))
@@ -239,6 +245,20 @@ func (f *File) checkTensorRanges() error {
 		if avail < 0 || t.Offset > uint64(avail) || size > uint64(avail)-t.Offset {
 			return fmt.Errorf("%w: tensor %s: %d bytes at data offset %d past end of file (data section at %d, file size %d)",
 				ErrInvalid, t.Name, size, t.Offset, f.DataOffset, f.size)
+		}
+	}
+	byOffset := make([]TensorInfo, 0, len(f.Tensors))
+	for _, t := range f.Tensors {
+		if t.Size > 0 {
+			byOffset = append(byOffset, t)
+		}
+	}
+	slices.SortFunc(byOffset, func(a, b TensorInfo) int { return cmp.Compare(a.Offset, b.Offset) })
+	for i := 1; i < len(byOffset); i++ {
+		prev, cur := byOffset[i-1], byOffset[i]
+		if cur.Offset < prev.Offset+uint64(prev.Size) {
+			return fmt.Errorf("%w: tensor %s [%d,%d) overlaps tensor %s [%d,%d) in the data section",
+				ErrInvalid, cur.Name, cur.Offset, cur.Offset+uint64(cur.Size), prev.Name, prev.Offset, prev.Offset+uint64(prev.Size))
 		}
 	}
 	return nil

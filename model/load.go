@@ -3,15 +3,47 @@ package model
 import (
 	"errors"
 	"fmt"
+	"io"
 	"maps"
 	"math"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+
+	"github.com/llorch/llorch-check/gguf"
 )
 
-// Load reads dir/config.json and dir/model.safetensors.
-func Load(dir string) (*Model, error) {
+// Load reads a model: an HF directory (dir/config.json and
+// dir/model.safetensors) or a GGUF file in llama.cpp's gpt2 layout. Any
+// regular file, or a missing path ending in .gguf, is taken for GGUF, so
+// that the error names the file rather than a config.json beside it. Q8_0
+// GGUF weights are dequantised on load.
+func Load(path string) (*Model, error) {
+	st, err := os.Stat(path)
+	if (err == nil && st.Mode().IsRegular()) || (err != nil && strings.HasSuffix(path, ".gguf")) {
+		return loadGGUF(path)
+	}
+	return loadHF(path)
+}
+
+// IsGGUF reports whether path is a regular file starting with the GGUF
+// magic.
+func IsGGUF(path string) bool {
+	f, err := os.Open(path)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	if st, err := f.Stat(); err != nil || !st.Mode().IsRegular() {
+		return false
+	}
+	var magic [4]byte
+	_, err = io.ReadFull(f, magic[:])
+	return err == nil && string(magic[:]) == gguf.Magic
+}
+
+func loadHF(dir string) (*Model, error) {
 	cfg, err := LoadConfig(filepath.Join(dir, "config.json"))
 	if err != nil {
 		return nil, err
@@ -28,7 +60,7 @@ func Load(dir string) (*Model, error) {
 	if err != nil {
 		return nil, fmt.Errorf("loading %s: %w", path, err)
 	}
-	m.Dir, m.WeightsPath = dir, path
+	m.Dir, m.WeightsPath, m.Format = dir, path, FormatHF
 	return m, nil
 }
 

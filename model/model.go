@@ -1,13 +1,25 @@
 package model
 
+// Model formats, as Model.Format reports them.
+const (
+	FormatHF   = "hf"   // config.json + model.safetensors directory
+	FormatGGUF = "gguf" // one GGUF file, llama.cpp's gpt2 layout
+)
+
 // Model is a GPT-2 language model held as float32 weights. Forward may be
 // called concurrently with distinct caches; InjectFault may not run
 // concurrently with Forward.
 type Model struct {
 	Config       Config
-	Dir          string // model directory
-	WeightsPath  string // path of model.safetensors
-	WeightsDType string // "F32", "F16" or "BF16" as stored; sorted and joined by "+" if mixed
+	Dir          string // model directory; for GGUF, the directory holding the file
+	WeightsPath  string // path of model.safetensors, or of the .gguf file
+	WeightsDType string // as stored: "F32", "F16", "BF16" or "Q8_0"; sorted and joined by "+" if mixed (a GGUF file keeps norms F32)
+	Format       string // FormatHF or FormatGGUF
+
+	// SourceSHA256 is, for a GGUF file written by llorch-check convert, the
+	// sha256 of the HF weights it was converted from (KeySourceSHA256);
+	// empty otherwise.
+	SourceSHA256 string
 
 	wte  []float32 // [V,C], also the tied LM head
 	wpe  []float32 // [P,C]

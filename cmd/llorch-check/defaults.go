@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/llorch/llorch-check/gguf"
 	"github.com/llorch/llorch-check/model"
 	"github.com/llorch/llorch-check/references"
 	"github.com/llorch/llorch-check/tokenizer"
@@ -46,17 +47,24 @@ func pathOrDefault(flag, rel string) (string, error) {
 	return resolveDefault(rel)
 }
 
+// loadModel loads an HF model directory or a GGUF file (model.Load tells
+// them apart by the GGUF magic).
 func loadModel(flag string) (*model.Model, error) {
-	dir, err := pathOrDefault(flag, defaultModel)
+	path, err := pathOrDefault(flag, defaultModel)
 	if err != nil {
 		return nil, err
 	}
-	return model.Load(dir)
+	return model.Load(path)
 }
 
-// modelTokenizer returns the model directory's tokenizer, or nil when it
-// has none; only commands that need text treat that as an error.
+// modelTokenizer returns the model's tokenizer, or nil when it has none;
+// only commands that need text treat that as an error. A GGUF model's
+// tokenizer is its own file's metadata, never another file that happens
+// to share its directory.
 func modelTokenizer(m *model.Model) (*tokenizer.Tokenizer, error) {
+	if m.Format == model.FormatGGUF {
+		return ggufTokenizer(m.WeightsPath)
+	}
 	tok, err := tokenizer.Load(m.Dir)
 	if errors.Is(err, tokenizer.ErrNoTokenizer) {
 		return nil, nil
@@ -70,4 +78,20 @@ func openReferences(flag string) (*references.Set, error) {
 		return nil, err
 	}
 	return references.Open(dir)
+}
+
+func ggufTokenizer(path string) (*tokenizer.Tokenizer, error) {
+	f, err := gguf.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	if _, ok := f.Get("tokenizer.ggml.tokens"); !ok {
+		return nil, nil
+	}
+	tok, err := tokenizer.FromGGUF(f)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return tok, nil
 }

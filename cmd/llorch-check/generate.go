@@ -2,7 +2,6 @@ package main
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 
@@ -58,7 +57,7 @@ the model's context. With --json, stdout is one document:
 		RunE: func(cmd *cobra.Command, _ []string) error { return runGenerate(cmd, f) },
 	}
 	fl := cmd.Flags()
-	fl.StringVar(&f.model, "model", "", "HF-layout model directory (default "+defaultModel+")")
+	fl.StringVar(&f.model, "model", "", "HF-layout model directory or .gguf file (default "+defaultModel+")")
 	fl.StringVar(&f.prompt, "prompt", "", "prompt text")
 	fl.StringVar(&f.tokens, "tokens", "", "prompt as token ids: 1,2,3, space separated or a JSON array")
 	fl.IntVar(&f.maxTokens, "max-tokens", 0, "most tokens to generate")
@@ -82,10 +81,13 @@ func runGenerate(cmd *cobra.Command, f generateFlags) error {
 		return err
 	}
 	// Only text needs the tokenizer: --tokens without --stop runs without one.
-	tok, err := tokenizer.Load(m.Dir)
-	needText := f.prompt != "" || len(f.stop) > 0 || !cmd.Flags().Changed("tokens")
-	if err != nil && (needText || !errors.Is(err, tokenizer.ErrNoTokenizer)) {
+	tok, err := modelTokenizer(m)
+	if err != nil {
 		return err
+	}
+	needText := f.prompt != "" || len(f.stop) > 0 || !cmd.Flags().Changed("tokens")
+	if tok == nil && needText {
+		return fmt.Errorf("%s: %w (give --tokens instead of --prompt)", m.WeightsPath, tokenizer.ErrNoTokenizer)
 	}
 	var prompt []int
 	if cmd.Flags().Changed("tokens") {

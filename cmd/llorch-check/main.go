@@ -73,6 +73,8 @@ Exit codes: 0 all passed, 1 a checkpoint failed, 2 bad input.`,
 		newDetokenizeCmd(),
 		newGenerateCmd(),
 		newServeCmd(),
+		newConvertCmd(),
+		newInspectCmd(),
 	)
 	return root
 }

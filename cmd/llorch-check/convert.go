@@ -1,0 +1,120 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/llorch/llorch-check/gguf"
+	"github.com/llorch/llorch-check/model"
+	"github.com/llorch/llorch-check/references"
+	"github.com/spf13/cobra"
+)
+
+var convertTypes = map[string]gguf.GGMLType{
+	"f32":  gguf.GGMLTypeF32,
+	"f16":  gguf.GGMLTypeF16,
+	"q8_0": gguf.GGMLTypeQ8_0,
+}
+
+func newConvertCmd() *cobra.Command {
+	var to, typ, name string
+	cmd := &cobra.Command{
+		Use:   "convert --to gguf [--type f32|f16|q8_0] HF_DIR OUT.gguf",
+		Short: "Convert an HF GPT-2 directory to a GGUF file llama.cpp can load",
+		Long: `convert writes an HF-layout GPT-2 (config.json, model.safetensors, vocab.json,
+merges.txt) as GGUF in llama.cpp's gpt2 layout: the gpt2.* hyper-parameters,
+the tokenizer, and the tensors token_embd, position_embd, blk.N.* and
+output_norm, with the Conv1D matrices transposed as llama.cpp stores them.
+
+--type sets the 2-D matrices' type (token_embd included); norms, biases and
+position_embd stay F32, as in llama.cpp's converter. The file also records
+llorch.source.sha256, the sha256 of the HF model.safetensors, so that
+"run --model OUT.gguf" accepts reference sets made from the HF weights.
+The file is written atomically.`,
+		Example: `  llorch-check convert --to gguf testdata/tiny-gpt2 tiny-f16.gguf --type f16
+  llorch-check run --model tiny-f16.gguf --references testdata/references/tiny-gpt2`,
+		Args: cobra.ExactArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if to != "gguf" {
+				return fmt.Errorf("--to %q: only gguf is supported", to)
+			}
+			t, ok := convertTypes[strings.ToLower(typ)]
+			if !ok {
+				return fmt.Errorf("--type %q: want f32, f16 or q8_0", typ)
+			}
+			st, err := convertToGGUF(args[0], args[1], t, name)
+			if err != nil {
+				return err
+			}
+			_, err = fmt.Fprintf(cmd.OutOrStdout(), "wrote %s: %s, %d tensors (%s), %d bytes; source sha256 %s\n",
+				args[1], t, st.tensors, st.types, st.bytes, st.sourceSHA)
+			return err
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&to, "to", "", "output format (gguf)")
+	fl.StringVar(&typ, "type", "f16", "type of the 2-D matrices: f32, f16 or q8_0")
+	fl.StringVar(&name, "name", "", "general.name (default: the HF directory's name)")
+	_ = cmd.MarkFlagRequired("to")
+	return cmd
+}
+
+type convertStats struct {
+	tensors   int
+	types     string
+	bytes     int64
+	sourceSHA string
+}
+
+func convertToGGUF(dir, out string, typ gguf.GGMLType, name string) (convertStats, error) {
+	if model.IsGGUF(dir) {
+		return convertStats{}, fmt.Errorf("%s is already GGUF; convert reads an HF model directory", dir)
+	}
+	m, err := model.Load(dir)
+	if err != nil {
+		return convertStats{}, err
+	}
+	sha, err := references.FileSHA256(m.WeightsPath)
+	if err != nil {
+		return convertStats{}, err
+	}
+	arch, tensors, err := m.GGUF(typ)
+	if err != nil {
+		return convertStats{}, err
+	}
+	tok, err := tokenizerKVs(dir, m.Config)
+	if err != nil {
+		return convertStats{}, err
+	}
+	if name == "" {
+		abs, _ := filepath.Abs(dir)
+		name = filepath.Base(abs)
+	}
+	// llama.cpp's order: architecture (m.GGUF's first key), name,
+	// hyper-parameters, tokenizer.
+	kv := slices.Insert(arch, 1, str("general.name", name))
+	kv = append(kv, tok...)
+	kv = append(kv, str(model.KeySourceSHA256, sha), str(model.KeySourceDType, m.WeightsDType))
+	if err := gguf.WriteFile(out, kv, tensors); err != nil {
+		return convertStats{}, err
+	}
+	st := convertStats{tensors: len(tensors), sourceSHA: sha}
+	counts := map[gguf.GGMLType]int{}
+	for _, t := range tensors {
+		counts[t.Type]++
+	}
+	var parts []string
+	for _, t := range []gguf.GGMLType{gguf.GGMLTypeF32, gguf.GGMLTypeF16, gguf.GGMLTypeQ8_0} {
+		if counts[t] > 0 {
+			parts = append(parts, fmt.Sprintf("%d %s", counts[t], t))
+		}
+	}
+	st.types = strings.Join(parts, ", ")
+	if fi, err := os.Stat(out); err == nil {
+		st.bytes = fi.Size()
+	}
+	return st, nil
+}

@@ -1,0 +1,179 @@
+package gguf
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math"
+)
+
+// Q8_0 is ggml's block_q8_0: per 32 consecutive values along the
+// fastest-varying dimension, one float16 scale d followed by 32 int8 q, each
+// value being q·d.
+const (
+	q8BlockSize = 32
+	q8BlockLen  = 2 + q8BlockSize
+)
+
+// DecodeFloat32 converts raw tensor data of type t into dst, which must hold
+// exactly the tensor's elements. F32, F16, BF16 and Q8_0 are supported;
+// Q8_0 is dequantised exactly as ggml's dequantize_row_q8_0.
+func DecodeFloat32(t GGMLType, raw []byte, dst []float32) error {
+	want, err := byteLen(t, len(dst))
+	if err != nil {
+		return err
+	}
+	if len(raw) != want {
+		return fmt.Errorf("gguf: %s data is %d bytes, %d elements need %d", t, len(raw), len(dst), want)
+	}
+	switch t {
+	case GGMLTypeF32:
+		for i := range dst {
+			dst[i] = math.Float32frombits(binary.LittleEndian.Uint32(raw[4*i:]))
+		}
+	case GGMLTypeF16:
+		for i := range dst {
+			dst[i] = Float16To32(binary.LittleEndian.Uint16(raw[2*i:]))
+		}
+	case GGMLTypeBF16:
+		for i := range dst {
+			dst[i] = math.Float32frombits(uint32(binary.LittleEndian.Uint16(raw[2*i:])) << 16)
+		}
+	case GGMLTypeQ8_0:
+		for b := 0; b < len(dst)/q8BlockSize; b++ {
+			blk := raw[b*q8BlockLen : (b+1)*q8BlockLen]
+			d := Float16To32(binary.LittleEndian.Uint16(blk))
+			out := dst[b*q8BlockSize : (b+1)*q8BlockSize]
+			for j := range out {
+				out[j] = float32(int8(blk[2+j])) * d
+			}
+		}
+	}
+	return nil
+}
+
+// EncodeFloat32 converts src to tensor data of type t: F32, F16 (round to
+// nearest even) or Q8_0 (ggml's quantize_row_q8_0_ref, bit for bit).
+func EncodeFloat32(t GGMLType, src []float32) ([]byte, error) {
+	n, err := byteLen(t, len(src))
+	if err != nil {
+		return nil, err
+	}
+	out := make([]byte, n)
+	switch t {
+	case GGMLTypeF32:
+		for i, v := range src {
+			binary.LittleEndian.PutUint32(out[4*i:], math.Float32bits(v))
+		}
+	case GGMLTypeF16:
+		for i, v := range src {
+			binary.LittleEndian.PutUint16(out[2*i:], Float32To16(v))
+		}
+	case GGMLTypeQ8_0:
+		for b := 0; b < len(src)/q8BlockSize; b++ {
+			quantizeQ8Block(out[b*q8BlockLen:(b+1)*q8BlockLen], src[b*q8BlockSize:(b+1)*q8BlockSize])
+		}
+	default:
+		return nil, fmt.Errorf("gguf: encoding %s is not supported (F32, F16, Q8_0)", t)
+	}
+	return out, nil
+}
+
+// quantizeQ8Block follows ggml: the scale is amax/127 in float32, values
+// are multiplied by its float32 inverse and rounded half away from zero,
+// and only then is the scale itself rounded to float16 for storage.
+func quantizeQ8Block(dst []byte, x []float32) {
+	var amax float32
+	for _, v := range x {
+		amax = max(amax, float32(math.Abs(float64(v))))
+	}
+	d := amax / 127
+	var id float32
+	if d != 0 {
+		id = 1 / d
+	}
+	binary.LittleEndian.PutUint16(dst, Float32To16(d))
+	for j, v := range x {
+		dst[2+j] = byte(int8(math.Round(float64(v * id))))
+	}
+}
+
+// byteLen is the data size of n elements of type t, for the types this
+// file converts.
+func byteLen(t GGMLType, n int) (int, error) {
+	switch t {
+	case GGMLTypeF32:
+		return 4 * n, nil
+	case GGMLTypeF16, GGMLTypeBF16:
+		return 2 * n, nil
+	case GGMLTypeQ8_0:
+		if n%q8BlockSize != 0 {
+			return 0, fmt.Errorf("gguf: %d elements are not whole Q8_0 blocks of %d", n, q8BlockSize)
+		}
+		return n / q8BlockSize * q8BlockLen, nil
+	}
+	return 0, fmt.Errorf("gguf: converting %s is not supported (F32, F16, BF16, Q8_0)", t)
+}
+
+// Float16To32 converts IEEE binary16 exactly, subnormals, infinities and
+// NaN payloads included.
+func Float16To32(h uint16) float32 {
+	sign := uint32(h>>15) << 31
+	exp := uint32(h>>10) & 0x1f
+	mant := uint32(h) & 0x3ff
+	switch {
+	case exp == 0x1f:
+		return math.Float32frombits(sign | 0xff<<23 | mant<<13)
+	case exp == 0 && mant == 0:
+		return math.Float32frombits(sign)
+	case exp == 0: // subnormal: normalise into float32's wider exponent range
+		e := uint32(127 - 15 + 1)
+		for mant&0x400 == 0 {
+			mant <<= 1
+			e--
+		}
+		mant &= 0x3ff
+		return math.Float32frombits(sign | e<<23 | mant<<13)
+	}
+	return math.Float32frombits(sign | (exp+127-15)<<23 | mant<<13)
+}
+
+// Float32To16 rounds to the nearest binary16, ties to even, as numpy's
+// astype(float16) and ggml's GGML_FP32_TO_FP16 do; overflow gives ±Inf and
+// NaN stays NaN.
+func Float32To16(f float32) uint16 {
+	b := math.Float32bits(f)
+	sign := uint16(b>>16) & 0x8000
+	exp := int32(b>>23) & 0xff
+	mant := b & 0x7fffff
+	if exp == 0xff { // Inf or NaN; keep NaN quiet and non-zero
+		if mant != 0 {
+			return sign | 0x7e00 | uint16(mant>>13)
+		}
+		return sign | 0x7c00
+	}
+	e := exp - 127 + 15
+	switch {
+	case e >= 0x1f:
+		return sign | 0x7c00
+	case e <= 0:
+		// Subnormal or zero: shift the mantissa, with its implicit bit, right.
+		if e < -10 {
+			return sign
+		}
+		m := mant | 0x800000
+		shift := uint32(14 - e)
+		half := uint32(1) << (shift - 1)
+		r := m >> shift
+		rem := m & (1<<shift - 1)
+		if rem > half || (rem == half && r&1 == 1) {
+			r++ // may carry into the smallest normal, which is still right
+		}
+		return sign | uint16(r)
+	}
+	r := uint32(e)<<10 | mant>>13
+	rem := mant & 0x1fff
+	if rem > 0x1000 || (rem == 0x1000 && r&1 == 1) {
+		r++ // a carry into the exponent is correct rounding, up to Inf
+	}
+	return sign | uint16(r)
+}

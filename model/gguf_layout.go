@@ -1,0 +1,104 @@
+package model
+
+import (
+	"fmt"
+	"slices"
+)
+
+// GGUF metadata keys of llama.cpp's "gpt2" architecture, and llorch's own.
+const (
+	ggufArch          = "gpt2"
+	keyArchitecture   = "general.architecture"
+	keyContextLength  = "gpt2.context_length"
+	keyEmbeddingLen   = "gpt2.embedding_length"
+	keyFeedForwardLen = "gpt2.feed_forward_length"
+	keyBlockCount     = "gpt2.block_count"
+	keyHeadCount      = "gpt2.attention.head_count"
+	keyLayerNormEps   = "gpt2.attention.layer_norm_epsilon"
+	keyBOS            = "tokenizer.ggml.bos_token_id"
+	keyEOS            = "tokenizer.ggml.eos_token_id"
+	keyTokens         = "tokenizer.ggml.tokens"
+
+	// KeySourceSHA256 records, in files written by llorch-check convert,
+	// the lower-case hex sha256 of the HF model.safetensors the file was
+	// converted from. A reference set made from those HF weights is then
+	// accepted for the GGUF model (see checkpoints.Run).
+	KeySourceSHA256 = "llorch.source.sha256"
+	// KeySourceDType records the HF weights' stored dtype ("F16", ...).
+	KeySourceDType = "llorch.source.dtype"
+)
+
+// ggufOutput is llama.cpp's optional LM head; GPT-2 ties it to token_embd.
+const ggufOutput = "output.weight"
+
+// ggufParam maps one GGUF tensor to a model parameter.
+//
+// shape is the parameter's row-major shape as the model holds it; Conv1D
+// matrices are [in,out]. llama.cpp's converter transposes those to
+// PyTorch Linear's [out,in] before writing (transposed), and GGUF lists
+// dims fastest-varying first, so a transposed [in,out] matrix has GGUF dims
+// [in,out] and an untransposed one (the embeddings) its shape reversed.
+type ggufParam struct {
+	name       string
+	shape      []int
+	transposed bool
+	dst        *[]float32
+}
+
+// dims is the tensor's GGUF ne: the stored row-major shape, reversed.
+func (p ggufParam) dims() []uint64 {
+	stored := slices.Clone(p.shape)
+	if p.transposed {
+		stored[0], stored[1] = stored[1], stored[0]
+	}
+	out := make([]uint64, len(stored))
+	for i, d := range stored {
+		out[len(stored)-1-i] = uint64(d)
+	}
+	return out
+}
+
+// ggufParams lists every tensor of the gpt2 layout in llama.cpp's order;
+// m.Config and m.h must be set. position_embd is kept apart because
+// llama.cpp's converter never quantises it.
+func (m *Model) ggufParams() []ggufParam {
+	c := m.Config
+	C, I, V, P := c.NEmbd, c.NInner, c.VocabSize, c.NPositions
+	ps := []ggufParam{
+		{"token_embd.weight", []int{V, C}, false, &m.wte},
+		{"position_embd.weight", []int{P, C}, false, &m.wpe},
+	}
+	for i := range m.h {
+		b := &m.h[i]
+		p := fmt.Sprintf("blk.%d.", i)
+		ps = append(ps,
+			ggufParam{p + "attn_norm.weight", []int{C}, false, &b.ln1W},
+			ggufParam{p + "attn_norm.bias", []int{C}, false, &b.ln1B},
+			ggufParam{p + "attn_qkv.weight", []int{C, 3 * C}, true, &b.attnW},
+			ggufParam{p + "attn_qkv.bias", []int{3 * C}, false, &b.attnB},
+			ggufParam{p + "attn_output.weight", []int{C, C}, true, &b.projW},
+			ggufParam{p + "attn_output.bias", []int{C}, false, &b.projB},
+			ggufParam{p + "ffn_norm.weight", []int{C}, false, &b.ln2W},
+			ggufParam{p + "ffn_norm.bias", []int{C}, false, &b.ln2B},
+			ggufParam{p + "ffn_up.weight", []int{C, I}, true, &b.fcW},
+			ggufParam{p + "ffn_up.bias", []int{I}, false, &b.fcB},
+			ggufParam{p + "ffn_down.weight", []int{I, C}, true, &b.mlpW},
+			ggufParam{p + "ffn_down.bias", []int{C}, false, &b.mlpB},
+		)
+	}
+	return append(ps,
+		ggufParam{"output_norm.weight", []int{C}, false, &m.lnfW},
+		ggufParam{"output_norm.bias", []int{C}, false, &m.lnfB},
+	)
+}
+
+// transpose returns the [cols,rows] transpose of a row-major [rows,cols].
+func transpose(src []float32, rows, cols int) []float32 {
+	dst := make([]float32, len(src))
+	for r := range rows {
+		for c := range cols {
+			dst[c*rows+r] = src[r*cols+c]
+		}
+	}
+	return dst
+}

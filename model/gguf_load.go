@@ -1,0 +1,245 @@
+package model
+
+import (
+	"errors"
+	"fmt"
+	"maps"
+	"math"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/llorch/llorch-check/gguf"
+)
+
+// loadGGUF reads a GPT-2 GGUF file through a memory map. Every parameter
+// is converted to a fresh float32 slice (Q8_0 is dequantised here, on
+// load), so the map is released before returning.
+func loadGGUF(path string) (*Model, error) {
+	data, unmap, err := mapFile(path)
+	if err != nil {
+		return nil, err
+	}
+	m, err := loadGGUFBytes(data)
+	if uerr := unmap(); uerr != nil && err == nil {
+		err = fmt.Errorf("unmapping %s: %w", path, uerr)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("loading %s: %w", path, err)
+	}
+	m.Dir, m.WeightsPath = filepath.Dir(path), path
+	return m, nil
+}
+
+// loadGGUFBytes builds a model from a complete GGUF image; nothing it
+// returns aliases data.
+func loadGGUFBytes(data []byte) (*Model, error) {
+	f, err := gguf.ReadBytes(data)
+	if err != nil {
+		return nil, err
+	}
+	cfg, err := ggufConfig(f)
+	if err != nil {
+		return nil, err
+	}
+	m := &Model{Config: cfg, h: make([]block, cfg.NLayer), faultLayer: -1, Format: FormatGGUF}
+	params := m.ggufParams()
+	known := map[string]bool{ggufOutput: true}
+	for _, p := range params {
+		known[p.name] = true
+	}
+	for _, t := range f.Tensors {
+		if !known[t.Name] {
+			return nil, fmt.Errorf("unexpected tensor %q (not part of llama.cpp's gpt2 layout)", t.Name)
+		}
+	}
+	types := map[string]bool{}
+	for _, p := range params {
+		t, ok := f.Tensor(p.name)
+		if !ok {
+			return nil, fmt.Errorf("missing tensor %q", p.name)
+		}
+		vals, err := decodeGGUFTensor(f, t, p.dims())
+		if err != nil {
+			return nil, err
+		}
+		if p.transposed {
+			vals = transpose(vals, p.shape[1], p.shape[0])
+		}
+		*p.dst = vals
+		types[t.Type.String()] = true
+	}
+	if t, ok := f.Tensor(ggufOutput); ok {
+		if err := checkTiedGGUF(f, t, m.wte, params[0].dims()); err != nil {
+			return nil, err
+		}
+	}
+	m.WeightsDType = strings.Join(slices.Sorted(maps.Keys(types)), "+")
+	if v, ok := f.Get(KeySourceSHA256); ok {
+		s, isStr := v.V.(string)
+		if !isStr || !isHexSHA256(s) {
+			return nil, fmt.Errorf("key %s: want 64 hex digits, have %s %.80v", KeySourceSHA256, v.Type, v.V)
+		}
+		m.SourceSHA256 = strings.ToLower(s)
+	}
+	return m, nil
+}
+
+// decodeGGUFTensor checks t's type and dims, then converts it to float32.
+func decodeGGUFTensor(f *gguf.File, t gguf.TensorInfo, dims []uint64) ([]float32, error) {
+	switch t.Type {
+	case gguf.GGMLTypeF32, gguf.GGMLTypeF16, gguf.GGMLTypeBF16, gguf.GGMLTypeQ8_0:
+	default:
+		return nil, fmt.Errorf("tensor %q: type %s is not supported (F32, F16, BF16, Q8_0)", t.Name, t.Type)
+	}
+	if !slices.Equal(t.Dims, dims) {
+		return nil, fmt.Errorf("tensor %q: dims %v contradict the hyper-parameters, which give %v (fastest-varying first)", t.Name, t.Dims, dims)
+	}
+	raw, err := f.TensorData(t.Name)
+	if err != nil {
+		return nil, err
+	}
+	vals := make([]float32, t.Elements())
+	if err := gguf.DecodeFloat32(t.Type, raw, vals); err != nil {
+		return nil, fmt.Errorf("tensor %q: %w", t.Name, err)
+	}
+	return vals, nil
+}
+
+var errUntiedGGUF = errors.New("output.weight differs from token_embd.weight; GPT-2's LM head is tied to the embedding")
+
+// checkTiedGGUF accepts llama.cpp's duplicated output.weight only if it is
+// the embedding, value for value; the model keeps one copy.
+func checkTiedGGUF(f *gguf.File, t gguf.TensorInfo, wte []float32, dims []uint64) error {
+	out, err := decodeGGUFTensor(f, t, dims)
+	if err != nil {
+		return err
+	}
+	for i, v := range out {
+		if math.Float32bits(v) != math.Float32bits(wte[i]) {
+			return fmt.Errorf("tensor %q: element %d is %g, token_embd has %g: %w", t.Name, i, v, wte[i], errUntiedGGUF)
+		}
+	}
+	return nil
+}
+
+// ggufConfig reads the gpt2.* hyper-parameters; the vocabulary size is
+// token_embd's row count, which the tokenizer, when present, must match.
+func ggufConfig(f *gguf.File) (Config, error) {
+	arch, err := f.String(keyArchitecture)
+	if err != nil {
+		return Config{}, err
+	}
+	if arch != ggufArch {
+		return Config{}, fmt.Errorf("key %s: value %q is not supported (want %q)", keyArchitecture, arch, ggufArch)
+	}
+	c := Config{ModelType: "gpt2", ActivationFunction: "gelu_new"}
+	for _, s := range []struct {
+		key string
+		dst *int
+	}{
+		{keyContextLength, &c.NPositions},
+		{keyEmbeddingLen, &c.NEmbd},
+		{keyFeedForwardLen, &c.NInner},
+		{keyBlockCount, &c.NLayer},
+		{keyHeadCount, &c.NHead},
+	} {
+		if *s.dst, err = ggufDim(f, s.key); err != nil {
+			return Config{}, err
+		}
+	}
+	if c.NEmbd%c.NHead != 0 {
+		return Config{}, fmt.Errorf("key %s: value %d is not divisible by %s %d", keyEmbeddingLen, c.NEmbd, keyHeadCount, c.NHead)
+	}
+	// Checked before anything is sized by it, so a crafted block count
+	// cannot allocate more blocks than the file has tensors; a count that
+	// is merely too high fails later, naming the first missing tensor.
+	if c.NLayer > len(f.Tensors) {
+		return Config{}, fmt.Errorf("key %s: value %d is more blocks than the file's %d tensors can hold", keyBlockCount, c.NLayer, len(f.Tensors))
+	}
+	if c.LayerNormEpsilon, err = ggufEpsilon(f); err != nil {
+		return Config{}, err
+	}
+	emb, ok := f.Tensor("token_embd.weight")
+	if !ok {
+		return Config{}, fmt.Errorf("missing tensor %q", "token_embd.weight")
+	}
+	if len(emb.Dims) != 2 || emb.Dims[0] != uint64(c.NEmbd) || emb.Dims[1] == 0 || emb.Dims[1] > maxDim {
+		return Config{}, fmt.Errorf("tensor %q: dims %v contradict the hyper-parameters, which give [%d n_vocab]", emb.Name, emb.Dims, c.NEmbd)
+	}
+	c.VocabSize = int(emb.Dims[1])
+	if v, ok := f.Get(keyTokens); ok {
+		if a, isArr := v.V.(gguf.Array); isArr && a.Len() != c.VocabSize {
+			return Config{}, fmt.Errorf("key %s: %d tokens, but token_embd.weight has %d rows", keyTokens, a.Len(), c.VocabSize)
+		}
+	}
+	if c.BOSTokenID, err = ggufTokenID(f, keyBOS, c.VocabSize); err != nil {
+		return Config{}, err
+	}
+	if c.EOSTokenID, err = ggufTokenID(f, keyEOS, c.VocabSize); err != nil {
+		return Config{}, err
+	}
+	return c, nil
+}
+
+func ggufDim(f *gguf.File, key string) (int, error) {
+	n, err := f.Int(key)
+	if err != nil {
+		return 0, err
+	}
+	if n <= 0 || n > maxDim {
+		return 0, fmt.Errorf("key %s: value %d is out of range [1, %d]", key, n, maxDim)
+	}
+	return int(n), nil
+}
+
+// ggufEpsilon reads the float32 epsilon and recovers the decimal it was
+// rounded from (1e-5, not 9.99999974738e-06), so a GGUF model normalises
+// exactly as the config.json it came from.
+func ggufEpsilon(f *gguf.File) (float64, error) {
+	v, ok := f.Get(keyLayerNormEps)
+	if !ok {
+		return 0, fmt.Errorf("%w: %s", gguf.ErrNoKey, keyLayerNormEps)
+	}
+	var eps float64
+	switch x := v.V.(type) {
+	case float32:
+		eps, _ = strconv.ParseFloat(strconv.FormatFloat(float64(x), 'g', -1, 32), 64)
+	case float64:
+		eps = x
+	default:
+		return 0, fmt.Errorf("key %s: want float32, have %s %v", keyLayerNormEps, v.Type, v.V)
+	}
+	if !(eps > 0) || math.IsInf(eps, 0) {
+		return 0, fmt.Errorf("key %s: value %g must be a positive finite number", keyLayerNormEps, eps)
+	}
+	return eps, nil
+}
+
+// ggufTokenID reads an optional token id; GPT-2's default is 50256.
+func ggufTokenID(f *gguf.File, key string, vocab int) (int, error) {
+	if _, ok := f.Get(key); !ok {
+		return 50256, nil
+	}
+	id, err := f.Int(key)
+	if err != nil {
+		return 0, err
+	}
+	if id < 0 || id >= int64(vocab) {
+		return 0, fmt.Errorf("key %s: value %d outside the vocabulary of %d", key, id, vocab)
+	}
+	return int(id), nil
+}
+
+func isHexSHA256(s string) bool {
+	if len(s) != 64 {
+		return false
+	}
+	for _, r := range s {
+		if !strings.ContainsRune("0123456789abcdefABCDEF", r) {
+			return false
+		}
+	}
+	return true
+}

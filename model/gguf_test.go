@@ -1,0 +1,310 @@
+package model
+
+import (
+	"bytes"
+	"context"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/llorch/llorch-check/gguf"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// ggufImage writes m as GGUF after letting edit change the metadata and
+// tensors, so each bad-input case is one small mutation of a valid file.
+func ggufImage(t testing.TB, m *Model, typ gguf.GGMLType, edit func(kv []gguf.KV, ts []gguf.TensorData) ([]gguf.KV, []gguf.TensorData)) []byte {
+	t.Helper()
+	kv, ts, err := m.GGUF(typ)
+	require.NoError(t, err)
+	if edit != nil {
+		kv, ts = edit(kv, ts)
+	}
+	var buf bytes.Buffer
+	require.NoError(t, gguf.Write(&buf, kv, ts))
+	return buf.Bytes()
+}
+
+func logitsOf(t testing.TB, m *Model, tokens []int) []float32 {
+	t.Helper()
+	out, err := m.Forward(context.Background(), m.NewCache(), tokens, ForwardOptions{})
+	require.NoError(t, err)
+	return out
+}
+
+// F32 GGUF is the same model bit for bit: same config, weights and logits.
+// The config is rectangular (C=16, I=64), so a transpose on one side but
+// not the other, or dims read in the wrong order, cannot go unnoticed.
+func TestGGUFRoundTripF32(t *testing.T) {
+	m, _ := testModel(t)
+	g, err := loadGGUFBytes(ggufImage(t, m, gguf.GGMLTypeF32, nil))
+	require.NoError(t, err)
+	assert.Equal(t, m.Config, g.Config)
+	assert.Equal(t, "F32", g.WeightsDType)
+	assert.Equal(t, FormatGGUF, g.Format)
+	for i, p := range m.ggufParams() {
+		assert.Equal(t, *p.dst, *g.ggufParams()[i].dst, p.name)
+	}
+	toks := testTokens(9, 5)
+	assert.Equal(t, logitsOf(t, m, toks), logitsOf(t, g, toks))
+}
+
+// The Conv1D matrices are stored as llama.cpp's converter stores them:
+// PyTorch [out,in] row-major, i.e. GGUF dims [in,out] with in fastest.
+func TestGGUFLayoutMatchesLlamaCpp(t *testing.T) {
+	m, w := testModel(t)
+	f, err := gguf.ReadBytes(ggufImage(t, m, gguf.GGMLTypeF32, nil))
+	require.NoError(t, err)
+	C, I := testCfg.NEmbd, testCfg.NInner
+	for _, c := range []struct {
+		gguf, hf string
+		in, out  int
+	}{
+		{"blk.1.attn_qkv.weight", "h.1.attn.c_attn.weight", C, 3 * C},
+		{"blk.1.attn_output.weight", "h.1.attn.c_proj.weight", C, C},
+		{"blk.1.ffn_up.weight", "h.1.mlp.c_fc.weight", C, I},
+		{"blk.1.ffn_down.weight", "h.1.mlp.c_proj.weight", I, C},
+	} {
+		ti, ok := f.Tensor(c.gguf)
+		require.True(t, ok, c.gguf)
+		assert.Equal(t, []uint64{uint64(c.in), uint64(c.out)}, ti.Dims, c.gguf)
+		raw, err := f.TensorData(c.gguf)
+		require.NoError(t, err)
+		got := make([]float32, c.in*c.out)
+		require.NoError(t, gguf.DecodeFloat32(ti.Type, raw, got))
+		hf := w.f32[c.hf] // [in,out]
+		for _, ij := range [][2]int{{0, 1}, {c.in - 1, 0}, {3, c.out - 2}} {
+			i, j := ij[0], ij[1]
+			assert.Equal(t, hf[i*c.out+j], got[j*c.in+i], "%s in %d out %d", c.gguf, i, j)
+		}
+	}
+	emb, _ := f.Tensor("token_embd.weight")
+	assert.Equal(t, []uint64{uint64(C), uint64(testCfg.VocabSize)}, emb.Dims)
+	_, hasOutput := f.Tensor("output.weight")
+	assert.False(t, hasOutput, "the tied head is not duplicated")
+}
+
+// F16 and Q8_0 round weights as documented and no further; 1-D tensors and
+// position_embd stay F32; a Q8_0 matrix whose rows are not whole blocks of
+// 32 falls back to F16.
+func TestGGUFLowerPrecision(t *testing.T) {
+	m, _ := testModel(t)
+	for _, c := range []struct {
+		typ   gguf.GGMLType
+		dtype string
+	}{
+		{gguf.GGMLTypeF16, "F16+F32"},
+		{gguf.GGMLTypeQ8_0, "F16+F32+Q8_0"}, // only ffn_down has 64-wide rows
+	} {
+		img := ggufImage(t, m, c.typ, nil)
+		f, err := gguf.ReadBytes(img)
+		require.NoError(t, err)
+		g, err := loadGGUFBytes(img)
+		require.NoError(t, err, c.typ.String())
+		assert.Equal(t, c.dtype, g.WeightsDType)
+		for i, p := range m.ggufParams() {
+			ti, _ := f.Tensor(p.name)
+			want, got := *p.dst, *g.ggufParams()[i].dst
+			switch {
+			case len(p.shape) == 1 || p.name == "position_embd.weight":
+				assert.Equal(t, gguf.GGMLTypeF32, ti.Type, p.name)
+				assert.Equal(t, want, got, p.name)
+			case ti.Type == gguf.GGMLTypeF16:
+				for j := range want {
+					require.Equal(t, gguf.Float16To32(gguf.Float32To16(want[j])), got[j], "%s[%d]", p.name, j)
+				}
+			default:
+				require.Equal(t, gguf.GGMLTypeQ8_0, ti.Type, p.name)
+				var amax float64
+				for _, v := range want {
+					amax = math.Max(amax, math.Abs(float64(v)))
+				}
+				for j := range want {
+					require.InDelta(t, want[j], got[j], amax/127, "%s[%d]", p.name, j)
+				}
+			}
+		}
+	}
+	_, _, err := m.GGUF(gguf.GGMLTypeQ4_0)
+	assert.ErrorContains(t, err, "Q4_0 is not supported")
+}
+
+func TestLoadGGUFFile(t *testing.T) {
+	m, _ := testModel(t)
+	sha := strings.Repeat("ab", 32)
+	img := ggufImage(t, m, gguf.GGMLTypeF32, func(kv []gguf.KV, ts []gguf.TensorData) ([]gguf.KV, []gguf.TensorData) {
+		return append(kv, gguf.KV{Key: KeySourceSHA256, Value: gguf.Value{Type: gguf.TypeString, V: strings.ToUpper(sha)}}), ts
+	})
+	dir := t.TempDir()
+	path := filepath.Join(dir, "tiny.gguf")
+	require.NoError(t, os.WriteFile(path, img, 0o644))
+	assert.True(t, IsGGUF(path))
+	assert.False(t, IsGGUF(dir))
+	g, err := Load(path)
+	require.NoError(t, err)
+	assert.Equal(t, dir, g.Dir)
+	assert.Equal(t, path, g.WeightsPath)
+	assert.Equal(t, sha, g.SourceSHA256, "lower-cased")
+	assert.Equal(t, FormatGGUF, g.Format)
+	assert.Equal(t, FormatHF, m.Format)
+	assert.Empty(t, m.SourceSHA256)
+
+	_, err = Load(filepath.Join(dir, "missing.gguf"))
+	assert.ErrorContains(t, err, "missing.gguf: no such file")
+	_, err = Load(filepath.Join(tinyModelDir, "config.json"))
+	assert.ErrorContains(t, err, "config.json: gguf: invalid file: bad magic")
+}
+
+// Each bad input is an error naming the key or tensor, never a panic.
+func TestLoadGGUFBadInputs(t *testing.T) {
+	m, _ := testModel(t)
+	setKV := func(key string, v gguf.Value) func([]gguf.KV, []gguf.TensorData) ([]gguf.KV, []gguf.TensorData) {
+		return func(kv []gguf.KV, ts []gguf.TensorData) ([]gguf.KV, []gguf.TensorData) {
+			for i := range kv {
+				if kv[i].Key == key {
+					kv[i].Value = v
+					return kv, ts
+				}
+			}
+			return append(kv, gguf.KV{Key: key, Value: v}), ts
+		}
+	}
+	dropKV := func(key string) func([]gguf.KV, []gguf.TensorData) ([]gguf.KV, []gguf.TensorData) {
+		return func(kv []gguf.KV, ts []gguf.TensorData) ([]gguf.KV, []gguf.TensorData) {
+			return slices.DeleteFunc(kv, func(e gguf.KV) bool { return e.Key == key }), ts
+		}
+	}
+	editTensor := func(name string, f func(*gguf.TensorData)) func([]gguf.KV, []gguf.TensorData) ([]gguf.KV, []gguf.TensorData) {
+		return func(kv []gguf.KV, ts []gguf.TensorData) ([]gguf.KV, []gguf.TensorData) {
+			for i := range ts {
+				if ts[i].Name == name {
+					f(&ts[i])
+				}
+			}
+			return kv, ts
+		}
+	}
+	dropTensor := func(name string) func([]gguf.KV, []gguf.TensorData) ([]gguf.KV, []gguf.TensorData) {
+		return func(kv []gguf.KV, ts []gguf.TensorData) ([]gguf.KV, []gguf.TensorData) {
+			return kv, slices.DeleteFunc(ts, func(t gguf.TensorData) bool { return t.Name == name })
+		}
+	}
+	addTensor := func(t gguf.TensorData) func([]gguf.KV, []gguf.TensorData) ([]gguf.KV, []gguf.TensorData) {
+		return func(kv []gguf.KV, ts []gguf.TensorData) ([]gguf.KV, []gguf.TensorData) {
+			return kv, append(ts, t)
+		}
+	}
+	u32 := func(v uint32) gguf.Value { return gguf.Value{Type: gguf.TypeUint32, V: v} }
+	C, V := uint64(testCfg.NEmbd), uint64(testCfg.VocabSize)
+	wte := make([]byte, 4*C*V)
+
+	cases := []struct {
+		name string
+		edit func([]gguf.KV, []gguf.TensorData) ([]gguf.KV, []gguf.TensorData)
+		want string
+	}{
+		{"wrong architecture", setKV("general.architecture", gguf.Value{Type: gguf.TypeString, V: "llama"}), `key general.architecture: value "llama" is not supported`},
+		{"no architecture", dropKV("general.architecture"), "key not found: general.architecture"},
+		{"missing context length", dropKV(keyContextLength), "key not found: gpt2.context_length"},
+		{"missing embedding length", dropKV(keyEmbeddingLen), "key not found: gpt2.embedding_length"},
+		{"missing feed-forward length", dropKV(keyFeedForwardLen), "key not found: gpt2.feed_forward_length"},
+		{"missing block count", dropKV(keyBlockCount), "key not found: gpt2.block_count"},
+		{"missing head count", dropKV(keyHeadCount), "key not found: gpt2.attention.head_count"},
+		{"missing epsilon", dropKV(keyLayerNormEps), "key not found: gpt2.attention.layer_norm_epsilon"},
+		{"string hyper-parameter", setKV(keyHeadCount, gguf.Value{Type: gguf.TypeString, V: "2"}), "key gpt2.attention.head_count: want integer"},
+		{"zero heads", setKV(keyHeadCount, u32(0)), "key gpt2.attention.head_count: value 0 is out of range"},
+		{"heads not dividing", setKV(keyHeadCount, u32(3)), "key gpt2.embedding_length: value 16 is not divisible by gpt2.attention.head_count 3"},
+		{"huge block count", setKV(keyBlockCount, u32(1<<24)), "key gpt2.block_count: value 16777216 is more blocks than"},
+		{"negative epsilon", setKV(keyLayerNormEps, gguf.Value{Type: gguf.TypeFloat32, V: float32(-1)}), "key gpt2.attention.layer_norm_epsilon: value -1 must be a positive"},
+		{"bad source sha", setKV(KeySourceSHA256, gguf.Value{Type: gguf.TypeString, V: "xyz"}), "key llorch.source.sha256: want 64 hex digits"},
+		{"token count", setKV(keyTokens, gguf.Value{Type: gguf.TypeArray, V: gguf.Array{Elem: gguf.TypeString, Values: []string{"a"}}}), "key tokenizer.ggml.tokens: 1 tokens, but token_embd.weight has 97 rows"},
+		{"eos outside vocab", setKV(keyEOS, u32(97)), "key tokenizer.ggml.eos_token_id: value 97 outside the vocabulary"},
+		{"missing tensor", dropTensor("blk.1.ffn_down.bias"), `missing tensor "blk.1.ffn_down.bias"`},
+		{"missing embedding", dropTensor("token_embd.weight"), `missing tensor "token_embd.weight"`},
+		{"unexpected tensor", addTensor(gguf.TensorData{Name: "blk.9.attn_qkv.weight", Dims: []uint64{1}, Type: gguf.GGMLTypeF32, Data: make([]byte, 4)}), `unexpected tensor "blk.9.attn_qkv.weight"`},
+		{"block count vs tensors", setKV(keyBlockCount, u32(3)), `missing tensor "blk.2.attn_norm.weight"`},
+		{"dims contradict hyper-parameters", editTensor("blk.0.ffn_up.weight", func(t *gguf.TensorData) { t.Dims = []uint64{64, 16} }),
+			`tensor "blk.0.ffn_up.weight": dims [64 16] contradict the hyper-parameters, which give [16 64]`},
+		{"embedding width", setKV(keyEmbeddingLen, u32(32)), `tensor "token_embd.weight": dims [16 97] contradict the hyper-parameters`},
+		{"feed-forward width", setKV(keyFeedForwardLen, u32(32)), `tensor "blk.0.ffn_up.weight": dims [16 64] contradict the hyper-parameters, which give [16 32]`},
+		{"unsupported tensor type", editTensor("blk.0.attn_norm.weight", func(t *gguf.TensorData) { t.Type = gguf.GGMLTypeI32 }),
+			`tensor "blk.0.attn_norm.weight": type I32 is not supported`},
+		{"untied output", addTensor(gguf.TensorData{Name: "output.weight", Dims: []uint64{C, V}, Type: gguf.GGMLTypeF32, Data: wte}),
+			`tensor "output.weight": element 0 is 0, token_embd has`},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := loadGGUFBytes(ggufImage(t, m, gguf.GGMLTypeF32, c.edit))
+			require.Error(t, err)
+			assert.Contains(t, err.Error(), c.want)
+		})
+	}
+
+	// Damage the reader sees: bad magic, version, truncation, an unknown
+	// tensor type (which the writer refuses, so the byte is patched).
+	valid := ggufImage(t, m, gguf.GGMLTypeF32, nil)
+	patch := func(off int, b ...byte) []byte {
+		img := slices.Clone(valid)
+		copy(img[off:], b)
+		return img
+	}
+	f, err := gguf.ReadBytes(valid)
+	require.NoError(t, err)
+	typeOff := bytes.Index(valid, []byte("output_norm.bias")) + len("output_norm.bias") + 4 + 8
+	for _, c := range []struct {
+		name string
+		img  []byte
+		want string
+	}{
+		{"wrong magic", patch(0, 'G', 'G', 'M', 'L'), "bad magic"},
+		{"unsupported version", patch(4, 1), "unsupported version 1"},
+		{"truncated header", valid[:20], "tensor count"},
+		{"truncated data", valid[:f.DataOffset+100], "past end of file"},
+		{"unknown tensor type", patch(typeOff, 99), `tensor "output_norm.bias": type GGMLType(99) is not supported`},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := loadGGUFBytes(c.img)
+			require.Error(t, err)
+			assert.Contains(t, err.Error(), c.want)
+		})
+	}
+}
+
+// llama.cpp's converter duplicates token_embd as output.weight; an exact
+// copy is accepted and not kept.
+func TestLoadGGUFTiedOutput(t *testing.T) {
+	m, _ := testModel(t)
+	img := ggufImage(t, m, gguf.GGMLTypeF32, func(kv []gguf.KV, ts []gguf.TensorData) ([]gguf.KV, []gguf.TensorData) {
+		out := ts[0]
+		out.Name = "output.weight"
+		return kv, append(ts, out)
+	})
+	g, err := loadGGUFBytes(img)
+	require.NoError(t, err)
+	assert.Equal(t, m.WeightsBytes(), g.WeightsBytes())
+}
+
+// The GPT-2 loader never panics or allocates past the file on any input.
+func FuzzLoadGGUF(f *testing.F) {
+	cfg := testCfg
+	cfg.NEmbd, cfg.NHead, cfg.NInner, cfg.VocabSize, cfg.NPositions, cfg.NLayer = 32, 2, 32, 5, 4, 1
+	w := randomWeights(cfg, 7)
+	m, err := loadWeights(cfg, encodeSafetensors(f, w.tensors("")))
+	require.NoError(f, err)
+	for _, typ := range []gguf.GGMLType{gguf.GGMLTypeF32, gguf.GGMLTypeF16, gguf.GGMLTypeQ8_0} {
+		f.Add(ggufImage(f, m, typ, nil))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		g, err := loadGGUFBytes(data)
+		if err != nil {
+			return
+		}
+		if int64(len(g.wte)) > int64(len(data)) {
+			t.Fatalf("embedding of %d floats from a %d-byte file", len(g.wte), len(data))
+		}
+	})
+}

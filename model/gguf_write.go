@@ -1,0 +1,67 @@
+package model
+
+import (
+	"fmt"
+
+	"github.com/llorch/llorch-check/gguf"
+)
+
+// llama.cpp's llama_ftype values for general.file_type.
+var fileTypes = map[gguf.GGMLType]uint32{
+	gguf.GGMLTypeF32:  0, // LLAMA_FTYPE_ALL_F32
+	gguf.GGMLTypeF16:  1, // LLAMA_FTYPE_MOSTLY_F16
+	gguf.GGMLTypeQ8_0: 7, // LLAMA_FTYPE_MOSTLY_Q8_0
+}
+
+// GGUF returns the model as llama.cpp's gpt2 architecture lays it out: the
+// general.architecture, general.file_type and gpt2.* hyper-parameter keys,
+// the BOS and EOS token ids (the only tokenizer keys the config knows),
+// and every tensor, with the Conv1D matrices transposed as llama.cpp's
+// converter stores them. No output.weight is written: llama.cpp's gpt2
+// loader falls back to token_embd, which is what GPT-2's tied head means.
+//
+// typ (F32, F16 or Q8_0) applies to the 2-D matrices, token_embd included,
+// as in llama.cpp's convert_hf_to_gguf.py; 1-D tensors (norms, biases) and
+// position_embd stay F32 there and here. A Q8_0 matrix whose rows are not
+// whole blocks of 32 falls back to F16, as llama.cpp does.
+func (m *Model) GGUF(typ gguf.GGMLType) ([]gguf.KV, []gguf.TensorData, error) {
+	ftype, ok := fileTypes[typ]
+	if !ok {
+		return nil, nil, fmt.Errorf("GGUF tensor type %s is not supported (F32, F16, Q8_0)", typ)
+	}
+	c := m.Config
+	kv := []gguf.KV{
+		{Key: keyArchitecture, Value: gguf.Value{Type: gguf.TypeString, V: ggufArch}},
+		{Key: "general.file_type", Value: gguf.Value{Type: gguf.TypeUint32, V: ftype}},
+		// gguf-py's GGML_QUANT_VERSION, which its converter always writes.
+		{Key: "general.quantization_version", Value: gguf.Value{Type: gguf.TypeUint32, V: uint32(2)}},
+		{Key: keyContextLength, Value: gguf.Value{Type: gguf.TypeUint32, V: uint32(c.NPositions)}},
+		{Key: keyEmbeddingLen, Value: gguf.Value{Type: gguf.TypeUint32, V: uint32(c.NEmbd)}},
+		{Key: keyFeedForwardLen, Value: gguf.Value{Type: gguf.TypeUint32, V: uint32(c.NInner)}},
+		{Key: keyBlockCount, Value: gguf.Value{Type: gguf.TypeUint32, V: uint32(c.NLayer)}},
+		{Key: keyHeadCount, Value: gguf.Value{Type: gguf.TypeUint32, V: uint32(c.NHead)}},
+		{Key: keyLayerNormEps, Value: gguf.Value{Type: gguf.TypeFloat32, V: float32(c.LayerNormEpsilon)}},
+		{Key: keyBOS, Value: gguf.Value{Type: gguf.TypeUint32, V: uint32(c.BOSTokenID)}},
+		{Key: keyEOS, Value: gguf.Value{Type: gguf.TypeUint32, V: uint32(c.EOSTokenID)}},
+	}
+	var tensors []gguf.TensorData
+	for _, p := range m.ggufParams() {
+		t := gguf.GGMLTypeF32
+		if len(p.shape) == 2 && p.name != "position_embd.weight" {
+			t = typ
+			if t == gguf.GGMLTypeQ8_0 && p.dims()[0]%32 != 0 {
+				t = gguf.GGMLTypeF16
+			}
+		}
+		vals := *p.dst
+		if p.transposed {
+			vals = transpose(vals, p.shape[0], p.shape[1])
+		}
+		data, err := gguf.EncodeFloat32(t, vals)
+		if err != nil {
+			return nil, nil, fmt.Errorf("tensor %s: %w", p.name, err)
+		}
+		tensors = append(tensors, gguf.TensorData{Name: p.name, Dims: p.dims(), Type: t, Data: data})
+	}
+	return kv, tensors, nil
+}
