@@ -58,13 +58,8 @@ type usage struct {
 // slot and runs its prompts one after another, so a batch counts as one
 // sequence against --parallel and cannot starve other clients of slots.
 func (s *Server) handleGenerate(w http.ResponseWriter, r *http.Request) {
-	e, ok := s.readyEngine(w)
+	e, f, ok := s.beginRequest(w, r, familyWorker)
 	if !ok {
-		return
-	}
-	f, rerr := decodeBody(r)
-	if rerr != nil {
-		writeRequestError(w, familyWorker, rerr)
 		return
 	}
 	prompts, _ := s.promptList(f, "prompts", true)
@@ -84,17 +79,11 @@ func (s *Server) handleGenerate(w http.ResponseWriter, r *http.Request) {
 		writeFieldErrors(w, familyWorker, f.errs)
 		return
 	}
-	ctx, cancel := s.jobContext(r)
-	defer cancel(nil)
-	slot, release, ok, err := s.admit(ctx, w)
+	ctx, slot, done, ok := s.admitJob(w, r)
 	if !ok {
 		return
 	}
-	defer release()
-	if err != nil {
-		s.writeEnded(w, ctx)
-		return
-	}
+	defer done()
 	out := struct {
 		Completions   []string `json:"completions"`
 		FinishReasons []string `json:"finish_reasons"`
@@ -139,13 +128,8 @@ func (s *Server) writeEnded(w http.ResponseWriter, ctx context.Context) {
 // handleLoglikelihood scores each continuation after its prompt, tokenized
 // as lm-evaluation-harness does (generation.EncodePair).
 func (s *Server) handleLoglikelihood(w http.ResponseWriter, r *http.Request) {
-	e, ok := s.readyEngine(w)
+	e, f, ok := s.beginRequest(w, r, familyWorker)
 	if !ok {
-		return
-	}
-	f, rerr := decodeBody(r)
-	if rerr != nil {
-		writeRequestError(w, familyWorker, rerr)
 		return
 	}
 	prompts, okP := s.promptList(f, "prompts", false)
@@ -172,17 +156,11 @@ func (s *Server) handleLoglikelihood(w http.ResponseWriter, r *http.Request) {
 		writeFieldErrors(w, familyWorker, f.errs)
 		return
 	}
-	ctx, cancel := s.jobContext(r)
-	defer cancel(nil)
-	slot, release, ok, err := s.admit(ctx, w)
+	ctx, slot, done, ok := s.admitJob(w, r)
 	if !ok {
 		return
 	}
-	defer release()
-	if err != nil {
-		s.writeEnded(w, ctx)
-		return
-	}
+	defer done()
 	out := struct {
 		LL       []float64 `json:"ll"`
 		IsGreedy []bool    `json:"is_greedy"`

@@ -165,13 +165,8 @@ func finishReason(stop string) string {
 // handleCompletions is OpenAI's legacy completions endpoint, enough for
 // SDKs, benchmarkers and lm-evaluation-harness local-completions.
 func (s *Server) handleCompletions(w http.ResponseWriter, r *http.Request) {
-	e, ok := s.readyEngine(w)
+	e, f, ok := s.beginRequest(w, r, familyOpenAI)
 	if !ok {
-		return
-	}
-	f, rerr := decodeBody(r)
-	if rerr != nil {
-		writeRequestError(w, familyOpenAI, rerr)
 		return
 	}
 	c := s.parseCompletion(e, f)
@@ -183,17 +178,11 @@ func (s *Server) handleCompletions(w http.ResponseWriter, r *http.Request) {
 		writeFieldErrors(w, familyOpenAI, f.errs)
 		return
 	}
-	ctx, cancel := s.jobContext(r)
-	defer cancel(nil)
-	slot, release, ok, err := s.admit(ctx, w)
+	ctx, slot, done, ok := s.admitJob(w, r)
 	if !ok {
 		return
 	}
-	defer release()
-	if err != nil {
-		s.writeEnded(w, ctx)
-		return
-	}
+	defer done()
 	resp := completionResponse{ID: "cmpl-" + requestID(r.Context()), Object: "text_completion",
 		Created: time.Now().Unix(), Model: e.name}
 	var sse *sseWriter
@@ -373,13 +362,8 @@ func (s *Server) handleModels(w http.ResponseWriter, r *http.Request) {
 // "special": true encodes "<|endoftext|>" as the control token, as
 // /loglikelihood does.
 func (s *Server) handleTokenize(w http.ResponseWriter, r *http.Request) {
-	e, ok := s.readyEngine(w)
+	e, f, ok := s.beginRequest(w, r, familyOpenAI)
 	if !ok {
-		return
-	}
-	f, rerr := decodeBody(r)
-	if rerr != nil {
-		writeRequestError(w, familyOpenAI, rerr)
 		return
 	}
 	prompt, _ := f.str("prompt", true)
@@ -396,13 +380,8 @@ func (s *Server) handleTokenize(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) handleDetokenize(w http.ResponseWriter, r *http.Request) {
-	e, ok := s.readyEngine(w)
+	e, f, ok := s.beginRequest(w, r, familyOpenAI)
 	if !ok {
-		return
-	}
-	f, rerr := decodeBody(r)
-	if rerr != nil {
-		writeRequestError(w, familyOpenAI, rerr)
 		return
 	}
 	var ids []int

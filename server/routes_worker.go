@@ -96,13 +96,8 @@ type errorEvent struct {
 // handleExecute streams one generation as Server-Sent Events: started,
 // one token event per sampled token, then exactly one end or error.
 func (s *Server) handleExecute(w http.ResponseWriter, r *http.Request) {
-	e, ok := s.readyEngine(w)
+	e, f, ok := s.beginRequest(w, r, familyWorker)
 	if !ok {
-		return
-	}
-	f, rerr := decodeBody(r)
-	if rerr != nil {
-		writeRequestError(w, familyWorker, rerr)
 		return
 	}
 	jobID, ok := f.str("job_id", true)

@@ -12,6 +12,21 @@ import (
 // errTimeout is the cause of a job context that hit --request-timeout.
 var errTimeout = errors.New("request timeout")
 
+// beginRequest is the start of every model route: the engine must be
+// ready and the body valid JSON. On failure it has written the response.
+func (s *Server) beginRequest(w http.ResponseWriter, r *http.Request, fam family) (*engine, *fields, bool) {
+	e, ok := s.readyEngine(w)
+	if !ok {
+		return nil, nil, false
+	}
+	f, rerr := decodeBody(r)
+	if rerr != nil {
+		writeRequestError(w, fam, rerr)
+		return nil, nil, false
+	}
+	return e, f, true
+}
+
 // readyEngine returns the model if new work may start, else answers 503.
 func (s *Server) readyEngine(w http.ResponseWriter) (*engine, bool) {
 	msg := ""
@@ -82,6 +97,25 @@ func (s *Server) admit(ctx context.Context, w http.ResponseWriter) (slot *Slot, 
 		return nil, done, true, err
 	}
 	return slot, func() { slot.Release(); done() }, true, nil
+}
+
+// admitJob gives a request its job context and a slot; done releases both.
+// When it returns false it has written the response (429, draining, or
+// the end of a job that ended while queued) and released everything.
+func (s *Server) admitJob(w http.ResponseWriter, r *http.Request) (context.Context, *Slot, func(), bool) {
+	ctx, cancel := s.jobContext(r)
+	slot, release, ok, err := s.admit(ctx, w)
+	if !ok {
+		cancel(nil)
+		return nil, nil, nil, false
+	}
+	if err != nil {
+		s.writeEnded(w, ctx)
+		release()
+		cancel(nil)
+		return nil, nil, nil, false
+	}
+	return ctx, slot, func() { release(); cancel(nil) }, true
 }
 
 // generate runs one sequence in slot, timing tokens for the metrics and
