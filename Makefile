@@ -5,7 +5,7 @@ TINY_MODEL := testdata/tiny-gpt2
 TINY_REFS := testdata/references/tiny-gpt2
 CASES := testdata/cases.json
 
-.PHONY: run test lint bench bench-tokenizer fuzz test-scripts references verify-references
+.PHONY: run test lint bench bench-go bench-tokenizer fuzz test-scripts references verify-references
 
 run:
 	$(GO) run ./cmd/llorch-check run
@@ -13,8 +13,12 @@ run:
 test: lint test-scripts verify-references
 	$(GO) test -race ./...
 
-# Benchmarks, never timed tests: compare ratios from one run.
+# The forward pass next to PyTorch on a GPT-2 124M-shaped model, one table
+# of ratios from one run (scripts/bench/NOTES.md). bench-go: Go benchmarks.
 bench:
+	PYTHON=$(PYTHON) bash scripts/bench/run.sh
+
+bench-go:
 	$(GO) test -run '^$$' -bench . -benchmem ./model ./tokenizer
 
 # A short run of every fuzz target; FUZZTIME=5m for a longer one.

@@ -21,34 +21,69 @@ func (m *Model) Forward(ctx context.Context, c *Cache, tokens []int, opt Forward
 	if err := m.checkInput(c, tokens); err != nil {
 		return nil, err
 	}
+	T, V := len(tokens), m.Config.VocabSize
+	allRows := opt.AllLogits || opt.Probe != nil
+	logits, err := m.forward(ctx, []span{{c: c, off: c.n, T: T}}, tokens, opt.Probe, allRows)
+	if err != nil {
+		return nil, err
+	}
+	if allRows && !opt.AllLogits {
+		return slices.Clone(logits[(T-1)*V:]), nil
+	}
+	return logits, nil
+}
+
+// span is one sequence's share of a pass: T new tokens at positions
+// off..off+T-1 of cache c, held in rows row..row+T-1 of the stacked
+// activations.
+type span struct {
+	c           *Cache
+	off, T, row int
+}
+
+// forward runs the stacked rows of every span through the model. The
+// matrix products see all rows at once, so each weight is read once per
+// pass however many sequences share it; attention stays per span. Probes
+// are only supported for a single span. It returns the logits of every row
+// if allRows, else of the last row of each span, and commits every cache
+// only when the whole pass succeeded.
+func (m *Model) forward(ctx context.Context, spans []span, tokens []int, probe Probe, allRows bool) ([]float32, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
 	cfg := m.Config
-	T, off := len(tokens), c.n
-	S := off + T
+	R := len(tokens)
 	C, H, D, I, V := cfg.NEmbd, cfg.NHead, cfg.HeadDim(), cfg.NInner, cfg.VocabSize
-	p := probeWriter{opt.Probe}
+	p := probeWriter{probe}
+	row := 0
+	for i := range spans {
+		spans[i].row = row
+		row += spans[i].T
+	}
 
-	x := make([]float32, T*C)
-	for t, tok := range tokens {
-		row, we, pe := x[t*C:(t+1)*C], m.wte[tok*C:(tok+1)*C], m.wpe[(off+t)*C:(off+t+1)*C]
-		for i := range row {
-			row[i] = we[i] + pe[i]
+	x := make([]float32, R*C)
+	for _, s := range spans {
+		for t := 0; t < s.T; t++ {
+			tok, r := tokens[s.row+t], s.row+t
+			row, we, pe := x[r*C:(r+1)*C], m.wte[tok*C:(tok+1)*C], m.wpe[(s.off+t)*C:(s.off+t+1)*C]
+			for i := range row {
+				row[i] = we[i] + pe[i]
+			}
 		}
 	}
-	p.emit(7, NoLayer, "embeddings", x, T, C)
+	p.emit(7, NoLayer, "embeddings", x, R, C)
 
-	h := make([]float32, T*C)
-	qkv := make([]float32, T*3*C)
-	att := make([]float32, T*C)
-	proj := make([]float32, T*C)
-	fc := make([]float32, T*I)
+	h := make([]float32, R*C)
+	qkv := make([]float32, R*3*C)
+	att := make([]float32, R*C)
+	proj := make([]float32, R*C)
+	fc := make([]float32, R*I)
 	var headBuf, scores, probs []float32
+	S0 := spans[0].off + spans[0].T
 	if p.on() {
-		headBuf = make([]float32, H*T*D)
-		scores = make([]float32, H*T*S)
-		probs = make([]float32, H*T*S)
+		headBuf = make([]float32, H*R*D)
+		scores = make([]float32, H*R*S0)
+		probs = make([]float32, H*R*S0)
 	}
 
 	for l := range m.h {
@@ -62,29 +97,33 @@ func (m *Model) Forward(ctx context.Context, c *Cache, tokens []int, opt Forward
 		}
 
 		layerNorm(h, x, b.ln1W, b.ln1B, C, eps)
-		p.emit(1, l, "ln_1", h, T, C)
-		conv1D(qkv, h, b.attnW, b.attnB, T, C, 3*C, false)
-		// Written past c.n, so invisible until the pass commits.
-		c.store(l, qkv, off, T)
+		p.emit(1, l, "ln_1", h, R, C)
+		conv1D(qkv, h, b.attnW, b.attnB, R, C, 3*C, false)
+		for _, s := range spans {
+			// Written past c.n, so invisible until the pass commits.
+			s.c.store(l, qkv[s.row*3*C:], s.off, s.T)
+		}
 		if p.on() {
 			for i, name := range []string{"q", "k", "v"} {
-				splitHeads(headBuf, qkv, i*C, T, H, D)
-				p.emit(2, l, name, headBuf, H, T, D)
+				splitHeads(headBuf, qkv, i*C, R, H, D)
+				p.emit(2, l, name, headBuf, H, R, D)
 			}
 		}
 
-		job := attnJob{qkv: qkv, out: att, kc: c.k[l], vc: c.v[l], cache: c,
-			T: T, off: off, S: S, C: C, D: D, scale: float32(math.Sqrt(float64(D))),
-			noMask: m.faulty(FaultNoCausalMask, l), scores: scores, probs: probs}
-		if m.faulty(FaultAttnScale, l) {
-			job.scale = float32(D)
+		for _, s := range spans {
+			job := attnJob{qkv: qkv[s.row*3*C:], out: att[s.row*C:], kc: s.c.k[l], vc: s.c.v[l], cache: s.c,
+				T: s.T, off: s.off, S: s.off + s.T, C: C, D: D, scale: float32(math.Sqrt(float64(D))),
+				noMask: m.faulty(FaultNoCausalMask, l), scores: scores, probs: probs}
+			if m.faulty(FaultAttnScale, l) {
+				job.scale = float32(D)
+			}
+			job.run(H)
 		}
-		job.run(H)
-		p.emit(4, l, "scores", scores, H, T, S)
-		p.emit(4, l, "probs", probs, H, T, S)
+		p.emit(4, l, "scores", scores, H, R, S0)
+		p.emit(4, l, "probs", probs, H, R, S0)
 
-		conv1D(proj, att, b.projW, b.projB, T, C, C, m.faulty(FaultTransposedProj, l))
-		p.emit(5, l, "attn_out", proj, T, C)
+		conv1D(proj, att, b.projW, b.projB, R, C, C, m.faulty(FaultTransposedProj, l))
+		p.emit(5, l, "attn_out", proj, R, C)
 		if m.faulty(FaultNoResidual, l) {
 			copy(x, proj)
 		} else {
@@ -92,40 +131,50 @@ func (m *Model) Forward(ctx context.Context, c *Cache, tokens []int, opt Forward
 		}
 
 		layerNorm(h, x, b.ln2W, b.ln2B, C, eps)
-		p.emit(1, l, "ln_2", h, T, C)
-		conv1D(fc, h, b.fcW, b.fcB, T, C, I, false)
+		p.emit(1, l, "ln_2", h, R, C)
+		conv1D(fc, h, b.fcW, b.fcB, R, C, I, false)
 		if m.faulty(FaultErfGELU, l) {
 			geluErf(fc)
 		} else {
 			geluNew(fc)
 		}
-		p.emit(6, l, "gelu", fc, T, I)
-		conv1D(proj, fc, b.mlpW, b.mlpB, T, I, C, false)
-		p.emit(6, l, "mlp_out", proj, T, C)
+		p.emit(6, l, "gelu", fc, R, I)
+		conv1D(proj, fc, b.mlpW, b.mlpB, R, I, C, false)
+		p.emit(6, l, "mlp_out", proj, R, C)
 		addInto(x, proj)
-		p.emit(7, l, "block_out", x, T, C)
+		p.emit(7, l, "block_out", x, R, C)
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
 
-	layerNorm(h, x, m.lnfW, m.lnfB, C, cfg.LayerNormEpsilon)
-	p.emit(8, NoLayer, "ln_f", h, T, C)
-	rows := 1
-	if opt.AllLogits || p.on() {
-		rows = T
+	var hf []float32
+	rows := R
+	if allRows {
+		hf = make([]float32, R*C)
+		layerNorm(hf, x, m.lnfW, m.lnfB, C, cfg.LayerNormEpsilon)
+	} else {
+		// Only the last row of each span needs ln_f and the LM head.
+		rows = len(spans)
+		last := make([]float32, rows*C)
+		for i, s := range spans {
+			r := s.row + s.T - 1
+			copy(last[i*C:(i+1)*C], x[r*C:(r+1)*C])
+		}
+		hf = make([]float32, rows*C)
+		layerNorm(hf, last, m.lnfW, m.lnfB, C, cfg.LayerNormEpsilon)
 	}
+	p.emit(8, NoLayer, "ln_f", hf, R, C)
 	logits := make([]float32, rows*V)
-	m.lmHead(logits, h[(T-rows)*C:], rows)
-	last := logits[(rows-1)*V:]
+	m.lmHead(logits, hf, rows)
 	if p.on() {
-		p.emit(8, NoLayer, "logits", logits, T, V)
+		last := logits[(rows-1)*V:]
+		p.emit(8, NoLayer, "logits", logits, R, V)
 		p.emit(9, NoLayer, "last_logits", last, V)
 		p.emit(9, NoLayer, "last_logprobs", logSoftmax(last), V)
 	}
-	c.n = S
-	if !opt.AllLogits && rows > 1 {
-		return slices.Clone(last), nil
+	for _, s := range spans {
+		s.c.n = s.off + s.T
 	}
 	return logits, nil
 }

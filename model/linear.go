@@ -7,16 +7,17 @@ import (
 
 // conv1D computes dst[T,out] = x[T,in]·W[in,out] + bias, HF's Conv1D with
 // its weight in stored [in,out] layout. transW applies Wᵀ instead (only for
-// FaultTransposedProj, where W is square).
+// FaultTransposedProj, where W is square; gonum serves that path, as
+// speed does not matter there).
 func conv1D(dst, x, w, bias []float32, T, in, out int, transW bool) {
 	for r := 0; r < T; r++ {
 		copy(dst[r*out:(r+1)*out], bias)
 	}
-	tB := blas.NoTrans
-	if transW {
-		tB = blas.Trans
+	if !transW {
+		matmulAcc(dst, x, w, T, in, out)
+		return
 	}
-	blas32.Gemm(blas.NoTrans, tB, 1,
+	blas32.Gemm(blas.NoTrans, blas.Trans, 1,
 		blas32.General{Rows: T, Cols: in, Stride: in, Data: x},
 		blas32.General{Rows: in, Cols: out, Stride: out, Data: w},
 		1,

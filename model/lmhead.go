@@ -1,36 +1,32 @@
 package model
 
-import (
-	"runtime"
-	"sync"
-
-	"gonum.org/v1/gonum/blas"
-	"gonum.org/v1/gonum/blas/blas32"
-)
-
 // lmHead computes logits[R,V] = x[R,C]·wteᵀ, reading the tied embedding in
-// place (Trans) rather than keeping a transposed copy. Vocabulary chunks run
-// on separate goroutines: V is the large dimension, and for decode (R = 1)
-// the work is a bandwidth-bound GEMV that gonum would not split.
+// place rather than keeping a transposed copy: each logit is a dot product
+// of a contiguous wte row with x. Vocabulary chunks run on separate
+// goroutines; for decode the work is a bandwidth-bound GEMV, and with R
+// rows each block of 4 wte rows is read from memory once and reused from
+// L1 for every row.
 func (m *Model) lmHead(logits, x []float32, R int) {
 	C, V := m.Config.NEmbd, m.Config.VocabSize
-	workers := runtime.GOMAXPROCS(0)
 	if R*V*C < parallelMinWork {
-		workers = 1
+		lmHeadRows(logits, x, m.wte, R, C, V, 0, V)
+		return
 	}
-	chunk := (V + workers - 1) / workers
-	chunk = (chunk + 63) &^ 63 // whole cache lines of logits per worker
-	a := blas32.General{Rows: R, Cols: C, Stride: C, Data: x}
-	var wg sync.WaitGroup
-	for v0 := 0; v0 < V; v0 += chunk {
-		n := min(chunk, V-v0)
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			blas32.Gemm(blas.NoTrans, blas.Trans, 1, a,
-				blas32.General{Rows: n, Cols: C, Stride: C, Data: m.wte[v0*C : (v0+n)*C]},
-				0, blas32.General{Rows: R, Cols: n, Stride: V, Data: logits[v0:]})
-		}()
+	const chunk = 1024 // vocabulary rows per unit of work (3 MiB of wte for GPT-2)
+	parallelFor((V+chunk-1)/chunk, func(c int) {
+		lmHeadRows(logits, x, m.wte, R, C, V, c*chunk, min((c+1)*chunk, V))
+	})
+}
+
+// lmHeadRows fills logits[:, v0:v1].
+func lmHeadRows(logits, x, wte []float32, R, C, V, v0, v1 int) {
+	v := v0
+	for ; v+4 <= v1; v += 4 {
+		dotPanel(x, C, R, wte[v*C:], C, C, logits[v:], V)
 	}
-	wg.Wait()
+	for ; v < v1; v++ {
+		for i := 0; i < R; i++ {
+			logits[i*V+v] = dotGeneric(x[i*C:(i+1)*C], wte[v*C:(v+1)*C])
+		}
+	}
 }

@@ -53,7 +53,7 @@ func loadHF(dir string) (*Model, error) {
 	if err != nil {
 		return nil, err
 	}
-	m, err := loadWeights(cfg, data)
+	m, err := loadWeightsFrom(cfg, data, releasePages)
 	if uerr := unmap(); uerr != nil && err == nil {
 		err = fmt.Errorf("unmapping %s: %w", path, uerr)
 	}
@@ -72,6 +72,14 @@ type expectedTensor struct {
 // loadWeights converts every parameter of a file image into fresh float32
 // slices; nothing returned aliases data, so the caller may unmap it.
 func loadWeights(cfg Config, data []byte) (*Model, error) {
+	return loadWeightsFrom(cfg, data, nil)
+}
+
+// loadWeightsFrom is loadWeights for data that may be a file mapping:
+// release, if not nil, is called on each converted range of data so that
+// the mapping's pages leave the resident set as the copy grows (see
+// convertTensor).
+func loadWeightsFrom(cfg Config, data []byte, release func([]byte)) (*Model, error) {
 	f, err := parseSafetensors(data)
 	if err != nil {
 		return nil, err
@@ -140,7 +148,7 @@ func loadWeights(cfg Config, data []byte) (*Model, error) {
 		if !slices.Equal(t.Shape, e.shape) {
 			return nil, fmt.Errorf("tensor %q: shape %v, expected %v", t.Name, t.Shape, e.shape)
 		}
-		*e.dst = f.toFloat32(t)
+		*e.dst = convertTensor(f, t, release)
 		dtypes[t.DType] = true
 	}
 	// Same spelling as the reference manifests: "F16", or "F16+F32" if mixed.

@@ -1,0 +1,53 @@
+package model
+
+import (
+	"context"
+	"errors"
+	"fmt"
+)
+
+// DecodeBatch advances len(caches) independent sequences by one token each
+// (tokens[i] is appended to caches[i]) and returns each sequence's logits
+// for its new position, logits[i] of length VocabSize.
+//
+// The sequences may have different lengths. All their rows go through each
+// weight matrix together, so a step for B sequences streams the weights
+// once instead of B times: on a bandwidth-bound machine B sequences cost
+// little more than one. This is the call a server's scheduler should make
+// once per step with every running sequence (see scripts/bench/NOTES.md for
+// the measured scaling). Results equal B separate Forward calls up to float
+// rounding (the kernels sum in the same order for every batch size, so in
+// practice they are bit-identical).
+//
+// On any error no cache is changed. The caches must be distinct, and none
+// may be used concurrently by another call.
+func (m *Model) DecodeBatch(ctx context.Context, caches []*Cache, tokens []int) ([][]float32, error) {
+	if len(caches) != len(tokens) {
+		return nil, fmt.Errorf("decode batch: %d caches but %d tokens", len(caches), len(tokens))
+	}
+	if len(caches) == 0 {
+		return nil, errors.New("decode batch: no sequences")
+	}
+	seen := make(map[*Cache]bool, len(caches))
+	spans := make([]span, len(caches))
+	for i, c := range caches {
+		if err := m.checkInput(c, tokens[i:i+1]); err != nil {
+			return nil, fmt.Errorf("decode batch: sequence %d: %w", i, err)
+		}
+		if seen[c] {
+			return nil, fmt.Errorf("decode batch: sequence %d: the same cache appears twice", i)
+		}
+		seen[c] = true
+		spans[i] = span{c: c, off: c.n, T: 1}
+	}
+	logits, err := m.forward(ctx, spans, tokens, nil, false)
+	if err != nil {
+		return nil, err
+	}
+	V := m.Config.VocabSize
+	out := make([][]float32, len(caches))
+	for i := range out {
+		out[i] = logits[i*V : (i+1)*V : (i+1)*V]
+	}
+	return out, nil
+}

@@ -1,0 +1,70 @@
+package model
+
+import (
+	"context"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// TestDecodeBatchMatchesForward decodes sequences of different lengths
+// together and one at a time: the logits and caches must agree.
+func TestDecodeBatchMatchesForward(t *testing.T) {
+	m, _ := testModel(t)
+	ctx := context.Background()
+	lens := []int{1, 5, 3, 9}
+	B := len(lens)
+	batch, single := make([]*Cache, B), make([]*Cache, B)
+	for b, n := range lens {
+		batch[b], single[b] = m.NewCache(), m.NewCache()
+		toks := testTokens(n, uint64(10+b))
+		_, err := m.Forward(ctx, batch[b], toks, ForwardOptions{})
+		require.NoError(t, err)
+		_, err = m.Forward(ctx, single[b], toks, ForwardOptions{})
+		require.NoError(t, err)
+	}
+	for step := range 4 {
+		next := testTokens(B, uint64(100+step))
+		got, err := m.DecodeBatch(ctx, batch, next)
+		require.NoError(t, err)
+		require.Len(t, got, B)
+		for b := range B {
+			want, err := m.Forward(ctx, single[b], next[b:b+1], ForwardOptions{})
+			require.NoError(t, err)
+			requireClose(t, f64(want), got[b], 1e-5, "step %d sequence %d", step, b)
+			require.Equal(t, single[b].Len(), batch[b].Len())
+		}
+	}
+	for b := range B {
+		for l := 0; l < testCfg.NLayer; l++ {
+			k1, v1 := batch[b].Snapshot(l)
+			k2, v2 := single[b].Snapshot(l)
+			requireClose(t, f64(k2), k1, 1e-5, "keys of sequence %d layer %d", b, l)
+			requireClose(t, f64(v2), v1, 1e-5, "values of sequence %d layer %d", b, l)
+		}
+	}
+}
+
+func TestDecodeBatchErrors(t *testing.T) {
+	m, _ := testModel(t)
+	ctx := context.Background()
+	a, full := m.NewCache(), m.NewCache()
+	_, err := m.Forward(ctx, full, make([]int, testCfg.NPositions), ForwardOptions{})
+	require.NoError(t, err)
+	_, err = m.DecodeBatch(ctx, nil, nil)
+	require.Error(t, err)
+	_, err = m.DecodeBatch(ctx, []*Cache{a}, []int{1, 2})
+	require.Error(t, err)
+	_, err = m.DecodeBatch(ctx, []*Cache{a, a}, []int{1, 2})
+	require.ErrorContains(t, err, "twice")
+	_, err = m.DecodeBatch(ctx, []*Cache{a, full}, []int{1, 2})
+	require.ErrorContains(t, err, "sequence 1")
+	require.Equal(t, 0, a.Len(), "a failed batch must leave every cache unchanged")
+	_, err = m.DecodeBatch(ctx, []*Cache{a}, []int{testCfg.VocabSize})
+	require.Error(t, err)
+	cctx, cancel := context.WithCancel(ctx)
+	cancel()
+	_, err = m.DecodeBatch(cctx, []*Cache{a}, []int{1})
+	require.ErrorIs(t, err, context.Canceled)
+	require.Equal(t, 0, a.Len())
+}

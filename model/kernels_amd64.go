@@ -1,0 +1,125 @@
+//go:build amd64 && !purego
+
+package model
+
+import (
+	"os"
+	"unsafe"
+
+	"golang.org/x/sys/cpu"
+)
+
+// The AVX2+FMA kernels of kernels_amd64.s, used when the CPU has both and
+// LLORCH_KERNELS is not "generic" (which forces the pure-Go kernels, to
+// compare them on one machine).
+var useAVX2 = cpu.X86.HasAVX2 && cpu.X86.HasFMA && os.Getenv("LLORCH_KERNELS") != "generic"
+
+//go:noescape
+func axpyPanelAVX2(y *float32, ldyb int, x *float32, ldxb int, w *float32, ldwb int, n, m, k int)
+
+//go:noescape
+func dotPanelAVX2(h *float32, ldhb int, m int, w *float32, ldwb int, n int, out *float32, ldob int)
+
+//go:noescape
+func gemm4x24AVX2(c *float32, ldcb int, a *float32, ldab int, b *float32, ldbb int, k int)
+
+//go:noescape
+func gemm4x48AVX512(c *float32, ldcb int, a *float32, ldab int, b *float32, ldbb int, k int)
+
+// useAVX512 selects the 512-bit tile kernel for prefill (LLORCH_KERNELS=avx2
+// keeps the 256-bit one, to compare).
+var useAVX512 = useAVX2 && cpu.X86.HasAVX512F && os.Getenv("LLORCH_KERNELS") != "avx2"
+
+func kernelName() string {
+	if useAVX512 {
+		return "avx2+fma, avx512 tiles"
+	}
+	if useAVX2 {
+		return "avx2+fma"
+	}
+	return "generic"
+}
+
+// axpyPanel: y[i,0:n] += Σ_k x[i,k]·w[k,0:n] for i < m (strides in
+// elements). The assembly takes the largest part with n a multiple of 16
+// and k of 4; the edges go to the generic code.
+func axpyPanel(y []float32, ldy int, x []float32, ldx int, w []float32, ldw int, n, m, k int) {
+	if !useAVX2 || m == 0 {
+		axpyPanelGeneric(y, ldy, x, ldx, w, ldw, n, m, k)
+		return
+	}
+	n16, k4 := n&^15, k&^3
+	if n16 > 0 && k4 > 0 {
+		// The last elements touched, so that a bad stride panics here
+		// instead of corrupting memory in the assembly.
+		_ = y[(m-1)*ldy+n16-1]
+		_ = x[(m-1)*ldx+k4-1]
+		_ = w[(k4-1)*ldw+n16-1]
+		axpyPanelAVX2(unsafe.SliceData(y), ldy*4, unsafe.SliceData(x), ldx*4, unsafe.SliceData(w), ldw*4, n16, m, k4)
+	}
+	if k4 < k && n16 > 0 {
+		axpyPanelGeneric(y, ldy, x[k4:], ldx, w[k4*ldw:], ldw, n16, m, k-k4)
+	}
+	if n16 < n {
+		axpyPanelGeneric(y[n16:], ldy, x, ldx, w[n16:], ldw, n-n16, m, k)
+	}
+}
+
+// dotPanel: out[i*ldo+r] = h[i,0:n]·w[r,0:n] for r < 4, i < m.
+func dotPanel(h []float32, ldh, m int, w []float32, ldw, n int, out []float32, ldo int) {
+	if !useAVX2 || m == 0 {
+		dotPanelGeneric(h, ldh, m, w, ldw, n, out, ldo)
+		return
+	}
+	n16 := n &^ 15
+	_ = h[(m-1)*ldh+n-1]
+	_ = w[3*ldw+n-1]
+	_ = out[(m-1)*ldo+3]
+	dotPanelAVX2(unsafe.SliceData(h), ldh*4, m, unsafe.SliceData(w), ldw*4, n16, unsafe.SliceData(out), ldo*4)
+	if n16 < n {
+		for i := 0; i < m; i++ {
+			hi := h[i*ldh+n16 : i*ldh+n]
+			for r := 0; r < 4; r++ {
+				out[i*ldo+r] += dotGeneric(hi, w[r*ldw+n16:r*ldw+n])
+			}
+		}
+	}
+}
+
+// hasTileKernel says whether gemmTiles has a register-blocked kernel.
+var hasTileKernel = useAVX2
+
+// tileWidth is the column width of gemmTiles' tiles.
+func tileWidth() int {
+	if useAVX512 {
+		return 48
+	}
+	return 24
+}
+
+// gemmTiles: c[0:m4,0:n] += a[0:m4,0:k]·b[0:k,0:n] (strides in elements)
+// with m4 a multiple of 4 and n of tileWidth(), in 4-row tiles. Strips of
+// columns go outermost so that the strip of b (k×24 or k×48 floats, 24 or
+// 48 KiB for k = 256) stays in L1 or L2 while every block of 4 rows passes
+// over it.
+func gemmTiles(c []float32, ldc int, a []float32, lda int, b []float32, ldb int, m4, n24, k int) {
+	if m4 == 0 || n24 == 0 || k == 0 {
+		return
+	}
+	_ = c[(m4-1)*ldc+n24-1]
+	_ = a[(m4-1)*lda+k-1]
+	_ = b[(k-1)*ldb+n24-1]
+	if useAVX512 {
+		for j := 0; j < n24; j += 48 {
+			for i := 0; i < m4; i += 4 {
+				gemm4x48AVX512(&c[i*ldc+j], ldc*4, &a[i*lda], lda*4, &b[j], ldb*4, k)
+			}
+		}
+		return
+	}
+	for j := 0; j < n24; j += 24 {
+		for i := 0; i < m4; i += 4 {
+			gemm4x24AVX2(&c[i*ldc+j], ldc*4, &a[i*lda], lda*4, &b[j], ldb*4, k)
+		}
+	}
+}

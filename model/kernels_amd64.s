@@ -1,0 +1,290 @@
+//go:build amd64 && !purego
+
+#include "textflag.h"
+
+// func axpyPanelAVX2(y *float32, ldyb int, x *float32, ldxb int, w *float32, ldwb int, n, m, k int)
+//
+// For each block of 4 weight rows kb..kb+3 (k a multiple of 4) and each of
+// the m rows i of y and x (strides in bytes):
+//   y[i,0:n] += x[i,kb]*w[kb,0:n] + x[i,kb+1]*w[kb+1,0:n] + ...   (n a multiple of 16)
+// Each weight row is read contiguously (from memory for i = 0, then from
+// L1 for the other rows), and y accumulates in k order, the same order for
+// every m: batching never changes a sequence's result.
+TEXT ·axpyPanelAVX2(SB), NOSPLIT, $0-72
+	MOVQ y+0(FP), DI
+	MOVQ x+16(FP), SI
+	MOVQ w+32(FP), R8
+	MOVQ n+48(FP), DX
+	SHLQ $2, DX
+	JZ   done
+	MOVQ k+64(FP), AX
+	SHRQ $2, AX
+	JZ   done
+
+kblock:
+	MOVQ ldwb+40(FP), BX
+	LEAQ (R8)(BX*1), R9
+	LEAQ (R8)(BX*2), R10
+	LEAQ (R9)(BX*2), R11
+	MOVQ DI, BX               // y row i
+	MOVQ SI, R12              // x row i, column kb
+	MOVQ m+56(FP), R13
+
+mrow:
+	VBROADCASTSS 0(R12), Y0
+	VBROADCASTSS 4(R12), Y1
+	VBROADCASTSS 8(R12), Y2
+	VBROADCASTSS 12(R12), Y3
+	XORQ         CX, CX
+
+loop16:
+	VMOVUPS     (BX)(CX*1), Y4
+	VMOVUPS     32(BX)(CX*1), Y5
+	VFMADD231PS (R8)(CX*1), Y0, Y4
+	VFMADD231PS 32(R8)(CX*1), Y0, Y5
+	VFMADD231PS (R9)(CX*1), Y1, Y4
+	VFMADD231PS 32(R9)(CX*1), Y1, Y5
+	VFMADD231PS (R10)(CX*1), Y2, Y4
+	VFMADD231PS 32(R10)(CX*1), Y2, Y5
+	VFMADD231PS (R11)(CX*1), Y3, Y4
+	VFMADD231PS 32(R11)(CX*1), Y3, Y5
+	VMOVUPS     Y4, (BX)(CX*1)
+	VMOVUPS     Y5, 32(BX)(CX*1)
+	ADDQ        $64, CX
+	CMPQ        CX, DX
+	JL          loop16
+
+	ADDQ ldyb+8(FP), BX
+	ADDQ ldxb+24(FP), R12
+	DECQ R13
+	JNZ  mrow
+
+	ADDQ $16, SI
+	MOVQ ldwb+40(FP), BX
+	SHLQ $2, BX
+	ADDQ BX, R8
+	DECQ AX
+	JNZ  kblock
+
+done:
+	VZEROUPPER
+	RET
+
+// func dotPanelAVX2(h *float32, ldhb int, m int, w *float32, ldwb int, n int, out *float32, ldob int)
+//
+// out[i*ldo + r] = h[i,0:n]·w[r,0:n] for the 4 weight rows r and the m rows
+// i of h (strides in bytes; n a multiple of 16). The 4 rows of w stream from
+// memory for i = 0 and come from L1 for the other rows. Two accumulators
+// per row (even and odd 8-lane chunks) hide the FMA latency.
+TEXT ·dotPanelAVX2(SB), NOSPLIT, $0-64
+	MOVQ h+0(FP), SI
+	MOVQ w+24(FP), R8
+	MOVQ ldwb+32(FP), BX
+	LEAQ (R8)(BX*1), R9
+	LEAQ (R8)(BX*2), R10
+	LEAQ (R9)(BX*2), R11
+	MOVQ n+40(FP), DX
+	SHLQ $2, DX
+	MOVQ out+48(FP), DI
+	MOVQ m+16(FP), R13
+	TESTQ R13, R13
+	JZ   dotdone
+
+dotrow:
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	VXORPS Y4, Y4, Y4
+	VXORPS Y5, Y5, Y5
+	VXORPS Y6, Y6, Y6
+	VXORPS Y7, Y7, Y7
+	XORQ   CX, CX
+	TESTQ  DX, DX
+	JZ     dotsum
+
+dotloop:
+	VMOVUPS     (SI)(CX*1), Y8
+	VMOVUPS     32(SI)(CX*1), Y9
+	VFMADD231PS (R8)(CX*1), Y8, Y0
+	VFMADD231PS 32(R8)(CX*1), Y9, Y1
+	VFMADD231PS (R9)(CX*1), Y8, Y2
+	VFMADD231PS 32(R9)(CX*1), Y9, Y3
+	VFMADD231PS (R10)(CX*1), Y8, Y4
+	VFMADD231PS 32(R10)(CX*1), Y9, Y5
+	VFMADD231PS (R11)(CX*1), Y8, Y6
+	VFMADD231PS 32(R11)(CX*1), Y9, Y7
+	ADDQ        $64, CX
+	CMPQ        CX, DX
+	JL          dotloop
+
+dotsum:
+	// Row r's sum is in Y(2r)+Y(2r+1); reduce the four to one XMM of
+	// four lanes, lane r = row r.
+	VADDPS       Y1, Y0, Y0
+	VADDPS       Y3, Y2, Y2
+	VADDPS       Y5, Y4, Y4
+	VADDPS       Y7, Y6, Y6
+	VHADDPS      Y2, Y0, Y0        // [r0 r0 r1 r1 | r0 r0 r1 r1]
+	VHADDPS      Y6, Y4, Y4        // [r2 r2 r3 r3 | ...]
+	VHADDPS      Y4, Y0, Y0        // [r0 r1 r2 r3 | r0 r1 r2 r3]
+	VEXTRACTF128 $1, Y0, X1
+	VADDPS       X1, X0, X0
+	VMOVUPS      X0, (DI)
+
+	ADDQ ldhb+8(FP), SI
+	ADDQ ldob+56(FP), DI
+	DECQ R13
+	JNZ  dotrow
+
+dotdone:
+	VZEROUPPER
+	RET
+
+// func gemm4x24AVX2(c *float32, ldcb int, a *float32, ldab int, b *float32, ldbb int, k int)
+//
+// C[4,24] += A[4,k]·B[k,24] (strides in bytes, k >= 1): the register-blocked
+// micro-kernel of prefill. The 4×24 tile of C lives in 12 registers for the
+// whole k loop, so each B load feeds 4 FMAs and each A broadcast 3: the
+// loop is bound by the FMA units, not by loads. Like axpyPanelAVX2 it adds
+// the products to C in k order, so both give the same bits.
+TEXT ·gemm4x24AVX2(SB), NOSPLIT, $0-56
+	MOVQ c+0(FP), DI
+	MOVQ ldcb+8(FP), DX
+	MOVQ a+16(FP), SI
+	MOVQ ldab+24(FP), AX
+	LEAQ (SI)(AX*1), R8
+	LEAQ (SI)(AX*2), R9
+	LEAQ (R8)(AX*2), R10
+	MOVQ b+32(FP), BX
+	MOVQ ldbb+40(FP), R11
+	MOVQ k+48(FP), CX
+	LEAQ (DI)(DX*1), R12
+	LEAQ (DI)(DX*2), R13
+
+	VMOVUPS (DI), Y0
+	VMOVUPS 32(DI), Y1
+	VMOVUPS 64(DI), Y2
+	VMOVUPS (R12), Y3
+	VMOVUPS 32(R12), Y4
+	VMOVUPS 64(R12), Y5
+	VMOVUPS (R13), Y6
+	VMOVUPS 32(R13), Y7
+	VMOVUPS 64(R13), Y8
+	VMOVUPS (R13)(DX*1), Y9
+	VMOVUPS 32(R13)(DX*1), Y10
+	VMOVUPS 64(R13)(DX*1), Y11
+	XORQ    AX, AX
+
+gemmloop:
+	VMOVUPS      (BX), Y12
+	VMOVUPS      32(BX), Y13
+	VMOVUPS      64(BX), Y14
+	VBROADCASTSS (SI)(AX*1), Y15
+	VFMADD231PS  Y12, Y15, Y0
+	VFMADD231PS  Y13, Y15, Y1
+	VFMADD231PS  Y14, Y15, Y2
+	VBROADCASTSS (R8)(AX*1), Y15
+	VFMADD231PS  Y12, Y15, Y3
+	VFMADD231PS  Y13, Y15, Y4
+	VFMADD231PS  Y14, Y15, Y5
+	VBROADCASTSS (R9)(AX*1), Y15
+	VFMADD231PS  Y12, Y15, Y6
+	VFMADD231PS  Y13, Y15, Y7
+	VFMADD231PS  Y14, Y15, Y8
+	VBROADCASTSS (R10)(AX*1), Y15
+	VFMADD231PS  Y12, Y15, Y9
+	VFMADD231PS  Y13, Y15, Y10
+	VFMADD231PS  Y14, Y15, Y11
+	ADDQ         $4, AX
+	ADDQ         R11, BX
+	DECQ         CX
+	JNZ          gemmloop
+
+	VMOVUPS Y0, (DI)
+	VMOVUPS Y1, 32(DI)
+	VMOVUPS Y2, 64(DI)
+	VMOVUPS Y3, (R12)
+	VMOVUPS Y4, 32(R12)
+	VMOVUPS Y5, 64(R12)
+	VMOVUPS Y6, (R13)
+	VMOVUPS Y7, 32(R13)
+	VMOVUPS Y8, 64(R13)
+	VMOVUPS Y9, (R13)(DX*1)
+	VMOVUPS Y10, 32(R13)(DX*1)
+	VMOVUPS Y11, 64(R13)(DX*1)
+	VZEROUPPER
+	RET
+
+// func gemm4x48AVX512(c *float32, ldcb int, a *float32, ldab int, b *float32, ldbb int, k int)
+//
+// gemm4x24AVX2 with 512-bit registers: C[4,48] += A[4,k]·B[k,48]. On CPUs
+// with full-width AVX-512 FMA units (Zen 5, Intel server parts) this is
+// twice the FLOPs per instruction; the summation order is the same.
+TEXT ·gemm4x48AVX512(SB), NOSPLIT, $0-56
+	MOVQ c+0(FP), DI
+	MOVQ ldcb+8(FP), DX
+	MOVQ a+16(FP), SI
+	MOVQ ldab+24(FP), AX
+	LEAQ (SI)(AX*1), R8
+	LEAQ (SI)(AX*2), R9
+	LEAQ (R8)(AX*2), R10
+	MOVQ b+32(FP), BX
+	MOVQ ldbb+40(FP), R11
+	MOVQ k+48(FP), CX
+	LEAQ (DI)(DX*1), R12
+	LEAQ (DI)(DX*2), R13
+
+	VMOVUPS (DI), Z0
+	VMOVUPS 64(DI), Z1
+	VMOVUPS 128(DI), Z2
+	VMOVUPS (R12), Z3
+	VMOVUPS 64(R12), Z4
+	VMOVUPS 128(R12), Z5
+	VMOVUPS (R13), Z6
+	VMOVUPS 64(R13), Z7
+	VMOVUPS 128(R13), Z8
+	VMOVUPS (R13)(DX*1), Z9
+	VMOVUPS 64(R13)(DX*1), Z10
+	VMOVUPS 128(R13)(DX*1), Z11
+	XORQ    AX, AX
+
+gemm512loop:
+	VMOVUPS      (BX), Z12
+	VMOVUPS      64(BX), Z13
+	VMOVUPS      128(BX), Z14
+	VBROADCASTSS (SI)(AX*1), Z15
+	VFMADD231PS  Z12, Z15, Z0
+	VFMADD231PS  Z13, Z15, Z1
+	VFMADD231PS  Z14, Z15, Z2
+	VBROADCASTSS (R8)(AX*1), Z15
+	VFMADD231PS  Z12, Z15, Z3
+	VFMADD231PS  Z13, Z15, Z4
+	VFMADD231PS  Z14, Z15, Z5
+	VBROADCASTSS (R9)(AX*1), Z15
+	VFMADD231PS  Z12, Z15, Z6
+	VFMADD231PS  Z13, Z15, Z7
+	VFMADD231PS  Z14, Z15, Z8
+	VBROADCASTSS (R10)(AX*1), Z15
+	VFMADD231PS  Z12, Z15, Z9
+	VFMADD231PS  Z13, Z15, Z10
+	VFMADD231PS  Z14, Z15, Z11
+	ADDQ         $4, AX
+	ADDQ         R11, BX
+	DECQ         CX
+	JNZ          gemm512loop
+
+	VMOVUPS Z0, (DI)
+	VMOVUPS Z1, 64(DI)
+	VMOVUPS Z2, 128(DI)
+	VMOVUPS Z3, (R12)
+	VMOVUPS Z4, 64(R12)
+	VMOVUPS Z5, 128(R12)
+	VMOVUPS Z6, (R13)
+	VMOVUPS Z7, 64(R13)
+	VMOVUPS Z8, 128(R13)
+	VMOVUPS Z9, (R13)(DX*1)
+	VMOVUPS Z10, 64(R13)(DX*1)
+	VMOVUPS Z11, 128(R13)(DX*1)
+	VZEROUPPER
+	RET

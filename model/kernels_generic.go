@@ -1,0 +1,25 @@
+//go:build !amd64 || purego
+
+package model
+
+// The pure-Go build (non-amd64, or -tags purego): the generic kernels only.
+
+func kernelName() string { return "generic" }
+
+func axpyPanel(y []float32, ldy int, x []float32, ldx int, w []float32, ldw int, n, m, k int) {
+	axpyPanelGeneric(y, ldy, x, ldx, w, ldw, n, m, k)
+}
+
+func dotPanel(h []float32, ldh, m int, w []float32, ldw, n int, out []float32, ldo int) {
+	dotPanelGeneric(h, ldh, m, w, ldw, n, out, ldo)
+}
+
+// hasTileKernel: no register-blocked kernel in pure Go; matmulCols uses the
+// panel path for every M.
+const hasTileKernel = false
+
+func tileWidth() int { return 24 }
+
+func gemmTiles(c []float32, ldc int, a []float32, lda int, b []float32, ldb int, m4, n24, k int) {
+	panic("gemmTiles: no tile kernel in this build")
+}

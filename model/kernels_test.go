@@ -1,0 +1,166 @@
+package model
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"testing"
+)
+
+func randSlice(r *rand.Rand, n int) []float32 {
+	s := make([]float32, n)
+	for i := range s {
+		s[i] = float32(r.NormFloat64())
+	}
+	return s
+}
+
+// closeTo allows for the kernels' different summation order (and FMA):
+// float32 rounding of a k-term sum of unit-scale products.
+func closeTo(t *testing.T, got float32, want float64, k int, what string) {
+	t.Helper()
+	tol := 1e-5 * math.Sqrt(float64(k)) * max(1, math.Abs(want))
+	if math.Abs(float64(got)-want) > tol {
+		t.Fatalf("%s: got %g, want %g (tol %g)", what, got, want, tol)
+	}
+}
+
+// TestMatmulAcc checks dst += x·w against a float64 triple loop on sizes
+// that are not multiples of the kernels' 16 columns, 4 rows or 8-row
+// blocks, plus GPT-2-like ones, with strides that differ from the widths.
+func TestMatmulAcc(t *testing.T) {
+	r := rand.New(rand.NewPCG(1, 2))
+	for _, s := range [][3]int{{1, 1, 1}, {1, 3, 17}, {2, 5, 33}, {3, 7, 15}, {1, 64, 16}, {9, 13, 47},
+		{17, 67, 129}, {1, 768, 2304}, {8, 768, 768}, {5, 130, 300}, {13, 258, 531}} {
+		M, K, N := s[0], s[1], s[2]
+		t.Run(fmt.Sprintf("%dx%dx%d", M, K, N), func(t *testing.T) {
+			x, w, dst := randSlice(r, M*K), randSlice(r, K*N), randSlice(r, M*N)
+			want := make([]float64, M*N)
+			for i := 0; i < M; i++ {
+				for j := 0; j < N; j++ {
+					acc := float64(dst[i*N+j])
+					for k := 0; k < K; k++ {
+						acc += float64(x[i*K+k]) * float64(w[k*N+j])
+					}
+					want[i*N+j] = acc
+				}
+			}
+			matmulAcc(dst, x, w, M, K, N)
+			for i := range want {
+				closeTo(t, dst[i], want[i], K, fmt.Sprintf("element %d", i))
+			}
+		})
+	}
+}
+
+// TestAxpyPanelStrides runs the panel kernel on a sub-block of larger
+// matrices and checks that nothing outside the block is written.
+func TestAxpyPanelStrides(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	const ldy, ldx, ldw = 53, 41, 61
+	for _, s := range [][3]int{{3, 35, 21}, {1, 16, 4}, {8, 48, 40}, {2, 17, 5}} {
+		n, m, k := s[0+1], s[0], s[2]
+		y, x, w := randSlice(r, m*ldy+7), randSlice(r, m*ldx), randSlice(r, k*ldw)
+		y0 := append([]float32(nil), y...)
+		axpyPanel(y, ldy, x, ldx, w, ldw, n, m, k)
+		for i := 0; i < m; i++ {
+			for j := 0; j < ldy && i*ldy+j < len(y); j++ {
+				want := float64(y0[i*ldy+j])
+				if j < n {
+					for kk := 0; kk < k; kk++ {
+						want += float64(x[i*ldx+kk]) * float64(w[kk*ldw+j])
+					}
+				}
+				closeTo(t, y[i*ldy+j], want, k, fmt.Sprintf("m=%d n=%d k=%d y[%d,%d]", m, n, k, i, j))
+			}
+		}
+		for j := m * ldy; j < len(y); j++ {
+			if y[j] != y0[j] {
+				t.Fatalf("wrote past the panel at %d", j)
+			}
+		}
+	}
+}
+
+// TestDotPanel checks the LM head kernel, including column edges and an
+// output stride.
+func TestDotPanel(t *testing.T) {
+	r := rand.New(rand.NewPCG(5, 6))
+	for _, n := range []int{1, 5, 16, 31, 33, 768, 771} {
+		for _, m := range []int{1, 3, 8} {
+			ldh, ldw, ldo := n+3, n+5, 9
+			h, w := randSlice(r, m*ldh), randSlice(r, 4*ldw)
+			out := make([]float32, m*ldo)
+			dotPanel(h, ldh, m, w, ldw, n, out, ldo)
+			for i := 0; i < m; i++ {
+				for rr := 0; rr < 4; rr++ {
+					var want float64
+					for j := 0; j < n; j++ {
+						want += float64(h[i*ldh+j]) * float64(w[rr*ldw+j])
+					}
+					closeTo(t, out[i*ldo+rr], want, n, fmt.Sprintf("n=%d m=%d out[%d,%d]", n, m, i, rr))
+				}
+			}
+		}
+	}
+}
+
+// TestLMHeadOddVocab covers the vocabulary edge (V not a multiple of 4)
+// through the parallel path.
+func TestLMHeadOddVocab(t *testing.T) {
+	r := rand.New(rand.NewPCG(7, 8))
+	const V, C, R = 4099, 40, 3
+	m := &Model{Config: Config{VocabSize: V, NEmbd: C}, wte: randSlice(r, V*C)}
+	x := randSlice(r, R*C)
+	logits := make([]float32, R*V)
+	m.lmHead(logits, x, R)
+	for i := 0; i < R; i++ {
+		for v := 0; v < V; v++ {
+			var want float64
+			for c := 0; c < C; c++ {
+				want += float64(x[i*C+c]) * float64(m.wte[v*C+c])
+			}
+			closeTo(t, logits[i*V+v], want, C, fmt.Sprintf("logit [%d,%d]", i, v))
+		}
+	}
+}
+
+func BenchmarkMatmulDecode(b *testing.B) {
+	r := rand.New(rand.NewPCG(1, 1))
+	const K, N = 768, 3072
+	x, w, dst := randSlice(r, K), randSlice(r, K*N), make([]float32, N)
+	for b.Loop() {
+		matmulAcc(dst, x, w, 1, K, N)
+	}
+	b.ReportMetric(float64(K*N*4)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GB/s")
+}
+
+func BenchmarkMatmulPrefill(b *testing.B) {
+	r := rand.New(rand.NewPCG(1, 1))
+	const M, K, N = 128, 768, 3072
+	x, w, dst := randSlice(r, M*K), randSlice(r, K*N), make([]float32, M*N)
+	for b.Loop() {
+		matmulAcc(dst, x, w, M, K, N)
+	}
+	b.ReportMetric(2*float64(M*K*N)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+}
+
+// TestGeluNewFast compares the exp form of GELU with the math.Tanh formula. Far
+// left the tanh form rounds 1+tanh to exactly 0 where the identity keeps
+// the true value (below 1e-15): an absolute 1e-12 allows that.
+func TestGeluNewFast(t *testing.T) {
+	var xs []float32
+	for v := -30.0; v <= 30; v += 0.00731 {
+		xs = append(xs, float32(v))
+	}
+	xs = append(xs, 0, -0, 1e-30, -1e-30, 3.4e38, -3.4e38, 1e-6)
+	got := append([]float32(nil), xs...)
+	geluNew(got)
+	for i, v := range xs {
+		f := float64(v)
+		want := 0.5 * f * (1 + math.Tanh(0.7978845608028654*(f+0.044715*f*f*f)))
+		if d := math.Abs(float64(got[i]) - want); d > 1e-7*math.Abs(want)+1e-12 {
+			t.Fatalf("gelu(%g) = %g, want %g", v, got[i], want)
+		}
+	}
+}

@@ -1,0 +1,47 @@
+package model
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// TestLoadReleasesMapping loads a model through the mapping path, whose
+// source pages are released as they are converted, and checks the weights
+// against the plain conversion of the same bytes.
+func TestLoadReleasesMapping(t *testing.T) {
+	w := randomWeights(testCfg, 7)
+	dir := writeModel(t, configJSON(testCfg), w.tensors(""))
+	m, err := Load(dir)
+	require.NoError(t, err)
+	data, err := os.ReadFile(filepath.Join(dir, "model.safetensors"))
+	require.NoError(t, err)
+	want, err := loadWeights(testCfg, data)
+	require.NoError(t, err)
+	require.Equal(t, want.wte, m.wte)
+	for l := range want.h {
+		require.Equal(t, want.h[l].fcW, m.h[l].fcW)
+	}
+}
+
+// TestConvertTensorChunks checks the chunked conversion and that release
+// sees every source byte exactly once, in order.
+func TestConvertTensorChunks(t *testing.T) {
+	n := convertChunk + 77
+	src := make([]float32, n)
+	for i := range src {
+		src[i] = float32(i) * 0.5
+	}
+	raw := f32Bytes(src)
+	f := &safetensorsFile{data: raw}
+	ti := tensorInfo{Name: "x", DType: "F32", Shape: []int{n}, Begin: 0, End: int64(len(raw))}
+	var seen int
+	got := convertTensor(f, ti, func(b []byte) {
+		require.Equal(t, &raw[seen], &b[0])
+		seen += len(b)
+	})
+	require.Equal(t, len(raw), seen)
+	require.Equal(t, src, got)
+}

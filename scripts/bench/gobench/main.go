@@ -1,0 +1,149 @@
+// Command gobench measures the model package exactly as peer_torch.py
+// measures PyTorch, on the same weights and token ids, and prints one JSON
+// line. Modes: "load" (load time, peak RSS after one decode step) and "run"
+// (prefill, batch-1 decode, batched decode). Best-of repetitions, as the
+// peer does, because the machine is shared.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"math"
+	"os"
+	"runtime"
+	"runtime/pprof"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/llorch/llorch-check/model"
+)
+
+func main() {
+	dir := flag.String("model", ".cache/bench-gpt2", "model directory")
+	mode := flag.String("mode", "run", "load or run")
+	prefill := flag.Int("prefill", 128, "prefill tokens")
+	prompt := flag.Int("prompt", 16, "prompt length before decoding")
+	steps := flag.Int("steps", 64, "decode steps")
+	reps := flag.Int("reps", 3, "prefill repetitions (best kept)")
+	batches := flag.String("batches", "4,8", "batch sizes for batched decode")
+	only := flag.String("only", "", "run one figure only (prefill, decode1, decodeN) for profiling")
+	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile")
+	flag.Parse()
+
+	start := time.Now()
+	m, err := model.Load(*dir)
+	if err != nil {
+		fail(err)
+	}
+	loadS := time.Since(start).Seconds()
+	ctx := context.Background()
+	if *mode == "load" {
+		decode(ctx, m, 1, 4, 1)
+		emit(map[string]any{"load_s": loadS, "peak_rss": peakRSS()})
+		return
+	}
+	if *cpuprofile != "" {
+		f, err := os.Create(*cpuprofile)
+		if err != nil {
+			fail(err)
+		}
+		if err := pprof.StartCPUProfile(f); err != nil {
+			fail(err)
+		}
+		defer pprof.StopCPUProfile()
+	}
+	decode(ctx, m, 1, 4, 2) // warm-up
+	out := map[string]any{"impl": fmt.Sprintf("%s GOMAXPROCS=%d %s", runtime.Version(), runtime.GOMAXPROCS(0), model.KernelName())}
+	if *only == "" || *only == "prefill" {
+		ids := toks(*prefill, 0)
+		best := math.Inf(1)
+		c := m.NewCache() // allocated once and reset, as a server reuses caches
+		for range *reps {
+			c.Reset()
+			t := time.Now()
+			if _, err := m.Forward(ctx, c, ids, model.ForwardOptions{}); err != nil {
+				fail(err)
+			}
+			best = min(best, time.Since(t).Seconds())
+		}
+		out["prefill_tps"] = float64(*prefill) / best
+	}
+	if *only == "" || *only == "decode1" {
+		out["decode1_tps"] = float64(*steps) / min(decode(ctx, m, 1, *prompt, *steps), decode(ctx, m, 1, *prompt, *steps))
+	}
+	if *only == "" || *only == "decodeN" {
+		for _, s := range strings.Split(*batches, ",") {
+			B, err := strconv.Atoi(s)
+			if err != nil {
+				fail(err)
+			}
+			out[fmt.Sprintf("decode%d_tps", B)] = float64(B**steps) / decode(ctx, m, B, *prompt, *steps)
+		}
+	}
+	emit(out)
+}
+
+// toks is the peer's fixed arithmetic sequence of ids.
+func toks(n, seed int) []int {
+	ids := make([]int, n)
+	for i := range ids {
+		ids[i] = (seed*7919 + i*104729) % 50257
+	}
+	return ids
+}
+
+// decode prefills B caches with prompt tokens each, then times steps
+// batched decode steps of one token per sequence.
+func decode(ctx context.Context, m *model.Model, B, prompt, steps int) float64 {
+	caches := make([]*model.Cache, B)
+	next := make([][]int, B)
+	for b := range caches {
+		caches[b] = m.NewCache()
+		if _, err := m.Forward(ctx, caches[b], toks(prompt, 1+b), model.ForwardOptions{}); err != nil {
+			fail(err)
+		}
+		next[b] = toks(steps, 100+b)
+	}
+	step := make([]int, B)
+	t := time.Now()
+	for s := range steps {
+		for b := range step {
+			step[b] = next[b][s]
+		}
+		if _, err := m.DecodeBatch(ctx, caches, step); err != nil {
+			fail(err)
+		}
+	}
+	return time.Since(t).Seconds()
+}
+
+// peakRSS is VmHWM from /proc/self/status, in bytes (0 if unavailable).
+func peakRSS() int64 {
+	data, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		if f := strings.Fields(line); len(f) >= 2 && f[0] == "VmHWM:" {
+			kb, _ := strconv.ParseInt(f[1], 10, 64)
+			return kb * 1024
+		}
+	}
+	return 0
+}
+
+func emit(v map[string]any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		fail(err)
+	}
+	fmt.Println(string(b))
+}
+
+func fail(err error) {
+	fmt.Fprintln(os.Stderr, "gobench:", err)
+	os.Exit(1)
+}
