@@ -5,8 +5,9 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
-	"math"
 	"sort"
+
+	"github.com/llorch/llorch-check/gguf"
 )
 
 // maxHeaderLen is the safetensors reference implementation's limit; it keeps
@@ -176,47 +177,15 @@ func (f *safetensorsFile) toFloat32(t tensorInfo) []float32 {
 	return out
 }
 
-// decodeInto converts little-endian raw values of dtype into dst.
+// safetensorsTypes maps the dtypes we accept to the GGML type of the same
+// encoding, so both file formats share one set of conversions.
+var safetensorsTypes = map[string]gguf.GGMLType{"F32": gguf.GGMLTypeF32, "F16": gguf.GGMLTypeF16, "BF16": gguf.GGMLTypeBF16}
+
+// decodeInto converts little-endian raw values of dtype into dst. The
+// header parser has already checked dtype and that raw holds len(dst)
+// values, so a failure here is a bug in this package, not bad input.
 func decodeInto(dst []float32, dtype string, raw []byte) {
-	switch dtype {
-	case "F32":
-		for i := range dst {
-			dst[i] = math.Float32frombits(binary.LittleEndian.Uint32(raw[4*i:]))
-		}
-	case "F16":
-		for i := range dst {
-			dst[i] = f16ToF32(binary.LittleEndian.Uint16(raw[2*i:]))
-		}
-	case "BF16":
-		for i := range dst {
-			dst[i] = bf16ToF32(binary.LittleEndian.Uint16(raw[2*i:]))
-		}
-	}
-}
-
-// bf16ToF32 is exact: bfloat16 is the top half of a float32.
-func bf16ToF32(h uint16) float32 { return math.Float32frombits(uint32(h) << 16) }
-
-// f16ToF32 converts IEEE binary16 exactly, including subnormals, infinities
-// and NaN payloads.
-func f16ToF32(h uint16) float32 {
-	sign := uint32(h>>15) << 31
-	exp := uint32(h>>10) & 0x1f
-	mant := uint32(h) & 0x3ff
-	switch {
-	case exp == 0x1f: // inf or NaN
-		return math.Float32frombits(sign | 0xff<<23 | mant<<13)
-	case exp == 0 && mant == 0:
-		return math.Float32frombits(sign)
-	case exp == 0: // subnormal: normalise into float32's wider exponent range
-		e := uint32(127 - 15 + 1)
-		for mant&0x400 == 0 {
-			mant <<= 1
-			e--
-		}
-		mant &= 0x3ff
-		return math.Float32frombits(sign | e<<23 | mant<<13)
-	default:
-		return math.Float32frombits(sign | (exp+127-15)<<23 | mant<<13)
+	if err := gguf.DecodeFloat32(safetensorsTypes[dtype], raw, dst); err != nil {
+		panic(fmt.Sprintf("model: decoding checked %s data: %v", dtype, err))
 	}
 }

@@ -128,10 +128,10 @@ func TestHalfConversions(t *testing.T) {
 		{0xc000, -2}, {0x3800, 0.5}, {0x7c00, float32(math.Inf(1))}, {0xfc00, float32(math.Inf(-1))},
 	}
 	for _, c := range f16 {
-		require.Equal(t, c.want, f16ToF32(c.bits), "f16 %#04x", c.bits)
+		require.Equal(t, c.want, decodeOne("F16", c.bits), "f16 %#04x", c.bits)
 	}
-	require.Equal(t, uint32(0x80000000), math.Float32bits(f16ToF32(0x8000)), "negative zero")
-	require.True(t, math.IsNaN(float64(f16ToF32(0x7e00))))
+	require.Equal(t, uint32(0x80000000), math.Float32bits(decodeOne("F16", 0x8000)), "negative zero")
+	require.True(t, math.IsNaN(float64(decodeOne("F16", 0x7e00))))
 	// Every finite f16 must round-trip through float64 exactly.
 	for b := 0; b < 1<<16; b++ {
 		exp, mant := (b>>10)&0x1f, float64(b&0x3ff)
@@ -145,7 +145,7 @@ func TestHalfConversions(t *testing.T) {
 		if b&0x8000 != 0 {
 			want = -want
 		}
-		require.Equal(t, want, float64(f16ToF32(uint16(b))), "f16 %#04x", b)
+		require.Equal(t, want, float64(decodeOne("F16", uint16(b))), "f16 %#04x", b)
 	}
 	bf16 := []struct {
 		bits uint16
@@ -154,7 +154,7 @@ func TestHalfConversions(t *testing.T) {
 		{0x3f80, 1}, {0xbf80, -1}, {0x4049, 3.140625}, {0x0001, 9.183549615799121e-41}, {0x7f7f, 3.3895313892515355e+38},
 	}
 	for _, c := range bf16 {
-		require.Equal(t, c.want, bf16ToF32(c.bits), "bf16 %#04x", c.bits)
+		require.Equal(t, c.want, decodeOne("BF16", c.bits), "bf16 %#04x", c.bits)
 	}
 }
 
@@ -264,7 +264,7 @@ func TestLoadHalfDTypes(t *testing.T) {
 	// Round every weight to a value both F16 and BF16 hold exactly.
 	for _, n := range w.names {
 		for i, v := range w.f32[n] {
-			v = bf16ToF32(truncBF16(v))
+			v = bf16Bits(truncBF16(v))
 			v = float32(math.Round(float64(v)*256) / 256)
 			w.f32[n][i] = v
 		}
@@ -297,7 +297,7 @@ func f32ToF16Exact(t *testing.T, v float32) uint16 {
 	mant := b & 0x7fffff
 	require.True(t, exp > 0 && exp < 31 && mant&0x1fff == 0, "%g not exact in F16", v)
 	h := sign | uint16(exp)<<10 | uint16(mant>>13)
-	require.Equal(t, v, f16ToF32(h))
+	require.Equal(t, v, decodeOne("F16", h))
 	return h
 }
 
@@ -341,3 +341,15 @@ func FuzzParseSafetensors(f *testing.F) {
 		_, _ = loadWeights(Config{VocabSize: 3, NPositions: 2, NEmbd: 2, NLayer: 1, NHead: 1, NInner: 2}, b)
 	})
 }
+
+// decodeOne runs one 16-bit value through the loader's conversion.
+func decodeOne(dtype string, bits uint16) float32 {
+	var raw [2]byte
+	binary.LittleEndian.PutUint16(raw[:], bits)
+	dst := make([]float32, 1)
+	decodeInto(dst, dtype, raw[:])
+	return dst[0]
+}
+
+// bf16Bits is bfloat16's definition: the top half of a float32.
+func bf16Bits(h uint16) float32 { return math.Float32frombits(uint32(h) << 16) }
