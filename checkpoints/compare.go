@@ -18,14 +18,14 @@ type Stats struct {
 	HasBudget  bool
 	GoErrF64   float64 // max |got − truth|
 	RefErrF64  float64 // max |want − truth|, PyTorch float32's own error
-	BudgetRate float64 // GoErrF64 / RefErrF64; +Inf when PyTorch was exact and Go was not
+	BudgetRate float64 // GoErrF64 / max(RefErrF64, float32 spacing at max |truth|)
 }
 
 // compare checks got against want elementwise. truth may be nil; skip, when
 // non-nil, excludes flat indices from the comparison (masked attention).
 func compare(got, want []float32, truth []float64, tol Tolerance, skip func(int) bool) Stats {
 	s := Stats{Worst: -1, HasBudget: truth != nil}
-	var dot, gg, ww float64
+	var dot, gg, ww, truthMax float64
 	for i := range want {
 		if skip != nil && skip(i) {
 			continue
@@ -53,11 +53,12 @@ func compare(got, want []float32, truth []float64, tol Tolerance, skip func(int)
 		if truth != nil {
 			s.GoErrF64 = math.Max(s.GoErrF64, math.Abs(g-truth[i]))
 			s.RefErrF64 = math.Max(s.RefErrF64, math.Abs(w-truth[i]))
+			truthMax = math.Max(truthMax, math.Abs(truth[i]))
 		}
 	}
 	s.Cosine = cosine(dot, gg, ww)
 	if s.HasBudget {
-		s.BudgetRate = budgetRatio(s.GoErrF64, s.RefErrF64)
+		s.BudgetRate = budgetRatio(s.GoErrF64, s.RefErrF64, truthMax)
 	}
 	return s
 }
@@ -87,14 +88,30 @@ func cosine(dot, gg, ww float64) float64 {
 	return dot / (math.Sqrt(gg) * math.Sqrt(ww))
 }
 
-func budgetRatio(goErr, refErr float64) float64 {
-	switch {
-	case math.IsNaN(goErr):
+// budgetRatio compares Go's error against the float64 truth with PyTorch
+// float32's. PyTorch's error is floored at float32's spacing at the
+// magnitude of the values: a float32 result cannot be judged more finely
+// than that, and a reference that landed closer by luck (common for a
+// single scalar such as a log-likelihood) would make the ratio noise.
+func budgetRatio(goErr, refErr, truthMax float64) float64 {
+	if math.IsNaN(goErr) {
 		return math.Inf(1)
+	}
+	refErr = math.Max(refErr, float32Spacing(truthMax))
+	switch {
 	case refErr == 0 && goErr == 0:
 		return 1
 	case refErr == 0:
 		return math.Inf(1)
 	}
 	return goErr / refErr
+}
+
+// float32Spacing is the gap between adjacent float32 values at |x|.
+func float32Spacing(x float64) float64 {
+	f := float32(math.Abs(x))
+	if f == 0 || math.IsInf(float64(f), 0) {
+		return 0
+	}
+	return float64(math.Nextafter32(f, float32(math.Inf(1))) - f)
 }

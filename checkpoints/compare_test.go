@@ -48,9 +48,17 @@ func TestCompareStats(t *testing.T) {
 	require.InDelta(t, 1, s.BudgetRate, 1e-12)
 
 	exact := compare([]float32{1}, []float32{1}, []float64{1}, Tolerance{}, nil)
-	require.Equal(t, 1.0, exact.BudgetRate, "both exact is a ratio of 1")
+	require.Equal(t, 0.0, exact.BudgetRate, "Go exact: no error to budget")
 	worse := compare([]float32{1.5}, []float32{1}, []float64{1}, Tolerance{1, 0}, nil)
-	require.True(t, math.IsInf(worse.BudgetRate, 1), "PyTorch exact, Go not")
+	require.InDelta(t, 0.5/float32Spacing(1), worse.BudgetRate, 1e-6,
+		"PyTorch exact: its error counts as float32's spacing at 1, not 0")
+
+	// A reference that landed closer to the truth than float32 can resolve
+	// (a lucky scalar) does not inflate the ratio: -17.25 has spacing 2^-19.
+	lucky := compare64(-17.25+2e-6, -17.25+3e-7, []float64{-17.25}, Tolerance{1e-4, 0})
+	require.InDelta(t, 2e-6/math.Pow(2, -19), lucky.BudgetRate, 1e-9)
+	zero := compare([]float32{0}, []float32{0}, []float64{0}, Tolerance{}, nil)
+	require.Equal(t, 1.0, zero.BudgetRate, "all exact zeros")
 }
 
 func TestCausalMaskExcludesOnlyFutureKeys(t *testing.T) {

@@ -164,7 +164,7 @@ func compare64(got, want float64, truth []float64, tol Tolerance) Stats {
 	}
 	if truth != nil {
 		s.GoErrF64, s.RefErrF64 = math.Abs(got-truth[0]), math.Abs(want-truth[0])
-		s.BudgetRate = budgetRatio(s.GoErrF64, s.RefErrF64)
+		s.BudgetRate = budgetRatio(s.GoErrF64, s.RefErrF64, math.Abs(truth[0]))
 	}
 	return s
 }
