@@ -24,6 +24,7 @@ type metrics struct {
 	modelMemory   prometheus.Gauge
 	rejected      prometheus.Counter
 	cancellations *prometheus.CounterVec
+	batchSize     prometheus.Histogram
 }
 
 func newMetrics(version string) *metrics {
@@ -67,13 +68,17 @@ func newMetrics(version string) *metrics {
 		cancellations: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "llorch_cancelled_requests_total", Help: "Requests ended early, by cause (cancel, disconnect, timeout).",
 		}, []string{"cause"}),
+		batchSize: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name: "llorch_decode_batch_size", Help: "Sequences advanced by one batched decode step (one pass over the weights).",
+			Buckets: prometheus.ExponentialBuckets(1, 2, 8),
+		}),
 	}
 	build := prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "llorch_build_info", Help: "Build information; the value is always 1.",
 	}, []string{"version", "goversion"})
 	build.WithLabelValues(version, runtime.Version()).Set(1)
 	for _, c := range []prometheus.Collector{m.requests, m.duration, m.promptTokens, m.generated, m.ttft,
-		m.interToken, m.queueDepth, m.running, m.modelMemory, m.rejected, m.cancellations, build,
+		m.interToken, m.queueDepth, m.running, m.modelMemory, m.rejected, m.cancellations, m.batchSize, build,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{})} {
 		f(c)
 	}
@@ -84,6 +89,8 @@ func (m *metrics) schedulerChanged(running, queued int) {
 	m.running.Set(float64(running))
 	m.queueDepth.Set(float64(queued))
 }
+
+func (m *metrics) observeBatch(n int) { m.batchSize.Observe(float64(n)) }
 
 func (m *metrics) handler() http.Handler {
 	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{})

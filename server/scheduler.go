@@ -19,10 +19,10 @@ var ErrQueueFull = errors.New("all slots busy and the queue is full")
 //
 // A Slot owns one generation.Decoder (one KV cache) for its lifetime, so
 // memory is bounded by the slot count and caches are reused rather than
-// reallocated per request. That is also the seam for batched decoding: the
-// set of slots is fixed and known, so a batched engine can hand each slot
-// a Decoder whose Step joins the steps of all active slots into one pass
-// over the weights, without changing the routes or this admission logic.
+// reallocated per request. The slot's Decoder sends its decode steps to the
+// engine's batcher, which joins the steps of all running slots into one
+// pass over the weights (batcher.go); the routes and this admission logic
+// do not see it.
 type Scheduler struct {
 	mu       sync.Mutex
 	free     []*Slot
@@ -35,7 +35,7 @@ type Scheduler struct {
 // Slot is the right to run one sequence at a time until Release.
 type Slot struct {
 	s   *Scheduler
-	dec generation.Decoder
+	dec *seqDecoder
 }
 
 // NewScheduler makes parallel slots and a queue of maxQueue; onChange (may
@@ -90,6 +90,7 @@ func (s *Scheduler) Acquire(ctx context.Context) (*Slot, error) {
 
 // Release gives the slot to the longest waiter, or back to the free set.
 func (sl *Slot) Release() {
+	sl.endSequence()
 	s := sl.s
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -108,9 +109,17 @@ func (sl *Slot) Release() {
 // Decoder is the slot's decoder for e's model, made on first use.
 func (sl *Slot) Decoder(e *engine) generation.Decoder {
 	if sl.dec == nil {
-		sl.dec = generation.NewModelDecoder(e.m)
+		sl.dec = newSeqDecoder(e)
 	}
 	return sl.dec
+}
+
+// endSequence tells the batcher that the slot's sequence stopped decoding,
+// so no batch waits for it while the slot finishes its response or idles.
+func (sl *Slot) endSequence() {
+	if sl.dec != nil {
+		sl.dec.leave()
+	}
 }
 
 // Stats are the running and queued counts.

@@ -74,9 +74,10 @@ func (c *Config) fillDefaults() {
 
 // engine is the loaded model; it appears once, when loading finishes.
 type engine struct {
-	m    *model.Model
-	tok  *tokenizer.Tokenizer
-	name string
+	m     *model.Model
+	tok   *tokenizer.Tokenizer
+	name  string
+	batch *batcher // decode steps of every slot running on m
 }
 
 // Server is the HTTP service. Create it with New, install the model with
@@ -126,7 +127,7 @@ func (s *Server) SetModel(m *model.Model, tok *tokenizer.Tokenizer) {
 		name = modelName(m.Dir)
 	}
 	s.metrics.modelMemory.Set(float64(m.WeightsBytes()))
-	s.engine.Store(&engine{m: m, tok: tok, name: name})
+	s.engine.Store(&engine{m: m, tok: tok, name: name, batch: newBatcher(m, s.metrics.observeBatch)})
 	s.log.Info("model loaded", "model", name, "weights_bytes", m.WeightsBytes(),
 		"vocab_size", m.Config.VocabSize, "context_length", m.Config.NPositions)
 }

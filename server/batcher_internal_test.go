@@ -1,0 +1,57 @@
+package server
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/llorch/llorch-check/internal/fixture"
+	"github.com/llorch/llorch-check/model"
+)
+
+// TestBatcherNeverWaitsOnALaggard: a member that does not submit (a slow
+// client, a sequence between steps) delays the others by at most the join
+// window, and a step cancelled while it waits returns at once.
+func TestBatcherNeverWaitsOnALaggard(t *testing.T) {
+	m, err := model.Load(fixture.TinyModel())
+	require.NoError(t, err)
+	sizes := make(chan int, 10)
+	b := newBatcher(m, func(n int) { sizes <- n })
+	b.join() // the laggard: a member that never submits
+	b.join()
+	c := m.NewCache()
+	_, err = m.Forward(context.Background(), c, []int{15496}, model.ForwardOptions{})
+	require.NoError(t, err)
+
+	t0 := time.Now()
+	logits, err := b.step(context.Background(), c, 11)
+	require.NoError(t, err)
+	require.Len(t, logits, m.Config.VocabSize)
+	require.Less(t, time.Since(t0), time.Second, "waited on a member that never submits")
+	require.Equal(t, 1, <-sizes)
+
+	// Cancelled while waiting for the laggard: out before the window
+	// (maxJoinWait, as lastStep is long) ends.
+	b.mu.Lock()
+	b.lastStep = time.Hour
+	b.mu.Unlock()
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	n := c.Len()
+	_, err = b.step(ctx, c, 11)
+	require.ErrorIs(t, err, context.Canceled)
+	b.mu.Lock()
+	require.Empty(t, b.pending, "a cancelled step leaves the queue")
+	b.mu.Unlock()
+	require.Equal(t, n, c.Len(), "a cancelled step does not touch the cache")
+
+	// When the laggard leaves, nobody waits for it any more.
+	b.leave()
+	t0 = time.Now()
+	_, err = b.step(context.Background(), c, 11)
+	require.NoError(t, err)
+	require.Less(t, time.Since(t0), time.Second)
+	b.leave()
+}
