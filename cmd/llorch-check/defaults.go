@@ -10,6 +10,7 @@ import (
 	"github.com/llorch/llorch-check/model"
 	"github.com/llorch/llorch-check/references"
 	"github.com/llorch/llorch-check/tokenizer"
+	"github.com/spf13/pflag"
 )
 
 // The project's default tiny model and its committed reference set,
@@ -18,6 +19,11 @@ const (
 	defaultModel      = "testdata/tiny-gpt2"
 	defaultReferences = "testdata/references/tiny-gpt2"
 )
+
+// addModelFlag declares --model the same way for every command.
+func addModelFlag(fl *pflag.FlagSet, p *string) {
+	fl.StringVar(p, "model", "", "HF-layout model directory or .gguf file (default "+defaultModel+")")
+}
 
 // resolveDefault finds a default path from the working directory or any
 // parent, so the defaults work from anywhere inside a clone.

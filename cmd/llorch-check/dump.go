@@ -56,7 +56,7 @@ different set is refused unless --force.`,
 	}
 	fl := cmd.Flags()
 	fl.StringVar(&out, "out", "", "directory to write (required)")
-	fl.StringVar(&modelDir, "model", "", "HF-layout model directory or .gguf file (default "+defaultModel+")")
+	addModelFlag(fl, &modelDir)
 	fl.StringVar(&refs, "references", "", "reference set whose cases and tensors to dump (default "+defaultReferences+")")
 	fl.BoolVar(&force, "force", false, "replace an existing, different set")
 	fl.StringVar(&fault, "inject-fault", "", "self-test: inject a classic bug, NAME or NAME@LAYER ("+faultNames()+")")

@@ -57,7 +57,7 @@ the model's context. With --json, stdout is one document:
 		RunE: func(cmd *cobra.Command, _ []string) error { return runGenerate(cmd, f) },
 	}
 	fl := cmd.Flags()
-	fl.StringVar(&f.model, "model", "", "HF-layout model directory or .gguf file (default "+defaultModel+")")
+	addModelFlag(fl, &f.model)
 	fl.StringVar(&f.prompt, "prompt", "", "prompt text")
 	fl.StringVar(&f.tokens, "tokens", "", "prompt as token ids: 1,2,3, space separated or a JSON array")
 	fl.IntVar(&f.maxTokens, "max-tokens", 0, "most tokens to generate")

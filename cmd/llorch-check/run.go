@@ -37,7 +37,7 @@ func (f *runFlags) registerCompare(cmd *cobra.Command) {
 func (f *runFlags) register(cmd *cobra.Command) {
 	f.registerCompare(cmd)
 	fl := cmd.Flags()
-	fl.StringVar(&f.model, "model", "", "HF-layout model directory or .gguf file (default "+defaultModel+")")
+	addModelFlag(fl, &f.model)
 	fl.StringVar(&f.references, "references", "", "reference set directory (default "+defaultReferences+")")
 	fl.StringVar(&f.junit, "junit", "", "also write a JUnit XML report to this file")
 	fl.StringVar(&f.fault, "inject-fault", "", "self-test: inject a classic bug into the Go forward, NAME or NAME@LAYER ("+faultNames()+")")

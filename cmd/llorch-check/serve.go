@@ -53,7 +53,7 @@ stderr, without prompt text. See docs/serve.md.`,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runServe(cmd, f) },
 	}
 	fl := cmd.Flags()
-	fl.StringVar(&f.model, "model", "", "HF-layout model directory or .gguf file (default "+defaultModel+")")
+	addModelFlag(fl, &f.model)
 	fl.StringVar(&f.references, "references", "", "validate against this reference set at start-up; unready until it passes")
 	fl.StringVar(&f.host, "host", "127.0.0.1", "address to listen on")
 	fl.IntVar(&f.port, "port", 8080, "port to listen on (0: any free port, logged)")

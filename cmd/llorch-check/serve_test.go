@@ -163,14 +163,7 @@ func TestServeDrainOnSIGTERM(t *testing.T) {
 	require.NotEmpty(t, addr, "no listening line in the log")
 	go func() { _, _ = io.Copy(io.Discard, stderr) }()
 	base := "http://" + addr
-	require.Eventually(t, func() bool {
-		resp, err := http.Get(base + "/readyz")
-		if err != nil {
-			return false
-		}
-		resp.Body.Close()
-		return resp.StatusCode == http.StatusOK
-	}, 60*time.Second, 20*time.Millisecond)
+	require.Eventually(t, func() bool { return readyzStatus(base) == http.StatusOK }, 60*time.Second, 20*time.Millisecond)
 
 	body := `{"job_id":"drain","prompt":"Hello.","max_tokens":60,"temperature":0}`
 	resp, err := http.Post(base+"/execute", "application/json", strings.NewReader(body))
@@ -190,14 +183,7 @@ func TestServeDrainOnSIGTERM(t *testing.T) {
 
 	require.NoError(t, cmd.Process.Signal(syscall.SIGTERM))
 	// Readiness is off while the stream still runs (60 × 20 ms).
-	require.Eventually(t, func() bool {
-		resp, err := http.Get(base + "/readyz")
-		if err != nil {
-			return false
-		}
-		resp.Body.Close()
-		return resp.StatusCode == http.StatusServiceUnavailable
-	}, 5*time.Second, 5*time.Millisecond)
+	require.Eventually(t, func() bool { return readyzStatus(base) == http.StatusServiceUnavailable }, 5*time.Second, 5*time.Millisecond)
 
 	tokens, last := 1, ""
 	for name := next(); name != ""; name = next() {
@@ -267,4 +253,14 @@ func TestServeValidatesReferences(t *testing.T) {
 	stop()
 	require.NoError(t, <-errc)
 	require.Contains(t, logs.String(), `"msg":"validation passed"`)
+}
+
+// readyzStatus is /readyz's status code, or 0 when the server is not reachable.
+func readyzStatus(base string) int {
+	resp, err := http.Get(base + "/readyz")
+	if err != nil {
+		return 0
+	}
+	resp.Body.Close()
+	return resp.StatusCode
 }
