@@ -5,12 +5,12 @@ TINY_MODEL := testdata/tiny-gpt2
 TINY_REFS := testdata/references/tiny-gpt2
 CASES := testdata/cases.json
 
-.PHONY: run test lint bench bench-go bench-tokenizer fuzz test-scripts references verify-references
+.PHONY: run test lint bench bench-go bench-tokenizer fuzz test-scripts references verify-references verify-f16
 
 run:
 	$(GO) run ./cmd/llorch-check run
 
-test: lint test-scripts verify-references
+test: lint test-scripts verify-references verify-f16
 	$(GO) test -race ./...
 
 # The forward pass next to PyTorch on a GPT-2 124M-shaped model, one table
@@ -64,6 +64,15 @@ verify-references:
 		cmp $$tmp/model/config.json $(TINY_MODEL)/config.json && \
 		$(PYTHON) scripts/dump_references.py --model $(TINY_MODEL) --cases $(CASES) --out $$tmp/refs && \
 		$(PYTHON) scripts/compare_references.py $(TINY_REFS) $$tmp/refs; \
+	fi
+
+# Float16 weights in memory on a model that really rounds (the tiny model's
+# float32 twin), against its own float16 reference set and the float32 one.
+verify-f16:
+	@if ! $(PYTHON) -c 'import torch, numpy' 2>/dev/null; then \
+		echo "verify-f16: SKIPPED, $(PYTHON) has no torch/numpy (apt-get install python3-torch python3-numpy libopenblas0-pthread)"; \
+	else \
+		PYTHON=$(PYTHON) GO=$(GO) bash scripts/verify_float16.sh; \
 	fi
 
 .PHONY: loadtest test-browser

@@ -37,6 +37,10 @@ func Dump(ctx context.Context, m *model.Model, src *references.Set, out string, 
 		Sampling:      src.Manifest.Sampling,
 	}
 	man.Model.Path, man.Model.WeightsSHA256, man.Model.WeightsDType = m.Dir, sha, m.WeightsDType
+	man.Model.MatricesHeldAs = ""
+	if m.Float16 {
+		man.Model.MatricesHeldAs = references.Float16
+	}
 	d := dumper{m: m, src: src, w: w, man: &man, opt: opt}
 	for _, c := range src.Manifest.Cases {
 		progress(opt, "dump: case %s (%d tokens)", c.ID, len(c.Tokens))

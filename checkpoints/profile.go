@@ -36,8 +36,8 @@ type Profile struct {
 // tolerance is about 1.5x the largest drift measured on the tiny model
 // (rtol fixed, atol the rest; docs/gguf.md has the tables and how they
 // were made): Q8_0 against the committed F16 references, F16 against
-// references dumped from an F32 copy of the tiny model, since F16 from the
-// committed F16 weights is lossless. The tiny model's weight scales are
+// references of F32 copies of the tiny model (make verify-f16 keeps one
+// of them checked), since F16 from the committed F16 weights is lossless. The tiny model's weight scales are
 // deliberately large, so real checkpoints drift less.
 //
 // What a profile still catches (docs/gguf.md): at both, the structural
@@ -61,8 +61,8 @@ var profiles = map[string]Profile{
 	"F16": {
 		Name: "f16",
 		Tolerances: map[int]Tolerance{
-			1: {0.02, 0.002}, 2: {0.013, 0.002}, 3: {0.035, 0.002}, 4: {0.035, 0.002}, 5: {0.008, 0.002},
-			6: {0.05, 0.002}, 7: {0.045, 0.002}, 8: {0.045, 0.002}, 9: {0.035, 0.002},
+			1: {0.03, 0.002}, 2: {0.024, 0.002}, 3: {0.035, 0.002}, 4: {0.072, 0.002}, 5: {0.012, 0.002},
+			6: {0.054, 0.002}, 7: {0.056, 0.002}, 8: {0.045, 0.002}, 9: {0.035, 0.002},
 		},
 		Loglikelihood:      Tolerance{Atol: 0.02},
 		ExactInformational: true,

@@ -25,6 +25,7 @@ func TestProfileFor(t *testing.T) {
 		{"F32", "F32", ""},
 		{"F32", "BF16", ""},
 		{"F16", "F32", "f16"},
+		{"F16+F32", "F32", "f16"},     // an F32 file with float16 matrices in memory
 		{"F16+F32", "F16+F32", "f16"}, // mixed: judged conservatively
 		{"BF16", "F16", "bf16"},
 		{"F32+Q8_0", "F16", "q8_0"},

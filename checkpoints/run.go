@@ -35,6 +35,9 @@ type Report struct {
 	NotImplemented []int             `json:"not_implemented,omitempty"`
 	Profile        *Profile          `json:"profile,omitempty"`       // nil: default tolerances
 	WeightsMatch   string            `json:"weights_match,omitempty"` // how the set was matched to the model
+	// HeldAs is "float16" when the model's matrices are held as float16
+	// (model.LoadOptions.Float16), empty for float32.
+	HeldAs string `json:"matrices_held_as,omitempty"`
 }
 
 // Run compares the model's captured tensors with every selected tensor of
@@ -45,8 +48,10 @@ func Run(ctx context.Context, m *model.Model, set *references.Set, opt Options) 
 	if err != nil {
 		return nil, err
 	}
-	if opt.Profile == nil {
-		opt.Profile = ProfileFor(m.WeightsDType, set.Manifest.Model.WeightsDType)
+	if opt.Profile == nil && set.Manifest.Model.MatricesHeldAs == "" {
+		// A set made with float16 matrices, against a model holding them
+		// so, compares identical weights: the defaults apply.
+		opt.Profile = ProfileFor(m.PrecisionDType(), set.Manifest.Model.WeightsDType)
 	}
 	if opt.Checkpoints == nil {
 		opt.Checkpoints, _ = ParseSelection("")
@@ -55,6 +60,9 @@ func Run(ctx context.Context, m *model.Model, set *references.Set, opt Options) 
 		return nil, fmt.Errorf("--layer %d: the model has layers 0..%d", *l, m.Config.NLayer-1)
 	}
 	rep := &Report{Model: m.Dir, References: set.Dir, Overrides: opt.Overrides, Budget: opt.Budget, Profile: opt.Profile, WeightsMatch: match}
+	if m.Float16 {
+		rep.HeldAs = references.Float16
+	}
 	if m.Format == model.FormatGGUF {
 		rep.Model = m.WeightsPath
 	}
@@ -153,6 +161,10 @@ const matchedByFile = "weights file sha256"
 // (model.KeySourceSHA256). The checkpoints, not this match, then prove the
 // conversion right.
 func checkCompatible(m *model.Model, set *references.Set) (string, error) {
+	if set.Manifest.Model.MatricesHeldAs == references.Float16 && !m.Float16 {
+		return "", fmt.Errorf("%s was made with the weight matrices rounded to float16; load the model the same way (--weight-dtype f16): %w",
+			set.Dir, references.ErrWeightsMismatch)
+	}
 	match := matchedByFile
 	if err := set.CheckWeights(m.WeightsPath); err != nil {
 		want := set.Manifest.Model.WeightsSHA256

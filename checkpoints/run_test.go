@@ -208,3 +208,31 @@ func TestExactCheckpointsCatchTampering(t *testing.T) {
 		})
 	}
 }
+
+// A set made with float16 matrices (dump --weight-dtype f16) is the
+// reference of a model holding them so, at the default tolerances; a
+// float32-held model is refused. The tiny model is an F16 file, so its
+// committed set, marked, is such a set.
+func TestFloat16ReferenceSet(t *testing.T) {
+	dir := fixture.CopyDir(t, fixture.TinyReferences())
+	fixture.EditJSON(t, filepath.Join(dir, "manifest.json"), func(m map[string]any) {
+		m["model"].(map[string]any)["matrices_held_as"] = "float16"
+	})
+	set, err := references.Open(dir)
+	require.NoError(t, err)
+	sel := Options{Checkpoints: Selection{7: true, 9: true}}
+	for _, f16 := range []bool{false, true} {
+		m, err := model.LoadWith(fixture.TinyModel(), model.LoadOptions{Float16: f16})
+		require.NoError(t, err)
+		rep, err := Run(context.Background(), m, set, sel)
+		if !f16 {
+			require.ErrorIs(t, err, references.ErrWeightsMismatch)
+			require.ErrorContains(t, err, "--weight-dtype f16")
+			continue
+		}
+		require.NoError(t, err)
+		require.True(t, rep.Passed, rep.Verdict())
+		require.Nil(t, rep.Profile)
+		require.Equal(t, references.Float16, rep.HeldAs)
+	}
+}

@@ -62,6 +62,9 @@ func (r *Report) settingLines() []string {
 	if r.WeightsMatch != "" && r.WeightsMatch != matchedByFile {
 		lines = append(lines, "weights:    "+r.WeightsMatch)
 	}
+	if r.HeldAs != "" {
+		lines = append(lines, "weights:    matrices held as "+r.HeldAs)
+	}
 	if p := r.Profile; p != nil {
 		exact := ""
 		if p.ExactInformational {

@@ -62,10 +62,11 @@ func (m *Model) forward(ctx context.Context, spans []span, tokens []int, probe P
 	}
 
 	x := make([]float32, R*C)
+	embBuf := make([]float32, C)
 	for _, s := range spans {
 		for t := 0; t < s.T; t++ {
 			tok, r := tokens[s.row+t], s.row+t
-			row, we, pe := x[r*C:(r+1)*C], m.wte[tok*C:(tok+1)*C], m.wpe[(s.off+t)*C:(s.off+t+1)*C]
+			row, we, pe := x[r*C:(r+1)*C], m.wte.row(embBuf, tok, C), m.wpe[(s.off+t)*C:(s.off+t+1)*C]
 			for i := range row {
 				row[i] = we[i] + pe[i]
 			}

@@ -42,7 +42,7 @@ type ggufParam struct {
 	name       string
 	shape      []int
 	transposed bool
-	dst        *[]float32
+	dst        slot
 }
 
 // dims is the tensor's GGUF ne: the stored row-major shape, reversed.
@@ -65,30 +65,30 @@ func (m *Model) ggufParams() []ggufParam {
 	c := m.Config
 	C, I, V, P := c.NEmbd, c.NInner, c.VocabSize, c.NPositions
 	ps := []ggufParam{
-		{"token_embd.weight", []int{V, C}, false, &m.wte},
-		{"position_embd.weight", []int{P, C}, false, &m.wpe},
+		{"token_embd.weight", []int{V, C}, false, mat(&m.wte)},
+		{"position_embd.weight", []int{P, C}, false, vec(&m.wpe)},
 	}
 	for i := range m.h {
 		b := &m.h[i]
 		p := fmt.Sprintf("blk.%d.", i)
 		ps = append(ps,
-			ggufParam{p + "attn_norm.weight", []int{C}, false, &b.ln1W},
-			ggufParam{p + "attn_norm.bias", []int{C}, false, &b.ln1B},
-			ggufParam{p + "attn_qkv.weight", []int{C, 3 * C}, true, &b.attnW},
-			ggufParam{p + "attn_qkv.bias", []int{3 * C}, false, &b.attnB},
-			ggufParam{p + "attn_output.weight", []int{C, C}, true, &b.projW},
-			ggufParam{p + "attn_output.bias", []int{C}, false, &b.projB},
-			ggufParam{p + "ffn_norm.weight", []int{C}, false, &b.ln2W},
-			ggufParam{p + "ffn_norm.bias", []int{C}, false, &b.ln2B},
-			ggufParam{p + "ffn_up.weight", []int{C, I}, true, &b.fcW},
-			ggufParam{p + "ffn_up.bias", []int{I}, false, &b.fcB},
-			ggufParam{p + "ffn_down.weight", []int{I, C}, true, &b.mlpW},
-			ggufParam{p + "ffn_down.bias", []int{C}, false, &b.mlpB},
+			ggufParam{p + "attn_norm.weight", []int{C}, false, vec(&b.ln1W)},
+			ggufParam{p + "attn_norm.bias", []int{C}, false, vec(&b.ln1B)},
+			ggufParam{p + "attn_qkv.weight", []int{C, 3 * C}, true, mat(&b.attnW)},
+			ggufParam{p + "attn_qkv.bias", []int{3 * C}, false, vec(&b.attnB)},
+			ggufParam{p + "attn_output.weight", []int{C, C}, true, mat(&b.projW)},
+			ggufParam{p + "attn_output.bias", []int{C}, false, vec(&b.projB)},
+			ggufParam{p + "ffn_norm.weight", []int{C}, false, vec(&b.ln2W)},
+			ggufParam{p + "ffn_norm.bias", []int{C}, false, vec(&b.ln2B)},
+			ggufParam{p + "ffn_up.weight", []int{C, I}, true, mat(&b.fcW)},
+			ggufParam{p + "ffn_up.bias", []int{I}, false, vec(&b.fcB)},
+			ggufParam{p + "ffn_down.weight", []int{I, C}, true, mat(&b.mlpW)},
+			ggufParam{p + "ffn_down.bias", []int{C}, false, vec(&b.mlpB)},
 		)
 	}
 	return append(ps,
-		ggufParam{"output_norm.weight", []int{C}, false, &m.lnfW},
-		ggufParam{"output_norm.bias", []int{C}, false, &m.lnfB},
+		ggufParam{"output_norm.weight", []int{C}, false, vec(&m.lnfW)},
+		ggufParam{"output_norm.bias", []int{C}, false, vec(&m.lnfB)},
 	)
 }
 

@@ -16,12 +16,12 @@ import (
 // loadGGUF reads a GPT-2 GGUF file through a memory map. Every parameter
 // is converted to a fresh float32 slice (Q8_0 is dequantised here, on
 // load), so the map is released before returning.
-func loadGGUF(path string) (*Model, error) {
+func loadGGUF(path string, opt LoadOptions) (*Model, error) {
 	data, unmap, err := mapFile(path)
 	if err != nil {
 		return nil, err
 	}
-	m, err := loadGGUFBytes(data)
+	m, err := loadGGUFBytes(data, opt)
 	if uerr := unmap(); uerr != nil && err == nil {
 		err = fmt.Errorf("unmapping %s: %w", path, uerr)
 	}
@@ -34,7 +34,7 @@ func loadGGUF(path string) (*Model, error) {
 
 // loadGGUFBytes builds a model from a complete GGUF image; nothing it
 // returns aliases data.
-func loadGGUFBytes(data []byte) (*Model, error) {
+func loadGGUFBytes(data []byte, opt LoadOptions) (*Model, error) {
 	f, err := gguf.ReadBytes(data)
 	if err != nil {
 		return nil, err
@@ -43,7 +43,7 @@ func loadGGUFBytes(data []byte) (*Model, error) {
 	if err != nil {
 		return nil, err
 	}
-	m := &Model{Config: cfg, h: make([]block, cfg.NLayer), faultLayer: -1, Format: FormatGGUF}
+	m := &Model{Config: cfg, h: make([]block, cfg.NLayer), faultLayer: -1, Format: FormatGGUF, Float16: opt.Float16}
 	params := m.ggufParams()
 	known := map[string]bool{ggufOutput: true}
 	for _, p := range params {
@@ -67,11 +67,13 @@ func loadGGUFBytes(data []byte) (*Model, error) {
 		if p.transposed {
 			vals = transpose(vals, p.shape[1], p.shape[0])
 		}
-		*p.dst = vals
+		if err := p.dst.store(m, vals, t.Type.String()); err != nil {
+			return nil, fmt.Errorf("tensor %q: %w", p.name, err)
+		}
 		types[t.Type.String()] = true
 	}
 	if t, ok := f.Tensor(ggufOutput); ok {
-		if err := checkTiedGGUF(f, t, m.wte, params[0].dims()); err != nil {
+		if err := checkTiedGGUF(f, t, m.wte.float32s(), params[0].dims()); err != nil {
 			return nil, err
 		}
 	}

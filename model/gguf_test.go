@@ -41,13 +41,13 @@ func logitsOf(t testing.TB, m *Model, tokens []int) []float32 {
 // not the other, or dims read in the wrong order, cannot go unnoticed.
 func TestGGUFRoundTripF32(t *testing.T) {
 	m, _ := testModel(t)
-	g, err := loadGGUFBytes(ggufImage(t, m, gguf.GGMLTypeF32, nil))
+	g, err := loadGGUFBytes(ggufImage(t, m, gguf.GGMLTypeF32, nil), LoadOptions{})
 	require.NoError(t, err)
 	assert.Equal(t, m.Config, g.Config)
 	assert.Equal(t, "F32", g.WeightsDType)
 	assert.Equal(t, FormatGGUF, g.Format)
 	for i, p := range m.ggufParams() {
-		assert.Equal(t, *p.dst, *g.ggufParams()[i].dst, p.name)
+		assert.Equal(t, p.dst.float32s(), g.ggufParams()[i].dst.float32s(), p.name)
 	}
 	toks := testTokens(9, 5)
 	assert.Equal(t, logitsOf(t, m, toks), logitsOf(t, g, toks))
@@ -103,12 +103,12 @@ func TestGGUFLowerPrecision(t *testing.T) {
 		img := ggufImage(t, m, c.typ, nil)
 		f, err := gguf.ReadBytes(img)
 		require.NoError(t, err)
-		g, err := loadGGUFBytes(img)
+		g, err := loadGGUFBytes(img, LoadOptions{})
 		require.NoError(t, err, c.typ.String())
 		assert.Equal(t, c.dtype, g.WeightsDType)
 		for i, p := range m.ggufParams() {
 			ti, _ := f.Tensor(p.name)
-			want, got := *p.dst, *g.ggufParams()[i].dst
+			want, got := p.dst.float32s(), g.ggufParams()[i].dst.float32s()
 			switch {
 			case len(p.shape) == 1 || p.name == "position_embd.weight":
 				assert.Equal(t, gguf.GGMLTypeF32, ti.Type, p.name)
@@ -238,7 +238,7 @@ func TestLoadGGUFBadInputs(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			_, err := loadGGUFBytes(ggufImage(t, m, gguf.GGMLTypeF32, c.edit))
+			_, err := loadGGUFBytes(ggufImage(t, m, gguf.GGMLTypeF32, c.edit), LoadOptions{})
 			require.Error(t, err)
 			assert.Contains(t, err.Error(), c.want)
 		})
@@ -267,7 +267,7 @@ func TestLoadGGUFBadInputs(t *testing.T) {
 		{"unknown tensor type", patch(typeOff, 99), `tensor "output_norm.bias": type GGMLType(99) is not supported`},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			_, err := loadGGUFBytes(c.img)
+			_, err := loadGGUFBytes(c.img, LoadOptions{})
 			require.Error(t, err)
 			assert.Contains(t, err.Error(), c.want)
 		})
@@ -283,7 +283,7 @@ func TestLoadGGUFTiedOutput(t *testing.T) {
 		out.Name = "output.weight"
 		return kv, append(ts, out)
 	})
-	g, err := loadGGUFBytes(img)
+	g, err := loadGGUFBytes(img, LoadOptions{})
 	require.NoError(t, err)
 	assert.Equal(t, m.WeightsBytes(), g.WeightsBytes())
 }
@@ -293,18 +293,18 @@ func FuzzLoadGGUF(f *testing.F) {
 	cfg := testCfg
 	cfg.NEmbd, cfg.NHead, cfg.NInner, cfg.VocabSize, cfg.NPositions, cfg.NLayer = 32, 2, 32, 5, 4, 1
 	w := randomWeights(cfg, 7)
-	m, err := loadWeights(cfg, encodeSafetensors(f, w.tensors("")))
+	m, err := loadWeights(cfg, encodeSafetensors(f, w.tensors("")), LoadOptions{})
 	require.NoError(f, err)
 	for _, typ := range []gguf.GGMLType{gguf.GGMLTypeF32, gguf.GGMLTypeF16, gguf.GGMLTypeQ8_0} {
 		f.Add(ggufImage(f, m, typ, nil))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		g, err := loadGGUFBytes(data)
+		g, err := loadGGUFBytes(data, LoadOptions{})
 		if err != nil {
 			return
 		}
-		if int64(len(g.wte)) > int64(len(data)) {
-			t.Fatalf("embedding of %d floats from a %d-byte file", len(g.wte), len(data))
+		if int64(g.wte.len()) > int64(len(data)) {
+			t.Fatalf("embedding of %d floats from a %d-byte file", g.wte.len(), len(data))
 		}
 	})
 }

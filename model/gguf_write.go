@@ -53,7 +53,7 @@ func (m *Model) GGUF(typ gguf.GGMLType) ([]gguf.KV, []gguf.TensorData, error) {
 				t = gguf.GGMLTypeF16
 			}
 		}
-		vals := *p.dst
+		vals := p.dst.float32s()
 		if p.transposed {
 			vals = transpose(vals, p.shape[0], p.shape[1])
 		}

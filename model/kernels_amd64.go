@@ -26,6 +26,21 @@ func gemm4x24AVX2(c *float32, ldcb int, a *float32, ldab int, b *float32, ldbb i
 //go:noescape
 func gemm4x48AVX512(c *float32, ldcb int, a *float32, ldab int, b *float32, ldbb int, k int)
 
+//go:noescape
+func widenF16AVX512(dst *float32, lddb int, src *uint16, ldsb int, rows, n int)
+
+//go:noescape
+func widenF16F16C(dst *float32, lddb int, src *uint16, ldsb int, rows, n int)
+
+//go:noescape
+func axpyPanelF16AVX2(y *float32, ldyb int, x *float32, ldxb int, w *uint16, ldwb int, n, m, k int)
+
+//go:noescape
+func dotPanelF16AVX2(h *float32, ldhb int, m int, w *uint16, ldwb int, n int, out *float32, ldob int)
+
+// useF16C says whether float16 weights are widened by VCVTPH2PS.
+var useF16C = useAVX2 && cpu.X86.HasF16C
+
 // useAVX512 selects the 512-bit tile kernel for prefill (LLORCH_KERNELS=avx2
 // keeps the 256-bit one, to compare).
 var useAVX512 = useAVX2 && cpu.X86.HasAVX512F && os.Getenv("LLORCH_KERNELS") != "avx2"
@@ -120,6 +135,79 @@ func gemmTiles(c []float32, ldc int, a []float32, lda int, b []float32, ldb int,
 	for j := 0; j < n24; j += 24 {
 		for i := 0; i < m4; i += 4 {
 			gemm4x24AVX2(&c[i*ldc+j], ldc*4, &a[i*lda], lda*4, &b[j], ldb*4, k)
+		}
+	}
+}
+
+// widenBlock: dst[r*n+j] = float32(src[r*lds+j]) for r < rows, j < n. The
+// assembly takes the largest multiple of its vector width; the rest of each
+// row goes to the generic code.
+func widenBlock(dst []float32, src []uint16, lds, rows, n int) {
+	if !useF16C || rows == 0 || n == 0 {
+		widenBlockGeneric(dst, src, lds, rows, n)
+		return
+	}
+	nv := n &^ 15
+	if useAVX512 {
+		nv = n &^ 31
+	}
+	if nv > 0 {
+		_ = dst[(rows-1)*n+nv-1]
+		_ = src[(rows-1)*lds+nv-1]
+		if useAVX512 {
+			widenF16AVX512(unsafe.SliceData(dst), n*4, unsafe.SliceData(src), lds*2, rows, nv)
+		} else {
+			widenF16F16C(unsafe.SliceData(dst), n*4, unsafe.SliceData(src), lds*2, rows, nv)
+		}
+	}
+	if nv < n {
+		for r := 0; r < rows; r++ {
+			widenBlockGeneric(dst[r*n+nv:r*n+n], src[r*lds+nv:], lds, 1, n-nv)
+		}
+	}
+}
+
+// axpyPanel16 is axpyPanel with float16 weights, widened in the kernel
+// (VCVTPH2PS); the edges are widened first and go to the float32 code.
+func axpyPanel16(y []float32, ldy int, x []float32, ldx int, w []uint16, ldw int, n, m, k int) {
+	if !useF16C || m == 0 {
+		axpyPanelWidened(y, ldy, x, ldx, w, ldw, n, m, k)
+		return
+	}
+	n16, k4 := n&^15, k&^3
+	if n16 > 0 && k4 > 0 {
+		_ = y[(m-1)*ldy+n16-1]
+		_ = x[(m-1)*ldx+k4-1]
+		_ = w[(k4-1)*ldw+n16-1]
+		axpyPanelF16AVX2(unsafe.SliceData(y), ldy*4, unsafe.SliceData(x), ldx*4, unsafe.SliceData(w), ldw*2, n16, m, k4)
+	}
+	if k4 < k && n16 > 0 {
+		axpyPanelWidened(y, ldy, x[k4:], ldx, w[k4*ldw:], ldw, n16, m, k-k4)
+	}
+	if n16 < n {
+		axpyPanelWidened(y[n16:], ldy, x, ldx, w[n16:], ldw, n-n16, m, k)
+	}
+}
+
+// dotPanel16 is dotPanel with 4 float16 weight rows, widened in the kernel.
+func dotPanel16(h []float32, ldh, m int, w []uint16, ldw, n int, out []float32, ldo int) {
+	if !useF16C || m == 0 {
+		dotPanelWidened(h, ldh, m, w, ldw, n, out, ldo)
+		return
+	}
+	n16 := n &^ 15
+	_ = h[(m-1)*ldh+n-1]
+	_ = w[3*ldw+n-1]
+	_ = out[(m-1)*ldo+3]
+	dotPanelF16AVX2(unsafe.SliceData(h), ldh*4, m, unsafe.SliceData(w), ldw*2, n16, unsafe.SliceData(out), ldo*4)
+	if n16 < n {
+		rest := make([]float32, 4*(n-n16))
+		widenBlock(rest, w[n16:], ldw, 4, n-n16)
+		for i := 0; i < m; i++ {
+			hi := h[i*ldh+n16 : i*ldh+n]
+			for r := 0; r < 4; r++ {
+				out[i*ldo+r] += dotGeneric(hi, rest[r*(n-n16):(r+1)*(n-n16)])
+			}
 		}
 	}
 }

@@ -288,3 +288,222 @@ gemm512loop:
 	VMOVUPS Z11, 128(R13)(DX*1)
 	VZEROUPPER
 	RET
+
+// func widenF16AVX512(dst *float32, lddb int, src *uint16, ldsb int, rows, n int)
+//
+// dst[r,0:n] = float32(src[r,0:n]) for r < rows (strides in bytes; n a
+// multiple of 32). VCVTPH2PS is exact, subnormals and NaNs included.
+TEXT ·widenF16AVX512(SB), NOSPLIT, $0-48
+	MOVQ dst+0(FP), DI
+	MOVQ src+16(FP), SI
+	MOVQ rows+32(FP), R8
+	MOVQ n+40(FP), DX
+	SHLQ $1, DX               // bytes of src per row
+	TESTQ R8, R8
+	JZ   w512done
+	TESTQ DX, DX
+	JZ   w512done
+
+w512row:
+	XORQ CX, CX
+
+w512loop:
+	VCVTPH2PS (SI)(CX*1), Z0
+	VCVTPH2PS 32(SI)(CX*1), Z1
+	VMOVUPS   Z0, (DI)(CX*2)
+	VMOVUPS   Z1, 64(DI)(CX*2)
+	ADDQ      $64, CX
+	CMPQ      CX, DX
+	JL        w512loop
+
+	ADDQ ldsb+24(FP), SI
+	ADDQ lddb+8(FP), DI
+	DECQ R8
+	JNZ  w512row
+
+w512done:
+	VZEROUPPER
+	RET
+
+// func widenF16F16C(dst *float32, lddb int, src *uint16, ldsb int, rows, n int)
+//
+// widenF16AVX512 with 256-bit registers (F16C); n a multiple of 16.
+TEXT ·widenF16F16C(SB), NOSPLIT, $0-48
+	MOVQ dst+0(FP), DI
+	MOVQ src+16(FP), SI
+	MOVQ rows+32(FP), R8
+	MOVQ n+40(FP), DX
+	SHLQ $1, DX
+	TESTQ R8, R8
+	JZ   w256done
+	TESTQ DX, DX
+	JZ   w256done
+
+w256row:
+	XORQ CX, CX
+
+w256loop:
+	VCVTPH2PS (SI)(CX*1), Y0
+	VCVTPH2PS 16(SI)(CX*1), Y1
+	VMOVUPS   Y0, (DI)(CX*2)
+	VMOVUPS   Y1, 32(DI)(CX*2)
+	ADDQ      $32, CX
+	CMPQ      CX, DX
+	JL        w256loop
+
+	ADDQ ldsb+24(FP), SI
+	ADDQ lddb+8(FP), DI
+	DECQ R8
+	JNZ  w256row
+
+w256done:
+	VZEROUPPER
+	RET
+
+// func axpyPanelF16AVX2(y *float32, ldyb int, x *float32, ldxb int, w *uint16, ldwb int, n, m, k int)
+//
+// axpyPanelAVX2 with float16 weights, widened by VCVTPH2PS as they are
+// loaded: the same FMAs in the same order, so the same bits as float32
+// weights of the same values, from half the memory traffic.
+TEXT ·axpyPanelF16AVX2(SB), NOSPLIT, $0-72
+	MOVQ y+0(FP), DI
+	MOVQ x+16(FP), SI
+	MOVQ w+32(FP), R8
+	MOVQ n+48(FP), DX
+	SHLQ $1, DX               // bytes of float16 per weight row segment
+	JZ   hdone
+	MOVQ k+64(FP), AX
+	SHRQ $2, AX
+	JZ   hdone
+
+hkblock:
+	MOVQ ldwb+40(FP), BX
+	LEAQ (R8)(BX*1), R9
+	LEAQ (R8)(BX*2), R10
+	LEAQ (R9)(BX*2), R11
+	MOVQ DI, BX
+	MOVQ SI, R12
+	MOVQ m+56(FP), R13
+
+hmrow:
+	VBROADCASTSS 0(R12), Y0
+	VBROADCASTSS 4(R12), Y1
+	VBROADCASTSS 8(R12), Y2
+	VBROADCASTSS 12(R12), Y3
+	XORQ         CX, CX
+
+hloop16:
+	VMOVUPS     (BX)(CX*2), Y4
+	VMOVUPS     32(BX)(CX*2), Y5
+	VCVTPH2PS   (R8)(CX*1), Y6
+	VCVTPH2PS   16(R8)(CX*1), Y7
+	VFMADD231PS Y6, Y0, Y4
+	VFMADD231PS Y7, Y0, Y5
+	VCVTPH2PS   (R9)(CX*1), Y8
+	VCVTPH2PS   16(R9)(CX*1), Y9
+	VFMADD231PS Y8, Y1, Y4
+	VFMADD231PS Y9, Y1, Y5
+	VCVTPH2PS   (R10)(CX*1), Y6
+	VCVTPH2PS   16(R10)(CX*1), Y7
+	VFMADD231PS Y6, Y2, Y4
+	VFMADD231PS Y7, Y2, Y5
+	VCVTPH2PS   (R11)(CX*1), Y8
+	VCVTPH2PS   16(R11)(CX*1), Y9
+	VFMADD231PS Y8, Y3, Y4
+	VFMADD231PS Y9, Y3, Y5
+	VMOVUPS     Y4, (BX)(CX*2)
+	VMOVUPS     Y5, 32(BX)(CX*2)
+	ADDQ        $32, CX
+	CMPQ        CX, DX
+	JL          hloop16
+
+	ADDQ ldyb+8(FP), BX
+	ADDQ ldxb+24(FP), R12
+	DECQ R13
+	JNZ  hmrow
+
+	ADDQ $16, SI
+	MOVQ ldwb+40(FP), BX
+	SHLQ $2, BX
+	ADDQ BX, R8
+	DECQ AX
+	JNZ  hkblock
+
+hdone:
+	VZEROUPPER
+	RET
+
+// func dotPanelF16AVX2(h *float32, ldhb int, m int, w *uint16, ldwb int, n int, out *float32, ldob int)
+//
+// dotPanelAVX2 with float16 weight rows widened as they are loaded; same
+// accumulators, same order, same bits.
+TEXT ·dotPanelF16AVX2(SB), NOSPLIT, $0-64
+	MOVQ h+0(FP), SI
+	MOVQ w+24(FP), R8
+	MOVQ ldwb+32(FP), BX
+	LEAQ (R8)(BX*1), R9
+	LEAQ (R8)(BX*2), R10
+	LEAQ (R9)(BX*2), R11
+	MOVQ n+40(FP), DX
+	SHLQ $1, DX
+	MOVQ out+48(FP), DI
+	MOVQ m+16(FP), R13
+	TESTQ R13, R13
+	JZ   hdotdone
+
+hdotrow:
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	VXORPS Y4, Y4, Y4
+	VXORPS Y5, Y5, Y5
+	VXORPS Y6, Y6, Y6
+	VXORPS Y7, Y7, Y7
+	XORQ   CX, CX
+	TESTQ  DX, DX
+	JZ     hdotsum
+
+hdotloop:
+	VMOVUPS     (SI)(CX*2), Y8
+	VMOVUPS     32(SI)(CX*2), Y9
+	VCVTPH2PS   (R8)(CX*1), Y10
+	VCVTPH2PS   16(R8)(CX*1), Y11
+	VCVTPH2PS   (R9)(CX*1), Y12
+	VCVTPH2PS   16(R9)(CX*1), Y13
+	VFMADD231PS Y10, Y8, Y0
+	VFMADD231PS Y11, Y9, Y1
+	VFMADD231PS Y12, Y8, Y2
+	VFMADD231PS Y13, Y9, Y3
+	VCVTPH2PS   (R10)(CX*1), Y10
+	VCVTPH2PS   16(R10)(CX*1), Y11
+	VCVTPH2PS   (R11)(CX*1), Y12
+	VCVTPH2PS   16(R11)(CX*1), Y13
+	VFMADD231PS Y10, Y8, Y4
+	VFMADD231PS Y11, Y9, Y5
+	VFMADD231PS Y12, Y8, Y6
+	VFMADD231PS Y13, Y9, Y7
+	ADDQ        $32, CX
+	CMPQ        CX, DX
+	JL          hdotloop
+
+hdotsum:
+	VADDPS       Y1, Y0, Y0
+	VADDPS       Y3, Y2, Y2
+	VADDPS       Y5, Y4, Y4
+	VADDPS       Y7, Y6, Y6
+	VHADDPS      Y2, Y0, Y0
+	VHADDPS      Y6, Y4, Y4
+	VHADDPS      Y4, Y0, Y0
+	VEXTRACTF128 $1, Y0, X1
+	VADDPS       X1, X0, X0
+	VMOVUPS      X0, (DI)
+
+	ADDQ ldhb+8(FP), SI
+	ADDQ ldob+56(FP), DI
+	DECQ R13
+	JNZ  hdotrow
+
+hdotdone:
+	VZEROUPPER
+	RET

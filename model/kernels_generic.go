@@ -23,3 +23,15 @@ func tileWidth() int { return 24 }
 func gemmTiles(c []float32, ldc int, a []float32, lda int, b []float32, ldb int, m4, n24, k int) {
 	panic("gemmTiles: no tile kernel in this build")
 }
+
+func widenBlock(dst []float32, src []uint16, lds, rows, n int) {
+	widenBlockGeneric(dst, src, lds, rows, n)
+}
+
+func axpyPanel16(y []float32, ldy int, x []float32, ldx int, w []uint16, ldw int, n, m, k int) {
+	axpyPanelWidened(y, ldy, x, ldx, w, ldw, n, m, k)
+}
+
+func dotPanel16(h []float32, ldh, m int, w []uint16, ldw, n int, out []float32, ldo int) {
+	dotPanelWidened(h, ldh, m, w, ldw, n, out, ldo)
+}

@@ -45,7 +45,7 @@ func TestMatmulAcc(t *testing.T) {
 					want[i*N+j] = acc
 				}
 			}
-			matmulAcc(dst, x, w, M, K, N)
+			matmulAcc(dst, x, matrix{f32: w}, M, K, N)
 			for i := range want {
 				closeTo(t, dst[i], want[i], K, fmt.Sprintf("element %d", i))
 			}
@@ -110,7 +110,7 @@ func TestDotPanel(t *testing.T) {
 func TestLMHeadOddVocab(t *testing.T) {
 	r := rand.New(rand.NewPCG(7, 8))
 	const V, C, R = 4099, 40, 3
-	m := &Model{Config: Config{VocabSize: V, NEmbd: C}, wte: randSlice(r, V*C)}
+	m := &Model{Config: Config{VocabSize: V, NEmbd: C}, wte: matrix{f32: randSlice(r, V*C)}}
 	x := randSlice(r, R*C)
 	logits := make([]float32, R*V)
 	m.lmHead(logits, x, R)
@@ -118,7 +118,7 @@ func TestLMHeadOddVocab(t *testing.T) {
 		for v := 0; v < V; v++ {
 			var want float64
 			for c := 0; c < C; c++ {
-				want += float64(x[i*C+c]) * float64(m.wte[v*C+c])
+				want += float64(x[i*C+c]) * float64(m.wte.f32[v*C+c])
 			}
 			closeTo(t, logits[i*V+v], want, C, fmt.Sprintf("logit [%d,%d]", i, v))
 		}
@@ -130,7 +130,7 @@ func BenchmarkMatmulDecode(b *testing.B) {
 	const K, N = 768, 3072
 	x, w, dst := randSlice(r, K), randSlice(r, K*N), make([]float32, N)
 	for b.Loop() {
-		matmulAcc(dst, x, w, 1, K, N)
+		matmulAcc(dst, x, matrix{f32: w}, 1, K, N)
 	}
 	b.ReportMetric(float64(K*N*4)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GB/s")
 }
@@ -140,7 +140,7 @@ func BenchmarkMatmulPrefill(b *testing.B) {
 	const M, K, N = 128, 768, 3072
 	x, w, dst := randSlice(r, M*K), randSlice(r, K*N), make([]float32, M*N)
 	for b.Loop() {
-		matmulAcc(dst, x, w, M, K, N)
+		matmulAcc(dst, x, matrix{f32: w}, M, K, N)
 	}
 	b.ReportMetric(2*float64(M*K*N)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
 }

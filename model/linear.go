@@ -7,9 +7,9 @@ import (
 
 // conv1D computes dst[T,out] = x[T,in]·W[in,out] + bias, HF's Conv1D with
 // its weight in stored [in,out] layout. transW applies Wᵀ instead (only for
-// FaultTransposedProj, where W is square; gonum serves that path, as
-// speed does not matter there).
-func conv1D(dst, x, w, bias []float32, T, in, out int, transW bool) {
+// FaultTransposedProj, where W is square; gonum serves that path, on a
+// float32 copy of float16 weights, as speed does not matter there).
+func conv1D(dst, x []float32, w matrix, bias []float32, T, in, out int, transW bool) {
 	for r := 0; r < T; r++ {
 		copy(dst[r*out:(r+1)*out], bias)
 	}
@@ -19,7 +19,7 @@ func conv1D(dst, x, w, bias []float32, T, in, out int, transW bool) {
 	}
 	blas32.Gemm(blas.NoTrans, blas.Trans, 1,
 		blas32.General{Rows: T, Cols: in, Stride: in, Data: x},
-		blas32.General{Rows: in, Cols: out, Stride: out, Data: w},
+		blas32.General{Rows: in, Cols: out, Stride: out, Data: w.float32s()},
 		1,
 		blas32.General{Rows: T, Cols: out, Stride: out, Data: dst})
 }

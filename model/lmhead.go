@@ -18,8 +18,26 @@ func (m *Model) lmHead(logits, x []float32, R int) {
 	})
 }
 
-// lmHeadRows fills logits[:, v0:v1].
-func lmHeadRows(logits, x, wte []float32, R, C, V, v0, v1 int) {
+// lmHeadRows fills logits[:, v0:v1]. Float16 rows go to dotPanel's
+// float16 twin, which gives the same bits as float32 rows of the same
+// values.
+func lmHeadRows(logits, x []float32, wte matrix, R, C, V, v0, v1 int) {
+	if wte.f16 == nil {
+		lmHeadRows32(logits, x, wte.f32, R, C, V, v0, v1)
+		return
+	}
+	v := v0
+	for ; v+4 <= v1; v += 4 {
+		dotPanel16(x, C, R, wte.f16[v*C:], C, C, logits[v:], V)
+	}
+	if v < v1 {
+		rows := wte.float32sOfRows(v, v1, C)
+		lmHeadRows32(logits[v:], x, rows, R, C, V, 0, v1-v)
+	}
+}
+
+// lmHeadRows32 fills logits[:, v0:v1] from float32 rows wte[v0:v1].
+func lmHeadRows32(logits, x, wte []float32, R, C, V, v0, v1 int) {
 	v := v0
 	for ; v+4 <= v1; v += 4 {
 		dotPanel(x, C, R, wte[v*C:], C, C, logits[v:], V)

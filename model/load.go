@@ -19,12 +19,26 @@ import (
 // regular file, or a missing path ending in .gguf, is taken for GGUF, so
 // that the error names the file rather than a config.json beside it. Q8_0
 // GGUF weights are dequantised on load.
-func Load(path string) (*Model, error) {
+func Load(path string) (*Model, error) { return LoadWith(path, LoadOptions{}) }
+
+// LoadOptions choose how a loaded model is held in memory.
+type LoadOptions struct {
+	// Float16 holds the weight matrices (wte and each block's four Conv1D
+	// matrices, nearly all the bytes) as float16, which halves the memory
+	// a decode step streams; arithmetic stays float32. A float16 file's
+	// matrices are kept exactly; other types are rounded to nearest even,
+	// and a value beyond float16's range is an error. Model.PrecisionDType
+	// tells which reference sets and tolerances then apply.
+	Float16 bool
+}
+
+// LoadWith is Load with options.
+func LoadWith(path string, opt LoadOptions) (*Model, error) {
 	st, err := os.Stat(path)
 	if (err == nil && st.Mode().IsRegular()) || (err != nil && strings.HasSuffix(path, ".gguf")) {
-		return loadGGUF(path)
+		return loadGGUF(path, opt)
 	}
-	return loadHF(path)
+	return loadHF(path, opt)
 }
 
 // IsGGUF reports whether path is a regular file starting with the GGUF
@@ -43,7 +57,7 @@ func IsGGUF(path string) bool {
 	return err == nil && string(magic[:]) == gguf.Magic
 }
 
-func loadHF(dir string) (*Model, error) {
+func loadHF(dir string, opt LoadOptions) (*Model, error) {
 	cfg, err := LoadConfig(filepath.Join(dir, "config.json"))
 	if err != nil {
 		return nil, err
@@ -53,7 +67,7 @@ func loadHF(dir string) (*Model, error) {
 	if err != nil {
 		return nil, err
 	}
-	m, err := loadWeightsFrom(cfg, data, releasePages)
+	m, err := loadWeightsFrom(cfg, data, releasePages, opt)
 	if uerr := unmap(); uerr != nil && err == nil {
 		err = fmt.Errorf("unmapping %s: %w", path, uerr)
 	}
@@ -66,31 +80,31 @@ func loadHF(dir string) (*Model, error) {
 
 type expectedTensor struct {
 	shape []int
-	dst   *[]float32
+	dst   slot
 }
 
 // loadWeights converts every parameter of a file image into fresh float32
 // slices; nothing returned aliases data, so the caller may unmap it.
-func loadWeights(cfg Config, data []byte) (*Model, error) {
-	return loadWeightsFrom(cfg, data, nil)
+func loadWeights(cfg Config, data []byte, opt LoadOptions) (*Model, error) {
+	return loadWeightsFrom(cfg, data, nil, opt)
 }
 
 // loadWeightsFrom is loadWeights for data that may be a file mapping:
 // release, if not nil, is called on each converted range of data so that
 // the mapping's pages leave the resident set as the copy grows (see
 // convertTensor).
-func loadWeightsFrom(cfg Config, data []byte, release func([]byte)) (*Model, error) {
+func loadWeightsFrom(cfg Config, data []byte, release func([]byte), opt LoadOptions) (*Model, error) {
 	f, err := parseSafetensors(data)
 	if err != nil {
 		return nil, err
 	}
-	m := &Model{Config: cfg, h: make([]block, cfg.NLayer), faultLayer: -1}
+	m := &Model{Config: cfg, h: make([]block, cfg.NLayer), faultLayer: -1, Float16: opt.Float16}
 	C, I := cfg.NEmbd, cfg.NInner
 	want := map[string]expectedTensor{
-		"wte.weight":  {[]int{cfg.VocabSize, C}, &m.wte},
-		"wpe.weight":  {[]int{cfg.NPositions, C}, &m.wpe},
-		"ln_f.weight": {[]int{C}, &m.lnfW},
-		"ln_f.bias":   {[]int{C}, &m.lnfB},
+		"wte.weight":  {[]int{cfg.VocabSize, C}, mat(&m.wte)},
+		"wpe.weight":  {[]int{cfg.NPositions, C}, vec(&m.wpe)},
+		"ln_f.weight": {[]int{C}, vec(&m.lnfW)},
+		"ln_f.bias":   {[]int{C}, vec(&m.lnfB)},
 	}
 	order := []string{"wte.weight", "wpe.weight"}
 	buffers := map[string]bool{}
@@ -100,20 +114,20 @@ func loadWeightsFrom(cfg Config, data []byte, release func([]byte)) (*Model, err
 		for _, e := range []struct {
 			name  string
 			shape []int
-			dst   *[]float32
+			dst   slot
 		}{
-			{"ln_1.weight", []int{C}, &b.ln1W},
-			{"ln_1.bias", []int{C}, &b.ln1B},
-			{"attn.c_attn.weight", []int{C, 3 * C}, &b.attnW},
-			{"attn.c_attn.bias", []int{3 * C}, &b.attnB},
-			{"attn.c_proj.weight", []int{C, C}, &b.projW},
-			{"attn.c_proj.bias", []int{C}, &b.projB},
-			{"ln_2.weight", []int{C}, &b.ln2W},
-			{"ln_2.bias", []int{C}, &b.ln2B},
-			{"mlp.c_fc.weight", []int{C, I}, &b.fcW},
-			{"mlp.c_fc.bias", []int{I}, &b.fcB},
-			{"mlp.c_proj.weight", []int{I, C}, &b.mlpW},
-			{"mlp.c_proj.bias", []int{C}, &b.mlpB},
+			{"ln_1.weight", []int{C}, vec(&b.ln1W)},
+			{"ln_1.bias", []int{C}, vec(&b.ln1B)},
+			{"attn.c_attn.weight", []int{C, 3 * C}, mat(&b.attnW)},
+			{"attn.c_attn.bias", []int{3 * C}, vec(&b.attnB)},
+			{"attn.c_proj.weight", []int{C, C}, mat(&b.projW)},
+			{"attn.c_proj.bias", []int{C}, vec(&b.projB)},
+			{"ln_2.weight", []int{C}, vec(&b.ln2W)},
+			{"ln_2.bias", []int{C}, vec(&b.ln2B)},
+			{"mlp.c_fc.weight", []int{C, I}, mat(&b.fcW)},
+			{"mlp.c_fc.bias", []int{I}, vec(&b.fcB)},
+			{"mlp.c_proj.weight", []int{I, C}, mat(&b.mlpW)},
+			{"mlp.c_proj.bias", []int{C}, vec(&b.mlpB)},
 		} {
 			want[p+e.name] = expectedTensor{e.shape, e.dst}
 			order = append(order, p+e.name)
@@ -126,7 +140,8 @@ func loadWeightsFrom(cfg Config, data []byte, release func([]byte)) (*Model, err
 
 	found := map[string]string{} // canonical name -> name in the file
 	dtypes := map[string]bool{}
-	var lmHead *tensorInfo
+	var lmHead, wte *tensorInfo
+	var buf []float32 // convertTensor16's
 	for i := range f.tensors {
 		t := f.tensors[i]
 		name := strings.TrimPrefix(t.Name, "transformer.")
@@ -148,14 +163,29 @@ func loadWeightsFrom(cfg Config, data []byte, release func([]byte)) (*Model, err
 		if !slices.Equal(t.Shape, e.shape) {
 			return nil, fmt.Errorf("tensor %q: shape %v, expected %v", t.Name, t.Shape, e.shape)
 		}
-		*e.dst = convertTensor(f, t, release)
+		if name == "wte.weight" {
+			wte = &f.tensors[i]
+		}
+		switch {
+		case e.dst.mat != nil && m.Float16 && t.DType == "F16":
+			e.dst.mat.f16 = copyFloat16(f, t, release)
+		case e.dst.mat != nil && m.Float16:
+			if e.dst.mat.f16, err = convertTensor16(f, t, release, &buf); err != nil {
+				return nil, fmt.Errorf("tensor %q: %w", t.Name, err)
+			}
+			m.roundedToF16 = true
+		default:
+			if err := e.dst.store(m, convertTensor(f, t, release), t.DType); err != nil {
+				return nil, fmt.Errorf("tensor %q: %w", t.Name, err)
+			}
+		}
 		dtypes[t.DType] = true
 	}
 	// Same spelling as the reference manifests: "F16", or "F16+F32" if mixed.
 	m.WeightsDType = strings.Join(slices.Sorted(maps.Keys(dtypes)), "+")
 	var missing []string
 	for _, name := range order {
-		if *want[name].dst == nil {
+		if want[name].dst.empty() {
 			missing = append(missing, name)
 		}
 	}
@@ -163,7 +193,7 @@ func loadWeightsFrom(cfg Config, data []byte, release func([]byte)) (*Model, err
 		return nil, fmt.Errorf("missing tensor %q (%d missing in all)", missing[0], len(missing))
 	}
 	if lmHead != nil {
-		if err := checkTied(f, *lmHead, m.wte, []int{cfg.VocabSize, C}); err != nil {
+		if err := checkTied(f, *lmHead, *wte, release); err != nil {
 			return nil, err
 		}
 	}
@@ -172,22 +202,33 @@ func loadWeightsFrom(cfg Config, data []byte, release func([]byte)) (*Model, err
 
 var errUntied = errors.New("lm_head.weight differs from wte.weight; only a tied LM head is supported")
 
-// checkTied accepts an lm_head that is an exact copy of wte, comparing value
-// by value straight from the file so the copy is never materialised.
-func checkTied(f *safetensorsFile, t tensorInfo, wte []float32, shape []int) error {
-	if !slices.Equal(t.Shape, shape) {
-		return fmt.Errorf("tensor %q: shape %v, expected %v (tied to wte): %w", t.Name, t.Shape, shape, errUntied)
+// checkTied accepts an lm_head that is an exact copy of wte, comparing
+// the two tensors value by value in the file, so no copy is materialised
+// and wte's precision in memory does not matter.
+func checkTied(f *safetensorsFile, t, wte tensorInfo, release func([]byte)) error {
+	if !slices.Equal(t.Shape, wte.Shape) {
+		return fmt.Errorf("tensor %q: shape %v, expected %v (tied to wte): %w", t.Name, t.Shape, wte.Shape, errUntied)
 	}
-	raw := f.raw(t)
-	var buf [1024]float32
-	for start := 0; start < len(wte); start += len(buf) {
-		n := min(len(buf), len(wte)-start)
-		size, _ := dtypeSize(t.DType)
-		decodeInto(buf[:n], t.DType, raw[start*size:(start+n)*size])
-		for i, v := range buf[:n] {
-			if math.Float32bits(v) != math.Float32bits(wte[start+i]) {
-				return fmt.Errorf("tensor %q: element %d is %g, wte has %g: %w", t.Name, start+i, v, wte[start+i], errUntied)
+	raw, wraw := f.raw(t), f.raw(wte)
+	size, _ := dtypeSize(t.DType)
+	wsize, _ := dtypeSize(wte.DType)
+	var buf, wbuf [1024]float32
+	n := t.numel()
+	for start := 0; start < n; start += convertChunk {
+		end := min(start+convertChunk, n)
+		for i := start; i < end; i += len(buf) {
+			k := min(len(buf), end-i)
+			decodeInto(buf[:k], t.DType, raw[i*size:(i+k)*size])
+			decodeInto(wbuf[:k], wte.DType, wraw[i*wsize:(i+k)*wsize])
+			for j, v := range buf[:k] {
+				if math.Float32bits(v) != math.Float32bits(wbuf[j]) {
+					return fmt.Errorf("tensor %q: element %d is %g, wte has %g: %w", t.Name, i+j, v, wbuf[j], errUntied)
+				}
 			}
+		}
+		if release != nil {
+			release(raw[start*size : end*size])
+			release(wraw[start*wsize : end*wsize])
 		}
 	}
 	return nil

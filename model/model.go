@@ -1,12 +1,19 @@
 package model
 
+import (
+	"slices"
+	"strings"
+)
+
 // Model formats, as Model.Format reports them.
 const (
 	FormatHF   = "hf"   // config.json + model.safetensors directory
 	FormatGGUF = "gguf" // one GGUF file, llama.cpp's gpt2 layout
 )
 
-// Model is a GPT-2 language model held as float32 weights. Forward may be
+// Model is a GPT-2 language model. Its arithmetic is float32; the weight
+// matrices (wte and the four Conv1D matrices of each block) are held as
+// float32 or, loaded with LoadOptions.Float16, as float16. Forward may be
 // called concurrently with distinct caches; InjectFault may not run
 // concurrently with Forward.
 type Model struct {
@@ -16,12 +23,17 @@ type Model struct {
 	WeightsDType string // as stored: "F32", "F16", "BF16" or "Q8_0"; sorted and joined by "+" if mixed (a GGUF file keeps norms F32)
 	Format       string // FormatHF or FormatGGUF
 
+	// Float16 says the weight matrices are held as float16 (LoadOptions).
+	Float16 bool
+
+	roundedToF16 bool // some float16 matrix was rounded from another type
+
 	// SourceSHA256 is, for a GGUF file written by llorch-check convert, the
 	// sha256 of the HF weights it was converted from (KeySourceSHA256);
 	// empty otherwise.
 	SourceSHA256 string
 
-	wte  []float32 // [V,C], also the tied LM head
+	wte  matrix    // [V,C], also the tied LM head
 	wpe  []float32 // [P,C]
 	lnfW []float32 // [C]
 	lnfB []float32 // [C]
@@ -34,26 +46,51 @@ type Model struct {
 // block holds one transformer layer. Conv1D weights keep HF's [in,out]
 // layout so that y = x·W + b needs no transpose.
 type block struct {
-	ln1W, ln1B   []float32 // [C]
-	attnW, attnB []float32 // [C,3C], [3C]
-	projW, projB []float32 // [C,C], [C]
-	ln2W, ln2B   []float32 // [C]
-	fcW, fcB     []float32 // [C,I], [I]
-	mlpW, mlpB   []float32 // [I,C], [C]
+	ln1W, ln1B []float32 // [C]
+	attnW      matrix    // [C,3C]
+	attnB      []float32 // [3C]
+	projW      matrix    // [C,C]
+	projB      []float32 // [C]
+	ln2W, ln2B []float32 // [C]
+	fcW        matrix    // [C,I]
+	fcB        []float32 // [I]
+	mlpW       matrix    // [I,C]
+	mlpB       []float32 // [C]
 }
 
-// WeightsBytes is the size of the float32 weights held in memory.
+// WeightsBytes is the size of the weights held in memory.
 func (m *Model) WeightsBytes() int64 {
-	n := len(m.wte) + len(m.wpe) + len(m.lnfW) + len(m.lnfB)
+	n := m.wte.bytes() + 4*int64(len(m.wpe)+len(m.lnfW)+len(m.lnfB))
 	for _, b := range m.h {
-		for _, s := range b.params() {
-			n += len(*s)
+		for _, s := range b.vectors() {
+			n += 4 * int64(len(*s))
+		}
+		for _, w := range b.matrices() {
+			n += w.bytes()
 		}
 	}
-	return int64(n) * 4
+	return n
 }
 
-func (b *block) params() []*[]float32 {
-	return []*[]float32{&b.ln1W, &b.ln1B, &b.attnW, &b.attnB, &b.projW, &b.projB,
-		&b.ln2W, &b.ln2B, &b.fcW, &b.fcB, &b.mlpW, &b.mlpB}
+// PrecisionDType is the precision of the weights the forward pass uses, as
+// WeightsDType spells it: WeightsDType, plus "F16" when float16 matrices
+// were rounded from another type (an F32 file held as float16 is
+// "F16+F32": float16 matrices, float32 biases and norms). Reference sets
+// and tolerance profiles are matched on it.
+func (m *Model) PrecisionDType() string {
+	types := strings.Split(m.WeightsDType, "+")
+	if !m.roundedToF16 || slices.Contains(types, "F16") {
+		return m.WeightsDType
+	}
+	types = append(types, "F16")
+	slices.Sort(types)
+	return strings.Join(types, "+")
+}
+
+func (b *block) vectors() []*[]float32 {
+	return []*[]float32{&b.ln1W, &b.ln1B, &b.attnB, &b.projB, &b.ln2W, &b.ln2B, &b.fcB, &b.mlpB}
+}
+
+func (b *block) matrices() []*matrix {
+	return []*matrix{&b.attnW, &b.projW, &b.fcW, &b.mlpW}
 }

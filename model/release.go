@@ -1,6 +1,9 @@
 package model
 
-import "unsafe"
+import (
+	"encoding/binary"
+	"unsafe"
+)
 
 // convertChunk is the number of elements convertTensor decodes between two
 // releases of the source: 16 MiB of float32, small next to any weights file
@@ -24,6 +27,50 @@ func convertTensor(f *safetensorsFile, t tensorInfo, release func([]byte)) []flo
 		src := raw[start*size : end*size]
 		decodeInto(out[start:end], t.DType, src)
 		release(src)
+	}
+	return out
+}
+
+// convertTensor16 rounds t to float16 chunk by chunk through buf (reused
+// across tensors, grown as needed), releasing each source range as
+// convertTensor does: a float32 copy of the tensor never exists whole, so
+// loading float32 weights as float16 peaks near the float16 size.
+func convertTensor16(f *safetensorsFile, t tensorInfo, release func([]byte), buf *[]float32) ([]uint16, error) {
+	n := t.numel()
+	out := make([]uint16, n)
+	raw := f.raw(t)
+	size := len(raw) / max(n, 1)
+	if k := min(convertChunk, n); cap(*buf) < k {
+		*buf = make([]float32, k)
+	}
+	for start := 0; start < n; start += convertChunk {
+		end := min(start+convertChunk, n)
+		src, vals := raw[start*size:end*size], (*buf)[:end-start]
+		decodeInto(vals, t.DType, src)
+		if err := roundFloat16(out[start:end], vals, start); err != nil {
+			return nil, err
+		}
+		if release != nil {
+			release(src)
+		}
+	}
+	return out, nil
+}
+
+// copyFloat16 copies an F16 tensor's little-endian bits, releasing the
+// source as convertTensor does.
+func copyFloat16(f *safetensorsFile, t tensorInfo, release func([]byte)) []uint16 {
+	out := make([]uint16, t.numel())
+	raw := f.raw(t)
+	for start := 0; start < len(out); start += convertChunk {
+		end := min(start+convertChunk, len(out))
+		src := raw[2*start : 2*end]
+		for i := range out[start:end] {
+			out[start+i] = binary.LittleEndian.Uint16(src[2*i:])
+		}
+		if release != nil {
+			release(src)
+		}
 	}
 	return out
 }

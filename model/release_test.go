@@ -18,7 +18,7 @@ func TestLoadReleasesMapping(t *testing.T) {
 	require.NoError(t, err)
 	data, err := os.ReadFile(filepath.Join(dir, "model.safetensors"))
 	require.NoError(t, err)
-	want, err := loadWeights(testCfg, data)
+	want, err := loadWeights(testCfg, data, LoadOptions{})
 	require.NoError(t, err)
 	require.Equal(t, want.wte, m.wte)
 	for l := range want.h {

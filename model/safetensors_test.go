@@ -247,9 +247,9 @@ func TestLoad(t *testing.T) {
 			require.Equal(t, tt.dtype, m.WeightsDType)
 			require.Equal(t, dir, m.Dir)
 			if tt.dtype == "F32" {
-				require.Equal(t, wte, m.wte)
+				require.Equal(t, wte, m.wte.f32)
 			}
-			require.Equal(t, w.f32["h.1.mlp.c_proj.weight"], m.h[1].mlpW)
+			require.Equal(t, w.f32["h.1.mlp.c_proj.weight"], m.h[1].mlpW.f32)
 			n := 0
 			for _, x := range base {
 				n += len(x.Data)
@@ -280,7 +280,7 @@ func TestLoadHalfDTypes(t *testing.T) {
 			m, err := Load(writeModel(t, configJSON(testCfg), halfTensors(w.tensors(""), dt.dtype, dt.enc)))
 			require.NoError(t, err)
 			require.Equal(t, dt.dtype, m.WeightsDType)
-			require.Equal(t, w.f32["wte.weight"], m.wte)
+			require.Equal(t, w.f32["wte.weight"], m.wte.f32)
 			require.Equal(t, w.f32["h.0.ln_1.weight"], m.h[0].ln1W)
 		})
 	}
@@ -338,7 +338,7 @@ func FuzzParseSafetensors(f *testing.F) {
 		// Converted values never outnumber the bytes they came from.
 		require.LessOrEqual(t, total, len(b))
 		// Loading as a model must fail cleanly or succeed, never panic.
-		_, _ = loadWeights(Config{VocabSize: 3, NPositions: 2, NEmbd: 2, NLayer: 1, NHead: 1, NInner: 2}, b)
+		_, _ = loadWeights(Config{VocabSize: 3, NPositions: 2, NEmbd: 2, NLayer: 1, NHead: 1, NInner: 2}, b, LoadOptions{})
 	})
 }
 

@@ -32,13 +32,20 @@ type Manifest struct {
 	Loglikelihood []Loglikelihood `json:"loglikelihood"`
 }
 
+// Float16 is ModelInfo.MatricesHeldAs for float16 weight matrices.
+const Float16 = "float16"
+
 // ModelInfo identifies the model a set was made from.
 type ModelInfo struct {
-	Path          string          `json:"path"`
-	WeightsFile   string          `json:"weights_file"`
-	WeightsSHA256 string          `json:"weights_sha256"`
-	WeightsDType  string          `json:"weights_dtype"`
-	Config        json.RawMessage `json:"config"` // config.json, verbatim
+	Path          string `json:"path"`
+	WeightsFile   string `json:"weights_file"`
+	WeightsSHA256 string `json:"weights_sha256"`
+	WeightsDType  string `json:"weights_dtype"`
+	// MatricesHeldAs is "float16" when the set was made with the weight
+	// matrices rounded to float16 (dump_references.py --weight-dtype f16),
+	// the reference of a model loaded that way; empty otherwise.
+	MatricesHeldAs string          `json:"matrices_held_as,omitempty"`
+	Config         json.RawMessage `json:"config"` // config.json, verbatim
 }
 
 // Case is one prompt; Prompt is nil when the case was given as token ids.

@@ -47,6 +47,9 @@ func (v *validator) model() {
 	if v.m.Model.WeightsFile == "" {
 		v.p.add("model.weights_file", "missing")
 	}
+	if h := v.m.Model.MatricesHeldAs; h != "" && h != Float16 {
+		v.p.add("model.matrices_held_as", "want %q or absent, got %q", Float16, h)
+	}
 }
 
 func (v *validator) caseList() {

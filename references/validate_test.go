@@ -75,6 +75,8 @@ func TestOpenInvalid(t *testing.T) {
 			want: []string{"model.weights_sha256: want 64 hex digits"}},
 		{name: "sha short", edit: func(m *Manifest) { m.Model.WeightsSHA256 = "abcd" },
 			want: []string{"model.weights_sha256: want 64 hex digits", `"abcd"`}},
+		{name: "matrices_held_as unknown", edit: func(m *Manifest) { m.Model.MatricesHeldAs = "bfloat16" },
+			want: []string{`model.matrices_held_as: want "float16" or absent, got "bfloat16"`}},
 		{name: "config missing", raw: func(m map[string]any) { delete(at(m, "model"), "config") },
 			want: []string{"model.config: missing"}},
 		{name: "config without n_head", edit: func(m *Manifest) {

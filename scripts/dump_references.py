@@ -24,7 +24,7 @@ import torch.nn.functional as F
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from gpt2_tokenizer import GPT2Tokenizer  # noqa: E402
-from gpt2_torch import GPT2, load_model  # noqa: E402
+from gpt2_torch import GPT2, load_model, round_matrices_f16  # noqa: E402
 from processors import EOT, argmax_lowest, greedy_generate, loglikelihood, loglikelihood_tokens, process_logits  # noqa: E402
 # Re-exported: make_tiny_model.py and the tests reach these through this module.
 from safetensors_io import BadInput, float32_to_bf16_bits, read_safetensors, write_safetensors  # noqa: E402,F401
@@ -188,6 +188,8 @@ def resolve(cases, ll, src, tok, cfg, model_dir):
 
 def build(args, tmp):
     model = load_model(args.model)
+    if args.weight_dtype == "f16":
+        round_matrices_f16(model["weights"])
     cfg = model["config"]
     cases, ll, src = load_cases(args)
     tok = GPT2Tokenizer.from_dir(args.model)
@@ -211,10 +213,14 @@ def build(args, tmp):
             ll32, is_greedy = loglikelihood(m32, p["context_tokens"], p["continuation_tokens"])
             ll64, _ = loglikelihood(m64, p["context_tokens"], p["continuation_tokens"])
             p.update(ll=ll32, ll_f64=ll64, is_greedy=is_greedy)
+    info = {"path": args.model, "weights_file": model["weights_file"], "weights_sha256": model["sha256"],
+            "weights_dtype": model["dtype"]}
+    if args.weight_dtype == "f16":
+        info["matrices_held_as"] = "float16"
+    info["config"] = model["config_raw"]
     manifest = {
         "format_version": FORMAT_VERSION,
-        "model": {"path": args.model, "weights_file": model["weights_file"], "weights_sha256": model["sha256"],
-                  "weights_dtype": model["dtype"], "config": model["config_raw"]},
+        "model": info,
         "generator": {"script": "scripts/dump_references.py", "python": platform.python_version(),
                       "torch": torch.__version__, "numpy": np.__version__, "float64_twins": True},
         "cases": cases,
@@ -284,6 +290,9 @@ def main(argv=None):
     ap.add_argument("--logits-rows", type=int, default=4,
                     help="keep this many rows of the full logits (first, evenly spaced, last); 0 keeps all")
     ap.add_argument("--force", action="store_true", help="replace an existing, different reference set")
+    ap.add_argument("--weight-dtype", choices=("f32", "f16"), default="f32",
+                    help="f16: round the weight matrices to float16 first, the reference of "
+                         "llorch-check --weight-dtype f16 (arithmetic stays float32/float64)")
     args = ap.parse_args(argv)
     if args.n_generate < 0:
         ap.error("--n-generate must be >= 0")

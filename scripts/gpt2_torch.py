@@ -120,6 +120,22 @@ def load_model(model_dir):
             "dtype": "+".join(used), "weights_file": "model.safetensors"}
 
 
+def round_matrices_f16(weights):
+    """Rounds the weight matrices (wte and the Conv1D weights; not wpe, as
+    llorch-check's --weight-dtype f16 keeps it float32) to the nearest
+    float16, ties to even, in place. A finite value beyond float16's range
+    is an error, as it is for the Go loader."""
+    for n, w in weights.items():
+        if w.ndim != 2 or n == "wpe.weight":
+            continue
+        h = w.astype(np.float16)
+        bad = np.isinf(h) & np.isfinite(w)
+        if bad.any():
+            i = int(np.flatnonzero(bad)[0])
+            raise BadInput(f"tensor {n!r}: element {i} is {w.flat[i]}, beyond float16's range (+-65504)")
+        weights[n] = h.astype(np.float32)
+
+
 def gelu_new(x):
     # Same expression as transformers' NewGELUActivation.
     return 0.5 * x * (1.0 + torch.tanh(math.sqrt(2.0 / math.pi) * (x + 0.044715 * torch.pow(x, 3.0))))

@@ -104,6 +104,29 @@ class SafetensorsTest(unittest.TestCase):
         self.bad(data[:8] + b"[" + data[9:], "corrupt header")
 
 
+class RoundMatricesTest(unittest.TestCase):
+    """--weight-dtype f16 rounds what llorch-check's loader rounds, the same way."""
+
+    def test_matrices_only_nearest_even(self):
+        one = np.float32(1.0)
+        ulp = np.float32(2.0 ** -10)  # float16 spacing at 1
+        w = {"wte.weight": np.array([[1.0001, one + ulp / 2, one + 3 * ulp / 2]], np.float32),
+             "h.0.mlp.c_fc.weight": np.array([[-1.0001]], np.float32),
+             "wpe.weight": np.array([[1.0001]], np.float32),
+             "h.0.ln_1.bias": np.array([1.0001], np.float32)}
+        dr.round_matrices_f16(w)
+        np.testing.assert_array_equal(w["wte.weight"], [[one, one, one + 2 * ulp]])  # ties to even
+        np.testing.assert_array_equal(w["h.0.mlp.c_fc.weight"], [[-one]])
+        self.assertEqual(w["wte.weight"].dtype, np.float32)
+        self.assertEqual(w["wpe.weight"][0, 0], np.float32(1.0001))
+        self.assertEqual(w["h.0.ln_1.bias"][0], np.float32(1.0001))
+
+    def test_overflow_names_the_tensor(self):
+        w = {"h.1.attn.c_proj.weight": np.array([[0.5, 70000.0]], np.float32)}
+        with self.assertRaisesRegex(dr.BadInput, r"'h.1.attn.c_proj.weight': element 1 is 70000"):
+            dr.round_matrices_f16(w)
+
+
 class ModelLoadTest(unittest.TestCase):
     @classmethod
     def setUpClass(cls):

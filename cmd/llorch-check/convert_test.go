@@ -96,7 +96,7 @@ func TestConvertMetadata(t *testing.T) {
 		assert.Equal(t, fromHF.EncodeSpecial(s), fromGGUF.EncodeSpecial(s), s)
 	}
 
-	m, err := loadModel(path)
+	m, err := modelFlags{path: path, weightDType: "f32"}.load()
 	require.NoError(t, err)
 	tok, err := modelTokenizer(m)
 	require.NoError(t, err)
@@ -113,7 +113,7 @@ func TestGGUFModelWithoutTokenizer(t *testing.T) {
 	require.NoError(t, err)
 	path := filepath.Join(t.TempDir(), "bare.gguf")
 	require.NoError(t, gguf.WriteFile(path, kv, ts))
-	g, err := loadModel(path)
+	g, err := modelFlags{path: path, weightDType: "f32"}.load()
 	require.NoError(t, err)
 	tok, err := modelTokenizer(g)
 	require.NoError(t, err)

@@ -20,9 +20,34 @@ const (
 	defaultReferences = "testdata/references/tiny-gpt2"
 )
 
-// addModelFlag declares --model the same way for every command.
-func addModelFlag(fl *pflag.FlagSet, p *string) {
-	fl.StringVar(p, "model", "", "HF-layout model directory or .gguf file (default "+defaultModel+")")
+// modelFlags pick a model and how it is held in memory, the same way for
+// every command that loads one.
+type modelFlags struct {
+	path        string
+	weightDType string
+}
+
+func (f *modelFlags) register(fl *pflag.FlagSet) {
+	fl.StringVar(&f.path, "model", "", "HF-layout model directory or .gguf file (default "+defaultModel+")")
+	fl.StringVar(&f.weightDType, "weight-dtype", "f32", "hold the weight matrices as f32, or f16: half the memory and decode traffic, float32 arithmetic")
+}
+
+// load loads the model (model.Load tells HF directories and GGUF files
+// apart by the GGUF magic).
+func (f modelFlags) load() (*model.Model, error) {
+	var opt model.LoadOptions
+	switch f.weightDType {
+	case "f32":
+	case "f16":
+		opt.Float16 = true
+	default:
+		return nil, fmt.Errorf("--weight-dtype %q: want f32 or f16", f.weightDType)
+	}
+	path, err := pathOrDefault(f.path, defaultModel)
+	if err != nil {
+		return nil, err
+	}
+	return model.LoadWith(path, opt)
 }
 
 // resolveDefault finds a default path from the working directory or any
@@ -51,16 +76,6 @@ func pathOrDefault(flag, rel string) (string, error) {
 		return flag, nil
 	}
 	return resolveDefault(rel)
-}
-
-// loadModel loads an HF model directory or a GGUF file (model.Load tells
-// them apart by the GGUF magic).
-func loadModel(flag string) (*model.Model, error) {
-	path, err := pathOrDefault(flag, defaultModel)
-	if err != nil {
-		return nil, err
-	}
-	return model.Load(path)
 }
 
 // modelTokenizer returns the model's tokenizer, or nil when it has none;

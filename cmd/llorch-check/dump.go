@@ -9,7 +9,8 @@ import (
 )
 
 func newDumpCmd() *cobra.Command {
-	var modelDir, refs, out, fault string
+	var refs, out, fault string
+	var mf modelFlags
 	var force bool
 	cmd := &cobra.Command{
 		Use:   "dump --out DIR",
@@ -28,7 +29,7 @@ different set is refused unless --force.`,
 			if out == "" {
 				return fmt.Errorf("--out is required")
 			}
-			m, err := loadModel(modelDir)
+			m, err := mf.load()
 			if err != nil {
 				return err
 			}
@@ -56,7 +57,7 @@ different set is refused unless --force.`,
 	}
 	fl := cmd.Flags()
 	fl.StringVar(&out, "out", "", "directory to write (required)")
-	addModelFlag(fl, &modelDir)
+	mf.register(fl)
 	fl.StringVar(&refs, "references", "", "reference set whose cases and tensors to dump (default "+defaultReferences+")")
 	fl.BoolVar(&force, "force", false, "replace an existing, different set")
 	fl.StringVar(&fault, "inject-fault", "", "self-test: inject a classic bug, NAME or NAME@LAYER ("+faultNames()+")")

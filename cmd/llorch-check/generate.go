@@ -13,13 +13,14 @@ import (
 )
 
 type generateFlags struct {
-	model, prompt, tokens string
-	maxTokens, topK       int
-	temperature, topP     float64
-	minP, repetition      float64
-	seed                  uint64
-	stop                  []string
-	asJSON                bool
+	model             modelFlags
+	prompt, tokens    string
+	maxTokens, topK   int
+	temperature, topP float64
+	minP, repetition  float64
+	seed              uint64
+	stop              []string
+	asJSON            bool
 }
 
 // generateJSON is the --json document: generated tokens and text only.
@@ -57,7 +58,7 @@ the model's context. With --json, stdout is one document:
 		RunE: func(cmd *cobra.Command, _ []string) error { return runGenerate(cmd, f) },
 	}
 	fl := cmd.Flags()
-	addModelFlag(fl, &f.model)
+	f.model.register(fl)
 	fl.StringVar(&f.prompt, "prompt", "", "prompt text")
 	fl.StringVar(&f.tokens, "tokens", "", "prompt as token ids: 1,2,3, space separated or a JSON array")
 	fl.IntVar(&f.maxTokens, "max-tokens", 0, "most tokens to generate")
@@ -76,7 +77,7 @@ the model's context. With --json, stdout is one document:
 }
 
 func runGenerate(cmd *cobra.Command, f generateFlags) error {
-	m, err := loadModel(f.model)
+	m, err := f.model.load()
 	if err != nil {
 		return err
 	}

@@ -35,6 +35,22 @@ func TestRunDefaultPasses(t *testing.T) {
 	require.NotContains(t, out, "NOT IMPLEMENTED")
 }
 
+// Float16 matrices of the F16 tiny model are its exact weights: every
+// checkpoint passes at the default tolerances (no profile), and the
+// checkpoints still catch an injected bug.
+func TestRunFloat16Weights(t *testing.T) {
+	args := append([]string{"run", "--weight-dtype", "f16"}, modelArgs(fixture.TinyModel(), fixture.TinyReferences())...)
+	code, out, stderr := runCLI(t, args...)
+	require.Equal(t, exitOK, code, stderr)
+	require.Contains(t, out, "weights:    matrices held as float16")
+	require.NotContains(t, out, "profile:")
+	require.Contains(t, out, "PASS: 121 checks passed, 0 failed")
+
+	code, out, stderr = runCLI(t, append(args, "--inject-fault", "attn-scale@1")...)
+	require.Equal(t, exitFailed, code, stderr)
+	require.Contains(t, out, "FAIL")
+}
+
 func TestRunJSON(t *testing.T) {
 	code, out, stderr := runCLI(t, append([]string{"run", "--format", "json", "--checkpoint", "4", "--layer", "1"},
 		modelArgs(fixture.TinyModel(), fixture.TinyReferences())...)...)
@@ -230,6 +246,8 @@ func TestBadFlagsExitTwo(t *testing.T) {
 		{"run", "--layer", "7"},
 		{"run", "--tolerance", "4=abc"},
 		{"run", "--inject-fault", "typo"},
+		{"run", "--weight-dtype", "f64"},
+		{"serve", "--weight-dtype", "F16x"},
 		{"run", "--no-such-flag"},
 		{"diff", "only-one-arg"},
 		{"dump"},

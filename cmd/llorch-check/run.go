@@ -15,10 +15,11 @@ import (
 
 // runFlags are shared by run and bisect.
 type runFlags struct {
-	checkpoint, model, references, format, junit, plot, fault string
-	layer                                                     int
-	budget, atol, rtol                                        float64
-	tolerances                                                []string
+	checkpoint, references, format, junit, plot, fault string
+	model                                              modelFlags
+	layer                                              int
+	budget, atol, rtol                                 float64
+	tolerances                                         []string
 }
 
 // registerCompare adds the flags that select and judge tensors.
@@ -37,7 +38,7 @@ func (f *runFlags) registerCompare(cmd *cobra.Command) {
 func (f *runFlags) register(cmd *cobra.Command) {
 	f.registerCompare(cmd)
 	fl := cmd.Flags()
-	addModelFlag(fl, &f.model)
+	f.model.register(fl)
 	fl.StringVar(&f.references, "references", "", "reference set directory (default "+defaultReferences+")")
 	fl.StringVar(&f.junit, "junit", "", "also write a JUnit XML report to this file")
 	fl.StringVar(&f.fault, "inject-fault", "", "self-test: inject a classic bug into the Go forward, NAME or NAME@LAYER ("+faultNames()+")")
@@ -121,7 +122,7 @@ func (f *runFlags) execRun(cmd *cobra.Command) (*checkpoints.Report, *model.Mode
 	if err != nil {
 		return nil, nil, err
 	}
-	m, err := loadModel(f.model)
+	m, err := f.model.load()
 	if err != nil {
 		return nil, nil, err
 	}

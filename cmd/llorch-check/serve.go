@@ -21,13 +21,14 @@ import (
 )
 
 type serveFlags struct {
-	model, references, host, workerID, callbackURL, advertise string
-	apiKey, modelName, cors                                   string
-	port, parallel, maxQueue, maxBatch                        int
-	maxBody                                                   int64
-	requestTimeout, shutdownTimeout, readTimeout              time.Duration
-	writeTimeout, idleTimeout, callbackTimeout, tokenDelay    time.Duration
-	logLevel                                                  string
+	model                                                  modelFlags
+	references, host, workerID, callbackURL, advertise     string
+	apiKey, modelName, cors                                string
+	port, parallel, maxQueue, maxBatch                     int
+	maxBody                                                int64
+	requestTimeout, shutdownTimeout, readTimeout           time.Duration
+	writeTimeout, idleTimeout, callbackTimeout, tokenDelay time.Duration
+	logLevel                                               string
 }
 
 func newServeCmd() *cobra.Command {
@@ -53,7 +54,7 @@ stderr, without prompt text. See docs/serve.md.`,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runServe(cmd, f) },
 	}
 	fl := cmd.Flags()
-	addModelFlag(fl, &f.model)
+	f.model.register(fl)
 	fl.StringVar(&f.references, "references", "", "validate against this reference set at start-up; unready until it passes")
 	fl.StringVar(&f.host, "host", "127.0.0.1", "address to listen on")
 	fl.IntVar(&f.port, "port", 8080, "port to listen on (0: any free port, logged)")
@@ -204,7 +205,7 @@ func shutdown(hs *http.Server, timeout time.Duration) {
 // when asked. A failed validation is not an error: the server stays up,
 // unready, and /health says why.
 func prepare(ctx context.Context, srv *server.Server, f serveFlags, log *slog.Logger) error {
-	m, err := loadModel(f.model)
+	m, err := f.model.load()
 	if err != nil {
 		return err
 	}

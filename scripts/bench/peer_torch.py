@@ -8,6 +8,11 @@ prefill computes the logits of the last position only. Thread counts come
 from the caller (torch.set_num_threads here, OPENBLAS_NUM_THREADS in the
 environment before torch loads); run.sh tries several and keeps the best.
 
+--dtype bf16 holds the weight matrices (wte and the Conv1D weights) as
+bfloat16 and runs the matrix products in bfloat16, casting activations on
+the way in and the results back to float32: PyTorch's 16-bit-weight mode on
+CPU (1.13 has no float16 matmul there), the peer of Go's float16 weights.
+
 Modes print one JSON line:
   load  load time (file read into memory, wrapped as tensors) and peak RSS
         after one decode step
@@ -47,14 +52,21 @@ def load(model_dir):
 
 
 class GPT2:
-    def __init__(self, cfg, p):
-        self.cfg, self.p = cfg, p
+    def __init__(self, cfg, p, dtype=torch.float32):
+        self.cfg, self.p, self.dtype = cfg, p, dtype
+        if dtype != torch.float32:
+            for name, t in p.items():
+                if t.dim() == 2 and name != "wpe.weight":
+                    p[name] = t.to(dtype)
         self.L, self.C, self.H = cfg["n_layer"], cfg["n_embd"], cfg["n_head"]
         self.D = self.C // self.H
         self.eps = cfg["layer_norm_epsilon"]
 
     def conv1d(self, x, name):
         w, b = self.p[name + ".weight"], self.p[name + ".bias"]
+        if self.dtype != torch.float32:
+            y = torch.addmm(b.to(self.dtype), x.reshape(-1, x.shape[-1]).to(self.dtype), w).float()
+            return y.view(*x.shape[:-1], w.shape[1])
         return torch.addmm(b, x.reshape(-1, x.shape[-1]), w).view(*x.shape[:-1], w.shape[1])
 
     def ln(self, x, name):
@@ -69,7 +81,7 @@ class GPT2:
         B, T = ids.shape
         t0 = 0 if past is None else past[0][0].shape[2]
         pos = torch.arange(t0, t0 + T)
-        x = F.embedding(ids, self.p["wte.weight"]) + F.embedding(pos, self.p["wpe.weight"])
+        x = F.embedding(ids, self.p["wte.weight"]).float() + F.embedding(pos, self.p["wpe.weight"])
         mask = None
         if T > 1:
             mask = torch.ones(T, t0 + T, dtype=torch.bool).tril(diagonal=t0)
@@ -92,7 +104,7 @@ class GPT2:
             g = 0.5 * g * (1.0 + torch.tanh(math.sqrt(2.0 / math.pi) * (g + 0.044715 * torch.pow(g, 3.0))))
             x = x + self.conv1d(g, h + "mlp.c_proj")
         x = self.ln(x[:, -1], "ln_f")
-        return F.linear(x, self.p["wte.weight"]), present
+        return F.linear(x.to(self.dtype), self.p["wte.weight"]).float(), present
 
 
 def toks(n, seed):
@@ -116,6 +128,7 @@ def main():
     ap.add_argument("--model", required=True)
     ap.add_argument("--mode", choices=("load", "run"), required=True)
     ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--dtype", choices=("f32", "bf16"), default="f32")
     ap.add_argument("--prefill", type=int, default=128)
     ap.add_argument("--prompt", type=int, default=16)
     ap.add_argument("--steps", type=int, default=64)
@@ -126,7 +139,7 @@ def main():
     with torch.inference_mode():
         t = time.perf_counter()
         cfg, p = load(a.model)
-        m = GPT2(cfg, p)
+        m = GPT2(cfg, p, torch.bfloat16 if a.dtype == "bf16" else torch.float32)
         load_s = time.perf_counter() - t
         if a.mode == "load":
             decode(m, 1, 4, 1)
@@ -140,7 +153,7 @@ def main():
             t = time.perf_counter()
             m.forward(ids, None)
             best = min(best, time.perf_counter() - t)
-        out = {"impl": f"torch {torch.__version__} threads={a.threads} OPENBLAS_NUM_THREADS={os.environ.get('OPENBLAS_NUM_THREADS', '-')}",
+        out = {"impl": f"torch {torch.__version__} {a.dtype} threads={a.threads} OPENBLAS_NUM_THREADS={os.environ.get('OPENBLAS_NUM_THREADS', '-')}",
                "prefill_tps": a.prefill / best}
         out["decode1_tps"] = a.steps / min(decode(m, 1, a.prompt, a.steps) for _ in range(2))
         for B in [int(b) for b in a.batches.split(",") if b]:

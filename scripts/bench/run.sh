@@ -5,7 +5,9 @@
 # weights and token ids, and prints one table. The peer runs under every
 # thread setting in PEER_CONFIGS ("torch_threads:openblas_threads", space
 # separated) and each figure keeps its best, so the comparison is against
-# PyTorch at its best on this machine.
+# PyTorch at its best on this machine. Each round also measures 16-bit
+# weights: Go holding float16 (gobench -f16) against PyTorch's bfloat16.
+# Set F16=0 to skip them.
 # Usage: scripts/bench/run.sh   (env: PYTHON, MODEL, PEER_CONFIGS, GOBENCH_FLAGS)
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -14,6 +16,7 @@ cd "$root"
 PYTHON=${PYTHON:-/usr/bin/python3}
 MODEL=${MODEL:-.cache/bench-gpt2}
 PEER_CONFIGS=${PEER_CONFIGS:-"1:1 1:2 2:1 2:2"}
+F16=${F16:-1}
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
@@ -40,6 +43,10 @@ cat "$MODEL/model.safetensors" >/dev/null
 echo "bench: load time and peak RSS" >&2
 "$work/gobench" -model "$MODEL" -mode load >"$work/go_load.json"
 "$PYTHON" "$here/peer_torch.py" --model "$MODEL" --mode load >"$work/py_load.json"
+if [ "$F16" = 1 ]; then
+  "$work/gobench" -model "$MODEL" -mode load -f16 >"$work/go16_load.json"
+  "$PYTHON" "$here/peer_torch.py" --model "$MODEL" --mode load --dtype bf16 >"$work/py16_load.json"
+fi
 # Go and each PyTorch thread setting alternate, so that a change in the
 # load of the shared machine hits both sides alike; each side keeps its
 # best rate per figure (Go gets as many attempts as PyTorch has settings).
@@ -49,6 +56,11 @@ for cfg in $PEER_CONFIGS; do
   echo "bench: round $((i + 1)): Go, then PyTorch torch_threads=$tt OPENBLAS_NUM_THREADS=$ob" >&2
   "$work/gobench" -model "$MODEL" ${GOBENCH_FLAGS:-} >"$work/go_$i.json"
   OPENBLAS_NUM_THREADS=$ob "$PYTHON" "$here/peer_torch.py" --model "$MODEL" --mode run --threads "$tt" >"$work/py_$i.json"
+  if [ "$F16" = 1 ]; then
+    echo "bench: round $((i + 1)), 16-bit weights: Go float16, then PyTorch bfloat16" >&2
+    "$work/gobench" -model "$MODEL" -f16 ${GOBENCH_FLAGS:-} >"$work/go16_$i.json"
+    OPENBLAS_NUM_THREADS=$ob "$PYTHON" "$here/peer_torch.py" --model "$MODEL" --mode run --threads "$tt" --dtype bf16 >"$work/py16_$i.json"
+  fi
   i=$((i + 1))
 done
 echo "load average after the runs: $(cut -d' ' -f1-3 /proc/loadavg)" >"$work/load.txt"

@@ -1,5 +1,10 @@
 #!/usr/bin/env python3
-"""Prints run.sh's one table from the JSON lines it collected, and the targets of issue #7."""
+"""Prints run.sh's tables from the JSON lines it collected, and the targets of issue #7.
+
+The first table is float32 on both sides (the targets are stated for it);
+the second, when run.sh measured it, is 16-bit weights: Go holding float16
+against PyTorch's bfloat16.
+"""
 
 import glob
 import json
@@ -7,26 +12,29 @@ import os
 import sys
 
 
-def main():
-    work, weights = sys.argv[1], sys.argv[2]
+def best_of(runs):
+    b = {}  # figure -> (value, impl)
+    for p in runs:
+        for k, v in p.items():
+            if k.endswith("_tps") and (k not in b or v > b[k][0]):
+                b[k] = (v, p["impl"])
+    return b
+
+
+def runs(work, prefix):
+    return [json.load(open(f)) for f in sorted(glob.glob(os.path.join(work, f"{prefix}_[0-9]*.json")))]
+
+
+def table(work, go_prefix, py_prefix):
+    """Returns (rows, go figures, PyTorch best figures, go load, py load), or None if not measured."""
+    gos, peers = runs(work, go_prefix), runs(work, py_prefix)
+    if not gos or not peers:
+        return None
     rd = lambda name: json.load(open(os.path.join(work, name)))
-    gl, pl = rd("go_load.json"), rd("py_load.json")
-    load = open(os.path.join(work, "load.txt")).read().strip()
-    gos = [json.load(open(f)) for f in sorted(glob.glob(os.path.join(work, "go_[0-9]*.json")))]
-    peers = [json.load(open(f)) for f in sorted(glob.glob(os.path.join(work, "py_[0-9]*.json")))]
-
-    def best_of(runs):
-        b = {}  # figure -> (value, impl)
-        for p in runs:
-            for k, v in p.items():
-                if k.endswith("_tps") and (k not in b or v > b[k][0]):
-                    b[k] = (v, p["impl"])
-        return b
-
+    gl, pl = rd(f"{go_prefix}_load.json"), rd(f"{py_prefix}_load.json")
     best = best_of(peers)
     g = {k: v for k, (v, _) in best_of(gos).items()}
-    g["impl"] = gos[0]["impl"]
-    size = os.path.getsize(weights)
+    g["impl"], g["runs"], g["peers"] = gos[0]["impl"], len(gos), peers
     rows = [("figure", "Go", "PyTorch", "ratio")]
 
     def rate(label, key):
@@ -41,18 +49,37 @@ def main():
                  f"{pl['load_s'] / gl['load_s']:.2f}x"))
     rows.append(("peak RSS (MB, lower is better)", f"{gl['peak_rss'] / 1e6:.0f}", f"{pl['peak_rss'] / 1e6:.0f}",
                  f"{pl['peak_rss'] / gl['peak_rss']:.2f}x"))
-    w = [max(len(r[i]) for r in rows) for i in range(4)]
-    print(f"model: {weights} ({size / 1e6:.0f} MB float32)")
-    print(f"Go: {g['impl']}, best of {len(gos)} runs per figure")
-    print("PyTorch: best of " + "; ".join(p["impl"] for p in peers) + " per figure")
-    print(f"Go and PyTorch runs alternate; {load}")
+    return rows, g, best, gl
+
+
+def show(title, t):
+    rows, g, best, _ = t
+    print()
+    print(title)
+    print(f"Go: {g['impl']}, best of {g['runs']} runs per figure")
+    print("PyTorch: best of " + "; ".join(p["impl"] for p in g["peers"]) + " per figure")
     for k, (v, impl) in sorted(best.items()):
         print(f"  PyTorch best {k}: {impl}")
-    print("ratio: Go/PyTorch for rates, PyTorch/Go for time and memory (above 1: Go is better)")
+    w = [max(len(r[i]) for r in rows) for i in range(4)]
     for i, r in enumerate(rows):
         print("  ".join(c.ljust(w[j]) if j == 0 else c.rjust(w[j]) for j, c in enumerate(r)))
         if i == 0:
             print("  ".join("-" * x for x in w))
+
+
+def main():
+    work, weights = sys.argv[1], sys.argv[2]
+    size = os.path.getsize(weights)
+    print(f"model: {weights} ({size / 1e6:.0f} MB float32)")
+    print("Go and PyTorch runs alternate; " + open(os.path.join(work, "load.txt")).read().strip())
+    print("ratio: Go/PyTorch for rates, PyTorch/Go for time and memory (above 1: Go is better)")
+    f32 = table(work, "go", "py")
+    show("float32 weights, both sides", f32)
+    half = table(work, "go16", "py16")
+    if half:
+        show("16-bit weights: Go float16 (float32 arithmetic), PyTorch bfloat16 (bfloat16 matmuls)", half)
+
+    _, g, best, gl = f32
     targets = [
         ("decode batch 1 >= 2.0x PyTorch", g["decode1_tps"] / best["decode1_tps"][0], 2.0),
         ("prefill >= 1.0x PyTorch", g["prefill_tps"] / best["prefill_tps"][0], 1.0),
@@ -63,6 +90,16 @@ def main():
     for name, v, want in targets:
         shown = f"{gl['peak_rss'] / size:.2f}x" if "RSS" in name else f"{v:.2f}x"
         print(f"target {name}: {shown} {'MET' if v >= want else 'NOT MET'}")
+    # Decode streams every weight once per token: the bytes a step reads
+    # over its time is the bandwidth it reached (weights file ~ weights).
+    print(f"Go float32 decode batch 1 streams {g['decode1_tps'] * size / 1e9:.1f} GB/s of weights")
+    if half:
+        _, h, hbest, hl = half
+        print(f"Go float16 decode batch 1: {h['decode1_tps'] / best['decode1_tps'][0]:.2f}x PyTorch float32, "
+              f"{h['decode1_tps'] / hbest['decode1_tps'][0]:.2f}x PyTorch bfloat16, "
+              f"{h['decode1_tps'] / g['decode1_tps']:.2f}x Go float32; "
+              f"streams {h['decode1_tps'] * size / 2e9:.1f} GB/s of float16 weights")
+        print(f"Go float16 peak RSS: {hl['peak_rss'] / size:.2f}x the float32 weights file")
 
 
 if __name__ == "__main__":

@@ -31,10 +31,11 @@ func main() {
 	batches := flag.String("batches", "4,8", "batch sizes for batched decode")
 	only := flag.String("only", "", "run one figure only (prefill, decode1, decodeN) for profiling")
 	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile")
+	f16 := flag.Bool("f16", false, "hold the weight matrices as float16 (model.LoadOptions.Float16)")
 	flag.Parse()
 
 	start := time.Now()
-	m, err := model.Load(*dir)
+	m, err := model.LoadWith(*dir, model.LoadOptions{Float16: *f16})
 	if err != nil {
 		fail(err)
 	}
@@ -56,7 +57,11 @@ func main() {
 		defer pprof.StopCPUProfile()
 	}
 	decode(ctx, m, 1, 4, 2) // warm-up
-	out := map[string]any{"impl": fmt.Sprintf("%s GOMAXPROCS=%d %s", runtime.Version(), runtime.GOMAXPROCS(0), model.KernelName())}
+	held := "float32"
+	if *f16 {
+		held = "float16"
+	}
+	out := map[string]any{"impl": fmt.Sprintf("%s GOMAXPROCS=%d %s, %s weights", runtime.Version(), runtime.GOMAXPROCS(0), model.KernelName(), held)}
 	if *only == "" || *only == "prefill" {
 		ids := toks(*prefill, 0)
 		best := math.Inf(1)

@@ -1,0 +1,237 @@
+package model
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"strings"
+	"testing"
+
+	"github.com/llorch/llorch-check/gguf"
+	"github.com/stretchr/testify/require"
+)
+
+// TestWidenBlockExhaustive widens every float16 bit pattern, through the
+// vector kernel and its generic edges (rows of 1000 of a 1003-wide
+// source), against the exact scalar conversion.
+func TestWidenBlockExhaustive(t *testing.T) {
+	const lds, n = 1003, 1000
+	rows := (1<<16 + n - 1) / n
+	src := make([]uint16, rows*lds)
+	want := make([]float32, rows*n)
+	for i := range 1 << 16 {
+		r, j := i/n, i%n
+		src[r*lds+j] = uint16(i)
+		want[r*n+j] = gguf.Float16To32(uint16(i))
+	}
+	got := make([]float32, rows*n)
+	widenBlock(got, src, lds, rows, n)
+	for i := range got {
+		g, w := got[i], want[i]
+		if math.IsNaN(float64(w)) { // VCVTPH2PS quiets signalling NaNs
+			require.True(t, math.IsNaN(float64(g)), "element %d: got %g, want NaN", i, g)
+			continue
+		}
+		require.Equal(t, math.Float32bits(w), math.Float32bits(g), "element %d: got %g, want %g", i, g, w)
+	}
+}
+
+// halfMatrix returns random float16 weights and the same values as float32.
+func halfMatrix(r *rand.Rand, n int) (matrix, []float32) {
+	h := make([]uint16, n)
+	f := make([]float32, n)
+	for i := range h {
+		h[i] = gguf.Float32To16(float32(r.NormFloat64()))
+		f[i] = gguf.Float16To32(h[i])
+	}
+	return matrix{f16: h}, f
+}
+
+// TestMatmulFloat16SameBits: widening in blocks must not change a single
+// bit against float32 weights of the same values, for every kernel path
+// (panel and tile, parallel and serial, ragged edges).
+func TestMatmulFloat16SameBits(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	for _, s := range []struct{ M, K, N int }{
+		{1, 3, 17}, {1, 768, 2304}, {2, 300, 515}, {3, 64, 64}, {4, 257, 200},
+		{5, 129, 97}, {8, 768, 768}, {13, 258, 531}, {128, 96, 384},
+	} {
+		t.Run(fmt.Sprintf("%dx%dx%d", s.M, s.K, s.N), func(t *testing.T) {
+			w16, w32 := halfMatrix(r, s.K*s.N)
+			x := randSlice(r, s.M*s.K)
+			got, want := randSlice(r, s.M*s.N), make([]float32, s.M*s.N)
+			copy(want, got)
+			matmulAcc(got, x, w16, s.M, s.K, s.N)
+			matmulAcc(want, x, matrix{f32: w32}, s.M, s.K, s.N)
+			require.Equal(t, want, got)
+		})
+	}
+}
+
+func TestLMHeadFloat16SameBits(t *testing.T) {
+	r := rand.New(rand.NewPCG(5, 6))
+	const V, C = 4099, 40
+	w16, w32 := halfMatrix(r, V*C)
+	for _, R := range []int{1, 3, 8} {
+		x := randSlice(r, R*C)
+		got, want := make([]float32, R*V), make([]float32, R*V)
+		(&Model{Config: Config{VocabSize: V, NEmbd: C}, wte: w16}).lmHead(got, x, R)
+		(&Model{Config: Config{VocabSize: V, NEmbd: C}, wte: matrix{f32: w32}}).lmHead(want, x, R)
+		require.Equal(t, want, got, "R=%d", R)
+	}
+}
+
+// roundMatrices rounds a model's matrices (not its vectors) to float16
+// values in place, as LoadOptions.Float16 does on load.
+func roundMatrices(w *weights) {
+	for _, n := range w.names {
+		if len(w.shapes[n]) != 2 || n == "wpe.weight" {
+			continue
+		}
+		for i, v := range w.f32[n] {
+			w.f32[n][i] = gguf.Float16To32(gguf.Float32To16(v))
+		}
+	}
+}
+
+// TestLoadFloat16 loads float32 files as float16: the matrices are rounded
+// to nearest even, vectors and wpe stay exact, memory halves, and the
+// logits (prefill, cached decode and batched decode) are bit-identical to
+// a float32 model whose file holds the rounded values.
+func TestLoadFloat16(t *testing.T) {
+	w := randomWeights(testCfg, 42)
+	dir := writeModel(t, configJSON(testCfg), w.tensors(""))
+	m16, err := LoadWith(dir, LoadOptions{Float16: true})
+	require.NoError(t, err)
+	m32, err := Load(dir)
+	require.NoError(t, err)
+	require.True(t, m16.Float16)
+	require.Equal(t, "F32", m16.WeightsDType)
+	require.Equal(t, "F16+F32", m16.PrecisionDType())
+	require.Equal(t, "F32", m32.PrecisionDType())
+	require.Less(t, m16.WeightsBytes(), m32.WeightsBytes()*6/10)
+	require.Equal(t, m32.wpe, m16.wpe)
+	require.Equal(t, m32.h[1].ln2B, m16.h[1].ln2B)
+	for i, v := range w.f32["h.0.mlp.c_fc.weight"] {
+		require.Equal(t, gguf.Float32To16(v), m16.h[0].fcW.f16[i], "c_fc element %d", i)
+	}
+
+	roundMatrices(w)
+	rounded, err := Load(writeModel(t, configJSON(testCfg), w.tensors("")))
+	require.NoError(t, err)
+	requireSameLogits(t, rounded, m16)
+}
+
+// requireSameLogits runs a prefill, two cached steps and a batched step
+// through both models and requires identical bits.
+func requireSameLogits(t *testing.T, want, got *Model) {
+	t.Helper()
+	ctx := context.Background()
+	cw, cg := want.NewCache(), got.NewCache()
+	toks := testTokens(7, 9)
+	for _, step := range [][]int{toks, toks[:1], toks[2:3]} {
+		lw, err := want.Forward(ctx, cw, step, ForwardOptions{AllLogits: true})
+		require.NoError(t, err)
+		lg, err := got.Forward(ctx, cg, step, ForwardOptions{AllLogits: true})
+		require.NoError(t, err)
+		require.Equal(t, lw, lg)
+	}
+	bw, err := want.DecodeBatch(ctx, []*Cache{cw, want.NewCache()}, []int{3, 4})
+	require.NoError(t, err)
+	bg, err := got.DecodeBatch(ctx, []*Cache{cg, got.NewCache()}, []int{3, 4})
+	require.NoError(t, err)
+	require.Equal(t, bw, bg)
+}
+
+// An F16 file held as float16 is lossless: same precision, same logits as
+// the float32-held model.
+func TestLoadFloat16FromF16(t *testing.T) {
+	w := randomWeights(testCfg, 43)
+	ts := w.tensors("")
+	for i := range ts {
+		raw := make([]byte, 2*len(ts[i].Data))
+		for j, v := range ts[i].Data {
+			h := gguf.Float32To16(v)
+			raw[2*j], raw[2*j+1] = byte(h), byte(h>>8)
+		}
+		ts[i].DType, ts[i].Raw = "F16", raw
+	}
+	dir := writeModel(t, configJSON(testCfg), ts)
+	m16, err := LoadWith(dir, LoadOptions{Float16: true})
+	require.NoError(t, err)
+	m32, err := Load(dir)
+	require.NoError(t, err)
+	require.Equal(t, "F16", m16.PrecisionDType())
+	requireSameLogits(t, m32, m16)
+}
+
+func TestLoadFloat16GGUF(t *testing.T) {
+	m, _ := testModel(t)
+	for _, c := range []struct {
+		typ  gguf.GGMLType
+		want string
+	}{
+		{gguf.GGMLTypeF32, "F16+F32"},
+		{gguf.GGMLTypeF16, "F16+F32"}, // norms and biases are F32 in GGUF; nothing rounded
+		{gguf.GGMLTypeQ8_0, "F16+F32+Q8_0"},
+	} {
+		img := ggufImage(t, m, c.typ, nil)
+		g32, err := loadGGUFBytes(img, LoadOptions{})
+		require.NoError(t, err)
+		g16, err := loadGGUFBytes(img, LoadOptions{Float16: true})
+		require.NoError(t, err, c.typ)
+		require.Equal(t, c.want, g16.PrecisionDType(), c.typ)
+		if c.typ == gguf.GGMLTypeF16 {
+			requireSameLogits(t, g32, g16)
+		}
+	}
+}
+
+// A float32 value beyond float16's range fails the load, naming the
+// tensor; the same value in a bias (held as float32) is fine.
+func TestLoadFloat16Overflow(t *testing.T) {
+	for _, c := range []struct {
+		tensor  string
+		wantErr string
+	}{
+		{"h.1.attn.c_proj.weight", `tensor "h.1.attn.c_proj.weight": element 5 is 70000, beyond float16's range`},
+		{"h.1.attn.c_proj.bias", ""},
+	} {
+		w := randomWeights(testCfg, 44)
+		w.f32[c.tensor][5] = 70000
+		_, err := LoadWith(writeModel(t, configJSON(testCfg), w.tensors("")), LoadOptions{Float16: true})
+		if c.wantErr == "" {
+			require.NoError(t, err)
+			continue
+		}
+		require.Error(t, err)
+		require.True(t, strings.Contains(err.Error(), c.wantErr), err.Error())
+	}
+}
+
+// FaultTransposedProj widens float16 c_proj for gonum: same logits.
+func TestFloat16Fault(t *testing.T) {
+	w := randomWeights(testCfg, 45)
+	roundMatrices(w)
+	dir := writeModel(t, configJSON(testCfg), w.tensors(""))
+	m16, err := LoadWith(dir, LoadOptions{Float16: true})
+	require.NoError(t, err)
+	m32, err := Load(dir)
+	require.NoError(t, err)
+	for _, m := range []*Model{m16, m32} {
+		m.InjectFault(FaultTransposedProj, 1)
+	}
+	requireSameLogits(t, m32, m16)
+}
+
+func BenchmarkMatmulDecodeFloat16(b *testing.B) {
+	r := rand.New(rand.NewPCG(1, 1))
+	const K, N = 768, 3072
+	w, _ := halfMatrix(r, K*N)
+	x, dst := randSlice(r, K), make([]float32, N)
+	for b.Loop() {
+		matmulAcc(dst, x, w, 1, K, N)
+	}
+	b.ReportMetric(float64(K*N*2)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GB/s")
+}

@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# End-to-end check of float16 weights in memory (--weight-dtype f16) on a
+# model whose float32 weights are not float16 values, so the rounding is
+# real: the tiny model's float32 twin (same seed), with
+#   - its own reference set, dumped by PyTorch from the same rounded
+#     weights (dump_references.py --weight-dtype f16): every checkpoint must
+#     pass at the default tolerances, an injected bug must fail, and a
+#     float32-held model must be refused;
+#   - the float32 reference set: must pass under the f16 tolerance profile.
+# Usage: scripts/verify_float16.sh   (env: PYTHON, GO)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PYTHON=${PYTHON:-/usr/bin/python3}
+GO=${GO:-go}
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+
+"$PYTHON" scripts/make_tiny_model.py --dtype f32 --out "$tmp/model"
+"$PYTHON" scripts/dump_references.py --model "$tmp/model" --cases testdata/cases.json --weight-dtype f16 --out "$tmp/refs-f16" >/dev/null
+"$PYTHON" scripts/dump_references.py --model "$tmp/model" --cases testdata/cases.json --out "$tmp/refs-f32" >/dev/null
+"$GO" build -o "$tmp/llorch-check" ./cmd/llorch-check
+
+# expect CODE DESCRIPTION ARGS...: run llorch-check, require its exit code.
+expect() {
+  local want=$1 what=$2
+  shift 2
+  local code=0
+  "$tmp/llorch-check" "$@" >"$tmp/out" 2>&1 || code=$?
+  if [ "$code" != "$want" ]; then
+    echo "verify-f16: FAIL: $what: exit $code, want $want" >&2
+    cat "$tmp/out" >&2
+    exit 1
+  fi
+  echo "verify-f16: ok: $what (exit $code)"
+}
+
+m=(--model "$tmp/model")
+expect 0 "float16 weights against their own reference set, default tolerances" \
+  run "${m[@]}" --references "$tmp/refs-f16" --weight-dtype f16
+if grep -q '^profile:' "$tmp/out"; then
+  echo "verify-f16: FAIL: a float16 set for a float16 model needs no profile" >&2
+  exit 1
+fi
+expect 1 "an injected bug fails there" \
+  run "${m[@]}" --references "$tmp/refs-f16" --weight-dtype f16 --inject-fault layernorm-eps
+expect 2 "a float32-held model is refused by the float16 set" \
+  run "${m[@]}" --references "$tmp/refs-f16"
+expect 0 "float16 weights against the float32 set, f16 profile" \
+  run "${m[@]}" --references "$tmp/refs-f32" --weight-dtype f16
+grep -q '^profile:    f16' "$tmp/out" || { echo "verify-f16: FAIL: no f16 profile" >&2; cat "$tmp/out" >&2; exit 1; }
+expect 0 "float32 weights against the float32 set, default tolerances" \
+  run "${m[@]}" --references "$tmp/refs-f32"
