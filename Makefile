@@ -12,6 +12,10 @@ run:
 
 test: lint test-scripts verify-references verify-f16
 	$(GO) test -race ./...
+	# The other kernel builds: pure Go, and the 256-bit and generic switches.
+	$(GO) test -count=1 -tags purego ./model
+	LLORCH_KERNELS=avx2 $(GO) test -count=1 ./model
+	LLORCH_KERNELS=generic $(GO) test -count=1 ./model
 
 # The forward pass next to PyTorch on a GPT-2 124M-shaped model, one table
 # of ratios from one run (scripts/bench/NOTES.md). bench-go: Go benchmarks.

@@ -68,3 +68,31 @@ func TestDecodeBatchErrors(t *testing.T) {
 	require.ErrorIs(t, err, context.Canceled)
 	require.Equal(t, 0, a.Len())
 }
+
+// TestDecodeBatchSameBits: a sequence decoded in a batch (the tile kernel
+// and its edges, from 4 rows) gets exactly the bits it gets alone (the
+// panel kernel), so a server's batching never changes a sampled token.
+func TestDecodeBatchSameBits(t *testing.T) {
+	m, _ := testModel(t)
+	ctx := context.Background()
+	const B = 5
+	batch := make([]*Cache, B)
+	prompts := make([][]int, B)
+	for b := range batch {
+		batch[b] = m.NewCache()
+		prompts[b] = testTokens(2+b, uint64(20+b))
+		_, err := m.Forward(ctx, batch[b], prompts[b], ForwardOptions{})
+		require.NoError(t, err)
+	}
+	next := testTokens(B, 99)
+	got, err := m.DecodeBatch(ctx, batch, next)
+	require.NoError(t, err)
+	for b := range B {
+		c := m.NewCache()
+		_, err := m.Forward(ctx, c, prompts[b], ForwardOptions{})
+		require.NoError(t, err)
+		want, err := m.Forward(ctx, c, next[b:b+1], ForwardOptions{})
+		require.NoError(t, err)
+		require.Equal(t, want, got[b], "sequence %d", b)
+	}
+}

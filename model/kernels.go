@@ -76,33 +76,83 @@ func parallelFor(n int, fn func(i int)) {
 	wg.Wait()
 }
 
-// matmulCols is matmulAcc restricted to columns j0..j1. Float16 weights
-// go to the panel kernel's float16 twin for decode, which widens them as
-// it loads them; for the tile kernel they are widened into float32
-// scratch one kTile-deep block at a time (still in L2 when the kernel
-// reads it, and reused by every row). Every kernel adds in k order
-// whatever the blocking, so float16 weights give the same bits as float32
-// weights holding the same values.
+// matmulCols is matmulAcc restricted to columns j0..j1. Each kSum-deep
+// block of products is summed from zero and then added to dst, as BLAS
+// kernels do: one FMA chain over all of K (3072 terms in GPT-2's
+// mlp.c_proj) had 2–3.5x PyTorch float32's error against float64 on the
+// 124M shapes, where chains of kSum are level with it. The tile kernel
+// (prefill, batched decode) sums in registers; the panel kernel (decode,
+// and the tiles' edges) in acc. Both add a block in k order from zero, so
+// a sequence decoded in a batch gets the same bits as alone.
+//
+// Float16 weights go to the panel kernel's float16 twin, which widens
+// them as it loads them; for the tile kernel a block is widened into
+// float32 scratch first (still in L2 when the kernel reads it, and reused
+// by every row). Either way the bits are those of float32 weights holding
+// the same values.
 func matmulCols(dst, x []float32, w matrix, M, K, N, j0, j1 int) {
 	n := j1 - j0
-	switch {
-	case w.f16 == nil:
-		matmulBlock(dst[j0:], N, x, K, w.f32[j0:], N, M, K, n)
-	case M <= panelMaxRows || !hasTileKernel:
-		w16 := w.f16[j0:]
-		panelLoop(M, K, n, func(jt, k0, m0, nn, kk, mm int) {
-			axpyPanel16(dst[j0+m0*N+jt:], N, x[m0*K+k0:], K, w16[k0*N+jt:], N, nn, mm, kk)
-		})
-	default:
-		buf := getScratch(min(kTile, K) * n)
+	tiles := M > panelMaxRows && hasTileKernel
+	acc := getScratch(M * n)
+	defer scratch.Put(acc)
+	var buf *[]float32
+	if w.f16 != nil && tiles {
+		buf = getScratch(min(kSum, K) * n)
 		defer scratch.Put(buf)
-		for k0 := 0; k0 < K; k0 += kTile {
-			kk := min(kTile, K-k0)
+	}
+	for k0 := 0; k0 < K; k0 += kSum {
+		kk := min(kSum, K-k0)
+		xb := x[k0:]
+		if !tiles {
+			a := (*acc)[:M*n]
+			clear(a)
+			panelLoop(M, kk, n, func(jt, k1, m0, nn, kb, mm int) {
+				if w.f16 != nil {
+					axpyPanel16(a[m0*n+jt:], n, xb[m0*K+k1:], K, w.f16[(k0+k1)*N+j0+jt:], N, nn, mm, kb)
+				} else {
+					axpyPanel(a[m0*n+jt:], n, xb[m0*K+k1:], K, w.f32[(k0+k1)*N+j0+jt:], N, nn, mm, kb)
+				}
+			})
+			addRows(dst[j0:], N, a, n, M)
+			continue
+		}
+		var wb []float32
+		ldw := N
+		if buf != nil {
 			widenBlock(*buf, w.f16[k0*N+j0:], N, kk, n)
-			matmulBlock(dst[j0:], N, x[k0:], K, *buf, n, M, kk, n)
+			wb, ldw = *buf, n
+		} else {
+			wb = w.f32[k0*N+j0:]
+		}
+		tw := tileWidth()
+		m4, nt := M&^3, n/tw*tw
+		gemmTiles(dst[j0:], N, xb, K, wb, ldw, m4, nt, kk)
+		if e := n - nt; e > 0 { // right edge, all rows
+			a := (*acc)[:M*e]
+			clear(a)
+			axpyPanel(a, e, xb, K, wb[nt:], ldw, e, M, kk)
+			addRows(dst[j0+nt:], N, a, e, M)
+		}
+		if r := M - m4; r > 0 && nt > 0 { // bottom rows, tile columns
+			a := (*acc)[:r*nt]
+			clear(a)
+			axpyPanel(a, nt, xb[m4*K:], K, wb, ldw, nt, r, kk)
+			addRows(dst[m4*N+j0:], N, a, nt, r)
 		}
 	}
 }
+
+// addRows adds rows [rows,n] of a (stride n) into dst (stride ldd).
+func addRows(dst []float32, ldd int, a []float32, n, rows int) {
+	for i := range rows {
+		addVec(dst[i*ldd:i*ldd+n], a[i*n:(i+1)*n])
+	}
+}
+
+// kSum is the depth of one summation chain of matmulCols, the tile
+// kernel's block: deep enough that the extra pass over dst costs nothing
+// next to the block's FMAs.
+const kSum = kTile
 
 // panelLoop calls kern over the panel kernel's blocking of an [M,K]·[K,n]
 // product: column tiles of nTile, kBlock weight rows, mBlock rows of x.
@@ -112,32 +162,6 @@ func panelLoop(M, K, n int, kern func(jt, k0, m0, nn, kk, mm int)) {
 			for m0 := 0; m0 < M; m0 += mBlock {
 				kern(jt, k0, m0, min(nTile, n-jt), min(kBlock, K-k0), min(mBlock, M-m0))
 			}
-		}
-	}
-}
-
-// matmulBlock computes dst[M,0:n] += x[M,0:K]·w[K,0:n] (strides ldd, ldx,
-// ldw in elements). Decode (M <= 3) uses the panel kernel, which streams
-// each weight row segment once; larger M (batched decode, prefill) uses
-// the register-blocked tile kernel on the largest 4-row × tile-width part
-// and the panel kernel on the edges.
-func matmulBlock(dst []float32, ldd int, x []float32, ldx int, w []float32, ldw int, M, K, n int) {
-	if M <= panelMaxRows || !hasTileKernel {
-		panelLoop(M, K, n, func(jt, k0, m0, nn, kk, mm int) {
-			axpyPanel(dst[m0*ldd+jt:], ldd, x[m0*ldx+k0:], ldx, w[k0*ldw+jt:], ldw, nn, mm, kk)
-		})
-		return
-	}
-	tw := tileWidth()
-	m4, nt := M&^3, n/tw*tw
-	for k0 := 0; k0 < K; k0 += kTile {
-		kk := min(kTile, K-k0)
-		gemmTiles(dst, ldd, x[k0:], ldx, w[k0*ldw:], ldw, m4, nt, kk)
-		if nt < n { // right edge, all rows
-			axpyPanel(dst[nt:], ldd, x[k0:], ldx, w[k0*ldw+nt:], ldw, n-nt, M, kk)
-		}
-		if m4 < M { // bottom edge, tile columns
-			axpyPanel(dst[m4*ldd:], ldd, x[m4*ldx+k0:], ldx, w[k0*ldw:], ldw, nt, M-m4, kk)
 		}
 	}
 }

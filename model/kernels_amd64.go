@@ -38,6 +38,22 @@ func axpyPanelF16AVX2(y *float32, ldyb int, x *float32, ldxb int, w *uint16, ldw
 //go:noescape
 func dotPanelF16AVX2(h *float32, ldhb int, m int, w *uint16, ldwb int, n int, out *float32, ldob int)
 
+//go:noescape
+func addVecAVX2(dst, src *float32, n int)
+
+// addVec: dst[i] += src[i] for i < len(src).
+func addVec(dst, src []float32) {
+	n, n16 := len(src), 0
+	if useAVX2 {
+		n16 = n &^ 15
+	}
+	if n16 > 0 {
+		_ = dst[n-1]
+		addVecAVX2(unsafe.SliceData(dst), unsafe.SliceData(src), n16)
+	}
+	addInto(dst[n16:n], src[n16:])
+}
+
 // useF16C says whether float16 weights are widened by VCVTPH2PS.
 var useF16C = useAVX2 && cpu.X86.HasF16C
 

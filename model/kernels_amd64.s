@@ -144,10 +144,11 @@ dotdone:
 // func gemm4x24AVX2(c *float32, ldcb int, a *float32, ldab int, b *float32, ldbb int, k int)
 //
 // C[4,24] += A[4,k]·B[k,24] (strides in bytes, k >= 1): the register-blocked
-// micro-kernel of prefill. The 4×24 tile of C lives in 12 registers for the
-// whole k loop, so each B load feeds 4 FMAs and each A broadcast 3: the
-// loop is bound by the FMA units, not by loads. Like axpyPanelAVX2 it adds
-// the products to C in k order, so both give the same bits.
+// micro-kernel of prefill. The 4×24 sums live in 12 registers for the whole
+// k loop, so each B load feeds 4 FMAs and each A broadcast 3: the loop is
+// bound by the FMA units, not by loads. The sums start from zero, add the
+// products in k order and are then added to C, exactly what matmulCols does
+// with axpyPanel over a zeroed block, so both give the same bits.
 TEXT ·gemm4x24AVX2(SB), NOSPLIT, $0-56
 	MOVQ c+0(FP), DI
 	MOVQ ldcb+8(FP), DX
@@ -162,18 +163,18 @@ TEXT ·gemm4x24AVX2(SB), NOSPLIT, $0-56
 	LEAQ (DI)(DX*1), R12
 	LEAQ (DI)(DX*2), R13
 
-	VMOVUPS (DI), Y0
-	VMOVUPS 32(DI), Y1
-	VMOVUPS 64(DI), Y2
-	VMOVUPS (R12), Y3
-	VMOVUPS 32(R12), Y4
-	VMOVUPS 64(R12), Y5
-	VMOVUPS (R13), Y6
-	VMOVUPS 32(R13), Y7
-	VMOVUPS 64(R13), Y8
-	VMOVUPS (R13)(DX*1), Y9
-	VMOVUPS 32(R13)(DX*1), Y10
-	VMOVUPS 64(R13)(DX*1), Y11
+	VXORPS  Y0, Y0, Y0
+	VXORPS  Y1, Y1, Y1
+	VXORPS  Y2, Y2, Y2
+	VXORPS  Y3, Y3, Y3
+	VXORPS  Y4, Y4, Y4
+	VXORPS  Y5, Y5, Y5
+	VXORPS  Y6, Y6, Y6
+	VXORPS  Y7, Y7, Y7
+	VXORPS  Y8, Y8, Y8
+	VXORPS  Y9, Y9, Y9
+	VXORPS  Y10, Y10, Y10
+	VXORPS  Y11, Y11, Y11
 	XORQ    AX, AX
 
 gemmloop:
@@ -201,6 +202,18 @@ gemmloop:
 	DECQ         CX
 	JNZ          gemmloop
 
+	VADDPS  (DI), Y0, Y0
+	VADDPS  32(DI), Y1, Y1
+	VADDPS  64(DI), Y2, Y2
+	VADDPS  (R12), Y3, Y3
+	VADDPS  32(R12), Y4, Y4
+	VADDPS  64(R12), Y5, Y5
+	VADDPS  (R13), Y6, Y6
+	VADDPS  32(R13), Y7, Y7
+	VADDPS  64(R13), Y8, Y8
+	VADDPS  (R13)(DX*1), Y9, Y9
+	VADDPS  32(R13)(DX*1), Y10, Y10
+	VADDPS  64(R13)(DX*1), Y11, Y11
 	VMOVUPS Y0, (DI)
 	VMOVUPS Y1, 32(DI)
 	VMOVUPS Y2, 64(DI)
@@ -235,18 +248,18 @@ TEXT ·gemm4x48AVX512(SB), NOSPLIT, $0-56
 	LEAQ (DI)(DX*1), R12
 	LEAQ (DI)(DX*2), R13
 
-	VMOVUPS (DI), Z0
-	VMOVUPS 64(DI), Z1
-	VMOVUPS 128(DI), Z2
-	VMOVUPS (R12), Z3
-	VMOVUPS 64(R12), Z4
-	VMOVUPS 128(R12), Z5
-	VMOVUPS (R13), Z6
-	VMOVUPS 64(R13), Z7
-	VMOVUPS 128(R13), Z8
-	VMOVUPS (R13)(DX*1), Z9
-	VMOVUPS 64(R13)(DX*1), Z10
-	VMOVUPS 128(R13)(DX*1), Z11
+	VXORPS  Z0, Z0, Z0
+	VXORPS  Z1, Z1, Z1
+	VXORPS  Z2, Z2, Z2
+	VXORPS  Z3, Z3, Z3
+	VXORPS  Z4, Z4, Z4
+	VXORPS  Z5, Z5, Z5
+	VXORPS  Z6, Z6, Z6
+	VXORPS  Z7, Z7, Z7
+	VXORPS  Z8, Z8, Z8
+	VXORPS  Z9, Z9, Z9
+	VXORPS  Z10, Z10, Z10
+	VXORPS  Z11, Z11, Z11
 	XORQ    AX, AX
 
 gemm512loop:
@@ -274,6 +287,18 @@ gemm512loop:
 	DECQ         CX
 	JNZ          gemm512loop
 
+	VADDPS  (DI), Z0, Z0
+	VADDPS  64(DI), Z1, Z1
+	VADDPS  128(DI), Z2, Z2
+	VADDPS  (R12), Z3, Z3
+	VADDPS  64(R12), Z4, Z4
+	VADDPS  128(R12), Z5, Z5
+	VADDPS  (R13), Z6, Z6
+	VADDPS  64(R13), Z7, Z7
+	VADDPS  128(R13), Z8, Z8
+	VADDPS  (R13)(DX*1), Z9, Z9
+	VADDPS  64(R13)(DX*1), Z10, Z10
+	VADDPS  128(R13)(DX*1), Z11, Z11
 	VMOVUPS Z0, (DI)
 	VMOVUPS Z1, 64(DI)
 	VMOVUPS Z2, 128(DI)
@@ -505,5 +530,32 @@ hdotsum:
 	JNZ  hdotrow
 
 hdotdone:
+	VZEROUPPER
+	RET
+
+// func addVecAVX2(dst, src *float32, n int)
+//
+// dst[0:n] += src[0:n], n a multiple of 16.
+TEXT ·addVecAVX2(SB), NOSPLIT, $0-24
+	MOVQ dst+0(FP), DI
+	MOVQ src+8(FP), SI
+	MOVQ n+16(FP), DX
+	SHLQ $2, DX
+	XORQ CX, CX
+	TESTQ DX, DX
+	JZ   adddone
+
+addloop:
+	VMOVUPS (DI)(CX*1), Y0
+	VMOVUPS 32(DI)(CX*1), Y1
+	VADDPS  (SI)(CX*1), Y0, Y0
+	VADDPS  32(SI)(CX*1), Y1, Y1
+	VMOVUPS Y0, (DI)(CX*1)
+	VMOVUPS Y1, 32(DI)(CX*1)
+	ADDQ    $64, CX
+	CMPQ    CX, DX
+	JL      addloop
+
+adddone:
 	VZEROUPPER
 	RET

@@ -24,6 +24,8 @@ func gemmTiles(c []float32, ldc int, a []float32, lda int, b []float32, ldb int,
 	panic("gemmTiles: no tile kernel in this build")
 }
 
+func addVec(dst, src []float32) { addInto(dst, src) }
+
 func widenBlock(dst []float32, src []uint16, lds, rows, n int) {
 	widenBlockGeneric(dst, src, lds, rows, n)
 }

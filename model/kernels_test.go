@@ -5,6 +5,8 @@ import (
 	"math"
 	"math/rand/v2"
 	"testing"
+
+	"github.com/stretchr/testify/require"
 )
 
 func randSlice(r *rand.Rand, n int) []float32 {
@@ -162,5 +164,40 @@ func TestGeluNewFast(t *testing.T) {
 		if d := math.Abs(float64(got[i]) - want); d > 1e-7*math.Abs(want)+1e-12 {
 			t.Fatalf("gelu(%g) = %g, want %g", v, got[i], want)
 		}
+	}
+}
+
+// TestMatmulBlockedSummation: sums of 3072 products are added in chains of
+// kSum from zero, as BLAS does, not in one chain. On positive terms a
+// single float32 chain drifts far more; the kernels must stay well below
+// it on every path (panel for M = 1, tiles and edges for M = 6).
+func TestMatmulBlockedSummation(t *testing.T) {
+	r := rand.New(rand.NewPCG(9, 9))
+	const K, N = 3072, 100
+	w := make([]float32, K*N)
+	for i := range w {
+		w[i] = 1 + r.Float32()
+	}
+	for _, M := range []int{1, 6} {
+		x := make([]float32, M*K)
+		for i := range x {
+			x[i] = 1 + r.Float32()/8
+		}
+		got := make([]float32, M*N)
+		matmulAcc(got, x, matrix{f32: w}, M, K, N)
+		var worst, chainWorst float64
+		for i := range M {
+			for j := range N {
+				var exact float64
+				var chain float32
+				for k := range K {
+					exact += float64(x[i*K+k]) * float64(w[k*N+j])
+					chain += x[i*K+k] * w[k*N+j]
+				}
+				worst = max(worst, math.Abs(float64(got[i*N+j])-exact))
+				chainWorst = max(chainWorst, math.Abs(float64(chain)-exact))
+			}
+		}
+		require.Less(t, 4*worst, chainWorst, "M=%d: error %g against one chain's %g", M, worst, chainWorst)
 	}
 }
