@@ -217,7 +217,9 @@ func dotPanel16(h []float32, ldh, m int, w []uint16, ldw, n int, out []float32, 
 	_ = out[(m-1)*ldo+3]
 	dotPanelF16AVX2(unsafe.SliceData(h), ldh*4, m, unsafe.SliceData(w), ldw*2, n16, unsafe.SliceData(out), ldo*4)
 	if n16 < n {
-		rest := make([]float32, 4*(n-n16))
+		buf := getScratch(4 * (n - n16))
+		defer scratch.Put(buf)
+		rest := *buf
 		widenBlock(rest, w[n16:], ldw, 4, n-n16)
 		for i := 0; i < m; i++ {
 			hi := h[i*ldh+n16 : i*ldh+n]

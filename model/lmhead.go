@@ -31,8 +31,10 @@ func lmHeadRows(logits, x []float32, wte matrix, R, C, V, v0, v1 int) {
 		dotPanel16(x, C, R, wte.f16[v*C:], C, C, logits[v:], V)
 	}
 	if v < v1 {
-		rows := wte.float32sOfRows(v, v1, C)
-		lmHeadRows32(logits[v:], x, rows, R, C, V, 0, v1-v)
+		buf := getScratch((v1 - v) * C)
+		defer scratch.Put(buf)
+		widenBlock(*buf, wte.f16[v*C:], C, v1-v, C)
+		lmHeadRows32(logits[v:], x, *buf, R, C, V, 0, v1-v)
 	}
 }
 

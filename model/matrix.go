@@ -42,13 +42,6 @@ func (w matrix) row(dst []float32, r, cols int) []float32 {
 	return dst
 }
 
-// float32sOfRows widens rows r0..r1 of a float16 [rows,cols] matrix.
-func (w matrix) float32sOfRows(r0, r1, cols int) []float32 {
-	out := make([]float32, (r1-r0)*cols)
-	widenBlock(out, w.f16[r0*cols:], cols, r1-r0, cols)
-	return out
-}
-
 // toFloat16 rounds vals to the nearest binary16, ties to even (as torch's
 // .half() does).
 func toFloat16(vals []float32) ([]uint16, error) {
