@@ -18,11 +18,13 @@ import shutil
 import sys
 import tempfile
 
-import numpy as np
-import torch
-import torch.nn.functional as F
-
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import arithmetic  # noqa: E402  first: it sets OpenBLAS's switches before numpy or torch loads it
+
+import numpy as np  # noqa: E402
+import torch  # noqa: E402
+import torch.nn.functional as F  # noqa: E402
+
 from gpt2_tokenizer import GPT2Tokenizer  # noqa: E402
 from gpt2_torch import GPT2, load_model, round_matrices_f16  # noqa: E402
 from processors import EOT, argmax_lowest, greedy_generate, loglikelihood, loglikelihood_tokens, process_logits  # noqa: E402
@@ -222,7 +224,8 @@ def build(args, tmp):
         "format_version": FORMAT_VERSION,
         "model": info,
         "generator": {"script": "scripts/dump_references.py", "python": platform.python_version(),
-                      "torch": torch.__version__, "numpy": np.__version__, "float64_twins": True},
+                      "torch": torch.__version__, "numpy": np.__version__, "float64_twins": True,
+                      "arithmetic": arithmetic.record()},
         "cases": cases,
         "tensors": entries,
         "sampling": SAMPLING,
@@ -297,8 +300,13 @@ def main(argv=None):
     if args.n_generate < 0:
         ap.error("--n-generate must be >= 0")
 
-    torch.set_num_threads(1)  # one thread: reductions in a fixed order, byte-identical re-runs
-    torch.use_deterministic_algorithms(True)
+    arithmetic.setup_torch()
+    for k, v in arithmetic.overridden.items():
+        print(f"dump_references: note: {k}={v} from the environment replaced by the pinned "
+              f"{arithmetic.PINS[k]}", file=sys.stderr)
+    for line in arithmetic.unmet(arithmetic.record()):
+        print(f"dump_references: note: arithmetic not pinned: {line}; this set will not reproduce "
+              f"bit for bit elsewhere (references/FORMAT.md)", file=sys.stderr)
     out = os.path.abspath(args.out)
     if os.path.exists(out) and not os.path.isdir(out):
         print(f"dump_references: error: {args.out} exists and is not a directory", file=sys.stderr)
