@@ -12,7 +12,7 @@ budget    B's machine could not reproduce A's arithmetic (another
           architecture, an OpenBLAS without that kernel, another torch).
           Float32 results may then differ in their last bits, so:
           - float64 twins must agree within TWIN_RTOL of each tensor's
-            largest value: summation order moves float64 results by ~1e-14
+            largest value: summation order moves float64 results by up to 2e-14
             of that (measured), while every change float32 can see moves
             them by more than float32's 6e-8 spacing;
           - each float32 tensor's largest error against its own float64
