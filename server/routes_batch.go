@@ -65,14 +65,15 @@ func (s *Server) handleGenerate(w http.ResponseWriter, r *http.Request) {
 	prompts, _ := s.promptList(f, "prompts", true)
 	g := f.settings(batchDefaults, e.m.Config.VocabSize)
 	var encoded [][]int
+	var maxTokens []int
 	if f.ok("prompts", "max_tokens") {
 		for i, p := range prompts {
 			tokens := e.tok.Encode(p)
-			if len(tokens)+g.MaxTokens > e.m.Config.NPositions {
-				f.bad(fmt.Sprintf("prompts[%d]", i), "context_length", fmt.Sprintf(
-					"prompt of %d tokens + max_tokens %d exceeds the context length %d", len(tokens), g.MaxTokens, e.m.Config.NPositions), nil)
+			m, why := g.maxTokensFor(len(tokens), e.m.Config.NPositions)
+			if why != "" {
+				f.bad(fmt.Sprintf("prompts[%d]", i), "context_length", why, nil)
 			}
-			encoded = append(encoded, tokens)
+			encoded, maxTokens = append(encoded, tokens), append(maxTokens, m)
 		}
 	}
 	if len(f.errs) > 0 {
@@ -90,8 +91,8 @@ func (s *Server) handleGenerate(w http.ResponseWriter, r *http.Request) {
 		Seeds         []uint64 `json:"seeds"`
 		Usage         usage    `json:"usage"`
 	}{}
-	for _, tokens := range encoded {
-		req := generation.Request{Prompt: tokens, MaxTokens: g.MaxTokens, Params: g.Params, Seed: g.Seed, Stop: g.Stop}
+	for i, tokens := range encoded {
+		req := generation.Request{Prompt: tokens, MaxTokens: maxTokens[i], Params: g.Params, Seed: g.Seed, Stop: g.Stop}
 		res, err := s.generate(ctx, e, slot, req, nil)
 		if err != nil {
 			s.log.Error("generation failed", "request_id", requestID(r.Context()), "error", err)

@@ -20,13 +20,14 @@ var openAIDefaults = settingDefaults{maxTokens: 16, minMaxTokens: 0, temperature
 const maxLogprobs = 20
 
 type completionRequest struct {
-	prompts  [][]int
-	texts    []string // the prompts' text (decoded when given as ids)
-	settings genSettings
-	stream   bool
-	echo     bool
-	logprobs int // -1: none
-	usage    bool
+	prompts   [][]int
+	texts     []string // the prompts' text (decoded when given as ids)
+	settings  genSettings
+	maxTokens []int // per prompt: settings.MaxTokens fitted to the context
+	stream    bool
+	echo      bool
+	logprobs  int // -1: none
+	usage     bool
 }
 
 type legacyLogprobs struct {
@@ -82,14 +83,15 @@ func (s *Server) parseCompletion(e *engine, f *fields) completionRequest {
 	}
 	if f.ok("prompt", "max_tokens") {
 		for i, p := range c.prompts {
-			if len(p)+c.settings.MaxTokens > n {
+			m, why := c.settings.maxTokensFor(len(p), n)
+			if why != "" {
 				name := "prompt"
 				if len(c.prompts) > 1 {
 					name = fmt.Sprintf("prompt[%d]", i)
 				}
-				f.bad(name, "context_length", fmt.Sprintf("prompt of %d tokens + max_tokens %d exceeds the context length %d",
-					len(p), c.settings.MaxTokens, n), nil)
+				f.bad(name, "context_length", why, nil)
 			}
+			c.maxTokens = append(c.maxTokens, m)
 		}
 	}
 	return c
@@ -298,7 +300,7 @@ func (s *Server) completeOne(ctx context.Context, e *engine, slot *Slot, c compl
 	} else {
 		offset = utf8.RuneCountInString(c.texts[i])
 	}
-	if c.settings.MaxTokens == 0 {
+	if c.maxTokens[i] == 0 {
 		reason := "length"
 		choice.FinishReason = &reason
 		choice.Logprobs = lp
@@ -307,7 +309,7 @@ func (s *Server) completeOne(ctx context.Context, e *engine, slot *Slot, c compl
 		}
 		return choice, nil
 	}
-	req := generation.Request{Prompt: prompt, MaxTokens: c.settings.MaxTokens, Params: c.settings.Params,
+	req := generation.Request{Prompt: prompt, MaxTokens: c.maxTokens[i], Params: c.settings.Params,
 		Seed: c.settings.Seed, Stop: c.settings.Stop, LogProbs: lp != nil, TopLogProbs: top}
 	res, err := s.generate(ctx, e, slot, req, func(t generation.Token) error {
 		var piece *legacyLogprobs

@@ -114,7 +114,11 @@ func (s *Server) handleExecute(w http.ResponseWriter, r *http.Request) {
 		// User text: "<|endoftext|>" in a prompt is characters, not the
 		// control token (docs/serve.md, tokenization).
 		tokens = e.tok.Encode(prompt)
-		checkContext(f, len(tokens), g.MaxTokens, e.m.Config.NPositions)
+		m, why := g.maxTokensFor(len(tokens), e.m.Config.NPositions)
+		if why != "" {
+			f.bad("max_tokens", "context_length", why, g.MaxTokens)
+		}
+		g.MaxTokens = m
 	}
 	if len(f.errs) > 0 {
 		writeFieldErrors(w, familyWorker, f.errs)
@@ -181,16 +185,6 @@ func endMessage(code string) string {
 		return "the request exceeded the server's request timeout"
 	}
 	return "the job was cancelled"
-}
-
-// checkContext rejects a generation that cannot fit: API.md makes it a
-// 400, never a silent truncation.
-func checkContext(f *fields, promptTokens, maxTokens, contextLength int) {
-	if promptTokens+maxTokens > contextLength {
-		f.bad("max_tokens", "context_length",
-			"prompt of "+itoa(promptTokens)+" tokens + max_tokens "+itoa(maxTokens)+" exceeds the context length "+itoa(contextLength),
-			maxTokens)
-	}
 }
 
 // handleCancel ends a running job; unknown and finished jobs are accepted

@@ -189,6 +189,30 @@ type genSettings struct {
 	Params    sampling.Params
 	Seed      *uint64
 	Stop      []string
+
+	maxTokensSet bool // false: MaxTokens is the family's default
+	minMaxTokens int
+}
+
+// maxTokensFor is how many tokens a prompt of promptTokens may generate,
+// or a message saying why none fit. An explicit max_tokens beyond the
+// context is a 400 (API.md), never a silent truncation; the default shrinks
+// to the room the context leaves, so leaving max_tokens out never fails a
+// prompt that fits.
+func (g genSettings) maxTokensFor(promptTokens, contextLength int) (int, string) {
+	room := contextLength - promptTokens
+	if g.maxTokensSet {
+		if g.MaxTokens > room {
+			return 0, fmt.Sprintf("prompt of %d tokens + max_tokens %d exceeds the context length %d",
+				promptTokens, g.MaxTokens, contextLength)
+		}
+		return g.MaxTokens, ""
+	}
+	if n := min(g.MaxTokens, room); n >= g.minMaxTokens {
+		return n, ""
+	}
+	return 0, fmt.Sprintf("prompt of %d tokens leaves no room to generate in the context length %d",
+		promptTokens, contextLength)
 }
 
 // settingDefaults differ per family: API.md's worker defaults, the batch
@@ -204,6 +228,7 @@ const maxMaxTokens = 2048
 func (f *fields) settings(d settingDefaults, vocabSize int) genSettings {
 	var g genSettings
 	g.MaxTokens = int(f.intIn("max_tokens", int64(d.minMaxTokens), maxMaxTokens, int64(d.maxTokens)))
+	g.maxTokensSet, g.minMaxTokens = f.present("max_tokens"), d.minMaxTokens
 	g.Params = sampling.Params{
 		Temperature:       f.floatIn("temperature", 0, 2, false, d.temperature),
 		TopP:              f.floatIn("top_p", 0, 1, true, 1),

@@ -2,6 +2,7 @@ package server_test
 
 import (
 	"bytes"
+	"context"
 	"io"
 	"net/http"
 	"strings"
@@ -116,4 +117,38 @@ func TestMalformedBodies(t *testing.T) {
 	resp.Body.Close()
 	require.Equal(t, http.StatusRequestEntityTooLarge, resp.StatusCode, "%s", b)
 	require.True(t, bytes.Contains(b, []byte("BODY_TOO_LARGE")))
+}
+
+// TestDefaultMaxTokensFitsTheContext: a prompt that fits the context must
+// not fail because a default max_tokens (100, 128, 16) does not fit beside
+// it; the default shrinks to the room left. An explicit max_tokens beyond
+// the context stays a 400 naming the field.
+func TestDefaultMaxTokensFitsTheContext(t *testing.T) {
+	ts := start(t, server.Config{})
+	prompt := strings.Repeat(" word", 120) // 120 tokens of the 128-token context
+	t.Run("execute", func(t *testing.T) {
+		_, tokens, terminal, last := ts.execute(t, context.Background(), map[string]any{
+			"job_id": "d", "prompt": prompt, "temperature": 0}).run(t)
+		require.Equal(t, "end", terminal, last)
+		require.LessOrEqual(t, len(tokens), 8)
+		out := ts.call(t, "POST", "/execute", map[string]any{"job_id": "e", "prompt": prompt, "max_tokens": 9}, http.StatusBadRequest)
+		require.Equal(t, []string{"max_tokens"}, fieldsOf(t, out))
+	})
+	t.Run("generate", func(t *testing.T) {
+		out := ts.call(t, "POST", "/generate", map[string]any{"prompts": []string{prompt, "Hi"}, "temperature": 0}, http.StatusOK)
+		require.Len(t, out["completions"], 2)
+		require.Equal(t, "max_tokens", out["finish_reasons"].([]any)[0])
+		usage := out["usage"].(map[string]any)
+		require.LessOrEqual(t, usage["completion_tokens"], float64(8+128))
+		out = ts.call(t, "POST", "/generate", map[string]any{"prompts": []string{prompt}, "max_tokens": 9}, http.StatusBadRequest)
+		require.Equal(t, []string{"prompts[0]"}, fieldsOf(t, out))
+		out = ts.call(t, "POST", "/generate", map[string]any{"prompts": []string{strings.Repeat(" word", 128)}}, http.StatusBadRequest)
+		require.Equal(t, []string{"prompts[0]"}, fieldsOf(t, out))
+		require.Contains(t, out["errors"].([]any)[0].(map[string]any)["message"], "leaves no room")
+	})
+	t.Run("completions", func(t *testing.T) {
+		out := ts.call(t, "POST", "/v1/completions", map[string]any{"prompt": strings.Repeat(" word", 120), "temperature": 0}, http.StatusOK)
+		require.LessOrEqual(t, out["usage"].(map[string]any)["completion_tokens"], float64(8))
+		ts.call(t, "POST", "/v1/completions", map[string]any{"prompt": prompt, "max_tokens": 9}, http.StatusBadRequest)
+	})
 }

@@ -33,11 +33,14 @@ type generateJSON struct {
 	PromptTokens int    `json:"prompt_tokens"`
 }
 
+// defaultMaxTokens is the worker API's default (API.md).
+const defaultMaxTokens = 100
+
 func newGenerateCmd() *cobra.Command {
 	var f generateFlags
 	d := sampling.DefaultParams()
 	cmd := &cobra.Command{
-		Use:   "generate [--model DIR] (--prompt TEXT | --tokens IDS) --max-tokens N [flags]",
+		Use:   "generate [--model DIR] (--prompt TEXT | --tokens IDS) [--max-tokens N] [flags]",
 		Short: "Generate text with the Go model, streaming it to stdout",
 		Long: `Continue a prompt with the Go GPT-2, streaming the generated text to stdout
 as each token is chosen (the prompt is not echoed). Sampling follows Hugging
@@ -47,8 +50,9 @@ stop reason go to stderr; with the same seed, prompt and settings the output
 is the same on every machine.
 
 Generation stops at <|endoftext|>, after --max-tokens, or where the text
-reaches a --stop string (not included). The prompt plus --max-tokens must fit
-the model's context. With --json, stdout is one document:
+reaches a --stop string (not included). Without --max-tokens it generates up
+to 100 tokens, fewer when the context has less room; an explicit --max-tokens
+must fit beside the prompt in the model's context. With --json, stdout is one document:
 {"tokens", "text", "stop_reason", "stop_sequence" (when one matched), "seed",
 "prompt_tokens"}.`,
 		Example: `  llorch-check generate --prompt "Once upon a time" --max-tokens 40 --temperature 0.8 --seed 7
@@ -61,7 +65,7 @@ the model's context. With --json, stdout is one document:
 	f.model.register(fl)
 	fl.StringVar(&f.prompt, "prompt", "", "prompt text")
 	fl.StringVar(&f.tokens, "tokens", "", "prompt as token ids: 1,2,3, space separated or a JSON array")
-	fl.IntVar(&f.maxTokens, "max-tokens", 0, "most tokens to generate")
+	fl.IntVar(&f.maxTokens, "max-tokens", defaultMaxTokens, "most tokens to generate (default: 100 or the room left in the context)")
 	fl.Float64Var(&f.temperature, "temperature", d.Temperature, "softmax temperature; below 1e-6 is greedy")
 	fl.IntVar(&f.topK, "top-k", d.TopK, "keep the K most probable tokens (0: off)")
 	fl.Float64Var(&f.topP, "top-p", d.TopP, "keep the smallest set of tokens with probability ≥ P (1: off)")
@@ -72,7 +76,6 @@ the model's context. With --json, stdout is one document:
 	fl.BoolVar(&f.asJSON, "json", false, "print one JSON document instead of streaming text")
 	cmd.MarkFlagsOneRequired("prompt", "tokens")
 	cmd.MarkFlagsMutuallyExclusive("prompt", "tokens")
-	_ = cmd.MarkFlagRequired("max-tokens")
 	return cmd
 }
 
@@ -112,6 +115,15 @@ func runGenerate(cmd *cobra.Command, f generateFlags) error {
 		Stop: f.stop,
 	}
 	d := generation.NewModelDecoder(m)
+	if !cmd.Flags().Changed("max-tokens") {
+		// A default must not turn a prompt that fits into an error.
+		if room := d.ContextLength() - len(prompt); room >= 1 {
+			req.MaxTokens = min(req.MaxTokens, room)
+		} else {
+			return fmt.Errorf("prompt of %d tokens leaves no room to generate in the context length %d",
+				len(prompt), d.ContextLength())
+		}
+	}
 	if err := req.Validate(d.ContextLength(), d.VocabSize()); err != nil {
 		return err
 	}

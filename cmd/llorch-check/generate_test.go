@@ -123,6 +123,26 @@ func jsonNumber(v uint64) string {
 	return string(b)
 }
 
+// TestGenerateDefaultMaxTokens: without --max-tokens, 100 tokens, or the
+// room the context leaves when that is less.
+func TestGenerateDefaultMaxTokens(t *testing.T) {
+	for _, tt := range []struct {
+		prompt string
+		want   int
+	}{
+		{"Hello.", 100},
+		{strings.Repeat(" word", 120), 8},
+	} {
+		doc := generateJSONDoc(t, "--prompt", tt.prompt, "--temperature", "0", "--seed", "1")
+		if doc.StopReason == "eos" {
+			require.LessOrEqual(t, len(doc.Tokens), tt.want)
+			continue
+		}
+		require.Equal(t, "max_tokens", doc.StopReason)
+		require.Len(t, doc.Tokens, tt.want)
+	}
+}
+
 func TestGenerateInvalid(t *testing.T) {
 	tests := []struct {
 		name string
@@ -136,7 +156,7 @@ func TestGenerateInvalid(t *testing.T) {
 		{"five stop strings", []string{"--prompt", "a", "--max-tokens", "2", "--stop", "1", "--stop", "2", "--stop", "3", "--stop", "4", "--stop", "5"}, "at most 4"},
 		{"beyond the context", []string{"--tokens", "1,2,3", "--max-tokens", "126"}, "prompt of 3 tokens + 126 new tokens = 129 exceeds the context length 128"},
 		{"max-tokens 0", []string{"--prompt", "a", "--max-tokens", "0"}, "max_tokens 0"},
-		{"no max-tokens", []string{"--prompt", "a"}, "max-tokens"},
+		{"a prompt filling the context", []string{"--prompt", strings.Repeat(" word", 128)}, "prompt of 128 tokens leaves no room"},
 		{"no prompt", []string{"--max-tokens", "2"}, "prompt"},
 		{"both prompts", []string{"--prompt", "a", "--tokens", "1", "--max-tokens", "2"}, "prompt"},
 		{"empty prompt", []string{"--prompt", "", "--max-tokens", "2"}, "prompt: empty"},
