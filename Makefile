@@ -5,17 +5,27 @@ TINY_MODEL := testdata/tiny-gpt2
 TINY_REFS := testdata/references/tiny-gpt2
 CASES := testdata/cases.json
 
-.PHONY: run test lint bench bench-go bench-tokenizer fuzz test-scripts references verify-references verify-f16
+.PHONY: run build install test lint bench bench-go bench-tokenizer fuzz test-scripts references verify-references verify-f16
 
 run:
 	$(GO) run ./cmd/llorch-check run
 
-test: lint test-scripts verify-references verify-f16
-	$(GO) test -race ./...
-	# The other kernel builds: pure Go, and the 256-bit and generic switches.
-	$(GO) test -count=1 -tags purego ./model
-	LLORCH_KERNELS=avx2 $(GO) test -count=1 ./model
-	LLORCH_KERNELS=generic $(GO) test -count=1 ./model
+# -buildvcs=auto: stamp the commit for --version even where GOFLAGS turns it off.
+build:
+	$(GO) build -buildvcs=auto -o bin/llorch-check ./cmd/llorch-check
+	@echo "built bin/llorch-check"
+
+install:
+	$(GO) install -buildvcs=auto ./cmd/llorch-check
+	@bin=$$($(GO) env GOBIN); bin=$${bin:-$$($(GO) env GOPATH)/bin}; \
+	echo "installed $$bin/llorch-check"; \
+	case ":$$PATH:" in *":$$bin:"*) ;; *) echo "$$bin is not on your PATH: export PATH=\"\$$PATH:$$bin\"";; esac
+
+# Lint, the PyTorch scripts' tests, reference verification, go test -race
+# and the other kernel builds (pure Go, the 256-bit and generic switches);
+# ends with a line per step: passed, failed or skipped and why.
+test:
+	@PYTHON=$(PYTHON) GO=$(GO) MAKE="$(MAKE)" bash scripts/test.sh
 
 # The forward pass next to PyTorch on a GPT-2 124M-shaped model, one table
 # of ratios from one run (scripts/bench/NOTES.md). bench-go: Go benchmarks.

@@ -10,6 +10,10 @@ import (
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/plotutil"
 	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
+	_ "gonum.org/v1/plot/vg/vgimg" // png for draw.NewFormattedCanvas
+	_ "gonum.org/v1/plot/vg/vgpdf"
+	_ "gonum.org/v1/plot/vg/vgsvg"
 )
 
 // PlotFormats are the image formats WritePlot can write.
@@ -21,21 +25,22 @@ const plotFloor = 1e-6
 // WritePlot draws, for each checkpoint, the worst error across layers as a
 // fraction of its tolerance (max |got−want| / (atol + rtol·|want|)), on a
 // log scale with the tolerance line at 1: a point above it is a failing
-// tensor. Tensors after the last block are drawn at x = n_layer.
+// tensor. Tensors after the last block are drawn at x = n_layer. The
+// legend has its own strip right of the axes, so it never covers data.
 func (r *Report) WritePlot(w io.Writer, nLayer int, format string) error {
 	if !PlotFormats[format] {
 		return fmt.Errorf("plot format %q: want svg, png or pdf", format)
 	}
 	p := plot.New()
-	p.Title.Text = "llorch-check: error relative to tolerance, per layer"
+	p.Title.Text = "llorch-check: worst error relative to tolerance, per layer"
 	p.X.Label.Text = "layer (head: ln_f and logits, after the blocks)"
-	p.Y.Label.Text = "max |got−want| / (atol + rtol·|want|)"
-	p.Y.Scale = plot.LogScale{}
+	p.Y.Label.Text = "|got−want| / (atol + rtol·|want|)"
+	// log10 of the ratio on a linear axis: gonum centres an axis label on
+	// the linear midpoint of the range, which on its log scale sits near the
+	// top and squeezes the axes down.
 	p.Y.Tick.Marker = powerTicks{}
 	p.X.Tick.Marker = layerTicks(nLayer)
-	// The free band right of the data holds the legend.
-	p.X.Min, p.X.Max = -0.2, float64(nLayer)+0.6+0.25*float64(nLayer+1)
-	p.Legend.Top = true
+	p.X.Min, p.X.Max = -0.3, float64(nLayer)+0.3
 
 	series := r.seriesByCheckpoint(nLayer)
 	nums := make([]int, 0, len(series))
@@ -44,28 +49,40 @@ func (r *Report) WritePlot(w io.Writer, nLayer int, format string) error {
 	}
 	sort.Ints(nums)
 	var args []any
-	maxY := 10.0
+	lo, hi := 0.0, 0.0 // the tolerance line (10^0) is always in view
 	for _, n := range nums {
 		cp, _ := ByNumber(n)
-		args = append(args, fmt.Sprintf("%d %s", n, cp.Name), series[n])
-		for _, xy := range series[n] {
-			maxY = math.Max(maxY, xy.Y*2)
+		for i := range series[n] {
+			series[n][i].Y = math.Log10(series[n][i].Y)
+			lo, hi = math.Min(lo, series[n][i].Y), math.Max(hi, series[n][i].Y)
 		}
+		args = append(args, fmt.Sprintf("%d %s", n, cp.Name), series[n])
 	}
 	if err := plotutil.AddLinePoints(p, args...); err != nil {
 		return err
 	}
-	tol := plotter.NewFunction(func(float64) float64 { return 1 })
+	tol := plotter.NewFunction(func(float64) float64 { return 0 })
 	tol.Dashes = []vg.Length{vg.Points(4), vg.Points(3)}
 	tol.Width = vg.Points(1.5)
 	p.Add(tol)
-	p.Legend.Add("tolerance", tol)
-	p.Y.Min, p.Y.Max = plotFloor, maxY
-	wt, err := p.WriterTo(8*vg.Inch, 5*vg.Inch, format)
+	p.Legend.Add("tolerance (1)", tol)
+	// Whole decades around the data, one spare above so a failing point
+	// stands clear of the line.
+	p.Y.Min, p.Y.Max = math.Floor(lo), math.Ceil(hi)+1
+
+	width, height := 9*vg.Inch, 5*vg.Inch
+	c, err := draw.NewFormattedCanvas(width, height, format)
 	if err != nil {
 		return err
 	}
-	_, err = wt.WriteTo(w)
+	dc := draw.New(c)
+	legend := p.Legend
+	p.Legend = plot.NewLegend()
+	legend.Top, legend.Left = true, true
+	strip := legend.Rectangle(dc).Size().X + vg.Points(24)
+	p.Draw(draw.Crop(dc, 0, -strip, 0, 0))
+	legend.Draw(draw.Crop(dc, width-strip+vg.Points(12), 0, 0, -vg.Points(36)))
+	_, err = c.WriteTo(w)
 	return err
 }
 
@@ -108,13 +125,13 @@ func (r *Report) seriesByCheckpoint(nLayer int) map[int]plotter.XYs {
 	return out
 }
 
-// powerTicks labels each power of ten as 1e-05, not 9.999999e-06.
+// powerTicks labels the integer e of a log10 axis as 1e<e>.
 type powerTicks struct{}
 
 func (powerTicks) Ticks(lo, hi float64) []plot.Tick {
 	var ticks []plot.Tick
-	for e := int(math.Floor(math.Log10(lo))); e <= int(math.Ceil(math.Log10(hi))); e++ {
-		ticks = append(ticks, plot.Tick{Value: math.Pow(10, float64(e)), Label: fmt.Sprintf("1e%d", e)})
+	for e := int(math.Ceil(lo)); e <= int(math.Floor(hi)); e++ {
+		ticks = append(ticks, plot.Tick{Value: float64(e), Label: fmt.Sprintf("1e%d", e)})
 	}
 	return ticks
 }

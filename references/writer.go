@@ -77,7 +77,7 @@ func checkTarget(dir string, force bool) error {
 		return &Error{Path: dir, Err: errors.New("exists, is not empty and holds no manifest.json; refusing to replace it, even with force")}
 	}
 	if !force {
-		return &Error{Path: dir, Err: errors.New("a reference set already exists there; use force to replace it")}
+		return &Error{Path: dir, Err: errors.New("a reference set already exists there (--force replaces it)")}
 	}
 	return nil
 }

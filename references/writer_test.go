@@ -118,7 +118,7 @@ func TestWriterExisting(t *testing.T) {
 		dir := writeSet(t, older)
 		_, err := NewWriter(dir, false)
 		require.ErrorIs(t, err, ErrInvalid)
-		require.ErrorContains(t, err, dir+": a reference set already exists there; use force to replace it")
+		require.ErrorContains(t, err, dir+": a reference set already exists there (--force replaces it)")
 	})
 
 	t.Run("existing set replaced with force", func(t *testing.T) {

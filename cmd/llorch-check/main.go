@@ -59,7 +59,9 @@ tensors that PyTorch computed from the same weights.
 Exit codes: 0 all passed, 1 a checkpoint failed, 2 bad input.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
+		Version:       versionString(),
 	}
+	root.SetVersionTemplate("{{.Version}}")
 	root.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error {
 		return fmt.Errorf("%w (see %s --help)", err, cmd.CommandPath())
 	})

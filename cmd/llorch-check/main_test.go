@@ -8,10 +8,12 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 
 	"github.com/llorch/llorch-check/internal/fixture"
+	"github.com/llorch/llorch-check/model"
 	"github.com/stretchr/testify/require"
 )
 
@@ -289,4 +291,15 @@ func copyFile(t *testing.T, src, dst string) {
 	b, err := os.ReadFile(src)
 	require.NoError(t, err)
 	require.NoError(t, os.WriteFile(dst, b, 0o644))
+}
+
+// TestVersion: --version names the build and the kernels in use, which a
+// bug report needs to be reproduced.
+func TestVersion(t *testing.T) {
+	code, out, _ := runCLI(t, "--version")
+	require.Equal(t, exitOK, code)
+	require.True(t, strings.HasPrefix(out, "llorch-check "), out)
+	require.Contains(t, out, "commit:  ")
+	require.Contains(t, out, "go:      "+runtime.Version())
+	require.Contains(t, out, "kernels: "+model.KernelName())
 }

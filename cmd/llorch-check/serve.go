@@ -10,7 +10,6 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"runtime/debug"
 	"strconv"
 	"strings"
 	"time"
@@ -276,12 +275,4 @@ func callback(ctx context.Context, log *slog.Logger, url string, limit time.Dura
 		}
 		wait = min(wait*2, 5*time.Second)
 	}
-}
-
-// version is the module version stamped by the Go toolchain, or "dev".
-func version() string {
-	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
-		return bi.Main.Version
-	}
-	return "dev"
 }

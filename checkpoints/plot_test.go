@@ -1,0 +1,45 @@
+package checkpoints
+
+import (
+	"bytes"
+	"regexp"
+	"strconv"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	"gonum.org/v1/plot"
+)
+
+var svgText = regexp.MustCompile(`<text x="([-0-9.e]+)"[^>]*>([^<]*)</text>`)
+
+// TestPlotLayout: the legend sits right of every axis label (never over the
+// data) and inside the picture, and the y axis spans the decades around
+// the data and the tolerance line, not a fixed floor far below them.
+func TestPlotLayout(t *testing.T) {
+	r := &Report{}
+	for layer, ratio := range []float64{2e-2, 3e-1} {
+		l := layer
+		r.Results = append(r.Results, Result{Checkpoint: 1, Name: "ln_1", Layer: &l, TolRatio: Float(ratio), stats: &Stats{}})
+	}
+	var buf bytes.Buffer
+	require.NoError(t, r.WritePlot(&buf, 2, "svg"))
+
+	xs := map[string]float64{}
+	for _, m := range svgText.FindAllStringSubmatch(buf.String(), -1) {
+		x, err := strconv.ParseFloat(m[1], 64)
+		require.NoError(t, err)
+		xs[m[2]] = x
+	}
+	require.Contains(t, xs, "head")
+	for _, entry := range []string{"1 LayerNorm", "tolerance (1)"} {
+		require.Contains(t, xs, entry)
+		require.Greater(t, xs[entry], xs["head"]+20, "legend entry %q over the data", entry)
+		width := plot.NewLegend().TextStyle.Width(entry).Points()
+		require.Less(t, xs[entry]+width, 9*72.0, "legend entry %q cut off at the right edge", entry)
+	}
+	for _, tick := range []string{"1e-2", "1e-1", "1e0", "1e1"} {
+		require.Contains(t, xs, tick)
+	}
+	require.NotContains(t, xs, "1e-3", "the y axis starts below the data's decade")
+	require.NotContains(t, xs, "1e2")
+}

@@ -1,0 +1,65 @@
+#!/usr/bin/env bash
+# make test: every check in order, stopping at the first failure, then one
+# line per step saying whether it passed, failed or was skipped and why.
+# With CI=true a step that would be skipped fails instead: CI installs
+# everything, so a skip there means a broken install.
+# Usage: scripts/test.sh   (env: PYTHON, GO, MAKE, CI)
+set -uo pipefail
+cd "$(dirname "$0")/.."
+PYTHON=${PYTHON:-/usr/bin/python3}
+GO=${GO:-go}
+MAKE=${MAKE:-make}
+
+torch_missing=""
+"$PYTHON" -c 'import torch, numpy' 2>/dev/null ||
+  torch_missing="$PYTHON has no torch/numpy (apt-get install -y --no-install-recommends python3-torch python3-numpy libopenblas0-pthread)"
+
+names=() results=()
+passed=0 failed=0 skipped=0
+
+summary() {
+  echo
+  echo "make test: summary"
+  for i in "${!names[@]}"; do
+    printf '  %-34s %s\n' "${names[$i]}" "${results[$i]}"
+  done
+  echo "steps: $passed passed, $failed failed, $skipped skipped"
+}
+
+# step NAME NEEDS_TORCH COMMAND...
+step() {
+  local name=$1 torch=$2
+  shift 2
+  names+=("$name")
+  if [ "$torch" = torch ] && [ -n "$torch_missing" ]; then
+    if [ "${CI:-}" = true ]; then
+      results+=("FAILED: $torch_missing")
+      failed=$((failed + 1))
+      summary
+      exit 1
+    fi
+    results+=("SKIPPED: $torch_missing")
+    skipped=$((skipped + 1))
+    return
+  fi
+  echo "== $name"
+  if "$@"; then
+    results+=("passed")
+    passed=$((passed + 1))
+  else
+    results+=("FAILED")
+    failed=$((failed + 1))
+    summary
+    exit 1
+  fi
+}
+
+step "lint (gofmt, go vet)" - "$MAKE" -s lint
+step "PyTorch scripts' tests" torch "$PYTHON" -m unittest discover -s scripts -p 'test_*.py'
+step "verify-references" torch "$MAKE" -s verify-references
+step "verify-f16" torch "$MAKE" -s verify-f16
+step "go test -race ./..." - "$GO" test -race ./...
+step "model, pure-Go kernels (purego)" - "$GO" test -count=1 -tags purego ./model
+step "model, LLORCH_KERNELS=avx2" - env LLORCH_KERNELS=avx2 "$GO" test -count=1 ./model
+step "model, LLORCH_KERNELS=generic" - env LLORCH_KERNELS=generic "$GO" test -count=1 ./model
+summary
