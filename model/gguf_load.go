@@ -1,7 +1,7 @@
 package model
 
 import (
-	"errors"
+	"bytes"
 	"fmt"
 	"maps"
 	"math"
@@ -73,8 +73,19 @@ func loadGGUFBytes(data []byte, opt LoadOptions) (*Model, error) {
 		types[t.Type.String()] = true
 	}
 	if t, ok := f.Tensor(ggufOutput); ok {
-		if err := checkTiedGGUF(f, t, m.wte.float32s(), params[0].dims()); err != nil {
+		tied, err := sameGGUFTensor(f, t, params[0].name)
+		if err != nil {
 			return nil, err
+		}
+		if !tied {
+			vals, err := decodeGGUFTensor(f, t, params[0].dims())
+			if err != nil {
+				return nil, err
+			}
+			if err := mat(&m.lmW).store(m, vals, t.Type.String()); err != nil {
+				return nil, fmt.Errorf("tensor %q: %w", t.Name, err)
+			}
+			types[t.Type.String()] = true
 		}
 	}
 	m.WeightsDType = strings.Join(slices.Sorted(maps.Keys(types)), "+")
@@ -109,21 +120,26 @@ func decodeGGUFTensor(f *gguf.File, t gguf.TensorInfo, dims []uint64) ([]float32
 	return vals, nil
 }
 
-var errUntiedGGUF = errors.New("output.weight differs from token_embd.weight; GPT-2's LM head is tied to the embedding")
-
-// checkTiedGGUF accepts llama.cpp's duplicated output.weight only if it is
-// the embedding, value for value; the model keeps one copy.
-func checkTiedGGUF(f *gguf.File, t gguf.TensorInfo, wte []float32, dims []uint64) error {
-	out, err := decodeGGUFTensor(f, t, dims)
+// sameGGUFTensor says whether t is a copy of the named tensor: the same
+// type, dims and bytes. llama.cpp's converter writes GPT-2's tied head as
+// such a copy, and the model then keeps one matrix; anything else (a
+// Q4_K_M file stores output.weight as Q6_K) is an LM head of its own.
+// Comparing the file's bytes, not values in memory, keeps the answer
+// independent of --weight-dtype.
+func sameGGUFTensor(f *gguf.File, t gguf.TensorInfo, name string) (bool, error) {
+	u, ok := f.Tensor(name)
+	if !ok || t.Type != u.Type || !slices.Equal(t.Dims, u.Dims) {
+		return false, nil
+	}
+	a, err := f.TensorData(t.Name)
 	if err != nil {
-		return err
+		return false, err
 	}
-	for i, v := range out {
-		if math.Float32bits(v) != math.Float32bits(wte[i]) {
-			return fmt.Errorf("tensor %q: element %d is %g, token_embd has %g: %w", t.Name, i, v, wte[i], errUntiedGGUF)
-		}
+	b, err := f.TensorData(u.Name)
+	if err != nil {
+		return false, err
 	}
-	return nil
+	return bytes.Equal(a, b), nil
 }
 
 // ggufConfig reads the gpt2.* hyper-parameters; the vocabulary size is

@@ -84,8 +84,17 @@ func TestGGUFLayoutMatchesLlamaCpp(t *testing.T) {
 	}
 	emb, _ := f.Tensor("token_embd.weight")
 	assert.Equal(t, []uint64{uint64(C), uint64(testCfg.VocabSize)}, emb.Dims)
-	_, hasOutput := f.Tensor("output.weight")
-	assert.False(t, hasOutput, "the tied head is not duplicated")
+	// llama.cpp's converter writes the tied head as a copy, and its gpt2
+	// loaders of early 2025 refuse a file without it.
+	out, hasOutput := f.Tensor("output.weight")
+	require.True(t, hasOutput, "output.weight is written")
+	assert.Equal(t, emb.Type, out.Type)
+	assert.Equal(t, emb.Dims, out.Dims)
+	embData, err := f.TensorData("token_embd.weight")
+	require.NoError(t, err)
+	outData, err := f.TensorData("output.weight")
+	require.NoError(t, err)
+	assert.Equal(t, embData, outData)
 }
 
 // F16 and Q8_0 round weights as documented and no further; 1-D tensors and
@@ -178,16 +187,6 @@ func TestLoadGGUFBadInputs(t *testing.T) {
 			return slices.DeleteFunc(kv, func(e gguf.KV) bool { return e.Key == key }), ts
 		}
 	}
-	editTensor := func(name string, f func(*gguf.TensorData)) func([]gguf.KV, []gguf.TensorData) ([]gguf.KV, []gguf.TensorData) {
-		return func(kv []gguf.KV, ts []gguf.TensorData) ([]gguf.KV, []gguf.TensorData) {
-			for i := range ts {
-				if ts[i].Name == name {
-					f(&ts[i])
-				}
-			}
-			return kv, ts
-		}
-	}
 	dropTensor := func(name string) func([]gguf.KV, []gguf.TensorData) ([]gguf.KV, []gguf.TensorData) {
 		return func(kv []gguf.KV, ts []gguf.TensorData) ([]gguf.KV, []gguf.TensorData) {
 			return kv, slices.DeleteFunc(ts, func(t gguf.TensorData) bool { return t.Name == name })
@@ -233,8 +232,8 @@ func TestLoadGGUFBadInputs(t *testing.T) {
 		{"feed-forward width", setKV(keyFeedForwardLen, u32(32)), `tensor "blk.0.ffn_up.weight": dims [16 64] contradict the hyper-parameters, which give [16 32]`},
 		{"unsupported tensor type", editTensor("blk.0.attn_norm.weight", func(t *gguf.TensorData) { t.Type = gguf.GGMLTypeI32 }),
 			`tensor "blk.0.attn_norm.weight": type I32 is not supported`},
-		{"untied output", addTensor(gguf.TensorData{Name: "output.weight", Dims: []uint64{C, V}, Type: gguf.GGMLTypeF32, Data: wte}),
-			`tensor "output.weight": element 0 is 0, token_embd has`},
+		{"output dims", editTensor("output.weight", func(t *gguf.TensorData) { t.Dims, t.Data = []uint64{C, V - 1}, wte[:4*C*(V-1)] }),
+			`tensor "output.weight": dims [16 96] contradict the hyper-parameters, which give [16 97]`},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -275,17 +274,56 @@ func TestLoadGGUFBadInputs(t *testing.T) {
 }
 
 // llama.cpp's converter duplicates token_embd as output.weight; an exact
-// copy is accepted and not kept.
+// copy (same type and bytes) is tied and not kept, whatever the type and
+// whether matrices are held as float16: comparing values after rounding
+// to float16 once refused tied F32 and Q8_0 files under --weight-dtype f16.
 func TestLoadGGUFTiedOutput(t *testing.T) {
 	m, _ := testModel(t)
-	img := ggufImage(t, m, gguf.GGMLTypeF32, func(kv []gguf.KV, ts []gguf.TensorData) ([]gguf.KV, []gguf.TensorData) {
-		out := ts[0]
-		out.Name = "output.weight"
-		return kv, append(ts, out)
-	})
+	for _, typ := range []gguf.GGMLType{gguf.GGMLTypeF32, gguf.GGMLTypeF16, gguf.GGMLTypeQ8_0} {
+		for _, f16 := range []bool{false, true} {
+			g, err := loadGGUFBytes(ggufImage(t, m, typ, nil), LoadOptions{Float16: f16})
+			require.NoError(t, err, "%s, float16 %v", typ, f16)
+			assert.True(t, g.TiedHead(), "%s, float16 %v", typ, f16)
+			if typ == gguf.GGMLTypeF32 && !f16 {
+				assert.Equal(t, m.WeightsBytes(), g.WeightsBytes(), "one copy of the embedding")
+			}
+		}
+	}
+}
+
+// An output.weight that is not a copy of token_embd is the model's LM head
+// (a Q4_K_M file stores it as Q6_K, token_embd as Q4_K): here twice the
+// embedding, so every logit doubles exactly.
+func TestLoadGGUFUntiedOutput(t *testing.T) {
+	m, _ := testModel(t)
+	img := ggufImage(t, m, gguf.GGMLTypeF32, editTensor("output.weight", func(td *gguf.TensorData) {
+		vals := make([]float32, len(td.Data)/4)
+		require.NoError(t, gguf.DecodeFloat32(gguf.GGMLTypeF32, td.Data, vals))
+		for i := range vals {
+			vals[i] *= 2
+		}
+		var err error
+		td.Data, err = gguf.EncodeFloat32(gguf.GGMLTypeF32, vals)
+		require.NoError(t, err)
+	}))
 	g, err := loadGGUFBytes(img, LoadOptions{})
 	require.NoError(t, err)
-	assert.Equal(t, m.WeightsBytes(), g.WeightsBytes())
+	require.False(t, g.TiedHead())
+	tokens := []int{3, 14, 15, 92}
+	want, err := m.Forward(context.Background(), m.NewCache(), tokens, ForwardOptions{})
+	require.NoError(t, err)
+	got, err := g.Forward(context.Background(), g.NewCache(), tokens, ForwardOptions{})
+	require.NoError(t, err)
+	for i := range want {
+		require.Equal(t, 2*want[i], got[i], "logit %d", i)
+	}
+
+	// Written back, the untied head stays the file's own.
+	kv, ts, err := g.GGUF(gguf.GGMLTypeF32)
+	require.NoError(t, err)
+	require.NotEmpty(t, kv)
+	require.Equal(t, "output.weight", ts[1].Name)
+	require.NotEqual(t, ts[0].Data, ts[1].Data)
 }
 
 // The GPT-2 loader never panics or allocates past the file on any input.
@@ -307,4 +345,16 @@ func FuzzLoadGGUF(f *testing.F) {
 			t.Fatalf("embedding of %d floats from a %d-byte file", g.wte.len(), len(data))
 		}
 	})
+}
+
+// editTensor returns a ggufImage edit applying f to the named tensor.
+func editTensor(name string, f func(*gguf.TensorData)) func([]gguf.KV, []gguf.TensorData) ([]gguf.KV, []gguf.TensorData) {
+	return func(kv []gguf.KV, ts []gguf.TensorData) ([]gguf.KV, []gguf.TensorData) {
+		for i := range ts {
+			if ts[i].Name == name {
+				f(&ts[i])
+			}
+		}
+		return kv, ts
+	}
 }

@@ -17,8 +17,9 @@ var fileTypes = map[gguf.GGMLType]uint32{
 // general.architecture, general.file_type and gpt2.* hyper-parameter keys,
 // the BOS and EOS token ids (the only tokenizer keys the config knows),
 // and every tensor, with the Conv1D matrices transposed as llama.cpp's
-// converter stores them. No output.weight is written: llama.cpp's gpt2
-// loader falls back to token_embd, which is what GPT-2's tied head means.
+// converter stores them. output.weight follows token_embd as its copy,
+// as llama.cpp's converter writes GPT-2's tied head (its gpt2 loaders of
+// early 2025 require the tensor), or as the model's own untied head.
 //
 // typ (F32, F16 or Q8_0) applies to the 2-D matrices, token_embd included,
 // as in llama.cpp's convert_hf_to_gguf.py; 1-D tensors (norms, biases) and
@@ -62,6 +63,15 @@ func (m *Model) GGUF(typ gguf.GGMLType) ([]gguf.KV, []gguf.TensorData, error) {
 			return nil, nil, fmt.Errorf("tensor %s: %w", p.name, err)
 		}
 		tensors = append(tensors, gguf.TensorData{Name: p.name, Dims: p.dims(), Type: t, Data: data})
+		if p.name == "token_embd.weight" {
+			out := gguf.TensorData{Name: ggufOutput, Dims: p.dims(), Type: t, Data: data}
+			if !m.TiedHead() {
+				if out.Data, err = gguf.EncodeFloat32(t, mat(&m.lmW).float32s()); err != nil {
+					return nil, nil, fmt.Errorf("tensor %s: %w", ggufOutput, err)
+				}
+			}
+			tensors = append(tensors, out)
+		}
 	}
 	return kv, tensors, nil
 }

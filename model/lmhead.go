@@ -1,20 +1,20 @@
 package model
 
-// lmHead computes logits[R,V] = x[R,C]·wteᵀ, reading the tied embedding in
-// place rather than keeping a transposed copy: each logit is a dot product
-// of a contiguous wte row with x. Vocabulary chunks run on separate
+// lmHead computes logits[R,V] = x[R,C]·headᵀ (the tied wte, or the
+// file's own output.weight), reading it in place rather than keeping a
+// transposed copy: each logit is a dot product of a contiguous row with x. Vocabulary chunks run on separate
 // goroutines; for decode the work is a bandwidth-bound GEMV, and with R
 // rows each block of 4 wte rows is read from memory once and reused from
 // L1 for every row.
 func (m *Model) lmHead(logits, x []float32, R int) {
-	C, V := m.Config.NEmbd, m.Config.VocabSize
+	C, V, w := m.Config.NEmbd, m.Config.VocabSize, m.head()
 	if R*V*C < parallelMinWork {
-		lmHeadRows(logits, x, m.wte, R, C, V, 0, V)
+		lmHeadRows(logits, x, w, R, C, V, 0, V)
 		return
 	}
 	const chunk = 1024 // vocabulary rows per unit of work (3 MiB of wte for GPT-2)
 	parallelFor((V+chunk-1)/chunk, func(c int) {
-		lmHeadRows(logits, x, m.wte, R, C, V, c*chunk, min((c+1)*chunk, V))
+		lmHeadRows(logits, x, w, R, C, V, c*chunk, min((c+1)*chunk, V))
 	})
 }
 

@@ -33,7 +33,8 @@ type Model struct {
 	// empty otherwise.
 	SourceSHA256 string
 
-	wte  matrix    // [V,C], also the tied LM head
+	wte  matrix    // [V,C], also the LM head unless lmW is set
+	lmW  matrix    // [V,C], an LM head the file unties from wte (llama.cpp's Q4_K_M output.weight); empty when tied
 	wpe  []float32 // [P,C]
 	lnfW []float32 // [C]
 	lnfB []float32 // [C]
@@ -60,7 +61,7 @@ type block struct {
 
 // WeightsBytes is the size of the weights held in memory.
 func (m *Model) WeightsBytes() int64 {
-	n := m.wte.bytes() + 4*int64(len(m.wpe)+len(m.lnfW)+len(m.lnfB))
+	n := m.wte.bytes() + m.lmW.bytes() + 4*int64(len(m.wpe)+len(m.lnfW)+len(m.lnfB))
 	for _, b := range m.h {
 		for _, s := range b.vectors() {
 			n += 4 * int64(len(*s))
@@ -93,4 +94,16 @@ func (b *block) vectors() []*[]float32 {
 
 func (b *block) matrices() []*matrix {
 	return []*matrix{&b.attnW, &b.projW, &b.fcW, &b.mlpW}
+}
+
+// TiedHead says the LM head is the token embedding, as in GPT-2; false
+// for a GGUF file whose output.weight differs from token_embd.
+func (m *Model) TiedHead() bool { return m.lmW.len() == 0 }
+
+// head is the LM head's matrix.
+func (m *Model) head() matrix {
+	if m.TiedHead() {
+		return m.wte
+	}
+	return m.lmW
 }

@@ -45,7 +45,7 @@ func TestInspectConverted(t *testing.T) {
 	out, err := runSub(t, newInspectCmd(), path)
 	require.NoError(t, err)
 	for _, want := range []string{
-		"28 tensors:",
+		"29 tensors:",
 		"│ token_embd.weight        │ Q8_0 │ [64 50257] │ 3216448  │",
 		"│ position_embd.weight     │ F32  │ [64 128]   │ 8192     │",
 		"│ blk.0.attn_qkv.weight    │ Q8_0 │ [64 192]   │ 12288    │",
