@@ -89,6 +89,24 @@ verify-f16:
 		PYTHON=$(PYTHON) GO=$(GO) bash scripts/verify_float16.sh; \
 	fi
 
+# llama.cpp as the peer: node-llama-cpp's prebuilt binaries (npm; no build).
+# --omit=optional leaves out its CUDA, Vulkan and ARM builds (640 MB).
+# npm install, not ci: the lock cannot list node-llama-cpp's optional
+# packages for other platforms that the registry lacks, and ci refuses it;
+# install still takes every version the lock pins.
+NPM_PEER := npm install --prefix scripts/llamacpp --omit=optional --ignore-scripts --no-audit --no-fund
+.PHONY: peer-llamacpp interop-llamacpp
+peer-llamacpp:
+	$(NPM_PEER)
+
+# Every GGUF type convert writes, loaded and decoded by llama.cpp and
+# compared with ours step by step (scripts/llamacpp/interop.mjs).
+interop-llamacpp:
+	@test -d scripts/llamacpp/node_modules/node-llama-cpp || $(NPM_PEER)
+	@tmp=$$(mktemp -d) && trap 'rm -rf "$$tmp"' EXIT && \
+	$(GO) build -o $$tmp/llorch-check ./cmd/llorch-check && \
+	node scripts/llamacpp/interop.mjs $$tmp/llorch-check $(TINY_MODEL) $(TINY_REFS)/manifest.json $$tmp
+
 .PHONY: loadtest test-browser
 
 # N concurrent streaming clients against `serve`'s server on loopback for a

@@ -14,6 +14,13 @@ torch_missing=""
 "$PYTHON" -c 'import torch, numpy' 2>/dev/null ||
   torch_missing="$PYTHON has no torch/numpy (apt-get install -y --no-install-recommends python3-torch python3-numpy libopenblas0-pthread)"
 
+peer_missing=""
+if ! command -v node >/dev/null 2>&1; then
+  peer_missing="node is not installed (apt-get install -y nodejs npm)"
+elif [ ! -d scripts/llamacpp/node_modules/node-llama-cpp ]; then
+  peer_missing="the llama.cpp peer is not installed (make peer-llamacpp)"
+fi
+
 names=() results=()
 passed=0 failed=0 skipped=0
 
@@ -26,19 +33,23 @@ summary() {
   echo "steps: $passed passed, $failed failed, $skipped skipped"
 }
 
-# step NAME NEEDS_TORCH COMMAND...
+# step NAME NEEDS COMMAND...: NEEDS is torch, peer or -.
 step() {
-  local name=$1 torch=$2
+  local name=$1 needs=$2 missing=""
   shift 2
   names+=("$name")
-  if [ "$torch" = torch ] && [ -n "$torch_missing" ]; then
+  case $needs in
+    torch) missing=$torch_missing ;;
+    peer) missing=$peer_missing ;;
+  esac
+  if [ -n "$missing" ]; then
     if [ "${CI:-}" = true ]; then
-      results+=("FAILED: $torch_missing")
+      results+=("FAILED: $missing")
       failed=$((failed + 1))
       summary
       exit 1
     fi
-    results+=("SKIPPED: $torch_missing")
+    results+=("SKIPPED: $missing")
     skipped=$((skipped + 1))
     return
   fi
@@ -62,4 +73,5 @@ step "go test -race ./..." - "$GO" test -race ./...
 step "model, pure-Go kernels (purego)" - "$GO" test -count=1 -tags purego ./model
 step "model, LLORCH_KERNELS=avx2" - env LLORCH_KERNELS=avx2 "$GO" test -count=1 ./model
 step "model, LLORCH_KERNELS=generic" - env LLORCH_KERNELS=generic "$GO" test -count=1 ./model
+step "llama.cpp interop (node-llama-cpp)" peer "$MAKE" -s interop-llamacpp
 summary

@@ -21,6 +21,7 @@ type generateFlags struct {
 	seed              uint64
 	stop              []string
 	asJSON            bool
+	logprobs          int
 }
 
 // generateJSON is the --json document: generated tokens and text only.
@@ -31,6 +32,16 @@ type generateJSON struct {
 	StopSequence string `json:"stop_sequence,omitempty"`
 	Seed         uint64 `json:"seed"`
 	PromptTokens int    `json:"prompt_tokens"`
+	// With --logprobs: per generated token, its log-probability under the
+	// raw distribution (before the logit processors) and the most probable
+	// alternatives, most probable first.
+	LogProbs []tokenLogProbJSON `json:"logprobs,omitempty"`
+}
+
+type tokenLogProbJSON struct {
+	ID      int                `json:"id"`
+	LogProb float64            `json:"logprob"`
+	Top     []tokenLogProbJSON `json:"top,omitempty"`
 }
 
 // defaultMaxTokens is the worker API's default (API.md).
@@ -74,6 +85,7 @@ must fit beside the prompt in the model's context. With --json, stdout is one do
 	fl.Uint64Var(&f.seed, "seed", 0, "sampling seed (default: drawn and printed)")
 	fl.StringArrayVar(&f.stop, "stop", nil, "stop before this text (repeatable, at most 4)")
 	fl.BoolVar(&f.asJSON, "json", false, "print one JSON document instead of streaming text")
+	fl.IntVar(&f.logprobs, "logprobs", 0, "with --json: each token's log-probability and the N most probable alternatives (0..20)")
 	cmd.MarkFlagsOneRequired("prompt", "tokens")
 	cmd.MarkFlagsMutuallyExclusive("prompt", "tokens")
 	return cmd
@@ -127,8 +139,26 @@ func runGenerate(cmd *cobra.Command, f generateFlags) error {
 	if err := req.Validate(d.ContextLength(), d.VocabSize()); err != nil {
 		return err
 	}
+	if f.logprobs < 0 || f.logprobs > 20 {
+		return fmt.Errorf("--logprobs %d: must be 0..20", f.logprobs)
+	}
+	if f.logprobs > 0 && !f.asJSON {
+		return fmt.Errorf("--logprobs needs --json")
+	}
+	req.LogProbs, req.TopLogProbs = f.logprobs > 0, f.logprobs
 	stdout, stderr := cmd.OutOrStdout(), cmd.ErrOrStderr()
 	var onToken func(generation.Token) error
+	var logprobs []tokenLogProbJSON
+	if req.LogProbs {
+		onToken = func(t generation.Token) error {
+			lp := tokenLogProbJSON{ID: t.ID, LogProb: t.LogProb}
+			for _, a := range t.TopLogProbs {
+				lp.Top = append(lp.Top, tokenLogProbJSON{ID: a.ID, LogProb: a.LogProb})
+			}
+			logprobs = append(logprobs, lp)
+			return nil
+		}
+	}
 	streamed := 0 // bytes of text written so far
 	if !f.asJSON {
 		fmt.Fprintf(stderr, "seed %d, %d prompt tokens\n", seed, len(prompt))
@@ -143,7 +173,7 @@ func runGenerate(cmd *cobra.Command, f generateFlags) error {
 	}
 	if f.asJSON {
 		doc := generateJSON{Tokens: res.Tokens, Text: res.Text, StopReason: res.StopReason,
-			StopSequence: res.StopSequence, Seed: res.Seed, PromptTokens: res.PromptTokens}
+			StopSequence: res.StopSequence, Seed: res.Seed, PromptTokens: res.PromptTokens, LogProbs: logprobs}
 		if doc.Tokens == nil {
 			doc.Tokens = []int{}
 		}

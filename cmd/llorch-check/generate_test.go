@@ -143,6 +143,25 @@ func TestGenerateDefaultMaxTokens(t *testing.T) {
 	}
 }
 
+// TestGenerateLogProbs: --logprobs N gives each token's log-probability
+// and N alternatives, most probable first; greedy picks the first.
+func TestGenerateLogProbs(t *testing.T) {
+	doc := generateJSONDoc(t, "--prompt", "Hello.", "--max-tokens", "6", "--temperature", "0", "--logprobs", "3")
+	require.Len(t, doc.LogProbs, len(doc.Tokens))
+	for i, lp := range doc.LogProbs {
+		require.Equal(t, doc.Tokens[i], lp.ID)
+		require.Len(t, lp.Top, 3)
+		require.Equal(t, lp.ID, lp.Top[0].ID, "greedy takes the most probable")
+		require.Equal(t, lp.LogProb, lp.Top[0].LogProb)
+		require.LessOrEqual(t, lp.Top[0].LogProb, 0.0)
+		require.GreaterOrEqual(t, lp.Top[0].LogProb, lp.Top[1].LogProb)
+		require.GreaterOrEqual(t, lp.Top[1].LogProb, lp.Top[2].LogProb)
+	}
+	plain := generateJSONDoc(t, "--prompt", "Hello.", "--max-tokens", "6", "--temperature", "0")
+	require.Equal(t, plain.Tokens, doc.Tokens)
+	require.Empty(t, plain.LogProbs)
+}
+
 func TestGenerateInvalid(t *testing.T) {
 	tests := []struct {
 		name string
@@ -156,6 +175,8 @@ func TestGenerateInvalid(t *testing.T) {
 		{"five stop strings", []string{"--prompt", "a", "--max-tokens", "2", "--stop", "1", "--stop", "2", "--stop", "3", "--stop", "4", "--stop", "5"}, "at most 4"},
 		{"beyond the context", []string{"--tokens", "1,2,3", "--max-tokens", "126"}, "prompt of 3 tokens + 126 new tokens = 129 exceeds the context length 128"},
 		{"max-tokens 0", []string{"--prompt", "a", "--max-tokens", "0"}, "max_tokens 0"},
+		{"logprobs without json", []string{"--prompt", "a", "--logprobs", "2"}, "--logprobs needs --json"},
+		{"logprobs 21", []string{"--prompt", "a", "--json", "--logprobs", "21"}, "--logprobs 21: must be 0..20"},
 		{"a prompt filling the context", []string{"--prompt", strings.Repeat(" word", 128)}, "prompt of 128 tokens leaves no room"},
 		{"no prompt", []string{"--max-tokens", "2"}, "prompt"},
 		{"both prompts", []string{"--prompt", "a", "--tokens", "1", "--max-tokens", "2"}, "prompt"},
