@@ -99,13 +99,15 @@ NPM_PEER := npm install --prefix scripts/llamacpp --omit=optional --ignore-scrip
 peer-llamacpp:
 	$(NPM_PEER)
 
-# Every GGUF type convert writes, loaded and decoded by llama.cpp and
-# compared with ours step by step (scripts/llamacpp/interop.mjs).
+# Every GGUF type convert writes, and the files llama.cpp's own quantizer
+# makes of it, loaded and decoded by llama.cpp and by us, compared step by
+# step (scripts/llamacpp/interop.mjs; the quantizer is driven through cgo).
 interop-llamacpp:
 	@test -d scripts/llamacpp/node_modules/node-llama-cpp || $(NPM_PEER)
 	@tmp=$$(mktemp -d) && trap 'rm -rf "$$tmp"' EXIT && \
 	$(GO) build -o $$tmp/llorch-check ./cmd/llorch-check && \
-	node scripts/llamacpp/interop.mjs $$tmp/llorch-check $(TINY_MODEL) $(TINY_REFS)/manifest.json $$tmp
+	$(GO) build -tags llamacpp -o $$tmp/ggml ./scripts/llamacpp/ggml && \
+	node scripts/llamacpp/interop.mjs $$tmp/llorch-check $(TINY_MODEL) $(TINY_REFS)/manifest.json $$tmp $$tmp/ggml
 
 .PHONY: loadtest test-browser
 

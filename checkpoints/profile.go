@@ -100,6 +100,14 @@ func ProfileFor(modelDType, refDType string) *Profile {
 			}
 		}
 	}
+	for t := range lossy {
+		if _, ok := profiles[t]; !ok {
+			// A Q4_K_M file is coarser than any profile was measured
+			// for: compare at the defaults and let the report show the
+			// drift, rather than borrow Q8_0's tolerances.
+			return nil
+		}
+	}
 	for _, t := range coarseness {
 		if lossy[t] {
 			p := profiles[t]

@@ -15,8 +15,9 @@ const (
 )
 
 // DecodeFloat32 converts raw tensor data of type t into dst, which must hold
-// exactly the tensor's elements. F32, F16, BF16 and Q8_0 are supported;
-// Q8_0 is dequantised exactly as ggml's dequantize_row_q8_0.
+// exactly the tensor's elements: F32, F16, BF16, and the block types Q8_0,
+// Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K and Q6_K, dequantised exactly as
+// ggml's dequantize_row_* (quant.go).
 func DecodeFloat32(t GGMLType, raw []byte, dst []float32) error {
 	want, err := byteLen(t, len(dst))
 	if err != nil {
@@ -47,13 +48,35 @@ func DecodeFloat32(t GGMLType, raw []byte, dst []float32) error {
 				out[j] = float32(int8(blk[2+j])) * d
 			}
 		}
+	default:
+		l, dec := layouts[t], blockDecoders[t]
+		n, size := int(l.blockSize), int(l.typeSize)
+		for b := 0; b < len(dst)/n; b++ {
+			dec(dst[b*n:(b+1)*n], raw[b*size:(b+1)*size])
+		}
 	}
 	return nil
+}
+
+// DecodableTypes names the types DecodeFloat32 reads, for error messages.
+const DecodableTypes = "F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K"
+
+// Decodable says whether DecodeFloat32 reads type t.
+func Decodable(t GGMLType) bool {
+	switch t {
+	case GGMLTypeF32, GGMLTypeF16, GGMLTypeBF16, GGMLTypeQ8_0:
+		return true
+	}
+	_, ok := blockDecoders[t]
+	return ok
 }
 
 // EncodeFloat32 converts src to tensor data of type t: F32, F16 (round to
 // nearest even) or Q8_0 (ggml's quantize_row_q8_0_ref, bit for bit).
 func EncodeFloat32(t GGMLType, src []float32) ([]byte, error) {
+	if t != GGMLTypeF32 && t != GGMLTypeF16 && t != GGMLTypeQ8_0 {
+		return nil, fmt.Errorf("gguf: encoding %s is not supported (F32, F16, Q8_0)", t)
+	}
 	n, err := byteLen(t, len(src))
 	if err != nil {
 		return nil, err
@@ -111,7 +134,14 @@ func byteLen(t GGMLType, n int) (int, error) {
 		}
 		return n / q8BlockSize * q8BlockLen, nil
 	}
-	return 0, fmt.Errorf("gguf: converting %s is not supported (F32, F16, BF16, Q8_0)", t)
+	if _, ok := blockDecoders[t]; ok {
+		l := layouts[t]
+		if n%int(l.blockSize) != 0 {
+			return 0, fmt.Errorf("gguf: %d elements are not whole %s blocks of %d", n, t, l.blockSize)
+		}
+		return n / int(l.blockSize) * int(l.typeSize), nil
+	}
+	return 0, fmt.Errorf("gguf: converting %s is not supported (%s)", t, DecodableTypes)
 }
 
 // Float16To32 converts IEEE binary16 exactly, subnormals, infinities and

@@ -14,8 +14,9 @@ import (
 )
 
 // loadGGUF reads a GPT-2 GGUF file through a memory map. Every parameter
-// is converted to a fresh float32 slice (Q8_0 is dequantised here, on
-// load), so the map is released before returning.
+// is converted to a fresh float32 slice (block types such as Q8_0 and
+// Q4_K are dequantised here, on load), so the map is released before
+// returning.
 func loadGGUF(path string, opt LoadOptions) (*Model, error) {
 	data, unmap, err := mapFile(path)
 	if err != nil {
@@ -101,10 +102,8 @@ func loadGGUFBytes(data []byte, opt LoadOptions) (*Model, error) {
 
 // decodeGGUFTensor checks t's type and dims, then converts it to float32.
 func decodeGGUFTensor(f *gguf.File, t gguf.TensorInfo, dims []uint64) ([]float32, error) {
-	switch t.Type {
-	case gguf.GGMLTypeF32, gguf.GGMLTypeF16, gguf.GGMLTypeBF16, gguf.GGMLTypeQ8_0:
-	default:
-		return nil, fmt.Errorf("tensor %q: type %s is not supported (F32, F16, BF16, Q8_0)", t.Name, t.Type)
+	if !gguf.Decodable(t.Type) {
+		return nil, fmt.Errorf("tensor %q: type %s is not supported (%s)", t.Name, t.Type, gguf.DecodableTypes)
 	}
 	if !slices.Equal(t.Dims, dims) {
 		return nil, fmt.Errorf("tensor %q: dims %v contradict the hyper-parameters, which give %v (fastest-varying first)", t.Name, t.Dims, dims)

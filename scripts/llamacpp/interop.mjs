@@ -6,10 +6,13 @@
 // and by how much do its log-probabilities of our 20 most probable tokens
 // differ. F32 and F16 must agree at every step. Q8_0 is reported: llama.cpp
 // quantises activations to 8 bits for Q8_0 weights, so its argmax may leave
-// ours at a near-tie (docs/gguf.md).
+// ours at a near-tie (docs/gguf.md). With a GGML tool (scripts/llamacpp/ggml)
+// the F32 file is also quantised by llama.cpp's own llama_model_quantize
+// to Q4_0 ... Q4_K_M, files llorch-check must read as llama.cpp wrote
+// them; those are reported too.
 // Exit 0 when the assertions hold, 1 when not, 2 when a file cannot be made
 // or loaded.
-// Usage: node interop.mjs LLORCH_CHECK HF_MODEL_DIR MANIFEST.json TMPDIR
+// Usage: node interop.mjs LLORCH_CHECK HF_MODEL_DIR MANIFEST.json TMPDIR [GGML_TOOL]
 import {execFileSync} from "node:child_process";
 import {readFileSync} from "node:fs";
 import {join} from "node:path";
@@ -17,7 +20,9 @@ import {getLlama, LlamaLogLevel} from "node-llama-cpp";
 
 const N = 16;
 const TYPES = [["f32", true], ["f16", true], ["q8_0", false]]; // [type, argmax must agree]
-const [bin, modelDir, manifestPath, tmp] = process.argv.slice(2);
+const [bin, modelDir, manifestPath, tmp, ggmlTool] = process.argv.slice(2);
+// Made by llama.cpp's quantizer from our F32 file.
+const QUANTIZED = ["Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q4_K_M", "Q5_K_M", "Q6_K"];
 if (!tmp) {
     console.error("usage: node interop.mjs LLORCH_CHECK HF_MODEL_DIR MANIFEST.json TMPDIR");
     process.exit(2);
@@ -49,9 +54,22 @@ async function theirs(model, prompt, tokens) {
 }
 
 let failed = 0;
-for (const [type, strict] of TYPES) {
+const files = TYPES.map(([type, strict]) => [type, strict, () => {
     const file = join(tmp, `tiny-${type}.gguf`);
     execFileSync(bin, ["convert", "--to", "gguf", "--type", type, modelDir, file], {stdio: ["ignore", "ignore", "inherit"]});
+    return file;
+}]);
+if (ggmlTool) {
+    for (const q of QUANTIZED) {
+        files.push([q, false, () => {
+            const file = join(tmp, `tiny-${q}.gguf`);
+            execFileSync(ggmlTool, ["quantize", join(tmp, "tiny-f32.gguf"), file, q], {stdio: ["ignore", "ignore", "ignore"]});
+            return file;
+        }]);
+    }
+}
+for (const [type, strict, make] of files) {
+    const file = make();
     let model;
     try {
         model = await llama.loadModel({modelPath: file});
@@ -72,7 +90,7 @@ for (const [type, strict] of TYPES) {
             }
         });
         const ok = steps.length === doc.tokens.length && (!strict || agree === steps.length);
-        let line = `${type.padEnd(5)} ${c.id.padEnd(6)} argmax agrees ${agree}/${doc.tokens.length}, ` +
+        let line = `${type.padEnd(6)} ${c.id.padEnd(6)} argmax agrees ${agree}/${doc.tokens.length}, ` +
             `max |Δ log p| over our top 20 ${worst.toExponential(2)}`;
         if (firstMiss >= 0) {
             const p = steps[firstMiss], mine = doc.logprobs[firstMiss];

@@ -1,0 +1,74 @@
+package gguf
+
+import (
+	"encoding/binary"
+	"math"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// ggmlVectors reads testdata/ggml-quants/<type>.bin, written by ggml's own
+// quantizer and dequantizer (scripts/llamacpp/ggml vectors): the input
+// rows, ggml's blocks of them and ggml's dequantisation of the blocks.
+func ggmlVectors(t *testing.T, typ GGMLType) (src []float32, blocks []byte, want []float32) {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("..", "testdata", "ggml-quants", typ.String()+".bin"))
+	require.NoError(t, err)
+	rows, cols := binary.LittleEndian.Uint32(b), binary.LittleEndian.Uint32(b[4:])
+	b = b[8:]
+	var parts [][]byte
+	for range 3 {
+		n := binary.LittleEndian.Uint32(b)
+		parts, b = append(parts, b[4:4+n]), b[4+n:]
+	}
+	floats := func(p []byte) []float32 {
+		v := make([]float32, len(p)/4)
+		for i := range v {
+			v[i] = math.Float32frombits(binary.LittleEndian.Uint32(p[4*i:]))
+		}
+		return v
+	}
+	src, want = floats(parts[0]), floats(parts[2])
+	require.Len(t, src, int(rows*cols))
+	return src, parts[1], want
+}
+
+// TestDequantizeMatchesGGML: every block type llorch-check reads gives
+// ggml's dequantize_row_* bits on ggml's own blocks.
+func TestDequantizeMatchesGGML(t *testing.T) {
+	for _, typ := range []GGMLType{GGMLTypeQ4_0, GGMLTypeQ4_1, GGMLTypeQ5_0, GGMLTypeQ5_1,
+		GGMLTypeQ8_0, GGMLTypeQ4_K, GGMLTypeQ5_K, GGMLTypeQ6_K} {
+		t.Run(typ.String(), func(t *testing.T) {
+			src, blocks, want := ggmlVectors(t, typ)
+			got := make([]float32, len(want))
+			require.NoError(t, DecodeFloat32(typ, blocks, got))
+			for i := range want {
+				require.Equal(t, math.Float32bits(want[i]), math.Float32bits(got[i]),
+					"element %d: got %g, ggml %g (input %g)", i, got[i], want[i], src[i])
+			}
+			require.Error(t, DecodeFloat32(typ, blocks[1:], got), "a short block is an error")
+			// The vectors are a quantisation of src, not noise: every row's
+			// error is well under its scale.
+			cols := len(src) / 8
+			for r := range 7 {
+				var scale, worst float64
+				for j := r * cols; j < (r+1)*cols; j++ {
+					scale = max(scale, math.Abs(float64(src[j])))
+					worst = max(worst, math.Abs(float64(src[j]-want[j])))
+				}
+				require.Less(t, worst, scale/4, "row %d", r)
+			}
+		})
+	}
+}
+
+// TestQ8_0EncodeMatchesGGML: convert's Q8_0 blocks are ggml's quantizer's.
+func TestQ8_0EncodeMatchesGGML(t *testing.T) {
+	src, blocks, _ := ggmlVectors(t, GGMLTypeQ8_0)
+	got, err := EncodeFloat32(GGMLTypeQ8_0, src)
+	require.NoError(t, err)
+	require.Equal(t, blocks, got)
+}
