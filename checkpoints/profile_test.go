@@ -29,7 +29,7 @@ func TestProfileFor(t *testing.T) {
 		{"F16+F32", "F16+F32", "f16"}, // mixed: judged conservatively
 		{"BF16", "F16", "bf16"},
 		{"F32+Q8_0", "F16", "q8_0"},
-		{"F16+F32+Q8_0", "F32", "q8_0"}, // the coarsest lossy type decides
+		{"F16+F32+Q8_0", "F32", "q8_0"},        // the coarsest lossy type decides
 		{"F32+Q4_K+Q5_0+Q6_K+Q8_0", "F16", ""}, // llama.cpp's Q4_K_M: no profile was measured for it
 		{"Q4_0", "F32", ""},
 	}
