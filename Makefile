@@ -5,6 +5,21 @@ TINY_MODEL := testdata/tiny-gpt2
 TINY_REFS := testdata/references/tiny-gpt2
 CASES := testdata/cases.json
 
+.PHONY: verify-gguf
+# GGUF files against reference sets PyTorch made from their own exact
+# weights, at the default tolerances: convert's F32/F16/Q8_0 and, with the
+# llama.cpp peer installed, llama-quantize's Q4_0 ... Q4_K_M of them.
+verify-gguf:
+	@tmp=$$(mktemp -d) && trap 'rm -rf "$$tmp"' EXIT && ggml= && \
+	if [ -d scripts/llamacpp/node_modules/node-llama-cpp ]; then \
+		$(GO) build -tags llamacpp -o $$tmp/ggml ./scripts/llamacpp/ggml && ggml=$$tmp/ggml; \
+	elif [ "$$CI" = "true" ]; then \
+		echo "verify-gguf: FAILED, the llama.cpp peer is not installed (make peer-llamacpp)"; exit 1; \
+	else \
+		echo "verify-gguf: llama.cpp-quantized files not run: the llama.cpp peer is not installed (make peer-llamacpp)"; \
+	fi && \
+	PYTHON=$(PYTHON) GO=$(GO) bash scripts/verify_gguf.sh $$ggml
+
 .PHONY: run build install test lint bench bench-go bench-tokenizer fuzz test-scripts references verify-references verify-f16
 
 run:

@@ -48,9 +48,13 @@ func Run(ctx context.Context, m *model.Model, set *references.Set, opt Options) 
 	if err != nil {
 		return nil, err
 	}
-	if opt.Profile == nil && set.Manifest.Model.MatricesHeldAs == "" {
-		// A set made with float16 matrices, against a model holding them
-		// so, compares identical weights: the defaults apply.
+	// Identical weights get the defaults: a set made with float16
+	// matrices against a model holding them so, or a set made from this
+	// very file (dump_references.py reads a GGUF's exact dequantised
+	// weights) against a model that rounds nothing in memory.
+	sameWeights := set.Manifest.Model.MatricesHeldAs != "" ||
+		(match == matchedByFile && m.PrecisionDType() == m.WeightsDType)
+	if opt.Profile == nil && !sameWeights {
 		opt.Profile = ProfileFor(m.PrecisionDType(), set.Manifest.Model.WeightsDType)
 	}
 	if opt.Checkpoints == nil {

@@ -25,7 +25,7 @@ import numpy as np  # noqa: E402
 import torch  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
 
-from gpt2_tokenizer import GPT2Tokenizer  # noqa: E402
+from gpt2_tokenizer import GPT2Tokenizer  # noqa: E402,F401  (make_tiny_model reaches it here)
 from gpt2_torch import GPT2, load_model, round_matrices_f16  # noqa: E402
 from processors import EOT, argmax_lowest, greedy_generate, loglikelihood, loglikelihood_tokens, process_logits  # noqa: E402
 # Re-exported: make_tiny_model.py and the tests reach these through this module.
@@ -164,7 +164,8 @@ def resolve(cases, ll, src, tok, cfg, model_dir):
     V, n_ctx = cfg["vocab_size"], cfg["n_positions"]
     needs_tok = [c["id"] for c in cases if "prompt" in c] + (["loglikelihood"] if ll else [])
     if needs_tok and tok is None:
-        raise BadInput(f"{model_dir}: no vocab.json + merges.txt, needed to tokenize {', '.join(needs_tok)} from {src}")
+        raise BadInput(f"{model_dir}: no tokenizer (vocab.json + merges.txt, or a GGUF's tokenizer.ggml.* keys), "
+                       f"needed to tokenize {', '.join(needs_tok)} from {src}")
     out = []
     for c in cases:
         toks = tok.encode(c["prompt"]) if "prompt" in c else c["tokens"]
@@ -194,7 +195,7 @@ def build(args, tmp):
         round_matrices_f16(model["weights"])
     cfg = model["config"]
     cases, ll, src = load_cases(args)
-    tok = GPT2Tokenizer.from_dir(args.model)
+    tok = model["tokenizer"]
     cases, pairs = resolve(cases, ll, src, tok, cfg, args.model)
     eos = cfg["eos_token_id"] if isinstance(cfg["eos_token_id"], int) else EOT
 
@@ -282,7 +283,8 @@ def same_tree(a, b):
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--model", required=True, help="HF-layout GPT-2 directory (config.json, model.safetensors)")
+    ap.add_argument("--model", required=True, help="HF-layout GPT-2 directory (config.json, model.safetensors), "
+                    "or a GGUF file in llama.cpp's gpt2 layout: its exact (dequantised) weights")
     ap.add_argument("--out", required=True, help="reference set directory to write")
     src = ap.add_mutually_exclusive_group()
     src.add_argument("--cases", help="JSON cases file: [{id, prompt|tokens}] or "

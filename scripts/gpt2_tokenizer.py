@@ -95,18 +95,12 @@ def bytes_to_unicode():
 
 
 class GPT2Tokenizer:
-    def __init__(self, vocab_path, merges_path):
-        with open(vocab_path, encoding="utf-8") as f:
-            self.encoder = json.load(f)
+    def __init__(self, encoder, merges, source):
+        self.encoder = encoder
         self.decoder = {v: k for k, v in self.encoder.items()}
-        with open(merges_path, encoding="utf-8") as f:
-            lines = f.read().split("\n")
-        if lines and lines[0].startswith("#version"):
-            lines = lines[1:]
-        merges = [tuple(l.split(" ")) for l in lines if l.strip()]
         for m in merges:
             if len(m) != 2:
-                raise ValueError(f"{merges_path}: bad merge line {' '.join(m)!r}")
+                raise ValueError(f"{source}: bad merge {' '.join(m)!r}")
         self.ranks = {m: r for r, m in enumerate(merges)}
         self.byte_encoder = bytes_to_unicode()
         self.byte_decoder = {v: k for k, v in self.byte_encoder.items()}
@@ -114,13 +108,32 @@ class GPT2Tokenizer:
         self._cache = {}
 
     @classmethod
+    def from_files(cls, vocab_path, merges_path):
+        with open(vocab_path, encoding="utf-8") as f:
+            encoder = json.load(f)
+        with open(merges_path, encoding="utf-8") as f:
+            lines = f.read().split("\n")
+        if lines and lines[0].startswith("#version"):
+            lines = lines[1:]
+        return cls(encoder, [tuple(l.split(" ")) for l in lines if l.strip()], merges_path)
+
+    @classmethod
     def from_dir(cls, model_dir):
         """Tokenizer of a model directory, or None when it has no vocab files."""
         v = os.path.join(model_dir, "vocab.json")
         m = os.path.join(model_dir, "merges.txt")
         if os.path.isfile(v) and os.path.isfile(m):
-            return cls(v, m)
+            return cls.from_files(v, m)
         return None
+
+    @classmethod
+    def from_gguf(cls, kv, source):
+        """Tokenizer of a GGUF file's metadata (tokenizer.ggml.tokens and
+        merges, llama.cpp's gpt2 model), or None when it has none."""
+        tokens, merges = kv.get("tokenizer.ggml.tokens"), kv.get("tokenizer.ggml.merges")
+        if kv.get("tokenizer.ggml.model") != "gpt2" or not isinstance(tokens, list) or not isinstance(merges, list):
+            return None
+        return cls({t: i for i, t in enumerate(tokens)}, [tuple(m.split(" ")) for m in merges], source)
 
     def _bpe(self, word):
         if word in self._cache:

@@ -12,6 +12,8 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+import gguf_io
+from gpt2_tokenizer import GPT2Tokenizer
 from safetensors_io import BadInput, read_safetensors
 
 EOT = 50256  # <|endoftext|>, GPT-2's eos and bos
@@ -34,6 +36,10 @@ def load_config(path):
         raise BadInput(f"{path}: cannot read: {e.strerror}")
     except json.JSONDecodeError as e:
         raise BadInput(f"{path}: not valid JSON: {e}")
+    return load_config_dict(raw, path)
+
+
+def load_config_dict(raw, path):
     if not isinstance(raw, dict):
         raise BadInput(f"{path}: not a JSON object")
     cfg = dict(CONFIG_DEFAULTS, **raw)
@@ -83,7 +89,10 @@ _BUFFER = re.compile(r"^h\.\d+\.attn\.(bias|masked_bias)$")
 
 
 def load_model(model_dir):
-    """Returns dict with config (verbatim and with defaults), float32 weights, sha256, dtype."""
+    """Returns dict with config (verbatim and with defaults), float32 weights, sha256, dtype.
+    model_dir may also be a GGUF file (llama.cpp's gpt2 layout)."""
+    if model_dir.endswith(".gguf") and os.path.isfile(model_dir):
+        return load_gguf(model_dir)
     if not os.path.isdir(model_dir):
         raise BadInput(f"{model_dir}: not a directory")
     raw_cfg, cfg = load_config(os.path.join(model_dir, "config.json"))
@@ -117,7 +126,78 @@ def load_model(model_dir):
         raise BadInput(f"{path}: lm_head.weight differs from wte.weight; only a tied LM head is supported")
     used = sorted({d for k, d in dtypes.items() if strip(k) in shapes})
     return {"config_raw": raw_cfg, "config": cfg, "weights": weights, "sha256": sha,
-            "dtype": "+".join(used), "weights_file": "model.safetensors"}
+            "dtype": "+".join(used), "weights_file": "model.safetensors",
+            "tokenizer": GPT2Tokenizer.from_dir(model_dir)}
+
+
+# GGUF tensor names of llama.cpp's gpt2 layout, and whether the matrix is a
+# Conv1D weight (stored transposed, as PyTorch Linear's [out,in]).
+def _gguf_names(cfg):
+    names = {"token_embd.weight": ("wte.weight", False), "position_embd.weight": ("wpe.weight", False),
+             "output_norm.weight": ("ln_f.weight", False), "output_norm.bias": ("ln_f.bias", False)}
+    for i in range(cfg["n_layer"]):
+        for g, h, t in (("attn_norm", "ln_1", False), ("attn_qkv", "attn.c_attn", True),
+                        ("attn_output", "attn.c_proj", True), ("ffn_norm", "ln_2", False),
+                        ("ffn_up", "mlp.c_fc", True), ("ffn_down", "mlp.c_proj", True)):
+            names[f"blk.{i}.{g}.weight"] = (f"h.{i}.{h}.weight", t)
+            names[f"blk.{i}.{g}.bias"] = (f"h.{i}.{h}.bias", False)
+    return names
+
+
+def load_gguf(path):
+    """A GGUF file's exact weights: every tensor dequantised as ggml does
+    (gguf_io), so the reference is of the weights llorch-check and
+    llama.cpp load from the file. An output.weight identical to token_embd
+    (type and bytes) is the tied head; any other is lm_head.weight."""
+    kv, tensors, sha = gguf_io.read_gguf(path)
+
+    def key(k, kind=int):
+        v = kv.get(k)
+        if not isinstance(v, kind) or isinstance(v, bool):
+            raise BadInput(f"{path}: key {k!r} = {v!r}: missing or not {kind.__name__}")
+        return v
+
+    if kv.get("general.architecture") != "gpt2":
+        raise BadInput(f"{path}: key 'general.architecture' = {kv.get('general.architecture')!r}: only gpt2 is supported")
+    if "token_embd.weight" not in tensors:
+        raise BadInput(f"{path}: missing tensor 'token_embd.weight'")
+    eps = np.float32(key("gpt2.attention.layer_norm_epsilon", float))
+    raw = {"model_type": "gpt2", "vocab_size": int(tensors["token_embd.weight"][1][1]),
+           "n_positions": key("gpt2.context_length"), "n_embd": key("gpt2.embedding_length"),
+           "n_inner": key("gpt2.feed_forward_length"), "n_layer": key("gpt2.block_count"),
+           "n_head": key("gpt2.attention.head_count"),
+           # the float32 as the decimal it was rounded from (1e-05), as the Go loader reads it
+           "layer_norm_epsilon": float(repr(eps)),
+           "bos_token_id": kv.get("tokenizer.ggml.bos_token_id", EOT),
+           "eos_token_id": kv.get("tokenizer.ggml.eos_token_id", EOT)}
+    _, cfg = load_config_dict(raw, path)
+    shapes = param_shapes(cfg)
+    names = _gguf_names(cfg)
+    for n in tensors:
+        if n not in names and n != "output.weight":
+            raise BadInput(f"{path}: unexpected tensor {n!r} (not part of llama.cpp's gpt2 layout)")
+    weights, used = {}, set()
+    for g, (h, transposed) in names.items():
+        if g not in tensors:
+            raise BadInput(f"{path}: missing tensor {g!r}")
+        t, dims, data = tensors[g]
+        want = shapes[h] if not transposed else list(reversed(shapes[h]))
+        if list(reversed(dims)) != want:
+            raise BadInput(f"{path}: tensor {g!r} has dims {dims}, the hyper-parameters give {list(reversed(want))}")
+        x = gguf_io.dequantize(t, data, int(np.prod(dims))).reshape(want)
+        weights[h] = np.ascontiguousarray(x.T if transposed else x)
+        used.add(gguf_io.type_name(t))
+    if "output.weight" in tensors:
+        t, dims, data = tensors["output.weight"]
+        et, edims, edata = tensors["token_embd.weight"]
+        if (t, dims, bytes(data)) != (et, edims, bytes(edata)):
+            if dims != edims:
+                raise BadInput(f"{path}: tensor 'output.weight' has dims {dims}, token_embd has {edims}")
+            weights["lm_head.weight"] = gguf_io.dequantize(t, data, int(np.prod(dims))).reshape(shapes["wte.weight"])
+            used.add(gguf_io.type_name(t))
+    return {"config_raw": raw, "config": cfg, "weights": weights, "sha256": sha,
+            "dtype": "+".join(sorted(used)), "weights_file": os.path.basename(path),
+            "tokenizer": GPT2Tokenizer.from_gguf(kv, path)}
 
 
 def round_matrices_f16(weights):
@@ -212,6 +292,6 @@ class GPT2:
         x = self._ln(x, "ln_f")[0]
         probe(8, None, "ln_f", x)
         sel = x if rows is None else x[list(rows)]
-        logits = F.linear(sel, self.p["wte.weight"])  # tied LM head, no bias
+        logits = F.linear(sel, self.p.get("lm_head.weight", self.p["wte.weight"]))  # no bias; tied unless the GGUF unties it
         probe(8, None, "logits", logits, rows=None if rows is None or len(rows) == T else list(rows))
         return logits, present

@@ -69,6 +69,7 @@ step "lint (gofmt, go vet)" - "$MAKE" -s lint
 step "PyTorch scripts' tests" torch "$PYTHON" -m unittest discover -s scripts -p 'test_*.py'
 step "verify-references" torch "$MAKE" -s verify-references
 step "verify-f16" torch "$MAKE" -s verify-f16
+step "verify-gguf" torch "$MAKE" -s verify-gguf
 step "go test -race ./..." - "$GO" test -race ./...
 step "model, pure-Go kernels (purego)" - "$GO" test -count=1 -tags purego ./model
 step "model, LLORCH_KERNELS=avx2" - env LLORCH_KERNELS=avx2 "$GO" test -count=1 ./model
