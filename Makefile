@@ -20,7 +20,7 @@ verify-gguf:
 	fi && \
 	PYTHON=$(PYTHON) GO=$(GO) bash scripts/verify_gguf.sh $$ggml
 
-.PHONY: run build install test lint bench bench-go bench-tokenizer fuzz test-scripts references verify-references verify-f16
+.PHONY: run build install test lint bench bench-llamacpp bench-go bench-tokenizer fuzz test-scripts references verify-references verify-f16
 
 run:
 	$(GO) run ./cmd/llorch-check run
@@ -43,7 +43,12 @@ test:
 	@PYTHON=$(PYTHON) GO=$(GO) MAKE="$(MAKE)" bash scripts/test.sh
 
 # The forward pass next to PyTorch on a GPT-2 124M-shaped model, one table
-# of ratios from one run (scripts/bench/NOTES.md). bench-go: Go benchmarks.
+# of ratios from one run (scripts/bench/NOTES.md). # The same figures next to llama.cpp on the same GGUF files (F32, F16,
+# Q8_0, Q4_K_M of the 124M-shaped model): one table of ratios per format.
+bench-llamacpp:
+	PYTHON=$(PYTHON) bash scripts/bench/llamacpp.sh
+
+bench-go: Go benchmarks.
 bench:
 	PYTHON=$(PYTHON) bash scripts/bench/run.sh
 

@@ -7,6 +7,7 @@
 //	ggml vectors OUT_DIR           ggml's quantizer and dequantizer on seeded rows, per type
 //	ggml quantize IN.gguf OUT.gguf FTYPE
 //	                               llama.cpp's llama_model_quantize (FTYPE: Q4_K_M, Q4_0, ...)
+//	ggml bench -model FILE.gguf    llama.cpp's speed and memory, as gobench measures ours
 //
 // Built with -tags llamacpp and cgo; the libraries are opened at run time
 // from scripts/llamacpp/node_modules (or $GGML_LIB_DIR), nothing links them.
@@ -66,8 +67,10 @@ func run(args []string) error {
 		return vectors(args[1])
 	case len(args) == 4 && args[0] == "quantize":
 		return quantize(args[1], args[2], args[3])
+	case len(args) > 0 && args[0] == "bench":
+		return bench(args[1:])
 	}
-	return fmt.Errorf("usage: ggml vectors OUT_DIR | ggml quantize IN.gguf OUT.gguf FTYPE")
+	return fmt.Errorf("usage: ggml vectors OUT_DIR | ggml quantize IN.gguf OUT.gguf FTYPE | ggml bench -model FILE.gguf [-mode load|run] [-threads N]")
 }
 
 func libDir() string {
