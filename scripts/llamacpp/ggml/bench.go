@@ -63,8 +63,8 @@ import (
 // llama is the part of libllama's C API the benchmark calls.
 type llama struct {
 	modelDefaults, modelLoad, modelFree, ctxDefaults, ctxInit, setThreads, free unsafe.Pointer
-	batchInit, batchFree, decode, logitsIth, getMemory, memoryClear       unsafe.Pointer
-	model                                                                 unsafe.Pointer
+	batchInit, batchFree, decode, logitsIth, getMemory, memoryClear             unsafe.Pointer
+	model                                                                       unsafe.Pointer
 }
 
 func openLlama() (*llama, error) {
