@@ -2,6 +2,7 @@ package checkpoints
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -87,6 +88,9 @@ func checkGeneration(ctx context.Context, m *model.Model, set *references.Set, c
 	want := gen.Results[i]
 	res := exactResult(12, "generation", c.ID, len(want.Tokens))
 	got, err := greedyContinuation(ctx, m, c, gen.N, opt.Tokenizer)
+	if errors.Is(err, generation.ErrNoUsableLogits) {
+		return res.fail("%v", err), true, nil
+	}
 	if err != nil {
 		return res, true, err
 	}

@@ -11,6 +11,11 @@ import (
 	"github.com/llorch/llorch-check/tokenizer"
 )
 
+// ErrNoUsableLogits is Generate's error when a step's logits give no token
+// a chance (NaN, or nothing left): a numerical failure of the model, which
+// a validator reports as a failed check rather than as bad input.
+var ErrNoUsableLogits = errors.New("the model's logits have no usable value (NaN or empty)")
+
 // Generate samples up to req.MaxTokens tokens after req.Prompt and calls
 // onToken (if not nil) with each one as soon as it is chosen. It stops after
 // EOS, after MaxTokens, when the generated text contains a stop string, or
@@ -75,7 +80,7 @@ func Generate(ctx context.Context, d Decoder, tok *tokenizer.Tokenizer, req Requ
 			id = sampler.Sample(probs)
 		}
 		if id < 0 || !(probs[id] > 0) {
-			return failed(fmt.Errorf("token %d: the model's logits have no usable value (NaN or empty)", i))
+			return failed(fmt.Errorf("token %d: %w", i, ErrNoUsableLogits))
 		}
 		res.Tokens = append(res.Tokens, id)
 		history = append(history, id)
