@@ -21,6 +21,7 @@ var convertTypes = map[string]gguf.GGMLType{
 
 func newConvertCmd() *cobra.Command {
 	var to, typ, name string
+	var force bool
 	cmd := &cobra.Command{
 		Use:   "convert --to gguf [--type f32|f16|q8_0] HF_DIR OUT.gguf",
 		Short: "Convert an HF GPT-2 directory to a GGUF file llama.cpp can load",
@@ -33,7 +34,9 @@ output_norm, with the Conv1D matrices transposed as llama.cpp stores them.
 position_embd stay F32, as in llama.cpp's converter. The file also records
 llorch.source.sha256, the sha256 of the HF model.safetensors, so that
 "run --model OUT.gguf" accepts reference sets made from the HF weights.
-The file is written atomically.`,
+The file is written atomically. An existing OUT.gguf is replaced only with
+--force, and never when it lies inside HF_DIR (it could be the weights
+themselves).`,
 		Example: `  llorch-check convert --to gguf testdata/tiny-gpt2 tiny-f16.gguf --type f16
   llorch-check run --model tiny-f16.gguf --references testdata/references/tiny-gpt2`,
 		Args: cobra.ExactArgs(2),
@@ -44,6 +47,9 @@ The file is written atomically.`,
 			t, ok := convertTypes[strings.ToLower(typ)]
 			if !ok {
 				return fmt.Errorf("--type %q: want f32, f16 or q8_0", typ)
+			}
+			if err := checkConvertTarget(args[0], args[1], force); err != nil {
+				return err
 			}
 			st, err := convertToGGUF(args[0], args[1], t, name)
 			if err != nil {
@@ -58,8 +64,42 @@ The file is written atomically.`,
 	fl.StringVar(&to, "to", "", "output format (gguf)")
 	fl.StringVar(&typ, "type", "f16", "type of the 2-D matrices: f32, f16 or q8_0")
 	fl.StringVar(&name, "name", "", "general.name (default: the HF directory's name)")
+	fl.BoolVar(&force, "force", false, "replace an existing output file")
 	_ = cmd.MarkFlagRequired("to")
 	return cmd
+}
+
+// checkConvertTarget keeps convert from destroying a user's file: an output
+// inside the input model directory is always refused (it could be the
+// weights it reads, and would change what the directory loads as), and an
+// existing file is replaced only with force.
+func checkConvertTarget(in, out string, force bool) error {
+	absIn, err := filepath.Abs(in)
+	if err != nil {
+		return err
+	}
+	absOut, err := filepath.Abs(out)
+	if err != nil {
+		return err
+	}
+	if real, err := filepath.EvalSymlinks(absIn); err == nil {
+		absIn = real
+	}
+	if real, err := filepath.EvalSymlinks(filepath.Dir(absOut)); err == nil {
+		absOut = filepath.Join(real, filepath.Base(absOut))
+	}
+	if rel, err := filepath.Rel(absIn, absOut); err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+		return fmt.Errorf("%s: the output lies inside the input model directory %s; write it elsewhere", out, in)
+	}
+	switch fi, err := os.Stat(out); {
+	case err != nil:
+		return nil
+	case fi.IsDir():
+		return fmt.Errorf("%s is a directory; give the output file's path", out)
+	case !force:
+		return fmt.Errorf("%s exists; --force replaces it", out)
+	}
+	return nil
 }
 
 type convertStats struct {

@@ -143,6 +143,7 @@ func TestConvertErrors(t *testing.T) {
 		{"no tokenizer", []string{"--to", "gguf", noVocab, out}, "convert needs vocab.json and merges.txt"},
 		{"output dir missing", []string{"--to", "gguf", fixture.TinyModel(), filepath.Join(dir, "no", "x.gguf")}, "x.gguf"},
 		{"one arg", []string{"--to", "gguf", fixture.TinyModel()}, "accepts 2 arg(s)"},
+		{"output is a directory", []string{"--to", "gguf", fixture.TinyModel(), dir}, "is a directory"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -158,4 +159,38 @@ func TestConvertErrors(t *testing.T) {
 	for _, e := range entries {
 		assert.False(t, strings.Contains(e.Name(), ".tmp-"), "temporary file %s left behind", e.Name())
 	}
+}
+
+// TestConvertKeepsUsersFiles: convert never replaces its own input (once
+// it overwrote model.safetensors with a GGUF) and replaces another existing
+// file only with --force.
+func TestConvertKeepsUsersFiles(t *testing.T) {
+	model := fixture.CopyDir(t, fixture.TinyModel())
+	weights := filepath.Join(model, "model.safetensors")
+	before, err := os.ReadFile(weights)
+	require.NoError(t, err)
+	for _, args := range [][]string{
+		{"--to", "gguf", model, weights},
+		{"--to", "gguf", "--force", model, weights},
+		{"--to", "gguf", "--force", model, filepath.Join(model, "new.gguf")},
+		{"--to", "gguf", "--force", model + "/.", filepath.Join(model, "sub", "..", "config.json")},
+	} {
+		_, err := runSub(t, newConvertCmd(), args...)
+		require.ErrorContains(t, err, "inside the input model directory", "%v", args)
+	}
+	after, err := os.ReadFile(weights)
+	require.NoError(t, err)
+	require.Equal(t, before, after, "the input weights are untouched")
+	_, err = os.Stat(filepath.Join(model, "new.gguf"))
+	require.True(t, os.IsNotExist(err))
+
+	out := filepath.Join(t.TempDir(), "mine.gguf")
+	require.NoError(t, os.WriteFile(out, []byte("a user's file"), 0o644))
+	_, err = runSub(t, newConvertCmd(), "--to", "gguf", model, out)
+	require.ErrorContains(t, err, "exists; --force replaces it")
+	b, err := os.ReadFile(out)
+	require.NoError(t, err)
+	require.Equal(t, "a user's file", string(b))
+	_, err = runSub(t, newConvertCmd(), "--to", "gguf", "--force", model, out)
+	require.NoError(t, err)
 }

@@ -303,3 +303,25 @@ func TestVersion(t *testing.T) {
 	require.Contains(t, out, "go:      "+runtime.Version())
 	require.Contains(t, out, "kernels: "+model.KernelName())
 }
+
+// TestReportTargets: --junit and --plot never replace an input of the run,
+// and say so when they replace another existing file.
+func TestReportTargets(t *testing.T) {
+	model, refs := fixture.CopyDir(t, fixture.TinyModel()), fixture.CopyDir(t, fixture.TinyReferences())
+	args := modelArgs(model, refs)
+	for _, target := range []string{filepath.Join(model, "config.json"), filepath.Join(refs, "manifest.json"), filepath.Join(model, "model.safetensors")} {
+		code, _, stderr := runCLI(t, append([]string{"run", "--checkpoint", "1", "--junit", target}, args...)...)
+		require.Equal(t, exitBadInput, code, target)
+		require.Contains(t, stderr, "an input of this run")
+	}
+	code, _, stderr := runCLI(t, append([]string{"run", "--checkpoint", "1", "--plot", filepath.Join(model, "drift.svg")}, args...)...)
+	require.Equal(t, exitOK, code, stderr, "a new file beside the inputs is fine")
+	old := filepath.Join(t.TempDir(), "report.xml")
+	require.NoError(t, os.WriteFile(old, []byte("old"), 0o644))
+	code, _, stderr = runCLI(t, append([]string{"run", "--checkpoint", "1", "--junit", old}, args...)...)
+	require.Equal(t, exitOK, code, stderr)
+	require.Contains(t, stderr, "--junit replaces the existing "+old)
+	b, err := os.ReadFile(filepath.Join(model, "config.json"))
+	require.NoError(t, err)
+	require.Contains(t, string(b), "n_embd", "config.json untouched")
+}

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -116,6 +117,39 @@ func injectFault(m *model.Model, spec string) error {
 	return nil
 }
 
+// checkReportTarget refuses a --junit or --plot path that would replace
+// one of the run's inputs (a file of the model directory or the reference
+// set, or the weights), and says so on stderr when it replaces another
+// existing file.
+func checkReportTarget(stderr io.Writer, flag, path string, inputs ...string) error {
+	if path == "" {
+		return nil
+	}
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return err
+	}
+	for _, in := range inputs {
+		in, err := filepath.Abs(in)
+		if err != nil {
+			continue
+		}
+		if rel, err := filepath.Rel(in, abs); err == nil && (rel == "." || !strings.HasPrefix(rel, "..")) {
+			if fi, err := os.Stat(abs); err == nil && !fi.IsDir() {
+				return fmt.Errorf("%s %s would replace a file of %s, an input of this run; write it elsewhere", flag, path, in)
+			}
+		}
+	}
+	switch fi, err := os.Stat(path); {
+	case err != nil:
+	case fi.IsDir():
+		return fmt.Errorf("%s %s is a directory; give a file path", flag, path)
+	default:
+		fmt.Fprintf(stderr, "llorch-check: %s replaces the existing %s\n", flag, path)
+	}
+	return nil
+}
+
 // execRun loads, runs and writes side files; the caller prints the report.
 func (f *runFlags) execRun(cmd *cobra.Command) (*checkpoints.Report, *model.Model, error) {
 	opt, err := f.options()
@@ -132,6 +166,11 @@ func (f *runFlags) execRun(cmd *cobra.Command) (*checkpoints.Report, *model.Mode
 	set, err := openReferences(f.references)
 	if err != nil {
 		return nil, nil, err
+	}
+	for _, o := range []struct{ flag, path string }{{"--junit", f.junit}, {"--plot", f.plot}} {
+		if err := checkReportTarget(cmd.ErrOrStderr(), o.flag, o.path, m.Dir, m.WeightsPath, set.Dir); err != nil {
+			return nil, nil, err
+		}
 	}
 	if opt.Tokenizer, err = modelTokenizer(m); err != nil {
 		return nil, nil, err
