@@ -5,6 +5,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"testing"
 
@@ -353,3 +354,32 @@ func decodeOne(dtype string, bits uint16) float32 {
 
 // bf16Bits is bfloat16's definition: the top half of a float32.
 func bf16Bits(h uint16) float32 { return math.Float32frombits(uint32(h) << 16) }
+
+// TestLoadSizesFromTheFile: a config.json that passes validation but
+// claims far more than the file holds fails at once, naming the field,
+// before anything is sized by it (a million layers once allocated 23 GB).
+func TestLoadSizesFromTheFile(t *testing.T) {
+	w := randomWeights(testCfg, 1).tensors("")
+	for _, c := range []struct {
+		name string
+		edit func(*Config)
+		want string
+	}{
+		{"a million layers", func(c *Config) { c.NLayer = 1_000_000 }, "n_layer 1000000 needs 12000004 tensors, the file holds"},
+		{"every size at the limit", func(c *Config) {
+			c.NEmbd, c.NInner, c.VocabSize, c.NPositions, c.NHead = 1<<24, 1<<24, 1<<24, 1<<24, 1
+		}, `tensor "wte.weight": shape [97 16], expected [16777216 16777216]`},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			cfg := testCfg
+			c.edit(&cfg)
+			dir := writeModel(t, configJSON(cfg), w)
+			var before, after runtime.MemStats
+			runtime.ReadMemStats(&before)
+			_, err := Load(dir)
+			runtime.ReadMemStats(&after)
+			require.ErrorContains(t, err, c.want)
+			require.Less(t, after.TotalAlloc-before.TotalAlloc, uint64(64<<20), "allocated before failing")
+		})
+	}
+}
