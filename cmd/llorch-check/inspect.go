@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"reflect"
 	"strconv"
 	"strings"
 
@@ -114,9 +115,11 @@ func arrayString(a gguf.Array) string {
 			}
 		}
 	default:
-		elems := strings.Fields(strings.Trim(fmt.Sprint(s), "[]"))
-		for i, x := range elems {
-			if !each(i, x) {
+		// Only the elements shown are formatted: printing a whole numeric
+		// array first cost ~24 bytes of memory per element.
+		v := reflect.ValueOf(s)
+		for i := range min(n, maxShownElems+1) {
+			if !each(i, fmt.Sprint(v.Index(i).Interface())) {
 				break
 			}
 		}
