@@ -9,6 +9,8 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+
+	"github.com/llorch/llorch-check/internal/atomicfile"
 )
 
 // Writer writes a reference set atomically: everything goes into a
@@ -43,8 +45,10 @@ func NewWriter(dir string, force bool) (*Writer, error) {
 	if err := os.MkdirAll(parent, 0o755); err != nil {
 		return nil, err
 	}
-	// Beside dir, so the final rename stays within one filesystem.
-	tmp, err := os.MkdirTemp(parent, "."+filepath.Base(dir)+".tmp-")
+	// Beside dir, so the final rename stays within one filesystem; twins
+	// that interrupted runs left there go first.
+	atomicfile.CleanStale(dir)
+	tmp, err := os.MkdirTemp(parent, atomicfile.TempPattern(dir))
 	if err != nil {
 		return nil, err
 	}

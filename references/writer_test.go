@@ -3,7 +3,9 @@ package references
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -268,4 +270,21 @@ func mustJSON(t *testing.T, v any) string {
 	var b strings.Builder
 	require.NoError(t, json.NewEncoder(&b).Encode(v))
 	return b.String()
+}
+
+// TestWriterCleansAbandonedTemps: a dump killed mid-way leaves its hidden
+// temporary set; the next dump to the same place removes it.
+func TestWriterCleansAbandonedTemps(t *testing.T) {
+	parent := t.TempDir()
+	dir := filepath.Join(parent, "set")
+	cmd := exec.Command("true")
+	require.NoError(t, cmd.Run())
+	stale := filepath.Join(parent, fmt.Sprintf(".set.tmp-%d-1", cmd.Process.Pid))
+	require.NoError(t, os.MkdirAll(filepath.Join(stale, "hello"), 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(stale, "hello", "x.npy"), make([]byte, 1<<20), 0o644))
+	w, err := NewWriter(dir, false)
+	require.NoError(t, err)
+	defer w.Abort()
+	_, err = os.Stat(stale)
+	require.True(t, os.IsNotExist(err), "abandoned temporary set left behind")
 }

@@ -11,9 +11,11 @@ import (
 )
 
 // Write calls fill with a buffered writer on a temporary file beside path
-// and renames it over path only if fill and the flush succeed.
+// and renames it over path only if fill and the flush succeed. Temporary
+// files that earlier, interrupted writes of path left are removed first.
 func Write(path string, fill func(io.Writer) error) (err error) {
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
+	CleanStale(path)
+	tmp, err := os.CreateTemp(filepath.Dir(path), TempPattern(path))
 	if err != nil {
 		return fmt.Errorf("writing %s: %w", path, err)
 	}

@@ -2,8 +2,10 @@ package atomicfile
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"testing"
 
@@ -42,4 +44,43 @@ func TestWrite(t *testing.T) {
 			require.Len(t, entries, 1, "no temporary file may be left behind")
 		})
 	}
+}
+
+// TestCleanStale: the twins an interrupted run left (its process gone) are
+// removed by the next write of the same path; a live process's twin, other
+// paths' twins and ordinary files stay.
+func TestCleanStale(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "model.gguf")
+	dead := exitedPID(t)
+	mk := func(name string, isDir bool) string {
+		p := filepath.Join(dir, name)
+		if isDir {
+			require.NoError(t, os.MkdirAll(filepath.Join(p, "sub"), 0o755))
+		} else {
+			require.NoError(t, os.WriteFile(p, []byte("x"), 0o644))
+		}
+		return p
+	}
+	staleFile := mk(fmt.Sprintf(".model.gguf.tmp-%d-123", dead), false)
+	staleDir := mk(fmt.Sprintf(".model.gguf.tmp-%d-456", dead), true)
+	live := mk(fmt.Sprintf(".model.gguf.tmp-%d-789", os.Getppid()), false)
+	other := mk(fmt.Sprintf(".other.gguf.tmp-%d-1", dead), false)
+	plain := mk("model.gguf.tmp-notes", false)
+	require.NoError(t, Write(path, func(w io.Writer) error { _, err := io.WriteString(w, "new"); return err }))
+	for _, gone := range []string{staleFile, staleDir} {
+		_, err := os.Stat(gone)
+		require.True(t, os.IsNotExist(err), gone)
+	}
+	for _, kept := range []string{live, other, plain, path} {
+		_, err := os.Stat(kept)
+		require.NoError(t, err, kept)
+	}
+}
+
+// exitedPID is the pid of a process that has exited.
+func exitedPID(t *testing.T) int {
+	cmd := exec.Command("true")
+	require.NoError(t, cmd.Run())
+	return cmd.Process.Pid
 }
