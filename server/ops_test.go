@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -185,6 +186,7 @@ func TestStartupValidation(t *testing.T) {
 		require.Equal(t, "ready", ts.call(t, "GET", "/readyz", nil, http.StatusOK)["status"])
 		v := ts.call(t, "GET", "/health", nil, http.StatusOK)["validation"].(map[string]any)
 		require.Equal(t, "passed", v["status"])
+		require.Equal(t, "tiny-gpt2", v["references"], "the set's name, not its server-side path")
 		require.Equal(t, v["total"], v["passed"])
 		require.Greater(t, v["total"].(float64), 0.0)
 		require.Contains(t, v, "duration_seconds")
@@ -226,6 +228,8 @@ func TestDrainRefusesNewWork(t *testing.T) {
 	}, 5*time.Second, 5*time.Millisecond)
 	e := ts.call(t, "POST", "/generate", map[string]any{"prompts": []string{"Hi"}}, http.StatusServiceUnavailable)
 	require.Equal(t, "DRAINING", e["error"].(map[string]any)["code"])
+	h := ts.call(t, "GET", "/health", nil, http.StatusServiceUnavailable)
+	require.Equal(t, "draining", h["status"], "an orchestrator routing on /health stops sending work")
 	n, _, terminal, end := st.run2(t)
 	require.Equal(t, "end", terminal, "the stream in flight finishes")
 	require.Equal(t, 20, n)
@@ -268,4 +272,22 @@ func (s *syncBuf) String() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.b.String()
+}
+
+// TestHealthKeepsServerDetailsBehindTheKey: the open /health names the
+// reference set but not its path, and never an internal error's text;
+// a caller with the API key sees them.
+func TestHealthKeepsServerDetailsBehindTheKey(t *testing.T) {
+	m, tok, set := loadTiny(t)
+	srv := server.New(server.Config{APIKey: "k"})
+	srv.SetModel(m, tok)
+	ts := serve(t, srv)
+	require.True(t, srv.Validate(context.Background(), set))
+	open := ts.call(t, "GET", "/health", nil, http.StatusOK)["validation"].(map[string]any)
+	require.Equal(t, filepath.Base(set.Dir), open["references"])
+	resp := ts.do(t, "GET", "/health", nil, "Authorization", "bearer k") // RFC 7235: any case
+	defer resp.Body.Close()
+	var h map[string]any
+	require.NoError(t, json.NewDecoder(resp.Body).Decode(&h))
+	require.Equal(t, set.Dir, h["validation"].(map[string]any)["references"])
 }

@@ -44,6 +44,11 @@ func (s *Server) handleHealth(w http.ResponseWriter, r *http.Request) {
 		Queued:        queued,
 		Validation:    s.validationSummary(),
 	}
+	// /health is open to anyone: server-side paths and internal error text
+	// go to the log, and here only to a caller holding the API key.
+	if s.cfg.APIKey == "" || !s.authorized(r) {
+		h.Validation = h.Validation.public()
+	}
 	if e := s.engine.Load(); e != nil {
 		h.ModelLoaded = true
 		h.Model = e.name
@@ -59,6 +64,9 @@ func (s *Server) handleHealth(w http.ResponseWriter, r *http.Request) {
 		h.Status, status = "loading", http.StatusServiceUnavailable
 	case stateFailed:
 		h.Status, status = "unhealthy", http.StatusServiceUnavailable
+	case stateDraining:
+		// An orchestrator routing on /health must stop sending work.
+		h.Status, status = "draining", http.StatusServiceUnavailable
 	}
 	writeJSON(w, status, h)
 }

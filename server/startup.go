@@ -29,6 +29,19 @@ type Validation struct {
 	Error           string  `json:"error,omitempty"`
 }
 
+// public is v without what only the operator should see: the reference
+// set's path becomes its directory name, an internal error a pointer to
+// the log.
+func (v Validation) public() Validation {
+	if v.References != "" {
+		v.References = filepath.Base(v.References)
+	}
+	if v.Error != "" {
+		v.Error = "the reference set could not be checked; the server log has the error"
+	}
+	return v
+}
+
 // Validate runs every checkpoint of set against the loaded model, keeping
 // the server unready until they pass. It returns whether they did. It must
 // follow SetModel.
