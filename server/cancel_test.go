@@ -75,13 +75,35 @@ func TestCancelWhileQueued(t *testing.T) {
 	require.Eventually(t, func() bool {
 		return ts.call(t, "GET", "/health", nil, http.StatusOK)["queued"].(float64) == 1
 	}, 5*time.Second, 5*time.Millisecond)
-	ts.call(t, "POST", "/cancel", map[string]any{"job_id": "queued"}, http.StatusAccepted)
+	c := ts.call(t, "POST", "/cancel", map[string]any{"job_id": "queued"}, http.StatusAccepted)
+	require.Equal(t, false, c["running"], "a queued job was not running")
+	require.Equal(t, true, c["queued"])
 	st := <-queued
 	name, data := st.next(t)
 	require.Equal(t, "error", name)
 	require.Equal(t, "CANCELLED", data["code"])
 	require.Equal(t, 0.0, ts.call(t, "GET", "/health", nil, http.StatusOK)["queued"])
-	ts.call(t, "POST", "/cancel", map[string]any{"job_id": "holder"}, http.StatusAccepted)
+	c = ts.call(t, "POST", "/cancel", map[string]any{"job_id": "holder"}, http.StatusAccepted)
+	require.Equal(t, true, c["running"])
+}
+
+// TestCancelBeforeExecute: a /cancel that overtakes its /execute (the job
+// id not yet known) still wins: the job starts cancelled, and no token is
+// generated.
+func TestCancelBeforeExecute(t *testing.T) {
+	ts := oneSlot(t, server.Config{})
+	c := ts.call(t, "POST", "/cancel", map[string]any{"job_id": "early"}, http.StatusAccepted)
+	require.Equal(t, false, c["running"])
+	require.Equal(t, false, c["queued"])
+	st := ts.execute(t, context.Background(), map[string]any{"job_id": "early", "prompt": "Hi", "max_tokens": 10})
+	name, data := st.next(t)
+	require.Equal(t, "error", name)
+	require.Equal(t, "CANCELLED", data["code"])
+	st.resp.Body.Close()
+	// Used once: the same id runs normally next time.
+	_, tokens, terminal, _ := ts.execute(t, context.Background(), map[string]any{"job_id": "early", "prompt": "Hi", "max_tokens": 3}).run(t)
+	require.Equal(t, "end", terminal)
+	require.Len(t, tokens, 3)
 }
 
 func TestClientDisconnectFreesSlot(t *testing.T) {

@@ -109,8 +109,8 @@ func (s *Server) handleExecute(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	jobID, ok := f.str("job_id", true)
-	if ok && jobID == "" {
-		f.bad("job_id", "length", "must not be empty", jobID)
+	if ok {
+		checkJobID(f, jobID)
 	}
 	prompt, hasPrompt := f.str("prompt", true)
 	if hasPrompt {
@@ -145,11 +145,21 @@ func (s *Server) handleExecute(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer s.jobs.remove(jobID)
+	if ctx.Err() != nil { // cancelled before it arrived: nothing runs
+		s.jobs.remove(jobID) // before the client hears, so it may reuse the id
+		code, outcome := s.endCause(ctx)
+		setOutcome(w, outcome)
+		_ = startSSE(w, s.cfg.WriteTimeout).event("error", errorEvent{Type: "error", Code: code, Message: "ended before it started: " + endMessage(code)})
+		return
+	}
 	slot, release, ok, waitErr := s.admit(ctx, w)
 	if !ok {
 		return
 	}
 	defer release()
+	if waitErr == nil {
+		s.jobs.started(jobID)
+	}
 	sse := startSSE(w, s.cfg.WriteTimeout)
 	if waitErr != nil {
 		code, outcome := s.endCause(ctx)
@@ -195,6 +205,17 @@ func endMessage(code string) string {
 	return "the job was cancelled"
 }
 
+// checkJobID holds job ids to what X-Request-ID allows (1..128 printable
+// ASCII): they are echoed in events and logged.
+func checkJobID(f *fields, id string) {
+	switch {
+	case id == "":
+		f.bad("job_id", "length", "must not be empty", id)
+	case !validRequestID(id):
+		f.bad("job_id", "format", "must be 1..128 printable ASCII characters without spaces", nil)
+	}
+}
+
 // handleCancel ends a running job; unknown and finished jobs are accepted
 // too, so a retried cancel is harmless.
 func (s *Server) handleCancel(w http.ResponseWriter, r *http.Request) {
@@ -204,13 +225,13 @@ func (s *Server) handleCancel(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	id, ok := f.str("job_id", true)
-	if ok && id == "" {
-		f.bad("job_id", "length", "must not be empty", id)
+	if ok {
+		checkJobID(f, id)
 	}
 	if len(f.errs) > 0 {
 		writeFieldErrors(w, familyWorker, f.errs)
 		return
 	}
-	found := s.jobs.cancel(id)
-	writeJSON(w, http.StatusAccepted, map[string]any{"job_id": id, "running": found})
+	running, queued := s.jobs.cancel(id)
+	writeJSON(w, http.StatusAccepted, map[string]any{"job_id": id, "running": running, "queued": queued})
 }

@@ -36,6 +36,8 @@ func TestExecuteValidationNamesEachField(t *testing.T) {
 		{"job_id", func(m map[string]any) { delete(m, "job_id") }},
 		{"job_id", func(m map[string]any) { m["job_id"] = "" }},
 		{"job_id", func(m map[string]any) { m["job_id"] = 5 }},
+		{"job_id", func(m map[string]any) { m["job_id"] = strings.Repeat("j", 129) }},
+		{"job_id", func(m map[string]any) { m["job_id"] = "has space" }},
 		{"prompt", func(m map[string]any) { delete(m, "prompt") }},
 		{"prompt", func(m map[string]any) { m["prompt"] = "" }},
 		{"prompt", func(m map[string]any) { m["prompt"] = strings.Repeat("a", 32769) }},
