@@ -20,6 +20,9 @@ func mapFile(path string) (data []byte, unmap func() error, err error) {
 	if err != nil {
 		return nil, nil, fmt.Errorf("stat %s: %w", path, err)
 	}
+	if !st.Mode().IsRegular() {
+		return nil, nil, fmt.Errorf("%s is a %s, not a weights file", path, kind(st.Mode()))
+	}
 	size := st.Size()
 	if size == 0 {
 		return []byte{}, func() error { return nil }, nil // mmap rejects length 0
@@ -32,4 +35,11 @@ func mapFile(path string) (data []byte, unmap func() error, err error) {
 		return nil, nil, fmt.Errorf("mapping %s: %w", path, err)
 	}
 	return b, func() error { return syscall.Munmap(b) }, nil
+}
+
+func kind(m os.FileMode) string {
+	if m.IsDir() {
+		return "directory"
+	}
+	return "special file (" + m.Type().String() + ")"
 }

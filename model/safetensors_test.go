@@ -318,6 +318,9 @@ func TestLoadFileErrors(t *testing.T) {
 	require.ErrorContains(t, err, p)
 	_, err = Load(t.TempDir())
 	require.ErrorContains(t, err, "config.json")
+	require.NoError(t, os.Mkdir(p, 0o755)) // once "no such device"
+	_, err = Load(dir)
+	require.ErrorContains(t, err, p+" is a directory, not a weights file")
 }
 
 func FuzzParseSafetensors(f *testing.F) {
