@@ -16,6 +16,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/llorch/llorch-check/model"
 	"github.com/llorch/llorch-check/server"
 )
 
@@ -91,10 +92,66 @@ func (f serveFlags) check() error {
 		return fmt.Errorf("--max-batch %d: want ≥ 1", f.maxBatch)
 	case f.maxBody < 1:
 		return fmt.Errorf("--max-body-bytes %d: want ≥ 1", f.maxBody)
-	case f.requestTimeout < 0:
-		return fmt.Errorf("--request-timeout %s: want ≥ 0", f.requestTimeout)
+	case f.parallel > maxParallel:
+		return fmt.Errorf("--parallel %d: at most %d", f.parallel, maxParallel)
+	case f.weightDType() != "f32" && f.weightDType() != "f16":
+		return fmt.Errorf("--weight-dtype %q: want f32 or f16", f.weightDType())
+	}
+	for _, d := range []struct {
+		flag string
+		v    time.Duration
+	}{
+		{"--request-timeout", f.requestTimeout}, {"--shutdown-timeout", f.shutdownTimeout}, {"--read-timeout", f.readTimeout},
+		{"--write-timeout", f.writeTimeout}, {"--idle-timeout", f.idleTimeout}, {"--callback-timeout", f.callbackTimeout},
+	} {
+		if d.v < 0 {
+			return fmt.Errorf("%s %s: want ≥ 0", d.flag, d.v)
+		}
 	}
 	return nil
+}
+
+// maxParallel bounds --parallel before any model is read; checkMemory
+// bounds it by the model's KV caches and the machine's memory.
+const maxParallel = 4096
+
+func (f serveFlags) weightDType() string { return f.model.weightDType }
+
+// checkMemory refuses a --parallel whose full-context KV caches (one per
+// slot, allocated on first use) cannot fit in this machine's memory next to
+// the weights: found at start-up, not when the slots fill under load.
+func (f serveFlags) checkMemory(path string) error {
+	cfg, err := model.ReadConfig(path)
+	if err != nil {
+		return err
+	}
+	total := memTotal()
+	if total == 0 {
+		return nil
+	}
+	kv := int64(f.parallel) * cfg.CacheBytes()
+	if kv > total {
+		return fmt.Errorf("--parallel %d: %d full-context KV caches of %.1f MB need %.1f GB, more than this machine's %.1f GB",
+			f.parallel, f.parallel, float64(cfg.CacheBytes())/1e6, float64(kv)/1e9, float64(total)/1e9)
+	}
+	return nil
+}
+
+// memTotal is MemTotal of /proc/meminfo in bytes, 0 when unknown.
+func memTotal() int64 {
+	b, err := os.ReadFile("/proc/meminfo")
+	if err != nil {
+		return 0
+	}
+	for line := range strings.SplitSeq(string(b), "\n") {
+		if rest, ok := strings.CutPrefix(line, "MemTotal:"); ok {
+			kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64)
+			if err == nil {
+				return kb * 1024
+			}
+		}
+	}
+	return 0
 }
 
 func runServe(cmd *cobra.Command, f serveFlags) error {
@@ -108,6 +165,17 @@ func runServe(cmd *cobra.Command, f serveFlags) error {
 	log := slog.New(slog.NewJSONHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: level}))
 	if f.apiKey == "" {
 		f.apiKey = os.Getenv("LLORCH_API_KEY")
+	}
+	// Everything the flags decide is checked before the port is bound.
+	modelPath, err := pathOrDefault(f.model.path, defaultModel)
+	if err != nil {
+		return err
+	}
+	if err := f.checkMemory(modelPath); err != nil {
+		return err
+	}
+	if ip := net.ParseIP(f.host); f.apiKey == "" && (ip == nil || !ip.IsLoopback()) && f.host != "localhost" {
+		log.Warn("listening beyond loopback without an API key: anyone who can reach the port can use the model (--api-key or LLORCH_API_KEY)", "host", f.host)
 	}
 	var origins []string
 	for o := range strings.SplitSeq(f.cors, ",") {

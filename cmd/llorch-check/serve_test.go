@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -56,17 +57,40 @@ func startServeCmd(t *testing.T, args ...string) (logs *syncBuffer, errc chan er
 	return logs, errc, cancel
 }
 
+// TestServeFlagsRejected: every flag is checked before the port is bound
+// (nothing is logged as listening), naming the flag.
 func TestServeFlagsRejected(t *testing.T) {
-	for _, args := range [][]string{{"--parallel", "0"}, {"--port", "70000"}, {"--max-queue", "-1"}, {"--log-level", "loud"}} {
+	// A config.json alone: its context makes one KV cache 16 GB, so two
+	// slots exceed any test machine, and no weights are read to find out.
+	big := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(big, "config.json"),
+		[]byte(`{"model_type":"gpt2","vocab_size":97,"n_positions":16777216,"n_embd":64,"n_layer":2,"n_head":4}`), 0o644))
+	for _, args := range [][]string{
+		{"--parallel", "0"}, {"--port", "70000"}, {"--max-queue", "-1"}, {"--log-level", "loud"},
+		{"--shutdown-timeout", "-1s"}, {"--read-timeout", "-2s"}, {"--weight-dtype", "f8"}, {"--parallel", "100000"},
+		{"--parallel", "2", "--model", big},
+	} {
 		cmd := newServeCmd()
 		cmd.SetArgs(args)
+		var stderr bytes.Buffer
 		cmd.SetOut(io.Discard)
-		cmd.SetErr(io.Discard)
+		cmd.SetErr(&stderr)
 		cmd.SilenceUsage, cmd.SilenceErrors = true, true
 		err := cmd.ExecuteContext(context.Background())
 		require.Error(t, err, "%v", args)
 		require.Contains(t, err.Error(), args[0], "the error names the flag")
+		require.NotContains(t, stderr.String(), "listening", "%v: checked before binding", args)
 	}
+}
+
+// TestServeWarnsOpenToTheNetwork: listening beyond loopback with no API
+// key is allowed but logged as a warning.
+func TestServeWarnsOpenToTheNetwork(t *testing.T) {
+	logs, errc, stop := startServeCmd(t, "--host", "0.0.0.0")
+	listenAddr(t, logs)
+	require.Contains(t, logs.String(), "without an API key")
+	stop()
+	<-errc
 }
 
 // TestServeCallback: once the model is loaded the orchestrator is told,
