@@ -32,6 +32,7 @@ const (
 	codeUnauthorized   = "UNAUTHORIZED"
 	codeTimeout        = "TIMEOUT"
 	codeCancelled      = "CANCELLED"
+	codeShutdown       = "SHUTDOWN"
 	codeInference      = "INFERENCE_FAILED"
 	codeConflict       = "JOB_EXISTS"
 	codeNotFound       = "NOT_FOUND"

@@ -12,6 +12,7 @@ import (
 var (
 	errCancelled    = errors.New("cancelled by /cancel")
 	errDisconnected = errors.New("client disconnected")
+	errShutdown     = errors.New("the server shut down")
 )
 
 // jobs maps the worker API's job ids to the cancel functions of their

@@ -23,6 +23,7 @@ const (
 	outcomeCancelled    = "cancelled"
 	outcomeDisconnected = "disconnected"
 	outcomeTimeout      = "timeout"
+	outcomeShutdown     = "shutdown" // ended at the drain deadline
 )
 
 func outcomeForStatus(status int) string {

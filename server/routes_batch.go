@@ -114,12 +114,16 @@ func (s *Server) handleGenerate(w http.ResponseWriter, r *http.Request) {
 }
 
 // writeEnded answers a non-streaming request whose job context ended: 504
-// for the timeout; for a client that left, the answer goes nowhere.
+// for the timeout, 503 at the shutdown deadline; for a client that left,
+// the answer goes nowhere.
 func (s *Server) writeEnded(w http.ResponseWriter, ctx context.Context) {
 	code, outcome := s.endCause(ctx)
-	if code == codeTimeout {
+	switch code {
+	case codeTimeout:
 		writeError(w, http.StatusGatewayTimeout, codeTimeout, endMessage(code), "")
-	} else {
+	case codeShutdown:
+		writeError(w, http.StatusServiceUnavailable, codeShutdown, endMessage(code), "")
+	default:
 		// 499 in nginx's sense: nobody reads it, but logs and metrics do.
 		writeError(w, 499, codeCancelled, endMessage(code), "")
 	}

@@ -206,7 +206,11 @@ func (s *Server) handleCompletions(w http.ResponseWriter, r *http.Request) {
 			}
 			code, outcome := s.endCause(ctx)
 			setOutcome(w, outcome)
-			_ = sse.data(map[string]any{"error": apiError{Message: endMessage(code), Type: "timeout_error", Code: code}})
+			typ := "timeout_error"
+			if code == codeShutdown {
+				typ = "server_error"
+			}
+			_ = sse.data(map[string]any{"error": apiError{Message: endMessage(code), Type: typ, Code: code}})
 			_ = sse.write("data: [DONE]\n\n")
 			return
 		case err != nil:

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"errors"
 	"net/http"
 	"time"
@@ -160,6 +161,10 @@ func (s *Server) handleExecute(w http.ResponseWriter, r *http.Request) {
 	if waitErr == nil {
 		s.jobs.started(jobID)
 	}
+	if waitErr != nil && errors.Is(context.Cause(ctx), errShutdown) {
+		s.writeEnded(w, ctx) // never started: a plain 503 to retry elsewhere
+		return
+	}
 	sse := startSSE(w, s.cfg.WriteTimeout)
 	if waitErr != nil {
 		code, outcome := s.endCause(ctx)
@@ -199,8 +204,11 @@ func (s *Server) handleExecute(w http.ResponseWriter, r *http.Request) {
 }
 
 func endMessage(code string) string {
-	if code == codeTimeout {
+	switch code {
+	case codeTimeout:
 		return "the request exceeded the server's request timeout"
+	case codeShutdown:
+		return "the server shut down before the job finished; retry on another worker"
 	}
 	return "the job was cancelled"
 }

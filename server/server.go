@@ -6,6 +6,8 @@ package server
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"sync"
@@ -97,6 +99,11 @@ type Server struct {
 	mu         sync.Mutex
 	validation Validation
 	inflight   int
+
+	// stop ends every job's context with errShutdown when a drain runs
+	// out of time, so each ends with a terminal answer, not a cut stream.
+	stop     context.Context
+	stopJobs context.CancelCauseFunc
 }
 
 // New returns a server that answers health checks at once and serves the
@@ -110,6 +117,7 @@ func New(cfg Config) *Server {
 		started:    time.Now(),
 		validation: Validation{Status: ValidationSkipped},
 	}
+	s.stop, s.stopJobs = context.WithCancelCause(context.Background())
 	s.metrics = newMetrics(cfg.Version)
 	s.sched = NewScheduler(cfg.Parallel, cfg.MaxQueue, s.metrics.schedulerChanged)
 	s.handler = s.routes()
@@ -172,25 +180,47 @@ func (s *Server) BeginDrain() {
 	}
 }
 
-// Drain begins draining and waits until no work is in flight or ctx ends.
+// ErrDrainDeadline is Drain's error when work was still in flight at its
+// deadline and was ended with SHUTDOWN.
+var ErrDrainDeadline = errors.New("the shutdown deadline passed with work in flight")
+
+// Drain begins draining and waits until no work is in flight. If ctx ends
+// first, every job in flight is ended with error code SHUTDOWN (streams
+// get a terminal error event, requests still queued a 503), Drain waits a
+// moment for those answers to go out and returns ErrDrainDeadline with
+// the count.
 func (s *Server) Drain(ctx context.Context) error {
 	s.BeginDrain()
+	if s.waitIdle(ctx) {
+		return nil
+	}
+	n := s.inFlight()
+	s.stopJobs(errShutdown)
+	answered, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	s.waitIdle(answered)
+	s.log.Warn("shutdown deadline passed: jobs in flight ended with SHUTDOWN", "jobs", n, "unanswered", s.inFlight())
+	return fmt.Errorf("%w: %d jobs ended with SHUTDOWN", ErrDrainDeadline, n)
+}
+
+func (s *Server) inFlight() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.inflight
+}
+
+// waitIdle waits until no work is in flight (true) or ctx ends (false).
+func (s *Server) waitIdle(ctx context.Context) bool {
 	tick := time.NewTicker(10 * time.Millisecond)
 	defer tick.Stop()
-	for {
-		s.mu.Lock()
-		n := s.inflight
-		s.mu.Unlock()
-		if n == 0 {
-			return nil
-		}
+	for s.inFlight() > 0 {
 		select {
 		case <-ctx.Done():
-			s.log.Warn("drain timed out with work in flight", "inflight", n)
-			return ctx.Err()
+			return false
 		case <-tick.C:
 		}
 	}
+	return true
 }
 
 // enter admits a unit of model work unless the server is draining; the

@@ -52,11 +52,13 @@ func (s *Server) readyEngine(w http.ResponseWriter) (*engine, bool) {
 // context.Cause tells which.
 func (s *Server) jobContext(r *http.Request) (context.Context, context.CancelCauseFunc) {
 	ctx, cancel := context.WithCancelCause(r.Context())
+	unhook := context.AfterFunc(s.stop, func() { cancel(errShutdown) })
+	end := func(cause error) { unhook(); cancel(cause) }
 	if s.cfg.RequestTimeout > 0 {
 		tctx, tcancel := context.WithTimeoutCause(ctx, s.cfg.RequestTimeout, errTimeout)
-		return tctx, func(cause error) { cancel(cause); tcancel() }
+		return tctx, func(cause error) { end(cause); tcancel() }
 	}
-	return ctx, cancel
+	return ctx, end
 }
 
 // endCause classifies why a job context ended: the API error code and
@@ -64,6 +66,8 @@ func (s *Server) jobContext(r *http.Request) (context.Context, context.CancelCau
 func (s *Server) endCause(ctx context.Context) (code, outcome string) {
 	cause := context.Cause(ctx)
 	switch {
+	case errors.Is(cause, errShutdown):
+		code, outcome = codeShutdown, outcomeShutdown
 	case errors.Is(cause, errCancelled):
 		code, outcome = codeCancelled, outcomeCancelled
 	case errors.Is(cause, errTimeout), errors.Is(cause, context.DeadlineExceeded):

@@ -10,8 +10,10 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"os/signal"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -247,12 +249,28 @@ func runServe(cmd *cobra.Command, f serveFlags) error {
 		break
 	}
 	log.Info("signal received: draining", "shutdown_timeout", f.shutdownTimeout.String())
+	// A second signal does not wait for the drain.
+	again := make(chan os.Signal, 1)
+	signal.Notify(again, os.Interrupt, syscall.SIGTERM)
+	defer signal.Stop(again)
 	ctx, cancel := context.WithTimeout(context.Background(), f.shutdownTimeout)
 	defer cancel()
-	_ = srv.Drain(ctx)
-	shutdown(hs, max(time.Until(deadline(ctx)), time.Second))
-	log.Info("stopped")
-	return nil
+	drained := make(chan error, 1)
+	go func() { drained <- srv.Drain(ctx) }()
+	select {
+	case err := <-drained:
+		shutdown(hs, max(time.Until(deadline(ctx)), time.Second))
+		if err != nil {
+			log.Error("stopped with work cut short", "error", err.Error())
+			return fmt.Errorf("--shutdown-timeout %s: %w", f.shutdownTimeout, err)
+		}
+		log.Info("stopped")
+		return nil
+	case sig := <-again:
+		log.Error("second signal: exiting without waiting for work in flight", "signal", sig.String())
+		_ = hs.Close()
+		return fmt.Errorf("%s received twice: stopped without draining", sig)
+	}
 }
 
 func deadline(ctx context.Context) time.Time {
