@@ -87,41 +87,44 @@ func LoglikelihoodTokens(ctx context.Context, d Decoder, ctxTokens, contTokens [
 	}
 	inp := whole[:len(whole)-1]
 	from := len(inp) - len(contTokens)
-	rows, err := logitRows(ctx, d, inp, from)
-	if err != nil {
-		return Loglikelihood{}, err
-	}
 	res := Loglikelihood{IsGreedy: true, ContextTokens: slices.Clone(ctxTokens), ContinuationTokens: slices.Clone(contTokens)}
-	for j, target := range contTokens {
-		row := rows[j*V : (j+1)*V]
+	err := eachRow(ctx, d, inp, from, func(j int, row []float32) error {
+		target := contTokens[j-from]
 		res.LL += sampling.LogSoftmax(row)[target]
 		if sampling.Argmax(row) != target {
 			res.IsGreedy = false
 		}
+		return nil
+	})
+	if err != nil {
+		return Loglikelihood{}, err
 	}
 	return res, nil
 }
 
-// logitRows returns the logits of positions from..len(tokens)-1 as [R,V],
-// from one forward pass when the decoder can, else by prefill and steps.
-func logitRows(ctx context.Context, d Decoder, tokens []int, from int) ([]float32, error) {
+// eachRow calls fn with the logits of positions from..len(tokens)-1 in
+// order, from chunked forward passes when the decoder can, else by prefill
+// and steps; no more than a chunk of rows is held at once.
+func eachRow(ctx context.Context, d Decoder, tokens []int, from int, fn func(j int, logits []float32) error) error {
 	if s, ok := d.(rowScorer); ok {
-		rows, err := s.Rows(ctx, tokens, from)
-		if err != nil {
-			return nil, fmt.Errorf("forward over %d tokens: %w", len(tokens), err)
+		if err := s.Rows(ctx, tokens, from, fn); err != nil {
+			return fmt.Errorf("forward over %d tokens: %w", len(tokens), err)
 		}
-		return rows, nil
+		return nil
 	}
 	logits, err := d.Prefill(ctx, tokens[:from+1])
 	if err != nil {
-		return nil, fmt.Errorf("prefill of %d tokens: %w", from+1, err)
+		return fmt.Errorf("prefill of %d tokens: %w", from+1, err)
 	}
-	rows := slices.Grow(slices.Clone(logits), (len(tokens)-from-1)*len(logits))
-	for _, id := range tokens[from+1:] {
-		if logits, err = d.Step(ctx, id); err != nil {
-			return nil, fmt.Errorf("step: %w", err)
+	for j := from; ; j++ {
+		if err := fn(j, logits); err != nil {
+			return err
 		}
-		rows = append(rows, logits...)
+		if j+1 == len(tokens) {
+			return nil
+		}
+		if logits, err = d.Step(ctx, tokens[j+1]); err != nil {
+			return fmt.Errorf("step: %w", err)
+		}
 	}
-	return rows, nil
 }

@@ -63,14 +63,14 @@ func PromptLogProbs(ctx context.Context, d Decoder, tokens []int, top int) ([]Pr
 			return nil, fmt.Errorf("prompt: token %d at index %d is outside the vocabulary [0, %d)", id, i, V)
 		}
 	}
-	rows, err := logitRows(ctx, d, tokens[:len(tokens)-1], 0)
+	out := make([]PromptLogProb, len(tokens)-1)
+	err := eachRow(ctx, d, tokens[:len(tokens)-1], 0, func(j int, row []float32) error {
+		lp := sampling.LogSoftmax(row)
+		out[j] = PromptLogProb{LogProb: lp[tokens[j+1]], TopLogProbs: topLogProbs(lp, top)}
+		return nil
+	})
 	if err != nil {
 		return nil, err
-	}
-	out := make([]PromptLogProb, len(tokens)-1)
-	for j := range out {
-		lp := sampling.LogSoftmax(rows[j*V : (j+1)*V])
-		out[j] = PromptLogProb{LogProb: lp[tokens[j+1]], TopLogProbs: topLogProbs(lp, top)}
 	}
 	return out, nil
 }

@@ -5,6 +5,8 @@ import (
 	"math"
 	"testing"
 
+	"github.com/stretchr/testify/require"
+
 	"github.com/llorch/llorch-check/internal/fixture"
 	"github.com/llorch/llorch-check/model"
 	"github.com/llorch/llorch-check/sampling"
@@ -76,5 +78,32 @@ func TestGenerateLogProbs(t *testing.T) {
 	})
 	if err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestScoringChunksChangeNoBits: scoring a long input in chunks of a few
+// positions (bounded memory) gives exactly the numbers of one pass.
+func TestScoringChunksChangeNoBits(t *testing.T) {
+	m, _, _ := loadTinyInternal(t)
+	tokens := make([]int, 110)
+	for i := range tokens {
+		tokens[i] = (i*7919 + 13) % m.Config.VocabSize
+	}
+	score := func(chunk int) ([]PromptLogProb, Loglikelihood) {
+		old := scoreChunk
+		scoreChunk = chunk
+		defer func() { scoreChunk = old }()
+		d := NewModelDecoder(m)
+		p, err := PromptLogProbs(context.Background(), d, tokens, 3)
+		require.NoError(t, err)
+		ll, err := LoglikelihoodTokens(context.Background(), d, tokens[:40], tokens[40:])
+		require.NoError(t, err)
+		return p, ll
+	}
+	p1, ll1 := score(1000)
+	for _, chunk := range []int{1, 3, 32} {
+		p, ll := score(chunk)
+		require.Equal(t, p1, p, "chunk %d", chunk)
+		require.Equal(t, ll1, ll, "chunk %d", chunk)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/llorch/llorch-check/generation"
 	"github.com/llorch/llorch-check/model"
 )
 
@@ -221,17 +222,10 @@ func (d *seqDecoder) Step(ctx context.Context, token int) ([]float32, error) {
 	return logits, err
 }
 
-// Rows is generation's rowScorer, as in generation.NewModelDecoder: the
-// positions before from without logits, then the rest with all logits.
-func (d *seqDecoder) Rows(ctx context.Context, tokens []int, from int) ([]float32, error) {
+// Rows is generation's rowScorer, as in generation.NewModelDecoder.
+func (d *seqDecoder) Rows(ctx context.Context, tokens []int, from int, fn func(j int, logits []float32) error) error {
 	d.leave()
-	d.cache.Reset()
-	if from > 0 {
-		if _, err := d.m.Forward(ctx, d.cache, tokens[:from], model.ForwardOptions{}); err != nil {
-			return nil, err
-		}
-	}
-	return d.m.Forward(ctx, d.cache, tokens[from:], model.ForwardOptions{AllLogits: true})
+	return generation.ScoreRows(ctx, d.m, d.cache, tokens, from, fn)
 }
 
 func (d *seqDecoder) ContextLength() int { return d.m.Config.NPositions }

@@ -14,20 +14,25 @@ import (
 var workerDefaults = settingDefaults{maxTokens: 100, minMaxTokens: 1, temperature: 1.0}
 
 type healthResponse struct {
-	Status        string     `json:"status"`
-	ModelLoaded   bool       `json:"model_loaded"`
-	Model         string     `json:"model,omitempty"`
-	WorkerID      string     `json:"worker_id,omitempty"`
-	MemoryBytes   int64      `json:"memory_bytes"`
-	VRAMBytes     int64      `json:"vram_bytes"`
-	MemoryType    string     `json:"memory_type"`
-	VocabSize     int        `json:"vocab_size,omitempty"`
-	ContextLength int        `json:"context_length,omitempty"`
-	UptimeSeconds float64    `json:"uptime_seconds"`
-	Draining      bool       `json:"draining"`
-	Running       int        `json:"running"`
-	Queued        int        `json:"queued"`
-	Validation    Validation `json:"validation"`
+	Status      string `json:"status"`
+	ModelLoaded bool   `json:"model_loaded"`
+	Model       string `json:"model,omitempty"`
+	WorkerID    string `json:"worker_id,omitempty"`
+	MemoryBytes int64  `json:"memory_bytes"`
+	// SlotMemoryBytes is the most one slot can add to MemoryBytes (KV
+	// cache, scoring logits, activations): budget memory_bytes + parallel ×
+	// slot_memory_bytes.
+	SlotMemoryBytes int64      `json:"slot_memory_bytes"`
+	Parallel        int        `json:"parallel"`
+	VRAMBytes       int64      `json:"vram_bytes"`
+	MemoryType      string     `json:"memory_type"`
+	VocabSize       int        `json:"vocab_size,omitempty"`
+	ContextLength   int        `json:"context_length,omitempty"`
+	UptimeSeconds   float64    `json:"uptime_seconds"`
+	Draining        bool       `json:"draining"`
+	Running         int        `json:"running"`
+	Queued          int        `json:"queued"`
+	Validation      Validation `json:"validation"`
 }
 
 // handleHealth is the orchestrator's view: 200 once the model can serve,
@@ -56,6 +61,7 @@ func (s *Server) handleHealth(w http.ResponseWriter, r *http.Request) {
 		// Weights, not RSS: the figure an orchestrator budgets per worker and
 		// that does not move with traffic (RSS is in /metrics).
 		h.MemoryBytes = e.m.WeightsBytes()
+		h.SlotMemoryBytes, h.Parallel = generation.SlotBytes(e.m), s.cfg.Parallel
 		h.VocabSize = e.m.Config.VocabSize
 		h.ContextLength = e.m.Config.NPositions
 	}

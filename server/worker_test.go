@@ -20,6 +20,11 @@ func TestHealth(t *testing.T) {
 	require.Equal(t, "cpu", h["memory_type"])
 	require.EqualValues(t, 0, h["vram_bytes"])
 	require.Greater(t, h["memory_bytes"].(float64), 0.0)
+	// A slot's worst case: the tiny model's 128-position KV cache (128 KiB)
+	// and a chunk of 32 scoring rows of 50257 logits (6.4 MB).
+	require.Greater(t, h["slot_memory_bytes"].(float64), float64(131072+4*32*50257))
+	require.Less(t, h["slot_memory_bytes"].(float64), 16e6)
+	require.EqualValues(t, 4, h["parallel"])
 	require.EqualValues(t, 50257, h["vocab_size"])
 	require.EqualValues(t, 128, h["context_length"])
 	require.Contains(t, h, "uptime_seconds")
