@@ -177,9 +177,9 @@ func TestLoadFloat16GGUF(t *testing.T) {
 		{gguf.GGMLTypeQ8_0, "F16+F32+Q8_0"},
 	} {
 		img := ggufImage(t, m, c.typ, nil)
-		g32, err := loadGGUFBytes(img, LoadOptions{})
+		g32, err := loadGGUFBytes(context.Background(), img, LoadOptions{})
 		require.NoError(t, err)
-		g16, err := loadGGUFBytes(img, LoadOptions{Float16: true})
+		g16, err := loadGGUFBytes(context.Background(), img, LoadOptions{Float16: true})
 		require.NoError(t, err, c.typ)
 		require.Equal(t, c.want, g16.PrecisionDType(), c.typ)
 		if c.typ == gguf.GGMLTypeF16 {

@@ -2,6 +2,7 @@ package model
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"maps"
 	"math"
@@ -17,12 +18,12 @@ import (
 // is converted to a fresh float32 slice (block types such as Q8_0 and
 // Q4_K are dequantised here, on load), so the map is released before
 // returning.
-func loadGGUF(path string, opt LoadOptions) (*Model, error) {
+func loadGGUF(ctx context.Context, path string, opt LoadOptions) (*Model, error) {
 	data, unmap, err := mapFile(path)
 	if err != nil {
 		return nil, err
 	}
-	m, err := loadGGUFBytes(data, opt)
+	m, err := loadGGUFBytes(ctx, data, opt)
 	if uerr := unmap(); uerr != nil && err == nil {
 		err = fmt.Errorf("unmapping %s: %w", path, uerr)
 	}
@@ -35,7 +36,7 @@ func loadGGUF(path string, opt LoadOptions) (*Model, error) {
 
 // loadGGUFBytes builds a model from a complete GGUF image; nothing it
 // returns aliases data.
-func loadGGUFBytes(data []byte, opt LoadOptions) (*Model, error) {
+func loadGGUFBytes(ctx context.Context, data []byte, opt LoadOptions) (*Model, error) {
 	f, err := gguf.ReadBytes(data)
 	if err != nil {
 		return nil, err
@@ -57,6 +58,9 @@ func loadGGUFBytes(data []byte, opt LoadOptions) (*Model, error) {
 	}
 	types := map[string]bool{}
 	for _, p := range params {
+		if err := ctx.Err(); err != nil {
+			return nil, fmt.Errorf("loading stopped: %w", err)
+		}
 		t, ok := f.Tensor(p.name)
 		if !ok {
 			return nil, fmt.Errorf("missing tensor %q", p.name)

@@ -41,7 +41,7 @@ func logitsOf(t testing.TB, m *Model, tokens []int) []float32 {
 // not the other, or dims read in the wrong order, cannot go unnoticed.
 func TestGGUFRoundTripF32(t *testing.T) {
 	m, _ := testModel(t)
-	g, err := loadGGUFBytes(ggufImage(t, m, gguf.GGMLTypeF32, nil), LoadOptions{})
+	g, err := loadGGUFBytes(context.Background(), ggufImage(t, m, gguf.GGMLTypeF32, nil), LoadOptions{})
 	require.NoError(t, err)
 	assert.Equal(t, m.Config, g.Config)
 	assert.Equal(t, "F32", g.WeightsDType)
@@ -112,7 +112,7 @@ func TestGGUFLowerPrecision(t *testing.T) {
 		img := ggufImage(t, m, c.typ, nil)
 		f, err := gguf.ReadBytes(img)
 		require.NoError(t, err)
-		g, err := loadGGUFBytes(img, LoadOptions{})
+		g, err := loadGGUFBytes(context.Background(), img, LoadOptions{})
 		require.NoError(t, err, c.typ.String())
 		assert.Equal(t, c.dtype, g.WeightsDType)
 		for i, p := range m.ggufParams() {
@@ -237,7 +237,7 @@ func TestLoadGGUFBadInputs(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			_, err := loadGGUFBytes(ggufImage(t, m, gguf.GGMLTypeF32, c.edit), LoadOptions{})
+			_, err := loadGGUFBytes(context.Background(), ggufImage(t, m, gguf.GGMLTypeF32, c.edit), LoadOptions{})
 			require.Error(t, err)
 			assert.Contains(t, err.Error(), c.want)
 		})
@@ -266,7 +266,7 @@ func TestLoadGGUFBadInputs(t *testing.T) {
 		{"unknown tensor type", patch(typeOff, 99), `tensor "output_norm.bias": type GGMLType(99) is not supported`},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			_, err := loadGGUFBytes(c.img, LoadOptions{})
+			_, err := loadGGUFBytes(context.Background(), c.img, LoadOptions{})
 			require.Error(t, err)
 			assert.Contains(t, err.Error(), c.want)
 		})
@@ -281,7 +281,7 @@ func TestLoadGGUFTiedOutput(t *testing.T) {
 	m, _ := testModel(t)
 	for _, typ := range []gguf.GGMLType{gguf.GGMLTypeF32, gguf.GGMLTypeF16, gguf.GGMLTypeQ8_0} {
 		for _, f16 := range []bool{false, true} {
-			g, err := loadGGUFBytes(ggufImage(t, m, typ, nil), LoadOptions{Float16: f16})
+			g, err := loadGGUFBytes(context.Background(), ggufImage(t, m, typ, nil), LoadOptions{Float16: f16})
 			require.NoError(t, err, "%s, float16 %v", typ, f16)
 			assert.True(t, g.TiedHead(), "%s, float16 %v", typ, f16)
 			if typ == gguf.GGMLTypeF32 && !f16 {
@@ -306,7 +306,7 @@ func TestLoadGGUFUntiedOutput(t *testing.T) {
 		td.Data, err = gguf.EncodeFloat32(gguf.GGMLTypeF32, vals)
 		require.NoError(t, err)
 	}))
-	g, err := loadGGUFBytes(img, LoadOptions{})
+	g, err := loadGGUFBytes(context.Background(), img, LoadOptions{})
 	require.NoError(t, err)
 	require.False(t, g.TiedHead())
 	tokens := []int{3, 14, 15, 92}
@@ -337,7 +337,7 @@ func FuzzLoadGGUF(f *testing.F) {
 		f.Add(ggufImage(f, m, typ, nil))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		g, err := loadGGUFBytes(data, LoadOptions{})
+		g, err := loadGGUFBytes(context.Background(), data, LoadOptions{})
 		if err != nil {
 			return
 		}

@@ -1,6 +1,7 @@
 package model
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -34,11 +35,17 @@ type LoadOptions struct {
 
 // LoadWith is Load with options.
 func LoadWith(path string, opt LoadOptions) (*Model, error) {
+	return LoadContext(context.Background(), path, opt)
+}
+
+// LoadContext is LoadWith that stops, between tensors, when ctx ends: a
+// server told to stop while loading a large model stops loading.
+func LoadContext(ctx context.Context, path string, opt LoadOptions) (*Model, error) {
 	st, err := os.Stat(path)
 	if (err == nil && st.Mode().IsRegular()) || (err != nil && strings.HasSuffix(path, ".gguf")) {
-		return loadGGUF(path, opt)
+		return loadGGUF(ctx, path, opt)
 	}
-	return loadHF(path, opt)
+	return loadHF(ctx, path, opt)
 }
 
 // IsGGUF reports whether path is a regular file starting with the GGUF
@@ -57,7 +64,7 @@ func IsGGUF(path string) bool {
 	return err == nil && string(magic[:]) == gguf.Magic
 }
 
-func loadHF(dir string, opt LoadOptions) (*Model, error) {
+func loadHF(ctx context.Context, dir string, opt LoadOptions) (*Model, error) {
 	cfg, err := LoadConfig(filepath.Join(dir, "config.json"))
 	if err != nil {
 		return nil, err
@@ -67,7 +74,7 @@ func loadHF(dir string, opt LoadOptions) (*Model, error) {
 	if err != nil {
 		return nil, err
 	}
-	m, err := loadWeightsFrom(cfg, data, releasePages, opt)
+	m, err := loadWeightsFrom(ctx, cfg, data, releasePages, opt)
 	if uerr := unmap(); uerr != nil && err == nil {
 		err = fmt.Errorf("unmapping %s: %w", path, uerr)
 	}
@@ -86,14 +93,14 @@ type expectedTensor struct {
 // loadWeights converts every parameter of a file image into fresh float32
 // slices; nothing returned aliases data, so the caller may unmap it.
 func loadWeights(cfg Config, data []byte, opt LoadOptions) (*Model, error) {
-	return loadWeightsFrom(cfg, data, nil, opt)
+	return loadWeightsFrom(context.Background(), cfg, data, nil, opt)
 }
 
 // loadWeightsFrom is loadWeights for data that may be a file mapping:
 // release, if not nil, is called on each converted range of data so that
 // the mapping's pages leave the resident set as the copy grows (see
 // convertTensor).
-func loadWeightsFrom(cfg Config, data []byte, release func([]byte), opt LoadOptions) (*Model, error) {
+func loadWeightsFrom(ctx context.Context, cfg Config, data []byte, release func([]byte), opt LoadOptions) (*Model, error) {
 	f, err := parseSafetensors(data)
 	if err != nil {
 		return nil, err
@@ -150,6 +157,9 @@ func loadWeightsFrom(cfg Config, data []byte, release func([]byte), opt LoadOpti
 	var lmHead, wte *tensorInfo
 	var buf []float32 // convertTensor16's
 	for i := range f.tensors {
+		if err := ctx.Err(); err != nil {
+			return nil, fmt.Errorf("loading stopped: %w", err)
+		}
 		t := f.tensors[i]
 		name := strings.TrimPrefix(t.Name, "transformer.")
 		if prev, dup := found[name]; dup {

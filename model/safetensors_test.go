@@ -1,6 +1,7 @@
 package model
 
 import (
+	"context"
 	"encoding/binary"
 	"math"
 	"os"
@@ -10,6 +11,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/llorch/llorch-check/gguf"
 )
 
 func entry(dtype string, shape []int, begin, end int) map[string]any {
@@ -385,4 +388,20 @@ func TestLoadSizesFromTheFile(t *testing.T) {
 			require.Less(t, after.TotalAlloc-before.TotalAlloc, uint64(64<<20), "allocated before failing")
 		})
 	}
+}
+
+// TestLoadStopsWhenCancelled: loading checks its context between tensors,
+// so a server told to stop while loading does not finish first.
+func TestLoadStopsWhenCancelled(t *testing.T) {
+	dir := writeModel(t, configJSON(testCfg), randomWeights(testCfg, 1).tensors(""))
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	_, err := LoadContext(ctx, dir, LoadOptions{})
+	require.ErrorIs(t, err, context.Canceled)
+	m, err := Load(dir)
+	require.NoError(t, err)
+	p := filepath.Join(t.TempDir(), "m.gguf")
+	require.NoError(t, os.WriteFile(p, ggufImage(t, m, gguf.GGMLTypeF32, nil), 0o644))
+	_, err = LoadContext(ctx, p, LoadOptions{})
+	require.ErrorIs(t, err, context.Canceled)
 }

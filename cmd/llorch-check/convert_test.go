@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"strings"
@@ -96,7 +97,7 @@ func TestConvertMetadata(t *testing.T) {
 		assert.Equal(t, fromHF.EncodeSpecial(s), fromGGUF.EncodeSpecial(s), s)
 	}
 
-	m, err := modelFlags{path: path, weightDType: "f32"}.load()
+	m, err := modelFlags{path: path, weightDType: "f32"}.load(context.Background())
 	require.NoError(t, err)
 	tok, err := modelTokenizer(m)
 	require.NoError(t, err)
@@ -113,7 +114,7 @@ func TestGGUFModelWithoutTokenizer(t *testing.T) {
 	require.NoError(t, err)
 	path := filepath.Join(t.TempDir(), "bare.gguf")
 	require.NoError(t, gguf.WriteFile(path, kv, ts))
-	g, err := modelFlags{path: path, weightDType: "f32"}.load()
+	g, err := modelFlags{path: path, weightDType: "f32"}.load(context.Background())
 	require.NoError(t, err)
 	tok, err := modelTokenizer(g)
 	require.NoError(t, err)

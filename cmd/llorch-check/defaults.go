@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -33,8 +34,8 @@ func (f *modelFlags) register(fl *pflag.FlagSet) {
 }
 
 // load loads the model (model.Load tells HF directories and GGUF files
-// apart by the GGUF magic).
-func (f modelFlags) load() (*model.Model, error) {
+// apart by the GGUF magic), stopping if ctx ends.
+func (f modelFlags) load(ctx context.Context) (*model.Model, error) {
 	var opt model.LoadOptions
 	switch f.weightDType {
 	case "f32":
@@ -47,7 +48,7 @@ func (f modelFlags) load() (*model.Model, error) {
 	if err != nil {
 		return nil, err
 	}
-	return model.LoadWith(path, opt)
+	return model.LoadContext(ctx, path, opt)
 }
 
 // resolveDefault finds a default path from the working directory or any

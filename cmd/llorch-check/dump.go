@@ -29,7 +29,7 @@ different set is refused unless --force.`,
 			if out == "" {
 				return fmt.Errorf("--out is required")
 			}
-			m, err := mf.load()
+			m, err := mf.load(cmd.Context())
 			if err != nil {
 				return err
 			}

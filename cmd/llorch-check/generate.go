@@ -92,7 +92,7 @@ must fit beside the prompt in the model's context. With --json, stdout is one do
 }
 
 func runGenerate(cmd *cobra.Command, f generateFlags) error {
-	m, err := f.model.load()
+	m, err := f.model.load(cmd.Context())
 	if err != nil {
 		return err
 	}

@@ -156,7 +156,7 @@ func (f *runFlags) execRun(cmd *cobra.Command) (*checkpoints.Report, *model.Mode
 	if err != nil {
 		return nil, nil, err
 	}
-	m, err := f.model.load()
+	m, err := f.model.load(cmd.Context())
 	if err != nil {
 		return nil, nil, err
 	}

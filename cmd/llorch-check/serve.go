@@ -290,7 +290,7 @@ func shutdown(hs *http.Server, timeout time.Duration) {
 // when asked. A failed validation is not an error: the server stays up,
 // unready, and /health says why.
 func prepare(ctx context.Context, srv *server.Server, f serveFlags, log *slog.Logger) error {
-	m, err := f.model.load()
+	m, err := f.model.load(ctx)
 	if err != nil {
 		return err
 	}
