@@ -130,6 +130,13 @@ interop-llamacpp:
 	$(GO) build -tags llamacpp -o $$tmp/ggml ./scripts/llamacpp/ggml && \
 	node scripts/llamacpp/interop.mjs $$tmp/llorch-check $(TINY_MODEL) $(TINY_REFS)/manifest.json $$tmp $$tmp/ggml
 
+# Hostile clients against a real serve process on loopback: bursts,
+# malformed and oversized bodies, disconnects, early cancels, slow readers,
+# scoring memory, drain past the deadline; a line per probe with RSS.
+.PHONY: chaos
+chaos:
+	$(GO) run ./scripts/chaos
+
 .PHONY: loadtest test-browser
 
 # N concurrent streaming clients against `serve`'s server on loopback for a

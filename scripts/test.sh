@@ -74,5 +74,6 @@ step "go test -race ./..." - "$GO" test -race ./...
 step "model, pure-Go kernels (purego)" - "$GO" test -count=1 -tags purego ./model
 step "model, LLORCH_KERNELS=avx2" - env LLORCH_KERNELS=avx2 "$GO" test -count=1 ./model
 step "model, LLORCH_KERNELS=generic" - env LLORCH_KERNELS=generic "$GO" test -count=1 ./model
+step "chaos probes (short)" - "$GO" run ./scripts/chaos -short
 step "llama.cpp interop (node-llama-cpp)" peer "$MAKE" -s interop-llamacpp
 summary
