@@ -80,25 +80,15 @@ func scaleMinK4(j int, s []byte) (sc, m byte) {
 // Q4_K: a super-block of 256 = 8 sub-blocks of 32; d, dmin, 12 bytes of
 // scales and mins, 128 bytes of nibbles (per 64 elements, 32 low nibbles
 // then 32 high); each d·sc·q − dmin·m.
-func decodeQ4K(dst []float32, b []byte) {
-	d, dmin, scales, qs := half(b), half(b[2:]), b[4:16], b[16:144]
-	for k := range 4 {
-		sc1, m1 := scaleMinK4(2*k, scales)
-		sc2, m2 := scaleMinK4(2*k+1, scales)
-		d1, mm1 := float32(d*float32(sc1)), float32(dmin*float32(m1))
-		d2, mm2 := float32(d*float32(sc2)), float32(dmin*float32(m2))
-		q, y := qs[32*k:32*k+32], dst[64*k:64*k+64]
-		for l, v := range q {
-			y[l] = float32(d1*float32(v&0xf)) - mm1
-			y[l+32] = float32(d2*float32(v>>4)) - mm2
-		}
-	}
-}
+func decodeQ4K(dst []float32, b []byte) { decodeK(dst, b[:4], b[4:16], nil, b[16:144]) }
 
 // Q5_K: as Q4_K plus 32 bytes of fifth bits; element l of the k-th 64
 // takes bit 2k of qh[l] (low nibble) or bit 2k+1 (high nibble).
-func decodeQ5K(dst []float32, b []byte) {
-	d, dmin, scales, qh, qs := half(b), half(b[2:]), b[4:16], b[16:48], b[48:176]
+func decodeQ5K(dst []float32, b []byte) { decodeK(dst, b[:4], b[4:16], b[16:48], b[48:176]) }
+
+// decodeK is Q4_K and Q5_K: qh nil for the 4-bit type.
+func decodeK(dst []float32, dd, scales, qh, qs []byte) {
+	d, dmin := half(dd), half(dd[2:])
 	for k := range 4 {
 		sc1, m1 := scaleMinK4(2*k, scales)
 		sc2, m2 := scaleMinK4(2*k+1, scales)
@@ -106,8 +96,11 @@ func decodeQ5K(dst []float32, b []byte) {
 		d2, mm2 := float32(d*float32(sc2)), float32(dmin*float32(m2))
 		q, y := qs[32*k:32*k+32], dst[64*k:64*k+64]
 		for l, v := range q {
-			lo := v&0xf | (qh[l]>>(2*k)&1)<<4
-			hi := v>>4 | (qh[l]>>(2*k+1)&1)<<4
+			lo, hi := v&0xf, v>>4
+			if qh != nil {
+				lo |= (qh[l] >> (2 * k) & 1) << 4
+				hi |= (qh[l] >> (2*k + 1) & 1) << 4
+			}
 			y[l] = float32(d1*float32(lo)) - mm1
 			y[l+32] = float32(d2*float32(hi)) - mm2
 		}

@@ -20,33 +20,27 @@ trap 'rm -rf "$tmp"' EXIT
 "$PYTHON" scripts/dump_references.py --model "$tmp/model" --cases testdata/cases.json --out "$tmp/refs-f32" >/dev/null
 "$GO" build -o "$tmp/llorch-check" ./cmd/llorch-check
 
-# expect CODE DESCRIPTION ARGS...: run llorch-check, require its exit code.
-expect() {
-  local want=$1 what=$2
-  shift 2
-  local code=0
-  "$tmp/llorch-check" "$@" >"$tmp/out" 2>&1 || code=$?
-  if [ "$code" != "$want" ]; then
-    echo "verify-f16: FAIL: $what: exit $code, want $want" >&2
-    cat "$tmp/out" >&2
-    exit 1
-  fi
-  echo "verify-f16: ok: $what (exit $code)"
+bin=$tmp/llorch-check out=$tmp/out name=verify-f16
+. scripts/expect.sh
+# expect, then say it passed.
+expect_ok() {
+  expect "$@"
+  echo "verify-f16: ok: $2 (exit $1)"
 }
 
 m=(--model "$tmp/model")
-expect 0 "float16 weights against their own reference set, default tolerances" \
+expect_ok 0 "float16 weights against their own reference set, default tolerances" \
   run "${m[@]}" --references "$tmp/refs-f16" --weight-dtype f16
 if grep -q '^profile:' "$tmp/out"; then
   echo "verify-f16: FAIL: a float16 set for a float16 model needs no profile" >&2
   exit 1
 fi
-expect 1 "an injected bug fails there" \
+expect_ok 1 "an injected bug fails there" \
   run "${m[@]}" --references "$tmp/refs-f16" --weight-dtype f16 --inject-fault layernorm-eps
-expect 2 "a float32-held model is refused by the float16 set" \
+expect_ok 2 "a float32-held model is refused by the float16 set" \
   run "${m[@]}" --references "$tmp/refs-f16"
-expect 0 "float16 weights against the float32 set, f16 profile" \
+expect_ok 0 "float16 weights against the float32 set, f16 profile" \
   run "${m[@]}" --references "$tmp/refs-f32" --weight-dtype f16
 grep -q '^profile:    f16' "$tmp/out" || { echo "verify-f16: FAIL: no f16 profile" >&2; cat "$tmp/out" >&2; exit 1; }
-expect 0 "float32 weights against the float32 set, default tolerances" \
+expect_ok 0 "float32 weights against the float32 set, default tolerances" \
   run "${m[@]}" --references "$tmp/refs-f32"

@@ -28,18 +28,8 @@ if [ -n "$ggml" ]; then
   done
 fi
 
-# expect CODE DESCRIPTION ARGS...: run llorch-check, require its exit code.
-expect() {
-  local want=$1 what=$2
-  shift 2
-  local code=0
-  "$tmp/llorch-check" "$@" >"$tmp/out" 2>&1 || code=$?
-  if [ "$code" != "$want" ]; then
-    echo "verify-gguf: FAIL: $what: exit $code, want $want" >&2
-    cat "$tmp/out" >&2
-    exit 1
-  fi
-}
+bin=$tmp/llorch-check out=$tmp/out name=verify-gguf
+. scripts/expect.sh
 
 for f in "${files[@]}"; do
   name=$(basename "$f" .gguf)

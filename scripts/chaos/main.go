@@ -24,6 +24,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/llorch/llorch-check/internal/procstat"
 )
 
 type server struct {
@@ -136,24 +138,8 @@ func start(bin string, args ...string) (*server, error) {
 
 // memory is the server's VmRSS and VmHWM in bytes.
 func (s *server) memory() (rss, peak float64) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", s.cmd.Process.Pid))
-	if err != nil {
-		return 0, 0
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		f := strings.Fields(line)
-		if len(f) < 2 {
-			continue
-		}
-		kb, _ := strconv.ParseFloat(f[1], 64)
-		switch f[0] {
-		case "VmRSS:":
-			rss = kb * 1024
-		case "VmHWM:":
-			peak = kb * 1024
-		}
-	}
-	return rss, peak
+	r, p := procstat.Memory(s.cmd.Process.Pid)
+	return float64(r), float64(p)
 }
 
 func (s *server) post(path, body string) (int, string) {

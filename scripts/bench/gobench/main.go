@@ -18,6 +18,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/llorch/llorch-check/internal/procstat"
 	"github.com/llorch/llorch-check/model"
 )
 
@@ -43,7 +44,7 @@ func main() {
 	ctx := context.Background()
 	if *mode == "load" {
 		decode(ctx, m, 1, 4, 1)
-		emit(map[string]any{"load_s": loadS, "peak_rss": peakRSS()})
+		emit(map[string]any{"load_s": loadS, "peak_rss": procstat.PeakRSS()})
 		return
 	}
 	if *cpuprofile != "" {
@@ -123,21 +124,6 @@ func decode(ctx context.Context, m *model.Model, B, prompt, steps int) float64 {
 		}
 	}
 	return time.Since(t).Seconds()
-}
-
-// peakRSS is VmHWM from /proc/self/status, in bytes (0 if unavailable).
-func peakRSS() int64 {
-	data, err := os.ReadFile("/proc/self/status")
-	if err != nil {
-		return 0
-	}
-	for _, line := range strings.Split(string(data), "\n") {
-		if f := strings.Fields(line); len(f) >= 2 && f[0] == "VmHWM:" {
-			kb, _ := strconv.ParseInt(f[1], 10, 64)
-			return kb * 1024
-		}
-	}
-	return 0
 }
 
 func emit(v map[string]any) {

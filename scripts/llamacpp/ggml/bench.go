@@ -53,11 +53,12 @@ import (
 	"flag"
 	"fmt"
 	"math"
-	"os"
 	"strconv"
 	"strings"
 	"time"
 	"unsafe"
+
+	"github.com/llorch/llorch-check/internal/procstat"
 )
 
 // llama is the part of libllama's C API the benchmark calls.
@@ -119,7 +120,7 @@ func bench(args []string) error {
 	if err != nil {
 		return err
 	}
-	baseline := peakRSS()
+	baseline := procstat.PeakRSS()
 	path := C.CString(*model)
 	defer C.free(unsafe.Pointer(path))
 	start := time.Now()
@@ -134,7 +135,7 @@ func bench(args []string) error {
 		if _, err := l.decodeRun(1, *prompt, 1, *threads); err != nil {
 			return err
 		}
-		out["load_s"], out["peak_rss"], out["baseline_rss"] = loadS, peakRSS(), baseline
+		out["load_s"], out["peak_rss"], out["baseline_rss"] = loadS, procstat.PeakRSS(), baseline
 		return emitJSON(out)
 	}
 	if _, err := l.decodeRun(1, *prompt, 2, *threads); err != nil { // warm-up
@@ -230,21 +231,6 @@ func (l *llama) decodeRun(B, prompt, steps, threads int) (float64, error) {
 func boolInt(b bool) int {
 	if b {
 		return 1
-	}
-	return 0
-}
-
-// peakRSS is VmHWM from /proc/self/status, in bytes.
-func peakRSS() int64 {
-	data, err := os.ReadFile("/proc/self/status")
-	if err != nil {
-		return 0
-	}
-	for _, line := range strings.Split(string(data), "\n") {
-		if f := strings.Fields(line); len(f) >= 2 && f[0] == "VmHWM:" {
-			kb, _ := strconv.ParseInt(f[1], 10, 64)
-			return kb * 1024
-		}
 	}
 	return 0
 }
