@@ -23,7 +23,7 @@ func loadGGUF(ctx context.Context, path string, opt LoadOptions) (*Model, error)
 	if err != nil {
 		return nil, err
 	}
-	m, err := loadGGUFBytes(ctx, data, opt)
+	m, err := loadGGUFFrom(ctx, data, releasePages, opt)
 	if uerr := unmap(); uerr != nil && err == nil {
 		err = fmt.Errorf("unmapping %s: %w", path, uerr)
 	}
@@ -37,6 +37,14 @@ func loadGGUF(ctx context.Context, path string, opt LoadOptions) (*Model, error)
 // loadGGUFBytes builds a model from a complete GGUF image; nothing it
 // returns aliases data.
 func loadGGUFBytes(ctx context.Context, data []byte, opt LoadOptions) (*Model, error) {
+	return loadGGUFFrom(ctx, data, nil, opt)
+}
+
+// loadGGUFFrom is loadGGUFBytes for data that may be a file mapping:
+// release, if not nil, drops each tensor's pages once converted, so the
+// mapping and the float32 copy are not both resident (a 654 MB F32 file
+// once peaked at 1.3 GB).
+func loadGGUFFrom(ctx context.Context, data []byte, release func([]byte), opt LoadOptions) (*Model, error) {
 	f, err := gguf.ReadBytes(data)
 	if err != nil {
 		return nil, err
@@ -56,6 +64,26 @@ func loadGGUFBytes(ctx context.Context, data []byte, opt LoadOptions) (*Model, e
 			return nil, fmt.Errorf("unexpected tensor %q (not part of llama.cpp's gpt2 layout)", t.Name)
 		}
 	}
+	// Whether output.weight is token_embd's copy is decided on the bytes
+	// before either is converted and released.
+	out, hasOutput := f.Tensor(ggufOutput)
+	tied := false
+	if hasOutput {
+		if tied, err = sameGGUFTensor(f, out, params[0].name); err != nil {
+			return nil, err
+		}
+		if raw, _ := f.TensorData(out.Name); tied && release != nil {
+			release(raw) // read for the comparison, never again
+		}
+	}
+	decode := func(t gguf.TensorInfo, dims []uint64) ([]float32, error) {
+		vals, err := decodeGGUFTensor(f, t, dims)
+		if err == nil && release != nil {
+			raw, _ := f.TensorData(t.Name)
+			release(raw)
+		}
+		return vals, err
+	}
 	types := map[string]bool{}
 	for _, p := range params {
 		if err := ctx.Err(); err != nil {
@@ -65,7 +93,7 @@ func loadGGUFBytes(ctx context.Context, data []byte, opt LoadOptions) (*Model, e
 		if !ok {
 			return nil, fmt.Errorf("missing tensor %q", p.name)
 		}
-		vals, err := decodeGGUFTensor(f, t, p.dims())
+		vals, err := decode(t, p.dims())
 		if err != nil {
 			return nil, err
 		}
@@ -77,21 +105,15 @@ func loadGGUFBytes(ctx context.Context, data []byte, opt LoadOptions) (*Model, e
 		}
 		types[t.Type.String()] = true
 	}
-	if t, ok := f.Tensor(ggufOutput); ok {
-		tied, err := sameGGUFTensor(f, t, params[0].name)
+	if hasOutput && !tied {
+		vals, err := decode(out, params[0].dims())
 		if err != nil {
 			return nil, err
 		}
-		if !tied {
-			vals, err := decodeGGUFTensor(f, t, params[0].dims())
-			if err != nil {
-				return nil, err
-			}
-			if err := mat(&m.lmW).store(m, vals, t.Type.String()); err != nil {
-				return nil, fmt.Errorf("tensor %q: %w", t.Name, err)
-			}
-			types[t.Type.String()] = true
+		if err := mat(&m.lmW).store(m, vals, out.Type.String()); err != nil {
+			return nil, fmt.Errorf("tensor %q: %w", out.Name, err)
 		}
+		types[out.Type.String()] = true
 	}
 	m.WeightsDType = strings.Join(slices.Sorted(maps.Keys(types)), "+")
 	if v, ok := f.Get(KeySourceSHA256); ok {

@@ -358,3 +358,21 @@ func editTensor(name string, f func(*gguf.TensorData)) func([]gguf.KV, []gguf.Te
 		return kv, ts
 	}
 }
+
+// TestLoadGGUFReleasesEveryTensor: each tensor's mapped bytes are handed
+// back once converted (or, for the tied output.weight, once compared), so
+// loading a file never holds the mapping and the copy at once.
+func TestLoadGGUFReleasesEveryTensor(t *testing.T) {
+	m, _ := testModel(t)
+	img := ggufImage(t, m, gguf.GGMLTypeF32, nil)
+	f, err := gguf.ReadBytes(img)
+	require.NoError(t, err)
+	want := 0
+	for _, ti := range f.Tensors {
+		want += int(ti.Size)
+	}
+	got := 0
+	_, err = loadGGUFFrom(context.Background(), img, func(b []byte) { got += len(b) }, LoadOptions{})
+	require.NoError(t, err)
+	require.Equal(t, want, got)
+}
