@@ -21,7 +21,7 @@ type Options struct {
 	Progress    func(format string, args ...any) // nil for silence
 	Force       bool                             // Dump: replace an existing, different set
 	Tokenizer   *tokenizer.Tokenizer             // checks generated text and log-likelihood tokens; nil skips them with a failure
-	Profile     *Profile                         // precision profile; Run picks it (ProfileFor) when nil
+	Cost        *Cost                            // a cost report, not a validation; Run decides (CostFor) when nil
 }
 
 // Report is everything one run found.
@@ -33,7 +33,7 @@ type Report struct {
 	Overrides      map[int]Tolerance `json:"overrides,omitempty"`
 	Budget         float64           `json:"budget,omitempty"`
 	NotImplemented []int             `json:"not_implemented,omitempty"`
-	Profile        *Profile          `json:"profile,omitempty"`       // nil: default tolerances
+	Cost           *Cost             `json:"cost,omitempty"`          // set: a quantisation-cost report, not a validation
 	WeightsMatch   string            `json:"weights_match,omitempty"` // how the set was matched to the model
 	// HeldAs is "float16" when the model's matrices are held as float16
 	// (model.LoadOptions.Float16), empty for float32.
@@ -54,8 +54,8 @@ func Run(ctx context.Context, m *model.Model, set *references.Set, opt Options) 
 	// weights) against a model that rounds nothing in memory.
 	sameWeights := set.Manifest.Model.MatricesHeldAs != "" ||
 		(match == matchedByFile && m.PrecisionDType() == m.WeightsDType)
-	if opt.Profile == nil && !sameWeights {
-		opt.Profile = ProfileFor(m.PrecisionDType(), set.Manifest.Model.WeightsDType)
+	if opt.Cost == nil && !sameWeights {
+		opt.Cost = CostFor(m.PrecisionDType(), set.Manifest.Model.WeightsDType)
 	}
 	if opt.Checkpoints == nil {
 		opt.Checkpoints, _ = ParseSelection("")
@@ -63,7 +63,7 @@ func Run(ctx context.Context, m *model.Model, set *references.Set, opt Options) 
 	if l := opt.Layer; l != nil && (*l < 0 || *l >= m.Config.NLayer) {
 		return nil, fmt.Errorf("--layer %d: the model has layers 0..%d", *l, m.Config.NLayer-1)
 	}
-	rep := &Report{Model: m.Dir, References: set.Dir, Overrides: opt.Overrides, Budget: opt.Budget, Profile: opt.Profile, WeightsMatch: match}
+	rep := &Report{Model: m.Dir, References: set.Dir, Overrides: opt.Overrides, Budget: opt.Budget, Cost: opt.Cost, WeightsMatch: match}
 	if m.Float16 {
 		rep.HeldAs = references.Float16
 	}
@@ -72,6 +72,7 @@ func Run(ctx context.Context, m *model.Model, set *references.Set, opt Options) 
 	}
 	nLayer := m.Config.NLayer
 	add := func(res Result, caseIndex int) {
+		res = opt.informational(res)
 		res.caseIndex = caseIndex
 		res.rank = forwardRank(res.Name, res.LayerIndex(), nLayer)
 		rep.Results = append(rep.Results, res)
@@ -97,7 +98,7 @@ func Run(ctx context.Context, m *model.Model, set *references.Set, opt Options) 
 	}
 	rep.addNotImplemented(opt.Checkpoints)
 	sortForward(rep.Results)
-	rep.Passed = rep.count(StatusFailed) == 0 && rep.count(StatusPassed) > 0
+	rep.Passed = rep.count(StatusFailed) == 0 && rep.count(StatusPassed)+rep.count(StatusCost) > 0
 	return rep, nil
 }
 
@@ -122,7 +123,7 @@ func runCase(ctx context.Context, m *model.Model, set *references.Set, c referen
 			out = append(out, res)
 		}
 		if res, ok := checkGreedy(set, c, got); ok && wholeSeq && opt.Checkpoints[10] {
-			out = append(out, opt.informational(res))
+			out = append(out, res)
 		}
 	}
 	if wholeSeq && opt.Checkpoints[11] {
@@ -139,7 +140,7 @@ func runCase(ctx context.Context, m *model.Model, set *references.Set, c referen
 			return nil, err
 		}
 		if ok {
-			out = append(out, opt.informational(res))
+			out = append(out, res)
 		}
 	}
 	return out, nil

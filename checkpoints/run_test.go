@@ -232,7 +232,7 @@ func TestFloat16ReferenceSet(t *testing.T) {
 		}
 		require.NoError(t, err)
 		require.True(t, rep.Passed, rep.Verdict())
-		require.Nil(t, rep.Profile)
+		require.Nil(t, rep.Cost)
 		require.Equal(t, references.Float16, rep.HeldAs)
 	}
 }

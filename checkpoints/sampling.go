@@ -112,9 +112,6 @@ func checkGeneration(ctx context.Context, m *model.Model, set *references.Set, c
 // strings into those same tokens.
 func checkLoglikelihood(ctx context.Context, m *model.Model, set *references.Set, opt Options) ([]Result, error) {
 	tol := loglikelihoodTolerance
-	if opt.Profile != nil && opt.Profile.Loglikelihood != (Tolerance{}) {
-		tol = opt.Profile.Loglikelihood
-	}
 	if o, ok := opt.Overrides[9]; ok {
 		tol = o
 	}

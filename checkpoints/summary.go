@@ -8,7 +8,7 @@ type Summary struct {
 	Tensors    int
 	Passed     int
 	Failed     int
-	Differs    int // exact results reported as StatusDiffers under a lossy profile
+	Cost       int // results outside the defaults in a cost report (StatusCost)
 	MaxAbsErr  float64
 	MaxRelErr  float64
 	TolRatio   float64
@@ -50,10 +50,10 @@ func (s *Summary) add(res Result) {
 		s.Status = StatusFailed
 	case StatusPassed:
 		s.Passed++
-	case StatusDiffers:
-		s.Differs++
+	case StatusCost:
+		s.Cost++
 		if s.Status == StatusPassed {
-			s.Status = StatusDiffers
+			s.Status = StatusCost
 		}
 	}
 	s.Tensors++

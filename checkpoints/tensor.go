@@ -41,7 +41,7 @@ func loadReference(set *references.Set, ti references.TensorInfo) ([]float32, []
 }
 
 // newResult starts a result for ti with its checkpoint's tolerance for
-// this run (override, precision profile or default).
+// this run (override or default).
 func newResult(ti references.TensorInfo, opt Options) Result {
 	cp, _ := ByNumber(ti.Checkpoint)
 	tol := opt.tolerance(cp)

@@ -2,7 +2,8 @@
 # Lossy GGUF files proved on principle: PyTorch computes a reference set
 # from each file's own exact (dequantised) weights (dump_references.py
 # --model FILE.gguf), and llorch-check must pass it at the default
-# tolerances, with no profile; an injected bug must still fail. The files:
+# tolerances, as a validation (no cost report); an injected bug must still
+# fail. The files:
 # what `convert` writes (F32, F16, Q8_0) and, given llama.cpp's quantizer
 # (scripts/llamacpp/ggml, make peer-llamacpp), what llama-quantize makes of
 # the F32 one (Q4_0 ... Q6_K, Q4_K_M).
@@ -36,8 +37,8 @@ for f in "${files[@]}"; do
   "$PYTHON" scripts/dump_references.py --model "$f" --cases testdata/cases.json --out "$tmp/refs-$name" >/dev/null
   types=$("$tmp/llorch-check" inspect "$f" | awk -F'│' 'NR>1 && $3 ~ /[A-Z]/ {gsub(/ /,"",$3); print $3}' | sort -u | tr '\n' ' ')
   expect 0 "$name against its own reference set, default tolerances" run --model "$f" --references "$tmp/refs-$name"
-  if grep -q '^profile:' "$tmp/out"; then
-    echo "verify-gguf: FAIL: $name: a set made from the file itself needs no profile" >&2
+  if grep -q '^cost:' "$tmp/out"; then
+    echo "verify-gguf: FAIL: $name: a set made from the file itself is a validation, not a cost report" >&2
     exit 1
   fi
   worst=$(awk -F'│' '$2 ~ /^ [0-9]/ {gsub(/ /,"",$7); if ($7+0 > w) w = $7+0} END {print w}' "$tmp/out")

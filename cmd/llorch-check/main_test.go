@@ -38,14 +38,14 @@ func TestRunDefaultPasses(t *testing.T) {
 }
 
 // Float16 matrices of the F16 tiny model are its exact weights: every
-// checkpoint passes at the default tolerances (no profile), and the
+// checkpoint passes at the default tolerances (no cost report), and the
 // checkpoints still catch an injected bug.
 func TestRunFloat16Weights(t *testing.T) {
 	args := append([]string{"run", "--weight-dtype", "f16"}, modelArgs(fixture.TinyModel(), fixture.TinyReferences())...)
 	code, out, stderr := runCLI(t, args...)
 	require.Equal(t, exitOK, code, stderr)
 	require.Contains(t, out, "weights:    matrices held as float16")
-	require.NotContains(t, out, "profile:")
+	require.NotContains(t, out, "cost:")
 	require.Contains(t, out, "PASS: 121 checks passed, 0 failed")
 
 	code, out, stderr = runCLI(t, append(args, "--inject-fault", "attn-scale@1")...)
