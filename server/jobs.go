@@ -82,13 +82,13 @@ func (j *jobs) cancel(id string) (running, queued bool) {
 	jb, ok := j.cancels[id]
 	if !ok {
 		j.rememberEarly(id)
-	}
-	j.mu.Unlock()
-	if !ok {
+		j.mu.Unlock()
 		return false, false
 	}
+	running = jb.running
+	j.mu.Unlock()
 	jb.cancel(errCancelled)
-	return jb.running, !jb.running
+	return running, !running
 }
 
 // rememberEarly records id, dropping expired entries, and the oldest when
