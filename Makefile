@@ -62,6 +62,8 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz FuzzParseManifest -fuzztime $(FUZZTIME) -fuzzminimizetime 3s ./references
 	$(GO) test -run '^$$' -fuzz FuzzReadNPY -fuzztime $(FUZZTIME) -fuzzminimizetime 3s ./references
 	$(GO) test -run '^$$' -fuzz FuzzRead -fuzztime $(FUZZTIME) -fuzzminimizetime 3s ./gguf
+	$(GO) test -run '^$$' -fuzz FuzzDecodeFloat32 -fuzztime $(FUZZTIME) -fuzzminimizetime 3s ./gguf
+	$(GO) test -run '^$$' -fuzz FuzzLoadGGUF -fuzztime $(FUZZTIME) -fuzzminimizetime 3s ./model
 	$(GO) test -run '^$$' -fuzz FuzzEncode -fuzztime $(FUZZTIME) -fuzzminimizetime 3s ./tokenizer
 	$(GO) test -run '^$$' -fuzz FuzzDecode -fuzztime $(FUZZTIME) -fuzzminimizetime 3s ./tokenizer
 

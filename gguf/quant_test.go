@@ -72,3 +72,29 @@ func TestQ8_0EncodeMatchesGGML(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, blocks, got)
 }
+
+// FuzzDecodeFloat32: any bytes of any readable type decode without a
+// panic, into exactly the elements their size allows, or fail cleanly.
+func FuzzDecodeFloat32(f *testing.F) {
+	for _, typ := range []GGMLType{GGMLTypeQ4_0, GGMLTypeQ5_1, GGMLTypeQ4_K, GGMLTypeQ5_K, GGMLTypeQ6_K} {
+		b, err := os.ReadFile(filepath.Join("..", "testdata", "ggml-quants", typ.String()+".bin"))
+		require.NoError(f, err)
+		f.Add(uint8(typ), b[8+4+8*512*4+4:][:2*int(layouts[typ].typeSize)])
+	}
+	f.Add(uint8(GGMLTypeF16), []byte{0, 0x7c, 1, 2})
+	f.Fuzz(func(t *testing.T, typ uint8, raw []byte) {
+		tt := GGMLType(typ)
+		if !Decodable(tt) {
+			return
+		}
+		l := layouts[tt]
+		n := len(raw) / int(l.typeSize) * int(l.blockSize)
+		dst := make([]float32, n)
+		err := DecodeFloat32(tt, raw, dst)
+		if len(raw)%int(l.typeSize) == 0 {
+			require.NoError(t, err)
+		} else {
+			require.Error(t, err)
+		}
+	})
+}
