@@ -25,19 +25,20 @@ type apiError struct {
 
 // Error codes shared by all families.
 const (
-	codeInvalidRequest = "INVALID_REQUEST"
-	codeQueueFull      = "QUEUE_FULL"
-	codeNotReady       = "NOT_READY"
-	codeDraining       = "DRAINING"
-	codeUnauthorized   = "UNAUTHORIZED"
-	codeTimeout        = "TIMEOUT"
-	codeCancelled      = "CANCELLED"
-	codeShutdown       = "SHUTDOWN"
-	codeInference      = "INFERENCE_FAILED"
-	codeConflict       = "JOB_EXISTS"
-	codeNotFound       = "NOT_FOUND"
-	codeTooLarge       = "BODY_TOO_LARGE"
-	codeMediaType      = "UNSUPPORTED_MEDIA_TYPE"
+	codeInvalidRequest   = "INVALID_REQUEST"
+	codeQueueFull        = "QUEUE_FULL"
+	codeNotReady         = "NOT_READY"
+	codeDraining         = "DRAINING"
+	codeUnauthorized     = "UNAUTHORIZED"
+	codeTimeout          = "TIMEOUT"
+	codeCancelled        = "CANCELLED"
+	codeShutdown         = "SHUTDOWN"
+	codeInference        = "INFERENCE_FAILED"
+	codeConflict         = "JOB_EXISTS"
+	codeNotFound         = "NOT_FOUND"
+	codeMethodNotAllowed = "METHOD_NOT_ALLOWED"
+	codeTooLarge         = "BODY_TOO_LARGE"
+	codeMediaType        = "UNSUPPORTED_MEDIA_TYPE"
 )
 
 // retryAfterSeconds is what a shed request is told to wait: one token

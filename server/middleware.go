@@ -185,7 +185,14 @@ func (s *Server) cors(w http.ResponseWriter, r *http.Request) bool {
 	if allowed {
 		h := w.Header()
 		h.Set("Access-Control-Allow-Methods", "GET, POST, OPTIONS")
-		h.Set("Access-Control-Allow-Headers", "Authorization, Content-Type, X-Request-ID")
+		// The browser names what it will send: the OpenAI JS SDK adds its
+		// own X-Stainless-* headers, which a fixed list would refuse.
+		allowHeaders := "Authorization, Content-Type, X-Request-ID"
+		if req := strings.TrimSpace(r.Header.Get("Access-Control-Request-Headers")); req != "" {
+			allowHeaders += ", " + req
+		}
+		h.Set("Access-Control-Allow-Headers", allowHeaders)
+		h.Add("Vary", "Access-Control-Request-Headers")
 		h.Set("Access-Control-Max-Age", "600")
 	}
 	w.WriteHeader(http.StatusNoContent)

@@ -49,6 +49,11 @@ func TestAuth(t *testing.T) {
 	require.Equal(t, http.StatusNoContent, resp.StatusCode)
 	require.Equal(t, "https://app.example", resp.Header.Get("Access-Control-Allow-Origin"))
 	require.Contains(t, resp.Header.Get("Access-Control-Allow-Headers"), "Authorization")
+	// The OpenAI JS SDK's own headers are granted as the browser names them.
+	resp = ts.do(t, "OPTIONS", "/v1/completions", nil, "Origin", "https://app.example", "Access-Control-Request-Method", "POST",
+		"Access-Control-Request-Headers", "authorization, content-type, x-stainless-arch, x-stainless-lang")
+	resp.Body.Close()
+	require.Contains(t, resp.Header.Get("Access-Control-Allow-Headers"), "x-stainless-arch, x-stainless-lang")
 	// An origin not on the list gets no CORS grant.
 	resp = ts.do(t, "OPTIONS", "/execute", nil, "Origin", "https://evil.example", "Access-Control-Request-Method", "POST")
 	resp.Body.Close()
@@ -290,4 +295,21 @@ func TestHealthKeepsServerDetailsBehindTheKey(t *testing.T) {
 	var h map[string]any
 	require.NoError(t, json.NewDecoder(resp.Body).Decode(&h))
 	require.Equal(t, set.Dir, h["validation"].(map[string]any)["references"])
+}
+
+// TestMissesAnswerJSON: an unknown path or a wrong method gets the API's
+// JSON error (type, code), not ServeMux's plain text, which OpenAI's SDKs
+// show as "404 404 page not found".
+func TestMissesAnswerJSON(t *testing.T) {
+	ts := start(t, server.Config{})
+	e := ts.call(t, "GET", "/v1/chat/unknown", nil, http.StatusNotFound)["error"].(map[string]any)
+	require.Equal(t, "NOT_FOUND", e["code"])
+	require.NotEmpty(t, e["type"])
+	resp := ts.do(t, "GET", "/v1/completions", nil)
+	defer resp.Body.Close()
+	require.Equal(t, http.StatusMethodNotAllowed, resp.StatusCode)
+	require.Equal(t, "POST", resp.Header.Get("Allow"))
+	var body map[string]any
+	require.NoError(t, json.NewDecoder(resp.Body).Decode(&body))
+	require.Equal(t, "METHOD_NOT_ALLOWED", body["error"].(map[string]any)["code"])
 }

@@ -1,6 +1,9 @@
 package server
 
-import "net/http"
+import (
+	"net/http"
+	"strings"
+)
 
 // routes is the whole API of API.md, each route under its own pattern
 // (the pattern is the metrics' route label).
@@ -29,5 +32,33 @@ func (s *Server) routes() http.Handler {
 	// bearer token when navigating, so it is open; its requests carry the
 	// key the user types in.
 	handle("GET /{$}", true, s.handlePage)
-	return s.outer(mux)
+	return s.outer(jsonMisses(mux))
+}
+
+// jsonMisses answers what no route matches in the API's JSON error shape
+// (ServeMux writes plain text, which OpenAI's SDKs show as "404 404 page
+// not found"): 404 for an unknown path, 405 with Allow for a known path
+// and another method.
+func jsonMisses(mux *http.ServeMux) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if _, pattern := mux.Handler(r); pattern != "" {
+			mux.ServeHTTP(w, r)
+			return
+		}
+		var allow []string
+		for _, m := range []string{http.MethodGet, http.MethodPost} {
+			probe := r.Clone(r.Context())
+			probe.Method = m
+			if _, pattern := mux.Handler(probe); pattern != "" {
+				allow = append(allow, m)
+			}
+		}
+		if len(allow) == 0 {
+			writeError(w, http.StatusNotFound, codeNotFound, "no route "+r.URL.Path+"; see API.md", "")
+			return
+		}
+		w.Header().Set("Allow", strings.Join(allow, ", "))
+		writeError(w, http.StatusMethodNotAllowed, codeMethodNotAllowed,
+			r.Method+" is not allowed on "+r.URL.Path+"; use "+strings.Join(allow, " or "), "")
+	})
 }
