@@ -75,6 +75,7 @@ Exit codes: 0 all passed, 1 a checkpoint failed, 2 bad input.`,
 		newDetokenizeCmd(),
 		newGenerateCmd(),
 		newServeCmd(),
+		newProbeCmd(),
 		newConvertCmd(),
 		newInspectCmd(),
 	)

@@ -288,3 +288,19 @@ func readyzStatus(base string) int {
 	resp.Body.Close()
 	return resp.StatusCode
 }
+
+// TestProbeCLI: probe passes llorch-check's own server and is exit 2 for
+// one that cannot be reached.
+func TestProbeCLI(t *testing.T) {
+	logs, errc, stop := startServeCmd(t)
+	base := "http://" + listenAddr(t, logs)
+	require.Eventually(t, func() bool { return readyzStatus(base) == http.StatusOK }, 30*time.Second, 10*time.Millisecond)
+	code, out, stderr := runCLI(t, "probe", "--endpoint", base, "--references", fixture.TinyReferences())
+	require.Equal(t, exitOK, code, stderr)
+	require.Contains(t, out, "PASS: ")
+	stop()
+	<-errc
+	code, _, stderr = runCLI(t, "probe", "--endpoint", base, "--references", fixture.TinyReferences())
+	require.Equal(t, exitBadInput, code)
+	require.Contains(t, stderr, "connection refused")
+}
