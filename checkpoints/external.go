@@ -55,7 +55,7 @@ func Failed(cp int, name, caseID, format string, args ...any) Result {
 // NewReport gathers results of an engine (its address as Model) against
 // a reference set, ordered by checkpoint then case, and decides the verdict.
 func NewReport(engine, references string, results []Result) *Report {
-	rep := &Report{Model: engine, References: references, Results: results}
+	rep := &Report{Model: engine, Engine: "engine", References: references, Results: results}
 	sort.SliceStable(rep.Results, func(i, j int) bool { return rep.Results[i].Checkpoint < rep.Results[j].Checkpoint })
 	rep.Passed = rep.count(StatusFailed) == 0 && rep.count(StatusPassed) > 0
 	return rep

@@ -26,7 +26,10 @@ type Options struct {
 
 // Report is everything one run found.
 type Report struct {
-	Model          string            `json:"model"`
+	Model string `json:"model"`
+	// Engine names what was checked in the budget column: "Go" for the
+	// forward pass, "engine" for a server probed from outside.
+	Engine         string            `json:"engine,omitempty"`
 	References     string            `json:"references"`
 	Passed         bool              `json:"passed"`
 	Results        []Result          `json:"results"`

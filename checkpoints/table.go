@@ -27,7 +27,11 @@ func (r *Report) WriteTable(w io.Writer) error {
 		fmt.Fprintln(w, line)
 	}
 	t := NewTable(w)
-	t.Header("#", "checkpoint", "tensors", "max abs err", "max rel err", "err/tol", "Go/torch vs f64", "result")
+	engine := r.Engine
+	if engine == "" {
+		engine = "Go"
+	}
+	t.Header("#", "checkpoint", "tensors", "max abs err", "max rel err", "err/tol", engine+"/torch vs f64", "result")
 	for _, s := range r.Summaries() {
 		if s.Status == StatusNotImplemented {
 			t.Append(s.Checkpoint.Number, s.Checkpoint.Name, "-", "-", "-", "-", "-", "NOT IMPLEMENTED")

@@ -1,6 +1,7 @@
 package probe
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"net/http"
@@ -47,6 +48,9 @@ func TestProbeOwnServer(t *testing.T) {
 	rep, err := Run(context.Background(), tinySet(t), Options{Endpoint: serve(t, 0, -1)})
 	require.NoError(t, err)
 	require.True(t, rep.Passed, rep.Verdict())
+	var table bytes.Buffer
+	require.NoError(t, rep.WriteTable(&table))
+	require.Contains(t, table.String(), "engine/torch vs f64", "the budget column names what was checked")
 	seen := map[string]int{}
 	for _, r := range rep.Results {
 		seen[r.Name]++
