@@ -1,11 +1,6 @@
 package model
 
-import (
-	"fmt"
-	"path/filepath"
-
-	"github.com/llorch/llorch-check/gguf"
-)
+import "fmt"
 
 // Cache holds the keys and values of the positions a sequence has seen so
 // far. Each layer stores K and V as [H, capacity, D] so that the keys of one
@@ -33,24 +28,6 @@ func (m *Model) NewCache() *Cache {
 // CacheBytes is the memory of one full-context KV cache (NewCache).
 func (c Config) CacheBytes() int64 {
 	return 2 * 4 * int64(c.NLayer) * int64(c.NHead) * int64(c.NPositions) * int64(c.HeadDim())
-}
-
-// ReadConfig reads a model's hyper-parameters without loading its weights:
-// config.json of an HF directory, or a GGUF file's metadata.
-func ReadConfig(path string) (Config, error) {
-	if !IsGGUF(path) {
-		return LoadConfig(filepath.Join(path, "config.json"))
-	}
-	f, err := gguf.Open(path)
-	if err != nil {
-		return Config{}, err
-	}
-	defer f.Close()
-	cfg, err := ggufConfig(f)
-	if err != nil {
-		return Config{}, fmt.Errorf("%s: %w", path, err)
-	}
-	return cfg, nil
 }
 
 // Len is the number of positions held.

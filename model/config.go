@@ -6,7 +6,10 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"path/filepath"
 	"strconv"
+
+	"github.com/llorch/llorch-check/gguf"
 )
 
 // Config is the subset of a Hugging Face GPT2Config that the forward pass
@@ -235,4 +238,22 @@ func (r rawConfig) requireBool(field string, want bool) error {
 		return fmt.Errorf("field %q: value %v is not supported (only %v)", field, b, want)
 	}
 	return nil
+}
+
+// ReadConfig reads a model's hyper-parameters without loading its weights:
+// config.json of an HF directory, or a GGUF file's metadata.
+func ReadConfig(path string) (Config, error) {
+	if !IsGGUF(path) {
+		return LoadConfig(filepath.Join(path, "config.json"))
+	}
+	f, err := gguf.Open(path)
+	if err != nil {
+		return Config{}, err
+	}
+	defer f.Close()
+	cfg, err := ggufConfig(f)
+	if err != nil {
+		return Config{}, fmt.Errorf("%s: %w", path, err)
+	}
+	return cfg, nil
 }

@@ -17,11 +17,13 @@ import (
 	"io"
 	"math"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/llorch/llorch-check/checkpoints"
 	"github.com/llorch/llorch-check/references"
+	"github.com/llorch/llorch-check/sampling"
 )
 
 // Options say where the server is and how to reach it.
@@ -50,7 +52,7 @@ func Run(ctx context.Context, set *references.Set, opt Options) (*checkpoints.Re
 		results = append(results, rs...)
 	}
 	for i, ll := range set.Manifest.Loglikelihood {
-		prompt := append(append([]int{}, ll.ContextTokens...), ll.ContinuationTokens...)
+		prompt := slices.Concat(ll.ContextTokens, ll.ContinuationTokens)
 		lps, err := promptLogProbs(ctx, opt, prompt)
 		if err != nil {
 			return nil, fmt.Errorf("loglikelihood[%d]: %w", i, err)
@@ -102,7 +104,7 @@ func checkCase(ctx context.Context, set *references.Set, c references.Case, opt 
 			}
 			next := c.Tokens[pos+1]
 			got = append(got, lps[pos+1])
-			w = append(w, float32(logSoftmaxAt(want[i*V:(i+1)*V], next)))
+			w = append(w, float32(sampling.LogSoftmax(want[i*V : (i+1)*V])[next]))
 			if truth != nil {
 				tr = append(tr, logSoftmaxAt64(truth[i*V:(i+1)*V], next))
 			}
@@ -126,14 +128,6 @@ func checkCase(ctx context.Context, set *references.Set, c references.Case, opt 
 		}
 	}
 	return out, nil
-}
-
-func logSoftmaxAt(row []float32, id int) float64 {
-	x := make([]float64, len(row))
-	for i, v := range row {
-		x[i] = float64(v)
-	}
-	return logSoftmaxAt64(x, id)
 }
 
 func logSoftmaxAt64(row []float64, id int) float64 {

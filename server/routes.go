@@ -32,24 +32,21 @@ func (s *Server) routes() http.Handler {
 	// bearer token when navigating, so it is open; its requests carry the
 	// key the user types in.
 	handle("GET /{$}", true, s.handlePage)
-	return s.outer(jsonMisses(mux))
+	mux.Handle("/", jsonMisses(mux))
+	return s.outer(mux)
 }
 
-// jsonMisses answers what no route matches in the API's JSON error shape
-// (ServeMux writes plain text, which OpenAI's SDKs show as "404 404 page
-// not found"): 404 for an unknown path, 405 with Allow for a known path
-// and another method.
+// jsonMisses is the catch-all route: what no other route matches gets the
+// API's JSON error shape (ServeMux writes plain text, which OpenAI's SDKs
+// show as "404 404 page not found"): 404 for an unknown path, 405 with
+// Allow for a known path and another method.
 func jsonMisses(mux *http.ServeMux) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if _, pattern := mux.Handler(r); pattern != "" {
-			mux.ServeHTTP(w, r)
-			return
-		}
 		var allow []string
 		for _, m := range []string{http.MethodGet, http.MethodPost} {
 			probe := r.Clone(r.Context())
 			probe.Method = m
-			if _, pattern := mux.Handler(probe); pattern != "" {
+			if _, pattern := mux.Handler(probe); pattern != "/" {
 				allow = append(allow, m)
 			}
 		}

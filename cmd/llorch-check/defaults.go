@@ -33,16 +33,23 @@ func (f *modelFlags) register(fl *pflag.FlagSet) {
 	fl.StringVar(&f.weightDType, "weight-dtype", "f32", "hold the weight matrices as f32, or f16: half the memory and decode traffic, float32 arithmetic")
 }
 
+// options are the load options --weight-dtype asks for.
+func (f modelFlags) options() (model.LoadOptions, error) {
+	switch f.weightDType {
+	case "f32":
+		return model.LoadOptions{}, nil
+	case "f16":
+		return model.LoadOptions{Float16: true}, nil
+	}
+	return model.LoadOptions{}, fmt.Errorf("--weight-dtype %q: want f32 or f16", f.weightDType)
+}
+
 // load loads the model (model.Load tells HF directories and GGUF files
 // apart by the GGUF magic), stopping if ctx ends.
 func (f modelFlags) load(ctx context.Context) (*model.Model, error) {
-	var opt model.LoadOptions
-	switch f.weightDType {
-	case "f32":
-	case "f16":
-		opt.Float16 = true
-	default:
-		return nil, fmt.Errorf("--weight-dtype %q: want f32 or f16", f.weightDType)
+	opt, err := f.options()
+	if err != nil {
+		return nil, err
 	}
 	path, err := pathOrDefault(f.path, defaultModel)
 	if err != nil {

@@ -96,8 +96,9 @@ func (f serveFlags) check() error {
 		return fmt.Errorf("--max-body-bytes %d: want ≥ 1", f.maxBody)
 	case f.parallel > maxParallel:
 		return fmt.Errorf("--parallel %d: at most %d", f.parallel, maxParallel)
-	case f.weightDType() != "f32" && f.weightDType() != "f16":
-		return fmt.Errorf("--weight-dtype %q: want f32 or f16", f.weightDType())
+	}
+	if _, err := f.model.options(); err != nil {
+		return err
 	}
 	for _, d := range []struct {
 		flag string
@@ -116,8 +117,6 @@ func (f serveFlags) check() error {
 // maxParallel bounds --parallel before any model is read; checkMemory
 // bounds it by the model's KV caches and the machine's memory.
 const maxParallel = 4096
-
-func (f serveFlags) weightDType() string { return f.model.weightDType }
 
 // checkMemory refuses a --parallel whose full-context KV caches (one per
 // slot, allocated on first use) cannot fit in this machine's memory next to
