@@ -42,13 +42,13 @@ install:
 test:
 	@PYTHON=$(PYTHON) GO=$(GO) MAKE="$(MAKE)" bash scripts/test.sh
 
-# The forward pass next to PyTorch on a GPT-2 124M-shaped model, one table
-# of ratios from one run (scripts/bench/NOTES.md). # The same figures next to llama.cpp on the same GGUF files (F32, F16,
+# The same figures next to llama.cpp on the same GGUF files (F32, F16,
 # Q8_0, Q4_K_M of the 124M-shaped model): one table of ratios per format.
 bench-llamacpp:
 	PYTHON=$(PYTHON) bash scripts/bench/llamacpp.sh
 
-bench-go: Go benchmarks.
+# The forward pass next to PyTorch on a GPT-2 124M-shaped model, one table
+# of ratios from one run (scripts/bench/NOTES.md); bench-go: Go benchmarks.
 bench:
 	PYTHON=$(PYTHON) bash scripts/bench/run.sh
 
