@@ -53,7 +53,7 @@ bench:
 	PYTHON=$(PYTHON) bash scripts/bench/run.sh
 
 bench-go:
-	$(GO) test -run '^$$' -bench . -benchmem ./model ./tokenizer
+	$(GO) test -run '^$$' -bench . -benchmem ./kernels ./model ./tokenizer
 
 # A short run of every fuzz target; FUZZTIME=5m for a longer one.
 FUZZTIME ?= 20s

@@ -5,6 +5,7 @@ import (
 	"runtime"
 	"sync"
 
+	"github.com/llorch/llorch-check/kernels"
 	"gonum.org/v1/gonum/blas"
 	"gonum.org/v1/gonum/blas/blas32"
 )
@@ -23,13 +24,9 @@ type attnJob struct {
 	scores, probs []float32 // [H,T,S] probe buffers, or nil
 }
 
-// parallelMinWork is the multiply-add count below which goroutines cost
-// more than they save.
-const parallelMinWork = 1 << 16
-
 func (j *attnJob) run(H int) {
 	workers := min(H, runtime.GOMAXPROCS(0))
-	if H*j.T*j.S*j.D < parallelMinWork {
+	if H*j.T*j.S*j.D < kernels.ParallelMinWork {
 		workers = 1
 	}
 	if workers == 1 {

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"math"
 	"slices"
+
+	"github.com/llorch/llorch-check/kernels"
 )
 
 // ForwardOptions selects what a forward pass captures and returns.
@@ -66,7 +68,7 @@ func (m *Model) forward(ctx context.Context, spans []span, tokens []int, probe P
 	for _, s := range spans {
 		for t := 0; t < s.T; t++ {
 			tok, r := tokens[s.row+t], s.row+t
-			row, we, pe := x[r*C:(r+1)*C], m.wte.row(embBuf, tok, C), m.wpe[(s.off+t)*C:(s.off+t+1)*C]
+			row, we, pe := x[r*C:(r+1)*C], m.wte.Row(embBuf, tok, C), m.wpe[(s.off+t)*C:(s.off+t+1)*C]
 			for i := range row {
 				row[i] = we[i] + pe[i]
 			}
@@ -128,7 +130,7 @@ func (m *Model) forward(ctx context.Context, spans []span, tokens []int, probe P
 		if m.faulty(FaultNoResidual, l) {
 			copy(x, proj)
 		} else {
-			addInto(x, proj)
+			kernels.Add(x, proj)
 		}
 
 		layerNorm(h, x, b.ln2W, b.ln2B, C, eps)
@@ -142,7 +144,7 @@ func (m *Model) forward(ctx context.Context, spans []span, tokens []int, probe P
 		p.emit(6, l, "gelu", fc, R, I)
 		conv1D(proj, fc, b.mlpW, b.mlpB, R, I, C, false)
 		p.emit(6, l, "mlp_out", proj, R, C)
-		addInto(x, proj)
+		kernels.Add(x, proj)
 		p.emit(7, l, "block_out", x, R, C)
 	}
 	if err := ctx.Err(); err != nil {
@@ -212,12 +214,6 @@ func splitHeads(dst, qkv []float32, col, T, H, D int) {
 		for t := 0; t < T; t++ {
 			copy(dst[(h*T+t)*D:(h*T+t+1)*D], qkv[t*3*C+col+h*D:])
 		}
-	}
-}
-
-func addInto(dst, src []float32) {
-	for i, v := range src {
-		dst[i] += v
 	}
 }
 

@@ -1,6 +1,10 @@
 package model
 
-import "math"
+import (
+	"math"
+
+	"github.com/llorch/llorch-check/kernels"
+)
 
 // geluNew is HF's gelu_new, the tanh approximation, in place. float64 keeps
 // the cubic term from losing bits before the single final rounding. For a
@@ -11,7 +15,7 @@ func geluNew(x []float32) {
 		geluNewSerial(x)
 		return
 	}
-	parallelFor((len(x)+chunk-1)/chunk, func(c int) {
+	kernels.ParallelFor((len(x)+chunk-1)/chunk, func(c int) {
 		geluNewSerial(x[c*chunk : min((c+1)*chunk, len(x))])
 	})
 }

@@ -341,8 +341,8 @@ func FuzzLoadGGUF(f *testing.F) {
 		if err != nil {
 			return
 		}
-		if int64(g.wte.len()) > int64(len(data)) {
-			t.Fatalf("embedding of %d floats from a %d-byte file", g.wte.len(), len(data))
+		if int64(g.wte.Len()) > int64(len(data)) {
+			t.Fatalf("embedding of %d floats from a %d-byte file", g.wte.Len(), len(data))
 		}
 	})
 }

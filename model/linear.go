@@ -1,6 +1,7 @@
 package model
 
 import (
+	"github.com/llorch/llorch-check/kernels"
 	"gonum.org/v1/gonum/blas"
 	"gonum.org/v1/gonum/blas/blas32"
 )
@@ -9,17 +10,17 @@ import (
 // its weight in stored [in,out] layout. transW applies Wᵀ instead (only for
 // FaultTransposedProj, where W is square; gonum serves that path, on a
 // float32 copy of float16 weights, as speed does not matter there).
-func conv1D(dst, x []float32, w matrix, bias []float32, T, in, out int, transW bool) {
+func conv1D(dst, x []float32, w kernels.Matrix, bias []float32, T, in, out int, transW bool) {
 	for r := 0; r < T; r++ {
 		copy(dst[r*out:(r+1)*out], bias)
 	}
 	if !transW {
-		matmulAcc(dst, x, w, T, in, out)
+		kernels.MatMulAcc(dst, x, w, T, in, out)
 		return
 	}
 	blas32.Gemm(blas.NoTrans, blas.Trans, 1,
 		blas32.General{Rows: T, Cols: in, Stride: in, Data: x},
-		blas32.General{Rows: in, Cols: out, Stride: out, Data: w.float32s()},
+		blas32.General{Rows: in, Cols: out, Stride: out, Data: w.Float32s()},
 		1,
 		blas32.General{Rows: T, Cols: out, Stride: out, Data: dst})
 }

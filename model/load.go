@@ -13,6 +13,7 @@ import (
 	"strings"
 
 	"github.com/llorch/llorch-check/gguf"
+	"github.com/llorch/llorch-check/kernels"
 )
 
 // Load reads a model: an HF directory (dir/config.json and
@@ -185,11 +186,13 @@ func loadWeightsFrom(ctx context.Context, cfg Config, data []byte, release func(
 		}
 		switch {
 		case e.dst.mat != nil && m.Float16 && t.DType == "F16":
-			e.dst.mat.f16 = copyFloat16(f, t, release)
+			*e.dst.mat = kernels.Float16(copyFloat16(f, t, release))
 		case e.dst.mat != nil && m.Float16:
-			if e.dst.mat.f16, err = convertTensor16(f, t, release, &buf); err != nil {
+			h, err := convertTensor16(f, t, release, &buf)
+			if err != nil {
 				return nil, fmt.Errorf("tensor %q: %w", t.Name, err)
 			}
+			*e.dst.mat = kernels.Float16(h)
 			m.roundedToF16 = true
 		default:
 			if err := e.dst.store(m, convertTensor(f, t, release), t.DType); err != nil {

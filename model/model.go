@@ -3,6 +3,8 @@ package model
 import (
 	"slices"
 	"strings"
+
+	"github.com/llorch/llorch-check/kernels"
 )
 
 // Model formats, as Model.Format reports them.
@@ -33,11 +35,11 @@ type Model struct {
 	// empty otherwise.
 	SourceSHA256 string
 
-	wte  matrix    // [V,C], also the LM head unless lmW is set
-	lmW  matrix    // [V,C], an LM head the file unties from wte (llama.cpp's Q4_K_M output.weight); empty when tied
-	wpe  []float32 // [P,C]
-	lnfW []float32 // [C]
-	lnfB []float32 // [C]
+	wte  kernels.Matrix // [V,C], also the LM head unless lmW is set
+	lmW  kernels.Matrix // [V,C], an LM head the file unties from wte (llama.cpp's Q4_K_M output.weight); empty when tied
+	wpe  []float32      // [P,C]
+	lnfW []float32      // [C]
+	lnfB []float32      // [C]
 	h    []block
 
 	fault      Fault
@@ -47,27 +49,27 @@ type Model struct {
 // block holds one transformer layer. Conv1D weights keep HF's [in,out]
 // layout so that y = x·W + b needs no transpose.
 type block struct {
-	ln1W, ln1B []float32 // [C]
-	attnW      matrix    // [C,3C]
-	attnB      []float32 // [3C]
-	projW      matrix    // [C,C]
-	projB      []float32 // [C]
-	ln2W, ln2B []float32 // [C]
-	fcW        matrix    // [C,I]
-	fcB        []float32 // [I]
-	mlpW       matrix    // [I,C]
-	mlpB       []float32 // [C]
+	ln1W, ln1B []float32      // [C]
+	attnW      kernels.Matrix // [C,3C]
+	attnB      []float32      // [3C]
+	projW      kernels.Matrix // [C,C]
+	projB      []float32      // [C]
+	ln2W, ln2B []float32      // [C]
+	fcW        kernels.Matrix // [C,I]
+	fcB        []float32      // [I]
+	mlpW       kernels.Matrix // [I,C]
+	mlpB       []float32      // [C]
 }
 
 // WeightsBytes is the size of the weights held in memory.
 func (m *Model) WeightsBytes() int64 {
-	n := m.wte.bytes() + m.lmW.bytes() + 4*int64(len(m.wpe)+len(m.lnfW)+len(m.lnfB))
+	n := m.wte.Bytes() + m.lmW.Bytes() + 4*int64(len(m.wpe)+len(m.lnfW)+len(m.lnfB))
 	for _, b := range m.h {
 		for _, s := range b.vectors() {
 			n += 4 * int64(len(*s))
 		}
 		for _, w := range b.matrices() {
-			n += w.bytes()
+			n += w.Bytes()
 		}
 	}
 	return n
@@ -92,16 +94,16 @@ func (b *block) vectors() []*[]float32 {
 	return []*[]float32{&b.ln1W, &b.ln1B, &b.attnB, &b.projB, &b.ln2W, &b.ln2B, &b.fcB, &b.mlpB}
 }
 
-func (b *block) matrices() []*matrix {
-	return []*matrix{&b.attnW, &b.projW, &b.fcW, &b.mlpW}
+func (b *block) matrices() []*kernels.Matrix {
+	return []*kernels.Matrix{&b.attnW, &b.projW, &b.fcW, &b.mlpW}
 }
 
 // TiedHead says the LM head is the token embedding, as in GPT-2; false
 // for a GGUF file whose output.weight differs from token_embd.
-func (m *Model) TiedHead() bool { return m.lmW.len() == 0 }
+func (m *Model) TiedHead() bool { return m.lmW.Len() == 0 }
 
 // head is the LM head's matrix.
-func (m *Model) head() matrix {
+func (m *Model) head() kernels.Matrix {
 	if m.TiedHead() {
 		return m.wte
 	}

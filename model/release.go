@@ -3,6 +3,8 @@ package model
 import (
 	"encoding/binary"
 	"unsafe"
+
+	"github.com/llorch/llorch-check/kernels"
 )
 
 // convertChunk is the number of elements convertTensor decodes between two
@@ -47,7 +49,7 @@ func convertTensor16(f *safetensorsFile, t tensorInfo, release func([]byte), buf
 		end := min(start+convertChunk, n)
 		src, vals := raw[start*size:end*size], (*buf)[:end-start]
 		decodeInto(vals, t.DType, src)
-		if err := roundFloat16(out[start:end], vals, start); err != nil {
+		if err := kernels.RoundFloat16(out[start:end], vals, start); err != nil {
 			return nil, err
 		}
 		if release != nil {

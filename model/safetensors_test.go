@@ -251,9 +251,9 @@ func TestLoad(t *testing.T) {
 			require.Equal(t, tt.dtype, m.WeightsDType)
 			require.Equal(t, dir, m.Dir)
 			if tt.dtype == "F32" {
-				require.Equal(t, wte, m.wte.f32)
+				require.Equal(t, wte, m.wte.Float32s())
 			}
-			require.Equal(t, w.f32["h.1.mlp.c_proj.weight"], m.h[1].mlpW.f32)
+			require.Equal(t, w.f32["h.1.mlp.c_proj.weight"], m.h[1].mlpW.Float32s())
 			n := 0
 			for _, x := range base {
 				n += len(x.Data)
@@ -284,7 +284,7 @@ func TestLoadHalfDTypes(t *testing.T) {
 			m, err := Load(writeModel(t, configJSON(testCfg), halfTensors(w.tensors(""), dt.dtype, dt.enc)))
 			require.NoError(t, err)
 			require.Equal(t, dt.dtype, m.WeightsDType)
-			require.Equal(t, w.f32["wte.weight"], m.wte.f32)
+			require.Equal(t, w.f32["wte.weight"], m.wte.Float32s())
 			require.Equal(t, w.f32["h.0.ln_1.weight"], m.h[0].ln1W)
 		})
 	}

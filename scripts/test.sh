@@ -71,9 +71,9 @@ step "verify-references" torch "$MAKE" -s verify-references
 step "verify-f16" torch "$MAKE" -s verify-f16
 step "verify-gguf" torch "$MAKE" -s verify-gguf
 step "go test -race ./..." - "$GO" test -race ./...
-step "model, pure-Go kernels (purego)" - "$GO" test -count=1 -tags purego ./model
-step "model, LLORCH_KERNELS=avx2" - env LLORCH_KERNELS=avx2 "$GO" test -count=1 ./model
-step "model, LLORCH_KERNELS=generic" - env LLORCH_KERNELS=generic "$GO" test -count=1 ./model
+step "kernels and model, pure-Go kernels (purego)" - "$GO" test -count=1 -tags purego ./kernels ./model
+step "kernels and model, LLORCH_KERNELS=avx2" - env LLORCH_KERNELS=avx2 "$GO" test -count=1 ./kernels ./model
+step "kernels and model, LLORCH_KERNELS=generic" - env LLORCH_KERNELS=generic "$GO" test -count=1 ./kernels ./model
 step "chaos probes (short)" - "$GO" run ./scripts/chaos -short
 step "llama.cpp interop (node-llama-cpp)" peer "$MAKE" -s interop-llamacpp
 summary

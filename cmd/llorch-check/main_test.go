@@ -13,7 +13,7 @@ import (
 	"testing"
 
 	"github.com/llorch/llorch-check/internal/fixture"
-	"github.com/llorch/llorch-check/model"
+	"github.com/llorch/llorch-check/kernels"
 	"github.com/stretchr/testify/require"
 )
 
@@ -301,7 +301,7 @@ func TestVersion(t *testing.T) {
 	require.True(t, strings.HasPrefix(out, "llorch-check "), out)
 	require.Contains(t, out, "commit:  ")
 	require.Contains(t, out, "go:      "+runtime.Version())
-	require.Contains(t, out, "kernels: "+model.KernelName())
+	require.Contains(t, out, "kernels: "+kernels.Name())
 }
 
 // TestReportTargets: --junit and --plot never replace an input of the run,

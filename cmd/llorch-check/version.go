@@ -5,7 +5,7 @@ import (
 	"runtime"
 	"runtime/debug"
 
-	"github.com/llorch/llorch-check/model"
+	"github.com/llorch/llorch-check/kernels"
 )
 
 // linkVersion is set for release builds (-ldflags "-X main.linkVersion=v1.2.3").
@@ -45,5 +45,5 @@ func versionString() string {
 		}
 	}
 	return fmt.Sprintf("llorch-check %s\ncommit:  %s\ngo:      %s %s/%s\nkernels: %s\n",
-		version(), commit, runtime.Version(), runtime.GOOS, runtime.GOARCH, model.KernelName())
+		version(), commit, runtime.Version(), runtime.GOOS, runtime.GOARCH, kernels.Name())
 }

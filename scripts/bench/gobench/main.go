@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/llorch/llorch-check/internal/procstat"
+	"github.com/llorch/llorch-check/kernels"
 	"github.com/llorch/llorch-check/model"
 )
 
@@ -62,7 +63,7 @@ func main() {
 	if *f16 {
 		held = "float16"
 	}
-	out := map[string]any{"impl": fmt.Sprintf("%s GOMAXPROCS=%d %s, %s weights", runtime.Version(), runtime.GOMAXPROCS(0), model.KernelName(), held)}
+	out := map[string]any{"impl": fmt.Sprintf("%s GOMAXPROCS=%d %s, %s weights", runtime.Version(), runtime.GOMAXPROCS(0), kernels.Name(), held)}
 	if *only == "" || *only == "prefill" {
 		ids := toks(*prefill, 0)
 		best := math.Inf(1)

@@ -1,14 +1,8 @@
-package model
+package kernels
 
-import (
-	"runtime"
-	"sync"
-	"sync/atomic"
-)
-
-// KernelName says which matrix kernels this build and CPU use, e.g.
+// Name says which matrix kernels this build and CPU use, e.g.
 // "avx2+fma, avx512 tiles", "avx2+fma" or "generic" (pure Go).
-func KernelName() string { return kernelName() }
+func Name() string { return kernelName() }
 
 // Blocking of the panel path of matmulCols (decode, and every M in the
 // pure-Go build). A column tile of nTile floats of kBlock weight rows
@@ -22,14 +16,14 @@ const (
 	mBlock = 8
 )
 
-// matmulAcc computes dst[M,N] += x[M,K]·w[K,N], w row-major [K,N] as HF's
+// MatMulAcc computes dst[M,N] += x[M,K]·w[K,N], w row-major [K,N] as HF's
 // Conv1D stores it. Column chunks are shared out dynamically, so each weight
 // is read by one goroutine exactly once per call whatever M is (decode
 // streams the weights with every core; a batch of M sequences costs one
 // pass), and a core that another process holds up simply takes fewer
 // chunks instead of stalling the step.
-func matmulAcc(dst, x []float32, w matrix, M, K, N int) {
-	if M*K*N < parallelMinWork {
+func MatMulAcc(dst, x []float32, w Matrix, M, K, N int) {
+	if M*K*N < ParallelMinWork {
 		matmulCols(dst, x, w, M, K, N, 0, N)
 		return
 	}
@@ -38,45 +32,19 @@ func matmulAcc(dst, x []float32, w matrix, M, K, N int) {
 		chunk *= 2
 	}
 	chunks := (N + chunk - 1) / chunk
-	parallelFor(chunks, func(c int) {
+	ParallelFor(chunks, func(c int) {
 		matmulCols(dst, x, w, M, K, N, c*chunk, min((c+1)*chunk, N))
 	})
 }
 
-// colChunk is the unit of work of matmulAcc: small enough that GPT-2's
+// colChunk is the unit of work of MatMulAcc: small enough that GPT-2's
 // narrowest matrix (768 columns) gives every worker several, large enough
 // (768 B per weight row) to stream well. Float16 chunks are twice as wide,
 // the same bytes per row: at 192 columns (384 B) a decode GEMV streamed
 // 17 GB/s from DRAM, at 384 columns 21 GB/s (float32 at 192: 23).
 const colChunk = 192
 
-// parallelFor runs fn(0..n-1) on up to GOMAXPROCS goroutines, the caller
-// being one of them, each taking the next index as it becomes free.
-func parallelFor(n int, fn func(i int)) {
-	workers := min(n, runtime.GOMAXPROCS(0))
-	var next atomic.Int64
-	work := func() {
-		for {
-			i := int(next.Add(1) - 1)
-			if i >= n {
-				return
-			}
-			fn(i)
-		}
-	}
-	var wg sync.WaitGroup
-	for range workers - 1 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			work()
-		}()
-	}
-	work()
-	wg.Wait()
-}
-
-// matmulCols is matmulAcc restricted to columns j0..j1. Each kSum-deep
+// matmulCols is MatMulAcc restricted to columns j0..j1. Each kSum-deep
 // block of products is summed from zero and then added to dst, as BLAS
 // kernels do: one FMA chain over all of K (3072 terms in GPT-2's
 // mlp.c_proj) had 2–3.5x PyTorch float32's error against float64 on the
@@ -90,7 +58,7 @@ func parallelFor(n int, fn func(i int)) {
 // float32 scratch first (still in L2 when the kernel reads it, and reused
 // by every row). Either way the bits are those of float32 weights holding
 // the same values.
-func matmulCols(dst, x []float32, w matrix, M, K, N, j0, j1 int) {
+func matmulCols(dst, x []float32, w Matrix, M, K, N, j0, j1 int) {
 	n := j1 - j0
 	tiles := M > panelMaxRows && hasTileKernel
 	acc := getScratch(M * n)
@@ -142,10 +110,16 @@ func matmulCols(dst, x []float32, w matrix, M, K, N, j0, j1 int) {
 	}
 }
 
+func addGeneric(dst, src []float32) {
+	for i, v := range src {
+		dst[i] += v
+	}
+}
+
 // addRows adds rows [rows,n] of a (stride n) into dst (stride ldd).
 func addRows(dst []float32, ldd int, a []float32, n, rows int) {
 	for i := range rows {
-		addVec(dst[i*ldd:i*ldd+n], a[i*n:(i+1)*n])
+		Add(dst[i*ldd:i*ldd+n], a[i*n:(i+1)*n])
 	}
 }
 

@@ -1,4 +1,4 @@
-package model
+package kernels
 
 import (
 	"fmt"
@@ -47,7 +47,7 @@ func TestMatmulAcc(t *testing.T) {
 					want[i*N+j] = acc
 				}
 			}
-			matmulAcc(dst, x, matrix{f32: w}, M, K, N)
+			MatMulAcc(dst, x, Float32(w), M, K, N)
 			for i := range want {
 				closeTo(t, dst[i], want[i], K, fmt.Sprintf("element %d", i))
 			}
@@ -107,20 +107,20 @@ func TestDotPanel(t *testing.T) {
 	}
 }
 
-// TestLMHeadOddVocab covers the vocabulary edge (V not a multiple of 4)
+// TestMatMulTOddRows covers the vocabulary edge (V not a multiple of 4)
 // through the parallel path.
-func TestLMHeadOddVocab(t *testing.T) {
+func TestMatMulTOddRows(t *testing.T) {
 	r := rand.New(rand.NewPCG(7, 8))
 	const V, C, R = 4099, 40, 3
-	m := &Model{Config: Config{VocabSize: V, NEmbd: C}, wte: matrix{f32: randSlice(r, V*C)}}
+	wte := randSlice(r, V*C)
 	x := randSlice(r, R*C)
 	logits := make([]float32, R*V)
-	m.lmHead(logits, x, R)
+	MatMulT(logits, x, Float32(wte), R, C, V)
 	for i := 0; i < R; i++ {
 		for v := 0; v < V; v++ {
 			var want float64
 			for c := 0; c < C; c++ {
-				want += float64(x[i*C+c]) * float64(m.wte.f32[v*C+c])
+				want += float64(x[i*C+c]) * float64(wte[v*C+c])
 			}
 			closeTo(t, logits[i*V+v], want, C, fmt.Sprintf("logit [%d,%d]", i, v))
 		}
@@ -132,7 +132,7 @@ func BenchmarkMatmulDecode(b *testing.B) {
 	const K, N = 768, 3072
 	x, w, dst := randSlice(r, K), randSlice(r, K*N), make([]float32, N)
 	for b.Loop() {
-		matmulAcc(dst, x, matrix{f32: w}, 1, K, N)
+		MatMulAcc(dst, x, Float32(w), 1, K, N)
 	}
 	b.ReportMetric(float64(K*N*4)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GB/s")
 }
@@ -142,29 +142,9 @@ func BenchmarkMatmulPrefill(b *testing.B) {
 	const M, K, N = 128, 768, 3072
 	x, w, dst := randSlice(r, M*K), randSlice(r, K*N), make([]float32, M*N)
 	for b.Loop() {
-		matmulAcc(dst, x, matrix{f32: w}, M, K, N)
+		MatMulAcc(dst, x, Float32(w), M, K, N)
 	}
 	b.ReportMetric(2*float64(M*K*N)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
-}
-
-// TestGeluNewFast compares the exp form of GELU with the math.Tanh formula. Far
-// left the tanh form rounds 1+tanh to exactly 0 where the identity keeps
-// the true value (below 1e-15): an absolute 1e-12 allows that.
-func TestGeluNewFast(t *testing.T) {
-	var xs []float32
-	for v := -30.0; v <= 30; v += 0.00731 {
-		xs = append(xs, float32(v))
-	}
-	xs = append(xs, 0, -0, 1e-30, -1e-30, 3.4e38, -3.4e38, 1e-6)
-	got := append([]float32(nil), xs...)
-	geluNew(got)
-	for i, v := range xs {
-		f := float64(v)
-		want := 0.5 * f * (1 + math.Tanh(0.7978845608028654*(f+0.044715*f*f*f)))
-		if d := math.Abs(float64(got[i]) - want); d > 1e-7*math.Abs(want)+1e-12 {
-			t.Fatalf("gelu(%g) = %g, want %g", v, got[i], want)
-		}
-	}
 }
 
 // TestMatmulBlockedSummation: sums of 3072 products are added in chains of
@@ -184,7 +164,7 @@ func TestMatmulBlockedSummation(t *testing.T) {
 			x[i] = 1 + r.Float32()/8
 		}
 		got := make([]float32, M*N)
-		matmulAcc(got, x, matrix{f32: w}, M, K, N)
+		MatMulAcc(got, x, Float32(w), M, K, N)
 		var worst, chainWorst float64
 		for i := range M {
 			for j := range N {

@@ -1,6 +1,6 @@
 //go:build !amd64 || purego
 
-package model
+package kernels
 
 // The pure-Go build (non-amd64, or -tags purego): the generic kernels only.
 
@@ -24,7 +24,8 @@ func gemmTiles(c []float32, ldc int, a []float32, lda int, b []float32, ldb int,
 	panic("gemmTiles: no tile kernel in this build")
 }
 
-func addVec(dst, src []float32) { addInto(dst, src) }
+// Add: dst[i] += src[i] for i < len(src).
+func Add(dst, src []float32) { addGeneric(dst, src) }
 
 func widenBlock(dst []float32, src []uint16, lds, rows, n int) {
 	widenBlockGeneric(dst, src, lds, rows, n)

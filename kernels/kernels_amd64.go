@@ -1,6 +1,6 @@
 //go:build amd64 && !purego
 
-package model
+package kernels
 
 import (
 	"os"
@@ -41,8 +41,8 @@ func dotPanelF16AVX2(h *float32, ldhb int, m int, w *uint16, ldwb int, n int, ou
 //go:noescape
 func addVecAVX2(dst, src *float32, n int)
 
-// addVec: dst[i] += src[i] for i < len(src).
-func addVec(dst, src []float32) {
+// Add: dst[i] += src[i] for i < len(src).
+func Add(dst, src []float32) {
 	n, n16 := len(src), 0
 	if useAVX2 {
 		n16 = n &^ 15
@@ -51,7 +51,7 @@ func addVec(dst, src []float32) {
 		_ = dst[n-1]
 		addVecAVX2(unsafe.SliceData(dst), unsafe.SliceData(src), n16)
 	}
-	addInto(dst[n16:n], src[n16:])
+	addGeneric(dst[n16:n], src[n16:])
 }
 
 // useF16C says whether float16 weights are widened by VCVTPH2PS.

@@ -1,0 +1,9 @@
+// Package kernels holds the weight matrices of the forward pass as they
+// sit in memory (float32, float16 bits, quantised blocks) and the matrix
+// kernels that read them: x·W for HF's Conv1D layout, x·Wᵀ for the LM head,
+// and the small vector helpers around them. Each fast kernel (AVX2/FMA,
+// AVX-512 assembly) has a pure-Go reference beside it with the same
+// summation order, so the bits a forward pass produces do not depend on
+// batch size, and a lower-precision matrix gives the bits of float32
+// weights holding the same values.
+package kernels

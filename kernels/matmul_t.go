@@ -1,0 +1,50 @@
+package kernels
+
+// MatMulT computes dst[R,N] = x[R,K]·wᵀ for w row-major [N,K], as the LM
+// head reads the token embedding: each output is a dot product of a
+// contiguous row of w with a row of x, so no transposed copy is kept.
+// Chunks of N run on separate goroutines; for decode the work is a
+// bandwidth-bound GEMV, and with R rows each block of 4 rows of w is read
+// from memory once and reused from L1 for every row of x.
+func MatMulT(dst, x []float32, w Matrix, R, K, N int) {
+	if R*N*K < ParallelMinWork {
+		matmulTRows(dst, x, w, R, K, N, 0, N)
+		return
+	}
+	const chunk = 1024 // rows of w per unit of work (3 MiB of GPT-2's wte)
+	ParallelFor((N+chunk-1)/chunk, func(c int) {
+		matmulTRows(dst, x, w, R, K, N, c*chunk, min((c+1)*chunk, N))
+	})
+}
+
+// matmulTRows fills dst[:, n0:n1]. Float16 rows go to dotPanel's float16
+// twin, which gives the same bits as float32 rows of the same values.
+func matmulTRows(dst, x []float32, w Matrix, R, K, N, n0, n1 int) {
+	if w.f16 == nil {
+		matmulTRows32(dst, x, w.f32, R, K, N, n0, n1)
+		return
+	}
+	n := n0
+	for ; n+4 <= n1; n += 4 {
+		dotPanel16(x, K, R, w.f16[n*K:], K, K, dst[n:], N)
+	}
+	if n < n1 {
+		buf := getScratch((n1 - n) * K)
+		defer scratch.Put(buf)
+		widenBlock(*buf, w.f16[n*K:], K, n1-n, K)
+		matmulTRows32(dst[n:], x, *buf, R, K, N, 0, n1-n)
+	}
+}
+
+// matmulTRows32 fills dst[:, n0:n1] from float32 rows w[n0:n1].
+func matmulTRows32(dst, x, w []float32, R, K, N, n0, n1 int) {
+	n := n0
+	for ; n+4 <= n1; n += 4 {
+		dotPanel(x, K, R, w[n*K:], K, K, dst[n:], N)
+	}
+	for ; n < n1; n++ {
+		for i := 0; i < R; i++ {
+			dst[i*N+n] = dotGeneric(x[i*K:(i+1)*K], w[n*K:(n+1)*K])
+		}
+	}
+}

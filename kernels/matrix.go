@@ -1,0 +1,102 @@
+package kernels
+
+import (
+	"fmt"
+	"math"
+	"sync"
+
+	"github.com/llorch/llorch-check/gguf"
+)
+
+// Matrix is a row-major weight matrix held either as float32 or as IEEE
+// binary16 bits. The kernels widen float16 blocks into float32 scratch as
+// they stream them, so arithmetic stays float32 while a decode step reads
+// half the bytes. The zero Matrix is empty.
+type Matrix struct {
+	f32 []float32
+	f16 []uint16
+}
+
+// Float32 holds vals, not a copy.
+func Float32(vals []float32) Matrix { return Matrix{f32: vals} }
+
+// Float16 holds the binary16 bits, not a copy.
+func Float16(bits []uint16) Matrix { return Matrix{f16: bits} }
+
+// Len is the number of elements.
+func (w Matrix) Len() int { return len(w.f32) + len(w.f16) }
+
+// Bytes is the memory the elements take.
+func (w Matrix) Bytes() int64 { return int64(len(w.f32))*4 + int64(len(w.f16))*2 }
+
+// Float16Bits returns the binary16 bits of a float16 matrix, nil otherwise.
+func (w Matrix) Float16Bits() []uint16 { return w.f16 }
+
+// Float32s returns the values as float32: the slice itself, or a widened
+// copy of the float16 bits.
+func (w Matrix) Float32s() []float32 {
+	if w.f16 == nil {
+		return w.f32
+	}
+	out := make([]float32, len(w.f16))
+	widenBlock(out, w.f16, len(w.f16), 1, len(w.f16))
+	return out
+}
+
+// Row returns row r of a [rows,cols] matrix: a slice of the float32
+// values, or the float16 row widened into dst[:cols].
+func (w Matrix) Row(dst []float32, r, cols int) []float32 {
+	if w.f16 == nil {
+		return w.f32[r*cols : (r+1)*cols]
+	}
+	dst = dst[:cols]
+	widenBlock(dst, w.f16[r*cols:], cols, 1, cols)
+	return dst
+}
+
+// ToFloat16 rounds vals to the nearest binary16, ties to even (as torch's
+// .half() does).
+func ToFloat16(vals []float32) ([]uint16, error) {
+	out := make([]uint16, len(vals))
+	return out, RoundFloat16(out, vals, 0)
+}
+
+// RoundFloat16 rounds vals into dst; vals[0] is element first of its
+// tensor, for the error. A finite value beyond float16's range is an error
+// rather than a silent infinity.
+func RoundFloat16(dst []uint16, vals []float32, first int) error {
+	for i, v := range vals {
+		h := gguf.Float32To16(v)
+		if h&0x7fff == 0x7c00 && !math.IsInf(float64(v), 0) {
+			return fmt.Errorf("element %d is %g, beyond float16's range (±65504); load the model as float32", first+i, v)
+		}
+		dst[i] = h
+	}
+	return nil
+}
+
+// widenBlockGeneric is the reference semantics of widenBlock:
+// dst[r*n+j] = float32(src[r*lds+j]) for r < rows, j < n.
+func widenBlockGeneric(dst []float32, src []uint16, lds, rows, n int) {
+	for r := 0; r < rows; r++ {
+		d, s := dst[r*n:(r+1)*n], src[r*lds:r*lds+n]
+		for j, h := range s {
+			d[j] = gguf.Float16To32(h)
+		}
+	}
+}
+
+// scratch holds float32 copies of float16 weight blocks, one buffer per
+// goroutine at a time.
+var scratch = sync.Pool{New: func() any { return new([]float32) }}
+
+// getScratch returns a pooled buffer of at least n floats; give it back
+// with scratch.Put.
+func getScratch(n int) *[]float32 {
+	p := scratch.Get().(*[]float32)
+	if cap(*p) < n {
+		*p = make([]float32, n)
+	}
+	*p = (*p)[:n]
+	return p
+}
