@@ -41,6 +41,8 @@ type Report struct {
 	// HeldAs is "float16" when the model's matrices are held as float16
 	// (model.LoadOptions.Float16), empty for float32.
 	HeldAs string `json:"matrices_held_as,omitempty"`
+	// API is the HTTP API a probed engine answered through; nil for Go's own.
+	API *API `json:"api,omitempty"`
 }
 
 // Run compares the model's captured tensors with every selected tensor of

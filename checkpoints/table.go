@@ -51,7 +51,7 @@ func (r *Report) WriteTable(w io.Writer) error {
 }
 
 func (r *Report) settingLines() []string {
-	var lines []string
+	lines := r.API.lines()
 	nums := make([]int, 0, len(r.Overrides))
 	for n := range r.Overrides {
 		nums = append(nums, n)

@@ -1,228 +1,148 @@
 // Package probe checks a running inference server from the outside: it
-// asks an OpenAI-compatible /v1/completions for what a server exposes
-// (prompt log-probabilities with echo, greedy continuations) on the cases
-// of a reference set, and compares them with the references as the
-// checkpoints compare llorch-check's own forward pass. It sees no tensor,
-// so it covers checkpoints 9 (log-probabilities and log-likelihoods) and
-// 12 (greedy continuation text); a server that is unreachable or answers
-// something other than the API is an error, never a pass.
+// asks the server, through whichever HTTP API it speaks, for what that API
+// exposes (prompt log-probabilities, log-likelihoods, top alternatives,
+// greedy continuations as ids or text) on the cases of a reference set,
+// and compares the answers with the references as the checkpoints compare
+// llorch-check's own forward pass. It sees no tensor, so it covers
+// checkpoints 9 to 12 only, each where the API shows it. A server that is
+// unreachable or answers something other than its API is an error (wrapping
+// ErrServer), never a pass.
 package probe
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
-	"math"
 	"net/http"
-	"slices"
 	"strings"
 	"time"
 
 	"github.com/llorch/llorch-check/checkpoints"
 	"github.com/llorch/llorch-check/references"
-	"github.com/llorch/llorch-check/sampling"
 )
 
-// Options say where the server is and how to reach it.
+// Options say where the server is, how to reach it and which API to speak.
 type Options struct {
 	Endpoint string // base URL, e.g. http://127.0.0.1:8080
 	APIKey   string // sent as a bearer token when set
-	Model    string // the "model" field of requests; empty: none
+	Model    string // the "model" field of OpenAI requests; empty: the first of /v1/models, else none
+	API      string // one of APIs, or "" / "auto" to detect it
+	TopK     int    // alternatives to ask for where the API lists them; 0: DefaultTopK
 	Client   *http.Client
 }
 
-// ErrServer wraps every failure to get a usable answer from the server.
-var ErrServer = errors.New("server")
+// DefaultTopK is what OpenAI's legacy logprobs and TGI's top_n_tokens allow
+// by default.
+const DefaultTopK = 5
+
+// APIs are the dialects the probe speaks, for --api.
+var APIs = []string{"openai", "worker", "llorch", "tgi"}
+
+// dialect is one HTTP API: what it can show, and how to ask.
+type dialect struct {
+	checks    []int // checkpoints it exposes
+	unexposed []int // of 9..12, those it does not
+	run       func(ctx context.Context, p *prober) ([]checkpoints.Result, error)
+}
+
+var dialects = map[string]dialect{
+	"openai": {checks: []int{9, 11, 12}, unexposed: []int{10}, run: runOpenAI},
+	"worker": {checks: []int{10, 12}, unexposed: []int{9, 11}, run: runWorker},
+	"llorch": {checks: []int{9, 10, 12}, unexposed: []int{11}, run: runLlorch},
+	"tgi":    {checks: []int{9, 10, 11, 12}, run: runTGI},
+}
+
+// prober holds one run's server, options and reference cases.
+type prober struct {
+	c     *client
+	opt   Options
+	set   *references.Set
+	cases []refCase
+}
 
 // Run checks the server against every case and log-likelihood pair of set.
 func Run(ctx context.Context, set *references.Set, opt Options) (*checkpoints.Report, error) {
 	if opt.Client == nil {
 		opt.Client = &http.Client{Timeout: 2 * time.Minute}
 	}
+	if opt.TopK == 0 {
+		opt.TopK = DefaultTopK
+	}
+	if opt.TopK < 2 {
+		return nil, fmt.Errorf("top-k %d: want at least 2, so a greedy margin can be measured", opt.TopK)
+	}
 	opt.Endpoint = strings.TrimRight(opt.Endpoint, "/")
-	var results []checkpoints.Result
-	for _, c := range set.Manifest.Cases {
-		rs, err := checkCase(ctx, set, c, opt)
-		if err != nil {
-			return nil, fmt.Errorf("case %s: %w", c.ID, err)
-		}
-		results = append(results, rs...)
-	}
-	for i, ll := range set.Manifest.Loglikelihood {
-		prompt := slices.Concat(ll.ContextTokens, ll.ContinuationTokens)
-		lps, err := promptLogProbs(ctx, opt, prompt)
-		if err != nil {
-			return nil, fmt.Errorf("loglikelihood[%d]: %w", i, err)
-		}
-		sum := 0.0
-		for _, v := range lps[len(ll.ContextTokens):] {
-			sum += v
-		}
-		var truth []float64
-		if ll.LLF64 != nil {
-			truth = []float64{*ll.LLF64}
-		}
-		results = append(results, checkpoints.CompareValues(9, "loglikelihood", fmt.Sprintf("loglikelihood[%d]", i),
-			[]float64{sum}, []float32{float32(ll.LL)}, truth, "pair", checkpoints.Tolerance{Atol: 1e-4}))
-	}
-	return checkpoints.NewReport(opt.Endpoint, set.Dir, results), nil
-}
-
-// checkCase compares the prompt's log-probabilities at the positions whose
-// logits the reference keeps, and the greedy continuation's text.
-func checkCase(ctx context.Context, set *references.Set, c references.Case, opt Options) ([]checkpoints.Result, error) {
-	var out []checkpoints.Result
-	if ti, ok := set.Find(c.ID, "logits", references.NoLayer); ok && len(c.Tokens) >= 2 {
-		lps, err := promptLogProbs(ctx, opt, c.Tokens)
-		if err != nil {
-			return nil, err
-		}
-		want, err := set.Tensor(ti)
-		if err != nil {
-			return nil, err
-		}
-		truth, err := set.TensorF64(ti)
-		if err != nil {
-			return nil, err
-		}
-		rows := ti.Rows
-		if rows == nil {
-			for r := range ti.Shape[0] {
-				rows = append(rows, r)
-			}
-		}
-		V := ti.Shape[1]
-		var got []float64
-		var w []float32
-		var tr []float64
-		for i, pos := range rows {
-			if pos+1 >= len(c.Tokens) {
-				continue // the last position predicts past the prompt
-			}
-			next := c.Tokens[pos+1]
-			got = append(got, lps[pos+1])
-			w = append(w, float32(sampling.LogSoftmax(want[i*V : (i+1)*V])[next]))
-			if truth != nil {
-				tr = append(tr, logSoftmaxAt64(truth[i*V:(i+1)*V], next))
-			}
-		}
-		out = append(out, checkpoints.CompareValues(9, "prompt_logprobs", c.ID, got, w, tr, "position", checkpoints.Tolerance{}))
-	}
-	if gen := set.Manifest.Generation; gen != nil {
-		for _, r := range gen.Results {
-			if r.Case != c.ID || r.Text == nil {
-				continue
-			}
-			n := min(gen.N, len(r.Tokens))
-			if n == 0 {
-				continue
-			}
-			text, err := greedy(ctx, opt, c.Tokens, n)
-			if err != nil {
-				return nil, err
-			}
-			out = append(out, checkpoints.CompareText(12, "generation", c.ID, text, *r.Text))
-		}
-	}
-	return out, nil
-}
-
-func logSoftmaxAt64(row []float64, id int) float64 {
-	m := math.Inf(-1)
-	for _, v := range row {
-		m = max(m, v)
-	}
-	sum := 0.0
-	for _, v := range row {
-		sum += math.Exp(v - m)
-	}
-	return row[id] - m - math.Log(sum)
-}
-
-// completion is the part of a /v1/completions answer the probe reads.
-type completion struct {
-	Choices []struct {
-		Text     string `json:"text"`
-		Logprobs *struct {
-			TokenLogprobs []*float64 `json:"token_logprobs"`
-		} `json:"logprobs"`
-	} `json:"choices"`
-}
-
-// promptLogProbs asks for the prompt echoed with log-probabilities (as
-// lm-evaluation-harness does) and returns them by position; position 0,
-// which has no context, is NaN.
-func promptLogProbs(ctx context.Context, opt Options, tokens []int) ([]float64, error) {
-	var c completion
-	if err := post(ctx, opt, map[string]any{"prompt": tokens, "max_tokens": 0, "echo": true, "logprobs": 1, "temperature": 0}, &c); err != nil {
+	cases, err := loadCases(set)
+	if err != nil {
 		return nil, err
 	}
-	if len(c.Choices) != 1 || c.Choices[0].Logprobs == nil {
-		return nil, fmt.Errorf("%w: no choice with logprobs in the answer", ErrServer)
-	}
-	lps := c.Choices[0].Logprobs.TokenLogprobs
-	if len(lps) < len(tokens) {
-		return nil, fmt.Errorf("%w: %d token log-probabilities for a prompt of %d tokens", ErrServer, len(lps), len(tokens))
-	}
-	out := make([]float64, len(tokens))
-	for i := range tokens {
-		if lps[i] == nil {
-			out[i] = math.NaN()
-			if i > 0 {
-				return nil, fmt.Errorf("%w: no log-probability for prompt token %d", ErrServer, i)
-			}
-			continue
+	p := &prober{c: &client{base: opt.Endpoint, apiKey: opt.APIKey, hc: opt.Client}, opt: opt, set: set, cases: cases}
+	name, how := opt.API, "--api"
+	if name == "" || name == "auto" {
+		if name, how, err = detect(ctx, p.c); err != nil {
+			return nil, err
 		}
-		out[i] = *lps[i]
+	}
+	d, ok := dialects[name]
+	if !ok {
+		return nil, fmt.Errorf("--api %q: want auto, %s", opt.API, strings.Join(APIs, ", "))
+	}
+	results, err := d.run(ctx, p)
+	if err != nil {
+		return nil, err
+	}
+	api := &checkpoints.API{Name: name, Chosen: how, Checks: d.checks, Unexposed: d.unexposed}
+	return checkpoints.NewReport(opt.Endpoint, set.Dir, api, results), nil
+}
+
+// collect runs perCase on every case, then perPair (when not nil) on
+// every log-likelihood pair of the set. perPair returns the
+// continuation's summed log-probability, or a failed result when the
+// server cannot be compared (e.g. it tokenized the pair otherwise).
+func (p *prober) collect(ctx context.Context, perCase func(context.Context, *refCase) ([]checkpoints.Result, error),
+	perPair func(context.Context, int, references.Loglikelihood) (float64, *checkpoints.Result, error)) ([]checkpoints.Result, error) {
+	var out []checkpoints.Result
+	for i := range p.cases {
+		rc := &p.cases[i]
+		rs, err := perCase(ctx, rc)
+		if err != nil {
+			return nil, fmt.Errorf("case %s: %w", rc.ID, err)
+		}
+		out = append(out, rs...)
+	}
+	if perPair == nil {
+		return out, nil
+	}
+	for i, ll := range p.set.Manifest.Loglikelihood {
+		sum, failed, err := perPair(ctx, i, ll)
+		switch {
+		case err != nil:
+			return nil, fmt.Errorf("loglikelihood[%d]: %w", i, err)
+		case failed != nil:
+			out = append(out, *failed)
+		default:
+			out = append(out, loglikelihoodResult(i, ll, sum))
+		}
 	}
 	return out, nil
 }
 
-// greedy asks for n greedy tokens after the prompt and returns their text.
-func greedy(ctx context.Context, opt Options, tokens []int, n int) (string, error) {
-	var c completion
-	if err := post(ctx, opt, map[string]any{"prompt": tokens, "max_tokens": n, "temperature": 0}, &c); err != nil {
-		return "", err
+// sumFrom adds the log-probabilities from position from on.
+func sumFrom(lps []float64, from int) float64 {
+	sum := 0.0
+	for _, v := range lps[from:] {
+		sum += v
 	}
-	if len(c.Choices) != 1 {
-		return "", fmt.Errorf("%w: %d choices in the answer, want 1", ErrServer, len(c.Choices))
-	}
-	return c.Choices[0].Text, nil
+	return sum
 }
 
-func post(ctx context.Context, opt Options, body map[string]any, out any) error {
-	if opt.Model != "" {
-		body["model"] = opt.Model
+// tokenCountFailure adds to rs the failed check for a server that
+// encoded a prompt into other tokens than the reference did (got of
+// them), and says so in each of rs: they compare continuations of
+// another prompt.
+func tokenCountFailure(rc *refCase, got int, rs []checkpoints.Result) []checkpoints.Result {
+	note := fmt.Sprintf("the server encoded the prompt as %d tokens, the reference as %d", got, len(rc.Tokens))
+	for i := range rs {
+		rs[i].AppendNote(note)
 	}
-	b, err := json.Marshal(body)
-	if err != nil {
-		return err
-	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, opt.Endpoint+"/v1/completions", bytes.NewReader(b))
-	if err != nil {
-		return fmt.Errorf("%w: --endpoint %s: %v", ErrServer, opt.Endpoint, err)
-	}
-	req.Header.Set("Content-Type", "application/json")
-	if opt.APIKey != "" {
-		req.Header.Set("Authorization", "Bearer "+opt.APIKey)
-	}
-	resp, err := opt.Client.Do(req)
-	if err != nil {
-		return fmt.Errorf("%w: %v", ErrServer, err)
-	}
-	defer resp.Body.Close()
-	data, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
-	if err != nil {
-		return fmt.Errorf("%w: reading the answer: %v", ErrServer, err)
-	}
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("%w: %s/v1/completions answered %d: %.300s", ErrServer, opt.Endpoint, resp.StatusCode, data)
-	}
-	if err := json.Unmarshal(data, out); err != nil {
-		return fmt.Errorf("%w: %s/v1/completions answered something that is not its JSON: %v", ErrServer, opt.Endpoint, err)
-	}
-	return nil
+	return append(rs, checkpoints.Failed(12, "prompt_tokens", rc.ID, "%s", note))
 }

@@ -55,7 +55,7 @@ func TestProbeOwnServer(t *testing.T) {
 	for _, r := range rep.Results {
 		seen[r.Name]++
 	}
-	require.Equal(t, map[string]int{"prompt_logprobs": 3, "generation": 3, "loglikelihood": len(tinySet(t).Manifest.Loglikelihood)}, seen)
+	require.Equal(t, map[string]int{"prompt_logprobs": 3, "top_logprobs": 3, "generation": 3, "loglikelihood": len(tinySet(t).Manifest.Loglikelihood)}, seen)
 }
 
 // TestProbeCatchesFaults: a server whose model has a classic porting bug

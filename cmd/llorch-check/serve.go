@@ -31,6 +31,7 @@ type serveFlags struct {
 	requestTimeout, shutdownTimeout, readTimeout           time.Duration
 	writeTimeout, idleTimeout, callbackTimeout, tokenDelay time.Duration
 	logLevel                                               string
+	fault                                                  string // --inject-fault, a self-test for probe
 }
 
 func newServeCmd() *cobra.Command {
@@ -58,6 +59,7 @@ stderr, without prompt text. See docs/serve.md.`,
 	fl := cmd.Flags()
 	f.model.register(fl)
 	fl.StringVar(&f.references, "references", "", "validate against this reference set at start-up; unready until it passes")
+	fl.StringVar(&f.fault, "inject-fault", "", "self-test for probe: serve a model with a classic bug, NAME or NAME@LAYER ("+faultNames()+")")
 	fl.StringVar(&f.host, "host", "127.0.0.1", "address to listen on")
 	fl.IntVar(&f.port, "port", 8080, "port to listen on (0: any free port, logged)")
 	fl.StringVar(&f.workerID, "worker-id", "", "this worker's id, sent in the ready callback")
@@ -99,6 +101,11 @@ func (f serveFlags) check() error {
 	}
 	if _, err := f.model.options(); err != nil {
 		return err
+	}
+	if name, _, _ := strings.Cut(f.fault, "@"); f.fault != "" {
+		if _, err := model.ParseFault(name); err != nil {
+			return fmt.Errorf("--inject-fault: %w", err)
+		}
 	}
 	for _, d := range []struct {
 		flag string
@@ -292,6 +299,12 @@ func prepare(ctx context.Context, srv *server.Server, f serveFlags, log *slog.Lo
 	m, err := f.model.load(ctx)
 	if err != nil {
 		return err
+	}
+	if err := injectFault(m, f.fault); err != nil {
+		return err
+	}
+	if f.fault != "" {
+		log.Warn("serving a deliberately broken model (--inject-fault): its answers are wrong", "fault", f.fault)
 	}
 	tok, err := modelTokenizer(m)
 	if err != nil {
