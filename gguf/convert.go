@@ -39,21 +39,8 @@ func DecodeFloat32(t GGMLType, raw []byte, dst []float32) error {
 		for i := range dst {
 			dst[i] = math.Float32frombits(uint32(binary.LittleEndian.Uint16(raw[2*i:])) << 16)
 		}
-	case GGMLTypeQ8_0:
-		for b := 0; b < len(dst)/q8BlockSize; b++ {
-			blk := raw[b*q8BlockLen : (b+1)*q8BlockLen]
-			d := Float16To32(binary.LittleEndian.Uint16(blk))
-			out := dst[b*q8BlockSize : (b+1)*q8BlockSize]
-			for j := range out {
-				out[j] = float32(int8(blk[2+j])) * d
-			}
-		}
 	default:
-		l, dec := layouts[t], blockDecoders[t]
-		n, size := int(l.blockSize), int(l.typeSize)
-		for b := 0; b < len(dst)/n; b++ {
-			dec(dst[b*n:(b+1)*n], raw[b*size:(b+1)*size])
-		}
+		decodeBlocks(t, raw, dst)
 	}
 	return nil
 }
@@ -64,10 +51,10 @@ const DecodableTypes = "F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K
 // Decodable says whether DecodeFloat32 reads type t.
 func Decodable(t GGMLType) bool {
 	switch t {
-	case GGMLTypeF32, GGMLTypeF16, GGMLTypeBF16, GGMLTypeQ8_0:
+	case GGMLTypeF32, GGMLTypeF16, GGMLTypeBF16:
 		return true
 	}
-	_, ok := blockDecoders[t]
+	_, ok := groupDecoders[t]
 	return ok
 }
 
@@ -128,13 +115,8 @@ func byteLen(t GGMLType, n int) (int, error) {
 		return 4 * n, nil
 	case GGMLTypeF16, GGMLTypeBF16:
 		return 2 * n, nil
-	case GGMLTypeQ8_0:
-		if n%q8BlockSize != 0 {
-			return 0, fmt.Errorf("gguf: %d elements are not whole Q8_0 blocks of %d", n, q8BlockSize)
-		}
-		return n / q8BlockSize * q8BlockLen, nil
 	}
-	if _, ok := blockDecoders[t]; ok {
+	if _, ok := groupDecoders[t]; ok {
 		l := layouts[t]
 		if n%int(l.blockSize) != 0 {
 			return 0, fmt.Errorf("gguf: %d elements are not whole %s blocks of %d", n, t, l.blockSize)

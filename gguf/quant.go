@@ -2,68 +2,152 @@ package gguf
 
 import (
 	"encoding/binary"
+	"fmt"
 )
 
 // Dequantisation of the ggml block types that llama.cpp's quantizer writes
 // (llama-quantize, Q4_K_M and friends), each block as ggml's
 // dequantize_row_* computes it, bit for bit: testdata/ggml-quants holds
-// ggml's own output to compare with. Every product and difference is
-// rounded to float32 on its own (the explicit conversions stop Go from
-// fusing them into an FMA), as the C code, compiled without contraction,
-// does.
+// ggml's own output to compare with.
+//
+// Every type here is groups of a few consecutive elements sharing a float32
+// scale s (and, for the asymmetric types, an offset o) over small integers
+// q: ggml computes each element as s·q, rounded, then + o, rounded (the
+// scales themselves, d·sc and dmin·m for the K types, rounded first). A
+// block decodes to its q, s and o, and GroupValue turns them into ggml's
+// float; kernels that keep a model quantised use the same decomposition.
 
-// blockDecoders dequantise one block of their type into dst (the block's
-// elements).
-var blockDecoders = map[GGMLType]func(dst []float32, b []byte){
-	GGMLTypeQ4_0: decodeQ4_0,
-	GGMLTypeQ4_1: decodeQ4_1,
-	GGMLTypeQ5_0: decodeQ5_0,
-	GGMLTypeQ5_1: decodeQ5_1,
-	GGMLTypeQ4_K: decodeQ4K,
-	GGMLTypeQ5_K: decodeQ5K,
-	GGMLTypeQ6_K: decodeQ6K,
+// Groups is how a block type decomposes: Size elements per scale, and
+// whether each group has an offset.
+type Groups struct {
+	Size   int
+	Offset bool
+}
+
+type groupDecoder struct {
+	Groups
+	decode func(q []int8, s, o []float32, b []byte) // one block
+}
+
+var groupDecoders = map[GGMLType]groupDecoder{
+	GGMLTypeQ8_0: {Groups{32, false}, decodeQ8_0},
+	GGMLTypeQ4_0: {Groups{32, false}, decodeQ4_0},
+	GGMLTypeQ4_1: {Groups{32, true}, decodeQ4_1},
+	GGMLTypeQ5_0: {Groups{32, false}, decodeQ5_0},
+	GGMLTypeQ5_1: {Groups{32, true}, decodeQ5_1},
+	GGMLTypeQ4_K: {Groups{32, true}, decodeQ4K},
+	GGMLTypeQ5_K: {Groups{32, true}, decodeQ5K},
+	GGMLTypeQ6_K: {Groups{16, false}, decodeQ6K},
+}
+
+// GroupsOf says how type t decomposes; false for the float types.
+func GroupsOf(t GGMLType) (Groups, bool) {
+	g, ok := groupDecoders[t]
+	return g.Groups, ok
+}
+
+// GroupValue is ggml's float for integer q of a group with scale s and,
+// when the type has offsets, offset o. The conversions stop Go from fusing
+// the product and the sum into one FMA, as the C code, compiled without
+// contraction, does not.
+func GroupValue(q int8, s, o float32, offset bool) float32 {
+	v := float32(float32(q) * s)
+	if offset {
+		v = float32(v + o)
+	}
+	return v
+}
+
+// DecodeGroups decodes raw, whole blocks of type t, into each element's
+// integer q, each group's scale s and, if the type has offsets, offset o
+// (nil otherwise): GroupValue of them is DecodeFloat32's value, bit for bit.
+func DecodeGroups(t GGMLType, raw []byte, q []int8, s, o []float32) error {
+	g, ok := groupDecoders[t]
+	if !ok {
+		return fmt.Errorf("gguf: %s is not a block type of integer groups", t)
+	}
+	want, err := byteLen(t, len(q))
+	if err != nil {
+		return err
+	}
+	if len(raw) != want {
+		return fmt.Errorf("gguf: %s data is %d bytes, %d elements need %d", t, len(raw), len(q), want)
+	}
+	if len(s) != len(q)/g.Size || (g.Offset && len(o) != len(s)) {
+		return fmt.Errorf("gguf: %d elements of %s need %d scales (and as many offsets if it has them), have %d and %d", len(q), t, len(q)/g.Size, len(s), len(o))
+	}
+	l := layouts[t]
+	n, size, per := int(l.blockSize), int(l.typeSize), int(l.blockSize)/g.Size
+	for b := 0; b < len(q)/n; b++ {
+		var ob []float32
+		if g.Offset {
+			ob = o[b*per : (b+1)*per]
+		}
+		g.decode(q[b*n:(b+1)*n], s[b*per:(b+1)*per], ob, raw[b*size:(b+1)*size])
+	}
+	return nil
+}
+
+// decodeBlocks is DecodeFloat32 for the group types: raw has been checked
+// to hold len(dst) elements.
+func decodeBlocks(t GGMLType, raw []byte, dst []float32) {
+	g, l := groupDecoders[t], layouts[t]
+	n, size := int(l.blockSize), int(l.typeSize)
+	q := make([]int8, n)
+	s, o := make([]float32, n/g.Size), make([]float32, n/g.Size)
+	for b := 0; b < len(dst)/n; b++ {
+		g.decode(q, s, o, raw[b*size:(b+1)*size])
+		out := dst[b*n : (b+1)*n]
+		for i, v := range q {
+			out[i] = GroupValue(v, s[i/g.Size], o[i/g.Size], g.Offset)
+		}
+	}
 }
 
 func half(b []byte) float32 { return Float16To32(binary.LittleEndian.Uint16(b)) }
 
+// Q8_0: d, then 32 int8, each q·d.
+func decodeQ8_0(q []int8, s, _ []float32, b []byte) {
+	s[0] = half(b)
+	for j := range q {
+		q[j] = int8(b[2+j])
+	}
+}
+
 // Q4_0: d, then 16 bytes whose low nibbles are elements 0..15 and high
 // nibbles 16..31, each (q-8)·d.
-func decodeQ4_0(dst []float32, b []byte) {
-	d, qs := half(b), b[2:18]
-	for j, q := range qs {
-		dst[j] = float32(int(q&0xf)-8) * d
-		dst[j+16] = float32(int(q>>4)-8) * d
+func decodeQ4_0(q []int8, s, _ []float32, b []byte) {
+	s[0] = half(b)
+	for j, v := range b[2:18] {
+		q[j], q[j+16] = int8(v&0xf)-8, int8(v>>4)-8
 	}
 }
 
 // Q4_1: d, m, then nibbles as Q4_0, each q·d + m.
-func decodeQ4_1(dst []float32, b []byte) {
-	d, m, qs := half(b), half(b[2:]), b[4:20]
-	for j, q := range qs {
-		dst[j] = float32(float32(q&0xf)*d) + m
-		dst[j+16] = float32(float32(q>>4)*d) + m
+func decodeQ4_1(q []int8, s, o []float32, b []byte) {
+	s[0], o[0] = half(b), half(b[2:])
+	for j, v := range b[4:20] {
+		q[j], q[j+16] = int8(v&0xf), int8(v>>4)
 	}
 }
 
 // Q5_0: d, 32 high bits (element j's in bit j), nibbles as Q4_0; (q-16)·d.
-func decodeQ5_0(dst []float32, b []byte) {
-	d, qh, qs := half(b), binary.LittleEndian.Uint32(b[2:]), b[6:22]
-	for j, q := range qs {
-		lo := int(q&0xf) | int(qh>>j&1)<<4
-		hi := int(q>>4) | int(qh>>(j+16)&1)<<4
-		dst[j] = float32(lo-16) * d
-		dst[j+16] = float32(hi-16) * d
+func decodeQ5_0(q []int8, s, _ []float32, b []byte) {
+	s[0] = half(b)
+	qh := binary.LittleEndian.Uint32(b[2:])
+	for j, v := range b[6:22] {
+		q[j] = int8(v&0xf|byte(qh>>j&1)<<4) - 16
+		q[j+16] = int8(v>>4|byte(qh>>(j+16)&1)<<4) - 16
 	}
 }
 
 // Q5_1: d, m, high bits and nibbles as Q5_0; q·d + m.
-func decodeQ5_1(dst []float32, b []byte) {
-	d, m, qh, qs := half(b), half(b[2:]), binary.LittleEndian.Uint32(b[4:]), b[8:24]
-	for j, q := range qs {
-		lo := q&0xf | byte(qh>>j&1)<<4
-		hi := q>>4 | byte(qh>>(j+16)&1)<<4
-		dst[j] = float32(float32(lo)*d) + m
-		dst[j+16] = float32(float32(hi)*d) + m
+func decodeQ5_1(q []int8, s, o []float32, b []byte) {
+	s[0], o[0] = half(b), half(b[2:])
+	qh := binary.LittleEndian.Uint32(b[4:])
+	for j, v := range b[8:24] {
+		q[j] = int8(v&0xf | byte(qh>>j&1)<<4)
+		q[j+16] = int8(v>>4 | byte(qh>>(j+16)&1)<<4)
 	}
 }
 
@@ -79,53 +163,52 @@ func scaleMinK4(j int, s []byte) (sc, m byte) {
 
 // Q4_K: a super-block of 256 = 8 sub-blocks of 32; d, dmin, 12 bytes of
 // scales and mins, 128 bytes of nibbles (per 64 elements, 32 low nibbles
-// then 32 high); each d·sc·q − dmin·m.
-func decodeQ4K(dst []float32, b []byte) { decodeK(dst, b[:4], b[4:16], nil, b[16:144]) }
+// then 32 high); each (d·sc)·q − dmin·m.
+func decodeQ4K(q []int8, s, o []float32, b []byte) { decodeK(q, s, o, b[:4], b[4:16], nil, b[16:144]) }
 
 // Q5_K: as Q4_K plus 32 bytes of fifth bits; element l of the k-th 64
 // takes bit 2k of qh[l] (low nibble) or bit 2k+1 (high nibble).
-func decodeQ5K(dst []float32, b []byte) { decodeK(dst, b[:4], b[4:16], b[16:48], b[48:176]) }
+func decodeQ5K(q []int8, s, o []float32, b []byte) {
+	decodeK(q, s, o, b[:4], b[4:16], b[16:48], b[48:176])
+}
 
 // decodeK is Q4_K and Q5_K: qh nil for the 4-bit type.
-func decodeK(dst []float32, dd, scales, qh, qs []byte) {
+func decodeK(q []int8, s, o []float32, dd, scales, qh, qs []byte) {
 	d, dmin := half(dd), half(dd[2:])
+	for j := range 8 {
+		sc, m := scaleMinK4(j, scales)
+		s[j], o[j] = float32(d*float32(sc)), -float32(dmin*float32(m))
+	}
 	for k := range 4 {
-		sc1, m1 := scaleMinK4(2*k, scales)
-		sc2, m2 := scaleMinK4(2*k+1, scales)
-		d1, mm1 := float32(d*float32(sc1)), float32(dmin*float32(m1))
-		d2, mm2 := float32(d*float32(sc2)), float32(dmin*float32(m2))
-		q, y := qs[32*k:32*k+32], dst[64*k:64*k+64]
-		for l, v := range q {
+		y := q[64*k : 64*k+64]
+		for l, v := range qs[32*k : 32*k+32] {
 			lo, hi := v&0xf, v>>4
 			if qh != nil {
 				lo |= (qh[l] >> (2 * k) & 1) << 4
 				hi |= (qh[l] >> (2*k + 1) & 1) << 4
 			}
-			y[l] = float32(d1*float32(lo)) - mm1
-			y[l+32] = float32(d2*float32(hi)) - mm2
+			y[l], y[l+32] = int8(lo), int8(hi)
 		}
 	}
 }
 
 // Q6_K: 128 bytes of low nibbles, 64 of 2-bit highs, 16 int8 scales (one
-// per 16 elements), then d; each d·scale·(q−32). Per 128 elements, byte l
-// of the lows holds elements l and l+64, byte l+32 elements l+32 and l+96,
-// and highs byte l their four top bit pairs.
-func decodeQ6K(dst []float32, b []byte) {
+// per 16 elements), then d; each (d·scale)·(q−32). Per 128 elements, byte
+// l of the lows holds elements l and l+64, byte l+32 elements l+32 and
+// l+96, and highs byte l their four top bit pairs.
+func decodeQ6K(q []int8, s, _ []float32, b []byte) {
 	d := half(b[208:])
+	for j, sc := range b[192:208] {
+		s[j] = float32(d * float32(int8(sc)))
+	}
 	for n := range 2 {
-		ql, qh, sc := b[64*n:64*n+64], b[128+32*n:128+32*n+32], b[192+8*n:192+8*n+8]
-		y := dst[128*n : 128*n+128]
+		ql, qh := b[64*n:64*n+64], b[128+32*n:128+32*n+32]
+		y := q[128*n : 128*n+128]
 		for l := range 32 {
-			is := l / 16
-			q1 := int(ql[l]&0xf|(qh[l]>>0&3)<<4) - 32
-			q2 := int(ql[l+32]&0xf|(qh[l]>>2&3)<<4) - 32
-			q3 := int(ql[l]>>4|(qh[l]>>4&3)<<4) - 32
-			q4 := int(ql[l+32]>>4|(qh[l]>>6&3)<<4) - 32
-			y[l] = float32(d*float32(int8(sc[is]))) * float32(q1)
-			y[l+32] = float32(d*float32(int8(sc[is+2]))) * float32(q2)
-			y[l+64] = float32(d*float32(int8(sc[is+4]))) * float32(q3)
-			y[l+96] = float32(d*float32(int8(sc[is+6]))) * float32(q4)
+			y[l] = int8(ql[l]&0xf|(qh[l]>>0&3)<<4) - 32
+			y[l+32] = int8(ql[l+32]&0xf|(qh[l]>>2&3)<<4) - 32
+			y[l+64] = int8(ql[l]>>4|(qh[l]>>4&3)<<4) - 32
+			y[l+96] = int8(ql[l+32]>>4|(qh[l]>>6&3)<<4) - 32
 		}
 	}
 }

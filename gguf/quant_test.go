@@ -98,3 +98,39 @@ func FuzzDecodeFloat32(f *testing.F) {
 		}
 	})
 }
+
+// TestDecodeGroupsMatchesFloats: the integers, scales and offsets that
+// quantised kernels keep give, element by element, DecodeFloat32's bits
+// on ggml's blocks (which TestDequantizeMatchesGGML ties to ggml).
+func TestDecodeGroupsMatchesFloats(t *testing.T) {
+	for _, typ := range []GGMLType{GGMLTypeQ4_0, GGMLTypeQ4_1, GGMLTypeQ5_0, GGMLTypeQ5_1,
+		GGMLTypeQ8_0, GGMLTypeQ4_K, GGMLTypeQ5_K, GGMLTypeQ6_K} {
+		t.Run(typ.String(), func(t *testing.T) {
+			_, blocks, want := ggmlVectors(t, typ)
+			g, ok := GroupsOf(typ)
+			require.True(t, ok)
+			q, s := make([]int8, len(want)), make([]float32, len(want)/g.Size)
+			var o []float32
+			if g.Offset {
+				o = make([]float32, len(s))
+			}
+			require.NoError(t, DecodeGroups(typ, blocks, q, s, o))
+			for i := range want {
+				var off float32
+				if g.Offset {
+					off = o[i/g.Size]
+				}
+				got := GroupValue(q[i], s[i/g.Size], off, g.Offset)
+				require.Equal(t, math.Float32bits(want[i]), math.Float32bits(got), "element %d", i)
+			}
+			require.Error(t, DecodeGroups(typ, blocks[1:], q, s, o), "short data")
+			require.Error(t, DecodeGroups(typ, blocks, q, s[1:], o), "too few scales")
+			if g.Offset {
+				require.Error(t, DecodeGroups(typ, blocks, q, s, nil), "no offsets")
+			}
+		})
+	}
+	_, ok := GroupsOf(GGMLTypeF16)
+	require.False(t, ok)
+	require.Error(t, DecodeGroups(GGMLTypeF32, make([]byte, 4), make([]int8, 1), nil, nil))
+}
