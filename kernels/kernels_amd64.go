@@ -229,3 +229,62 @@ func dotPanel16(h []float32, ldh, m int, w []uint16, ldw, n int, out []float32, 
 		}
 	}
 }
+
+//go:noescape
+func axpyPanelQAVX2(y *float32, ldyb int, x *float32, ldxb int, q *int8, ldqb int, s, o *float32, n, m, k int)
+
+//go:noescape
+func dequantQAVX2(dst *float32, lddb int, q *int8, ldqb int, s, o *float32, rows, n int)
+
+// scaleRow returns the scale and offset pointers of the group holding
+// storage row k, from column j (o nil without offsets).
+func (w *quant) scaleRow(k, j, n int) (s, o *float32) {
+	g := (k/w.group)*w.n + j
+	_ = w.s[g+n-1]
+	if w.o != nil {
+		o = &w.o[g]
+	}
+	return &w.s[g], o
+}
+
+// axpyGroup is axpyPanel within one quantisation group: the assembly takes
+// 16-column multiples of 4 rows, the edges go through float32 scratch.
+func (w *quant) axpyGroup(y []float32, ldy int, x []float32, ldx int, k0, j0, n, m, k int) {
+	if !useAVX2 || m == 0 {
+		w.axpyGroupWidened(y, ldy, x, ldx, k0, j0, n, m, k)
+		return
+	}
+	n16, k4 := n&^15, k&^3
+	if n16 > 0 && k4 > 0 {
+		_ = y[(m-1)*ldy+n16-1]
+		_ = x[(m-1)*ldx+k4-1]
+		_ = w.q[(k0+k4-1)*w.n+j0+n16-1]
+		s, o := w.scaleRow(k0, j0, n16)
+		axpyPanelQAVX2(unsafe.SliceData(y), ldy*4, unsafe.SliceData(x), ldx*4, &w.q[k0*w.n+j0], w.n, s, o, n16, m, k4)
+	}
+	if k4 < k && n16 > 0 {
+		w.axpyGroupWidened(y, ldy, x[k4:], ldx, k0+k4, j0, n16, m, k-k4)
+	}
+	if n16 < n {
+		w.axpyGroupWidened(y[n16:], ldy, x, ldx, k0, j0+n16, n-n16, m, k)
+	}
+}
+
+// dequantGroup is dequantGeneric within one quantisation group.
+func (w *quant) dequantGroup(dst []float32, k0, j0, rows, n int) {
+	nv := 0
+	if useAVX2 {
+		nv = n &^ 15
+	}
+	if nv > 0 && rows > 0 {
+		_ = dst[(rows-1)*n+nv-1]
+		_ = w.q[(k0+rows-1)*w.n+j0+nv-1]
+		s, o := w.scaleRow(k0, j0, nv)
+		dequantQAVX2(unsafe.SliceData(dst), n*4, &w.q[k0*w.n+j0], w.n, s, o, rows, nv)
+	}
+	if nv < n {
+		for r := range rows {
+			w.dequantGeneric(dst[r*n+nv:], k0+r, j0+nv, 1, n-nv)
+		}
+	}
+}

@@ -559,3 +559,171 @@ addloop:
 adddone:
 	VZEROUPPER
 	RET
+
+// Forming and using 16 int8 weights of axpyPanelQAVX2 (column CX of row
+// pointer rq; scales in Y10:Y11, offsets in Y12:Y13, sums in Y4:Y5).
+#define QWEIGHTS(rq, t0, t1) \
+	VPMOVSXBD (rq)(CX*1), t0; \
+	VPMOVSXBD 8(rq)(CX*1), t1; \
+	VCVTDQ2PS t0, t0; \
+	VCVTDQ2PS t1, t1; \
+	VMULPS    Y10, t0, t0; \
+	VMULPS    Y11, t1, t1
+
+#define QOFFSET(t0, t1) \
+	VADDPS Y12, t0, t0; \
+	VADDPS Y13, t1, t1
+
+#define QFMA(xr, t0, t1) \
+	VFMADD231PS t0, xr, Y4; \
+	VFMADD231PS t1, xr, Y5
+
+// func axpyPanelQAVX2(y *float32, ldyb int, x *float32, ldxb int, q *int8, ldqb int, s, o *float32, n, m, k int)
+//
+// axpyPanelAVX2 with int8 weights: rows kb..kb+3 of q (k a multiple of 4,
+// all k rows in one quantisation group) share the per-column scales s[0:n]
+// and, if o is not nil, offsets o[0:n]. Each weight is formed as ggml
+// forms it, s·q rounded, then + o rounded (VMULPS, VADDPS; never an FMA),
+// and then used in the same FMA, in the same order, as a float32 weight:
+// the same bits, from a quarter of the bytes. n a multiple of 16, strides
+// in bytes; the k-block count lives in k's argument slot, for want of
+// registers.
+TEXT ·axpyPanelQAVX2(SB), NOSPLIT, $0-88
+	MOVQ  x+16(FP), SI
+	MOVQ  q+32(FP), R8
+	MOVQ  s+48(FP), DI
+	MOVQ  o+56(FP), AX
+	MOVQ  n+64(FP), DX        // bytes of int8 per weight row segment
+	TESTQ DX, DX
+	JZ    qdone
+	MOVQ  k+80(FP), CX
+	SHRQ  $2, CX
+	JZ    qdone
+	MOVQ  CX, k+80(FP)
+
+qkblock:
+	MOVQ ldqb+40(FP), BX
+	LEAQ (R8)(BX*1), R9
+	LEAQ (R8)(BX*2), R10
+	LEAQ (R9)(BX*2), R11
+	MOVQ y+0(FP), BX
+	MOVQ SI, R12
+	MOVQ m+72(FP), R13
+
+qmrow:
+	VBROADCASTSS 0(R12), Y0
+	VBROADCASTSS 4(R12), Y1
+	VBROADCASTSS 8(R12), Y2
+	VBROADCASTSS 12(R12), Y3
+	XORQ         CX, CX
+	TESTQ        AX, AX
+	JNZ          qloopo
+
+qloop:
+	VMOVUPS (DI)(CX*4), Y10
+	VMOVUPS 32(DI)(CX*4), Y11
+	VMOVUPS (BX)(CX*4), Y4
+	VMOVUPS 32(BX)(CX*4), Y5
+	QWEIGHTS(R8, Y6, Y7)
+	QFMA(Y0, Y6, Y7)
+	QWEIGHTS(R9, Y8, Y9)
+	QFMA(Y1, Y8, Y9)
+	QWEIGHTS(R10, Y6, Y7)
+	QFMA(Y2, Y6, Y7)
+	QWEIGHTS(R11, Y8, Y9)
+	QFMA(Y3, Y8, Y9)
+	VMOVUPS Y4, (BX)(CX*4)
+	VMOVUPS Y5, 32(BX)(CX*4)
+	ADDQ    $16, CX
+	CMPQ    CX, DX
+	JL      qloop
+	JMP     qnext
+
+qloopo:
+	VMOVUPS (DI)(CX*4), Y10
+	VMOVUPS 32(DI)(CX*4), Y11
+	VMOVUPS (AX)(CX*4), Y12
+	VMOVUPS 32(AX)(CX*4), Y13
+	VMOVUPS (BX)(CX*4), Y4
+	VMOVUPS 32(BX)(CX*4), Y5
+	QWEIGHTS(R8, Y6, Y7)
+	QOFFSET(Y6, Y7)
+	QFMA(Y0, Y6, Y7)
+	QWEIGHTS(R9, Y8, Y9)
+	QOFFSET(Y8, Y9)
+	QFMA(Y1, Y8, Y9)
+	QWEIGHTS(R10, Y6, Y7)
+	QOFFSET(Y6, Y7)
+	QFMA(Y2, Y6, Y7)
+	QWEIGHTS(R11, Y8, Y9)
+	QOFFSET(Y8, Y9)
+	QFMA(Y3, Y8, Y9)
+	VMOVUPS Y4, (BX)(CX*4)
+	VMOVUPS Y5, 32(BX)(CX*4)
+	ADDQ    $16, CX
+	CMPQ    CX, DX
+	JL      qloopo
+
+qnext:
+	ADDQ ldyb+8(FP), BX
+	ADDQ ldxb+24(FP), R12
+	DECQ R13
+	JNZ  qmrow
+
+	ADDQ $16, SI
+	MOVQ ldqb+40(FP), BX
+	SHLQ $2, BX
+	ADDQ BX, R8
+	DECQ k+80(FP)
+	JNZ  qkblock
+
+qdone:
+	VZEROUPPER
+	RET
+
+// func dequantQAVX2(dst *float32, lddb int, q *int8, ldqb int, s, o *float32, rows, n int)
+//
+// dst[r,0:n] = s[0:n]·q[r,0:n] (+ o[0:n] if o is not nil), each rounded as
+// axpyPanelQAVX2 forms a weight (strides in bytes; n a multiple of 16).
+TEXT ·dequantQAVX2(SB), NOSPLIT, $0-64
+	MOVQ  dst+0(FP), DI
+	MOVQ  q+16(FP), SI
+	MOVQ  s+32(FP), R8
+	MOVQ  o+40(FP), R9
+	MOVQ  rows+48(FP), R10
+	MOVQ  n+56(FP), DX
+	TESTQ DX, DX
+	JZ    dqdone
+	TESTQ R10, R10
+	JZ    dqdone
+
+dqrow:
+	XORQ CX, CX
+
+dqloop:
+	VPMOVSXBD (SI)(CX*1), Y0
+	VPMOVSXBD 8(SI)(CX*1), Y1
+	VCVTDQ2PS Y0, Y0
+	VCVTDQ2PS Y1, Y1
+	VMULPS    (R8)(CX*4), Y0, Y0
+	VMULPS    32(R8)(CX*4), Y1, Y1
+	TESTQ     R9, R9
+	JZ        dqstore
+	VADDPS    (R9)(CX*4), Y0, Y0
+	VADDPS    32(R9)(CX*4), Y1, Y1
+
+dqstore:
+	VMOVUPS Y0, (DI)(CX*4)
+	VMOVUPS Y1, 32(DI)(CX*4)
+	ADDQ    $16, CX
+	CMPQ    CX, DX
+	JL      dqloop
+
+	ADDQ lddb+8(FP), DI
+	ADDQ ldqb+24(FP), SI
+	DECQ R10
+	JNZ  dqrow
+
+dqdone:
+	VZEROUPPER
+	RET

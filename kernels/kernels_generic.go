@@ -38,3 +38,11 @@ func axpyPanel16(y []float32, ldy int, x []float32, ldx int, w []uint16, ldw int
 func dotPanel16(h []float32, ldh, m int, w []uint16, ldw, n int, out []float32, ldo int) {
 	dotPanelWidened(h, ldh, m, w, ldw, n, out, ldo)
 }
+
+func (w *quant) axpyGroup(y []float32, ldy int, x []float32, ldx int, k0, j0, n, m, k int) {
+	w.axpyGroupWidened(y, ldy, x, ldx, k0, j0, n, m, k)
+}
+
+func (w *quant) dequantGroup(dst []float32, k0, j0, rows, n int) {
+	w.dequantGeneric(dst, k0, j0, rows, n)
+}

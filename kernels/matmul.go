@@ -1,5 +1,7 @@
 package kernels
 
+import "fmt"
+
 // Name says which matrix kernels this build and CPU use, e.g.
 // "avx2+fma, avx512 tiles", "avx2+fma" or "generic" (pure Go).
 func Name() string { return kernelName() }
@@ -23,12 +25,15 @@ const (
 // pass), and a core that another process holds up simply takes fewer
 // chunks instead of stalling the step.
 func MatMulAcc(dst, x []float32, w Matrix, M, K, N int) {
+	if w.q != nil && (w.q.transposed || w.q.k != K || w.q.n != N) {
+		panic(fmt.Sprintf("kernels: MatMulAcc of a %dx%d quantised matrix (transposed %t) as %dx%d", w.q.k, w.q.n, w.q.transposed, K, N))
+	}
 	if M*K*N < ParallelMinWork {
 		matmulCols(dst, x, w, M, K, N, 0, N)
 		return
 	}
 	chunk := colChunk
-	if w.f16 != nil {
+	if w.f16 != nil || w.q != nil {
 		chunk *= 2
 	}
 	chunks := (N + chunk - 1) / chunk
@@ -64,7 +69,7 @@ func matmulCols(dst, x []float32, w Matrix, M, K, N, j0, j1 int) {
 	acc := getScratch(M * n)
 	defer scratch.Put(acc)
 	var buf *[]float32
-	if w.f16 != nil && tiles {
+	if (w.f16 != nil || w.q != nil) && tiles {
 		buf = getScratch(min(kSum, K) * n)
 		defer scratch.Put(buf)
 	}
@@ -75,9 +80,12 @@ func matmulCols(dst, x []float32, w Matrix, M, K, N, j0, j1 int) {
 			a := (*acc)[:M*n]
 			clear(a)
 			panelLoop(M, kk, n, func(jt, k1, m0, nn, kb, mm int) {
-				if w.f16 != nil {
+				switch {
+				case w.q != nil:
+					w.q.axpyPanel(a[m0*n+jt:], n, xb[m0*K+k1:], K, k0+k1, j0+jt, nn, mm, kb)
+				case w.f16 != nil:
 					axpyPanel16(a[m0*n+jt:], n, xb[m0*K+k1:], K, w.f16[(k0+k1)*N+j0+jt:], N, nn, mm, kb)
-				} else {
+				default:
 					axpyPanel(a[m0*n+jt:], n, xb[m0*K+k1:], K, w.f32[(k0+k1)*N+j0+jt:], N, nn, mm, kb)
 				}
 			})
@@ -86,10 +94,14 @@ func matmulCols(dst, x []float32, w Matrix, M, K, N, j0, j1 int) {
 		}
 		var wb []float32
 		ldw := N
-		if buf != nil {
+		switch {
+		case w.q != nil:
+			w.q.dequant(*buf, k0, j0, kk, n)
+			wb, ldw = *buf, n
+		case w.f16 != nil:
 			widenBlock(*buf, w.f16[k0*N+j0:], N, kk, n)
 			wb, ldw = *buf, n
-		} else {
+		default:
 			wb = w.f32[k0*N+j0:]
 		}
 		tw := tileWidth()

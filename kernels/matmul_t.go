@@ -1,5 +1,7 @@
 package kernels
 
+import "fmt"
+
 // MatMulT computes dst[R,N] = x[R,K]·wᵀ for w row-major [N,K], as the LM
 // head reads the token embedding: each output is a dot product of a
 // contiguous row of w with a row of x, so no transposed copy is kept.
@@ -7,6 +9,10 @@ package kernels
 // bandwidth-bound GEMV, and with R rows each block of 4 rows of w is read
 // from memory once and reused from L1 for every row of x.
 func MatMulT(dst, x []float32, w Matrix, R, K, N int) {
+	if w.q != nil {
+		matmulTQuant(dst, x, w.q, R, K, N)
+		return
+	}
 	if R*N*K < ParallelMinWork {
 		matmulTRows(dst, x, w, R, K, N, 0, N)
 		return
@@ -47,4 +53,16 @@ func matmulTRows32(dst, x, w []float32, R, K, N, n0, n1 int) {
 			dst[i*N+n] = dotGeneric(x[i*K:(i+1)*K], w[n*K:(n+1)*K])
 		}
 	}
+}
+
+// matmulTQuant is MatMulT on a quantised matrix, which is stored as its
+// transpose [K][N]: x·(that storage), through MatMulAcc's kernels.
+func matmulTQuant(dst, x []float32, w *quant, R, K, N int) {
+	if !w.transposed || w.k != K || w.n != N {
+		panic(fmt.Sprintf("kernels: MatMulT of a %dx%d quantised matrix (transposed %t) as %dx%d", w.n, w.k, w.transposed, N, K))
+	}
+	clear(dst[:R*N])
+	stored := *w
+	stored.transposed = false
+	MatMulAcc(dst, x, Matrix{q: &stored}, R, K, N)
 }

@@ -8,13 +8,15 @@ import (
 	"github.com/llorch/llorch-check/gguf"
 )
 
-// Matrix is a row-major weight matrix held either as float32 or as IEEE
-// binary16 bits. The kernels widen float16 blocks into float32 scratch as
-// they stream them, so arithmetic stays float32 while a decode step reads
-// half the bytes. The zero Matrix is empty.
+// Matrix is a row-major weight matrix held as float32, as IEEE binary16
+// bits, or quantised (Quantized). The kernels widen float16 and quantised
+// blocks to float32 as they stream them, so arithmetic stays float32 while
+// a decode step reads half or a quarter of the bytes. The zero Matrix is
+// empty.
 type Matrix struct {
 	f32 []float32
 	f16 []uint16
+	q   *quant
 }
 
 // Float32 holds vals, not a copy.
@@ -24,17 +26,30 @@ func Float32(vals []float32) Matrix { return Matrix{f32: vals} }
 func Float16(bits []uint16) Matrix { return Matrix{f16: bits} }
 
 // Len is the number of elements.
-func (w Matrix) Len() int { return len(w.f32) + len(w.f16) }
+func (w Matrix) Len() int {
+	if w.q != nil {
+		return len(w.q.q)
+	}
+	return len(w.f32) + len(w.f16)
+}
 
 // Bytes is the memory the elements take.
-func (w Matrix) Bytes() int64 { return int64(len(w.f32))*4 + int64(len(w.f16))*2 }
+func (w Matrix) Bytes() int64 {
+	if w.q != nil {
+		return w.q.bytes()
+	}
+	return int64(len(w.f32))*4 + int64(len(w.f16))*2
+}
 
 // Float16Bits returns the binary16 bits of a float16 matrix, nil otherwise.
 func (w Matrix) Float16Bits() []uint16 { return w.f16 }
 
 // Float32s returns the values as float32: the slice itself, or a widened
-// copy of the float16 bits.
+// copy of the float16 bits or quantised values.
 func (w Matrix) Float32s() []float32 {
+	if w.q != nil {
+		return w.q.float32s()
+	}
 	if w.f16 == nil {
 		return w.f32
 	}
@@ -46,7 +61,10 @@ func (w Matrix) Float32s() []float32 {
 // Row returns row r of a [rows,cols] matrix: a slice of the float32
 // values, or the float16 row widened into dst[:cols].
 func (w Matrix) Row(dst []float32, r, cols int) []float32 {
-	if w.f16 == nil {
+	switch {
+	case w.q != nil:
+		return w.q.row(dst, r, cols)
+	case w.f16 == nil:
 		return w.f32[r*cols : (r+1)*cols]
 	}
 	dst = dst[:cols]

@@ -12,11 +12,12 @@ import (
 	"strings"
 
 	"github.com/llorch/llorch-check/gguf"
+	"github.com/llorch/llorch-check/kernels"
 )
 
 // loadGGUF reads a GPT-2 GGUF file through a memory map. Every parameter
-// is converted to a fresh float32 slice (block types such as Q8_0 and
-// Q4_K are dequantised here, on load), so the map is released before
+// is copied out of it (quantised matrices stay quantised, in the kernels'
+// layout; other tensors become float32), so the map is released before
 // returning.
 func loadGGUF(ctx context.Context, path string, opt LoadOptions) (*Model, error) {
 	data, unmap, err := mapFile(path)
@@ -76,15 +77,24 @@ func loadGGUFFrom(ctx context.Context, data []byte, release func([]byte), opt Lo
 			release(raw) // read for the comparison, never again
 		}
 	}
-	decode := func(t gguf.TensorInfo, dims []uint64) ([]float32, error) {
-		vals, err := decodeGGUFTensor(f, t, dims)
-		if err == nil && release != nil {
-			raw, _ := f.TensorData(t.Name)
+	types := map[string]bool{}
+	load := func(t gguf.TensorInfo, p ggufParam) error {
+		if err := ggufTensorLoadable(t, p.dims()); err != nil {
+			return err
+		}
+		raw, err := f.TensorData(t.Name)
+		if err != nil {
+			return err
+		}
+		if err := storeGGUFTensor(m, p, t, raw); err != nil {
+			return fmt.Errorf("tensor %q: %w", t.Name, err)
+		}
+		if release != nil {
 			release(raw)
 		}
-		return vals, err
+		types[t.Type.String()] = true
+		return nil
 	}
-	types := map[string]bool{}
 	for _, p := range params {
 		if err := ctx.Err(); err != nil {
 			return nil, fmt.Errorf("loading stopped: %w", err)
@@ -93,27 +103,16 @@ func loadGGUFFrom(ctx context.Context, data []byte, release func([]byte), opt Lo
 		if !ok {
 			return nil, fmt.Errorf("missing tensor %q", p.name)
 		}
-		vals, err := decode(t, p.dims())
-		if err != nil {
+		if err := load(t, p); err != nil {
 			return nil, err
 		}
-		if p.transposed {
-			vals = transpose(vals, p.shape[1], p.shape[0])
-		}
-		if err := p.dst.store(m, vals, t.Type.String()); err != nil {
-			return nil, fmt.Errorf("tensor %q: %w", p.name, err)
-		}
-		types[t.Type.String()] = true
 	}
 	if hasOutput && !tied {
-		vals, err := decode(out, params[0].dims())
-		if err != nil {
+		head := params[0]
+		head.name, head.dst = out.Name, mat(&m.lmW)
+		if err := load(out, head); err != nil {
 			return nil, err
 		}
-		if err := mat(&m.lmW).store(m, vals, out.Type.String()); err != nil {
-			return nil, fmt.Errorf("tensor %q: %w", out.Name, err)
-		}
-		types[out.Type.String()] = true
 	}
 	m.WeightsDType = strings.Join(slices.Sorted(maps.Keys(types)), "+")
 	if v, ok := f.Get(KeySourceSHA256); ok {
@@ -126,23 +125,47 @@ func loadGGUFFrom(ctx context.Context, data []byte, release func([]byte), opt Lo
 	return m, nil
 }
 
-// decodeGGUFTensor checks t's type and dims, then converts it to float32.
-func decodeGGUFTensor(f *gguf.File, t gguf.TensorInfo, dims []uint64) ([]float32, error) {
+// ggufTensorLoadable checks t's type and dims.
+func ggufTensorLoadable(t gguf.TensorInfo, dims []uint64) error {
 	if !gguf.Decodable(t.Type) {
-		return nil, fmt.Errorf("tensor %q: type %s is not supported (%s)", t.Name, t.Type, gguf.DecodableTypes)
+		return fmt.Errorf("tensor %q: type %s is not supported (%s)", t.Name, t.Type, gguf.DecodableTypes)
 	}
 	if !slices.Equal(t.Dims, dims) {
-		return nil, fmt.Errorf("tensor %q: dims %v contradict the hyper-parameters, which give %v (fastest-varying first)", t.Name, t.Dims, dims)
+		return fmt.Errorf("tensor %q: dims %v contradict the hyper-parameters, which give %v (fastest-varying first)", t.Name, t.Dims, dims)
 	}
-	raw, err := f.TensorData(t.Name)
-	if err != nil {
-		return nil, err
+	return nil
+}
+
+// storeGGUFTensor places tensor t's data raw in p's slot. A matrix of a
+// quantised type stays quantised (unless the model holds float16), its
+// rows decoded straight into the kernels' layout; everything else is
+// converted to float32 (and rounded to float16 for a Float16 model).
+func storeGGUFTensor(m *Model, p ggufParam, t gguf.TensorInfo, raw []byte) error {
+	if g, ok := gguf.GroupsOf(t.Type); ok && p.dst.mat != nil && !m.Float16 {
+		// The file's rows run along the reduction: Conv1D weights are
+		// stored [out][in] (p.transposed), the embedding [V][C].
+		rows, cols := p.shape[0], p.shape[1]
+		if p.transposed {
+			rows, cols = cols, rows
+		}
+		rowBytes := len(raw) / rows
+		w, err := kernels.Quantized(rows, cols, g.Size, g.Offset, !p.transposed, func(r int, q []int8, s, o []float32) error {
+			return gguf.DecodeGroups(t.Type, raw[r*rowBytes:(r+1)*rowBytes], q, s, o)
+		})
+		if err != nil {
+			return err
+		}
+		*p.dst.mat = w
+		return nil
 	}
 	vals := make([]float32, t.Elements())
 	if err := gguf.DecodeFloat32(t.Type, raw, vals); err != nil {
-		return nil, fmt.Errorf("tensor %q: %w", t.Name, err)
+		return err
 	}
-	return vals, nil
+	if p.transposed {
+		vals = transpose(vals, p.shape[1], p.shape[0])
+	}
+	return p.dst.store(m, vals, t.Type.String())
 }
 
 // sameGGUFTensor says whether t is a copy of the named tensor: the same

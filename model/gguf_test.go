@@ -3,6 +3,7 @@ package model
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -375,4 +376,47 @@ func TestLoadGGUFReleasesEveryTensor(t *testing.T) {
 	_, err = loadGGUFFrom(context.Background(), img, func(b []byte) { got += len(b) }, LoadOptions{})
 	require.NoError(t, err)
 	require.Equal(t, want, got)
+}
+
+// A quantised GGUF stays quantised in memory, and its forward pass is the
+// one of float32 weights holding the same values: every captured tensor
+// bit for bit up to the LM head, whose summation order differs (it reads
+// the quantised embedding column-wise), the logits to float32 rounding.
+func TestLoadGGUFQuantizedKept(t *testing.T) {
+	cfg := testCfg
+	cfg.NEmbd, cfg.NHead, cfg.NInner = 64, 4, 128
+	w := randomWeights(cfg, 17)
+	m, err := loadWeights(cfg, encodeSafetensors(t, w.tensors("")), LoadOptions{})
+	require.NoError(t, err)
+	q, err := loadGGUFBytes(context.Background(), ggufImage(t, m, gguf.GGMLTypeQ8_0, nil), LoadOptions{})
+	require.NoError(t, err)
+	require.Equal(t, "F32+Q8_0", q.WeightsDType)
+	for _, mat := range append(q.h[0].matrices(), &q.wte) {
+		require.Less(t, mat.Bytes(), int64(mat.Len())*5/4, "1 byte a weight plus a scale per 32")
+	}
+	f, err := loadGGUFBytes(context.Background(), ggufImage(t, q, gguf.GGMLTypeF32, nil), LoadOptions{})
+	require.NoError(t, err)
+	require.Equal(t, "F32", f.WeightsDType)
+
+	tokens := testTokens(9, 3)
+	capture := func(m *Model) (map[string][]float32, []float32) {
+		seen := map[string][]float32{}
+		logits, err := m.Forward(context.Background(), m.NewCache(), tokens, ForwardOptions{Probe: ProbeFunc(func(c Captured) {
+			seen[fmt.Sprintf("%s/%d", c.Name, c.Layer)] = slices.Clone(c.Data)
+		})})
+		require.NoError(t, err)
+		return seen, logits
+	}
+	gotT, gotLogits := capture(q)
+	wantT, wantLogits := capture(f)
+	require.Equal(t, len(wantT), len(gotT))
+	for name, want := range wantT {
+		if strings.Contains(name, "logits") || strings.Contains(name, "logprobs") {
+			continue
+		}
+		require.Equal(t, want, gotT[name], name)
+	}
+	for i := range wantLogits {
+		require.InDelta(t, wantLogits[i], gotLogits[i], 1e-5*math.Max(1, math.Abs(float64(wantLogits[i]))), "logit %d", i)
+	}
 }

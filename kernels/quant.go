@@ -1,0 +1,154 @@
+package kernels
+
+import "fmt"
+
+// quant is a quantised matrix as the kernels read it: one small integer per
+// weight, stored [K][N] (the reduction dimension outermost, as HF's Conv1D
+// holds float weights), and per column a float32 scale, and for the
+// asymmetric types an offset, for every group of consecutive rows. A
+// weight's value is ggml's: scale·q rounded to float32, then + offset
+// rounded (gguf.GroupValue). The kernels form that value in a register
+// and use it as the float32 kernels use a loaded weight, so a quantised
+// matrix gives the bits of float32 weights holding its values while a
+// decode step streams about a quarter of the bytes.
+type quant struct {
+	q          []int8    // [K][N]
+	s, o       []float32 // [K/group][N]; o is nil without offsets
+	group      int       // rows per scale: 32, or 16 for Q6_K
+	k, n       int
+	transposed bool // the matrix is the transpose of the storage: [N][K]
+}
+
+// Quantized builds a matrix from a quantised tensor as a file stores it:
+// rows rows of cols elements, each run of group elements along a row
+// sharing a scale (and an offset, if offset). decodeRow fills row r's
+// integers (cols), scales and offsets (cols/group each; o is nil without
+// offsets), as gguf.DecodeGroups does. The kernels keep the transpose,
+// [cols][rows], so that the reduction runs along the file's rows:
+// transposed false makes the matrix that transpose (a GGUF [out][in]
+// weight becomes HF Conv1D's [in,out], read by MatMulAcc), true keeps the
+// file's own layout (the token embedding [V][C], read by MatMulT and Row).
+func Quantized(rows, cols, group int, offset, transposed bool, decodeRow func(r int, q []int8, s, o []float32) error) (Matrix, error) {
+	if group <= 0 || group%4 != 0 || cols%group != 0 {
+		return Matrix{}, fmt.Errorf("kernels: groups of %d do not divide rows of %d into multiples of 4", group, cols)
+	}
+	K, N, G := cols, rows, cols/group
+	w := &quant{q: make([]int8, K*N), s: make([]float32, G*N), group: group, k: K, n: N, transposed: transposed}
+	if offset {
+		w.o = make([]float32, G*N)
+	}
+	// Rows are decoded a tile at a time and written out column by column,
+	// so the transpose writes runs of tile bytes instead of single bytes.
+	const tile = 32
+	q, s, o := make([]int8, tile*K), make([]float32, tile*G), make([]float32, tile*G)
+	for r0 := 0; r0 < N; r0 += tile {
+		nr := min(tile, N-r0)
+		for i := range nr {
+			var oi []float32
+			if offset {
+				oi = o[i*G : (i+1)*G]
+			}
+			if err := decodeRow(r0+i, q[i*K:(i+1)*K], s[i*G:(i+1)*G], oi); err != nil {
+				return Matrix{}, err
+			}
+		}
+		for k := range K {
+			dst := w.q[k*N+r0 : k*N+r0+nr]
+			for i := range dst {
+				dst[i] = q[i*K+k]
+			}
+		}
+		for g := range G {
+			for i := range nr {
+				w.s[g*N+r0+i] = s[i*G+g]
+				if offset {
+					w.o[g*N+r0+i] = o[i*G+g]
+				}
+			}
+		}
+	}
+	return Matrix{q: w}, nil
+}
+
+func (w *quant) bytes() int64 { return int64(len(w.q)) + 4*int64(len(w.s)+len(w.o)) }
+
+// value is the weight at storage row k, column j.
+func (w *quant) value(k, j int) float32 {
+	g := (k/w.group)*w.n + j
+	v := float32(float32(w.q[k*w.n+j]) * w.s[g])
+	if w.o != nil {
+		v = float32(v + w.o[g])
+	}
+	return v
+}
+
+// dequantGeneric: dst[r*n+j] = the weight at storage row k0+r, column j0+j.
+func (w *quant) dequantGeneric(dst []float32, k0, j0, rows, n int) {
+	for r := range rows {
+		d := dst[r*n : (r+1)*n]
+		for j := range d {
+			d[j] = w.value(k0+r, j0+j)
+		}
+	}
+}
+
+// float32s is the matrix's values in its own layout.
+func (w *quant) float32s() []float32 {
+	out := make([]float32, len(w.q))
+	if !w.transposed {
+		w.dequant(out, 0, 0, w.k, w.n)
+		return out
+	}
+	for k := range w.k {
+		for j := range w.n {
+			out[j*w.k+k] = w.value(k, j)
+		}
+	}
+	return out
+}
+
+// row is row r of the matrix in its own layout.
+func (w *quant) row(dst []float32, r, cols int) []float32 {
+	dst = dst[:cols]
+	if !w.transposed {
+		w.dequant(dst, r, 0, 1, cols)
+		return dst
+	}
+	for k := range dst {
+		dst[k] = w.value(k, r)
+	}
+	return dst
+}
+
+// dequant is dequantGeneric through the vector kernel where there is one;
+// the block is cut at group boundaries, each piece sharing one scale row.
+func (w *quant) dequant(dst []float32, k0, j0, rows, n int) {
+	for r := 0; r < rows; {
+		kk := min(rows-r, w.group-(k0+r)%w.group)
+		w.dequantGroup(dst[r*n:], k0+r, j0, kk, n)
+		r += kk
+	}
+}
+
+// axpyPanel is axpyPanel on the weights at storage rows k0..k0+k and
+// columns j0..j0+n: y[i,0:n] += Σ x[i,k']·w[k0+k',j0:j0+n] for i < m.
+func (w *quant) axpyPanel(y []float32, ldy int, x []float32, ldx int, k0, j0, n, m, k int) {
+	for r := 0; r < k; {
+		kk := min(k-r, w.group-(k0+r)%w.group)
+		w.axpyGroup(y, ldy, x[r:], ldx, k0+r, j0, n, m, kk)
+		r += kk
+	}
+}
+
+// axpyGroupWidened is axpyGroup through float32 scratch: the pure-Go
+// build's, and the assembly's column edges, which then get the float32
+// kernels' bits.
+func (w *quant) axpyGroupWidened(y []float32, ldy int, x []float32, ldx int, k0, j0, n, m, k int) {
+	if n == 0 || m == 0 || k == 0 {
+		return
+	}
+	buf := getScratch(k * n)
+	defer scratch.Put(buf)
+	w.dequantGeneric(*buf, k0, j0, k, n)
+	axpyPanel(y, ldy, x, ldx, *buf, n, n, m, k)
+}
