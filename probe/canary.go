@@ -2,7 +2,6 @@ package probe
 
 import (
 	"context"
-	"errors"
 	"log/slog"
 	"math"
 	"net/http"
@@ -86,7 +85,7 @@ func (c *Canary) Record(rep *checkpoints.Report, err error, start time.Time, too
 
 // Watch calls once now and then every interval until ctx ends, records
 // each outcome in c and logs its verdict. A run cut short by ctx is not
-// recorded: it says nothing about the server.
+// recorded, whatever it returned: it says nothing about the server.
 func Watch(ctx context.Context, every time.Duration, c *Canary, log *slog.Logger, once func(context.Context) (*checkpoints.Report, error)) {
 	t := time.NewTimer(0)
 	defer t.Stop()
@@ -98,7 +97,7 @@ func Watch(ctx context.Context, every time.Duration, c *Canary, log *slog.Logger
 		}
 		start := time.Now()
 		rep, err := once(ctx)
-		if ctx.Err() != nil && (err == nil || errors.Is(err, context.Canceled) || errors.Is(err, ctx.Err())) {
+		if ctx.Err() != nil {
 			return
 		}
 		took := time.Since(start)

@@ -4,89 +4,169 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"net/http"
-	"net/http/httptest"
+	"slices"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/llorch/llorch-check/internal/fixture"
+	"github.com/llorch/llorch-check/checkpoints"
+	"github.com/llorch/llorch-check/generation"
 	"github.com/llorch/llorch-check/model"
-	"github.com/llorch/llorch-check/references"
-	"github.com/llorch/llorch-check/server"
-	"github.com/llorch/llorch-check/tokenizer"
+	"github.com/llorch/llorch-check/sampling"
 )
 
-// serve runs llorch-check's own server on the tiny model on loopback,
-// with fault injected into the model when not zero.
-func serve(t *testing.T, fault model.Fault, layer int) string {
-	t.Helper()
-	m, err := model.Load(fixture.TinyModel())
-	require.NoError(t, err)
-	if fault != 0 {
-		m.InjectFault(fault, layer)
-	}
-	tok, err := tokenizer.Load(fixture.TinyModel())
-	require.NoError(t, err)
-	srv := server.New(server.Config{})
-	srv.SetModel(m, tok)
-	ts := httptest.NewServer(srv.Handler())
-	t.Cleanup(ts.Close)
-	return ts.URL
-}
-
-func tinySet(t *testing.T) *references.Set {
-	set, err := references.Open(fixture.TinyReferences())
-	require.NoError(t, err)
-	return set
-}
-
-// TestProbeOwnServer: llorch-check serve, seen from outside, passes: its
-// prompt log-probabilities, log-likelihoods and greedy texts are the
-// reference's.
-func TestProbeOwnServer(t *testing.T) {
-	rep, err := Run(context.Background(), tinySet(t), Options{Endpoint: serve(t, 0, -1)})
-	require.NoError(t, err)
-	require.True(t, rep.Passed, rep.Verdict())
-	var table bytes.Buffer
-	require.NoError(t, rep.WriteTable(&table))
-	require.Contains(t, table.String(), "engine/torch vs f64", "the budget column names what was checked")
-	seen := map[string]int{}
+// checkpointsOf lists the checkpoints a report has results at.
+func checkpointsOf(rep *checkpoints.Report) []int {
+	var out []int
 	for _, r := range rep.Results {
-		seen[r.Name]++
+		if !slices.Contains(out, r.Checkpoint) {
+			out = append(out, r.Checkpoint)
+		}
 	}
-	require.Equal(t, map[string]int{"prompt_logprobs": 3, "top_logprobs": 3, "generation": 3, "loglikelihood": len(tinySet(t).Manifest.Loglikelihood)}, seen)
+	return out
 }
 
-// TestProbeCatchesFaults: a server whose model has a classic porting bug
-// fails, at checkpoint 9 first, whatever the bug.
-func TestProbeCatchesFaults(t *testing.T) {
-	for _, f := range []model.Fault{model.FaultErfGELU, model.FaultTransposedProj, model.FaultNoCausalMask,
-		model.FaultAttnScale, model.FaultLayerNormEps, model.FaultNoResidual} {
-		t.Run(f.String(), func(t *testing.T) {
-			rep, err := Run(context.Background(), tinySet(t), Options{Endpoint: serve(t, f, -1)})
+// TestProbeDialectsPass: llorch-check serve, seen from outside through
+// every API it speaks, passes; and so does the loopback TGI that answers
+// from the same model. Each dialect checks exactly the checkpoints it
+// claims, and detection names the API it picked.
+func TestProbeDialectsPass(t *testing.T) {
+	own := serve(t, model.FaultNone)
+	tgi := tgiServer(t, model.FaultNone)
+	for _, tc := range []struct {
+		endpoint, api, want string
+	}{
+		{own, "", "openai"},
+		{own, "openai", "openai"},
+		{own, "worker", "worker"},
+		{own, "llorch", "llorch"},
+		{tgi, "auto", "tgi"},
+		{tgi, "tgi", "tgi"},
+	} {
+		t.Run(tc.want+"/"+tc.api, func(t *testing.T) {
+			rep, err := Run(context.Background(), tinySet(t), Options{Endpoint: tc.endpoint, API: tc.api})
 			require.NoError(t, err)
-			require.False(t, rep.Passed)
-			first := rep.Failures()[0]
-			require.Equal(t, 9, first.Checkpoint, "%s", first.Name)
+			require.True(t, rep.Passed, "%s: %+v", rep.Verdict(), rep.Failures())
+			require.Equal(t, tc.want, rep.API.Name)
+			if tc.api == tc.want {
+				require.Equal(t, "--api", rep.API.Chosen)
+			} else {
+				require.Contains(t, rep.API.Chosen, "detected: GET ")
+			}
+			require.Equal(t, dialects[tc.want].checks, checkpointsOf(rep), "the checkpoints the dialect claims")
+			var table bytes.Buffer
+			require.NoError(t, rep.WriteTable(&table))
+			require.Contains(t, table.String(), "api:        "+tc.want+" (")
+			require.Contains(t, table.String(), "engine/torch vs f64", "the budget column names what was checked")
 		})
 	}
 }
 
-// TestProbeBadServers: unreachable, erroring or garbage-answering servers
+// TestProbeOpenAICoversTheSet: every case with kept logits gets its
+// prompt log-probabilities and alternatives checked, every generation its
+// text, every log-likelihood pair its sum.
+func TestProbeOpenAICoversTheSet(t *testing.T) {
+	set := tinySet(t)
+	rep, err := Run(context.Background(), set, Options{Endpoint: serve(t, model.FaultNone), API: "openai"})
+	require.NoError(t, err)
+	cases, err := loadCases(set)
+	require.NoError(t, err)
+	want := map[string]int{"loglikelihood": len(set.Manifest.Loglikelihood)}
+	for _, rc := range cases {
+		if len(rc.Rows) > 0 {
+			want["prompt_logprobs"]++
+		}
+		if rc.Gen != nil {
+			want["generation"]++
+		}
+		if len(rc.Rows) > 0 || rc.Gen != nil {
+			want["top_logprobs"]++
+		}
+	}
+	seen := map[string]int{}
+	for _, r := range rep.Results {
+		seen[r.Name]++
+		require.Positive(t, r.Compared, "%s %s compared nothing", r.Name, r.Case)
+	}
+	require.Equal(t, want, seen)
+}
+
+// greedyMoves reports which cases' greedy continuations a fault changes,
+// from the faulted model itself.
+func greedyMoves(t *testing.T, fault model.Fault) []string {
+	t.Helper()
+	m, tok := tinyModel(t, fault)
+	set := tinySet(t)
+	cases, err := loadCases(set)
+	require.NoError(t, err)
+	var moved []string
+	for _, rc := range cases {
+		if rc.Gen == nil {
+			continue
+		}
+		res, err := generation.Generate(context.Background(), generation.NewModelDecoder(m), tok,
+			generation.Request{Prompt: rc.Tokens, MaxTokens: rc.GenN, Params: sampling.Params{Temperature: 0}}, nil)
+		require.NoError(t, err)
+		if !slices.Equal(res.Tokens, rc.Gen.Tokens[:rc.GenN]) {
+			moved = append(moved, rc.ID)
+		}
+	}
+	return moved
+}
+
+// TestProbeCatchesFaults: a server whose model has a classic porting bug
+// fails. Through an API with log-probabilities the first failure is at
+// checkpoint 9 whatever the bug. The worker API shows only greedy ids: it
+// fails exactly the cases whose greedy continuation the bug moves (at 10
+// or 12, with the margins), and cannot see a bug that moves none.
+func TestProbeCatchesFaults(t *testing.T) {
+	faults := []model.Fault{model.FaultErfGELU, model.FaultTransposedProj, model.FaultNoCausalMask,
+		model.FaultAttnScale, model.FaultLayerNormEps, model.FaultNoResidual}
+	for _, f := range faults {
+		own, tgi := serve(t, f), tgiServer(t, f)
+		moved := greedyMoves(t, f)
+		for _, tc := range []struct{ api, endpoint string }{{"openai", own}, {"llorch", own}, {"tgi", tgi}, {"worker", own}} {
+			t.Run(f.String()+"/"+tc.api, func(t *testing.T) {
+				rep, err := Run(context.Background(), tinySet(t), Options{Endpoint: tc.endpoint, API: tc.api})
+				require.NoError(t, err)
+				if tc.api != "worker" {
+					require.False(t, rep.Passed)
+					require.Equal(t, 9, rep.Failures()[0].Checkpoint, "%+v", rep.Failures()[0])
+					return
+				}
+				var failed []string
+				for _, r := range rep.Failures() {
+					require.Contains(t, []int{10, 12}, r.Checkpoint)
+					require.Contains(t, r.Message, "top-1 − top-2 at step")
+					if !slices.Contains(failed, r.Case) {
+						failed = append(failed, r.Case)
+					}
+				}
+				slices.Sort(failed)
+				slices.Sort(moved)
+				require.Equal(t, moved, failed)
+				require.Equal(t, len(moved) == 0, rep.Passed)
+			})
+		}
+	}
+}
+
+// TestProbeBadEndpoints: unreachable, erroring or garbage-answering servers
 // are errors, never a pass.
-func TestProbeBadServers(t *testing.T) {
-	garbage := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.Write([]byte("<html>")) }))
-	defer garbage.Close()
-	failing := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { http.Error(w, "boom", 500) }))
-	defer failing.Close()
-	empty := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.Write([]byte(`{"choices":[]}`)) }))
-	defer empty.Close()
-	down := httptest.NewServer(http.NotFoundHandler())
-	down.Close()
-	for _, url := range []string{garbage.URL, failing.URL, empty.URL, down.URL} {
-		_, err := Run(context.Background(), tinySet(t), Options{Endpoint: url})
-		require.Error(t, err, url)
-		require.True(t, errors.Is(err, ErrServer), "%v", err)
+func TestProbeBadEndpoints(t *testing.T) {
+	for _, tc := range badEndpoints(t) {
+		t.Run(tc.name, func(t *testing.T) {
+			rep, err := Run(context.Background(), tinySet(t), Options{Endpoint: tc.endpoint, API: tc.api})
+			if tc.fails != 0 {
+				require.NoError(t, err)
+				require.False(t, rep.Passed)
+				require.Equal(t, tc.fails, rep.Failures()[0].Checkpoint, "%+v", rep.Failures()[0])
+				require.Contains(t, rep.Failures()[0].Message+rep.Failures()[0].Name, tc.says)
+				return
+			}
+			require.Error(t, err)
+			require.True(t, errors.Is(err, ErrServer), "%v", err)
+			require.Contains(t, err.Error(), tc.says)
+		})
 	}
 }

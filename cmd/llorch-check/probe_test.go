@@ -1,0 +1,122 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/llorch/llorch-check/checkpoints"
+	"github.com/llorch/llorch-check/internal/fixture"
+)
+
+// startServe runs serve with args and waits until it is ready.
+func startServe(t *testing.T, args ...string) (base string, stop func()) {
+	t.Helper()
+	logs, errc, cancel := startServeCmd(t, args...)
+	base = "http://" + listenAddr(t, logs)
+	require.Eventually(t, func() bool { return readyzStatus(base) == http.StatusOK }, 30*time.Second, 10*time.Millisecond)
+	return base, func() { cancel(); <-errc }
+}
+
+// TestProbeCLIDialects: probe passes serve through each API it speaks,
+// and says which it used and how it chose.
+func TestProbeCLIDialects(t *testing.T) {
+	base, stop := startServe(t)
+	defer stop()
+	for _, tc := range []struct{ api, says string }{
+		{"auto", "api:        openai (detected: GET /v1/models answered a model list)"},
+		{"openai", "api:        openai (--api)"},
+		{"worker", "api:        worker (--api)"},
+		{"llorch", "api:        llorch (--api)"},
+	} {
+		code, out, stderr := runCLI(t, "probe", "--endpoint", base, "--references", fixture.TinyReferences(), "--api", tc.api)
+		require.Equal(t, exitOK, code, "%s: %s%s", tc.api, out, stderr)
+		require.Contains(t, out, tc.says)
+		require.Contains(t, out, "PASS: ")
+	}
+}
+
+// TestProbeCLIFaults: each fault serve --inject-fault plants is caught
+// from outside and named at checkpoint 9, exit 1.
+func TestProbeCLIFaults(t *testing.T) {
+	for _, fault := range strings.Split(faultNames(), ", ") {
+		t.Run(fault, func(t *testing.T) {
+			base, stop := startServe(t, "--inject-fault", fault)
+			defer stop()
+			code, out, stderr := runCLI(t, "probe", "--endpoint", base, "--references", fixture.TinyReferences(), "--format", "json")
+			require.Equal(t, exitFailed, code, stderr)
+			var rep checkpoints.Report
+			require.NoError(t, json.Unmarshal([]byte(out), &rep))
+			require.False(t, rep.Passed)
+			require.Equal(t, 9, rep.Failures()[0].Checkpoint)
+		})
+	}
+}
+
+// TestProbeCLIRejectsFlags: bad flags are exit 2 naming the flag, before
+// any request.
+func TestProbeCLIRejectsFlags(t *testing.T) {
+	for _, args := range [][]string{
+		{"--api", "grpc"}, {"--top-k", "1"}, {"--every", "-1s"}, {"--metrics-addr", "127.0.0.1:0"},
+		{"--every", "1m", "--metrics-addr", "nonsense"}, {"--format", "xml"},
+	} {
+		code, _, stderr := runCLI(t, append([]string{"probe", "--endpoint", "http://127.0.0.1:1"}, args...)...)
+		require.Equal(t, exitBadInput, code, "%v", args)
+		require.Contains(t, stderr, args[len(args)-2], "%v: the error names the flag", args)
+	}
+}
+
+// TestProbeCLICanary: --every re-checks, serves its verdict at
+// --metrics-addr, and a signal (the context ending) stops it with exit 0.
+func TestProbeCLICanary(t *testing.T) {
+	base, stop := startServe(t)
+	defer stop()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var stderr syncBuffer
+	done := make(chan int, 1)
+	go func() {
+		done <- execute(ctx, []string{"probe", "--endpoint", base, "--references", fixture.TinyReferences(),
+			"--every", "50ms", "--metrics-addr", "127.0.0.1:0"}, io.Discard, &stderr)
+	}()
+	var addr string
+	require.Eventually(t, func() bool {
+		for line := range strings.SplitSeq(stderr.String(), "\n") {
+			var rec struct{ Msg, Addr string }
+			if json.Unmarshal([]byte(line), &rec) == nil && rec.Msg == "metrics" {
+				addr = rec.Addr
+				return true
+			}
+		}
+		return false
+	}, 30*time.Second, 10*time.Millisecond)
+	var metrics string
+	require.Eventually(t, func() bool {
+		resp, err := http.Get("http://" + addr + "/metrics")
+		if err != nil {
+			return false
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		metrics = string(b)
+		return strings.Contains(metrics, "\nllorch_probe_passed 1\n") && !strings.Contains(metrics, `llorch_probe_runs_total{result="pass"} 1`+"\n")
+	}, time.Minute, 20*time.Millisecond, "two passing runs")
+	require.Contains(t, metrics, `llorch_probe_runs_total{result="error"} 0`)
+	cancel()
+	select {
+	case code := <-done:
+		require.Equal(t, exitOK, code, stderr.String())
+	case <-time.After(30 * time.Second):
+		t.Fatal("the canary did not stop when its context ended")
+	}
+	require.Contains(t, stderr.String(), `"msg":"canary stopped"`)
+	require.Contains(t, stderr.String(), `"result":"pass"`)
+	_, err := http.Get("http://" + addr + "/metrics")
+	require.Error(t, err, "the metrics listener is closed")
+}

@@ -1,0 +1,107 @@
+package probe
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"regexp"
+	"strconv"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/llorch/llorch-check/model"
+)
+
+// badEndpoint is a server that breaks its API one way; fails 0 means the
+// probe must end in an error saying says, else fail first at checkpoint
+// fails with says in the failure.
+type badEndpoint struct {
+	name, endpoint, api string
+	fails               int
+	says                string
+}
+
+func answer(code int, contentType, body string) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", contentType)
+		w.WriteHeader(code)
+		io.WriteString(w, body)
+	})
+}
+
+// events streams the given (event, data) pairs as Server-Sent Events and
+// then ends the response.
+func events(pairs ...string) http.Handler {
+	var b bytes.Buffer
+	for i := 0; i+1 < len(pairs); i += 2 {
+		fmt.Fprintf(&b, "event: %s\ndata: %s\n\n", pairs[i], pairs[i+1])
+	}
+	return answer(http.StatusOK, "text/event-stream", b.String())
+}
+
+const started = `{"type":"started","job_id":"j","prompt_tokens":2}`
+
+// promptTokensOff relays to target and adds one to every prompt_tokens
+// count it reports: a server that tokenizes prompts otherwise but
+// computes correctly.
+func promptTokensOff(t *testing.T, target string) http.Handler {
+	re := regexp.MustCompile(`"prompt_tokens":(\d+)`)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		req, err := http.NewRequestWithContext(r.Context(), r.Method, target+r.URL.Path, r.Body)
+		require.NoError(t, err)
+		req.Header = r.Header.Clone()
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		defer resp.Body.Close()
+		body, err := io.ReadAll(resp.Body)
+		require.NoError(t, err)
+		body = re.ReplaceAllFunc(body, func(m []byte) []byte {
+			n, _ := strconv.Atoi(string(re.FindSubmatch(m)[1]))
+			return fmt.Appendf(nil, `"prompt_tokens":%d`, n+1)
+		})
+		w.Header().Set("Content-Type", resp.Header.Get("Content-Type"))
+		w.WriteHeader(resp.StatusCode)
+		w.Write(body)
+	})
+}
+
+func badEndpoints(t *testing.T) []badEndpoint {
+	down := httptest.NewServer(http.NotFoundHandler())
+	down.Close()
+	own := serve(t, model.FaultNone)
+	srv := func(h http.Handler) string { return startServer(t, h) }
+	const json = "application/json"
+	return []badEndpoint{
+		{"refused", down.URL, "", 0, "connection refused"},
+		{"refused/worker", down.URL, "worker", 0, "connection refused"},
+		{"500", srv(answer(500, json, `{"error":"boom"}`)), "openai", 0, "answered 500"},
+		{"500/detect", srv(answer(500, json, `{"error":"boom"}`)), "", 0, "answered none of GET /info"},
+		{"html", srv(answer(200, "text/html", "<html>")), "openai", 0, "not its JSON"},
+		{"no choices", srv(answer(200, json, `{"choices":[]}`)), "openai", 0, "no choice with logprobs"},
+		{"short logprobs", srv(answer(200, json, `{"choices":[{"text":"","logprobs":{"token_logprobs":[null],"top_logprobs":[null]}}]}`)), "openai", 0,
+			"1 token log-probabilities for a prompt of"},
+		{"null logprob", srv(answer(200, json, `{"choices":[{"text":"","logprobs":{"token_logprobs":[null,null]}}]}`)), "openai", 0,
+			"no log-probability for prompt token 1"},
+		{"truncated SSE", srv(events("started", started, "token", `{"type":"token","t":"x","i":0,"id":7}`)), "worker", 0, "truncated"},
+		{"SSE token count", srv(events("started", started, "token", `{"type":"token","t":"x","i":0,"id":7}`, "end", `{"type":"end","tokens_out":5}`)), "worker", 0,
+			"counts 5 tokens after 1 token events"},
+		{"SSE index gap", srv(events("started", started, "token", `{"type":"token","t":"x","i":1,"id":7}`)), "worker", 0, "has index 1"},
+		{"SSE error event", srv(events("started", started, "error", `{"type":"error","code":"INFERENCE_FAILED","message":"gpu on fire"}`)), "worker", 0,
+			"ended with error INFERENCE_FAILED: gpu on fire"},
+		{"SSE before started", srv(events("token", `{"type":"token","t":"x","i":0,"id":7}`)), "worker", 0, `sent "token" before started`},
+		{"SSE garbage", srv(events("started", "{not json")), "worker", 0, "is not JSON"},
+		{"not SSE", srv(answer(200, json, `{"ok":true}`)), "worker", 0, "not an event stream"},
+		{"TGI without details", srv(answer(200, json, `[{"generated_text":"x"}]`)), "tgi", 0, "not its JSON"},
+		{"TGI no details", srv(answer(200, json, `{"generated_text":"x"}`)), "tgi", 0, "without details"},
+		{"TGI token count", srv(answer(200, json, `{"generated_text":"x","details":{"generated_tokens":3,"prefill":[],"tokens":[{"id":1,"logprob":-1}]}}`)), "tgi", 0,
+			"generated_tokens 3 but lists 1"},
+		{"TGI no prefill", srv(answer(200, json, `{"generated_text":"x","details":{"generated_tokens":1,"prefill":[],"tokens":[{"id":1,"logprob":-1}]}}`)), "tgi", 0,
+			"without prefill details"},
+		{"batch completions", srv(answer(200, json, `{"completions":["a","b"],"usage":{"prompt_tokens":2}}`)), "llorch", 0, "2 completions"},
+		{"prompt_tokens off/worker", srv(promptTokensOff(t, own)), "worker", 12, "encoded the prompt as"},
+		{"prompt_tokens off/llorch", srv(promptTokensOff(t, own)), "llorch", 12, "encoded the prompt as"},
+	}
+}
