@@ -2,6 +2,7 @@ package checkpoints
 
 import (
 	"fmt"
+	"math"
 	"sort"
 	"strings"
 )
@@ -58,10 +59,13 @@ func CompareIDs(cp int, name, caseID string, got, want []int) Result {
 // gives text, not ids).
 func CompareText(cp int, name, caseID, got, want string) Result {
 	res := exactResult(cp, name, caseID, 1)
+	res.Compared, res.Cosine = 1, 1
 	if got != want {
+		res.Mismatches = 1
+		res.MaxAbsErr, res.TolRatio = Float(math.Inf(1)), Float(math.Inf(1))
 		return res.fail("text %q, the reference has %q", got, want)
 	}
-	res.Status, res.Passed, res.Compared = StatusPassed, true, 1
+	res.Status, res.Passed = StatusPassed, true
 	return res
 }
 
