@@ -23,6 +23,7 @@ type client struct {
 	base   string
 	apiKey string
 	hc     *http.Client
+	seen   map[string]string // during detection: what each discovery route answered
 }
 
 func (c *client) request(ctx context.Context, method, path string, body any) (*http.Response, error) {

@@ -15,6 +15,9 @@ func detect(ctx context.Context, c *client) (name, how string, err error) {
 	var info struct {
 		ModelID string `json:"model_id"`
 	}
+	seen := map[string]string{}
+	c.seen = seen
+	defer func() { c.seen = nil }()
 	ok, err := c.probeGET(ctx, "/info", &info)
 	if err != nil {
 		return "", "", err
@@ -38,7 +41,8 @@ func detect(ctx context.Context, c *client) (name, how string, err error) {
 		}
 		return "worker", "detected: GET /health answered as a llama-orch worker (model_loaded)", nil
 	}
-	return "", "", fmt.Errorf("%w: %s answered none of GET /info (TGI), /v1/models (OpenAI), /health (llama-orch worker) as those APIs do; name the API with --api", ErrServer, c.base)
+	return "", "", fmt.Errorf("%w: %s answered none of GET /info (TGI: %s), /v1/models (OpenAI: %s), /health (llama-orch worker: %s) as those APIs do; name the API with --api",
+		ErrServer, c.base, seen["/info"], seen["/v1/models"], seen["/health"])
 }
 
 // probeGET reports whether path answered 200 with JSON that decodes into
@@ -50,8 +54,23 @@ func (c *client) probeGET(ctx context.Context, path string, out any) (bool, erro
 	}
 	defer resp.Body.Close()
 	data, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
-	if err != nil || resp.StatusCode != http.StatusOK {
-		return false, nil
+	switch {
+	case err != nil:
+		c.saw(path, "reading the answer: "+err.Error())
+	case resp.StatusCode != http.StatusOK:
+		c.saw(path, resp.Status)
+	case json.Unmarshal(data, out) != nil:
+		c.saw(path, "200 but not JSON of that shape")
+	default:
+		c.saw(path, "200 without the fields that API has")
+		return true, nil
 	}
-	return json.Unmarshal(data, out) == nil, nil
+	return false, nil
+}
+
+// saw notes what path answered, for detection's error message.
+func (c *client) saw(path, what string) {
+	if c.seen != nil {
+		c.seen[path] = what
+	}
 }

@@ -97,19 +97,20 @@ func textAlts(tops []map[string]float64) [][]alt {
 }
 
 // promptLogProbs asks for the prompt echoed with log-probabilities and
-// top alternatives, and returns both by position; position 0, which has
-// no context, is NaN with no alternatives.
+// top alternatives, and returns both by prompt position; position 0, which
+// has no context, is NaN with no alternatives.
 func (p *prober) promptLogProbs(ctx context.Context, tokens []int, top int) ([]float64, [][]alt, error) {
 	var c completion
-	if err := p.complete(ctx, map[string]any{"prompt": tokens, "max_tokens": 0, "echo": true, "logprobs": top, "temperature": 0}, &c); err != nil {
+	// max_tokens 1, as lm-evaluation-harness asks: vLLM refuses 0.
+	if err := p.complete(ctx, map[string]any{"prompt": tokens, "max_tokens": 1, "echo": true, "logprobs": top, "temperature": 0}, &c); err != nil {
 		return nil, nil, err
 	}
 	if len(c.Choices) != 1 || c.Choices[0].Logprobs == nil {
 		return nil, nil, fmt.Errorf("%w: no choice with logprobs in the answer", ErrServer)
 	}
 	lp := c.Choices[0].Logprobs
-	if len(lp.TokenLogprobs) < len(tokens) {
-		return nil, nil, fmt.Errorf("%w: %d token log-probabilities for a prompt of %d tokens", ErrServer, len(lp.TokenLogprobs), len(tokens))
+	if n := len(lp.TokenLogprobs); n < len(tokens) || n > len(tokens)+1 {
+		return nil, nil, fmt.Errorf("%w: %d token log-probabilities for a prompt of %d tokens and 1 generated", ErrServer, n, len(tokens))
 	}
 	out := make([]float64, len(tokens))
 	for i := range tokens {
@@ -126,7 +127,7 @@ func (p *prober) promptLogProbs(ctx context.Context, tokens []int, top int) ([]f
 	for len(tops) < len(tokens) {
 		tops = append(tops, nil)
 	}
-	return out, tops, nil
+	return out, tops[:len(tokens)], nil
 }
 
 func (p *prober) complete(ctx context.Context, body map[string]any, out *completion) error {
