@@ -234,12 +234,15 @@ func dotPanel16(h []float32, ldh, m int, w []uint16, ldw, n int, out []float32, 
 func axpyPanelQAVX2(y *float32, ldyb int, x *float32, ldxb int, q *int8, ldqb int, s, o *float32, n, m, k int)
 
 //go:noescape
+func axpyPanelQAVX512(y *float32, ldyb int, x *float32, ldxb int, q *int8, ldqb int, s, o *float32, n, m, k int)
+
+//go:noescape
 func dequantQAVX2(dst *float32, lddb int, q *int8, ldqb int, s, o *float32, rows, n int)
 
-// scaleRow returns the scale and offset pointers of the group holding
-// storage row k, from column j (o nil without offsets).
+// scaleRow returns the scale and offset pointers of storage row k, column
+// j, for n columns of one slab (o nil without offsets).
 func (w *quant) scaleRow(k, j, n int) (s, o *float32) {
-	g := (k/w.group)*w.n + j
+	g := w.sIndex(k, j)
 	_ = w.s[g+n-1]
 	if w.o != nil {
 		o = &w.o[g]
@@ -247,44 +250,53 @@ func (w *quant) scaleRow(k, j, n int) (s, o *float32) {
 	return &w.s[g], o
 }
 
-// axpyGroup is axpyPanel within one quantisation group: the assembly takes
-// 16-column multiples of 4 rows, the edges go through float32 scratch.
-func (w *quant) axpyGroup(y []float32, ldy int, x []float32, ldx int, k0, j0, n, m, k int) {
+// axpyPiece is axpyPanel within one group and one slab: the assembly
+// takes 16-column multiples of 4 rows, the edges go through float32
+// scratch.
+func (w *quant) axpyPiece(y []float32, ldy int, x []float32, ldx int, k0, j0, n, m, k int) {
 	if !useAVX2 || m == 0 {
-		w.axpyGroupWidened(y, ldy, x, ldx, k0, j0, n, m, k)
+		w.axpyPieceWidened(y, ldy, x, ldx, k0, j0, n, m, k)
 		return
 	}
 	n16, k4 := n&^15, k&^3
 	if n16 > 0 && k4 > 0 {
 		_ = y[(m-1)*ldy+n16-1]
 		_ = x[(m-1)*ldx+k4-1]
-		_ = w.q[(k0+k4-1)*w.n+j0+n16-1]
-		s, o := w.scaleRow(k0, j0, n16)
-		axpyPanelQAVX2(unsafe.SliceData(y), ldy*4, unsafe.SliceData(x), ldx*4, &w.q[k0*w.n+j0], w.n, s, o, n16, m, k4)
+		_ = w.q[w.qIndex(k0+k4-1, j0+n16-1)]
+		n32 := 0
+		if useAVX512 {
+			n32 = n &^ 31
+			if n32 > 0 {
+				s, o := w.scaleRow(k0, j0, n32)
+				axpyPanelQAVX512(unsafe.SliceData(y), ldy*4, unsafe.SliceData(x), ldx*4, &w.q[w.qIndex(k0, j0)], slab, s, o, n32, m, k4)
+			}
+		}
+		if n32 < n16 {
+			s, o := w.scaleRow(k0, j0+n32, n16-n32)
+			axpyPanelQAVX2(&y[n32], ldy*4, unsafe.SliceData(x), ldx*4, &w.q[w.qIndex(k0, j0+n32)], slab, s, o, n16-n32, m, k4)
+		}
 	}
 	if k4 < k && n16 > 0 {
-		w.axpyGroupWidened(y, ldy, x[k4:], ldx, k0+k4, j0, n16, m, k-k4)
+		w.axpyPieceWidened(y, ldy, x[k4:], ldx, k0+k4, j0, n16, m, k-k4)
 	}
 	if n16 < n {
-		w.axpyGroupWidened(y[n16:], ldy, x, ldx, k0, j0+n16, n-n16, m, k)
+		w.axpyPieceWidened(y[n16:], ldy, x, ldx, k0, j0+n16, n-n16, m, k)
 	}
 }
 
-// dequantGroup is dequantGeneric within one quantisation group.
-func (w *quant) dequantGroup(dst []float32, k0, j0, rows, n int) {
+// dequantPiece is dequantGeneric within one group and one slab.
+func (w *quant) dequantPiece(dst []float32, ldd, k0, j0, rows, n int) {
 	nv := 0
 	if useAVX2 {
 		nv = n &^ 15
 	}
 	if nv > 0 && rows > 0 {
-		_ = dst[(rows-1)*n+nv-1]
-		_ = w.q[(k0+rows-1)*w.n+j0+nv-1]
+		_ = dst[(rows-1)*ldd+nv-1]
+		_ = w.q[w.qIndex(k0+rows-1, j0+nv-1)]
 		s, o := w.scaleRow(k0, j0, nv)
-		dequantQAVX2(unsafe.SliceData(dst), n*4, &w.q[k0*w.n+j0], w.n, s, o, rows, nv)
+		dequantQAVX2(unsafe.SliceData(dst), ldd*4, &w.q[w.qIndex(k0, j0)], slab, s, o, rows, nv)
 	}
 	if nv < n {
-		for r := range rows {
-			w.dequantGeneric(dst[r*n+nv:], k0+r, j0+nv, 1, n-nv)
-		}
+		w.dequantGeneric(dst[nv:], ldd, k0, j0+nv, rows, n-nv)
 	}
 }

@@ -681,6 +681,121 @@ qdone:
 	VZEROUPPER
 	RET
 
+// The 512-bit forms of QWEIGHTS, QOFFSET and QFMA: 32 weights of row rq
+// (scales in Z10:Z11, offsets in Z12:Z13, sums in Z4:Z5).
+#define QWEIGHTS512(rq, t0, t1) \
+	VPMOVSXBD (rq)(CX*1), t0; \
+	VPMOVSXBD 16(rq)(CX*1), t1; \
+	VCVTDQ2PS t0, t0; \
+	VCVTDQ2PS t1, t1; \
+	VMULPS    Z10, t0, t0; \
+	VMULPS    Z11, t1, t1
+
+#define QOFFSET512(t0, t1) \
+	VADDPS Z12, t0, t0; \
+	VADDPS Z13, t1, t1
+
+#define QFMA512(xr, t0, t1) \
+	VFMADD231PS t0, xr, Z4; \
+	VFMADD231PS t1, xr, Z5
+
+// func axpyPanelQAVX512(y *float32, ldyb int, x *float32, ldxb int, q *int8, ldqb int, s, o *float32, n, m, k int)
+//
+// axpyPanelQAVX2 with 512-bit registers, 32 columns a step (n a multiple
+// of 32): the same operations on each weight, half the instructions.
+TEXT ·axpyPanelQAVX512(SB), NOSPLIT, $0-88
+	MOVQ  x+16(FP), SI
+	MOVQ  q+32(FP), R8
+	MOVQ  s+48(FP), DI
+	MOVQ  o+56(FP), AX
+	MOVQ  n+64(FP), DX
+	TESTQ DX, DX
+	JZ    zdone
+	MOVQ  k+80(FP), CX
+	SHRQ  $2, CX
+	JZ    zdone
+	MOVQ  CX, k+80(FP)
+
+zkblock:
+	MOVQ ldqb+40(FP), BX
+	LEAQ (R8)(BX*1), R9
+	LEAQ (R8)(BX*2), R10
+	LEAQ (R9)(BX*2), R11
+	MOVQ y+0(FP), BX
+	MOVQ SI, R12
+	MOVQ m+72(FP), R13
+
+zmrow:
+	VBROADCASTSS 0(R12), Z0
+	VBROADCASTSS 4(R12), Z1
+	VBROADCASTSS 8(R12), Z2
+	VBROADCASTSS 12(R12), Z3
+	XORQ         CX, CX
+	TESTQ        AX, AX
+	JNZ          zloopo
+
+zloop:
+	VMOVUPS (DI)(CX*4), Z10
+	VMOVUPS 64(DI)(CX*4), Z11
+	VMOVUPS (BX)(CX*4), Z4
+	VMOVUPS 64(BX)(CX*4), Z5
+	QWEIGHTS512(R8, Z6, Z7)
+	QFMA512(Z0, Z6, Z7)
+	QWEIGHTS512(R9, Z8, Z9)
+	QFMA512(Z1, Z8, Z9)
+	QWEIGHTS512(R10, Z6, Z7)
+	QFMA512(Z2, Z6, Z7)
+	QWEIGHTS512(R11, Z8, Z9)
+	QFMA512(Z3, Z8, Z9)
+	VMOVUPS Z4, (BX)(CX*4)
+	VMOVUPS Z5, 64(BX)(CX*4)
+	ADDQ    $32, CX
+	CMPQ    CX, DX
+	JL      zloop
+	JMP     znext
+
+zloopo:
+	VMOVUPS (DI)(CX*4), Z10
+	VMOVUPS 64(DI)(CX*4), Z11
+	VMOVUPS (AX)(CX*4), Z12
+	VMOVUPS 64(AX)(CX*4), Z13
+	VMOVUPS (BX)(CX*4), Z4
+	VMOVUPS 64(BX)(CX*4), Z5
+	QWEIGHTS512(R8, Z6, Z7)
+	QOFFSET512(Z6, Z7)
+	QFMA512(Z0, Z6, Z7)
+	QWEIGHTS512(R9, Z8, Z9)
+	QOFFSET512(Z8, Z9)
+	QFMA512(Z1, Z8, Z9)
+	QWEIGHTS512(R10, Z6, Z7)
+	QOFFSET512(Z6, Z7)
+	QFMA512(Z2, Z6, Z7)
+	QWEIGHTS512(R11, Z8, Z9)
+	QOFFSET512(Z8, Z9)
+	QFMA512(Z3, Z8, Z9)
+	VMOVUPS Z4, (BX)(CX*4)
+	VMOVUPS Z5, 64(BX)(CX*4)
+	ADDQ    $32, CX
+	CMPQ    CX, DX
+	JL      zloopo
+
+znext:
+	ADDQ ldyb+8(FP), BX
+	ADDQ ldxb+24(FP), R12
+	DECQ R13
+	JNZ  zmrow
+
+	ADDQ $16, SI
+	MOVQ ldqb+40(FP), BX
+	SHLQ $2, BX
+	ADDQ BX, R8
+	DECQ k+80(FP)
+	JNZ  zkblock
+
+zdone:
+	VZEROUPPER
+	RET
+
 // func dequantQAVX2(dst *float32, lddb int, q *int8, ldqb int, s, o *float32, rows, n int)
 //
 // dst[r,0:n] = s[0:n]·q[r,0:n] (+ o[0:n] if o is not nil), each rounded as

@@ -39,10 +39,10 @@ func dotPanel16(h []float32, ldh, m int, w []uint16, ldw, n int, out []float32, 
 	dotPanelWidened(h, ldh, m, w, ldw, n, out, ldo)
 }
 
-func (w *quant) axpyGroup(y []float32, ldy int, x []float32, ldx int, k0, j0, n, m, k int) {
-	w.axpyGroupWidened(y, ldy, x, ldx, k0, j0, n, m, k)
+func (w *quant) axpyPiece(y []float32, ldy int, x []float32, ldx int, k0, j0, n, m, k int) {
+	w.axpyPieceWidened(y, ldy, x, ldx, k0, j0, n, m, k)
 }
 
-func (w *quant) dequantGroup(dst []float32, k0, j0, rows, n int) {
-	w.dequantGeneric(dst, k0, j0, rows, n)
+func (w *quant) dequantPiece(dst []float32, ldd, k0, j0, rows, n int) {
+	w.dequantGeneric(dst, ldd, k0, j0, rows, n)
 }

@@ -28,7 +28,7 @@ func Float16(bits []uint16) Matrix { return Matrix{f16: bits} }
 // Len is the number of elements.
 func (w Matrix) Len() int {
 	if w.q != nil {
-		return len(w.q.q)
+		return w.q.k * w.q.n
 	}
 	return len(w.f32) + len(w.f16)
 }

@@ -11,13 +11,22 @@ import "fmt"
 // and use it as the float32 kernels use a loaded weight, so a quantised
 // matrix gives the bits of float32 weights holding its values while a
 // decode step streams about a quarter of the bytes.
+//
+// The columns are cut into slabs of slab columns, each stored whole
+// ([K][slab] integers, then its [K/group][slab] scales and offsets), so a
+// goroutine working on a few columns streams contiguous memory: with
+// plain [K][N] rows, a 128-column share of a decode step read 128-byte
+// runs a row apart and the prefetchers never caught up.
 type quant struct {
-	q          []int8    // [K][N]
-	s, o       []float32 // [K/group][N]; o is nil without offsets
+	q          []int8    // [N/slab][K][slab], the last slab padded
+	s, o       []float32 // [N/slab][K/group][slab]; o is nil without offsets
 	group      int       // rows per scale: 32, or 16 for Q6_K
 	k, n       int
 	transposed bool // the matrix is the transpose of the storage: [N][K]
 }
+
+// slab is the column width of a quant slab: 64 bytes of integers a row.
+const slab = 64
 
 // Quantized builds a matrix from a quantised tensor as a file stores it:
 // rows rows of cols elements, each run of group elements along a row
@@ -33,16 +42,16 @@ func Quantized(rows, cols, group int, offset, transposed bool, decodeRow func(r 
 		return Matrix{}, fmt.Errorf("kernels: groups of %d do not divide rows of %d into multiples of 4", group, cols)
 	}
 	K, N, G := cols, rows, cols/group
-	w := &quant{q: make([]int8, K*N), s: make([]float32, G*N), group: group, k: K, n: N, transposed: transposed}
+	np := (N + slab - 1) / slab * slab
+	w := &quant{q: make([]int8, K*np), s: make([]float32, G*np), group: group, k: K, n: N, transposed: transposed}
 	if offset {
-		w.o = make([]float32, G*N)
+		w.o = make([]float32, G*np)
 	}
-	// Rows are decoded a tile at a time and written out column by column,
-	// so the transpose writes runs of tile bytes instead of single bytes.
-	const tile = 32
-	q, s, o := make([]int8, tile*K), make([]float32, tile*G), make([]float32, tile*G)
-	for r0 := 0; r0 < N; r0 += tile {
-		nr := min(tile, N-r0)
+	// A slab's rows are decoded together and written out column by
+	// column, so the transpose writes runs of slab bytes.
+	q, s, o := make([]int8, slab*K), make([]float32, slab*G), make([]float32, slab*G)
+	for r0 := 0; r0 < N; r0 += slab {
+		nr := min(slab, N-r0)
 		for i := range nr {
 			var oi []float32
 			if offset {
@@ -53,16 +62,16 @@ func Quantized(rows, cols, group int, offset, transposed bool, decodeRow func(r 
 			}
 		}
 		for k := range K {
-			dst := w.q[k*N+r0 : k*N+r0+nr]
+			dst := w.q[w.qIndex(k, r0):][:nr]
 			for i := range dst {
 				dst[i] = q[i*K+k]
 			}
 		}
 		for g := range G {
 			for i := range nr {
-				w.s[g*N+r0+i] = s[i*G+g]
+				w.s[w.sIndex(g*group, r0+i)] = s[i*G+g]
 				if offset {
-					w.o[g*N+r0+i] = o[i*G+g]
+					w.o[w.sIndex(g*group, r0+i)] = o[i*G+g]
 				}
 			}
 		}
@@ -72,20 +81,30 @@ func Quantized(rows, cols, group int, offset, transposed bool, decodeRow func(r 
 
 func (w *quant) bytes() int64 { return int64(len(w.q)) + 4*int64(len(w.s)+len(w.o)) }
 
+// qIndex is the index in q of storage row k, column j; rows of a slab are
+// slab apart.
+func (w *quant) qIndex(k, j int) int { return (j/slab*w.k+k)*slab + j%slab }
+
+// sIndex is the index in s and o of the scale of storage row k, column j.
+func (w *quant) sIndex(k, j int) int {
+	return (j/slab*(w.k/w.group)+k/w.group)*slab + j%slab
+}
+
 // value is the weight at storage row k, column j.
 func (w *quant) value(k, j int) float32 {
-	g := (k/w.group)*w.n + j
-	v := float32(float32(w.q[k*w.n+j]) * w.s[g])
+	g := w.sIndex(k, j)
+	v := float32(float32(w.q[w.qIndex(k, j)]) * w.s[g])
 	if w.o != nil {
 		v = float32(v + w.o[g])
 	}
 	return v
 }
 
-// dequantGeneric: dst[r*n+j] = the weight at storage row k0+r, column j0+j.
-func (w *quant) dequantGeneric(dst []float32, k0, j0, rows, n int) {
+// dequantGeneric: dst[r*ldd+j] = the weight at storage row k0+r, column
+// j0+j, for r < rows, j < n.
+func (w *quant) dequantGeneric(dst []float32, ldd, k0, j0, rows, n int) {
 	for r := range rows {
-		d := dst[r*n : (r+1)*n]
+		d := dst[r*ldd : r*ldd+n]
 		for j := range d {
 			d[j] = w.value(k0+r, j0+j)
 		}
@@ -94,7 +113,7 @@ func (w *quant) dequantGeneric(dst []float32, k0, j0, rows, n int) {
 
 // float32s is the matrix's values in its own layout.
 func (w *quant) float32s() []float32 {
-	out := make([]float32, len(w.q))
+	out := make([]float32, w.k*w.n)
 	if !w.transposed {
 		w.dequant(out, 0, 0, w.k, w.n)
 		return out
@@ -120,35 +139,46 @@ func (w *quant) row(dst []float32, r, cols int) []float32 {
 	return dst
 }
 
-// dequant is dequantGeneric through the vector kernel where there is one;
-// the block is cut at group boundaries, each piece sharing one scale row.
-func (w *quant) dequant(dst []float32, k0, j0, rows, n int) {
-	for r := 0; r < rows; {
-		kk := min(rows-r, w.group-(k0+r)%w.group)
-		w.dequantGroup(dst[r*n:], k0+r, j0, kk, n)
-		r += kk
+// pieces calls f for each piece of rows k0..k0+k and columns j0..j0+n
+// that lies in one group and one slab: its first row and column, and
+// their offsets r and c within the block.
+func (w *quant) pieces(k0, j0, k, n int, f func(kp, jp, r, c, kk, nn int)) {
+	for c := 0; c < n; {
+		nn := min(n-c, slab-(j0+c)%slab)
+		for r := 0; r < k; {
+			kk := min(k-r, w.group-(k0+r)%w.group)
+			f(k0+r, j0+c, r, c, kk, nn)
+			r += kk
+		}
+		c += nn
 	}
+}
+
+// dequant is dequantGeneric through the vector kernel where there is one.
+func (w *quant) dequant(dst []float32, k0, j0, rows, n int) {
+	w.pieces(k0, j0, rows, n, func(kp, jp, r, c, kk, nn int) {
+		w.dequantPiece(dst[r*n+c:], n, kp, jp, kk, nn)
+	})
 }
 
 // axpyPanel is axpyPanel on the weights at storage rows k0..k0+k and
 // columns j0..j0+n: y[i,0:n] += Σ x[i,k']·w[k0+k',j0:j0+n] for i < m.
+// Each column still sums its rows in k order, whatever the pieces.
 func (w *quant) axpyPanel(y []float32, ldy int, x []float32, ldx int, k0, j0, n, m, k int) {
-	for r := 0; r < k; {
-		kk := min(k-r, w.group-(k0+r)%w.group)
-		w.axpyGroup(y, ldy, x[r:], ldx, k0+r, j0, n, m, kk)
-		r += kk
-	}
+	w.pieces(k0, j0, k, n, func(kp, jp, r, c, kk, nn int) {
+		w.axpyPiece(y[c:], ldy, x[r:], ldx, kp, jp, nn, m, kk)
+	})
 }
 
-// axpyGroupWidened is axpyGroup through float32 scratch: the pure-Go
+// axpyPieceWidened is axpyPiece through float32 scratch: the pure-Go
 // build's, and the assembly's column edges, which then get the float32
 // kernels' bits.
-func (w *quant) axpyGroupWidened(y []float32, ldy int, x []float32, ldx int, k0, j0, n, m, k int) {
+func (w *quant) axpyPieceWidened(y []float32, ldy int, x []float32, ldx int, k0, j0, n, m, k int) {
 	if n == 0 || m == 0 || k == 0 {
 		return
 	}
 	buf := getScratch(k * n)
 	defer scratch.Put(buf)
-	w.dequantGeneric(*buf, k0, j0, k, n)
+	w.dequantGeneric(*buf, n, k0, j0, k, n)
 	axpyPanel(y, ldy, x, ldx, *buf, n, n, m, k)
 }
