@@ -681,116 +681,167 @@ qdone:
 	VZEROUPPER
 	RET
 
-// The 512-bit forms of QWEIGHTS, QOFFSET and QFMA: 32 weights of row rq
-// (scales in Z10:Z11, offsets in Z12:Z13, sums in Z4:Z5).
-#define QWEIGHTS512(rq, t0, t1) \
-	VPMOVSXBD (rq)(CX*1), t0; \
-	VPMOVSXBD 16(rq)(CX*1), t1; \
-	VCVTDQ2PS t0, t0; \
-	VCVTDQ2PS t1, t1; \
-	VMULPS    Z10, t0, t0; \
-	VMULPS    Z11, t1, t1
-
-#define QOFFSET512(t0, t1) \
-	VADDPS Z12, t0, t0; \
-	VADDPS Z13, t1, t1
-
-#define QFMA512(xr, t0, t1) \
-	VFMADD231PS t0, xr, Z4; \
-	VFMADD231PS t1, xr, Z5
-
 // func axpyPanelQAVX512(y *float32, ldyb int, x *float32, ldxb int, q *int8, ldqb int, s, o *float32, n, m, k int)
 //
-// axpyPanelQAVX2 with 512-bit registers, 32 columns a step (n a multiple
-// of 32): the same operations on each weight, half the instructions.
+// axpyPanelQAVX2 with 512-bit registers and the loops turned round: for
+// each row of y, a strip of 64 columns (32 at the end; n a multiple of
+// 32) stays in four registers while all k rows of q (one group, so one
+// scale row) stream past it, one row a step, 64 contiguous bytes apart.
+// Each sum still takes its products in k order, one FMA at a time, so
+// the bits are those of the 256-bit kernel; but y is loaded and stored
+// once per group instead of once per four rows, and four independent
+// FMA chains hide the FMA latency.
 TEXT ·axpyPanelQAVX512(SB), NOSPLIT, $0-88
+	MOVQ  y+0(FP), DI
 	MOVQ  x+16(FP), SI
-	MOVQ  q+32(FP), R8
-	MOVQ  s+48(FP), DI
-	MOVQ  o+56(FP), AX
+	MOVQ  s+48(FP), R8
+	MOVQ  o+56(FP), R9
 	MOVQ  n+64(FP), DX
+	MOVQ  ldqb+40(FP), BX
+	MOVQ  m+72(FP), R13
 	TESTQ DX, DX
 	JZ    zdone
-	MOVQ  k+80(FP), CX
-	SHRQ  $2, CX
+	MOVQ  k+80(FP), AX
+	TESTQ AX, AX
 	JZ    zdone
-	MOVQ  CX, k+80(FP)
 
-zkblock:
-	MOVQ ldqb+40(FP), BX
-	LEAQ (R8)(BX*1), R9
-	LEAQ (R8)(BX*2), R10
-	LEAQ (R9)(BX*2), R11
-	MOVQ y+0(FP), BX
-	MOVQ SI, R12
-	MOVQ m+72(FP), R13
+zrow:
+	XORQ CX, CX
 
-zmrow:
-	VBROADCASTSS 0(R12), Z0
-	VBROADCASTSS 4(R12), Z1
-	VBROADCASTSS 8(R12), Z2
-	VBROADCASTSS 12(R12), Z3
-	XORQ         CX, CX
-	TESTQ        AX, AX
-	JNZ          zloopo
+zstrip:
+	MOVQ DX, R12
+	SUBQ CX, R12
+	CMPQ R12, $64
+	JL   zstrip32
+	VMOVUPS (R8)(CX*4), Z8
+	VMOVUPS 64(R8)(CX*4), Z9
+	VMOVUPS 128(R8)(CX*4), Z10
+	VMOVUPS 192(R8)(CX*4), Z11
+	VMOVUPS (DI)(CX*4), Z4
+	VMOVUPS 64(DI)(CX*4), Z5
+	VMOVUPS 128(DI)(CX*4), Z6
+	VMOVUPS 192(DI)(CX*4), Z7
+	MOVQ    q+32(FP), R10
+	ADDQ    CX, R10
+	MOVQ    SI, R11
+	MOVQ    AX, R12
+	TESTQ   R9, R9
+	JNZ     zk64o
 
-zloop:
-	VMOVUPS (DI)(CX*4), Z10
-	VMOVUPS 64(DI)(CX*4), Z11
-	VMOVUPS (BX)(CX*4), Z4
-	VMOVUPS 64(BX)(CX*4), Z5
-	QWEIGHTS512(R8, Z6, Z7)
-	QFMA512(Z0, Z6, Z7)
-	QWEIGHTS512(R9, Z8, Z9)
-	QFMA512(Z1, Z8, Z9)
-	QWEIGHTS512(R10, Z6, Z7)
-	QFMA512(Z2, Z6, Z7)
-	QWEIGHTS512(R11, Z8, Z9)
-	QFMA512(Z3, Z8, Z9)
-	VMOVUPS Z4, (BX)(CX*4)
-	VMOVUPS Z5, 64(BX)(CX*4)
-	ADDQ    $32, CX
+zk64:
+	VBROADCASTSS (R11), Z0
+	VPMOVSXBD    (R10), Z16
+	VPMOVSXBD    16(R10), Z17
+	VPMOVSXBD    32(R10), Z18
+	VPMOVSXBD    48(R10), Z19
+	VCVTDQ2PS    Z16, Z16
+	VCVTDQ2PS    Z17, Z17
+	VCVTDQ2PS    Z18, Z18
+	VCVTDQ2PS    Z19, Z19
+	VMULPS       Z8, Z16, Z16
+	VMULPS       Z9, Z17, Z17
+	VMULPS       Z10, Z18, Z18
+	VMULPS       Z11, Z19, Z19
+	VFMADD231PS  Z16, Z0, Z4
+	VFMADD231PS  Z17, Z0, Z5
+	VFMADD231PS  Z18, Z0, Z6
+	VFMADD231PS  Z19, Z0, Z7
+	ADDQ         BX, R10
+	ADDQ         $4, R11
+	DECQ         R12
+	JNZ          zk64
+	JMP          zstore64
+
+zk64o:
+	VMOVUPS      (R9)(CX*4), Z12
+	VMOVUPS      64(R9)(CX*4), Z13
+	VMOVUPS      128(R9)(CX*4), Z14
+	VMOVUPS      192(R9)(CX*4), Z15
+
+zk64oloop:
+	VBROADCASTSS (R11), Z0
+	VPMOVSXBD    (R10), Z16
+	VPMOVSXBD    16(R10), Z17
+	VPMOVSXBD    32(R10), Z18
+	VPMOVSXBD    48(R10), Z19
+	VCVTDQ2PS    Z16, Z16
+	VCVTDQ2PS    Z17, Z17
+	VCVTDQ2PS    Z18, Z18
+	VCVTDQ2PS    Z19, Z19
+	VMULPS       Z8, Z16, Z16
+	VMULPS       Z9, Z17, Z17
+	VMULPS       Z10, Z18, Z18
+	VMULPS       Z11, Z19, Z19
+	VADDPS       Z12, Z16, Z16
+	VADDPS       Z13, Z17, Z17
+	VADDPS       Z14, Z18, Z18
+	VADDPS       Z15, Z19, Z19
+	VFMADD231PS  Z16, Z0, Z4
+	VFMADD231PS  Z17, Z0, Z5
+	VFMADD231PS  Z18, Z0, Z6
+	VFMADD231PS  Z19, Z0, Z7
+	ADDQ         BX, R10
+	ADDQ         $4, R11
+	DECQ         R12
+	JNZ          zk64oloop
+
+zstore64:
+	VMOVUPS Z4, (DI)(CX*4)
+	VMOVUPS Z5, 64(DI)(CX*4)
+	VMOVUPS Z6, 128(DI)(CX*4)
+	VMOVUPS Z7, 192(DI)(CX*4)
+	ADDQ    $64, CX
 	CMPQ    CX, DX
-	JL      zloop
+	JL      zstrip
 	JMP     znext
 
-zloopo:
-	VMOVUPS (DI)(CX*4), Z10
-	VMOVUPS 64(DI)(CX*4), Z11
-	VMOVUPS (AX)(CX*4), Z12
-	VMOVUPS 64(AX)(CX*4), Z13
-	VMOVUPS (BX)(CX*4), Z4
-	VMOVUPS 64(BX)(CX*4), Z5
-	QWEIGHTS512(R8, Z6, Z7)
-	QOFFSET512(Z6, Z7)
-	QFMA512(Z0, Z6, Z7)
-	QWEIGHTS512(R9, Z8, Z9)
-	QOFFSET512(Z8, Z9)
-	QFMA512(Z1, Z8, Z9)
-	QWEIGHTS512(R10, Z6, Z7)
-	QOFFSET512(Z6, Z7)
-	QFMA512(Z2, Z6, Z7)
-	QWEIGHTS512(R11, Z8, Z9)
-	QOFFSET512(Z8, Z9)
-	QFMA512(Z3, Z8, Z9)
-	VMOVUPS Z4, (BX)(CX*4)
-	VMOVUPS Z5, 64(BX)(CX*4)
-	ADDQ    $32, CX
-	CMPQ    CX, DX
-	JL      zloopo
+zstrip32:
+	VMOVUPS (R8)(CX*4), Z8
+	VMOVUPS 64(R8)(CX*4), Z9
+	VXORPS  Z12, Z12, Z12
+	VXORPS  Z13, Z13, Z13
+	VMOVUPS (DI)(CX*4), Z4
+	VMOVUPS 64(DI)(CX*4), Z5
+	MOVQ    q+32(FP), R10
+	ADDQ    CX, R10
+	MOVQ    SI, R11
+	MOVQ    AX, R12
+	TESTQ   R9, R9
+	JZ      zk32
+	VMOVUPS (R9)(CX*4), Z12
+	VMOVUPS 64(R9)(CX*4), Z13
+
+zk32:
+	VBROADCASTSS (R11), Z0
+	VPMOVSXBD    (R10), Z16
+	VPMOVSXBD    16(R10), Z17
+	VCVTDQ2PS    Z16, Z16
+	VCVTDQ2PS    Z17, Z17
+	VMULPS       Z8, Z16, Z16
+	VMULPS       Z9, Z17, Z17
+	TESTQ        R9, R9
+	JZ           zk32fma
+	VADDPS       Z12, Z16, Z16
+	VADDPS       Z13, Z17, Z17
+
+zk32fma:
+	VFMADD231PS Z16, Z0, Z4
+	VFMADD231PS Z17, Z0, Z5
+	ADDQ        BX, R10
+	ADDQ        $4, R11
+	DECQ        R12
+	JNZ         zk32
+	VMOVUPS     Z4, (DI)(CX*4)
+	VMOVUPS     Z5, 64(DI)(CX*4)
+	ADDQ        $32, CX
+	CMPQ        CX, DX
+	JL          zstrip
 
 znext:
-	ADDQ ldyb+8(FP), BX
-	ADDQ ldxb+24(FP), R12
+	ADDQ ldyb+8(FP), DI
+	ADDQ ldxb+24(FP), SI
 	DECQ R13
-	JNZ  zmrow
-
-	ADDQ $16, SI
-	MOVQ ldqb+40(FP), BX
-	SHLQ $2, BX
-	ADDQ BX, R8
-	DECQ k+80(FP)
-	JNZ  zkblock
+	JNZ  zrow
 
 zdone:
 	VZEROUPPER

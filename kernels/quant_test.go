@@ -94,7 +94,8 @@ func TestQuantizedLayout(t *testing.T) {
 func TestQuantMatMulSameBits(t *testing.T) {
 	r := rand.New(rand.NewPCG(13, 14))
 	for _, s := range []struct{ M, K, N, group int }{
-		{1, 32, 17, 32}, {1, 768, 2304, 32}, {2, 320, 515, 16}, {3, 64, 64, 32}, {4, 256, 200, 32},
+		{1, 32, 17, 32}, {1, 768, 2304, 32}, {2, 320, 515, 16}, {3, 64, 64, 32}, {1, 64, 100, 32},
+		{3, 96, 160, 16}, {4, 256, 200, 32},
 		{5, 128, 97, 16}, {8, 768, 768, 32}, {13, 288, 531, 32}, {128, 96, 384, 16},
 	} {
 		for _, offset := range []bool{false, true} {
