@@ -28,6 +28,9 @@ func Diff(ctx context.Context, want, got *references.Set, opt Options) (*Report,
 		caseIndex[c.ID] = i
 	}
 	rep := &Report{Model: wm.Path, References: want.Dir + " vs " + got.Dir, Overrides: opt.Overrides, Budget: opt.Budget}
+	if got.Manifest.Partial() {
+		rep.Engine = "engine" // another engine's dump, not Go's
+	}
 	absent := Selection{} // checkpoints Go cannot dump yet, missing from got
 	for _, ti := range want.Manifest.Tensors {
 		if err := ctx.Err(); err != nil {
@@ -42,6 +45,12 @@ func Diff(ctx context.Context, want, got *references.Set, opt Options) (*Report,
 				continue
 			}
 		}
+		if got.Manifest.Partial() && references.DumpOptional(ti.Name) {
+			if _, ok := got.Find(ti.Case, ti.Name, ti.LayerIndex()); !ok {
+				rep.notDumped(ti.Checkpoint, ti.Name)
+				continue
+			}
+		}
 		res, err := diffTensor(want, got, ti, opt)
 		if err != nil {
 			return nil, err
@@ -50,7 +59,7 @@ func Diff(ctx context.Context, want, got *references.Set, opt Options) (*Report,
 		res.rank = forwardRank(ti.Name, ti.LayerIndex(), dims.NLayer)
 		rep.Results = append(rep.Results, res)
 	}
-	for _, res := range diffExact(want, got, opt) {
+	for _, res := range diffExact(want, got, opt, rep) {
 		res.caseIndex = caseIndex[res.Case]
 		res.rank = forwardRank(res.Name, -1, dims.NLayer)
 		rep.Results = append(rep.Results, res)
@@ -82,11 +91,25 @@ func diffTensor(want, got *references.Set, ti references.TensorInfo, opt Options
 
 // diffExact compares the results a manifest holds rather than tensors:
 // greedy tokens (10), generations (12) and log-likelihoods (9).
-func diffExact(want, got *references.Set, opt Options) []Result {
+func diffExact(want, got *references.Set, opt Options, rep *Report) []Result {
 	var out []Result
 	wm, gm := want.Manifest, got.Manifest
 	if opt.Layer != nil {
 		return nil
+	}
+	// A partial dump that has none of an exact result was not asked for it.
+	partial := gm.Partial()
+	if partial && len(gm.Greedy) == 0 && len(wm.Greedy) > 0 && opt.Checkpoints[10] {
+		rep.notDumped(10, "greedy")
+		opt.Checkpoints = withoutCheckpoint(opt.Checkpoints, 10)
+	}
+	if partial && gm.Generation == nil && wm.Generation != nil && opt.Checkpoints[12] {
+		rep.notDumped(12, "generation")
+		opt.Checkpoints = withoutCheckpoint(opt.Checkpoints, 12)
+	}
+	skipPairs := partial && len(gm.Loglikelihood) == 0 && len(wm.Loglikelihood) > 0
+	if skipPairs && opt.Checkpoints[9] {
+		rep.notDumped(9, "loglikelihood pairs")
 	}
 	if opt.Checkpoints[10] {
 		for _, w := range wm.Greedy {
@@ -104,7 +127,7 @@ func diffExact(want, got *references.Set, opt Options) []Result {
 			out = append(out, diffGeneration(w, gm.Generation, got.Dir))
 		}
 	}
-	if opt.Checkpoints[9] {
+	if opt.Checkpoints[9] && !skipPairs {
 		tol := loglikelihoodTolerance
 		if o, ok := opt.Overrides[9]; ok {
 			tol = o
@@ -161,4 +184,12 @@ func diffGeneration(w references.GenerationResult, gen *references.Generation, d
 		res = res.fail("the decoded texts differ")
 	}
 	return res
+}
+
+func withoutCheckpoint(sel Selection, cp int) Selection {
+	out := Selection{}
+	for n, on := range sel {
+		out[n] = on && n != cp
+	}
+	return out
 }

@@ -41,6 +41,9 @@ type Report struct {
 	// HeldAs is "float16" when the model's matrices are held as float16
 	// (model.LoadOptions.Float16), empty for float32.
 	HeldAs string `json:"matrices_held_as,omitempty"`
+	// NotDumped lists, by checkpoint, what a partial dump (FORMAT.md,
+	// "Dumps from other engines") left out and diff therefore did not compare.
+	NotDumped map[int][]string `json:"not_dumped,omitempty"`
 	// API is the HTTP API a probed engine answered through; nil for Go's own.
 	API *API `json:"api,omitempty"`
 }

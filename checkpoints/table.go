@@ -66,6 +66,9 @@ func (r *Report) settingLines() []string {
 	if r.WeightsMatch != "" && r.WeightsMatch != matchedByFile {
 		lines = append(lines, "weights:    "+r.WeightsMatch)
 	}
+	if line := r.notDumpedLine(); line != "" {
+		lines = append(lines, line)
+	}
 	if r.HeldAs != "" {
 		lines = append(lines, "weights:    matrices held as "+r.HeldAs)
 	}
@@ -104,6 +107,9 @@ func (r *Report) Verdict() string {
 	}
 	if len(r.NotImplemented) > 0 {
 		msg += fmt.Sprintf("; checkpoints %s not implemented (not checked)", joinInts(r.NotImplemented))
+	}
+	if len(r.NotDumped) > 0 {
+		msg += "; a partial dump (what it lacks is listed above, not checked)"
 	}
 	switch {
 	case r.Cost != nil && r.Passed:

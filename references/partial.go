@@ -1,0 +1,28 @@
+package references
+
+import "strings"
+
+// A partial dump (generator.partial true) is what another engine writes
+// to be compared with `diff` (FORMAT.md, "Dumps from other engines"): the
+// tensors every forward has, without the ones only an op-by-op forward or
+// the harness computes.
+
+// Partial reports whether the set declares itself a partial dump.
+func (m Manifest) Partial() bool {
+	v, _ := m.Generator["partial"].(bool)
+	return v
+}
+
+// dumpOptional are the tensors a partial dump may leave out.
+var dumpOptional = map[string]bool{
+	"q": true, "k": true, "v": true, // inside attention; hooks see c_attn's output, engines may fuse it
+	"scores": true, "probs": true, // inside the attention kernel (fused in most engines)
+	"k_cache": true, "v_cache": true, "step_logits": true, // need a second, incremental forward
+}
+
+// DumpOptional reports whether a partial dump may leave out the tensor
+// name. Checkpoints 10 to 12 and the log-likelihood pairs are optional
+// too: they are manifest entries, not tensors.
+func DumpOptional(name string) bool {
+	return dumpOptional[name] || strings.HasPrefix(name, SamplingPrefix)
+}
