@@ -79,6 +79,7 @@ func badEndpoints(t *testing.T) []badEndpoint {
 		{"refused/worker", down.URL, "worker", 0, "connection refused"},
 		{"500", srv(answer(500, json, `{"error":"boom"}`)), "openai", 0, "answered 500"},
 		{"500/detect", srv(answer(500, json, `{"error":"boom"}`)), "", 0, "answered none of GET /info (TGI: 500 Internal Server Error)"},
+		{"401/detect", srv(answer(401, json, `{"error":"no key"}`)), "", 0, "/v1/models (OpenAI: 401 Unauthorized)"},
 		{"html", srv(answer(200, "text/html", "<html>")), "openai", 0, "not its JSON"},
 		{"no choices", srv(answer(200, json, `{"choices":[]}`)), "openai", 0, "no choice with logprobs"},
 		{"short logprobs", srv(answer(200, json, `{"choices":[{"text":"","logprobs":{"token_logprobs":[null],"top_logprobs":[null]}}]}`)), "openai", 0,

@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -88,7 +89,7 @@ func (f probeFlags) check() error {
 		return fmt.Errorf("--format %q: want table or json", f.format)
 	case f.endpoint == "":
 		return fmt.Errorf("--endpoint is required (the server's base URL, e.g. http://127.0.0.1:8080)")
-	case f.api != "auto" && !contains(probe.APIs, f.api):
+	case f.api != "auto" && !slices.Contains(probe.APIs, f.api):
 		return fmt.Errorf("--api %q: want auto, %s", f.api, strings.Join(probe.APIs, ", "))
 	case f.topK < 2:
 		return fmt.Errorf("--top-k %d: want at least 2, so a greedy margin can be measured", f.topK)
@@ -103,15 +104,6 @@ func (f probeFlags) check() error {
 		}
 	}
 	return nil
-}
-
-func contains(list []string, s string) bool {
-	for _, v := range list {
-		if v == s {
-			return true
-		}
-	}
-	return false
 }
 
 func runProbe(cmd *cobra.Command, f probeFlags) error {
