@@ -17,11 +17,13 @@ import (
 // block decodes to its q, s and o, and GroupValue turns them into ggml's
 // float; kernels that keep a model quantised use the same decomposition.
 
-// Groups is how a block type decomposes: Size elements per scale, and
-// whether each group has an offset.
+// Groups is how a block type decomposes: Size elements per scale, whether
+// each group has an offset, and the integers' range [Min, Min+2^Bits).
 type Groups struct {
 	Size   int
 	Offset bool
+	Bits   int
+	Min    int
 }
 
 type groupDecoder struct {
@@ -30,14 +32,14 @@ type groupDecoder struct {
 }
 
 var groupDecoders = map[GGMLType]groupDecoder{
-	GGMLTypeQ8_0: {Groups{32, false}, decodeQ8_0},
-	GGMLTypeQ4_0: {Groups{32, false}, decodeQ4_0},
-	GGMLTypeQ4_1: {Groups{32, true}, decodeQ4_1},
-	GGMLTypeQ5_0: {Groups{32, false}, decodeQ5_0},
-	GGMLTypeQ5_1: {Groups{32, true}, decodeQ5_1},
-	GGMLTypeQ4_K: {Groups{32, true}, decodeQ4K},
-	GGMLTypeQ5_K: {Groups{32, true}, decodeQ5K},
-	GGMLTypeQ6_K: {Groups{16, false}, decodeQ6K},
+	GGMLTypeQ8_0: {Groups{32, false, 8, -128}, decodeQ8_0},
+	GGMLTypeQ4_0: {Groups{32, false, 4, -8}, decodeQ4_0},
+	GGMLTypeQ4_1: {Groups{32, true, 4, 0}, decodeQ4_1},
+	GGMLTypeQ5_0: {Groups{32, false, 5, -16}, decodeQ5_0},
+	GGMLTypeQ5_1: {Groups{32, true, 5, 0}, decodeQ5_1},
+	GGMLTypeQ4_K: {Groups{32, true, 4, 0}, decodeQ4K},
+	GGMLTypeQ5_K: {Groups{32, true, 5, 0}, decodeQ5K},
+	GGMLTypeQ6_K: {Groups{16, false, 6, -32}, decodeQ6K},
 }
 
 // GroupsOf says how type t decomposes; false for the float types.

@@ -115,6 +115,9 @@ func TestDecodeGroupsMatchesFloats(t *testing.T) {
 				o = make([]float32, len(s))
 			}
 			require.NoError(t, DecodeGroups(typ, blocks, q, s, o))
+			for i, v := range q {
+				require.True(t, int(v) >= g.Min && int(v) < g.Min+1<<g.Bits, "element %d: %d outside %d bits from %d", i, v, g.Bits, g.Min)
+			}
 			for i := range want {
 				var off float32
 				if g.Offset {

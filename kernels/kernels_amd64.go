@@ -237,6 +237,12 @@ func axpyPanelQAVX2(y *float32, ldyb int, x *float32, ldxb int, q *int8, ldqb in
 func axpyPanelQAVX512(y *float32, ldyb int, x *float32, ldxb int, q *int8, ldqb int, s, o *float32, n, m, k int)
 
 //go:noescape
+func axpyPanelQ4AVX512(y *float32, ldyb int, x *float32, ldxb int, q *byte, s, o *float32, min, n, m, k int)
+
+//go:noescape
+func dequantQ4AVX512(dst *float32, lddb int, q *byte, s, o *float32, min, rows, n int)
+
+//go:noescape
 func dequantQAVX2(dst *float32, lddb int, q *int8, ldqb int, s, o *float32, rows, n int)
 
 // scaleRow returns the scale and offset pointers of storage row k, column
@@ -254,6 +260,10 @@ func (w *quant) scaleRow(k, j, n int) (s, o *float32) {
 // takes 16-column multiples of 4 rows, the edges go through float32
 // scratch.
 func (w *quant) axpyPiece(y []float32, ldy int, x []float32, ldx int, k0, j0, n, m, k int) {
+	if w.q4 != nil {
+		w.axpyPiece4(y, ldy, x, ldx, k0, j0, n, m, k)
+		return
+	}
 	if !useAVX2 || m == 0 {
 		w.axpyPieceWidened(y, ldy, x, ldx, k0, j0, n, m, k)
 		return
@@ -286,6 +296,10 @@ func (w *quant) axpyPiece(y []float32, ldy int, x []float32, ldx int, k0, j0, n,
 
 // dequantPiece is dequantGeneric within one group and one slab.
 func (w *quant) dequantPiece(dst []float32, ldd, k0, j0, rows, n int) {
+	if w.q4 != nil {
+		w.dequantPiece4(dst, ldd, k0, j0, rows, n)
+		return
+	}
 	nv := 0
 	if useAVX2 {
 		nv = n &^ 15
@@ -295,6 +309,54 @@ func (w *quant) dequantPiece(dst []float32, ldd, k0, j0, rows, n int) {
 		_ = w.q[w.qIndex(k0+rows-1, j0+nv-1)]
 		s, o := w.scaleRow(k0, j0, nv)
 		dequantQAVX2(unsafe.SliceData(dst), ldd*4, &w.q[w.qIndex(k0, j0)], slab, s, o, rows, nv)
+	}
+	if nv < n {
+		w.dequantGeneric(dst[nv:], ldd, k0, j0+nv, rows, n-nv)
+	}
+}
+
+// nibbleStrip is how many columns from j0 the nibble kernels take: a whole
+// slab, or its first half, starting at the slab's first column.
+func (w *quant) nibbleStrip(j0, n int) int {
+	switch {
+	case !useAVX512 || j0%slab != 0:
+		return 0
+	case n >= slab:
+		return slab
+	case n >= slab/2:
+		return slab / 2
+	}
+	return 0
+}
+
+// axpyPiece4 is axpyPiece on nibbles: AVX-512 for the slab's strip, the
+// rest (and other CPUs) through float32 scratch.
+func (w *quant) axpyPiece4(y []float32, ldy int, x []float32, ldx int, k0, j0, n, m, k int) {
+	nv := w.nibbleStrip(j0, n)
+	if nv > 0 && m > 0 && k > 0 {
+		_ = y[(m-1)*ldy+nv-1]
+		_ = x[(m-1)*ldx+k-1]
+		b, _ := w.q4Index(k0+k-1, j0)
+		_ = w.q4[b+slab/2-1]
+		b, _ = w.q4Index(k0, j0)
+		s, o := w.scaleRow(k0, j0, nv)
+		axpyPanelQ4AVX512(unsafe.SliceData(y), ldy*4, unsafe.SliceData(x), ldx*4, &w.q4[b], s, o, int(w.min), nv, m, k)
+	}
+	if nv < n {
+		w.axpyPieceWidened(y[nv:], ldy, x, ldx, k0, j0+nv, n-nv, m, k)
+	}
+}
+
+// dequantPiece4 is dequantPiece on nibbles.
+func (w *quant) dequantPiece4(dst []float32, ldd, k0, j0, rows, n int) {
+	nv := w.nibbleStrip(j0, n)
+	if nv > 0 && rows > 0 {
+		_ = dst[(rows-1)*ldd+nv-1]
+		b, _ := w.q4Index(k0+rows-1, j0)
+		_ = w.q4[b+slab/2-1]
+		b, _ = w.q4Index(k0, j0)
+		s, o := w.scaleRow(k0, j0, nv)
+		dequantQ4AVX512(unsafe.SliceData(dst), ldd*4, &w.q4[b], s, o, int(w.min), rows, nv)
 	}
 	if nv < n {
 		w.dequantGeneric(dst[nv:], ldd, k0, j0+nv, rows, n-nv)

@@ -893,3 +893,220 @@ dqstore:
 dqdone:
 	VZEROUPPER
 	RET
+
+// Forming 64 weights from one 32-byte row of nibbles (R10): columns 0..15
+// and 16..31 in the low nibbles, 32..47 and 48..63 in the high ones, each
+// nibble + min (Z21; Z20 holds 15) converted and scaled by Z8..Z11.
+#define Q4WEIGHTS64 \
+	VPMOVZXBD (R10), Z16; \
+	VPMOVZXBD 16(R10), Z17; \
+	VPSRLD    $4, Z16, Z18; \
+	VPSRLD    $4, Z17, Z19; \
+	VPANDD    Z20, Z16, Z16; \
+	VPANDD    Z20, Z17, Z17; \
+	VPADDD    Z21, Z16, Z16; \
+	VPADDD    Z21, Z17, Z17; \
+	VPADDD    Z21, Z18, Z18; \
+	VPADDD    Z21, Z19, Z19; \
+	VCVTDQ2PS Z16, Z16; \
+	VCVTDQ2PS Z17, Z17; \
+	VCVTDQ2PS Z18, Z18; \
+	VCVTDQ2PS Z19, Z19; \
+	VMULPS    Z8, Z16, Z16; \
+	VMULPS    Z9, Z17, Z17; \
+	VMULPS    Z10, Z18, Z18; \
+	VMULPS    Z11, Z19, Z19
+
+// The first 32 columns only: the low nibbles.
+#define Q4WEIGHTS32 \
+	VPMOVZXBD (R10), Z16; \
+	VPMOVZXBD 16(R10), Z17; \
+	VPANDD    Z20, Z16, Z16; \
+	VPANDD    Z20, Z17, Z17; \
+	VPADDD    Z21, Z16, Z16; \
+	VPADDD    Z21, Z17, Z17; \
+	VCVTDQ2PS Z16, Z16; \
+	VCVTDQ2PS Z17, Z17; \
+	VMULPS    Z8, Z16, Z16; \
+	VMULPS    Z9, Z17, Z17
+
+#define Q4OFFSETS64 \
+	VADDPS Z12, Z16, Z16; \
+	VADDPS Z13, Z17, Z17; \
+	VADDPS Z14, Z18, Z18; \
+	VADDPS Z15, Z19, Z19
+
+// func axpyPanelQ4AVX512(y *float32, ldyb int, x *float32, ldxb int, q *byte, s, o *float32, min, n, m, k int)
+//
+// axpyPanelQAVX512 on one slab of nibbles (rows 32 bytes apart): the 64
+// columns of a full slab (n = 64) or its first 32 (n = 32), for the m
+// rows of y and the k rows of one group. Each weight is (nibble + min),
+// converted, times its scale, plus its offset: the integers and the float
+// operations of the int8 kernel, so the same bits.
+TEXT ·axpyPanelQ4AVX512(SB), NOSPLIT, $0-88
+	MOVQ         y+0(FP), DI
+	MOVQ         x+16(FP), SI
+	MOVQ         s+40(FP), R8
+	MOVQ         o+48(FP), R9
+	VPBROADCASTD min+56(FP), Z21
+	MOVL         $15, AX
+	VPBROADCASTD AX, Z20
+	MOVQ         n+64(FP), DX
+	MOVQ         m+72(FP), R13
+	MOVQ         k+80(FP), AX
+	TESTQ        AX, AX
+	JZ           q4done
+	TESTQ        R13, R13
+	JZ           q4done
+	VMOVUPS      (R8), Z8
+	VMOVUPS      64(R8), Z9
+	CMPQ         DX, $64
+	JL           q4row
+	VMOVUPS      128(R8), Z10
+	VMOVUPS      192(R8), Z11
+	TESTQ        R9, R9
+	JZ           q4row
+	VMOVUPS      (R9), Z12
+	VMOVUPS      64(R9), Z13
+	VMOVUPS      128(R9), Z14
+	VMOVUPS      192(R9), Z15
+
+q4row:
+	MOVQ q+32(FP), R10
+	MOVQ SI, R11
+	MOVQ AX, R12
+	CMPQ DX, $64
+	JL   q4s32
+	VMOVUPS (DI), Z4
+	VMOVUPS 64(DI), Z5
+	VMOVUPS 128(DI), Z6
+	VMOVUPS 192(DI), Z7
+	TESTQ   R9, R9
+	JNZ     q4k64o
+
+q4k64:
+	VBROADCASTSS (R11), Z0
+	Q4WEIGHTS64
+	VFMADD231PS  Z16, Z0, Z4
+	VFMADD231PS  Z17, Z0, Z5
+	VFMADD231PS  Z18, Z0, Z6
+	VFMADD231PS  Z19, Z0, Z7
+	ADDQ         $32, R10
+	ADDQ         $4, R11
+	DECQ         R12
+	JNZ          q4k64
+	JMP          q4store64
+
+q4k64o:
+	VBROADCASTSS (R11), Z0
+	Q4WEIGHTS64
+	Q4OFFSETS64
+	VFMADD231PS  Z16, Z0, Z4
+	VFMADD231PS  Z17, Z0, Z5
+	VFMADD231PS  Z18, Z0, Z6
+	VFMADD231PS  Z19, Z0, Z7
+	ADDQ         $32, R10
+	ADDQ         $4, R11
+	DECQ         R12
+	JNZ          q4k64o
+
+q4store64:
+	VMOVUPS Z4, (DI)
+	VMOVUPS Z5, 64(DI)
+	VMOVUPS Z6, 128(DI)
+	VMOVUPS Z7, 192(DI)
+	JMP     q4next
+
+q4s32:
+	VMOVUPS (DI), Z4
+	VMOVUPS 64(DI), Z5
+
+q4k32:
+	VBROADCASTSS (R11), Z0
+	Q4WEIGHTS32
+	TESTQ        R9, R9
+	JZ           q4k32fma
+	VADDPS       (R9), Z16, Z16
+	VADDPS       64(R9), Z17, Z17
+
+q4k32fma:
+	VFMADD231PS Z16, Z0, Z4
+	VFMADD231PS Z17, Z0, Z5
+	ADDQ        $32, R10
+	ADDQ        $4, R11
+	DECQ        R12
+	JNZ         q4k32
+	VMOVUPS     Z4, (DI)
+	VMOVUPS     Z5, 64(DI)
+
+q4next:
+	ADDQ ldyb+8(FP), DI
+	ADDQ ldxb+24(FP), SI
+	DECQ R13
+	JNZ  q4row
+
+q4done:
+	VZEROUPPER
+	RET
+
+// func dequantQ4AVX512(dst *float32, lddb int, q *byte, s, o *float32, min, rows, n int)
+//
+// dst[r,0:n] = the weights of rows r < rows of one slab of nibbles and one
+// group, formed as axpyPanelQ4AVX512 forms them (n = 64 or 32).
+TEXT ·dequantQ4AVX512(SB), NOSPLIT, $0-64
+	MOVQ         dst+0(FP), DI
+	MOVQ         q+16(FP), R10
+	MOVQ         s+24(FP), R8
+	MOVQ         o+32(FP), R9
+	VPBROADCASTD min+40(FP), Z21
+	MOVL         $15, AX
+	VPBROADCASTD AX, Z20
+	MOVQ         rows+48(FP), R12
+	MOVQ         n+56(FP), DX
+	TESTQ        R12, R12
+	JZ           d4done
+	VMOVUPS      (R8), Z8
+	VMOVUPS      64(R8), Z9
+	CMPQ         DX, $64
+	JL           d4r32
+	VMOVUPS      128(R8), Z10
+	VMOVUPS      192(R8), Z11
+
+d4r64:
+	Q4WEIGHTS64
+	TESTQ   R9, R9
+	JZ      d4s64
+	VADDPS  (R9), Z16, Z16
+	VADDPS  64(R9), Z17, Z17
+	VADDPS  128(R9), Z18, Z18
+	VADDPS  192(R9), Z19, Z19
+
+d4s64:
+	VMOVUPS Z16, (DI)
+	VMOVUPS Z17, 64(DI)
+	VMOVUPS Z18, 128(DI)
+	VMOVUPS Z19, 192(DI)
+	ADDQ    $32, R10
+	ADDQ    lddb+8(FP), DI
+	DECQ    R12
+	JNZ     d4r64
+	JMP     d4done
+
+d4r32:
+	Q4WEIGHTS32
+	TESTQ   R9, R9
+	JZ      d4s32
+	VADDPS  (R9), Z16, Z16
+	VADDPS  64(R9), Z17, Z17
+
+d4s32:
+	VMOVUPS Z16, (DI)
+	VMOVUPS Z17, 64(DI)
+	ADDQ    $32, R10
+	ADDQ    lddb+8(FP), DI
+	DECQ    R12
+	JNZ     d4r32
+
+d4done:
+	VZEROUPPER
+	RET

@@ -17,12 +17,28 @@ import "fmt"
 // goroutine working on a few columns streams contiguous memory: with
 // plain [K][N] rows, a 128-column share of a decode step read 128-byte
 // runs a row apart and the prefetchers never caught up.
+//
+// Integers of 4 bits or fewer are packed two to a byte (q4): byte b of a
+// slab row holds column b in its low nibble and column b+32 in its high
+// one, each as q − min, so that a 256-bit load covers a 64-column row.
 type quant struct {
-	q          []int8    // [N/slab][K][slab], the last slab padded
+	q          []int8    // [N/slab][K][slab], the last slab padded; nil if q4
+	q4         []byte    // [N/slab][K][slab/2] nibbles; nil if q
+	min        int8      // the smallest integer, which a nibble of 0 stands for
 	s, o       []float32 // [N/slab][K/group][slab]; o is nil without offsets
 	group      int       // rows per scale: 32, or 16 for Q6_K
 	k, n       int
 	transposed bool // the matrix is the transpose of the storage: [N][K]
+}
+
+// Groups says how a quantised tensor's weights are formed: each Size
+// consecutive elements of a row share a scale, and an offset if Offset;
+// the integers lie in [Min, Min+2^Bits).
+type Groups struct {
+	Size   int
+	Offset bool
+	Bits   int
+	Min    int
 }
 
 // slab is the column width of a quant slab: 64 bytes of integers a row.
@@ -37,13 +53,22 @@ const slab = 64
 // transposed false makes the matrix that transpose (a GGUF [out][in]
 // weight becomes HF Conv1D's [in,out], read by MatMulAcc), true keeps the
 // file's own layout (the token embedding [V][C], read by MatMulT and Row).
-func Quantized(rows, cols, group int, offset, transposed bool, decodeRow func(r int, q []int8, s, o []float32) error) (Matrix, error) {
+func Quantized(rows, cols int, g Groups, transposed bool, decodeRow func(r int, q []int8, s, o []float32) error) (Matrix, error) {
+	group, offset := g.Size, g.Offset
 	if group <= 0 || group%4 != 0 || cols%group != 0 {
 		return Matrix{}, fmt.Errorf("kernels: groups of %d do not divide rows of %d into multiples of 4", group, cols)
 	}
+	if g.Bits < 1 || g.Bits > 8 || g.Min < -128 || g.Min+1<<g.Bits > 128 {
+		return Matrix{}, fmt.Errorf("kernels: integers of %d bits from %d do not fit in int8", g.Bits, g.Min)
+	}
 	K, N, G := cols, rows, cols/group
 	np := (N + slab - 1) / slab * slab
-	w := &quant{q: make([]int8, K*np), s: make([]float32, G*np), group: group, k: K, n: N, transposed: transposed}
+	w := &quant{s: make([]float32, G*np), group: group, k: K, n: N, transposed: transposed, min: int8(g.Min)}
+	if g.Bits <= 4 {
+		w.q4 = make([]byte, K*np/2)
+	} else {
+		w.q = make([]int8, K*np)
+	}
 	if offset {
 		w.o = make([]float32, G*np)
 	}
@@ -62,9 +87,20 @@ func Quantized(rows, cols, group int, offset, transposed bool, decodeRow func(r 
 			}
 		}
 		for k := range K {
-			dst := w.q[w.qIndex(k, r0):][:nr]
-			for i := range dst {
-				dst[i] = q[i*K+k]
+			if w.q4 == nil {
+				dst := w.q[w.qIndex(k, r0):][:nr]
+				for i := range dst {
+					dst[i] = q[i*K+k]
+				}
+				continue
+			}
+			for i := range nr {
+				v := q[i*K+k]
+				if v < w.min || int(v-w.min) > 15 {
+					return Matrix{}, fmt.Errorf("kernels: row %d element %d is %d, outside the %d..%d of 4 bits", r0+i, k, v, w.min, int(w.min)+15)
+				}
+				b, hi := w.q4Index(k, r0+i)
+				w.q4[b] |= byte(v-w.min) << (4 * hi)
 			}
 		}
 		for g := range G {
@@ -79,11 +115,27 @@ func Quantized(rows, cols, group int, offset, transposed bool, decodeRow func(r 
 	return Matrix{q: w}, nil
 }
 
-func (w *quant) bytes() int64 { return int64(len(w.q)) + 4*int64(len(w.s)+len(w.o)) }
+func (w *quant) bytes() int64 { return int64(len(w.q)+len(w.q4)) + 4*int64(len(w.s)+len(w.o)) }
 
 // qIndex is the index in q of storage row k, column j; rows of a slab are
 // slab apart.
 func (w *quant) qIndex(k, j int) int { return (j/slab*w.k+k)*slab + j%slab }
+
+// q4Index is the byte of q4 holding storage row k, column j, and which
+// nibble (0 low, 1 high).
+func (w *quant) q4Index(k, j int) (int, int) {
+	c := j % slab
+	return (j/slab*w.k+k)*(slab/2) + c%(slab/2), c / (slab / 2)
+}
+
+// integer is the integer at storage row k, column j.
+func (w *quant) integer(k, j int) int8 {
+	if w.q4 == nil {
+		return w.q[w.qIndex(k, j)]
+	}
+	b, hi := w.q4Index(k, j)
+	return int8(w.q4[b]>>(4*hi)&0xf) + w.min
+}
 
 // sIndex is the index in s and o of the scale of storage row k, column j.
 func (w *quant) sIndex(k, j int) int {
@@ -93,7 +145,7 @@ func (w *quant) sIndex(k, j int) int {
 // value is the weight at storage row k, column j.
 func (w *quant) value(k, j int) float32 {
 	g := w.sIndex(k, j)
-	v := float32(float32(w.q[w.qIndex(k, j)]) * w.s[g])
+	v := float32(float32(w.integer(k, j)) * w.s[g])
 	if w.o != nil {
 		v = float32(v + w.o[g])
 	}

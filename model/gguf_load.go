@@ -86,7 +86,7 @@ func loadGGUFFrom(ctx context.Context, data []byte, release func([]byte), opt Lo
 		if err != nil {
 			return err
 		}
-		if err := storeGGUFTensor(m, p, t, raw); err != nil {
+		if err := storeGGUFTensor(m, p, t, raw, release); err != nil {
 			return fmt.Errorf("tensor %q: %w", t.Name, err)
 		}
 		if release != nil {
@@ -138,9 +138,13 @@ func ggufTensorLoadable(t gguf.TensorInfo, dims []uint64) error {
 
 // storeGGUFTensor places tensor t's data raw in p's slot. A matrix of a
 // quantised type stays quantised (unless the model holds float16), its
-// rows decoded straight into the kernels' layout; everything else is
-// converted to float32 (and rounded to float16 for a Float16 model).
-func storeGGUFTensor(m *Model, p ggufParam, t gguf.TensorInfo, raw []byte) error {
+// rows decoded straight into the kernels' layout, releasing (if release
+// is not nil) the rows read so far every so often: the largest tensor's
+// pages (output.weight of a Q4_K_M file, 32 MB of 113) would otherwise
+// all be resident at the end of the load, on top of everything copied.
+// Everything else is converted to float32 (and rounded to float16 for a
+// Float16 model).
+func storeGGUFTensor(m *Model, p ggufParam, t gguf.TensorInfo, raw []byte, release func([]byte)) error {
 	if g, ok := gguf.GroupsOf(t.Type); ok && p.dst.mat != nil && !m.Float16 {
 		// The file's rows run along the reduction: Conv1D weights are
 		// stored [out][in] (p.transposed), the embedding [V][C].
@@ -149,8 +153,16 @@ func storeGGUFTensor(m *Model, p ggufParam, t gguf.TensorInfo, raw []byte) error
 			rows, cols = cols, rows
 		}
 		rowBytes := len(raw) / rows
-		w, err := kernels.Quantized(rows, cols, g.Size, g.Offset, !p.transposed, func(r int, q []int8, s, o []float32) error {
-			return gguf.DecodeGroups(t.Type, raw[r*rowBytes:(r+1)*rowBytes], q, s, o)
+		kg := kernels.Groups{Size: g.Size, Offset: g.Offset, Bits: g.Bits, Min: g.Min}
+		const releaseRows = 256
+		w, err := kernels.Quantized(rows, cols, kg, !p.transposed, func(r int, q []int8, s, o []float32) error {
+			if err := gguf.DecodeGroups(t.Type, raw[r*rowBytes:(r+1)*rowBytes], q, s, o); err != nil {
+				return err
+			}
+			if release != nil && (r+1)%releaseRows == 0 {
+				release(raw[(r+1-releaseRows)*rowBytes : (r+1)*rowBytes])
+			}
+			return nil
 		})
 		if err != nil {
 			return err
