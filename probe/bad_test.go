@@ -2,6 +2,7 @@ package probe
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -44,11 +45,9 @@ func events(pairs ...string) http.Handler {
 
 const started = `{"type":"started","job_id":"j","prompt_tokens":2}`
 
-// promptTokensOff relays to target and adds one to every prompt_tokens
-// count it reports: a server that tokenizes prompts otherwise but
-// computes correctly.
-func promptTokensOff(t *testing.T, target string) http.Handler {
-	re := regexp.MustCompile(`"prompt_tokens":(\d+)`)
+// relay forwards every request to target and answers with rewrite of its
+// answer: a server that computes correctly but reports one thing wrong.
+func relay(t *testing.T, target string, rewrite func([]byte) []byte) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		req, err := http.NewRequestWithContext(r.Context(), r.Method, target+r.URL.Path, r.Body)
 		require.NoError(t, err)
@@ -58,14 +57,50 @@ func promptTokensOff(t *testing.T, target string) http.Handler {
 		defer resp.Body.Close()
 		body, err := io.ReadAll(resp.Body)
 		require.NoError(t, err)
-		body = re.ReplaceAllFunc(body, func(m []byte) []byte {
-			n, _ := strconv.Atoi(string(re.FindSubmatch(m)[1]))
-			return fmt.Appendf(nil, `"prompt_tokens":%d`, n+1)
-		})
 		w.Header().Set("Content-Type", resp.Header.Get("Content-Type"))
 		w.WriteHeader(resp.StatusCode)
-		w.Write(body)
+		w.Write(rewrite(body))
 	})
+}
+
+// promptTokensOff adds one to every prompt_tokens count: a server that
+// tokenizes prompts otherwise.
+func promptTokensOff(body []byte) []byte {
+	re := regexp.MustCompile(`"prompt_tokens":(\d+)`)
+	return re.ReplaceAllFunc(body, func(m []byte) []byte {
+		n, _ := strconv.Atoi(string(re.FindSubmatch(m)[1]))
+		return fmt.Appendf(nil, `"prompt_tokens":%d`, n+1)
+	})
+}
+
+// oneAlternative keeps only the most likely of each top_logprobs entry.
+func oneAlternative(body []byte) []byte {
+	var c map[string]any
+	if json.Unmarshal(body, &c) != nil {
+		return body
+	}
+	for _, ch := range c["choices"].([]any) {
+		lp, _ := ch.(map[string]any)["logprobs"].(map[string]any)
+		if lp == nil {
+			continue
+		}
+		for _, top := range lp["top_logprobs"].([]any) {
+			m, _ := top.(map[string]any)
+			best := ""
+			for k, v := range m {
+				if best == "" || v.(float64) > m[best].(float64) {
+					best = k
+				}
+			}
+			for k := range m {
+				if k != best {
+					delete(m, k)
+				}
+			}
+		}
+	}
+	out, _ := json.Marshal(c)
+	return out
 }
 
 func badEndpoints(t *testing.T) []badEndpoint {
@@ -73,20 +108,20 @@ func badEndpoints(t *testing.T) []badEndpoint {
 	down.Close()
 	own := serve(t, model.FaultNone)
 	srv := func(h http.Handler) string { return startServer(t, h) }
-	const json = "application/json"
+	const jsonType = "application/json"
 	return []badEndpoint{
 		{"refused", down.URL, "", 0, "connection refused"},
 		{"refused/worker", down.URL, "worker", 0, "connection refused"},
-		{"500", srv(answer(500, json, `{"error":"boom"}`)), "openai", 0, "answered 500"},
-		{"500/detect", srv(answer(500, json, `{"error":"boom"}`)), "", 0, "answered none of GET /info (TGI: 500 Internal Server Error)"},
-		{"401/detect", srv(answer(401, json, `{"error":"no key"}`)), "", 0, "/v1/models (OpenAI: 401 Unauthorized)"},
+		{"500", srv(answer(500, jsonType, `{"error":"boom"}`)), "openai", 0, "answered 500"},
+		{"500/detect", srv(answer(500, jsonType, `{"error":"boom"}`)), "", 0, "answered none of GET /info (TGI: 500 Internal Server Error)"},
+		{"401/detect", srv(answer(401, jsonType, `{"error":"no key"}`)), "", 0, "/v1/models (OpenAI: 401 Unauthorized)"},
 		{"html", srv(answer(200, "text/html", "<html>")), "openai", 0, "not its JSON"},
-		{"no choices", srv(answer(200, json, `{"choices":[]}`)), "openai", 0, "no choice with logprobs"},
-		{"short logprobs", srv(answer(200, json, `{"choices":[{"text":"","logprobs":{"token_logprobs":[null],"top_logprobs":[null]}}]}`)), "openai", 0,
+		{"no choices", srv(answer(200, jsonType, `{"choices":[]}`)), "openai", 0, "no choice with logprobs"},
+		{"short logprobs", srv(answer(200, jsonType, `{"choices":[{"text":"","logprobs":{"token_logprobs":[null],"top_logprobs":[null]}}]}`)), "openai", 0,
 			"1 token log-probabilities for a prompt of"},
-		{"long logprobs", srv(answer(200, json, `{"choices":[{"text":"","logprobs":{"token_logprobs":[null,-1,-1,-1],"top_logprobs":[null]}}]}`)), "openai", 0,
+		{"long logprobs", srv(answer(200, jsonType, `{"choices":[{"text":"","logprobs":{"token_logprobs":[null,-1,-1,-1],"top_logprobs":[null]}}]}`)), "openai", 0,
 			"4 token log-probabilities for a prompt of 2 tokens and 1 generated"},
-		{"null logprob", srv(answer(200, json, `{"choices":[{"text":"","logprobs":{"token_logprobs":[null,null]}}]}`)), "openai", 0,
+		{"null logprob", srv(answer(200, jsonType, `{"choices":[{"text":"","logprobs":{"token_logprobs":[null,null]}}]}`)), "openai", 0,
 			"no log-probability for prompt token 1"},
 		{"truncated SSE", srv(events("started", started, "token", `{"type":"token","t":"x","i":0,"id":7}`)), "worker", 0, "truncated"},
 		{"SSE token count", srv(events("started", started, "token", `{"type":"token","t":"x","i":0,"id":7}`, "end", `{"type":"end","tokens_out":5}`)), "worker", 0,
@@ -96,15 +131,16 @@ func badEndpoints(t *testing.T) []badEndpoint {
 			"ended with error INFERENCE_FAILED: gpu on fire"},
 		{"SSE before started", srv(events("token", `{"type":"token","t":"x","i":0,"id":7}`)), "worker", 0, `sent "token" before started`},
 		{"SSE garbage", srv(events("started", "{not json")), "worker", 0, "is not JSON"},
-		{"not SSE", srv(answer(200, json, `{"ok":true}`)), "worker", 0, "not an event stream"},
-		{"TGI without details", srv(answer(200, json, `[{"generated_text":"x"}]`)), "tgi", 0, "not its JSON"},
-		{"TGI no details", srv(answer(200, json, `{"generated_text":"x"}`)), "tgi", 0, "without details"},
-		{"TGI token count", srv(answer(200, json, `{"generated_text":"x","details":{"generated_tokens":3,"prefill":[],"tokens":[{"id":1,"logprob":-1}]}}`)), "tgi", 0,
+		{"not SSE", srv(answer(200, jsonType, `{"ok":true}`)), "worker", 0, "not an event stream"},
+		{"TGI without details", srv(answer(200, jsonType, `[{"generated_text":"x"}]`)), "tgi", 0, "not its JSON"},
+		{"TGI no details", srv(answer(200, jsonType, `{"generated_text":"x"}`)), "tgi", 0, "without details"},
+		{"TGI token count", srv(answer(200, jsonType, `{"generated_text":"x","details":{"generated_tokens":3,"prefill":[],"tokens":[{"id":1,"logprob":-1}]}}`)), "tgi", 0,
 			"generated_tokens 3 but lists 1"},
-		{"TGI no prefill", srv(answer(200, json, `{"generated_text":"x","details":{"generated_tokens":1,"prefill":[],"tokens":[{"id":1,"logprob":-1}]}}`)), "tgi", 0,
+		{"TGI no prefill", srv(answer(200, jsonType, `{"generated_text":"x","details":{"generated_tokens":1,"prefill":[],"tokens":[{"id":1,"logprob":-1}]}}`)), "tgi", 0,
 			"without prefill details"},
-		{"batch completions", srv(answer(200, json, `{"completions":["a","b"],"usage":{"prompt_tokens":2}}`)), "llorch", 0, "2 completions"},
-		{"prompt_tokens off/worker", srv(promptTokensOff(t, own)), "worker", 12, "encoded the prompt as"},
-		{"prompt_tokens off/llorch", srv(promptTokensOff(t, own)), "llorch", 12, "encoded the prompt as"},
+		{"batch completions", srv(answer(200, jsonType, `{"completions":["a","b"],"usage":{"prompt_tokens":2}}`)), "llorch", 0, "2 completions"},
+		{"prompt_tokens off/worker", srv(relay(t, own, promptTokensOff)), "worker", 12, "encoded the prompt as"},
+		{"prompt_tokens off/llorch", srv(relay(t, own, promptTokensOff)), "llorch", 12, "encoded the prompt as"},
+		{"merged alternatives", srv(relay(t, own, oneAlternative)), "openai", 11, "the server listed 1 alternatives, 5 were asked for"},
 	}
 }

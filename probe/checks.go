@@ -72,7 +72,8 @@ func topResult(caseID string, k int, dists []topDist) checkpoints.Result {
 		alts := append([]alt(nil), d.alts...)
 		sort.SliceStable(alts, func(i, j int) bool { return alts[i].LogProb > alts[j].LogProb })
 		if len(alts) < k {
-			return checkpoints.Failed(11, "top_logprobs", caseID, "position %d: the server listed %d alternatives, %d were asked for", d.pos, len(alts), k)
+			return checkpoints.Failed(11, "top_logprobs", caseID,
+				"position %d: the server listed %d alternatives, %d were asked for (an API that keys them by text merges tokens with the same text)", d.pos, len(alts), k)
 		}
 		// OpenAI's convention lists the chosen token too: k+1 entries.
 		alts = alts[:k]
