@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -119,4 +120,31 @@ func TestProbeCLICanary(t *testing.T) {
 	require.Contains(t, stderr.String(), `"result":"pass"`)
 	_, err := http.Get("http://" + addr + "/metrics")
 	require.Error(t, err, "the metrics listener is closed")
+}
+
+// TestProbeCLIBadEndpoints: a server that errs, answers garbage or cuts
+// its stream short is exit 2 with the reason, never a pass.
+func TestProbeCLIBadEndpoints(t *testing.T) {
+	for _, tc := range []struct {
+		name, api, contentType, body, says string
+		status                             int
+	}{
+		{"500", "openai", "application/json", `{"error":"boom"}`, "answered 500", http.StatusInternalServerError},
+		{"garbage", "openai", "text/html", "<html>", "not its JSON", http.StatusOK},
+		{"truncated SSE", "worker", "text/event-stream", "event: started\ndata: {\"type\":\"started\",\"prompt_tokens\":2}\n\n", "truncated", http.StatusOK},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				w.Header().Set("Content-Type", tc.contentType)
+				w.WriteHeader(tc.status)
+				io.WriteString(w, tc.body)
+			}))
+			defer ts.Close()
+			code, out, stderr := runCLI(t, "probe", "--endpoint", ts.URL, "--references", fixture.TinyReferences(), "--api", tc.api)
+			require.Equal(t, exitBadInput, code, out)
+			require.Empty(t, out, "no report for a server that did not answer its API")
+			require.Contains(t, stderr, "server: ")
+			require.Contains(t, stderr, tc.says)
+		})
+	}
 }
