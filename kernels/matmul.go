@@ -28,8 +28,22 @@ func MatMulAcc(dst, x []float32, w Matrix, M, K, N int) {
 	if w.q != nil && (w.q.transposed || w.q.k != K || w.q.n != N) {
 		panic(fmt.Sprintf("kernels: MatMulAcc of a %dx%d quantised matrix (transposed %t) as %dx%d", w.q.k, w.q.n, w.q.transposed, K, N))
 	}
+	matmul(dst, x, w, M, K, N, false)
+}
+
+// matmul is MatMulAcc, or with zero dst = x·w: each worker clears its
+// own columns of dst just before adding to them, while they are in cache.
+func matmul(dst, x []float32, w Matrix, M, K, N int, zero bool) {
+	cols := func(j0, j1 int) {
+		if zero {
+			for i := range M {
+				clear(dst[i*N+j0 : i*N+j1])
+			}
+		}
+		matmulCols(dst, x, w, M, K, N, j0, j1)
+	}
 	if M*K*N < ParallelMinWork {
-		matmulCols(dst, x, w, M, K, N, 0, N)
+		cols(0, N)
 		return
 	}
 	chunk := colChunk
@@ -38,7 +52,7 @@ func MatMulAcc(dst, x []float32, w Matrix, M, K, N int) {
 	}
 	chunks := (N + chunk - 1) / chunk
 	ParallelFor(chunks, func(c int) {
-		matmulCols(dst, x, w, M, K, N, c*chunk, min((c+1)*chunk, N))
+		cols(c*chunk, min((c+1)*chunk, N))
 	})
 }
 

@@ -61,8 +61,7 @@ func matmulTQuant(dst, x []float32, w *quant, R, K, N int) {
 	if !w.transposed || w.k != K || w.n != N {
 		panic(fmt.Sprintf("kernels: MatMulT of a %dx%d quantised matrix (transposed %t) as %dx%d", w.n, w.k, w.transposed, N, K))
 	}
-	clear(dst[:R*N])
 	stored := *w
 	stored.transposed = false
-	MatMulAcc(dst, x, Matrix{q: &stored}, R, K, N)
+	matmul(dst, x, Matrix{q: &stored}, R, K, N, true)
 }

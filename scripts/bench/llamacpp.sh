@@ -42,7 +42,7 @@ for f in $FORMATS; do
 done
 
 # An F16 file runs as a user would run it, matrices held as float16
-# (--weight-dtype f16); quantised files are dequantised to float32 on load.
+# (--weight-dtype f16); quantised files stay quantised in memory.
 gobench_flags() { [ "$1" = f16 ] && echo -f16 || true; }
 
 echo "load average before the runs: $(cut -d' ' -f1-3 /proc/loadavg)" >"$work/load.txt"

@@ -59,11 +59,11 @@ func main() {
 		defer pprof.StopCPUProfile()
 	}
 	decode(ctx, m, 1, 4, 2) // warm-up
-	held := "float32"
+	held := m.WeightsDType + " weights as stored"
 	if *f16 {
-		held = "float16"
+		held = "weights held as float16"
 	}
-	out := map[string]any{"impl": fmt.Sprintf("%s GOMAXPROCS=%d %s, %s weights", runtime.Version(), runtime.GOMAXPROCS(0), kernels.Name(), held)}
+	out := map[string]any{"impl": fmt.Sprintf("%s GOMAXPROCS=%d %s, %s", runtime.Version(), runtime.GOMAXPROCS(0), kernels.Name(), held)}
 	if *only == "" || *only == "prefill" {
 		ids := toks(*prefill, 0)
 		best := math.Inf(1)
