@@ -1,6 +1,9 @@
 package model
 
-import "fmt"
+import (
+	"fmt"
+	"math"
+)
 
 // Fault is a deliberate, classic GPT-2 implementation bug. The harness
 // injects them to prove that its checkpoints catch each one.
@@ -62,4 +65,34 @@ func (m *Model) InjectFault(f Fault, layer int) {
 // faulty reports whether fault f is active at block layer.
 func (m *Model) faulty(f Fault, layer int) bool {
 	return m.fault == f && (m.faultLayer < 0 || m.faultLayer == layer)
+}
+
+// blockFaults is what the injected fault changes in one block, resolved
+// once per layer so the block reads as GPT-2 with a few switches.
+type blockFaults struct {
+	eps                                                             float64 // LayerNorm epsilon of ln_1 and ln_2
+	erfGELU, transposedProj, noCausalMask, attnScaleByD, noResidual bool
+}
+
+func (m *Model) faultsAt(l int) blockFaults {
+	f := blockFaults{
+		eps:            m.Config.LayerNormEpsilon,
+		erfGELU:        m.faulty(FaultErfGELU, l),
+		transposedProj: m.faulty(FaultTransposedProj, l),
+		noCausalMask:   m.faulty(FaultNoCausalMask, l),
+		attnScaleByD:   m.faulty(FaultAttnScale, l),
+		noResidual:     m.faulty(FaultNoResidual, l),
+	}
+	if m.faulty(FaultLayerNormEps, l) {
+		f.eps = faultyLayerNormEps
+	}
+	return f
+}
+
+// attnScale is the divisor of q·k: √D, or D under FaultAttnScale.
+func (f blockFaults) attnScale(D int) float32 {
+	if f.attnScaleByD {
+		return float32(D)
+	}
+	return float32(math.Sqrt(float64(D)))
 }

@@ -53,133 +53,167 @@ func (m *Model) forward(ctx context.Context, spans []span, tokens []int, probe P
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	cfg := m.Config
-	R := len(tokens)
-	C, H, D, I, V := cfg.NEmbd, cfg.NHead, cfg.HeadDim(), cfg.NInner, cfg.VocabSize
-	p := probeWriter{probe}
-	row := 0
-	for i := range spans {
-		spans[i].row = row
-		row += spans[i].T
+	ps := m.newPass(spans, tokens, probe)
+	ps.embed(tokens)
+	for l := range m.h {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		ps.block(l)
 	}
-
-	x := make([]float32, R*C)
-	embBuf := make([]float32, C)
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	logits := ps.head(allRows)
 	for _, s := range spans {
-		for t := 0; t < s.T; t++ {
-			tok, r := tokens[s.row+t], s.row+t
-			row, we, pe := x[r*C:(r+1)*C], m.wte.Row(embBuf, tok, C), m.wpe[(s.off+t)*C:(s.off+t+1)*C]
+		s.c.n = s.off + s.T
+	}
+	return logits, nil
+}
+
+// pass is one forward pass: its spans, the residual stream x of its R
+// stacked rows, and the scratch the blocks share.
+type pass struct {
+	m     *Model
+	spans []span
+	p     probeWriter
+	R     int
+
+	x, h, qkv, att, proj, fc []float32
+
+	// Probe buffers: heads split out of qkv, attention scores and
+	// probabilities of the first span's S0 keys.
+	headBuf, scores, probs []float32
+	S0                     int
+}
+
+func (m *Model) newPass(spans []span, tokens []int, probe Probe) *pass {
+	c := m.Config
+	R, C, H, D := len(tokens), c.NEmbd, c.NHead, c.HeadDim()
+	ps := &pass{m: m, spans: spans, p: probeWriter{probe}, R: R,
+		x: make([]float32, R*C), h: make([]float32, R*C), qkv: make([]float32, R*3*C),
+		att: make([]float32, R*C), proj: make([]float32, R*C), fc: make([]float32, R*c.NInner)}
+	row := 0
+	for i := range ps.spans {
+		ps.spans[i].row = row
+		row += ps.spans[i].T
+	}
+	ps.S0 = spans[0].off + spans[0].T
+	if ps.p.on() {
+		ps.headBuf = make([]float32, H*R*D)
+		ps.scores = make([]float32, H*R*ps.S0)
+		ps.probs = make([]float32, H*R*ps.S0)
+	}
+	return ps
+}
+
+// embed sets x to the token plus position embeddings.
+func (ps *pass) embed(tokens []int) {
+	m, C := ps.m, ps.m.Config.NEmbd
+	buf := make([]float32, C)
+	for _, s := range ps.spans {
+		for t := range s.T {
+			r := s.row + t
+			row, we, pe := ps.x[r*C:(r+1)*C], m.wte.Row(buf, tokens[r], C), m.wpe[(s.off+t)*C:(s.off+t+1)*C]
 			for i := range row {
 				row[i] = we[i] + pe[i]
 			}
 		}
 	}
-	p.emit(7, NoLayer, "embeddings", x, R, C)
+	ps.p.emit(7, NoLayer, "embeddings", ps.x, ps.R, C)
+}
 
-	h := make([]float32, R*C)
-	qkv := make([]float32, R*3*C)
-	att := make([]float32, R*C)
-	proj := make([]float32, R*C)
-	fc := make([]float32, R*I)
-	var headBuf, scores, probs []float32
-	S0 := spans[0].off + spans[0].T
-	if p.on() {
-		headBuf = make([]float32, H*R*D)
-		scores = make([]float32, H*R*S0)
-		probs = make([]float32, H*R*S0)
+// block is transformer layer l: x += attn(ln_1(x)); x += mlp(ln_2(x)).
+func (ps *pass) block(l int) {
+	b, f := &ps.m.h[l], ps.m.faultsAt(l)
+	ps.attention(l, b, f)
+	ps.mlp(l, b, f)
+	ps.p.emit(7, l, "block_out", ps.x, ps.R, ps.m.Config.NEmbd)
+}
+
+// attention is x += c_proj(attn(c_attn(ln_1(x)))), writing each span's
+// keys and values to its cache (past its length, so invisible until the
+// pass commits).
+func (ps *pass) attention(l int, b *block, f blockFaults) {
+	c, R := ps.m.Config, ps.R
+	C, H, D := c.NEmbd, c.NHead, c.HeadDim()
+	layerNorm(ps.h, ps.x, b.ln1W, b.ln1B, C, f.eps)
+	ps.p.emit(1, l, "ln_1", ps.h, R, C)
+	conv1D(ps.qkv, ps.h, b.attnW, b.attnB, R, C, 3*C, false)
+	for _, s := range ps.spans {
+		s.c.store(l, ps.qkv[s.row*3*C:], s.off, s.T)
 	}
-
-	for l := range m.h {
-		if err := ctx.Err(); err != nil {
-			return nil, err
+	if ps.p.on() {
+		for i, name := range []string{"q", "k", "v"} {
+			splitHeads(ps.headBuf, ps.qkv, i*C, R, H, D)
+			ps.p.emit(2, l, name, ps.headBuf, H, R, D)
 		}
-		b := &m.h[l]
-		eps := cfg.LayerNormEpsilon
-		if m.faulty(FaultLayerNormEps, l) {
-			eps = faultyLayerNormEps
-		}
-
-		layerNorm(h, x, b.ln1W, b.ln1B, C, eps)
-		p.emit(1, l, "ln_1", h, R, C)
-		conv1D(qkv, h, b.attnW, b.attnB, R, C, 3*C, false)
-		for _, s := range spans {
-			// Written past c.n, so invisible until the pass commits.
-			s.c.store(l, qkv[s.row*3*C:], s.off, s.T)
-		}
-		if p.on() {
-			for i, name := range []string{"q", "k", "v"} {
-				splitHeads(headBuf, qkv, i*C, R, H, D)
-				p.emit(2, l, name, headBuf, H, R, D)
-			}
-		}
-
-		for _, s := range spans {
-			job := attnJob{qkv: qkv[s.row*3*C:], out: att[s.row*C:], kc: s.c.k[l], vc: s.c.v[l], cache: s.c,
-				T: s.T, off: s.off, S: s.off + s.T, C: C, D: D, scale: float32(math.Sqrt(float64(D))),
-				noMask: m.faulty(FaultNoCausalMask, l), scores: scores, probs: probs}
-			if m.faulty(FaultAttnScale, l) {
-				job.scale = float32(D)
-			}
-			job.run(H)
-		}
-		p.emit(4, l, "scores", scores, H, R, S0)
-		p.emit(4, l, "probs", probs, H, R, S0)
-
-		conv1D(proj, att, b.projW, b.projB, R, C, C, m.faulty(FaultTransposedProj, l))
-		p.emit(5, l, "attn_out", proj, R, C)
-		if m.faulty(FaultNoResidual, l) {
-			copy(x, proj)
-		} else {
-			kernels.Add(x, proj)
-		}
-
-		layerNorm(h, x, b.ln2W, b.ln2B, C, eps)
-		p.emit(1, l, "ln_2", h, R, C)
-		conv1D(fc, h, b.fcW, b.fcB, R, C, I, false)
-		if m.faulty(FaultErfGELU, l) {
-			geluErf(fc)
-		} else {
-			geluNew(fc)
-		}
-		p.emit(6, l, "gelu", fc, R, I)
-		conv1D(proj, fc, b.mlpW, b.mlpB, R, I, C, false)
-		p.emit(6, l, "mlp_out", proj, R, C)
-		kernels.Add(x, proj)
-		p.emit(7, l, "block_out", x, R, C)
 	}
-	if err := ctx.Err(); err != nil {
-		return nil, err
+	for _, s := range ps.spans {
+		job := attnJob{qkv: ps.qkv[s.row*3*C:], out: ps.att[s.row*C:], kc: s.c.k[l], vc: s.c.v[l], cache: s.c,
+			T: s.T, off: s.off, S: s.off + s.T, C: C, D: D, scale: f.attnScale(D),
+			noMask: f.noCausalMask, scores: ps.scores, probs: ps.probs}
+		job.run(H)
 	}
+	ps.p.emit(4, l, "scores", ps.scores, H, R, ps.S0)
+	ps.p.emit(4, l, "probs", ps.probs, H, R, ps.S0)
+	conv1D(ps.proj, ps.att, b.projW, b.projB, R, C, C, f.transposedProj)
+	ps.p.emit(5, l, "attn_out", ps.proj, R, C)
+	if f.noResidual {
+		copy(ps.x, ps.proj)
+	} else {
+		kernels.Add(ps.x, ps.proj)
+	}
+}
 
+// mlp is x += c_proj(gelu(c_fc(ln_2(x)))).
+func (ps *pass) mlp(l int, b *block, f blockFaults) {
+	c, R := ps.m.Config, ps.R
+	C, I := c.NEmbd, c.NInner
+	layerNorm(ps.h, ps.x, b.ln2W, b.ln2B, C, f.eps)
+	ps.p.emit(1, l, "ln_2", ps.h, R, C)
+	conv1D(ps.fc, ps.h, b.fcW, b.fcB, R, C, I, false)
+	if f.erfGELU {
+		geluErf(ps.fc)
+	} else {
+		geluNew(ps.fc)
+	}
+	ps.p.emit(6, l, "gelu", ps.fc, R, I)
+	conv1D(ps.proj, ps.fc, b.mlpW, b.mlpB, R, I, C, false)
+	ps.p.emit(6, l, "mlp_out", ps.proj, R, C)
+	kernels.Add(ps.x, ps.proj)
+}
+
+// head is ln_f and the LM head, over every row if allRows, else over the
+// last row of each span (all that decoding needs).
+func (ps *pass) head(allRows bool) []float32 {
+	c, R := ps.m.Config, ps.R
+	C, V := c.NEmbd, c.VocabSize
 	var hf []float32
 	rows := R
 	if allRows {
 		hf = make([]float32, R*C)
-		layerNorm(hf, x, m.lnfW, m.lnfB, C, cfg.LayerNormEpsilon)
+		layerNorm(hf, ps.x, ps.m.lnfW, ps.m.lnfB, C, c.LayerNormEpsilon)
 	} else {
-		// Only the last row of each span needs ln_f and the LM head.
-		rows = len(spans)
+		rows = len(ps.spans)
 		last := make([]float32, rows*C)
-		for i, s := range spans {
+		for i, s := range ps.spans {
 			r := s.row + s.T - 1
-			copy(last[i*C:(i+1)*C], x[r*C:(r+1)*C])
+			copy(last[i*C:(i+1)*C], ps.x[r*C:(r+1)*C])
 		}
 		hf = make([]float32, rows*C)
-		layerNorm(hf, last, m.lnfW, m.lnfB, C, cfg.LayerNormEpsilon)
+		layerNorm(hf, last, ps.m.lnfW, ps.m.lnfB, C, c.LayerNormEpsilon)
 	}
-	p.emit(8, NoLayer, "ln_f", hf, R, C)
+	ps.p.emit(8, NoLayer, "ln_f", hf, R, C)
 	logits := make([]float32, rows*V)
-	m.lmHead(logits, hf, rows)
-	if p.on() {
+	ps.m.lmHead(logits, hf, rows)
+	if ps.p.on() {
 		last := logits[(rows-1)*V:]
-		p.emit(8, NoLayer, "logits", logits, R, V)
-		p.emit(9, NoLayer, "last_logits", last, V)
-		p.emit(9, NoLayer, "last_logprobs", logSoftmax(last), V)
+		ps.p.emit(8, NoLayer, "logits", logits, R, V)
+		ps.p.emit(9, NoLayer, "last_logits", last, V)
+		ps.p.emit(9, NoLayer, "last_logprobs", logSoftmax(last), V)
 	}
-	for _, s := range spans {
-		s.c.n = s.off + s.T
-	}
-	return logits, nil
+	return logits
 }
 
 // checkInput rejects everything that would make the pass fail half way, so
