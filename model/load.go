@@ -14,6 +14,7 @@ import (
 
 	"github.com/llorch/llorch-check/gguf"
 	"github.com/llorch/llorch-check/kernels"
+	"github.com/llorch/llorch-check/safetensors"
 )
 
 // Load reads a model: an HF directory (dir/config.json and
@@ -102,7 +103,7 @@ func loadWeights(cfg Config, data []byte, opt LoadOptions) (*Model, error) {
 // the mapping's pages leave the resident set as the copy grows (see
 // convertTensor).
 func loadWeightsFrom(ctx context.Context, cfg Config, data []byte, release func([]byte), opt LoadOptions) (*Model, error) {
-	f, err := parseSafetensors(data)
+	f, err := safetensors.Parse(data)
 	if err != nil {
 		return nil, err
 	}
@@ -110,8 +111,8 @@ func loadWeightsFrom(ctx context.Context, cfg Config, data []byte, release func(
 	// claims a million layers must not allocate a million blocks for a
 	// file that holds two. A count merely too high fails below, naming the
 	// first missing tensor.
-	if cfg.NLayer > len(f.tensors) {
-		return nil, fmt.Errorf("config n_layer %d is more blocks than the file's %d tensors can hold", cfg.NLayer, len(f.tensors))
+	if cfg.NLayer > len(f.Tensors) {
+		return nil, fmt.Errorf("config n_layer %d is more blocks than the file's %d tensors can hold", cfg.NLayer, len(f.Tensors))
 	}
 	m := &Model{Config: cfg, h: make([]block, cfg.NLayer), faultLayer: -1, Float16: opt.Float16}
 	C, I := cfg.NEmbd, cfg.NInner
@@ -155,13 +156,13 @@ func loadWeightsFrom(ctx context.Context, cfg Config, data []byte, release func(
 
 	found := map[string]string{} // canonical name -> name in the file
 	dtypes := map[string]bool{}
-	var lmHead, wte *tensorInfo
+	var lmHead, wte *safetensors.Tensor
 	var buf []float32 // convertTensor16's
-	for i := range f.tensors {
+	for i := range f.Tensors {
 		if err := ctx.Err(); err != nil {
 			return nil, fmt.Errorf("loading stopped: %w", err)
 		}
-		t := f.tensors[i]
+		t := f.Tensors[i]
 		name := strings.TrimPrefix(t.Name, "transformer.")
 		if prev, dup := found[name]; dup {
 			return nil, fmt.Errorf("tensors %q and %q are the same parameter", prev, t.Name)
@@ -171,7 +172,7 @@ func loadWeightsFrom(ctx context.Context, cfg Config, data []byte, release func(
 			continue
 		}
 		if name == "lm_head.weight" {
-			lmHead = &f.tensors[i]
+			lmHead = &f.Tensors[i]
 			continue
 		}
 		e, ok := want[name]
@@ -182,7 +183,7 @@ func loadWeightsFrom(ctx context.Context, cfg Config, data []byte, release func(
 			return nil, fmt.Errorf("tensor %q: shape %v, expected %v", t.Name, t.Shape, e.shape)
 		}
 		if name == "wte.weight" {
-			wte = &f.tensors[i]
+			wte = &f.Tensors[i]
 		}
 		switch {
 		case e.dst.mat != nil && m.Float16 && t.DType == "F16":
@@ -225,21 +226,21 @@ var errUntied = errors.New("lm_head.weight differs from wte.weight; only a tied 
 // checkTied accepts an lm_head that is an exact copy of wte, comparing
 // the two tensors value by value in the file, so no copy is materialised
 // and wte's precision in memory does not matter.
-func checkTied(f *safetensorsFile, t, wte tensorInfo, release func([]byte)) error {
+func checkTied(f *safetensors.File, t, wte safetensors.Tensor, release func([]byte)) error {
 	if !slices.Equal(t.Shape, wte.Shape) {
 		return fmt.Errorf("tensor %q: shape %v, expected %v (tied to wte): %w", t.Name, t.Shape, wte.Shape, errUntied)
 	}
-	raw, wraw := f.raw(t), f.raw(wte)
-	size, _ := dtypeSize(t.DType)
-	wsize, _ := dtypeSize(wte.DType)
+	raw, wraw := f.Raw(t), f.Raw(wte)
+	size, _ := safetensors.DTypeSize(t.DType)
+	wsize, _ := safetensors.DTypeSize(wte.DType)
 	var buf, wbuf [1024]float32
-	n := t.numel()
+	n := t.Numel()
 	for start := 0; start < n; start += convertChunk {
 		end := min(start+convertChunk, n)
 		for i := start; i < end; i += len(buf) {
 			k := min(len(buf), end-i)
-			decodeInto(buf[:k], t.DType, raw[i*size:(i+k)*size])
-			decodeInto(wbuf[:k], wte.DType, wraw[i*wsize:(i+k)*wsize])
+			safetensors.DecodeInto(buf[:k], t.DType, raw[i*size:(i+k)*size])
+			safetensors.DecodeInto(wbuf[:k], wte.DType, wraw[i*wsize:(i+k)*wsize])
 			for j, v := range buf[:k] {
 				if math.Float32bits(v) != math.Float32bits(wbuf[j]) {
 					return fmt.Errorf("tensor %q: element %d is %g, wte has %g: %w", t.Name, i+j, v, wbuf[j], errUntied)

@@ -5,6 +5,7 @@ import (
 	"unsafe"
 
 	"github.com/llorch/llorch-check/kernels"
+	"github.com/llorch/llorch-check/safetensors"
 )
 
 // convertChunk is the number of elements convertTensor decodes between two
@@ -17,17 +18,17 @@ const convertChunk = 4 << 20
 // releasePages this keeps the peak resident set near the size of the
 // converted weights instead of twice it: the touched mapping would
 // otherwise stay resident until the whole file is unmapped.
-func convertTensor(f *safetensorsFile, t tensorInfo, release func([]byte)) []float32 {
+func convertTensor(f *safetensors.File, t safetensors.Tensor, release func([]byte)) []float32 {
 	if release == nil {
-		return f.toFloat32(t)
+		return f.Float32s(t)
 	}
-	out := make([]float32, t.numel())
-	raw := f.raw(t)
+	out := make([]float32, t.Numel())
+	raw := f.Raw(t)
 	size := len(raw) / max(len(out), 1)
 	for start := 0; start < len(out); start += convertChunk {
 		end := min(start+convertChunk, len(out))
 		src := raw[start*size : end*size]
-		decodeInto(out[start:end], t.DType, src)
+		safetensors.DecodeInto(out[start:end], t.DType, src)
 		release(src)
 	}
 	return out
@@ -37,10 +38,10 @@ func convertTensor(f *safetensorsFile, t tensorInfo, release func([]byte)) []flo
 // across tensors, grown as needed), releasing each source range as
 // convertTensor does: a float32 copy of the tensor never exists whole, so
 // loading float32 weights as float16 peaks near the float16 size.
-func convertTensor16(f *safetensorsFile, t tensorInfo, release func([]byte), buf *[]float32) ([]uint16, error) {
-	n := t.numel()
+func convertTensor16(f *safetensors.File, t safetensors.Tensor, release func([]byte), buf *[]float32) ([]uint16, error) {
+	n := t.Numel()
 	out := make([]uint16, n)
-	raw := f.raw(t)
+	raw := f.Raw(t)
 	size := len(raw) / max(n, 1)
 	if k := min(convertChunk, n); cap(*buf) < k {
 		*buf = make([]float32, k)
@@ -48,7 +49,7 @@ func convertTensor16(f *safetensorsFile, t tensorInfo, release func([]byte), buf
 	for start := 0; start < n; start += convertChunk {
 		end := min(start+convertChunk, n)
 		src, vals := raw[start*size:end*size], (*buf)[:end-start]
-		decodeInto(vals, t.DType, src)
+		safetensors.DecodeInto(vals, t.DType, src)
 		if err := kernels.RoundFloat16(out[start:end], vals, start); err != nil {
 			return nil, err
 		}
@@ -61,9 +62,9 @@ func convertTensor16(f *safetensorsFile, t tensorInfo, release func([]byte), buf
 
 // copyFloat16 copies an F16 tensor's little-endian bits, releasing the
 // source as convertTensor does.
-func copyFloat16(f *safetensorsFile, t tensorInfo, release func([]byte)) []uint16 {
-	out := make([]uint16, t.numel())
-	raw := f.raw(t)
+func copyFloat16(f *safetensors.File, t safetensors.Tensor, release func([]byte)) []uint16 {
+	out := make([]uint16, t.Numel())
+	raw := f.Raw(t)
 	for start := 0; start < len(out); start += convertChunk {
 		end := min(start+convertChunk, len(out))
 		src := raw[2*start : 2*end]

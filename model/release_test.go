@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/llorch/llorch-check/safetensors"
 	"github.com/stretchr/testify/require"
 )
 
@@ -34,9 +35,11 @@ func TestConvertTensorChunks(t *testing.T) {
 	for i := range src {
 		src[i] = float32(i) * 0.5
 	}
-	raw := f32Bytes(src)
-	f := &safetensorsFile{data: raw}
-	ti := tensorInfo{Name: "x", DType: "F32", Shape: []int{n}, Begin: 0, End: int64(len(raw))}
+	img := encodeSafetensors(t, []stTensor{{Name: "x", DType: "F32", Shape: []int{n}, Data: src}})
+	f, err := safetensors.Parse(img)
+	require.NoError(t, err)
+	ti := f.Tensors[0]
+	raw := f.Raw(ti)
 	var seen int
 	got := convertTensor(f, ti, func(b []byte) {
 		require.Equal(t, &raw[seen], &b[0])

@@ -1,4 +1,8 @@
-package model
+// Package safetensors reads the safetensors format (Hugging Face's
+// model.safetensors) from a complete file image, every offset, dtype and
+// shape checked before a byte of tensor data is touched: a hostile header
+// can neither read outside the file nor allocate more than it holds.
+package safetensors
 
 import (
 	"bytes"
@@ -14,16 +18,17 @@ import (
 // a corrupt length field from turning into a huge allocation.
 const maxHeaderLen = 100 << 20
 
-// tensorInfo locates one tensor inside a safetensors file. Begin and End are
+// Tensor locates one tensor inside a safetensors file. Begin and End are
 // relative to the start of the data section, as in the file.
-type tensorInfo struct {
+type Tensor struct {
 	Name       string
 	DType      string
 	Shape      []int
 	Begin, End int64
 }
 
-func (t tensorInfo) numel() int {
+// Numel is the number of elements.
+func (t Tensor) Numel() int {
 	n := 1
 	for _, d := range t.Shape {
 		n *= d
@@ -31,7 +36,9 @@ func (t tensorInfo) numel() int {
 	return n
 }
 
-func dtypeSize(dtype string) (int, bool) {
+// DTypeSize is the bytes of one element of dtype; false for dtypes this
+// package does not read (F32, F16, BF16 only).
+func DTypeSize(dtype string) (int, bool) {
 	switch dtype {
 	case "F32":
 		return 4, true
@@ -41,16 +48,16 @@ func dtypeSize(dtype string) (int, bool) {
 	return 0, false
 }
 
-// safetensorsFile is a parsed, fully bounds-checked safetensors image: every
+// File is a parsed, fully bounds-checked safetensors image: every
 // tensor's [Begin,End) lies inside data and matches its dtype and shape.
-type safetensorsFile struct {
-	tensors []tensorInfo // sorted by Begin
+type File struct {
+	Tensors []Tensor // sorted by Begin
 	data    []byte
 }
 
-// parseSafetensors validates the header of a complete file image b. It only
+// Parse validates the header of a complete file image b. It only
 // allocates in proportion to len(b), whatever the header claims.
-func parseSafetensors(b []byte) (*safetensorsFile, error) {
+func Parse(b []byte) (*File, error) {
 	if len(b) < 8 {
 		return nil, fmt.Errorf("file is %d bytes, shorter than the 8-byte header length", len(b))
 	}
@@ -67,7 +74,7 @@ func parseSafetensors(b []byte) (*safetensorsFile, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &safetensorsFile{tensors: tensors, data: data}, nil
+	return &File{Tensors: tensors, data: data}, nil
 }
 
 type headerEntry struct {
@@ -76,13 +83,13 @@ type headerEntry struct {
 	DataOffsets *[]int64 `json:"data_offsets"`
 }
 
-func parseHeader(header []byte, dataLen int64) ([]tensorInfo, error) {
+func parseHeader(header []byte, dataLen int64) ([]Tensor, error) {
 	dec := json.NewDecoder(bytes.NewReader(header))
 	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
 		return nil, fmt.Errorf("header is not a JSON object")
 	}
 	seen := map[string]bool{}
-	var tensors []tensorInfo
+	var tensors []Tensor
 	for dec.More() {
 		tok, err := dec.Token()
 		if err != nil {
@@ -130,20 +137,20 @@ func parseHeader(header []byte, dataLen int64) ([]tensorInfo, error) {
 	return tensors, nil
 }
 
-func checkEntry(name string, e headerEntry, dataLen int64) (tensorInfo, error) {
+func checkEntry(name string, e headerEntry, dataLen int64) (Tensor, error) {
 	if e.DType == nil || e.Shape == nil || e.DataOffsets == nil {
-		return tensorInfo{}, fmt.Errorf("tensor %q: header entry needs dtype, shape and data_offsets", name)
+		return Tensor{}, fmt.Errorf("tensor %q: header entry needs dtype, shape and data_offsets", name)
 	}
-	size, ok := dtypeSize(*e.DType)
+	size, ok := DTypeSize(*e.DType)
 	if !ok {
-		return tensorInfo{}, fmt.Errorf("tensor %q: dtype %q is not supported (F32, F16, BF16)", name, *e.DType)
+		return Tensor{}, fmt.Errorf("tensor %q: dtype %q is not supported (F32, F16, BF16)", name, *e.DType)
 	}
 	// Multiply with an upper bound so that a hostile shape cannot overflow.
 	shape := make([]int, len(*e.Shape))
 	numel := int64(1)
 	for i, d := range *e.Shape {
 		if d < 0 {
-			return tensorInfo{}, fmt.Errorf("tensor %q: negative dimension in shape %v", name, *e.Shape)
+			return Tensor{}, fmt.Errorf("tensor %q: negative dimension in shape %v", name, *e.Shape)
 		}
 		if d > 0 && numel > dataLen/d {
 			numel = dataLen + 1 // larger than anything that fits; keep multiplying safely
@@ -154,26 +161,26 @@ func checkEntry(name string, e headerEntry, dataLen int64) (tensorInfo, error) {
 	}
 	offs := *e.DataOffsets
 	if len(offs) != 2 {
-		return tensorInfo{}, fmt.Errorf("tensor %q: data_offsets %v must have two entries", name, offs)
+		return Tensor{}, fmt.Errorf("tensor %q: data_offsets %v must have two entries", name, offs)
 	}
 	begin, end := offs[0], offs[1]
 	if begin < 0 || end < begin || end > dataLen {
-		return tensorInfo{}, fmt.Errorf("tensor %q: data_offsets [%d,%d] outside the %d-byte data section", name, begin, end, dataLen)
+		return Tensor{}, fmt.Errorf("tensor %q: data_offsets [%d,%d] outside the %d-byte data section", name, begin, end, dataLen)
 	}
 	if numel > dataLen || numel*int64(size) != end-begin {
-		return tensorInfo{}, fmt.Errorf("tensor %q: data_offsets [%d,%d] hold %d bytes, but %s%v needs %d×%d",
+		return Tensor{}, fmt.Errorf("tensor %q: data_offsets [%d,%d] hold %d bytes, but %s%v needs %d×%d",
 			name, begin, end, end-begin, *e.DType, *e.Shape, numel, size)
 	}
-	return tensorInfo{Name: name, DType: *e.DType, Shape: shape, Begin: begin, End: end}, nil
+	return Tensor{Name: name, DType: *e.DType, Shape: shape, Begin: begin, End: end}, nil
 }
 
-// raw returns the bytes of t; parseSafetensors has checked the bounds.
-func (f *safetensorsFile) raw(t tensorInfo) []byte { return f.data[t.Begin:t.End] }
+// Raw returns the bytes of t; Parse has checked the bounds.
+func (f *File) Raw(t Tensor) []byte { return f.data[t.Begin:t.End] }
 
-// toFloat32 converts t to a fresh float32 slice.
-func (f *safetensorsFile) toFloat32(t tensorInfo) []float32 {
-	out := make([]float32, t.numel())
-	decodeInto(out, t.DType, f.raw(t))
+// Float32s converts t to a fresh float32 slice.
+func (f *File) Float32s(t Tensor) []float32 {
+	out := make([]float32, t.Numel())
+	DecodeInto(out, t.DType, f.Raw(t))
 	return out
 }
 
@@ -181,11 +188,11 @@ func (f *safetensorsFile) toFloat32(t tensorInfo) []float32 {
 // encoding, so both file formats share one set of conversions.
 var safetensorsTypes = map[string]gguf.GGMLType{"F32": gguf.GGMLTypeF32, "F16": gguf.GGMLTypeF16, "BF16": gguf.GGMLTypeBF16}
 
-// decodeInto converts little-endian raw values of dtype into dst. The
+// DecodeInto converts little-endian raw values of dtype into dst. The
 // header parser has already checked dtype and that raw holds len(dst)
-// values, so a failure here is a bug in this package, not bad input.
-func decodeInto(dst []float32, dtype string, raw []byte) {
+// values, so a failure here is a bug in the caller, not bad input.
+func DecodeInto(dst []float32, dtype string, raw []byte) {
 	if err := gguf.DecodeFloat32(safetensorsTypes[dtype], raw, dst); err != nil {
-		panic(fmt.Sprintf("model: decoding checked %s data: %v", dtype, err))
+		panic(fmt.Sprintf("safetensors: decoding checked %s data: %v", dtype, err))
 	}
 }
