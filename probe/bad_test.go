@@ -138,6 +138,8 @@ func badEndpoints(t *testing.T) []badEndpoint {
 			"generated_tokens 3 but lists 1"},
 		{"TGI no prefill", srv(answer(200, jsonType, `{"generated_text":"x","details":{"generated_tokens":1,"prefill":[],"tokens":[{"id":1,"logprob":-1}]}}`)), "tgi", 0,
 			"without prefill details"},
+		{"TGI negative id", srv(answer(200, jsonType, `{"generated_text":"x","details":{"generated_tokens":1,"prefill":[{"id":15496,"logprob":null},{"id":13,"logprob":-1}],"tokens":[{"id":1,"logprob":-1}],"top_tokens":[[{"id":-3,"logprob":-1}]]}}`)), "tgi", 0,
+			"negative id"},
 		{"batch completions", srv(answer(200, jsonType, `{"completions":["a","b"],"usage":{"prompt_tokens":2}}`)), "llorch", 0, "2 completions"},
 		{"prompt_tokens off/worker", srv(relay(t, own, promptTokensOff)), "worker", 12, "encoded the prompt as"},
 		{"prompt_tokens off/llorch", srv(relay(t, own, promptTokensOff)), "llorch", 12, "encoded the prompt as"},

@@ -9,12 +9,15 @@ import (
 	"github.com/llorch/llorch-check/references"
 )
 
-// alt is one alternative an API listed with its log-probability; ID is -1
-// where the API keys alternatives by text.
+// alt is one alternative an API listed with its log-probability; ID is
+// byText where the API keys alternatives by text.
 type alt struct {
 	ID      int
 	LogProb float64
 }
+
+// byText is the ID of an alternative an API named by its text only.
+const byText = -1
 
 // logprobTolerance is checkpoint 9's: every value the probe compares at
 // checkpoints 9 and 11 is a log-probability, the log-softmax checkpoint 9
@@ -77,7 +80,7 @@ func topResult(caseID string, k int, dists []topDist) checkpoints.Result {
 		}
 		// OpenAI's convention lists the chosen token too: k+1 entries.
 		alts = alts[:k]
-		byRank := alts[0].ID < 0
+		byRank := alts[0].ID == byText
 		wantTop, truthTop := topValues(d.ref, k), []float64(nil)
 		if d.truth != nil {
 			truthTop = topValues(d.truth, k)
@@ -90,7 +93,7 @@ func topResult(caseID string, k int, dists []topDist) checkpoints.Result {
 				if truthTop != nil {
 					v.Truth = append(v.Truth, truthTop[r])
 				}
-			case a.ID >= len(d.ref):
+			case a.ID < 0 || a.ID >= len(d.ref):
 				return checkpoints.Failed(11, "top_logprobs", caseID, "position %d: alternative id %d is outside the vocabulary of %d", d.pos, a.ID, len(d.ref))
 			default:
 				v.Want = append(v.Want, float32(d.ref[a.ID]))

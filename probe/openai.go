@@ -90,7 +90,7 @@ func textAlts(tops []map[string]float64) [][]alt {
 	out := make([][]alt, len(tops))
 	for i, m := range tops {
 		for _, lp := range m {
-			out[i] = append(out[i], alt{ID: -1, LogProb: lp})
+			out[i] = append(out[i], alt{ID: byText, LogProb: lp})
 		}
 	}
 	return out

@@ -87,8 +87,8 @@ func (p *prober) tgiCase(ctx context.Context, rc *refCase) ([]checkpoints.Result
 	steps := make([][]alt, len(ans.Details.TopTokens))
 	for s, tops := range ans.Details.TopTokens {
 		for _, t := range tops {
-			if t.ID == nil || t.LogProb == nil {
-				return nil, fmt.Errorf("%w: top_tokens[%d] lists a token without id or logprob", ErrServer, s)
+			if t.ID == nil || t.LogProb == nil || *t.ID < 0 {
+				return nil, fmt.Errorf("%w: top_tokens[%d] lists a token without id or logprob, or with a negative id", ErrServer, s)
 			}
 			steps[s] = append(steps[s], alt{ID: *t.ID, LogProb: *t.LogProb})
 		}
