@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strconv"
 
 	"github.com/llorch/llorch-check/generation"
 	"github.com/llorch/llorch-check/model"
@@ -71,7 +72,16 @@ func checkSampling(set *references.Set, c references.Case, opt Options) ([]Resul
 }
 
 func paramsOf(s references.Sampling) sampling.Params {
-	return sampling.Params{Temperature: s.Temperature, TopK: s.TopK, TopP: s.TopP, MinP: s.MinP, RepetitionPenalty: s.RepetitionPenalty}
+	p := sampling.Params{Temperature: s.Temperature, TopK: s.TopK, TopP: s.TopP, MinP: s.MinP, RepetitionPenalty: s.RepetitionPenalty,
+		PresencePenalty: s.PresencePenalty, FrequencyPenalty: s.FrequencyPenalty}
+	if len(s.LogitBias) > 0 {
+		p.LogitBias = make(map[int]float64, len(s.LogitBias))
+		for id, b := range s.LogitBias {
+			n, _ := strconv.Atoi(id) // the manifest validator checked it
+			p.LogitBias[n] = b
+		}
+	}
+	return p
 }
 
 // checkGeneration decodes the reference's greedy continuation through the

@@ -97,6 +97,10 @@ type Sampling struct {
 	TopP              float64 `json:"top_p"`
 	MinP              float64 `json:"min_p"`
 	RepetitionPenalty float64 `json:"repetition_penalty"`
+	// OpenAI's processors, absent (0, none) in sets made before them.
+	PresencePenalty  float64            `json:"presence_penalty,omitempty"`
+	FrequencyPenalty float64            `json:"frequency_penalty,omitempty"`
+	LogitBias        map[string]float64 `json:"logit_bias,omitempty"` // token id (decimal) -> bias
 }
 
 // Greedy is the expected argmax token of a case (checkpoint 10).

@@ -20,13 +20,26 @@ const GreedyBelow = 1e-6
 // zero value with nothing else set — means plain greedy, a zero
 // RepetitionPenalty counts as "no penalty" in greedy mode; when sampling it
 // is invalid.
+//
+// LogitBias, PresencePenalty and FrequencyPenalty are OpenAI's: a bias
+// added to a token's logit, and penalties subtracted once for a token
+// that occurs in the history and once per occurrence. Zero (nil) is off.
 type Params struct {
 	Temperature       float64
 	TopK              int
 	TopP              float64
 	MinP              float64
 	RepetitionPenalty float64
+	PresencePenalty   float64
+	FrequencyPenalty  float64
+	LogitBias         map[int]float64
 }
+
+// Limits of OpenAI's API on the bias and the penalties.
+const (
+	MaxLogitBias = 100
+	MaxPenalty   = 2
+)
 
 // DefaultParams are plain sampling from the model's distribution:
 // temperature 1 and every other processor off.
@@ -59,6 +72,22 @@ func (p Params) Validate(vocabSize int) error {
 	rp := p.penalty()
 	if math.IsNaN(rp) || math.IsInf(rp, 0) || rp <= 0 {
 		return fmt.Errorf("repetition_penalty %v: must be a finite number > 0 (1 is off)", p.RepetitionPenalty)
+	}
+	for _, pen := range []struct {
+		name string
+		v    float64
+	}{{"presence_penalty", p.PresencePenalty}, {"frequency_penalty", p.FrequencyPenalty}} {
+		if !(math.Abs(pen.v) <= MaxPenalty) {
+			return fmt.Errorf("%s %v: must be in [-%d, %d] (0 is off)", pen.name, pen.v, MaxPenalty, MaxPenalty)
+		}
+	}
+	for id, b := range p.LogitBias {
+		switch {
+		case id < 0 || id >= vocabSize:
+			return fmt.Errorf("logit_bias: token %d is outside the vocabulary [0,%d)", id, vocabSize)
+		case !(math.Abs(b) <= MaxLogitBias):
+			return fmt.Errorf("logit_bias: token %d: bias %v must be in [-%d, %d]", id, b, MaxLogitBias, MaxLogitBias)
+		}
 	}
 	if p.Greedy() {
 		return nil

@@ -39,6 +39,14 @@ func TestValidate(t *testing.T) {
 		{"repetition_penalty 0", with(func(p *sampling.Params) { p.RepetitionPenalty = 0 }), "repetition_penalty 0"},
 		{"negative repetition_penalty", with(func(p *sampling.Params) { p.RepetitionPenalty = -1 }), "repetition_penalty -1"},
 		{"greedy negative repetition_penalty", sampling.Params{RepetitionPenalty: -1}, "repetition_penalty -1"},
+		{"penalties at the limits", with(func(p *sampling.Params) { p.PresencePenalty, p.FrequencyPenalty = -2, 2 }), ""},
+		{"presence beyond 2", with(func(p *sampling.Params) { p.PresencePenalty = 2.5 }), "presence_penalty 2.5"},
+		{"frequency NaN", with(func(p *sampling.Params) { p.FrequencyPenalty = math.NaN() }), "frequency_penalty NaN"},
+		{"greedy checks penalties", sampling.Params{FrequencyPenalty: -3}, "frequency_penalty -3"},
+		{"bias at the limits", with(func(p *sampling.Params) { p.LogitBias = map[int]float64{0: -100, 999: 100} }), ""},
+		{"bias beyond 100", with(func(p *sampling.Params) { p.LogitBias = map[int]float64{5: 100.5} }), "token 5: bias 100.5"},
+		{"bias on a token outside", with(func(p *sampling.Params) { p.LogitBias = map[int]float64{1000: 1} }), "token 1000 is outside"},
+		{"bias on a negative token", sampling.Params{LogitBias: map[int]float64{-1: 1}}, "token -1 is outside"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

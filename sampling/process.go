@@ -13,7 +13,11 @@ import (
 // logits.
 //
 // The order and semantics are those of transformers 4.40–4.46 as
-// scripts/dump_references.py pins them (checkpoint 11). The arithmetic is
+// scripts/dump_references.py pins them (checkpoint 11), with OpenAI's
+// logit bias first (as HF's sequence_bias, single tokens) and its presence
+// and frequency penalties after the repetition penalty (as vLLM orders
+// them). The penalties count the whole history, prompt included, as
+// llama.cpp's server does; vLLM counts only the generated tokens. The arithmetic is
 // float64 so that no rounding of ours can move a token across a top-p or
 // min-p boundary that PyTorch's float32 keeps on one side. History ids
 // outside the vocabulary are ignored.
@@ -22,7 +26,13 @@ func Process(logits []float32, history []int, p Params) []float32 {
 	for i, v := range logits {
 		s[i] = float64(v)
 	}
+	for id, b := range p.LogitBias {
+		if id >= 0 && id < len(s) {
+			s[id] += b
+		}
+	}
 	penalize(s, history, p.penalty())
+	penalizeCounts(s, history, p.PresencePenalty, p.FrequencyPenalty)
 	if p.Greedy() {
 		out := make([]float32, len(s))
 		if i := argmax64(s); i >= 0 {
@@ -70,6 +80,23 @@ func penalize(s []float64, history []int, rp float64) {
 		} else {
 			s[id] /= rp
 		}
+	}
+}
+
+// penalizeCounts is OpenAI's presence and frequency penalties: each token
+// of history loses presence once and frequency per occurrence.
+func penalizeCounts(s []float64, history []int, presence, frequency float64) {
+	if presence == 0 && frequency == 0 {
+		return
+	}
+	counts := map[int]int{}
+	for _, id := range history {
+		if id >= 0 && id < len(s) {
+			counts[id]++
+		}
+	}
+	for id, n := range counts {
+		s[id] -= presence + frequency*float64(n)
 	}
 }
 

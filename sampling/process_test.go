@@ -64,6 +64,24 @@ func TestProcess(t *testing.T) {
 		{"greedy is one-hot, ties to the lowest id", []float32{1, 3, 3}, nil, sampling.Params{}, []float32{0, 1, 0}},
 		{"greedy after the repetition penalty", []float32{1, 3, 2}, []int{1}, sampling.Params{RepetitionPenalty: 2},
 			[]float32{0, 0, 1}},
+		{"logit bias adds, out-of-vocabulary ids ignored", []float32{1, 2, 3}, nil,
+			with(func(p *sampling.Params) { p.LogitBias = map[int]float64{0: 5, 2: -100, 7: 50} }), softmax(6, 2, -97)},
+		{"greedy after the logit bias", []float32{1, 3, 2}, nil, sampling.Params{LogitBias: map[int]float64{2: 1.5}},
+			[]float32{0, 0, 1}},
+		// presence 0.5 once per token seen, frequency 0.25 per occurrence:
+		// token 0 twice (-1.0), token 1 once (-0.75), token 2 never.
+		{"presence and frequency count the history", []float32{2, 2, 2}, []int{0, 1, 0, -1, 9},
+			with(func(p *sampling.Params) { p.PresencePenalty = 0.5; p.FrequencyPenalty = 0.25 }), softmax(1, 1.25, 2)},
+		{"negative penalties encourage", []float32{0, 0}, []int{1},
+			with(func(p *sampling.Params) { p.PresencePenalty = -1 }), softmax(0, 1)},
+		// bias, then the repetition penalty (divides the biased logit), then
+		// the counts: (4+2)/2 - 0.5 = 2.5.
+		{"bias, repetition, counts in order", []float32{4, 2}, []int{0},
+			with(func(p *sampling.Params) {
+				p.LogitBias = map[int]float64{0: 2}
+				p.RepetitionPenalty = 2
+				p.PresencePenalty = 0.5
+			}), softmax(2.5, 2)},
 		// Order: the penalty applies before top-k.
 		{"combined order", []float32{4, 3, 0}, []int{0}, with(func(p *sampling.Params) { p.RepetitionPenalty = 4; p.TopK = 2 }),
 			softmax(1, 3, ninf)},
