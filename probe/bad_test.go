@@ -2,6 +2,7 @@ package probe
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -144,5 +145,23 @@ func badEndpoints(t *testing.T) []badEndpoint {
 		{"prompt_tokens off/worker", srv(relay(t, own, promptTokensOff)), "worker", 12, "encoded the prompt as"},
 		{"prompt_tokens off/llorch", srv(relay(t, own, promptTokensOff)), "llorch", 12, "encoded the prompt as"},
 		{"merged alternatives", srv(relay(t, own, oneAlternative)), "openai", 11, "the server listed 1 alternatives, 5 were asked for"},
+	}
+}
+
+// TestProbeNeverPassesGarbage: whatever JSON a server answers with, every
+// dialect ends in an error or a failed report, never a pass or a panic.
+func TestProbeNeverPassesGarbage(t *testing.T) {
+	bodies := []string{`{}`, `null`, `[]`, `""`, `{"choices":null}`, `{"choices":[{}]}`,
+		`{"choices":[{"text":"x","logprobs":{}}]}`, `{"details":{}}`, `{"details":{"generated_tokens":0,"tokens":[]}}`,
+		`{"completions":[],"usage":{}}`, `{"ll":[],"is_greedy":[]}`, `{"model_id":"x","object":"list","data":[]}`}
+	set := tinySet(t)
+	for _, api := range append([]string{""}, APIs...) {
+		for _, body := range bodies {
+			for _, ct := range []string{"application/json", "text/event-stream"} {
+				url := startServer(t, answer(http.StatusOK, ct, body))
+				rep, err := Run(context.Background(), set, Options{Endpoint: url, API: api})
+				require.True(t, err != nil || !rep.Passed, "--api %q, %s %s passed", api, ct, body)
+			}
+		}
 	}
 }
