@@ -42,6 +42,9 @@ SAMPLING = [
     {"name": "top_p", "temperature": 0.9, "top_k": 0, "top_p": 0.9, "min_p": 0.0, "repetition_penalty": 1.0},
     {"name": "min_p", "temperature": 1.0, "top_k": 0, "top_p": 1.0, "min_p": 0.05, "repetition_penalty": 1.0},
     {"name": "combined", "temperature": 0.8, "top_k": 40, "top_p": 0.92, "min_p": 0.02, "repetition_penalty": 1.3},
+    # OpenAI's processors: " the", "." and "," biased, the prompt penalised.
+    {"name": "openai", "temperature": 0.9, "top_k": 0, "top_p": 1.0, "min_p": 0.0, "repetition_penalty": 1.0,
+     "presence_penalty": 0.6, "frequency_penalty": 0.4, "logit_bias": {"262": 4.0, "13": -100.0, "11": 2.5}},
 ]
 
 # ---------------------------------------------------------------- writing

@@ -9,13 +9,27 @@ import torch.nn.functional as F
 from gpt2_torch import EOT
 
 def process_logits(logits, history, sc):
-    """HF logits processors on a [V] vector; returns the probabilities [V]."""
+    """HF logits processors on a [V] vector; returns the probabilities [V].
+
+    OpenAI's logit_bias comes first (HF's sequence_bias for single tokens),
+    its presence and frequency penalties after the repetition penalty (the
+    order vLLM applies them in), counted over the whole history.
+    """
     s = logits.unsqueeze(0)
+    bias = sc.get("logit_bias") or {}
+    if bias:
+        ids = torch.tensor([int(k) for k in bias], dtype=torch.long)
+        s = s.clone()
+        s[0, ids] += torch.tensor(list(bias.values()), dtype=s.dtype)
     if sc["repetition_penalty"] != 1.0 and history:
         ids = torch.tensor([history], dtype=torch.long)
         g = torch.gather(s, 1, ids)
         g = torch.where(g < 0, g * sc["repetition_penalty"], g / sc["repetition_penalty"])
         s = s.scatter(1, ids, g)
+    presence, frequency = sc.get("presence_penalty", 0.0), sc.get("frequency_penalty", 0.0)
+    if (presence or frequency) and history:
+        counts = torch.bincount(torch.tensor(history, dtype=torch.long), minlength=s.size(-1)).to(s.dtype)
+        s = s - (presence * (counts > 0).to(s.dtype) + frequency * counts)
     if sc["temperature"] != 1.0:
         s = s / sc["temperature"]
     if sc["top_k"] > 0:

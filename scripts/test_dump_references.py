@@ -228,6 +228,17 @@ class SamplingTest(unittest.TestCase):
         want = np.exp(np.array([1.0, -4.0, 1.0, 0.5]) / 0.5)
         np.testing.assert_allclose(got, want / want.sum())
 
+    def test_openai_bias_and_penalties(self):
+        # bias first (token 3: 0.5 + 1.5 = 2), repetition penalty on the
+        # biased logit (2 / 2 = 1), then presence 0.5 once and frequency
+        # 0.25 per occurrence: token 0 twice (-1.0), token 3 once (-0.75).
+        got = self.probs([2.0, 1.0, 0.0, 0.5], logit_bias={"3": 1.5, "2": -100.0}, repetition_penalty=2.0,
+                         presence_penalty=0.5, frequency_penalty=0.25, history=[0, 3, 0])
+        want = np.exp(np.array([2.0 / 2 - 1.0, 1.0, -100.0, 2.0 / 2 - 0.75]))
+        np.testing.assert_allclose(got, want / want.sum())
+        np.testing.assert_allclose(self.probs([1.0, 2.0], presence_penalty=-1.0, history=[0]),
+                                   self.probs([2.0, 2.0]))
+
     def test_float32_probabilities_accurate_over_a_full_vocabulary(self):
         # torch's float32 softmax over 50257 logits is off by ~1e-5 relative;
         # the reference must be within checkpoint 11's atol 1e-6 of exact.

@@ -34,8 +34,8 @@ func TestConvertThenRun(t *testing.T) {
 		typ, want string
 		cost      bool
 	}{
-		{"f32", "PASS: 121 checks passed, 0 failed", false},
-		{"f16", "PASS: 121 checks passed, 0 failed", false},
+		{"f32", "PASS: 124 checks passed, 0 failed", false},
+		{"f16", "PASS: 124 checks passed, 0 failed", false},
 		{"q8_0", "COST REPORT (not a validation): ", true},
 	} {
 		t.Run(c.typ, func(t *testing.T) {

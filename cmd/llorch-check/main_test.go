@@ -33,7 +33,7 @@ func TestRunDefaultPasses(t *testing.T) {
 	code, out, stderr := runCLI(t, "run", "--model", fixture.TinyModel(), "--references", fixture.TinyReferences())
 	require.Equal(t, exitOK, code, stderr)
 	require.Contains(t, out, "PASS: ")
-	require.Contains(t, out, "PASS: 121 checks passed, 0 failed")
+	require.Contains(t, out, "PASS: 124 checks passed, 0 failed")
 	require.NotContains(t, out, "NOT IMPLEMENTED")
 }
 
@@ -46,7 +46,7 @@ func TestRunFloat16Weights(t *testing.T) {
 	require.Equal(t, exitOK, code, stderr)
 	require.Contains(t, out, "weights:    matrices held as float16")
 	require.NotContains(t, out, "cost:")
-	require.Contains(t, out, "PASS: 121 checks passed, 0 failed")
+	require.Contains(t, out, "PASS: 124 checks passed, 0 failed")
 
 	code, out, stderr = runCLI(t, append(args, "--inject-fault", "attn-scale@1")...)
 	require.Equal(t, exitFailed, code, stderr)
