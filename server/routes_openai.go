@@ -16,6 +16,13 @@ import (
 // allowed, for echo scoring (prompt log-probabilities only).
 var openAIDefaults = settingDefaults{maxTokens: 16, minMaxTokens: 0, temperature: 1.0}
 
+// completionFields are the /v1/completions parameters this server reads:
+// OpenAI's (user is an end-user id for abuse monitoring, accepted and
+// not used) and the sampling extensions vLLM also takes.
+var completionFields = []string{"model", "prompt", "max_tokens", "temperature", "top_p", "top_k", "min_p",
+	"repetition_penalty", "presence_penalty", "frequency_penalty", "logit_bias", "seed", "stop", "n", "best_of",
+	"stream", "stream_options", "echo", "logprobs", "suffix", "user"}
+
 // maxLogprobs bounds logprobs (OpenAI allows 5; lm-eval asks for 1..5).
 const maxLogprobs = 20
 
@@ -65,6 +72,13 @@ func (s *Server) parseCompletion(e *engine, f *fields) completionRequest {
 	c.settings = f.settings(openAIDefaults, V)
 	if v, ok := f.integer("n"); ok && v != 1 {
 		f.bad("n", "range", "only n=1 is supported", v)
+	}
+	if v, ok := f.integer("best_of"); ok && v != 1 {
+		f.bad("best_of", "range", "only best_of=1 is supported (one completion per prompt)", v)
+	}
+	f.unsupported("suffix", "is not supported: GPT-2 has no insertion mode", `""`)
+	if !s.cfg.Lenient {
+		f.unknown(completionFields)
 	}
 	c.stream, _ = f.boolean("stream")
 	c.echo, _ = f.boolean("echo")

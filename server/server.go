@@ -31,6 +31,7 @@ type Config struct {
 	WriteTimeout   time.Duration // per write of a stream (each SSE event extends it)
 	APIKey         string        // bearer token; empty: no auth
 	CORSOrigins    []string      // allowed origins; "*" for any
+	Lenient        bool          // OpenAI routes ignore unknown fields instead of a 400 naming them
 	TokenDelay     time.Duration // sleep before each token: demos and drain tests only
 	Version        string        // build version for llorch_build_info
 	Logger         *slog.Logger  // nil: discard

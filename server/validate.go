@@ -6,9 +6,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"mime"
 	"net/http"
+	"slices"
+	"strconv"
 	"strings"
 	"unicode/utf8"
 
@@ -57,6 +60,29 @@ func decodeBody(r *http.Request) (*fields, *requestError) {
 type fields struct {
 	raw  map[string]json.RawMessage
 	errs []FieldError
+}
+
+// unknown reports every field not in known as a 400 naming it: a
+// parameter a client believes it set must never be silently dropped.
+func (f *fields) unknown(known []string) {
+	for _, name := range slices.Sorted(maps.Keys(f.raw)) {
+		if !slices.Contains(known, name) {
+			f.bad(name, "unknown", "is not a parameter of this endpoint (serve --lenient ignores unknown fields)", nil)
+		}
+	}
+}
+
+// unsupported reports a field that is present and not at its neutral
+// value (null, or neutral) as a 400 naming it and why.
+func (f *fields) unsupported(name, why string, neutral ...string) {
+	if !f.present(name) {
+		return
+	}
+	v := strings.TrimSpace(string(f.raw[name]))
+	if slices.Contains(neutral, v) {
+		return
+	}
+	f.bad(name, "unsupported", why, json.RawMessage(f.raw[name]))
 }
 
 // ok reports whether none of the named fields has an error yet, so a
@@ -235,6 +261,9 @@ func (f *fields) settings(d settingDefaults, vocabSize int) genSettings {
 		TopK:              int(f.intIn("top_k", 0, int64(vocabSize), 0)),
 		RepetitionPenalty: f.floatIn("repetition_penalty", 0, 2, true, 1),
 		MinP:              f.floatIn("min_p", 0, 1, false, 0),
+		PresencePenalty:   f.floatIn("presence_penalty", -sampling.MaxPenalty, sampling.MaxPenalty, false, 0),
+		FrequencyPenalty:  f.floatIn("frequency_penalty", -sampling.MaxPenalty, sampling.MaxPenalty, false, 0),
+		LogitBias:         f.logitBias(vocabSize),
 	}
 	if f.present("seed") {
 		if v, ok := f.integer("seed"); ok {
@@ -248,6 +277,39 @@ func (f *fields) settings(d settingDefaults, vocabSize int) genSettings {
 	}
 	g.Stop = f.stop()
 	return g
+}
+
+// logitBias reads OpenAI's {"token id": bias} map: ids in the vocabulary,
+// biases in [-100, 100]; each bad entry is named.
+func (f *fields) logitBias(vocabSize int) map[int]float64 {
+	var raw map[string]json.RawMessage
+	if !f.decode("logit_bias", `an object mapping token ids to biases, like {"50256": -100}`, &raw) {
+		return nil
+	}
+	out := make(map[int]float64, len(raw))
+	for _, key := range slices.Sorted(maps.Keys(raw)) {
+		name := "logit_bias." + key
+		id, err := strconv.Atoi(key)
+		if err != nil || strconv.Itoa(id) != key {
+			f.bad(name, "type", "key must be a token id (a decimal integer)", key)
+			continue
+		}
+		if id < 0 || id >= vocabSize {
+			f.bad(name, "range", fmt.Sprintf("token %d is outside the vocabulary [0,%d)", id, vocabSize), id)
+			continue
+		}
+		var b float64
+		if json.Unmarshal(raw[key], &b) != nil {
+			f.bad(name, "type", "bias must be a number", json.RawMessage(raw[key]))
+			continue
+		}
+		if math.Abs(b) > sampling.MaxLogitBias {
+			f.bad(name, "range", fmt.Sprintf("bias must be in [-%d, %d]", sampling.MaxLogitBias, sampling.MaxLogitBias), b)
+			continue
+		}
+		out[id] = b
+	}
+	return out
 }
 
 // stop accepts a string or a list of 1..4 strings of 1..100 bytes.

@@ -32,6 +32,7 @@ type serveFlags struct {
 	writeTimeout, idleTimeout, callbackTimeout, tokenDelay time.Duration
 	logLevel                                               string
 	fault                                                  string // --inject-fault, a self-test for probe
+	lenient                                                bool
 }
 
 func newServeCmd() *cobra.Command {
@@ -69,6 +70,7 @@ stderr, without prompt text. See docs/serve.md.`,
 	fl.StringVar(&f.apiKey, "api-key", "", "require Authorization: Bearer KEY (default $LLORCH_API_KEY)")
 	fl.StringVar(&f.modelName, "model-name", "", "model id in responses and /v1/models (default the model directory's name)")
 	fl.StringVar(&f.cors, "cors-origins", "", "comma-separated origins allowed by CORS, or *")
+	fl.BoolVar(&f.lenient, "lenient", false, "OpenAI routes ignore unknown request fields instead of answering 400 naming them")
 	fl.IntVar(&f.parallel, "parallel", d.Parallel, "sequences decoding at once")
 	fl.IntVar(&f.maxQueue, "max-queue", d.MaxQueue, "requests waiting for a slot; beyond it 429 with Retry-After")
 	fl.IntVar(&f.maxBatch, "max-batch", d.MaxBatch, "prompts per /generate, /loglikelihood or /v1/completions request")
@@ -195,7 +197,7 @@ func runServe(cmd *cobra.Command, f serveFlags) error {
 		ModelName: f.modelName, WorkerID: f.workerID, Parallel: f.parallel, MaxQueue: f.maxQueue,
 		MaxBatch: f.maxBatch, RequestTimeout: f.requestTimeout, MaxBodyBytes: f.maxBody,
 		WriteTimeout: f.writeTimeout, APIKey: f.apiKey, CORSOrigins: origins, TokenDelay: f.tokenDelay,
-		Version: version(), Logger: log,
+		Lenient: f.lenient, Version: version(), Logger: log,
 	}
 	srv := server.New(cfg)
 
