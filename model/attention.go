@@ -6,7 +6,6 @@ import (
 	"sync"
 
 	"github.com/llorch/llorch-check/kernels"
-	"gonum.org/v1/gonum/blas"
 	"gonum.org/v1/gonum/blas/blas32"
 )
 
@@ -66,7 +65,11 @@ func (j *attnJob) scratch() ([]float32, []float64) {
 }
 
 // head computes head h. Without a probe, scratch holds the scores and then,
-// in place, the probabilities.
+// in place, the probabilities. Each score is one BLAS dot product over the
+// head dimension and each output row a sequence of axpys in key order: the
+// per-element arithmetic of gonum's Sgemm for D ≤ 64, called directly, so
+// a one-token decode step does not pay Sgemm's blocking and goroutines,
+// and keys past the causal mask are never multiplied.
 func (j *attnJob) head(h int, scratch []float32, e64 []float64) {
 	T, S, D, C := j.T, j.S, j.D, j.C
 	sc, pr := scratch, scratch
@@ -74,20 +77,25 @@ func (j *attnJob) head(h int, scratch []float32, e64 []float64) {
 		sc = j.scores[h*T*S : (h+1)*T*S]
 		pr = j.probs[h*T*S : (h+1)*T*S]
 	}
-	q := blas32.General{Rows: T, Cols: D, Stride: 3 * C, Data: j.qkv[h*D:]}
-	k := blas32.General{Rows: S, Cols: D, Stride: D, Data: j.cache.head(j.kc, h, S)}
-	v := blas32.General{Rows: S, Cols: D, Stride: D, Data: j.cache.head(j.vc, h, S)}
-	blas32.Gemm(blas.NoTrans, blas.Trans, 1, q, k, 0, blas32.General{Rows: T, Cols: S, Stride: S, Data: sc})
-	for t := 0; t < T; t++ {
+	k, v := j.cache.head(j.kc, h, S), j.cache.head(j.vc, h, S)
+	vec := func(x []float32) blas32.Vector { return blas32.Vector{N: D, Inc: 1, Data: x} }
+	for t := range T {
 		visible := j.off + t + 1
 		if j.noMask {
 			visible = S
 		}
-		softmaxRow(pr[t*S:(t+1)*S], sc[t*S:(t+1)*S], visible, j.scale, e64)
+		q := vec(j.qkv[t*3*C+h*D:])
+		row := sc[t*S : (t+1)*S]
+		for s := range visible {
+			row[s] = 0 + blas32.Dot(q, vec(k[s*D:]))
+		}
+		softmaxRow(pr[t*S:(t+1)*S], row, visible, j.scale, e64)
+		out := vec(j.out[t*C+h*D:])
+		clear(out.Data[:D])
+		for s, p := range pr[t*S : t*S+visible] {
+			blas32.Axpy(p, vec(v[s*D:]), out)
+		}
 	}
-	blas32.Gemm(blas.NoTrans, blas.NoTrans, 1,
-		blas32.General{Rows: T, Cols: S, Stride: S, Data: pr}, v,
-		0, blas32.General{Rows: T, Cols: D, Stride: C, Data: j.out[h*D:]})
 }
 
 // softmaxRow scales the raw dot products in sc, masks keys at or past
