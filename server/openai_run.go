@@ -1,0 +1,254 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/llorch/llorch-check/generation"
+)
+
+// openAIJob is a parsed generating request of /v1/completions or
+// /v1/chat/completions: one choice per prompt, shared settings.
+type openAIJob struct {
+	prompts   [][]int
+	texts     []string // the prompts' text (decoded when given as ids)
+	settings  genSettings
+	maxTokens []int // per prompt: settings.MaxTokens fitted to the context
+	stream    bool
+	usage     bool // stream_options.include_usage
+	echo      bool // the prompt is part of the choice (completions only)
+	logprobs  bool
+	top       int // alternatives per token when logprobs
+}
+
+// parseOpenAI reads what both generating OpenAI routes share: model, the
+// sampling settings, n, stream and stream_options, and the fields the
+// route knows (the rest are a 400 naming them unless --lenient).
+func (s *Server) parseOpenAI(e *engine, f *fields, known []string) openAIJob {
+	var j openAIJob
+	if name, ok := f.str("model", false); ok && name != "" && name != e.name {
+		f.bad("model", "exists", fmt.Sprintf("model %q is not served here; this worker serves %q", name, e.name), name)
+	}
+	j.settings = f.settings(openAIDefaults, e.m.Config.VocabSize)
+	if v, ok := f.integer("n"); ok && v != 1 {
+		f.bad("n", "range", "only n=1 is supported", v)
+	}
+	if !s.cfg.Lenient {
+		f.unknown(known)
+	}
+	j.stream, _ = f.boolean("stream")
+	if f.present("stream_options") {
+		var opt struct {
+			IncludeUsage bool `json:"include_usage"`
+		}
+		if json.Unmarshal(f.raw["stream_options"], &opt) != nil {
+			f.bad("stream_options", "type", `must be an object like {"include_usage": true}`, nil)
+		}
+		j.usage = opt.IncludeUsage
+	}
+	return j
+}
+
+// fit sets maxTokens for every prompt, or names the prompt (field name,
+// indexed when there are several) that leaves no room in the context.
+func (j *openAIJob) fit(f *fields, name string, contextLength int) {
+	if !f.ok(name, "max_tokens") {
+		return
+	}
+	for i, p := range j.prompts {
+		m, why := j.settings.maxTokensFor(len(p), contextLength)
+		if why != "" {
+			field := name
+			if len(j.prompts) > 1 {
+				field = fmt.Sprintf("%s[%d]", name, i)
+			}
+			f.bad(field, "context_length", why, nil)
+		}
+		j.maxTokens = append(j.maxTokens, m)
+	}
+}
+
+// writeOpenAIErrors answers a request that failed validation; a model
+// that is not served is OpenAI's 404.
+func writeOpenAIErrors(w http.ResponseWriter, errs []FieldError) {
+	if errs[0].Constraint == "exists" {
+		writeError(w, http.StatusNotFound, "model_not_found", errs[0].Message, "model")
+		return
+	}
+	writeFieldErrors(w, familyOpenAI, errs)
+}
+
+// scoredToken is a token with its log-probability (nil for the first
+// prompt position) and its most probable alternatives.
+type scoredToken struct {
+	id      int
+	logprob *float64
+	top     []generation.TokenLogProb
+}
+
+// choiceResult is one finished choice as the runner produced it; text and
+// tokens include the echoed prompt when the job echoes.
+type choiceResult struct {
+	text   string
+	tokens []scoredToken
+	reason string // OpenAI's finish_reason
+}
+
+// openAIShape is a route's wire format: the runner calls chunk for each
+// streamed piece of choice i (reason set on the last), then either
+// usageChunk (streams with include_usage) or response (no stream).
+type openAIShape interface {
+	chunk(i int, text string, tokens []scoredToken, reason string) any
+	usageChunk(u usage) any
+	response(choices []choiceResult, u usage) any
+}
+
+// openAIBase is the head every OpenAI answer and chunk carries.
+type openAIBase struct {
+	ID      string `json:"id"`
+	Object  string `json:"object"`
+	Created int64  `json:"created"`
+	Model   string `json:"model"`
+}
+
+func newOpenAIBase(r *http.Request, e *engine, idPrefix string) openAIBase {
+	return openAIBase{ID: idPrefix + requestID(r.Context()), Created: time.Now().Unix(), Model: e.name}
+}
+
+func finishReason(stop string) string {
+	if stop == generation.StopMaxTokens {
+		return "length"
+	}
+	return "stop"
+}
+
+// runOpenAI admits job, runs its choices one after another in one slot and
+// writes them through shape, as a stream or as one answer.
+func (s *Server) runOpenAI(w http.ResponseWriter, r *http.Request, e *engine, job openAIJob, shape openAIShape) {
+	ctx, slot, done, ok := s.admitJob(w, r)
+	if !ok {
+		return
+	}
+	defer done()
+	var sse *sseWriter
+	if job.stream {
+		sse = startSSE(w, s.cfg.WriteTimeout)
+	}
+	var total usage
+	var choices []choiceResult
+	for i := range job.prompts {
+		ch, err := s.runChoice(ctx, e, slot, job, i, shape, sse, &total)
+		if err != nil {
+			s.endOpenAI(w, r, ctx, sse, err)
+			return
+		}
+		choices = append(choices, ch)
+	}
+	total.TotalTokens = total.PromptTokens + total.CompletionTokens
+	if sse == nil {
+		writeJSON(w, http.StatusOK, shape.response(choices, total))
+		return
+	}
+	if job.usage {
+		_ = sse.data(shape.usageChunk(total))
+	}
+	_ = sse.write("data: [DONE]\n\n")
+}
+
+// endOpenAI reports a job that did not finish: a client gone gets nothing,
+// a job ended by cancel, timeout or shutdown its status or a final error
+// chunk, a failure a 500 or a final error chunk.
+func (s *Server) endOpenAI(w http.ResponseWriter, r *http.Request, ctx context.Context, sse *sseWriter, err error) {
+	switch {
+	case errors.Is(err, errWrite):
+		s.endCause(ctx)
+		setOutcome(w, outcomeDisconnected)
+		return
+	case ctx.Err() != nil:
+		if sse == nil {
+			s.writeEnded(w, ctx)
+			return
+		}
+		code, outcome := s.endCause(ctx)
+		setOutcome(w, outcome)
+		typ := "timeout_error"
+		if code == codeShutdown {
+			typ = "server_error"
+		}
+		_ = sse.data(map[string]any{"error": apiError{Message: endMessage(code), Type: typ, Code: code}})
+	default:
+		s.log.Error("completion failed", "request_id", requestID(r.Context()), "error", err)
+		if sse == nil {
+			writeError(w, http.StatusInternalServerError, codeInference, err.Error(), "")
+			return
+		}
+		setOutcome(w, outcomeServerError)
+		_ = sse.data(map[string]any{"error": apiError{Message: err.Error(), Type: "server_error", Code: codeInference}})
+	}
+	_ = sse.write("data: [DONE]\n\n")
+}
+
+// errEnded is a choice whose job context ended midway.
+var errEnded = errors.New("job ended")
+
+// runChoice produces choice i: prompt log-probabilities when echo asks for
+// them, then the generated tokens, streamed as chunks when sse is set.
+func (s *Server) runChoice(ctx context.Context, e *engine, slot *Slot, job openAIJob, i int,
+	shape openAIShape, sse *sseWriter, total *usage) (choiceResult, error) {
+	var ch choiceResult
+	prompt := job.prompts[i]
+	send := func(text string, tokens []scoredToken, reason string) error {
+		if sse == nil {
+			return nil
+		}
+		return sse.data(shape.chunk(i, text, tokens, reason))
+	}
+	total.PromptTokens += len(prompt)
+	if job.echo {
+		ch.text = job.texts[i]
+		if job.logprobs {
+			scores, err := generation.PromptLogProbs(ctx, slot.Decoder(e), prompt, job.top)
+			if err != nil {
+				if ctx.Err() != nil {
+					return ch, errEnded
+				}
+				return ch, err
+			}
+			ch.tokens = append(ch.tokens, scoredToken{id: prompt[0]})
+			for j, sc := range scores {
+				ch.tokens = append(ch.tokens, scoredToken{id: prompt[j+1], logprob: &sc.LogProb, top: sc.TopLogProbs})
+			}
+		}
+		if err := send(ch.text, ch.tokens, ""); err != nil {
+			return ch, err
+		}
+	}
+	if job.maxTokens[i] == 0 {
+		ch.reason = "length"
+		return ch, send("", nil, ch.reason)
+	}
+	req := generation.Request{Prompt: prompt, MaxTokens: job.maxTokens[i], Params: job.settings.Params,
+		Seed: job.settings.Seed, Stop: job.settings.Stop, LogProbs: job.logprobs, TopLogProbs: job.top}
+	res, err := s.generate(ctx, e, slot, req, func(t generation.Token) error {
+		var tokens []scoredToken
+		if job.logprobs {
+			tokens = []scoredToken{{id: t.ID, logprob: &t.LogProb, top: t.TopLogProbs}}
+			ch.tokens = append(ch.tokens, tokens...)
+		}
+		return send(t.Text, tokens, "")
+	})
+	if err != nil {
+		return ch, err
+	}
+	if res.StopReason == generation.StopCancelled {
+		return ch, errEnded
+	}
+	total.CompletionTokens += len(res.Tokens)
+	ch.text += res.Text
+	ch.reason = finishReason(res.StopReason)
+	return ch, send("", nil, ch.reason)
+}
