@@ -83,6 +83,10 @@ const colChunk = 192
 func matmulCols(dst, x []float32, w Matrix, M, K, N, j0, j1 int) {
 	n := j1 - j0
 	tiles := M > panelMaxRows && hasTileKernel
+	if w.q != nil && !tiles {
+		w.q.matmulPanel(dst, x, M, K, N, j0, j1)
+		return
+	}
 	acc := getScratch(M * n)
 	defer scratch.Put(acc)
 	var buf *[]float32
@@ -98,8 +102,6 @@ func matmulCols(dst, x []float32, w Matrix, M, K, N, j0, j1 int) {
 			clear(a)
 			panelLoop(M, kk, n, func(jt, k1, m0, nn, kb, mm int) {
 				switch {
-				case w.q != nil:
-					w.q.axpyPanel(a[m0*n+jt:], n, xb[m0*K+k1:], K, k0+k1, j0+jt, nn, mm, kb)
 				case w.f16 != nil:
 					axpyPanel16(a[m0*n+jt:], n, xb[m0*K+k1:], K, w.f16[(k0+k1)*N+j0+jt:], N, nn, mm, kb)
 				default:

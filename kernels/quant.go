@@ -222,6 +222,26 @@ func (w *quant) axpyPanel(y []float32, ldy int, x []float32, ldx int, k0, j0, n,
 	})
 }
 
+// matmulPanel is matmulCols' panel path on a quantised matrix, one slab
+// at a time: each slab's rows stream from memory as one contiguous run
+// (the column-chunk order interleaved three slabs a kBlock at a time).
+// Per element the sums are those of matmulCols: each kSum-deep block
+// summed from zero in k order, then added to dst.
+func (w *quant) matmulPanel(dst, x []float32, M, K, N, j0, j1 int) {
+	acc := getScratch(M * slab)
+	defer scratch.Put(acc)
+	for c0 := j0; c0 < j1; {
+		nn := min(j1-c0, slab-c0%slab)
+		a := (*acc)[:M*nn]
+		for k0 := 0; k0 < K; k0 += kSum {
+			clear(a)
+			w.axpyPanel(a, nn, x[k0:], K, k0, c0, nn, M, min(kSum, K-k0))
+			addRows(dst[c0:], N, a, nn, M)
+		}
+		c0 += nn
+	}
+}
+
 // axpyPieceWidened is axpyPiece through float32 scratch: the pure-Go
 // build's, and the assembly's column edges, which then get the float32
 // kernels' bits.
