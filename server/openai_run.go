@@ -115,6 +115,13 @@ type openAIBase struct {
 	Model   string `json:"model"`
 }
 
+// openAIResponse is an answer or a chunk of a route whose choices are C.
+type openAIResponse[C any] struct {
+	openAIBase
+	Choices []C    `json:"choices"`
+	Usage   *usage `json:"usage,omitempty"`
+}
+
 func newOpenAIBase(r *http.Request, e *engine, idPrefix string) openAIBase {
 	return openAIBase{ID: idPrefix + requestID(r.Context()), Created: time.Now().Unix(), Model: e.name}
 }

@@ -23,7 +23,9 @@ func (s *Server) routes() http.Handler {
 	handle("GET /readyz", true, s.handleReadyz)
 	// OpenAI-compatible API.
 	handle("POST /v1/completions", false, s.handleCompletions)
+	handle("POST /v1/chat/completions", false, s.handleChat)
 	handle("GET /v1/models", false, s.handleModels)
+	handle("GET /v1/models/{id...}", false, s.handleModel)
 	handle("POST /tokenize", false, s.handleTokenize)
 	handle("POST /detokenize", false, s.handleDetokenize)
 	// Operations.

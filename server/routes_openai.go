@@ -38,12 +38,6 @@ type completionChoice struct {
 	FinishReason *string         `json:"finish_reason"`
 }
 
-type completionResponse struct {
-	openAIBase
-	Choices []completionChoice `json:"choices"`
-	Usage   *usage             `json:"usage,omitempty"`
-}
-
 // handleCompletions is OpenAI's legacy completions endpoint, enough for
 // SDKs, benchmarkers and lm-evaluation-harness local-completions.
 func (s *Server) handleCompletions(w http.ResponseWriter, r *http.Request) {
@@ -130,15 +124,15 @@ func (c *completionShape) chunk(i int, text string, tokens []scoredToken, reason
 		}
 		ch.Logprobs, c.offsets[i] = c.legacy(tokens, off)
 	}
-	return completionResponse{openAIBase: c.base, Choices: []completionChoice{ch}}
+	return openAIResponse[completionChoice]{openAIBase: c.base, Choices: []completionChoice{ch}}
 }
 
 func (c *completionShape) usageChunk(u usage) any {
-	return completionResponse{openAIBase: c.base, Choices: []completionChoice{}, Usage: &u}
+	return openAIResponse[completionChoice]{openAIBase: c.base, Choices: []completionChoice{}, Usage: &u}
 }
 
 func (c *completionShape) response(choices []choiceResult, u usage) any {
-	out := completionResponse{openAIBase: c.base, Usage: &u}
+	out := openAIResponse[completionChoice]{openAIBase: c.base, Usage: &u}
 	for i, ch := range choices {
 		cc := completionChoice{Index: i, Text: ch.text, FinishReason: &ch.reason}
 		if c.job.logprobs {
@@ -150,12 +144,48 @@ func (c *completionShape) response(choices []choiceResult, u usage) any {
 }
 
 func (s *Server) handleModels(w http.ResponseWriter, r *http.Request) {
-	data := []map[string]any{}
+	data := []modelInfo{}
 	if e := s.engine.Load(); e != nil {
-		data = append(data, map[string]any{"id": e.name, "object": "model", "created": s.started.Unix(),
-			"owned_by": "llorch", "max_model_len": e.m.Config.NPositions})
+		data = append(data, s.modelInfo(e))
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"object": "list", "data": data})
+}
+
+// handleModel is GET /v1/models/{id}: the served model, or OpenAI's 404.
+func (s *Server) handleModel(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	e := s.engine.Load()
+	if e == nil || id != e.name {
+		writeError(w, http.StatusNotFound, "model_not_found", fmt.Sprintf("model %q is not served here", id), "model")
+		return
+	}
+	writeJSON(w, http.StatusOK, s.modelInfo(e))
+}
+
+// modelInfo is OpenAI's model object plus what a client cannot guess: a
+// GPT-2 base model, never trained to chat, whose chat route renders the
+// messages with a plain template.
+type modelInfo struct {
+	ID           string `json:"id"`
+	Object       string `json:"object"`
+	Created      int64  `json:"created"`
+	OwnedBy      string `json:"owned_by"`
+	MaxModelLen  int    `json:"max_model_len"`
+	Architecture string `json:"architecture"`
+	VocabSize    int    `json:"vocab_size"`
+	EmbeddingDim int    `json:"embedding_dimensions"`
+	ChatTemplate string `json:"chat_template"`
+	Description  string `json:"description"`
+}
+
+func (s *Server) modelInfo(e *engine) modelInfo {
+	tmpl, desc := "default", "GPT-2 base model (not trained to chat): /v1/chat/completions renders the messages as plain \"role: content\" lines followed by \"assistant:\""
+	if t := s.cfg.ChatTemplate; t != nil {
+		tmpl, desc = t.Name(), "GPT-2 base model (not trained to chat): /v1/chat/completions renders the messages with the chat template "+t.Name()
+	}
+	return modelInfo{ID: e.name, Object: "model", Created: s.started.Unix(), OwnedBy: "llorch-check",
+		MaxModelLen: e.m.Config.NPositions, Architecture: "gpt2", VocabSize: e.m.Config.VocabSize,
+		EmbeddingDim: e.m.Config.NEmbd, ChatTemplate: tmpl, Description: desc}
 }
 
 // handleTokenize encodes as the generating routes do (ordinary text);

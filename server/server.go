@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"sync"
 	"sync/atomic"
+	"text/template"
 	"time"
 
 	"github.com/llorch/llorch-check/model"
@@ -21,20 +22,21 @@ import (
 // Config holds the operator's settings. Zero values get the defaults of
 // DefaultConfig where one exists.
 type Config struct {
-	ModelName      string        // reported in events and /v1/models; default: the model directory's name
-	WorkerID       string        // the orchestrator's name for this worker
-	Parallel       int           // sequences decoding at once
-	MaxQueue       int           // requests waiting for a slot; more get 429
-	MaxBatch       int           // prompts per /generate or /loglikelihood request
-	RequestTimeout time.Duration // per request, queueing included; 0: none
-	MaxBodyBytes   int64         // request body limit
-	WriteTimeout   time.Duration // per write of a stream (each SSE event extends it)
-	APIKey         string        // bearer token; empty: no auth
-	CORSOrigins    []string      // allowed origins; "*" for any
-	Lenient        bool          // OpenAI routes ignore unknown fields instead of a 400 naming them
-	TokenDelay     time.Duration // sleep before each token: demos and drain tests only
-	Version        string        // build version for llorch_build_info
-	Logger         *slog.Logger  // nil: discard
+	ModelName      string             // reported in events and /v1/models; default: the model directory's name
+	WorkerID       string             // the orchestrator's name for this worker
+	Parallel       int                // sequences decoding at once
+	MaxQueue       int                // requests waiting for a slot; more get 429
+	MaxBatch       int                // prompts per /generate or /loglikelihood request
+	RequestTimeout time.Duration      // per request, queueing included; 0: none
+	MaxBodyBytes   int64              // request body limit
+	WriteTimeout   time.Duration      // per write of a stream (each SSE event extends it)
+	APIKey         string             // bearer token; empty: no auth
+	CORSOrigins    []string           // allowed origins; "*" for any
+	Lenient        bool               // OpenAI routes ignore unknown fields instead of a 400 naming them
+	ChatTemplate   *template.Template // renders chat messages into a prompt (ParseChatTemplate); nil: DefaultChatTemplate
+	TokenDelay     time.Duration      // sleep before each token: demos and drain tests only
+	Version        string             // build version for llorch_build_info
+	Logger         *slog.Logger       // nil: discard
 }
 
 // DefaultConfig is what `llorch-check serve` uses when no flag says otherwise.

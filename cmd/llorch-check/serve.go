@@ -11,9 +11,11 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
+	"text/template"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -33,6 +35,7 @@ type serveFlags struct {
 	logLevel                                               string
 	fault                                                  string // --inject-fault, a self-test for probe
 	lenient                                                bool
+	chatTemplate                                           string // --chat-template FILE
 }
 
 func newServeCmd() *cobra.Command {
@@ -44,7 +47,8 @@ func newServeCmd() *cobra.Command {
 		Long: `serve loads the model and answers the HTTP API of API.md: the worker API
 (/health, /execute as Server-Sent Events, /cancel), the batch API
 (/generate, /loglikelihood, /healthz, /readyz), an OpenAI-compatible API
-(/v1/completions, /v1/models, /tokenize, /detokenize), /metrics for
+(/v1/completions, /v1/chat/completions, /v1/embeddings, /v1/models,
+/tokenize, /detokenize), /metrics for
 Prometheus and a page at / to try the model by hand.
 
 With --references DIR, every checkpoint runs at start-up and the server is
@@ -70,6 +74,7 @@ stderr, without prompt text. See docs/serve.md.`,
 	fl.StringVar(&f.apiKey, "api-key", "", "require Authorization: Bearer KEY (default $LLORCH_API_KEY)")
 	fl.StringVar(&f.modelName, "model-name", "", "model id in responses and /v1/models (default the model directory's name)")
 	fl.StringVar(&f.cors, "cors-origins", "", "comma-separated origins allowed by CORS, or *")
+	fl.StringVar(&f.chatTemplate, "chat-template", "", "Go text/template FILE rendering /v1/chat/completions messages into the prompt (default: plain \"role: content\" lines, then \"assistant:\")")
 	fl.BoolVar(&f.lenient, "lenient", false, "OpenAI routes ignore unknown request fields instead of answering 400 naming them")
 	fl.IntVar(&f.parallel, "parallel", d.Parallel, "sequences decoding at once")
 	fl.IntVar(&f.maxQueue, "max-queue", d.MaxQueue, "requests waiting for a slot; beyond it 429 with Retry-After")
@@ -121,6 +126,22 @@ func (f serveFlags) check() error {
 		}
 	}
 	return nil
+}
+
+// loadChatTemplate parses --chat-template, nil without one.
+func (f serveFlags) loadChatTemplate() (*template.Template, error) {
+	if f.chatTemplate == "" {
+		return nil, nil
+	}
+	b, err := os.ReadFile(f.chatTemplate)
+	if err != nil {
+		return nil, fmt.Errorf("--chat-template: %w", err)
+	}
+	t, err := server.ParseChatTemplate(filepath.Base(f.chatTemplate), string(b))
+	if err != nil {
+		return nil, fmt.Errorf("--chat-template %s: %w", f.chatTemplate, err)
+	}
+	return t, nil
 }
 
 // maxParallel bounds --parallel before any model is read; checkMemory
@@ -187,6 +208,10 @@ func runServe(cmd *cobra.Command, f serveFlags) error {
 	if ip := net.ParseIP(f.host); f.apiKey == "" && (ip == nil || !ip.IsLoopback()) && f.host != "localhost" {
 		log.Warn("listening beyond loopback without an API key: anyone who can reach the port can use the model (--api-key or LLORCH_API_KEY)", "host", f.host)
 	}
+	chat, err := f.loadChatTemplate()
+	if err != nil {
+		return err
+	}
 	var origins []string
 	for o := range strings.SplitSeq(f.cors, ",") {
 		if o = strings.TrimSpace(o); o != "" {
@@ -197,7 +222,7 @@ func runServe(cmd *cobra.Command, f serveFlags) error {
 		ModelName: f.modelName, WorkerID: f.workerID, Parallel: f.parallel, MaxQueue: f.maxQueue,
 		MaxBatch: f.maxBatch, RequestTimeout: f.requestTimeout, MaxBodyBytes: f.maxBody,
 		WriteTimeout: f.writeTimeout, APIKey: f.apiKey, CORSOrigins: origins, TokenDelay: f.tokenDelay,
-		Lenient: f.lenient, Version: version(), Logger: log,
+		Lenient: f.lenient, ChatTemplate: chat, Version: version(), Logger: log,
 	}
 	srv := server.New(cfg)
 

@@ -65,10 +65,13 @@ func TestServeFlagsRejected(t *testing.T) {
 	big := t.TempDir()
 	require.NoError(t, os.WriteFile(filepath.Join(big, "config.json"),
 		[]byte(`{"model_type":"gpt2","vocab_size":97,"n_positions":16777216,"n_embd":64,"n_layer":2,"n_head":4}`), 0o644))
+	badTemplate := filepath.Join(t.TempDir(), "chat.tmpl")
+	require.NoError(t, os.WriteFile(badTemplate, []byte("{{range .Messages}}{{.Text}}{{end}}"), 0o644))
 	for _, args := range [][]string{
 		{"--parallel", "0"}, {"--port", "70000"}, {"--max-queue", "-1"}, {"--log-level", "loud"},
 		{"--shutdown-timeout", "-1s"}, {"--read-timeout", "-2s"}, {"--weight-dtype", "f8"}, {"--parallel", "100000"},
 		{"--parallel", "2", "--model", big},
+		{"--chat-template", filepath.Join(big, "missing.tmpl")}, {"--chat-template", badTemplate},
 	} {
 		cmd := newServeCmd()
 		cmd.SetArgs(args)

@@ -1,0 +1,261 @@
+package server
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"net/http"
+	"slices"
+	"strings"
+)
+
+// chatFields are the /v1/chat/completions parameters this server reads;
+// chatUnsupported are OpenAI's that it refuses unless at a neutral value.
+var chatFields = append(slices.Clip(samplingFields), "messages", "max_completion_tokens", "logprobs", "top_logprobs",
+	"response_format", "tools", "tool_choice", "parallel_tool_calls", "functions", "function_call", "store")
+
+var chatUnsupported = []struct {
+	name, why string
+	neutral   []string
+}{
+	{"tools", "is not supported: GPT-2 cannot call tools", []string{"[]"}},
+	{"tool_choice", "is not supported: GPT-2 cannot call tools", []string{`"none"`}},
+	{"functions", "is not supported: GPT-2 cannot call functions", []string{"[]"}},
+	{"function_call", "is not supported: GPT-2 cannot call functions", []string{`"none"`}},
+	{"store", "is not supported: completions are not stored", []string{"false"}},
+}
+
+// chatRoles are the message roles a plain template can render.
+var chatRoles = []string{"system", "developer", "user", "assistant"}
+
+type chatMessageOut struct {
+	Role    string `json:"role,omitempty"`
+	Content string `json:"content"`
+}
+
+// chatLogprob is one token of the chat logprobs shape; bytes are the
+// token's UTF-8 bytes (a token may hold part of a character).
+type chatLogprob struct {
+	Token       string        `json:"token"`
+	Logprob     float64       `json:"logprob"`
+	Bytes       []int         `json:"bytes"`
+	TopLogprobs []chatLogprob `json:"top_logprobs,omitempty"`
+}
+
+type chatLogprobs struct {
+	Content []chatLogprob `json:"content"`
+	Refusal []chatLogprob `json:"refusal"`
+}
+
+type chatChoice struct {
+	Index        int             `json:"index"`
+	Message      *chatMessageOut `json:"message,omitempty"`
+	Delta        *chatMessageOut `json:"delta,omitempty"`
+	Logprobs     *chatLogprobs   `json:"logprobs"`
+	FinishReason *string         `json:"finish_reason"`
+}
+
+// handleChat is OpenAI's chat completions: the messages rendered by the
+// chat template into one prompt, then the completions pipeline.
+func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) {
+	e, f, ok := s.beginRequest(w, r, familyOpenAI)
+	if !ok {
+		return
+	}
+	renamed := f.alias("max_completion_tokens", "max_tokens")
+	job := s.parseOpenAI(e, f, chatFields)
+	if renamed {
+		f.rename("max_tokens", "max_completion_tokens")
+	}
+	for _, u := range chatUnsupported {
+		f.unsupported(u.name, u.why, u.neutral...)
+	}
+	if f.present("response_format") {
+		var rf struct{ Type string }
+		if json.Unmarshal(f.raw["response_format"], &rf) != nil || rf.Type != "text" {
+			f.bad("response_format", "unsupported", `only {"type": "text"} is supported: GPT-2 has no constrained decoding`, json.RawMessage(f.raw["response_format"]))
+		}
+	}
+	job.logprobs, _ = f.boolean("logprobs")
+	job.top = int(f.intIn("top_logprobs", 0, maxLogprobs, 0))
+	if job.top > 0 && !job.logprobs {
+		f.bad("top_logprobs", "requires", "needs logprobs: true", job.top)
+	}
+	if prompt, ok := s.chatPrompt(f); ok {
+		job.texts, job.prompts = []string{prompt}, [][]int{e.tok.Encode(prompt)}
+		job.fit(f, "messages", e.m.Config.NPositions)
+	}
+	if len(f.errs) > 0 {
+		writeOpenAIErrors(w, f.errs)
+		return
+	}
+	base := newOpenAIBase(r, e, "chatcmpl-")
+	base.Object = "chat.completion"
+	if job.stream {
+		base.Object = "chat.completion.chunk"
+	}
+	s.runOpenAI(w, r, e, job, &chatShape{base: base, e: e, logprobs: job.logprobs, started: map[int]bool{}})
+}
+
+// chatPrompt reads messages and renders them with the chat template.
+func (s *Server) chatPrompt(f *fields) (string, bool) {
+	var raw []map[string]json.RawMessage
+	if !f.decode("messages", "an array of message objects", &raw) {
+		if !f.present("messages") {
+			f.bad("messages", "required", "is required", nil)
+		}
+		return "", false
+	}
+	if len(raw) == 0 {
+		f.bad("messages", "length", "must hold at least one message", nil)
+		return "", false
+	}
+	n := len(f.errs)
+	var data ChatData
+	for i, m := range raw {
+		data.Messages = append(data.Messages, s.chatMessage(f, fmt.Sprintf("messages[%d]", i), m))
+	}
+	if len(f.errs) > n {
+		return "", false
+	}
+	t := s.cfg.ChatTemplate
+	if t == nil {
+		t = defaultChatTemplate
+	}
+	prompt, err := renderChat(t, data)
+	if err != nil {
+		f.bad("messages", "template", err.Error(), nil)
+		return "", false
+	}
+	f.checkPrompt("messages", prompt)
+	return prompt, true
+}
+
+// chatMessage reads one message: a role, content as a string or as text
+// parts, an optional name; other keys must be null.
+func (s *Server) chatMessage(f *fields, name string, m map[string]json.RawMessage) ChatMessage {
+	sub := &fields{raw: m}
+	var msg ChatMessage
+	msg.Role, _ = sub.str("role", true)
+	if msg.Role != "" && !slices.Contains(chatRoles, msg.Role) {
+		sub.bad("role", "enum", "must be one of "+strings.Join(chatRoles, ", ")+" (tool messages need tools, which GPT-2 lacks)", msg.Role)
+	}
+	msg.Name, _ = sub.str("name", false)
+	var parts []struct{ Type, Text string }
+	switch {
+	case !sub.present("content"):
+		sub.bad("content", "required", "is required", nil)
+	case json.Unmarshal(m["content"], &msg.Content) == nil:
+	case json.Unmarshal(m["content"], &parts) == nil:
+		var texts []string
+		for j, p := range parts {
+			if p.Type != "text" {
+				sub.bad(fmt.Sprintf("content[%d].type", j), "unsupported", "only text parts are supported", p.Type)
+			}
+			texts = append(texts, p.Text)
+		}
+		msg.Content = strings.Join(texts, "\n")
+	default:
+		sub.bad("content", "type", `must be a string or an array of {"type": "text", "text": ...} parts`, nil)
+	}
+	if !s.cfg.Lenient {
+		for _, k := range slices.Sorted(maps.Keys(m)) {
+			if !slices.Contains([]string{"role", "content", "name"}, k) && sub.present(k) {
+				sub.bad(k, "unsupported", "is not supported in a message (only role, content and name)", nil)
+			}
+		}
+	}
+	for _, e := range sub.errs {
+		e.Field = name + "." + e.Field
+		f.errs = append(f.errs, e)
+	}
+	return msg
+}
+
+// chatShape writes chat.completion and chat.completion.chunk objects.
+type chatShape struct {
+	base     openAIBase
+	e        *engine
+	logprobs bool
+	started  map[int]bool // choices whose first chunk (with the role) went out
+}
+
+func (c *chatShape) tokenLogprob(id int, logprob float64) chatLogprob {
+	text, _ := c.e.tok.Decode([]int{id})
+	b, _ := c.e.tok.DecodeBytes([]int{id})
+	ints := make([]int, len(b))
+	for i, x := range b {
+		ints[i] = int(x)
+	}
+	return chatLogprob{Token: text, Logprob: logprob, Bytes: ints}
+}
+
+func (c *chatShape) logprobsOf(tokens []scoredToken) *chatLogprobs {
+	if !c.logprobs {
+		return nil
+	}
+	out := &chatLogprobs{Content: []chatLogprob{}}
+	for _, t := range tokens {
+		lp := c.tokenLogprob(t.id, *t.logprob)
+		lp.TopLogprobs = []chatLogprob{}
+		for _, a := range t.top {
+			lp.TopLogprobs = append(lp.TopLogprobs, c.tokenLogprob(a.ID, a.LogProb))
+		}
+		out.Content = append(out.Content, lp)
+	}
+	return out
+}
+
+func (c *chatShape) chunk(i int, text string, tokens []scoredToken, reason string) any {
+	ch := chatChoice{Index: i, Delta: &chatMessageOut{Content: text}}
+	if !c.started[i] {
+		c.started[i] = true
+		ch.Delta.Role = "assistant"
+	}
+	if reason != "" {
+		ch.FinishReason = &reason
+	} else {
+		ch.Logprobs = c.logprobsOf(tokens)
+	}
+	return openAIResponse[chatChoice]{openAIBase: c.base, Choices: []chatChoice{ch}}
+}
+
+func (c *chatShape) usageChunk(u usage) any {
+	return openAIResponse[chatChoice]{openAIBase: c.base, Choices: []chatChoice{}, Usage: &u}
+}
+
+func (c *chatShape) response(choices []choiceResult, u usage) any {
+	out := openAIResponse[chatChoice]{openAIBase: c.base, Usage: &u}
+	for i, ch := range choices {
+		out.Choices = append(out.Choices, chatChoice{Index: i, FinishReason: &ch.reason,
+			Message: &chatMessageOut{Role: "assistant", Content: ch.text}, Logprobs: c.logprobsOf(ch.tokens)})
+	}
+	return out
+}
+
+// alias lets field from stand for to (OpenAI's max_completion_tokens
+// for max_tokens); both at once must agree. It reports whether from
+// now stands in to's place.
+func (f *fields) alias(from, to string) bool {
+	if !f.present(from) {
+		return false
+	}
+	if f.present(to) {
+		if !bytes.Equal(bytes.TrimSpace(f.raw[from]), bytes.TrimSpace(f.raw[to])) {
+			f.bad(from, "conflict", "differs from "+to+"; give one of them", json.RawMessage(f.raw[from]))
+		}
+		return false
+	}
+	f.raw[to] = f.raw[from]
+	return true
+}
+
+// rename reports errors of field from under name to.
+func (f *fields) rename(from, to string) {
+	for i := range f.errs {
+		if f.errs[i].Field == from {
+			f.errs[i].Field = to
+		}
+	}
+}
