@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	"github.com/llorch/llorch-check/model"
+	"github.com/llorch/llorch-check/tensors"
 )
 
 // tensorKey identifies a captured tensor within one case.
@@ -17,6 +18,14 @@ type tensorKey struct {
 // captured holds copies of what the probe saw, plus the cache run.
 type captured struct {
 	tensors map[tensorKey]model.Captured
+	keep    map[string]bool
+}
+
+// captureSpec says which tensors to keep, and whether to make checkpoint
+// 3's incremental run.
+type captureSpec struct {
+	names       map[string]bool
+	incremental bool
 }
 
 func (c *captured) get(name string, layer int) (model.Captured, bool) {
@@ -25,22 +34,25 @@ func (c *captured) get(name string, layer int) (model.Captured, bool) {
 }
 
 func (c *captured) put(t model.Captured) {
+	if !c.keep[t.Name] {
+		return
+	}
 	t.Data = slices.Clone(t.Data)
 	t.Shape = slices.Clone(t.Shape)
 	c.tensors[tensorKey{t.Name, t.Layer}] = t
 }
 
-// capture runs the production forward over tokens with a recording probe.
-// With cacheRun it also prefills T−1 tokens into a fresh cache, steps the
-// last token, and records the cache contents and that step's logits
-// (checkpoint 3).
-func capture(ctx context.Context, m *model.Model, tokens []int, cacheRun bool) (*captured, error) {
-	c := &captured{tensors: map[tensorKey]model.Captured{}}
+// capture runs the production forward over tokens with a probe that keeps
+// the tensors spec names. With spec.incremental it also prefills T−1
+// tokens into a fresh cache, steps the last token, and records the cache
+// contents and that step's logits (checkpoint 3).
+func capture(ctx context.Context, m *model.Model, tokens []int, spec captureSpec) (*captured, error) {
+	c := &captured{tensors: map[tensorKey]model.Captured{}, keep: spec.names}
 	probe := model.ProbeFunc(c.put)
 	if _, err := m.Forward(ctx, m.NewCache(), tokens, model.ForwardOptions{Probe: probe}); err != nil {
 		return nil, fmt.Errorf("forward: %w", err)
 	}
-	if !cacheRun || len(tokens) < 2 {
+	if !spec.incremental || len(tokens) < 2 {
 		return c, nil
 	}
 	cache := m.NewCache()
@@ -54,14 +66,14 @@ func capture(ctx context.Context, m *model.Model, tokens []int, cacheRun bool) (
 	}
 	cfg := m.Config
 	h, d := cfg.NHead, cfg.HeadDim()
-	c.tensors[tensorKey{"step_logits", model.NoLayer}] = model.Captured{
-		Checkpoint: 3, Layer: model.NoLayer, Name: "step_logits", Shape: []int{cfg.VocabSize}, Data: step,
+	c.tensors[tensorKey{tensors.StepLogits, model.NoLayer}] = model.Captured{
+		Checkpoint: 3, Layer: model.NoLayer, Name: tensors.StepLogits, Shape: []int{cfg.VocabSize}, Data: step,
 	}
 	for l := 0; l < cfg.NLayer; l++ {
 		k, v := cache.Snapshot(l)
 		shape := []int{h, cache.Len(), d}
-		c.tensors[tensorKey{"k_cache", l}] = model.Captured{Checkpoint: 3, Layer: l, Name: "k_cache", Shape: shape, Data: k}
-		c.tensors[tensorKey{"v_cache", l}] = model.Captured{Checkpoint: 3, Layer: l, Name: "v_cache", Shape: slices.Clone(shape), Data: v}
+		c.tensors[tensorKey{tensors.KCache, l}] = model.Captured{Checkpoint: 3, Layer: l, Name: tensors.KCache, Shape: shape, Data: k}
+		c.tensors[tensorKey{tensors.VCache, l}] = model.Captured{Checkpoint: 3, Layer: l, Name: tensors.VCache, Shape: slices.Clone(shape), Data: v}
 	}
 	return c, nil
 }

@@ -136,23 +136,3 @@ func TestFloatJSON(t *testing.T) {
 	require.True(t, math.IsNaN(float64(back[1])))
 	require.True(t, math.IsInf(float64(back[3]), -1))
 }
-
-func TestForwardRank(t *testing.T) {
-	const nLayer = 2
-	order := []struct {
-		name  string
-		layer int
-	}{
-		{"embeddings", -1},
-		{"ln_1", 0}, {"q", 0}, {"k", 0}, {"v", 0}, {"scores", 0}, {"probs", 0},
-		{"attn_out", 0}, {"ln_2", 0}, {"gelu", 0}, {"mlp_out", 0}, {"block_out", 0},
-		{"ln_1", 1}, {"block_out", 1},
-		{"ln_f", -1}, {"logits", -1}, {"last_logits", -1}, {"last_logprobs", -1},
-		{"k_cache", 0}, {"v_cache", 0}, {"k_cache", 1}, {"step_logits", -1},
-		{"sampling_top_k", -1},
-	}
-	for i := 1; i < len(order); i++ {
-		a, b := order[i-1], order[i]
-		require.Less(t, forwardRank(a.name, a.layer, nLayer), forwardRank(b.name, b.layer, nLayer), "%v before %v", a, b)
-	}
-}

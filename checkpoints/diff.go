@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	"github.com/llorch/llorch-check/references"
+	"github.com/llorch/llorch-check/tensors"
 )
 
 // Diff compares two reference sets made from the same weights, tensor by
@@ -56,12 +57,12 @@ func Diff(ctx context.Context, want, got *references.Set, opt Options) (*Report,
 			return nil, err
 		}
 		res.caseIndex = caseIndex[ti.Case]
-		res.rank = forwardRank(ti.Name, ti.LayerIndex(), dims.NLayer)
+		res.rank = tensors.Rank(ti.Name, ti.LayerIndex(), dims.NLayer)
 		rep.Results = append(rep.Results, res)
 	}
 	for _, res := range diffExact(want, got, opt, rep) {
 		res.caseIndex = caseIndex[res.Case]
-		res.rank = forwardRank(res.Name, -1, dims.NLayer)
+		res.rank = tensors.Rank(res.Name, -1, dims.NLayer)
 		rep.Results = append(rep.Results, res)
 	}
 	rep.addNotImplemented(absent)

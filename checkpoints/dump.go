@@ -9,6 +9,7 @@ import (
 	"github.com/llorch/llorch-check/model"
 	"github.com/llorch/llorch-check/references"
 	"github.com/llorch/llorch-check/sampling"
+	"github.com/llorch/llorch-check/tensors"
 	"github.com/llorch/llorch-check/tokenizer"
 )
 
@@ -74,7 +75,7 @@ func (d *dumper) add(ti references.TensorInfo, data []float32) error {
 func (d *dumper) dumpCase(ctx context.Context, c references.Case) error {
 	forward := Selection{1: true, 2: true, 3: true, 4: true, 5: true, 6: true, 7: true, 8: true, 9: true}
 	tis := selectTensors(d.src, c.ID, Options{Checkpoints: forward})
-	got, err := capture(ctx, d.m, c.Tokens, needsCacheRun(tis))
+	got, err := capture(ctx, d.m, c.Tokens, captureFor(tis, tensors.LastLogits))
 	if err != nil {
 		return err
 	}
@@ -93,7 +94,7 @@ func (d *dumper) dumpCase(ctx context.Context, c references.Case) error {
 			return err
 		}
 	}
-	if last, ok := got.get("last_logits", model.NoLayer); ok {
+	if last, ok := got.get(tensors.LastLogits, model.NoLayer); ok {
 		d.man.Greedy = append(d.man.Greedy, references.Greedy{Case: c.ID, Token: sampling.Argmax(last.Data)})
 	}
 	if err := d.dumpSampling(c); err != nil {
@@ -103,7 +104,7 @@ func (d *dumper) dumpCase(ctx context.Context, c references.Case) error {
 }
 
 func (d *dumper) dumpSampling(c references.Case) error {
-	logitsInfo, ok := d.src.Find(c.ID, "last_logits", model.NoLayer)
+	logitsInfo, ok := d.src.Find(c.ID, tensors.LastLogits, model.NoLayer)
 	if !ok {
 		return nil
 	}

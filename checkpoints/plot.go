@@ -6,6 +6,7 @@ import (
 	"math"
 	"sort"
 
+	"github.com/llorch/llorch-check/tensors"
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/plotutil"
@@ -96,7 +97,7 @@ func (r *Report) seriesByCheckpoint(nLayer int) map[int]plotter.XYs {
 		}
 		x := res.LayerIndex()
 		if x < 0 {
-			if res.Name == "embeddings" {
+			if res.Name == tensors.Embeddings {
 				x = 0
 			} else {
 				x = nLayer

@@ -9,6 +9,7 @@ import (
 
 	"github.com/llorch/llorch-check/model"
 	"github.com/llorch/llorch-check/references"
+	"github.com/llorch/llorch-check/tensors"
 	"github.com/llorch/llorch-check/tokenizer"
 )
 
@@ -82,7 +83,7 @@ func Run(ctx context.Context, m *model.Model, set *references.Set, opt Options) 
 	add := func(res Result, caseIndex int) {
 		res = opt.informational(res)
 		res.caseIndex = caseIndex
-		res.rank = forwardRank(res.Name, res.LayerIndex(), nLayer)
+		res.rank = tensors.Rank(res.Name, res.LayerIndex(), nLayer)
 		rep.Results = append(rep.Results, res)
 	}
 	for ci, c := range set.Manifest.Cases {
@@ -118,7 +119,7 @@ func runCase(ctx context.Context, m *model.Model, set *references.Set, c referen
 	wholeSeq := opt.Layer == nil // checkpoints 10–12 are not per layer
 	if len(wanted) > 0 || (wholeSeq && opt.Checkpoints[10]) {
 		progress(opt, "case %s (%d tokens): forward", c.ID, len(c.Tokens))
-		got, err := capture(ctx, m, c.Tokens, needsCacheRun(wanted))
+		got, err := capture(ctx, m, c.Tokens, captureFor(wanted, tensors.LastLogits))
 		if err != nil {
 			return nil, err
 		}
@@ -222,13 +223,19 @@ func selectTensors(set *references.Set, caseID string, opt Options) []references
 	return out
 }
 
-func needsCacheRun(ts []references.TensorInfo) bool {
-	for _, ti := range ts {
-		if ti.Checkpoint == 3 {
-			return true
-		}
+// captureFor is what to capture for the tensors ts, plus extra names:
+// only those tensors are copied, and checkpoint 3's incremental run is
+// made only when one of them needs it.
+func captureFor(ts []references.TensorInfo, extra ...string) captureSpec {
+	spec := captureSpec{names: map[string]bool{}}
+	for _, name := range extra {
+		spec.names[name] = true
 	}
-	return false
+	for _, ti := range ts {
+		spec.names[ti.Name] = true
+		spec.incremental = spec.incremental || tensors.IncrementalRun(ti.Name)
+	}
+	return spec
 }
 
 func (r *Report) addNotImplemented(sel Selection) {

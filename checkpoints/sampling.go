@@ -12,6 +12,7 @@ import (
 	"github.com/llorch/llorch-check/model"
 	"github.com/llorch/llorch-check/references"
 	"github.com/llorch/llorch-check/sampling"
+	"github.com/llorch/llorch-check/tensors"
 )
 
 // loglikelihoodTolerance is how close a summed log-probability must be;
@@ -26,7 +27,7 @@ func checkGreedy(set *references.Set, c references.Case, got *captured) (Result,
 		return Result{}, false
 	}
 	res := exactResult(10, "greedy", c.ID, 1)
-	last, ok := got.get("last_logits", model.NoLayer)
+	last, ok := got.get(tensors.LastLogits, model.NoLayer)
 	if !ok {
 		return res.fail("the model produced no last_logits"), true
 	}
@@ -53,7 +54,7 @@ func checkSampling(set *references.Set, c references.Case, opt Options) ([]Resul
 		if !ok {
 			continue
 		}
-		logitsInfo, ok := set.Find(c.ID, "last_logits", model.NoLayer)
+		logitsInfo, ok := set.Find(c.ID, tensors.LastLogits, model.NoLayer)
 		if !ok {
 			return nil, fmt.Errorf("%s: case %s has sampling tensors but no last_logits to feed them", set.Dir, c.ID)
 		}

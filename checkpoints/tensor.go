@@ -5,6 +5,7 @@ import (
 	"slices"
 
 	"github.com/llorch/llorch-check/references"
+	"github.com/llorch/llorch-check/tensors"
 )
 
 // compareTensor compares one reference tensor with what the model produced.
@@ -127,4 +128,13 @@ func causalMask(shape []int) func(int) bool {
 		q, k := (i/tk)%tq, i%tk
 		return k > q+offset
 	}
+}
+
+// axesOf names the dimensions of a tensor so that an index can be read by
+// a person: [H,T,D] is (head, token, channel).
+func axesOf(name string) []string {
+	if k, ok := tensors.Lookup(name); ok {
+		return k.Axes
+	}
+	return []string{"token", "channel"}
 }

@@ -8,6 +8,7 @@ import (
 	"slices"
 
 	"github.com/llorch/llorch-check/kernels"
+	"github.com/llorch/llorch-check/tensors"
 )
 
 // ForwardOptions selects what a forward pass captures and returns.
@@ -120,7 +121,7 @@ func (ps *pass) embed(tokens []int) {
 			}
 		}
 	}
-	ps.p.emit(7, NoLayer, "embeddings", ps.x, ps.R, C)
+	ps.p.emit(tensors.Embeddings, NoLayer, ps.x, ps.R, C)
 }
 
 // block is transformer layer l: x += attn(ln_1(x)); x += mlp(ln_2(x)).
@@ -128,7 +129,7 @@ func (ps *pass) block(l int) {
 	b, f := &ps.m.h[l], ps.m.faultsAt(l)
 	ps.attention(l, b, f)
 	ps.mlp(l, b, f)
-	ps.p.emit(7, l, "block_out", ps.x, ps.R, ps.m.Config.NEmbd)
+	ps.p.emit(tensors.BlockOut, l, ps.x, ps.R, ps.m.Config.NEmbd)
 }
 
 // attention is x += c_proj(attn(c_attn(ln_1(x)))), writing each span's
@@ -138,15 +139,15 @@ func (ps *pass) attention(l int, b *block, f blockFaults) {
 	c, R := ps.m.Config, ps.R
 	C, H, D := c.NEmbd, c.NHead, c.HeadDim()
 	layerNorm(ps.h, ps.x, b.ln1W, b.ln1B, C, f.eps)
-	ps.p.emit(1, l, "ln_1", ps.h, R, C)
+	ps.p.emit(tensors.LN1, l, ps.h, R, C)
 	conv1D(ps.qkv, ps.h, b.attnW, b.attnB, R, C, 3*C, false)
 	for _, s := range ps.spans {
 		s.c.store(l, ps.qkv[s.row*3*C:], s.off, s.T)
 	}
 	if ps.p.on() {
-		for i, name := range []string{"q", "k", "v"} {
+		for i, name := range []string{tensors.Q, tensors.K, tensors.V} {
 			splitHeads(ps.headBuf, ps.qkv, i*C, R, H, D)
-			ps.p.emit(2, l, name, ps.headBuf, H, R, D)
+			ps.p.emit(name, l, ps.headBuf, H, R, D)
 		}
 	}
 	for _, s := range ps.spans {
@@ -155,10 +156,10 @@ func (ps *pass) attention(l int, b *block, f blockFaults) {
 			noMask: f.noCausalMask, scores: ps.scores, probs: ps.probs}
 		job.run(H)
 	}
-	ps.p.emit(4, l, "scores", ps.scores, H, R, ps.S0)
-	ps.p.emit(4, l, "probs", ps.probs, H, R, ps.S0)
+	ps.p.emit(tensors.Scores, l, ps.scores, H, R, ps.S0)
+	ps.p.emit(tensors.Probs, l, ps.probs, H, R, ps.S0)
 	conv1D(ps.proj, ps.att, b.projW, b.projB, R, C, C, f.transposedProj)
-	ps.p.emit(5, l, "attn_out", ps.proj, R, C)
+	ps.p.emit(tensors.AttnOut, l, ps.proj, R, C)
 	if f.noResidual {
 		copy(ps.x, ps.proj)
 	} else {
@@ -171,16 +172,16 @@ func (ps *pass) mlp(l int, b *block, f blockFaults) {
 	c, R := ps.m.Config, ps.R
 	C, I := c.NEmbd, c.NInner
 	layerNorm(ps.h, ps.x, b.ln2W, b.ln2B, C, f.eps)
-	ps.p.emit(1, l, "ln_2", ps.h, R, C)
+	ps.p.emit(tensors.LN2, l, ps.h, R, C)
 	conv1D(ps.fc, ps.h, b.fcW, b.fcB, R, C, I, false)
 	if f.erfGELU {
 		geluErf(ps.fc)
 	} else {
 		geluNew(ps.fc)
 	}
-	ps.p.emit(6, l, "gelu", ps.fc, R, I)
+	ps.p.emit(tensors.GELU, l, ps.fc, R, I)
 	conv1D(ps.proj, ps.fc, b.mlpW, b.mlpB, R, I, C, false)
-	ps.p.emit(6, l, "mlp_out", ps.proj, R, C)
+	ps.p.emit(tensors.MLPOut, l, ps.proj, R, C)
 	kernels.Add(ps.x, ps.proj)
 }
 
@@ -204,14 +205,14 @@ func (ps *pass) head(allRows bool) []float32 {
 		hf = make([]float32, rows*C)
 		layerNorm(hf, last, ps.m.lnfW, ps.m.lnfB, C, c.LayerNormEpsilon)
 	}
-	ps.p.emit(8, NoLayer, "ln_f", hf, R, C)
+	ps.p.emit(tensors.LNF, NoLayer, hf, R, C)
 	logits := make([]float32, rows*V)
 	ps.m.lmHead(logits, hf, rows)
 	if ps.p.on() {
 		last := logits[(rows-1)*V:]
-		ps.p.emit(8, NoLayer, "logits", logits, R, V)
-		ps.p.emit(9, NoLayer, "last_logits", last, V)
-		ps.p.emit(9, NoLayer, "last_logprobs", logSoftmax(last), V)
+		ps.p.emit(tensors.Logits, NoLayer, logits, R, V)
+		ps.p.emit(tensors.LastLogits, NoLayer, last, V)
+		ps.p.emit(tensors.LastLogprobs, NoLayer, logSoftmax(last), V)
 	}
 	return logits
 }

@@ -1,6 +1,10 @@
 package model
 
-import "slices"
+import (
+	"slices"
+
+	"github.com/llorch/llorch-check/tensors"
+)
 
 // probeWriter keeps the nil check in one place; with no probe, emit is a
 // single comparison.
@@ -8,10 +12,13 @@ type probeWriter struct{ p Probe }
 
 func (w probeWriter) on() bool { return w.p != nil }
 
-func (w probeWriter) emit(checkpoint, layer int, name string, data []float32, shape ...int) {
+// emit hands tensor name (of layer, or NoLayer) to the probe; its
+// checkpoint is the tensor table's.
+func (w probeWriter) emit(name string, layer int, data []float32, shape ...int) {
 	if w.p == nil {
 		return
 	}
+	checkpoint := tensors.Checkpoint(name)
 	n := 1
 	for _, d := range shape {
 		n *= d

@@ -1,6 +1,10 @@
 package references
 
-import "strings"
+import (
+	"strings"
+
+	"github.com/llorch/llorch-check/tensors"
+)
 
 // A partial dump (generator.partial true) is what another engine writes
 // to be compared with `diff` (FORMAT.md, "Dumps from other engines"): the
@@ -17,12 +21,12 @@ func (m Manifest) Partial() bool {
 var dumpOptional = map[string]bool{
 	"q": true, "k": true, "v": true, // inside attention; hooks see c_attn's output, engines may fuse it
 	"scores": true, "probs": true, // inside the attention kernel (fused in most engines)
-	"k_cache": true, "v_cache": true, "step_logits": true, // need a second, incremental forward
 }
 
 // DumpOptional reports whether a partial dump may leave out the tensor
 // name. Checkpoints 10 to 12 and the log-likelihood pairs are optional
 // too: they are manifest entries, not tensors.
 func DumpOptional(name string) bool {
-	return dumpOptional[name] || strings.HasPrefix(name, SamplingPrefix)
+	// Checkpoint 3's tensors need a second, incremental forward.
+	return dumpOptional[name] || tensors.IncrementalRun(name) || strings.HasPrefix(name, SamplingPrefix)
 }

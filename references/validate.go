@@ -9,6 +9,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/llorch/llorch-check/tensors"
 )
 
 // validate checks everything FORMAT.md says about a manifest that can be
@@ -169,27 +171,27 @@ func (v *validator) tensor(field string, t TensorInfo) {
 		v.p.add(field+".checkpoint", "%s: checkpoint %d outside 1..12", key, t.Checkpoint)
 		return
 	}
-	kind, known := lookupKind(t.Name)
+	kind, known := tensors.Lookup(t.Name)
 	switch {
 	case !known:
 		v.p.add(field+".name", "%s: unknown tensor name %q for checkpoint %d (known: %s)", key, t.Name, t.Checkpoint, knownNames(t.Checkpoint))
 		return
-	case kind.checkpoint != t.Checkpoint:
-		v.p.add(field+".checkpoint", "%s: %s belongs to checkpoint %d, not %d", key, t.Name, kind.checkpoint, t.Checkpoint)
+	case kind.Checkpoint != t.Checkpoint:
+		v.p.add(field+".checkpoint", "%s: %s belongs to checkpoint %d, not %d", key, t.Name, kind.Checkpoint, t.Checkpoint)
 		return
 	}
-	if kind.name == samplingKind.name {
+	if strings.HasPrefix(t.Name, SamplingPrefix) {
 		name := strings.TrimPrefix(t.Name, SamplingPrefix)
 		if !slices.ContainsFunc(v.m.Sampling, func(s Sampling) bool { return s.Name == name }) {
 			v.p.add(field+".name", "%s: no sampling configuration %q in sampling", key, name)
 		}
 	}
 	switch {
-	case kind.perLayer && t.Layer == nil:
+	case kind.PerLayer && t.Layer == nil:
 		v.p.add(field+".layer", "%s: %s is per layer, layer is null", key, t.Name)
-	case kind.perLayer && (*t.Layer < 0 || *t.Layer >= v.dims.NLayer):
+	case kind.PerLayer && (*t.Layer < 0 || *t.Layer >= v.dims.NLayer):
 		v.p.add(field+".layer", "%s: layer %d outside [0, n_layer=%d)", key, *t.Layer, v.dims.NLayer)
-	case !kind.perLayer && t.Layer != nil:
+	case !kind.PerLayer && t.Layer != nil:
 		v.p.add(field+".layer", "%s: %s is not per layer, want layer null, got %d", key, t.Name, *t.Layer)
 	}
 	if t.DType != "float32" {
@@ -199,12 +201,12 @@ func (v *validator) tensor(field string, t TensorInfo) {
 		return // the shape depends on the case's token count
 	}
 	n := len(c.Tokens)
-	if t.Checkpoint == 3 && n < 2 {
+	if tensors.IncrementalRun(t.Name) && n < 2 {
 		v.p.add(field+".checkpoint", "%s: checkpoint 3 needs at least 2 tokens, case %q has %d", key, t.Case, n)
 	}
-	want := kind.shape(v.dims, n)
+	want := kind.Shape(v.dims.TensorDims(), n)
 	if t.Rows != nil {
-		if t.Name != "logits" {
+		if t.Name != tensors.Logits {
 			v.p.add(field+".rows", "%s: only the checkpoint 8 logits tensor may have rows, want null", key)
 		} else if v.rows(field+".rows", key, t.Rows, n) {
 			want[0] = len(t.Rows)
@@ -272,7 +274,7 @@ func checkRelPath(p string) error {
 }
 
 func knownNames(checkpoint int) string {
-	names := namesOf(checkpoint)
+	names := tensors.Names(checkpoint)
 	if len(names) == 0 {
 		return "none: its results are in the manifest, not in tensors"
 	}

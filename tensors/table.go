@@ -1,0 +1,171 @@
+// Package tensors is the one table of the tensors the checkpoints compare:
+// each one's name, checkpoint, whether it repeats per layer, its shape and
+// the names of its axes, in the order the forward pass computes them. The
+// model emits them by these names, reference sets store them under them,
+// and the checkpoints compare and order them by this table.
+package tensors
+
+import (
+	"slices"
+	"strings"
+)
+
+// Names of the checkpoint tensors (references/FORMAT.md's table).
+const (
+	Embeddings   = "embeddings"
+	LN1          = "ln_1"
+	Q            = "q"
+	K            = "k"
+	V            = "v"
+	Scores       = "scores"
+	Probs        = "probs"
+	AttnOut      = "attn_out"
+	LN2          = "ln_2"
+	GELU         = "gelu"
+	MLPOut       = "mlp_out"
+	BlockOut     = "block_out"
+	LNF          = "ln_f"
+	Logits       = "logits"
+	LastLogits   = "last_logits"
+	LastLogprobs = "last_logprobs"
+	KCache       = "k_cache"
+	VCache       = "v_cache"
+	StepLogits   = "step_logits"
+
+	// SamplingPrefix starts the name of a checkpoint 11 tensor; the rest
+	// is the name of a sampling configuration.
+	SamplingPrefix = "sampling_"
+)
+
+// Dims are the model dimensions the shapes depend on.
+type Dims struct {
+	NEmbd, NHead, VocabSize int
+}
+
+// Kind is one row of the table.
+type Kind struct {
+	Name       string
+	Checkpoint int
+	PerLayer   bool
+	Shape      func(d Dims, t int) []int // for a sequence of t tokens
+	Axes       []string
+}
+
+func shapeTC(d Dims, t int) []int  { return []int{t, d.NEmbd} }
+func shapeT4C(d Dims, t int) []int { return []int{t, 4 * d.NEmbd} }
+func shapeHTD(d Dims, t int) []int { return []int{d.NHead, t, d.NEmbd / d.NHead} }
+func shapeHTT(d Dims, t int) []int { return []int{d.NHead, t, t} }
+func shapeTV(d Dims, t int) []int  { return []int{t, d.VocabSize} }
+func shapeV(d Dims, _ int) []int   { return []int{d.VocabSize} }
+
+var (
+	tokenChannel = []string{"token", "channel"}
+	headToken    = []string{"head", "token", "channel"}
+	headQueryKey = []string{"head", "query", "key"}
+	vocab        = []string{"vocab"}
+)
+
+// Table lists every tensor in forward order: the embeddings, each block's
+// tensors (PerLayer), the head, then checkpoint 3's second, incremental
+// run. Sampling tensors (checkpoint 11) come last; their names are open.
+var Table = []Kind{
+	{Embeddings, 7, false, shapeTC, tokenChannel},
+	{LN1, 1, true, shapeTC, tokenChannel},
+	{Q, 2, true, shapeHTD, headToken},
+	{K, 2, true, shapeHTD, headToken},
+	{V, 2, true, shapeHTD, headToken},
+	{Scores, 4, true, shapeHTT, headQueryKey},
+	{Probs, 4, true, shapeHTT, headQueryKey},
+	{AttnOut, 5, true, shapeTC, tokenChannel},
+	{LN2, 1, true, shapeTC, tokenChannel},
+	{GELU, 6, true, shapeT4C, tokenChannel},
+	{MLPOut, 6, true, shapeTC, tokenChannel},
+	{BlockOut, 7, true, shapeTC, tokenChannel},
+	{LNF, 8, false, shapeTC, tokenChannel},
+	{Logits, 8, false, shapeTV, []string{"token", "vocab"}}, // rows may shrink the first dimension
+	{LastLogits, 9, false, shapeV, vocab},
+	{LastLogprobs, 9, false, shapeV, vocab},
+	{KCache, 3, true, shapeHTD, headToken},
+	{VCache, 3, true, shapeHTD, headToken},
+	{StepLogits, 3, false, shapeV, vocab},
+}
+
+// sampling is the row of every SamplingPrefix name.
+var sampling = Kind{SamplingPrefix + "<name>", 11, false, shapeV, vocab}
+
+// Lookup finds the row of a tensor name.
+func Lookup(name string) (Kind, bool) {
+	if strings.HasPrefix(name, SamplingPrefix) {
+		return sampling, true
+	}
+	for _, k := range Table {
+		if k.Name == name {
+			return k, true
+		}
+	}
+	return Kind{}, false
+}
+
+// Checkpoint is the checkpoint of a tensor name, 0 if it has none.
+func Checkpoint(name string) int {
+	k, _ := Lookup(name)
+	return k.Checkpoint
+}
+
+// Names lists the tensor names of a checkpoint.
+func Names(checkpoint int) []string {
+	var out []string
+	for _, k := range append(Table, sampling) {
+		if k.Checkpoint == checkpoint {
+			out = append(out, k.Name)
+		}
+	}
+	return out
+}
+
+// IncrementalRun says whether a tensor needs checkpoint 3's second,
+// incremental forward (prefill of T−1 tokens, then one step).
+func IncrementalRun(name string) bool {
+	return name == KCache || name == VCache || name == StepLogits
+}
+
+// Rank orders tensors as the forward pass computes them, so that bisect
+// names the first one that leaves the reference: the embeddings, each
+// layer's block tensors, the head, then the incremental run's caches
+// (layer by layer) and step logits, then sampling, then anything else.
+func Rank(name string, layer, nLayer int) int {
+	var block, head []string
+	for _, k := range Table {
+		switch {
+		case IncrementalRun(k.Name) || k.Name == Embeddings:
+		case k.PerLayer:
+			block = append(block, k.Name)
+		default:
+			head = append(head, k.Name)
+		}
+	}
+	if name == Embeddings {
+		return 0
+	}
+	if i := slices.Index(block, name); i >= 0 && layer >= 0 {
+		return 1 + layer*len(block) + i
+	}
+	base := 1 + nLayer*len(block)
+	if i := slices.Index(head, name); i >= 0 {
+		return base + i
+	}
+	base += len(head)
+	switch name {
+	case KCache:
+		return base + 2*layer
+	case VCache:
+		return base + 2*layer + 1
+	case StepLogits:
+		return base + 2*nLayer
+	}
+	base += 2*nLayer + 1
+	if strings.HasPrefix(name, SamplingPrefix) {
+		return base
+	}
+	return base + 1
+}

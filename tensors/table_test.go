@@ -1,0 +1,49 @@
+package tensors
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+func TestRank(t *testing.T) {
+	const nLayer = 2
+	order := []struct {
+		name  string
+		layer int
+	}{
+		{"embeddings", -1},
+		{"ln_1", 0}, {"q", 0}, {"k", 0}, {"v", 0}, {"scores", 0}, {"probs", 0},
+		{"attn_out", 0}, {"ln_2", 0}, {"gelu", 0}, {"mlp_out", 0}, {"block_out", 0},
+		{"ln_1", 1}, {"block_out", 1},
+		{"ln_f", -1}, {"logits", -1}, {"last_logits", -1}, {"last_logprobs", -1},
+		{"k_cache", 0}, {"v_cache", 0}, {"k_cache", 1}, {"step_logits", -1},
+		{"sampling_top_k", -1},
+	}
+	for i := 1; i < len(order); i++ {
+		a, b := order[i-1], order[i]
+		require.Less(t, Rank(a.name, a.layer, nLayer), Rank(b.name, b.layer, nLayer), "%v before %v", a, b)
+	}
+}
+
+func TestLookup(t *testing.T) {
+	for _, c := range []struct {
+		name       string
+		checkpoint int
+		perLayer   bool
+	}{
+		{"ln_1", 1, true}, {"k_cache", 3, true}, {"logits", 8, false}, {"sampling_openai", 11, false},
+	} {
+		k, ok := Lookup(c.name)
+		require.True(t, ok, c.name)
+		require.Equal(t, c.checkpoint, k.Checkpoint, c.name)
+		require.Equal(t, c.perLayer, k.PerLayer, c.name)
+		require.Equal(t, c.checkpoint, Checkpoint(c.name))
+	}
+	_, ok := Lookup("attn_weights")
+	require.False(t, ok)
+	require.Equal(t, []string{"gelu", "mlp_out"}, Names(6))
+	require.Equal(t, []string{"sampling_<name>"}, Names(11))
+	require.Empty(t, Names(12))
+	require.Equal(t, []int{4, 7, 16}, Table[2].Shape(Dims{NEmbd: 64, NHead: 4, VocabSize: 9}, 7))
+}
