@@ -30,9 +30,7 @@ type openAIJob struct {
 // route knows (the rest are a 400 naming them unless --lenient).
 func (s *Server) parseOpenAI(e *engine, f *fields, known []string) openAIJob {
 	var j openAIJob
-	if name, ok := f.str("model", false); ok && name != "" && name != e.name {
-		f.bad("model", "exists", fmt.Sprintf("model %q is not served here; this worker serves %q", name, e.name), name)
-	}
+	f.model(e)
 	j.settings = f.settings(openAIDefaults, e.m.Config.VocabSize)
 	if v, ok := f.integer("n"); ok && v != 1 {
 		f.bad("n", "range", "only n=1 is supported", v)
@@ -51,6 +49,13 @@ func (s *Server) parseOpenAI(e *engine, f *fields, known []string) openAIJob {
 		j.usage = opt.IncludeUsage
 	}
 	return j
+}
+
+// model checks the optional model field against the served model.
+func (f *fields) model(e *engine) {
+	if name, ok := f.str("model", false); ok && name != "" && name != e.name {
+		f.bad("model", "exists", fmt.Sprintf("model %q is not served here; this worker serves %q", name, e.name), name)
+	}
 }
 
 // fit sets maxTokens for every prompt, or names the prompt (field name,

@@ -1,0 +1,128 @@
+package server
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/binary"
+	"fmt"
+	"math"
+	"net/http"
+
+	"github.com/llorch/llorch-check/model"
+)
+
+// embeddingFields are the /v1/embeddings parameters this server reads.
+var embeddingFields = []string{"model", "input", "encoding_format", "dimensions", "user"}
+
+type embedding struct {
+	Object    string `json:"object"`
+	Index     int    `json:"index"`
+	Embedding any    `json:"embedding"` // []float32, or base64 of little-endian float32
+}
+
+// handleEmbeddings is OpenAI's embeddings: per input, the mean over its
+// positions of GPT-2's final hidden state (the output of ln_f, what the
+// LM head reads), not normalised.
+func (s *Server) handleEmbeddings(w http.ResponseWriter, r *http.Request) {
+	e, f, ok := s.beginRequest(w, r, familyOpenAI)
+	if !ok {
+		return
+	}
+	f.model(e)
+	_, inputs := s.promptsField(e, f, "input")
+	format, _ := f.str("encoding_format", false)
+	if format != "" && format != "float" && format != "base64" {
+		f.bad("encoding_format", "enum", `must be "float" or "base64"`, format)
+	}
+	C, n := e.m.Config.NEmbd, e.m.Config.NPositions
+	if d, ok := f.integer("dimensions"); ok && d != int64(C) {
+		f.bad("dimensions", "unsupported", fmt.Sprintf("must be %d: the model's hidden size (no truncation)", C), d)
+	}
+	if !s.cfg.Lenient {
+		f.unknown(embeddingFields)
+	}
+	for i, in := range inputs {
+		if len(in) > n {
+			field := "input"
+			if len(inputs) > 1 {
+				field = fmt.Sprintf("input[%d]", i)
+			}
+			f.bad(field, "context_length", fmt.Sprintf("has %d tokens, more than the context length %d", len(in), n), nil)
+		}
+	}
+	if len(f.errs) > 0 {
+		writeOpenAIErrors(w, f.errs)
+		return
+	}
+	ctx, slot, done, ok := s.admitJob(w, r)
+	if !ok {
+		return
+	}
+	defer done()
+	data := []embedding{}
+	tokens := 0
+	for i, in := range inputs {
+		vec, err := slot.embed(ctx, e, in)
+		if err != nil {
+			if ctx.Err() != nil {
+				s.writeEnded(w, ctx)
+				return
+			}
+			s.log.Error("embedding failed", "request_id", requestID(r.Context()), "error", err)
+			writeError(w, http.StatusInternalServerError, codeInference, err.Error(), "")
+			return
+		}
+		s.metrics.promptTokens.Add(float64(len(in)))
+		tokens += len(in)
+		data = append(data, embedding{Object: "embedding", Index: i, Embedding: encodeEmbedding(vec, format)})
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"object": "list", "data": data, "model": e.name,
+		"usage": map[string]int{"prompt_tokens": tokens, "total_tokens": tokens}})
+}
+
+// encodeEmbedding is vec as OpenAI sends it: a JSON array, or with
+// "base64" the little-endian float32 bytes in standard base64.
+func encodeEmbedding(vec []float32, format string) any {
+	if format != "base64" {
+		return vec
+	}
+	b := make([]byte, 4*len(vec))
+	for i, v := range vec {
+		binary.LittleEndian.PutUint32(b[4*i:], math.Float32bits(v))
+	}
+	return base64.StdEncoding.EncodeToString(b)
+}
+
+// embedChunk is how many positions one forward pass of embed runs: the
+// probe makes the pass compute every row's logits, so chunks bound that
+// memory as scoring does.
+const embedChunk = 32
+
+// embed runs tokens through the slot's cache (reset first) and returns
+// the mean of their ln_f rows, summed in float64 in position order.
+func (sl *Slot) embed(ctx context.Context, e *engine, tokens []int) ([]float32, error) {
+	d := sl.Decoder(e).(*seqDecoder)
+	d.leave()
+	d.cache.Reset()
+	C := e.m.Config.NEmbd
+	sum := make([]float64, C)
+	probe := model.ProbeFunc(func(t model.Captured) {
+		if t.Name != "ln_f" {
+			return
+		}
+		for j, v := range t.Data {
+			sum[j%C] += float64(v)
+		}
+	})
+	for c0 := 0; c0 < len(tokens); c0 += embedChunk {
+		c1 := min(c0+embedChunk, len(tokens))
+		if _, err := e.m.Forward(ctx, d.cache, tokens[c0:c1], model.ForwardOptions{Probe: probe}); err != nil {
+			return nil, fmt.Errorf("embedding positions %d..%d: %w", c0, c1-1, err)
+		}
+	}
+	out := make([]float32, C)
+	for j, v := range sum {
+		out[j] = float32(v / float64(len(tokens)))
+	}
+	return out, nil
+}
