@@ -132,3 +132,15 @@ func (v Value) Int() (int64, bool) {
 	}
 	return 0, false
 }
+
+// StringKV is a string metadata entry.
+func StringKV(key, v string) KV { return KV{Key: key, Value: Value{Type: TypeString, V: v}} }
+
+// Uint32KV is a uint32 metadata entry.
+func Uint32KV(key string, v uint32) KV { return KV{Key: key, Value: Value{Type: TypeUint32, V: v}} }
+
+// ArrayKV is an array metadata entry of elem values (a slice of the
+// element's Go type, as Array holds).
+func ArrayKV(key string, elem ValueType, values any) KV {
+	return KV{Key: key, Value: Value{Type: TypeArray, V: Array{Elem: elem, Values: values}}}
+}

@@ -10,6 +10,7 @@ import (
 	"github.com/llorch/llorch-check/gguf"
 	"github.com/llorch/llorch-check/model"
 	"github.com/llorch/llorch-check/references"
+	"github.com/llorch/llorch-check/tokenizer"
 	"github.com/spf13/cobra"
 )
 
@@ -125,7 +126,7 @@ func convertToGGUF(dir, out string, typ gguf.GGMLType, name string) (convertStat
 	if err != nil {
 		return convertStats{}, err
 	}
-	tok, err := tokenizerKVs(dir, m.Config)
+	tok, err := tokenizer.GGUFKeys(dir, m.Config.VocabSize)
 	if err != nil {
 		return convertStats{}, err
 	}
@@ -135,9 +136,9 @@ func convertToGGUF(dir, out string, typ gguf.GGMLType, name string) (convertStat
 	}
 	// llama.cpp's order: architecture (m.GGUF's first key), name,
 	// hyper-parameters, tokenizer.
-	kv := slices.Insert(arch, 1, str("general.name", name))
+	kv := slices.Insert(arch, 1, gguf.StringKV("general.name", name))
 	kv = append(kv, tok...)
-	kv = append(kv, str(model.KeySourceSHA256, sha), str(model.KeySourceDType, m.WeightsDType))
+	kv = append(kv, gguf.StringKV(model.KeySourceSHA256, sha), gguf.StringKV(model.KeySourceDType, m.WeightsDType))
 	if err := gguf.WriteFile(out, kv, tensors); err != nil {
 		return convertStats{}, err
 	}

@@ -141,7 +141,7 @@ func TestConvertErrors(t *testing.T) {
 		{"other type", []string{"--to", "gguf", "--type", "q4_0", fixture.TinyModel(), out}, `--type "q4_0": want f32, f16 or q8_0`},
 		{"GGUF input", []string{"--to", "gguf", gg, out}, "is already GGUF"},
 		{"missing dir", []string{"--to", "gguf", filepath.Join(dir, "nope"), out}, "config.json"},
-		{"no tokenizer", []string{"--to", "gguf", noVocab, out}, "convert needs vocab.json and merges.txt"},
+		{"no tokenizer", []string{"--to", "gguf", noVocab, out}, "GGUF conversion needs vocab.json and merges.txt"},
 		{"output dir missing", []string{"--to", "gguf", fixture.TinyModel(), filepath.Join(dir, "no", "x.gguf")}, "x.gguf"},
 		{"one arg", []string{"--to", "gguf", fixture.TinyModel()}, "accepts 2 arg(s)"},
 		{"output is a directory", []string{"--to", "gguf", fixture.TinyModel(), dir}, "is a directory"},
