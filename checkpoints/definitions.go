@@ -132,3 +132,37 @@ func parseNonNegative(s string) (float64, error) {
 	}
 	return v, nil
 }
+
+// Overrides resolves the command line's tolerances into per-checkpoint
+// ones: atol and rtol (negative: not given) replace that half of every
+// non-exact checkpoint's default, the other half staying the default;
+// each spec "N=ATOL,RTOL" or "N-M=ATOL,RTOL" then sets the whole
+// tolerance of its checkpoints, later specs winning.
+func Overrides(atol, rtol float64, specs []string) (map[int]Tolerance, error) {
+	out := map[int]Tolerance{}
+	if atol >= 0 || rtol >= 0 {
+		for _, cp := range all {
+			if cp.Exact {
+				continue
+			}
+			tol := cp.Tolerance
+			if atol >= 0 {
+				tol.Atol = atol
+			}
+			if rtol >= 0 {
+				tol.Rtol = rtol
+			}
+			out[cp.Number] = tol
+		}
+	}
+	for _, s := range specs {
+		nums, tol, err := ParseOverride(s)
+		if err != nil {
+			return nil, err
+		}
+		for n := range nums {
+			out[n] = tol
+		}
+	}
+	return out, nil
+}

@@ -59,3 +59,34 @@ func TestGGUFKeysErrors(t *testing.T) {
 		})
 	}
 }
+
+// TestForModel: a GGUF model's tokenizer is its own file's, never the
+// directory's files; an HF model's is its directory's; none is nil.
+func TestForModel(t *testing.T) {
+	src := filepath.Join("..", "testdata", "gpt2-vocab")
+	dir := t.TempDir()
+	for _, name := range []string{"vocab.json", "merges.txt"} {
+		b, err := os.ReadFile(filepath.Join(src, name))
+		require.NoError(t, err)
+		require.NoError(t, os.WriteFile(filepath.Join(dir, name), b, 0o644))
+	}
+	bare := filepath.Join(dir, "bare.gguf")
+	require.NoError(t, gguf.WriteFile(bare, []gguf.KV{gguf.StringKV("general.architecture", "gpt2")}, nil))
+	kv, err := GGUFKeys(src, 50257)
+	require.NoError(t, err)
+	withTok := filepath.Join(dir, "tok.gguf")
+	require.NoError(t, gguf.WriteFile(withTok, append([]gguf.KV{gguf.StringKV("general.architecture", "gpt2")}, kv...), nil))
+
+	tok, err := ForModel(dir, bare)
+	require.NoError(t, err)
+	require.Nil(t, tok, "the directory's vocab.json is not the GGUF model's tokenizer")
+	tok, err = ForModel(dir, withTok)
+	require.NoError(t, err)
+	require.NotNil(t, tok)
+	tok, err = ForModel(dir, "")
+	require.NoError(t, err)
+	require.NotNil(t, tok)
+	tok, err = ForModel(t.TempDir(), "")
+	require.NoError(t, err)
+	require.Nil(t, tok)
+}

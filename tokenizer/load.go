@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -59,6 +60,34 @@ func Load(dir string) (*Tokenizer, error) {
 	}
 	return nil, fmt.Errorf("%w in %s: looked for vocab.json + merges.txt, tokenizer.json, *.gguf with tokenizer metadata%s",
 		ErrNoTokenizer, dir, hint)
+}
+
+// ForModel is the tokenizer that goes with a model: for a GGUF model
+// (ggufFile not empty) its own file's metadata, never another file that
+// happens to share its directory; for an HF model its directory's files
+// (Load). Without one it returns nil and no error: only text needs a
+// tokenizer, and the commands that need text say so.
+func ForModel(dir, ggufFile string) (*Tokenizer, error) {
+	if ggufFile == "" {
+		tok, err := Load(dir)
+		if errors.Is(err, ErrNoTokenizer) {
+			return nil, nil
+		}
+		return tok, err
+	}
+	f, err := gguf.Open(ggufFile)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	if _, ok := f.Get("tokenizer.ggml.tokens"); !ok {
+		return nil, nil
+	}
+	tok, err := FromGGUF(f)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", ggufFile, err)
+	}
+	return tok, nil
 }
 
 func exists(path string) bool {

@@ -2,12 +2,10 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 
-	"github.com/llorch/llorch-check/gguf"
 	"github.com/llorch/llorch-check/model"
 	"github.com/llorch/llorch-check/references"
 	"github.com/llorch/llorch-check/tokenizer"
@@ -86,19 +84,12 @@ func pathOrDefault(flag, rel string) (string, error) {
 	return resolveDefault(rel)
 }
 
-// modelTokenizer returns the model's tokenizer, or nil when it has none;
-// only commands that need text treat that as an error. A GGUF model's
-// tokenizer is its own file's metadata, never another file that happens
-// to share its directory.
+// modelTokenizer is the tokenizer that goes with m (tokenizer.ForModel).
 func modelTokenizer(m *model.Model) (*tokenizer.Tokenizer, error) {
 	if m.Format == model.FormatGGUF {
-		return ggufTokenizer(m.WeightsPath)
+		return tokenizer.ForModel(m.Dir, m.WeightsPath)
 	}
-	tok, err := tokenizer.Load(m.Dir)
-	if errors.Is(err, tokenizer.ErrNoTokenizer) {
-		return nil, nil
-	}
-	return tok, err
+	return tokenizer.ForModel(m.Dir, "")
 }
 
 func openReferences(flag string) (*references.Set, error) {
@@ -107,20 +98,4 @@ func openReferences(flag string) (*references.Set, error) {
 		return nil, err
 	}
 	return references.Open(dir)
-}
-
-func ggufTokenizer(path string) (*tokenizer.Tokenizer, error) {
-	f, err := gguf.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	if _, ok := f.Get("tokenizer.ggml.tokens"); !ok {
-		return nil, nil
-	}
-	tok, err := tokenizer.FromGGUF(f)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
-	return tok, nil
 }

@@ -63,36 +63,16 @@ func (f *runFlags) options() (checkpoints.Options, error) {
 	if f.budget < 0 {
 		return checkpoints.Options{}, fmt.Errorf("--budget %g: want a positive factor, or 0 for off", f.budget)
 	}
-	opt := checkpoints.Options{Checkpoints: sel, Budget: f.budget, Overrides: map[int]checkpoints.Tolerance{}}
+	overrides, err := checkpoints.Overrides(f.atol, f.rtol, f.tolerances)
+	if err != nil {
+		return checkpoints.Options{}, fmt.Errorf("--tolerance: %w", err)
+	}
+	opt := checkpoints.Options{Checkpoints: sel, Budget: f.budget, Overrides: overrides}
 	switch {
 	case f.layer < -1:
 		return opt, fmt.Errorf("--layer %d: want a layer index ≥ 0", f.layer)
 	case f.layer >= 0:
 		opt.Layer = &f.layer
-	}
-	if f.atol >= 0 || f.rtol >= 0 {
-		for _, cp := range checkpoints.All() {
-			if cp.Exact {
-				continue
-			}
-			tol := cp.Tolerance
-			if f.atol >= 0 {
-				tol.Atol = f.atol
-			}
-			if f.rtol >= 0 {
-				tol.Rtol = f.rtol
-			}
-			opt.Overrides[cp.Number] = tol
-		}
-	}
-	for _, s := range f.tolerances {
-		nums, tol, err := checkpoints.ParseOverride(s)
-		if err != nil {
-			return opt, fmt.Errorf("--tolerance: %w", err)
-		}
-		for n := range nums {
-			opt.Overrides[n] = tol
-		}
 	}
 	return opt, nil
 }
