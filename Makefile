@@ -161,3 +161,18 @@ test-browser:
 	else \
 		CHROMIUM="$(CHROMIUM)" $(GO) test -tags browser -count=1 -v ./scripts/browser; \
 	fi
+
+# The official OpenAI Node SDK (pinned in scripts/openai-compat/package.json,
+# installed by npm ci) against a real serve of the tiny model: completions,
+# chat, streaming, embeddings, error classes. With CI=true a missing npm
+# is a failure.
+.PHONY: test-openai-compat
+test-openai-compat:
+	@if ! command -v npm >/dev/null 2>&1; then \
+		if [ "$$CI" = "true" ]; then \
+			echo "test-openai-compat: FAILED, npm is not installed (apt-get install -y --no-install-recommends nodejs npm)"; exit 1; \
+		fi; \
+		echo "test-openai-compat: SKIPPED, npm is not installed (apt-get install -y --no-install-recommends nodejs npm)"; \
+	else \
+		GO="$(GO)" scripts/openai-compat/run.sh; \
+	fi
