@@ -10,7 +10,6 @@ import (
 	"github.com/llorch/llorch-check/references"
 	"github.com/llorch/llorch-check/sampling"
 	"github.com/llorch/llorch-check/tensors"
-	"github.com/llorch/llorch-check/tokenizer"
 )
 
 // Dump writes the model's own results for every case of src as a reference
@@ -136,31 +135,6 @@ func (d *dumper) dumpGeneration(ctx context.Context, c references.Case) error {
 	}
 	d.man.Generation.Results = append(d.man.Generation.Results, res)
 	return nil
-}
-
-// greedyContinuation decodes up to n greedy tokens through the KV cache,
-// stopping early at the context length as the reference script does.
-func greedyContinuation(ctx context.Context, m *model.Model, c references.Case, n int, tok *tokenizer.Tokenizer) (references.GenerationResult, error) {
-	res := references.GenerationResult{Case: c.ID, Tokens: []int{}, StopReason: references.StopContextLength}
-	steps := min(n, m.Config.NPositions-len(c.Tokens))
-	if steps < 1 {
-		return res, nil
-	}
-	greedy := sampling.DefaultParams()
-	greedy.Temperature = 0
-	req := generation.Request{Prompt: c.Tokens, MaxTokens: steps, Params: greedy}
-	got, err := generation.Generate(ctx, generation.NewModelDecoder(m), tok, req, nil)
-	if err != nil {
-		return res, fmt.Errorf("greedy generation: %w", err)
-	}
-	res.Tokens, res.StopReason = got.Tokens, got.StopReason
-	if got.StopReason == generation.StopMaxTokens && steps < n {
-		res.StopReason = references.StopContextLength
-	}
-	if tok != nil {
-		res.Text = &got.Text
-	}
-	return res, nil
 }
 
 func (d *dumper) dumpLoglikelihood(ctx context.Context) error {

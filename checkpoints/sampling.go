@@ -2,7 +2,6 @@ package checkpoints
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -83,39 +82,6 @@ func paramsOf(s references.Sampling) sampling.Params {
 		}
 	}
 	return p
-}
-
-// checkGeneration decodes the reference's greedy continuation through the
-// KV cache and compares ids, text and stop reason exactly (checkpoint 12).
-func checkGeneration(ctx context.Context, m *model.Model, set *references.Set, c references.Case, opt Options) (Result, bool, error) {
-	gen := set.Manifest.Generation
-	if gen == nil {
-		return Result{}, false, nil
-	}
-	i := slices.IndexFunc(gen.Results, func(r references.GenerationResult) bool { return r.Case == c.ID })
-	if i < 0 {
-		return Result{}, false, nil
-	}
-	want := gen.Results[i]
-	res := exactResult(12, "generation", c.ID, len(want.Tokens))
-	got, err := greedyContinuation(ctx, m, c, gen.N, opt.Tokenizer)
-	if errors.Is(err, generation.ErrNoUsableLogits) {
-		return res.fail("%v", err), true, nil
-	}
-	if err != nil {
-		return res, true, err
-	}
-	res = res.exact(got.Tokens, want.Tokens)
-	switch {
-	case !res.Passed:
-	case got.StopReason != want.StopReason:
-		res = res.fail("stop reason %q, the reference has %q", got.StopReason, want.StopReason)
-	case want.Text != nil && opt.Tokenizer == nil:
-		res = res.fail("the model directory has no tokenizer, so the reference text cannot be checked")
-	case want.Text != nil && *got.Text != *want.Text:
-		res = res.fail("text %q, the reference has %q", *got.Text, *want.Text)
-	}
-	return res, true, nil
 }
 
 // checkLoglikelihood scores each reference (context, continuation) pair
