@@ -59,7 +59,7 @@ func compareData(ti references.TensorInfo, got []float32, shape []int, want []fl
 		return res.fail("got shape %v, the reference has %v", shape, ti.Shape)
 	}
 	var skip func(int) bool
-	if ti.Name == "scores" {
+	if ti.Name == tensors.Scores {
 		skip = causalMask(ti.Shape)
 	}
 	s := compare(got, want, truth, Tolerance{res.Atol, res.Rtol}, skip)

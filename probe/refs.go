@@ -8,6 +8,7 @@ import (
 
 	"github.com/llorch/llorch-check/references"
 	"github.com/llorch/llorch-check/sampling"
+	"github.com/llorch/llorch-check/tensors"
 )
 
 // refCase is what the probe compares one case's answers with.
@@ -37,14 +38,14 @@ func loadCases(set *references.Set) ([]refCase, error) {
 		if err := rc.loadRows(set); err != nil {
 			return nil, fmt.Errorf("case %s: %w", c.ID, err)
 		}
-		if ti, ok := set.Find(c.ID, "last_logits", references.NoLayer); ok {
+		if ti, ok := set.Find(c.ID, tensors.LastLogits, references.NoLayer); ok {
 			v, err := set.Tensor(ti)
 			if err != nil {
 				return nil, fmt.Errorf("case %s: %w", c.ID, err)
 			}
 			rc.LastLogits = v
 		}
-		if ti, ok := set.Find(c.ID, "last_logprobs", references.NoLayer); ok {
+		if ti, ok := set.Find(c.ID, tensors.LastLogprobs, references.NoLayer); ok {
 			v, err := set.Tensor(ti)
 			if err != nil {
 				return nil, fmt.Errorf("case %s: %w", c.ID, err)
@@ -72,7 +73,7 @@ func loadCases(set *references.Set) ([]refCase, error) {
 }
 
 func (rc *refCase) loadRows(set *references.Set) error {
-	ti, ok := set.Find(rc.ID, "logits", references.NoLayer)
+	ti, ok := set.Find(rc.ID, tensors.Logits, references.NoLayer)
 	if !ok || len(rc.Tokens) < 2 {
 		return nil
 	}

@@ -19,8 +19,8 @@ func (m Manifest) Partial() bool {
 
 // dumpOptional are the tensors a partial dump may leave out.
 var dumpOptional = map[string]bool{
-	"q": true, "k": true, "v": true, // inside attention; hooks see c_attn's output, engines may fuse it
-	"scores": true, "probs": true, // inside the attention kernel (fused in most engines)
+	tensors.Q: true, tensors.K: true, tensors.V: true, // inside attention; hooks see c_attn's output, engines may fuse it
+	tensors.Scores: true, tensors.Probs: true, // inside the attention kernel (fused in most engines)
 }
 
 // DumpOptional reports whether a partial dump may leave out the tensor
