@@ -133,6 +133,15 @@ interop-llamacpp:
 	$(GO) build -tags llamacpp -o $$tmp/ggml ./scripts/llamacpp/ggml && \
 	node scripts/llamacpp/interop.mjs $$tmp/llorch-check $(TINY_MODEL) $(TINY_REFS)/manifest.json $$tmp $$tmp/ggml
 
+# Where llama.cpp's GPT-2 leaves PyTorch on the tiny model's F32 GGUF: its
+# own tensors through its graph callback (ggml dump, then diff) and its
+# logits through a /v1/completions shim over its C API (ggml serve, then
+# probe); prints both verdicts, fails if either moved (docs/gguf.md).
+.PHONY: drift-llamacpp
+drift-llamacpp:
+	@test -d scripts/llamacpp/node_modules/node-llama-cpp || $(NPM_PEER)
+	@GO=$(GO) bash scripts/llamacpp/drift.sh
+
 # Hostile clients against a real serve process on loopback: bursts,
 # malformed and oversized bodies, disconnects, early cancels, slow readers,
 # scoring memory, drain past the deadline; a line per probe with RSS.

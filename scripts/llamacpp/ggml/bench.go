@@ -91,6 +91,20 @@ func openLlama() (*llama, error) {
 	return &llama{s[0], s[1], s[2], s[3], s[4], s[5], s[6], s[7], s[8], s[9], s[10], s[11], s[12], nil}, nil
 }
 
+// loadModel loads a GGUF file with llama.cpp's default model parameters.
+func (l *llama) loadModel(path string) error {
+	cpath := C.CString(path)
+	defer C.free(unsafe.Pointer(cpath))
+	l.model = C.model_load(l.modelDefaults, l.modelLoad, cpath)
+	if l.model == nil {
+		return fmt.Errorf("llama.cpp cannot load %s", path)
+	}
+	return nil
+}
+
+func (l *llama) freeContext(ctx unsafe.Pointer) { C.call1(l.free, ctx) }
+func (l *llama) freeModel()                     { C.call1(l.modelFree, l.model) }
+
 // benchToks is gobench's fixed arithmetic sequence of ids.
 func benchToks(n, seed int) []int32 {
 	ids := make([]int32, n)
@@ -121,15 +135,12 @@ func bench(args []string) error {
 		return err
 	}
 	baseline := procstat.PeakRSS()
-	path := C.CString(*model)
-	defer C.free(unsafe.Pointer(path))
 	start := time.Now()
-	l.model = C.model_load(l.modelDefaults, l.modelLoad, path)
-	if l.model == nil {
-		return fmt.Errorf("llama.cpp cannot load %s", *model)
+	if err := l.loadModel(*model); err != nil {
+		return err
 	}
 	loadS := time.Since(start).Seconds()
-	defer C.call1(l.modelFree, l.model)
+	defer l.freeModel()
 	out := map[string]any{"impl": fmt.Sprintf("llama.cpp v0.5.0 C API (node-llama-cpp's prebuilt libraries), %d threads", *threads)}
 	if *mode == "load" {
 		if _, err := l.decodeRun(1, *prompt, 1, *threads); err != nil {

@@ -8,6 +8,10 @@
 //	ggml quantize IN.gguf OUT.gguf FTYPE
 //	                               llama.cpp's llama_model_quantize (FTYPE: Q4_K_M, Q4_0, ...)
 //	ggml bench -model FILE.gguf    llama.cpp's speed and memory, as gobench measures ours
+//	ggml dump -model FILE.gguf -baseline SET -out DIR
+//	                               llama.cpp's activations through its graph callback, as a partial dump
+//	ggml serve -model FILE.gguf -addr HOST:PORT
+//	                               a minimal OpenAI /v1/completions over llama.cpp's logits, for probe
 //
 // Built with -tags llamacpp and cgo; the libraries are opened at run time
 // from scripts/llamacpp/node_modules (or $GGML_LIB_DIR), nothing links them.
@@ -69,8 +73,12 @@ func run(args []string) error {
 		return quantize(args[1], args[2], args[3])
 	case len(args) > 0 && args[0] == "bench":
 		return bench(args[1:])
+	case len(args) > 0 && args[0] == "dump":
+		return dump(args[1:])
+	case len(args) > 0 && args[0] == "serve":
+		return serve(args[1:])
 	}
-	return fmt.Errorf("usage: ggml vectors OUT_DIR | ggml quantize IN.gguf OUT.gguf FTYPE | ggml bench -model FILE.gguf [-mode load|run] [-threads N]")
+	return fmt.Errorf("usage: ggml vectors OUT_DIR | ggml quantize IN.gguf OUT.gguf FTYPE | ggml bench -model FILE.gguf [-mode load|run] [-threads N] | ggml dump -model FILE.gguf -baseline SET -out DIR | ggml serve -model FILE.gguf [-addr HOST:PORT]")
 }
 
 func libDir() string {

@@ -1,0 +1,300 @@
+//go:build llamacpp
+
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"math"
+	"os"
+	"strings"
+
+	"github.com/llorch/llorch-check/references"
+)
+
+// A graph tensor of llama.cpp's gpt2 builder (src/models/gpt2.cpp) and the
+// reference tensor it is. Keys ending in "-" take the layer; attn_out has
+// no name of its own there (build_attn's bias add), so it is found as the
+// node whose second operand is the layer's attn_output.bias.
+var dumpMap = []struct {
+	key        string
+	checkpoint int
+	name       string
+	perLayer   bool
+}{
+	{"inpL", 7, "embeddings", false},
+	{"attn_norm-", 1, "ln_1", true},
+	{"Qcur-", 2, "q", true},
+	{"Kcur-", 2, "k", true},
+	{"Vcur-", 2, "v", true},
+	{"kq_soft_max-", 4, "probs", true},
+	{"src1:blk.%d.attn_output.bias", 5, "attn_out", true},
+	{"ffn_norm-", 1, "ln_2", true},
+	{"ffn_gelu-", 6, "gelu", true},
+	{"ffn_out-", 6, "mlp_out", true},
+	{"l_out-", 7, "block_out", true},
+	{"result_norm", 8, "ln_f", false},
+	{"result_output", 8, "logits", false},
+}
+
+func layerKey(key string, i int) string {
+	if strings.Contains(key, "%d") {
+		return fmt.Sprintf(key, i)
+	}
+	return fmt.Sprintf("%s%d", key, i)
+}
+
+// dump runs llama.cpp on a GGUF file over a reference set's cases and
+// writes what its graph callback sees as a partial dump (FORMAT.md,
+// "Dumps from other engines") for `llorch-check diff BASELINE OUT`.
+func dump(args []string) error {
+	fs := flag.NewFlagSet("dump", flag.ContinueOnError)
+	model := fs.String("model", "", "GGUF file written by llorch-check convert from the baseline's weights")
+	baseline := fs.String("baseline", "", "reference set whose cases and logit rows to dump")
+	out := fs.String("out", "", "directory to write (must not exist, or be empty)")
+	openEngine := engineFlags(fs)
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if *model == "" || *baseline == "" || *out == "" {
+		return errors.New("dump: -model, -baseline and -out are required")
+	}
+	base, err := references.Open(*baseline)
+	if err != nil {
+		return err
+	}
+	dims, err := base.Manifest.ModelConfig()
+	if err != nil {
+		return err
+	}
+	e, o, err := openEngine(*model)
+	if err != nil {
+		return err
+	}
+	defer e.freeModel()
+	// llama.cpp loaded the GGUF; it is the baseline's model only if it was
+	// converted from the baseline's weights, which convert records.
+	src, ok := e.metaString("llorch.source.sha256")
+	if !ok {
+		return fmt.Errorf("%s has no llorch.source.sha256: not written by llorch-check convert, so nothing ties it to %s's weights", *model, *baseline)
+	}
+	if want := base.Manifest.Model.WeightsSHA256; !strings.EqualFold(src, want) {
+		return fmt.Errorf("%s was converted from weights with sha256 %s; %s was made from %s", *model, src, *baseline, want)
+	}
+	ggufSHA, err := references.FileSHA256(*model)
+	if err != nil {
+		return err
+	}
+	var keys []string
+	for _, m := range dumpMap {
+		if !m.perLayer {
+			keys = append(keys, m.key)
+			continue
+		}
+		for i := range dims.NLayer {
+			keys = append(keys, layerKey(m.key, i))
+		}
+	}
+	capt := newCapture(e, keys)
+	defer capt.free()
+	ctx, err := e.newContext(o, capt.c)
+	if err != nil {
+		return err
+	}
+	defer e.freeContext(ctx)
+	w, err := references.NewWriter(*out, false)
+	if err != nil {
+		return err
+	}
+	defer w.Abort()
+	d := &dumper{e: e, dims: dims, w: w}
+	for _, c := range base.Manifest.Cases {
+		e.clear(ctx)
+		if err := e.decode(ctx, c.Tokens, 0, true); err != nil {
+			return fmt.Errorf("case %s: %w", c.ID, err)
+		}
+		got, err := capt.take()
+		if err != nil {
+			return fmt.Errorf("case %s: %w", c.ID, err)
+		}
+		logits, _ := base.Find(c.ID, "logits", references.NoLayer)
+		if err := d.writeCase(c, got, logits.Rows); err != nil {
+			return fmt.Errorf("case %s: %w", c.ID, err)
+		}
+	}
+	fileType, _ := e.metaString("general.file_type")
+	m := references.Manifest{
+		FormatVersion: references.FormatVersion,
+		Model:         base.Manifest.Model,
+		Generator: map[string]any{
+			"script": "scripts/llamacpp/ggml dump", "partial": true, "float64_twins": false,
+			"engine":  "llama.cpp release v0.5.0 (node-llama-cpp 3.22.1's prebuilt libraries), C API, graph callback cb_eval",
+			"context": o.String(), "gguf": *model, "gguf_sha256": ggufSHA, "gguf_file_type": fileType,
+			"weights":       "the GGUF's llorch.source.sha256 is the baseline's weights_sha256",
+			"last_logprobs": "log-softmax of llama.cpp's float32 logits, in float64, rounded to float32",
+		},
+		Cases:         base.Manifest.Cases,
+		Tensors:       d.entries,
+		Sampling:      []references.Sampling{},
+		Greedy:        []references.Greedy{},
+		Loglikelihood: []references.Loglikelihood{},
+	}
+	m.Model.Path = *model
+	if err := w.Commit(m); err != nil {
+		return err
+	}
+	fmt.Fprintf(os.Stderr, "wrote %d tensors of %d cases (llama.cpp, %s) to %s\n", len(d.entries), len(m.Cases), o, *out)
+	return nil
+}
+
+type dumper struct {
+	e       *engine
+	dims    references.ModelDims
+	w       *references.Writer
+	entries []references.TensorInfo
+}
+
+func (d *dumper) add(caseID string, checkpoint, layer int, name string, shape, rows []int, data []float32) error {
+	t := references.TensorInfo{Case: caseID, Checkpoint: checkpoint, Name: name, DType: "float32", Shape: shape, Rows: rows,
+		File: caseID + "/" + name + ".npy"}
+	if layer >= 0 {
+		t.Layer = &layer
+		t.File = fmt.Sprintf("%s/l%02d_%s.npy", caseID, layer, name)
+	}
+	if err := d.w.AddTensor(t, data); err != nil {
+		return err
+	}
+	d.entries = append(d.entries, t)
+	return nil
+}
+
+// writeCase maps one case's captured graph tensors to reference tensors
+// in FORMAT.md's forward order. A required tensor llama.cpp did not
+// compute under its expected name is an error: the mapping no longer fits
+// this llama.cpp.
+func (d *dumper) writeCase(c references.Case, got map[string][]captured, rows []int) error {
+	T, C, H := len(c.Tokens), d.dims.NEmbd, d.dims.NHead
+	emit := func(cp int, name, key string, layer int) error {
+		if err := d.mapTensor(c.ID, cp, layer, name, got[key], T, C, H, C/H, rows); err != nil {
+			return fmt.Errorf("%s (llama.cpp %s): %w", name, key, err)
+		}
+		return nil
+	}
+	if err := emit(dumpMap[0].checkpoint, dumpMap[0].name, dumpMap[0].key, -1); err != nil {
+		return err
+	}
+	for i := range d.dims.NLayer {
+		for _, m := range dumpMap {
+			if m.perLayer {
+				if err := emit(m.checkpoint, m.name, layerKey(m.key, i), i); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	for _, m := range dumpMap[1:] {
+		if !m.perLayer {
+			if err := emit(m.checkpoint, m.name, m.key, -1); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// mapTensor writes one captured tensor in the reference layout; optional
+// tensors llama.cpp did not compute (probs under flash attention) are
+// skipped.
+func (d *dumper) mapTensor(caseID string, cp, layer int, name string, cands []captured, T, C, H, D int, rows []int) error {
+	want := map[string][4]int{
+		"embeddings": {C, T, 1, 1}, "ln_1": {C, T, 1, 1}, "attn_out": {C, T, 1, 1}, "ln_2": {C, T, 1, 1},
+		"gelu": {4 * C, T, 1, 1}, "mlp_out": {C, T, 1, 1}, "block_out": {C, T, 1, 1}, "ln_f": {C, T, 1, 1},
+		"q": {D, H, T, 1}, "k": {D, H, T, 1}, "v": {D, H, T, 1}, "logits": {d.dims.VocabSize, T, 1, 1},
+	}[name]
+	var t *captured
+	for i := range cands {
+		if name == "probs" && cands[i].ne[1] == T && cands[i].ne[2] == H && cands[i].ne[0] >= T || cands[i].ne == want {
+			t = &cands[i]
+		}
+	}
+	if t == nil {
+		if references.DumpOptional(name) {
+			return nil
+		}
+		var seen []string
+		for _, c := range cands {
+			seen = append(seen, fmt.Sprint(c.ne))
+		}
+		return fmt.Errorf("not computed with ne %v (seen: %v)", want, seen)
+	}
+	switch name {
+	case "q", "k", "v": // ggml [D,H,T] (D fastest) → [H,T,D]
+		out := make([]float32, H*T*D)
+		for h := range H {
+			for p := range T {
+				copy(out[(h*T+p)*D:(h*T+p+1)*D], t.data[(p*H+h)*D:(p*H+h+1)*D])
+			}
+		}
+		return d.add(caseID, cp, layer, name, []int{H, T, D}, nil, out)
+	case "probs": // ggml [n_kv,T,H]: the cache's first T cells are positions 0..T-1
+		nkv := t.ne[0]
+		out := make([]float32, H*T*T)
+		for h := range H {
+			for p := range T {
+				copy(out[(h*T+p)*T:(h*T+p+1)*T], t.data[(h*T+p)*nkv:(h*T+p)*nkv+T])
+			}
+		}
+		return d.add(caseID, cp, layer, name, []int{H, T, T}, nil, out)
+	case "logits":
+		return d.addLogits(caseID, t.data, T, rows)
+	}
+	return d.add(caseID, cp, layer, name, []int{t.ne[1], t.ne[0]}, nil, t.data)
+}
+
+// addLogits keeps the baseline's rows of the full logits, and the last
+// row as checkpoint 9's last_logits and its log-softmax.
+func (d *dumper) addLogits(caseID string, all []float32, T int, rows []int) error {
+	V := d.dims.VocabSize
+	kept := all
+	n := T
+	if rows != nil {
+		kept = make([]float32, 0, len(rows)*V)
+		for _, r := range rows {
+			kept = append(kept, all[r*V:(r+1)*V]...)
+		}
+		n = len(rows)
+	}
+	if err := d.add(caseID, 8, -1, "logits", []int{n, V}, rows, kept); err != nil {
+		return err
+	}
+	last := all[(T-1)*V : T*V]
+	if err := d.add(caseID, 9, -1, "last_logits", []int{V}, nil, last); err != nil {
+		return err
+	}
+	lp := logSoftmax(last)
+	out := make([]float32, V)
+	for i, x := range lp {
+		out[i] = float32(x)
+	}
+	return d.add(caseID, 9, -1, "last_logprobs", []int{V}, nil, out)
+}
+
+// logSoftmax in float64, so that the log-probabilities add no rounding of
+// their own to llama.cpp's logits.
+func logSoftmax(x []float32) []float64 {
+	mx := math.Inf(-1)
+	for _, v := range x {
+		mx = max(mx, float64(v))
+	}
+	var s float64
+	for _, v := range x {
+		s += math.Exp(float64(v) - mx)
+	}
+	lse := mx + math.Log(s)
+	out := make([]float64, len(x))
+	for i, v := range x {
+		out[i] = float64(v) - lse
+	}
+	return out
+}
