@@ -14,7 +14,9 @@
 # attn_out of layer 0 (checkpoint 5) first under the defaults and gelu of
 # layer 0 (checkpoint 6) first with F32 attention; probe reports the drift
 # with numbers (exit 1) and llama.cpp's greedy text equal to PyTorch's.
-# A broken mapping, a shim that does not speak the API (exit 2) or a
+# The shim's top log-probabilities at each case's last position must be
+# the default dump's, bit for bit (same_numbers.mjs). A broken mapping, a
+# shim that does not speak the API (exit 2) or answers other numbers, or a
 # llama.cpp that stops drifting all fail.
 # Usage: scripts/llamacpp/drift.sh   (env: GO; needs node, make peer-llamacpp)
 set -euo pipefail
@@ -88,6 +90,14 @@ if [ "$rc" -eq 1 ] && [[ $verdict == *"checkpoint 12 passed"* ]]; then
   verdicts+=("black box, llama.cpp defaults through the /v1/completions shim: drifts, $verdict")
 else
   verdicts+=("black box: FAILED: probe exit $rc (want 1: a measured drift), $verdict")
+  fail=1
+fi
+# The shim runs the dump's GGUF with the same (default) settings: its
+# numbers must be the dump's, so both boxes measure the same llama.cpp.
+if node scripts/llamacpp/same_numbers.mjs "$url" "$tmp/dump-f16-auto"; then
+  verdicts+=("shim vs dump: the same llama.cpp log-probabilities, bit for bit, at every case's last position")
+else
+  verdicts+=("shim vs dump: FAILED: the shim's log-probabilities are not the dump's")
   fail=1
 fi
 echo
