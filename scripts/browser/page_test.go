@@ -59,30 +59,37 @@ const stateJS = `JSON.stringify({state: document.body.dataset.state || "", token
   generated: (document.getElementById("generated") || {}).textContent || "",
   status: document.getElementById("status").textContent})`
 
-// visit opens pageURL and polls the page until done says so, in real time
-// (a virtual time budget would not wait for a streamed response).
-func visit(t *testing.T, c *cdp, pageURL string, done func(pageState) bool) pageState {
+// poll opens pageURL and evaluates expr (a JSON string) into v until done
+// says so, in real time (a virtual time budget would not wait for a
+// streamed response).
+func poll[T any](t *testing.T, c *cdp, pageURL, expr string, done func(T) bool) T {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	session, err := c.open(ctx, pageURL)
 	require.NoError(t, err)
-	var st pageState
+	var v T
 	for {
 		var raw string
-		err := c.eval(ctx, session, stateJS, &raw)
+		err := c.eval(ctx, session, expr, &raw)
 		if err == nil && raw != "" {
-			require.NoError(t, json.Unmarshal([]byte(raw), &st))
-			if done(st) {
-				return st
+			require.NoError(t, json.Unmarshal([]byte(raw), &v))
+			if done(v) {
+				return v
 			}
 		}
 		select {
 		case <-ctx.Done():
-			t.Fatalf("page did not finish: last state %+v, last error %v", st, err)
+			t.Fatalf("page did not finish: last state %+v, last error %v", v, err)
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
+}
+
+// visit polls the page at / for its state.
+func visit(t *testing.T, c *cdp, pageURL string, done func(pageState) bool) pageState {
+	t.Helper()
+	return poll(t, c, pageURL, stateJS, done)
 }
 
 func TestPageInChromium(t *testing.T) {
