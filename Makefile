@@ -158,10 +158,15 @@ LOAD_DURATION ?= 10s
 loadtest:
 	$(GO) run ./scripts/loadtest --clients $(LOAD_CLIENTS) --duration $(LOAD_DURATION) $(LOADTEST_FLAGS)
 
-# The page at / driven in headless Chromium (Debian's chromium). Not part of
+# The page at / driven in headless Chromium (Debian's chromium), and the
+# official OpenAI SDK loaded in a page on another origin (its pinned package
+# from scripts/openai-compat, installed here when npm is). Not part of
 # `make test`; CI runs it after. With CI=true a missing browser is a failure.
 CHROMIUM ?= $(shell command -v chromium || command -v chromium-browser)
 test-browser:
+	@if command -v npm >/dev/null 2>&1 && [ ! -d scripts/openai-compat/node_modules/openai ]; then \
+		npm ci --prefix scripts/openai-compat --no-audit --no-fund --loglevel=error; \
+	fi
 	@if [ -z "$(CHROMIUM)" ]; then \
 		if [ "$$CI" = "true" ]; then \
 			echo "test-browser: FAILED, chromium is not installed (apt-get install -y --no-install-recommends chromium)"; exit 1; \
