@@ -9,6 +9,7 @@ import (
 	"math"
 	"os"
 	"strings"
+	"unsafe"
 
 	"github.com/llorch/llorch-check/references"
 )
@@ -121,6 +122,9 @@ func dump(args []string) error {
 		logits, _ := base.Find(c.ID, "logits", references.NoLayer)
 		if err := d.writeCase(c, got, logits.Rows); err != nil {
 			return fmt.Errorf("case %s: %w", c.ID, err)
+		}
+		if err := d.stepLogits(ctx, capt, c); err != nil {
+			return fmt.Errorf("case %s, incremental step: %w", c.ID, err)
 		}
 	}
 	fileType, _ := e.metaString("general.file_type")
@@ -250,6 +254,36 @@ func (d *dumper) mapTensor(caseID string, cp, layer int, name string, cands []ca
 		return d.addLogits(caseID, t.data, T, rows)
 	}
 	return d.add(caseID, cp, layer, name, []int{t.ne[1], t.ne[0]}, nil, t.data)
+}
+
+// stepLogits is checkpoint 3's step_logits: a prefill of all tokens but
+// the last, then the last alone through llama.cpp's KV cache. The cache
+// contents themselves (k_cache, v_cache) are not dumped: llama.cpp keeps
+// them as F16 by default, and they are optional.
+func (d *dumper) stepLogits(ctx unsafe.Pointer, capt capture, c references.Case) error {
+	T := len(c.Tokens)
+	if T < 2 {
+		return nil // FORMAT.md: a one-token case has no checkpoint 3
+	}
+	d.e.clear(ctx)
+	if err := d.e.decode(ctx, c.Tokens[:T-1], 0, false); err != nil {
+		return err
+	}
+	if _, err := capt.take(); err != nil {
+		return err
+	}
+	if err := d.e.decode(ctx, c.Tokens[T-1:], T-1, false); err != nil {
+		return err
+	}
+	got, err := capt.take()
+	if err != nil {
+		return err
+	}
+	out := got["result_output"]
+	if len(out) != 1 || out[0].ne != [4]int{d.dims.VocabSize, 1, 1, 1} {
+		return fmt.Errorf("result_output of the step: %d tensors, want one of ne [%d 1 1 1]", len(out), d.dims.VocabSize)
+	}
+	return d.add(c.ID, 3, -1, "step_logits", []int{d.dims.VocabSize}, nil, out[0].data)
 }
 
 // addLogits keeps the baseline's rows of the full logits, and the last
