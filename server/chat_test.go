@@ -94,6 +94,31 @@ func TestChatIsCompletionOfTheTemplate(t *testing.T) {
 	last := chunks[len(chunks)-1]
 	require.Empty(t, last["choices"])
 	require.Equal(t, plain["usage"], last["usage"])
+
+	// Streamed logprobs: one entry per token chunk, the same as unstreamed.
+	chunks = streamChunks(t, ts, "/v1/chat/completions", map[string]any{"messages": chatMessages,
+		"max_tokens": n, "temperature": 0, "stream": true, "logprobs": true, "top_logprobs": 2})
+	var streamed []any
+	for _, c := range chunks {
+		if lp, ok := choice0(t, c)["logprobs"].(map[string]any); ok {
+			streamed = append(streamed, lp["content"].([]any)...)
+		}
+	}
+	require.Equal(t, content, streamed)
+}
+
+// TestChatDefaultLength: without max_tokens a reply may fill the context
+// (OpenAI's chat default), and max_tokens 0 is refused.
+func TestChatDefaultLength(t *testing.T) {
+	ts := start(t, server.Config{})
+	m, _, _ := loadTiny(t)
+	out := ts.call(t, "POST", "/v1/chat/completions", map[string]any{"messages": chatMessages,
+		"logit_bias": map[string]int{"50256": -100}}, http.StatusOK)
+	u := out["usage"].(map[string]any)
+	require.EqualValues(t, m.Config.NPositions, u["total_tokens"], "generated up to the context length")
+	require.Equal(t, "length", choice0(t, out)["finish_reason"])
+	e := ts.call(t, "POST", "/v1/chat/completions", map[string]any{"messages": chatMessages, "max_tokens": 0}, http.StatusBadRequest)
+	require.Equal(t, "max_tokens", e["error"].(map[string]any)["param"])
 }
 
 // TestChatTemplate: --chat-template replaces the plain template; a

@@ -28,10 +28,10 @@ type openAIJob struct {
 // parseOpenAI reads what both generating OpenAI routes share: model, the
 // sampling settings, n, stream and stream_options, and the fields the
 // route knows (the rest are a 400 naming them unless --lenient).
-func (s *Server) parseOpenAI(e *engine, f *fields, known []string) openAIJob {
+func (s *Server) parseOpenAI(e *engine, f *fields, d settingDefaults, known []string) openAIJob {
 	var j openAIJob
 	f.model(e)
-	j.settings = f.settings(openAIDefaults, e.m.Config.VocabSize)
+	j.settings = f.settings(d, e.m.Config.VocabSize)
 	if v, ok := f.integer("n"); ok && v != 1 {
 		f.bad("n", "range", "only n=1 is supported", v)
 	}

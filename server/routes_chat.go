@@ -26,6 +26,10 @@ var chatUnsupported = []struct {
 	{"store", "is not supported: completions are not stored", []string{"false"}},
 }
 
+// chatDefaults are OpenAI's for chat: without max_tokens a reply runs
+// until it stops or fills the context; at least one token.
+var chatDefaults = settingDefaults{maxTokens: maxMaxTokens, minMaxTokens: 1, temperature: 1.0}
+
 // chatRoles are the message roles a plain template can render.
 var chatRoles = []string{"system", "developer", "user", "assistant"}
 
@@ -64,7 +68,7 @@ func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	renamed := f.alias("max_completion_tokens", "max_tokens")
-	job := s.parseOpenAI(e, f, chatFields)
+	job := s.parseOpenAI(e, f, chatDefaults, chatFields)
 	if renamed {
 		f.rename("max_tokens", "max_completion_tokens")
 	}

@@ -45,7 +45,7 @@ func (s *Server) handleCompletions(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	job := s.parseOpenAI(e, f, completionFields)
+	job := s.parseOpenAI(e, f, openAIDefaults, completionFields)
 	job.texts, job.prompts = s.promptsField(e, f, "prompt")
 	if v, ok := f.integer("best_of"); ok && v != 1 {
 		f.bad("best_of", "range", "only best_of=1 is supported (one completion per prompt)", v)
