@@ -20,6 +20,18 @@ type embedding struct {
 	Embedding any    `json:"embedding"` // []float32, or base64 of little-endian float32
 }
 
+type embeddingUsage struct {
+	PromptTokens int `json:"prompt_tokens"`
+	TotalTokens  int `json:"total_tokens"`
+}
+
+type embeddingResponse struct {
+	Object string         `json:"object"`
+	Data   []embedding    `json:"data"`
+	Model  string         `json:"model"`
+	Usage  embeddingUsage `json:"usage"`
+}
+
 // handleEmbeddings is OpenAI's embeddings: per input, the mean over its
 // positions of GPT-2's final hidden state (the output of ln_f, what the
 // LM head reads), not normalised.
@@ -76,8 +88,8 @@ func (s *Server) handleEmbeddings(w http.ResponseWriter, r *http.Request) {
 		tokens += len(in)
 		data = append(data, embedding{Object: "embedding", Index: i, Embedding: encodeEmbedding(vec, format)})
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"object": "list", "data": data, "model": e.name,
-		"usage": map[string]int{"prompt_tokens": tokens, "total_tokens": tokens}})
+	writeJSON(w, http.StatusOK, embeddingResponse{Object: "list", Data: data, Model: e.name,
+		Usage: embeddingUsage{PromptTokens: tokens, TotalTokens: tokens}})
 }
 
 // encodeEmbedding is vec as OpenAI sends it: a JSON array, or with
