@@ -55,6 +55,17 @@ bench:
 bench-go:
 	$(GO) test -run '^$$' -bench . -benchmem ./kernels ./model ./tokenizer
 
+# The container image (Dockerfile's scratch runtime around a static binary
+# built here), with podman or docker; test-image inspects it and runs what
+# it holds (docs/deploy.md).
+IMAGE ?= llorch-check:dev
+.PHONY: image test-image
+image:
+	@GO=$(GO) bash scripts/image/build.sh $(IMAGE)
+
+test-image: image
+	@bash scripts/image/check.sh $(IMAGE)
+
 # A short run of every fuzz target; FUZZTIME=5m for a longer one.
 FUZZTIME ?= 20s
 fuzz:

@@ -78,6 +78,7 @@ Exit codes: 0 all passed, 1 a checkpoint failed, 2 bad input.`,
 		newProbeCmd(),
 		newConvertCmd(),
 		newInspectCmd(),
+		newHealthcheckCmd(),
 	)
 	return root
 }

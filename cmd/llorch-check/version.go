@@ -8,8 +8,10 @@ import (
 	"github.com/llorch/llorch-check/kernels"
 )
 
-// linkVersion is set for release builds (-ldflags "-X main.linkVersion=v1.2.3").
-var linkVersion string
+// linkVersion is set for release builds (-ldflags "-X main.linkVersion=v1.2.3");
+// linkCommit for builds without the repository's VCS data (a container
+// build context without .git).
+var linkVersion, linkCommit string
 
 // version is linkVersion, else the module version the Go toolchain
 // stamped (go install module@version), else "dev".
@@ -43,6 +45,9 @@ func versionString() string {
 				commit += " (modified)"
 			}
 		}
+	}
+	if linkCommit != "" {
+		commit = linkCommit
 	}
 	return fmt.Sprintf("llorch-check %s\ncommit:  %s\ngo:      %s %s/%s\nkernels: %s\n",
 		version(), commit, runtime.Version(), runtime.GOOS, runtime.GOARCH, kernels.Name())
