@@ -92,6 +92,12 @@ else
   verdicts+=("black box: FAILED: probe exit $rc (want 1: a measured drift), $verdict")
   fail=1
 fi
+if node scripts/llamacpp/shim_contract.mjs "$url"; then
+  verdicts+=("shim: answers as OpenAI's /v1/completions where probe reads it, refuses the rest naming it")
+else
+  verdicts+=("shim: FAILED: shim_contract.mjs")
+  fail=1
+fi
 # The shim runs the dump's GGUF with the same (default) settings: its
 # numbers must be the dump's, so both boxes measure the same llama.cpp.
 if node scripts/llamacpp/same_numbers.mjs "$url" "$tmp/dump-f16-auto"; then

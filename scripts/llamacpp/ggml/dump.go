@@ -217,8 +217,12 @@ func (d *dumper) mapTensor(caseID string, cp, layer int, name string, cands []ca
 		"q": {D, H, T, 1}, "k": {D, H, T, 1}, "v": {D, H, T, 1}, "logits": {d.dims.VocabSize, T, 1, 1},
 	}[name]
 	var t *captured
-	for i := range cands {
-		if name == "probs" && cands[i].ne[1] == T && cands[i].ne[2] == H && cands[i].ne[0] >= T || cands[i].ne == want {
+	for i, c := range cands {
+		match := c.ne == want
+		if name == "probs" { // [n_kv,T,H]: n_kv is the cache's padded size
+			match = c.ne[0] >= T && c.ne[1] == T && c.ne[2] == H && c.ne[3] == 1
+		}
+		if match {
 			t = &cands[i]
 		}
 	}

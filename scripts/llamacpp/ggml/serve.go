@@ -181,9 +181,6 @@ func (s *shim) complete(req completionRequest, maxTokens int) (map[string]any, e
 		}
 		prev = l
 	}
-	if !req.Echo {
-		text = nil
-	}
 	finish := "length"
 	for n := range maxTokens {
 		if T+n >= e.nCtxTrain {
