@@ -14,8 +14,9 @@
 # attn_out of layer 0 (checkpoint 5) first under the defaults and gelu of
 # layer 0 (checkpoint 6) first with F32 attention; probe reports the drift
 # with numbers (exit 1) and llama.cpp's greedy text equal to PyTorch's.
-# The shim's top log-probabilities at each case's last position must be
-# the default dump's, bit for bit (same_numbers.mjs). A broken mapping, a
+# The shim must answer as it promises (shim_contract.mjs), and its top
+# log-probabilities at each case's last position must be the default
+# dump's, bit for bit (same_numbers.mjs). A broken mapping, a
 # shim that does not speak the API (exit 2) or answers other numbers, or a
 # llama.cpp that stops drifting all fail.
 # Usage: scripts/llamacpp/drift.sh   (env: GO; needs node, make peer-llamacpp)
@@ -47,8 +48,8 @@ first_drift() {
     console.log(`${r[0].checkpoint} ${r[0].name} ${r[0].layer} (case ${r[0].case}, max abs err ${r[0].max_abs_err.toExponential(2)})`);'
 }
 
-# white CONFIG_ARGS WANT: dump with those llama.cpp context settings, diff,
-# and compare the first drifting tensor with WANT.
+# white LABEL WANT KV FLASH_ATTN: dump with those llama.cpp context
+# settings, diff, and compare the first drifting tensor with WANT.
 white() {
   local label=$1 want=$2 kv=$3 fa=$4 out="$tmp/dump-$3-$4" rc=0
   "$tmp/ggml" dump -model "$tmp/tiny-f32.gguf" -baseline "$REFS" -out "$out" -kv "$kv" -flash-attn "$fa"
