@@ -1,7 +1,8 @@
 // Package server serves the validated model over HTTP: the worker API
 // (/execute as Server-Sent Events), the batch API (/generate,
-// /loglikelihood) and an OpenAI-compatible API (/v1/completions), all
-// behind one scheduler and one set of limits. API.md is the contract.
+// /loglikelihood) and an OpenAI-compatible API (/v1/completions,
+// /v1/chat/completions, /v1/embeddings, /v1/models), all behind one
+// scheduler and one set of limits. API.md is the contract.
 package server
 
 import (

@@ -78,7 +78,7 @@ stderr, without prompt text. See docs/serve.md.`,
 	fl.BoolVar(&f.lenient, "lenient", false, "OpenAI routes ignore unknown request fields instead of answering 400 naming them")
 	fl.IntVar(&f.parallel, "parallel", d.Parallel, "sequences decoding at once")
 	fl.IntVar(&f.maxQueue, "max-queue", d.MaxQueue, "requests waiting for a slot; beyond it 429 with Retry-After")
-	fl.IntVar(&f.maxBatch, "max-batch", d.MaxBatch, "prompts per /generate, /loglikelihood or /v1/completions request")
+	fl.IntVar(&f.maxBatch, "max-batch", d.MaxBatch, "prompts per /generate, /loglikelihood or /v1/completions request, inputs per /v1/embeddings")
 	fl.Int64Var(&f.maxBody, "max-body-bytes", d.MaxBodyBytes, "request body limit (413 beyond)")
 	fl.DurationVar(&f.requestTimeout, "request-timeout", d.RequestTimeout, "per-request limit, queueing included (0: none)")
 	fl.DurationVar(&f.shutdownTimeout, "shutdown-timeout", 30*time.Second, "on SIGTERM, how long work in flight may drain")
