@@ -76,4 +76,5 @@ step "kernels and model, LLORCH_KERNELS=avx2" - env LLORCH_KERNELS=avx2 "$GO" te
 step "kernels and model, LLORCH_KERNELS=generic" - env LLORCH_KERNELS=generic "$GO" test -count=1 ./kernels ./model
 step "chaos probes (short)" - "$GO" run ./scripts/chaos -short
 step "llama.cpp interop (node-llama-cpp)" peer "$MAKE" -s interop-llamacpp
+step "llama.cpp drift (ggml dump + diff, ggml serve + probe)" peer "$MAKE" -s drift-llamacpp
 summary
