@@ -165,6 +165,7 @@ func TestChatParametersRejected(t *testing.T) {
 		{"max_completion_tokens too large", map[string]any{"max_completion_tokens": 5000}, "max_completion_tokens"},
 		{"beyond the context", map[string]any{"max_tokens": 128}, "messages"},
 		{"unknown field", map[string]any{"top_a": 0.5}, "top_a"},
+		{"stream_options without stream", map[string]any{"stream_options": map[string]any{"include_usage": true}}, "stream_options"},
 		{"bias outside the vocabulary", map[string]any{"logit_bias": map[string]any{"50257": 1}}, "logit_bias.50257"},
 	} {
 		t.Run(c.name, func(t *testing.T) {

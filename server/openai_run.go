@@ -43,8 +43,11 @@ func (s *Server) parseOpenAI(e *engine, f *fields, d settingDefaults, known []st
 		var opt struct {
 			IncludeUsage bool `json:"include_usage"`
 		}
-		if json.Unmarshal(f.raw["stream_options"], &opt) != nil {
+		switch {
+		case json.Unmarshal(f.raw["stream_options"], &opt) != nil:
 			f.bad("stream_options", "type", `must be an object like {"include_usage": true}`, nil)
+		case !j.stream:
+			f.bad("stream_options", "requires", "needs stream: true (as OpenAI and vLLM refuse it otherwise)", nil)
 		}
 		j.usage = opt.IncludeUsage
 	}
