@@ -63,13 +63,13 @@ func (s *Server) handleCompletions(w http.ResponseWriter, r *http.Request) {
 	}
 	base := newOpenAIBase(r, e, "cmpl-")
 	base.Object = "text_completion"
-	s.runOpenAI(w, r, e, job, &completionShape{base: base, tok: e, job: job, offsets: map[int]int{}})
+	s.runOpenAI(w, r, e, job, &completionShape{base: base, e: e, job: job, offsets: map[int]int{}})
 }
 
 // completionShape writes the legacy text_completion form.
 type completionShape struct {
 	base    openAIBase
-	tok     *engine
+	e       *engine
 	job     openAIJob
 	offsets map[int]int // per streamed choice: characters before its next token
 }
@@ -89,7 +89,7 @@ func (c *completionShape) start(i int) int {
 func (c *completionShape) legacy(tokens []scoredToken, off int) (*legacyLogprobs, int) {
 	l := &legacyLogprobs{Tokens: []string{}, TokenLogprobs: []*float64{}, TopLogprobs: []map[string]float64{}, TextOffset: []int{}}
 	for _, t := range tokens {
-		piece, _ := c.tok.tok.Decode([]int{t.id})
+		piece, _ := c.e.tok.Decode([]int{t.id})
 		l.Tokens = append(l.Tokens, piece)
 		l.TokenLogprobs = append(l.TokenLogprobs, t.logprob)
 		l.TextOffset = append(l.TextOffset, off)
@@ -100,7 +100,7 @@ func (c *completionShape) legacy(tokens []scoredToken, off int) (*legacyLogprobs
 		}
 		m := map[string]float64{}
 		for _, a := range t.top {
-			text, _ := c.tok.tok.Decode([]int{a.ID})
+			text, _ := c.e.tok.Decode([]int{a.ID})
 			if _, dup := m[text]; !dup {
 				m[text] = a.LogProb
 			}
