@@ -66,6 +66,17 @@ image:
 test-image: image
 	@bash scripts/image/check.sh $(IMAGE)
 
+# Three validated workers and one with a planted bug behind HAProxy on
+# loopback; one worker is stopped mid-burst (docs/deploy.md).
+.PHONY: fleet-test validate-deploy
+fleet-test:
+	$(GO) run ./scripts/fleet
+
+# The Kubernetes manifests rendered offline and checked against serve.
+validate-deploy:
+	kubectl kustomize deploy/kubernetes >/dev/null
+	$(GO) test -count=1 -run 'TestDeployManifests' ./cmd/llorch-check
+
 # A short run of every fuzz target; FUZZTIME=5m for a longer one.
 FUZZTIME ?= 20s
 fuzz:
