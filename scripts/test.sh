@@ -21,6 +21,15 @@ elif [ ! -d scripts/llamacpp/node_modules/node-llama-cpp ]; then
   peer_missing="the llama.cpp peer is not installed (make peer-llamacpp)"
 fi
 
+npm_missing=""
+command -v npm >/dev/null 2>&1 ||
+  npm_missing="npm is not installed (apt-get install -y --no-install-recommends nodejs npm)"
+
+# tool_missing NAME PACKAGE: why a step needing command NAME cannot run.
+tool_missing() {
+  command -v "$1" >/dev/null 2>&1 || echo "$1 is not installed (apt-get install -y --no-install-recommends $2)"
+}
+
 names=() results=()
 passed=0 failed=0 skipped=0
 
@@ -33,7 +42,7 @@ summary() {
   echo "steps: $passed passed, $failed failed, $skipped skipped"
 }
 
-# step NAME NEEDS COMMAND...: NEEDS is torch, peer or -.
+# step NAME NEEDS COMMAND...: NEEDS is torch, peer, npm, tool:CMD:PACKAGE or -.
 step() {
   local name=$1 needs=$2 missing=""
   shift 2
@@ -41,6 +50,8 @@ step() {
   case $needs in
     torch) missing=$torch_missing ;;
     peer) missing=$peer_missing ;;
+    npm) missing=$npm_missing ;;
+    tool:*) IFS=: read -r _ cmd pkg <<<"$needs"; missing=$(tool_missing "$cmd" "$pkg") ;;
   esac
   if [ -n "$missing" ]; then
     if [ "${CI:-}" = true ]; then
@@ -76,5 +87,9 @@ step "kernels and model, LLORCH_KERNELS=avx2" - env LLORCH_KERNELS=avx2 "$GO" te
 step "kernels and model, LLORCH_KERNELS=generic" - env LLORCH_KERNELS=generic "$GO" test -count=1 ./kernels ./model
 step "chaos probes (short)" - "$GO" run ./scripts/chaos -short
 step "llama.cpp interop (node-llama-cpp)" peer "$MAKE" -s interop-llamacpp
-step "llama.cpp drift (ggml dump + diff, ggml serve + probe)" peer "$MAKE" -s drift-llamacpp
+step "llama.cpp drift (dump+diff, probe)" peer "$MAKE" -s drift-llamacpp
+step "OpenAI SDK compat (npm openai)" npm "$MAKE" -s test-openai-compat
+step "deploy manifests (kubectl kustomize)" tool:kubectl:kubernetes-client "$MAKE" -s validate-deploy
+step "fleet behind HAProxy" tool:haproxy:haproxy "$MAKE" -s fleet-test
+step "container image (podman)" tool:podman:podman "$MAKE" -s test-image
 summary

@@ -123,6 +123,9 @@ func setFromYAML(fl *pflag.FlagSet, name string, v *yaml.Node) error {
 // redacted, in flag order.
 func printSettings(w io.Writer, fl *pflag.FlagSet, source map[string]string, secret ...string) {
 	fl.VisitAll(func(f *pflag.Flag) {
+		if f.Name == "help" {
+			return
+		}
 		v := f.Value.String()
 		if slices.Contains(secret, f.Name) && v != "" {
 			v = "<redacted>"

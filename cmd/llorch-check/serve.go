@@ -36,7 +36,13 @@ type serveFlags struct {
 	fault                                                  string // --inject-fault, a self-test for probe
 	lenient                                                bool
 	chatTemplate                                           string // --chat-template FILE
+	config                                                 string // --config FILE
+	printConfig, dryRun                                    bool
 }
+
+// serveOnce are the flags neither the environment nor --config set: the
+// file's own name and the one-shot actions.
+var serveOnce = []string{"config", "print-config", "dry-run", "help"}
 
 func newServeCmd() *cobra.Command {
 	var f serveFlags
@@ -59,10 +65,26 @@ stderr, without prompt text. See docs/serve.md.`,
   llorch-check serve --model ~/gpt2 --host 0.0.0.0 --port 8080 --parallel 8 --references refs/gpt2
   LLORCH_API_KEY=secret llorch-check serve --callback-url http://orchestrator/workers/ready --worker-id w1`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error { return runServe(cmd, f) },
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			source, err := layerSettings(cmd.Flags(), f.config, os.Getenv, serveOnce...)
+			if err != nil {
+				return err
+			}
+			switch {
+			case f.printConfig:
+				printSettings(cmd.OutOrStdout(), cmd.Flags(), source, "api-key")
+				return nil
+			case f.dryRun:
+				return dryRunServe(cmd, f)
+			}
+			return runServe(cmd, f)
+		},
 	}
 	fl := cmd.Flags()
 	f.model.register(fl)
+	fl.StringVar(&f.config, "config", "", "YAML FILE of settings (keys: these flags' names); flags beat $LLORCH_* variables, which beat the file")
+	fl.BoolVar(&f.printConfig, "print-config", false, "print every setting, its value and where it came from (flag, env, file, default), then exit")
+	fl.BoolVar(&f.dryRun, "dry-run", false, "load the model, validate it against --references, exit 0 (passed), 1 (failed) or 2 (bad input) without listening")
 	fl.StringVar(&f.references, "references", "", "validate against this reference set at start-up; unready until it passes")
 	fl.StringVar(&f.fault, "inject-fault", "", "self-test for probe: serve a model with a classic bug, NAME or NAME@LAYER ("+faultNames()+")")
 	fl.StringVar(&f.host, "host", "127.0.0.1", "address to listen on")
@@ -323,22 +345,9 @@ func shutdown(hs *http.Server, timeout time.Duration) {
 // when asked. A failed validation is not an error: the server stays up,
 // unready, and /health says why.
 func prepare(ctx context.Context, srv *server.Server, f serveFlags, log *slog.Logger) error {
-	m, err := f.model.load(ctx)
+	m, tok, err := loadServed(ctx, f, log)
 	if err != nil {
 		return err
-	}
-	if err := injectFault(m, f.fault); err != nil {
-		return err
-	}
-	if f.fault != "" {
-		log.Warn("serving a deliberately broken model (--inject-fault): its answers are wrong", "fault", f.fault)
-	}
-	tok, err := modelTokenizer(m)
-	if err != nil {
-		return err
-	}
-	if tok == nil {
-		return fmt.Errorf("--model %s: no tokenizer (vocab.json + merges.txt or tokenizer.json); serve needs one for text", m.Dir)
 	}
 	if f.references == "" {
 		srv.SetModel(m, tok)

@@ -1,0 +1,91 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/llorch/llorch-check/checkpoints"
+	"github.com/llorch/llorch-check/model"
+	"github.com/llorch/llorch-check/tokenizer"
+)
+
+// loadServed loads the model serve will answer with, its fault if one is
+// planted and its tokenizer, then warms it up: the first requests then
+// do not pay for faulting the weights in and growing the scratch pools.
+func loadServed(ctx context.Context, f serveFlags, log *slog.Logger) (*model.Model, *tokenizer.Tokenizer, error) {
+	m, err := f.model.load(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := injectFault(m, f.fault); err != nil {
+		return nil, nil, err
+	}
+	if f.fault != "" {
+		log.Warn("serving a deliberately broken model (--inject-fault): its answers are wrong", "fault", f.fault)
+	}
+	tok, err := modelTokenizer(m)
+	if err != nil {
+		return nil, nil, err
+	}
+	if tok == nil {
+		return nil, nil, fmt.Errorf("--model %s: no tokenizer (vocab.json + merges.txt or tokenizer.json); serve needs one for text", m.Dir)
+	}
+	start := time.Now()
+	if err := warmUp(ctx, m); err != nil {
+		return nil, nil, fmt.Errorf("warm-up: %w", err)
+	}
+	log.Info("warm-up done", "duration_seconds", time.Since(start).Seconds())
+	return m, tok, nil
+}
+
+// warmUp is one short decode: a two-token prefill and one step, as a
+// request would make them, through the batched path the scheduler uses.
+func warmUp(ctx context.Context, m *model.Model) error {
+	c := m.NewCache()
+	eos := m.Config.EOSTokenID
+	if _, err := m.Forward(ctx, c, []int{eos, eos}, model.ForwardOptions{}); err != nil {
+		return err
+	}
+	_, err := m.DecodeBatch(ctx, []*model.Cache{c}, []int{eos})
+	return err
+}
+
+// dryRunServe is serve --dry-run: everything serve checks and loads, and
+// the validation against --references, without listening.
+func dryRunServe(cmd *cobra.Command, f serveFlags) error {
+	if err := f.check(); err != nil {
+		return err
+	}
+	if _, err := f.loadChatTemplate(); err != nil {
+		return err
+	}
+	log := slog.New(slog.NewJSONHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: slog.LevelWarn}))
+	m, tok, err := loadServed(cmd.Context(), f, log)
+	if err != nil {
+		return err
+	}
+	out := cmd.OutOrStdout()
+	fmt.Fprintf(out, "dry-run: model %s loaded (%s, %d MB of weights), tokenizer and warm-up ok\n",
+		m.WeightsPath, m.WeightsDType, m.WeightsBytes()>>20)
+	if f.references == "" {
+		fmt.Fprintln(out, "dry-run: no --references: nothing validated")
+		return nil
+	}
+	set, err := openReferences(f.references)
+	if err != nil {
+		return err
+	}
+	rep, err := checkpoints.Run(cmd.Context(), m, set, checkpoints.Options{Tokenizer: tok})
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "dry-run: against %s: %s\n", set.Dir, rep.Verdict())
+	if !rep.Passed {
+		return errFailed
+	}
+	return nil
+}
