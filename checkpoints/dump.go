@@ -113,7 +113,7 @@ func (d *dumper) dumpSampling(c references.Case) error {
 	}
 	for _, cfg := range d.src.Manifest.Sampling {
 		if ti, ok := d.src.Find(c.ID, "sampling_"+cfg.Name, model.NoLayer); ok {
-			if err := d.add(ti, sampling.Process(logits, c.Tokens, paramsOf(cfg))); err != nil {
+			if err := d.add(ti, sampling.Process(logits, c.Tokens, cfg.Params())); err != nil {
 				return err
 			}
 		}

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"math"
 	"slices"
-	"strconv"
 
 	"github.com/llorch/llorch-check/generation"
 	"github.com/llorch/llorch-check/model"
@@ -65,23 +64,10 @@ func checkSampling(set *references.Set, c references.Case, opt Options) ([]Resul
 		if err != nil {
 			return nil, err
 		}
-		probs := sampling.Process(logits, c.Tokens, paramsOf(cfg))
+		probs := sampling.Process(logits, c.Tokens, cfg.Params())
 		out = append(out, compareData(ti, probs, []int{len(probs)}, want, truth, opt))
 	}
 	return out, nil
-}
-
-func paramsOf(s references.Sampling) sampling.Params {
-	p := sampling.Params{Temperature: s.Temperature, TopK: s.TopK, TopP: s.TopP, MinP: s.MinP, RepetitionPenalty: s.RepetitionPenalty,
-		PresencePenalty: s.PresencePenalty, FrequencyPenalty: s.FrequencyPenalty}
-	if len(s.LogitBias) > 0 {
-		p.LogitBias = make(map[int]float64, len(s.LogitBias))
-		for id, b := range s.LogitBias {
-			n, _ := strconv.Atoi(id) // the manifest validator checked it
-			p.LogitBias[n] = b
-		}
-	}
-	return p
 }
 
 // checkLoglikelihood scores each reference (context, continuation) pair

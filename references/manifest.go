@@ -11,6 +11,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"strconv"
+
+	"github.com/llorch/llorch-check/sampling"
 )
 
 // FormatVersion is the manifest format this package reads and writes.
@@ -101,6 +103,20 @@ type Sampling struct {
 	PresencePenalty  float64            `json:"presence_penalty,omitempty"`
 	FrequencyPenalty float64            `json:"frequency_penalty,omitempty"`
 	LogitBias        map[string]float64 `json:"logit_bias,omitempty"` // token id (decimal) -> bias
+}
+
+// Params are the logit-processor settings of the configuration.
+func (s Sampling) Params() sampling.Params {
+	p := sampling.Params{Temperature: s.Temperature, TopK: s.TopK, TopP: s.TopP, MinP: s.MinP,
+		RepetitionPenalty: s.RepetitionPenalty, PresencePenalty: s.PresencePenalty, FrequencyPenalty: s.FrequencyPenalty}
+	if len(s.LogitBias) > 0 {
+		p.LogitBias = make(map[int]float64, len(s.LogitBias))
+		for id, b := range s.LogitBias {
+			n, _ := strconv.Atoi(id) // validated: a decimal token id
+			p.LogitBias[n] = b
+		}
+	}
+	return p
 }
 
 // Greedy is the expected argmax token of a case (checkpoint 10).

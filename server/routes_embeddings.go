@@ -9,6 +9,7 @@ import (
 	"net/http"
 
 	"github.com/llorch/llorch-check/model"
+	"github.com/llorch/llorch-check/tensors"
 )
 
 // embeddingFields are the /v1/embeddings parameters this server reads.
@@ -119,7 +120,7 @@ func (sl *Slot) embed(ctx context.Context, e *engine, tokens []int) ([]float32, 
 	C := e.m.Config.NEmbd
 	sum := make([]float64, C)
 	probe := model.ProbeFunc(func(t model.Captured) {
-		if t.Name != "ln_f" {
+		if t.Name != tensors.LNF {
 			return
 		}
 		for j, v := range t.Data {

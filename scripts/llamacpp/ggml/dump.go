@@ -12,31 +12,36 @@ import (
 	"unsafe"
 
 	"github.com/llorch/llorch-check/references"
+	"github.com/llorch/llorch-check/tensors"
 )
 
 // A graph tensor of llama.cpp's gpt2 builder (src/models/gpt2.cpp) and the
 // reference tensor it is. Keys ending in "-" take the layer; attn_out has
 // no name of its own there (build_attn's bias add), so it is found as the
 // node whose second operand is the layer's attn_output.bias.
-var dumpMap = []struct {
-	key        string
-	checkpoint int
-	name       string
-	perLayer   bool
-}{
-	{"inpL", 7, "embeddings", false},
-	{"attn_norm-", 1, "ln_1", true},
-	{"Qcur-", 2, "q", true},
-	{"Kcur-", 2, "k", true},
-	{"Vcur-", 2, "v", true},
-	{"kq_soft_max-", 4, "probs", true},
-	{"src1:blk.%d.attn_output.bias", 5, "attn_out", true},
-	{"ffn_norm-", 1, "ln_2", true},
-	{"ffn_gelu-", 6, "gelu", true},
-	{"ffn_out-", 6, "mlp_out", true},
-	{"l_out-", 7, "block_out", true},
-	{"result_norm", 8, "ln_f", false},
-	{"result_output", 8, "logits", false},
+var dumpMap = []dumpEntry{
+	{"inpL", tensors.Embeddings},
+	{"attn_norm-", tensors.LN1},
+	{"Qcur-", tensors.Q},
+	{"Kcur-", tensors.K},
+	{"Vcur-", tensors.V},
+	{"kq_soft_max-", tensors.Probs},
+	{"src1:blk.%d.attn_output.bias", tensors.AttnOut},
+	{"ffn_norm-", tensors.LN2},
+	{"ffn_gelu-", tensors.GELU},
+	{"ffn_out-", tensors.MLPOut},
+	{"l_out-", tensors.BlockOut},
+	{"result_norm", tensors.LNF},
+	{"result_output", tensors.Logits},
+}
+
+// dumpEntry maps a llama.cpp graph node to a tensor of the table, whose
+// checkpoint and layering it takes.
+type dumpEntry struct{ key, name string }
+
+func (e dumpEntry) kind() tensors.Kind {
+	k, _ := tensors.Lookup(e.name)
+	return k
 }
 
 func layerKey(key string, i int) string {
@@ -89,7 +94,7 @@ func dump(args []string) error {
 	}
 	var keys []string
 	for _, m := range dumpMap {
-		if !m.perLayer {
+		if !m.kind().PerLayer {
 			keys = append(keys, m.key)
 			continue
 		}
@@ -119,7 +124,7 @@ func dump(args []string) error {
 		if err != nil {
 			return fmt.Errorf("case %s: %w", c.ID, err)
 		}
-		logits, _ := base.Find(c.ID, "logits", references.NoLayer)
+		logits, _ := base.Find(c.ID, tensors.Logits, references.NoLayer)
 		if err := d.writeCase(c, got, logits.Rows); err != nil {
 			return fmt.Errorf("case %s: %w", c.ID, err)
 		}
@@ -135,8 +140,8 @@ func dump(args []string) error {
 			"script": "scripts/llamacpp/ggml dump", "partial": true, "float64_twins": false,
 			"engine":  "llama.cpp release v0.5.0 (node-llama-cpp 3.22.1's prebuilt libraries), C API, graph callback cb_eval",
 			"context": o.String(), "gguf": *model, "gguf_sha256": ggufSHA, "gguf_file_type": fileType,
-			"weights":       "the GGUF's llorch.source.sha256 is the baseline's weights_sha256",
-			"last_logprobs": "log-softmax of llama.cpp's float32 logits, in float64, rounded to float32",
+			"weights":            "the GGUF's llorch.source.sha256 is the baseline's weights_sha256",
+			tensors.LastLogprobs: "log-softmax of llama.cpp's float32 logits, in float64, rounded to float32",
 		},
 		Cases:         base.Manifest.Cases,
 		Tensors:       d.entries,
@@ -185,21 +190,21 @@ func (d *dumper) writeCase(c references.Case, got map[string][]captured, rows []
 		}
 		return nil
 	}
-	if err := emit(dumpMap[0].checkpoint, dumpMap[0].name, dumpMap[0].key, -1); err != nil {
+	if err := emit(dumpMap[0].kind().Checkpoint, dumpMap[0].name, dumpMap[0].key, -1); err != nil {
 		return err
 	}
 	for i := range d.dims.NLayer {
 		for _, m := range dumpMap {
-			if m.perLayer {
-				if err := emit(m.checkpoint, m.name, layerKey(m.key, i), i); err != nil {
+			if m.kind().PerLayer {
+				if err := emit(m.kind().Checkpoint, m.name, layerKey(m.key, i), i); err != nil {
 					return err
 				}
 			}
 		}
 	}
 	for _, m := range dumpMap[1:] {
-		if !m.perLayer {
-			if err := emit(m.checkpoint, m.name, m.key, -1); err != nil {
+		if !m.kind().PerLayer {
+			if err := emit(m.kind().Checkpoint, m.name, m.key, -1); err != nil {
 				return err
 			}
 		}
@@ -212,9 +217,9 @@ func (d *dumper) writeCase(c references.Case, got map[string][]captured, rows []
 // skipped.
 func (d *dumper) mapTensor(caseID string, cp, layer int, name string, cands []captured, T, C, H, D int, rows []int) error {
 	want := map[string][4]int{
-		"embeddings": {C, T, 1, 1}, "ln_1": {C, T, 1, 1}, "attn_out": {C, T, 1, 1}, "ln_2": {C, T, 1, 1},
-		"gelu": {4 * C, T, 1, 1}, "mlp_out": {C, T, 1, 1}, "block_out": {C, T, 1, 1}, "ln_f": {C, T, 1, 1},
-		"q": {D, H, T, 1}, "k": {D, H, T, 1}, "v": {D, H, T, 1}, "logits": {d.dims.VocabSize, T, 1, 1},
+		tensors.Embeddings: {C, T, 1, 1}, tensors.LN1: {C, T, 1, 1}, tensors.AttnOut: {C, T, 1, 1}, tensors.LN2: {C, T, 1, 1},
+		tensors.GELU: {4 * C, T, 1, 1}, tensors.MLPOut: {C, T, 1, 1}, tensors.BlockOut: {C, T, 1, 1}, tensors.LNF: {C, T, 1, 1},
+		tensors.Q: {D, H, T, 1}, tensors.K: {D, H, T, 1}, tensors.V: {D, H, T, 1}, tensors.Logits: {d.dims.VocabSize, T, 1, 1},
 	}[name]
 	var t *captured
 	for i, c := range cands {
@@ -254,7 +259,7 @@ func (d *dumper) mapTensor(caseID string, cp, layer int, name string, cands []ca
 			}
 		}
 		return d.add(caseID, cp, layer, name, []int{H, T, T}, nil, out)
-	case "logits":
+	case tensors.Logits:
 		return d.addLogits(caseID, t.data, T, rows)
 	}
 	return d.add(caseID, cp, layer, name, []int{t.ne[1], t.ne[0]}, nil, t.data)
@@ -287,7 +292,7 @@ func (d *dumper) stepLogits(ctx unsafe.Pointer, capt capture, c references.Case)
 	if len(out) != 1 || out[0].ne != [4]int{d.dims.VocabSize, 1, 1, 1} {
 		return fmt.Errorf("result_output of the step: %d tensors, want one of ne [%d 1 1 1]", len(out), d.dims.VocabSize)
 	}
-	return d.add(c.ID, 3, -1, "step_logits", []int{d.dims.VocabSize}, nil, out[0].data)
+	return d.add(c.ID, tensors.Checkpoint(tensors.StepLogits), -1, tensors.StepLogits, []int{d.dims.VocabSize}, nil, out[0].data)
 }
 
 // addLogits keeps the baseline's rows of the full logits, and the last
@@ -303,11 +308,11 @@ func (d *dumper) addLogits(caseID string, all []float32, T int, rows []int) erro
 		}
 		n = len(rows)
 	}
-	if err := d.add(caseID, 8, -1, "logits", []int{n, V}, rows, kept); err != nil {
+	if err := d.add(caseID, tensors.Checkpoint(tensors.Logits), -1, tensors.Logits, []int{n, V}, rows, kept); err != nil {
 		return err
 	}
 	last := all[(T-1)*V : T*V]
-	if err := d.add(caseID, 9, -1, "last_logits", []int{V}, nil, last); err != nil {
+	if err := d.add(caseID, tensors.Checkpoint(tensors.LastLogits), -1, tensors.LastLogits, []int{V}, nil, last); err != nil {
 		return err
 	}
 	lp := logSoftmax(last)
@@ -315,7 +320,7 @@ func (d *dumper) addLogits(caseID string, all []float32, T int, rows []int) erro
 	for i, x := range lp {
 		out[i] = float32(x)
 	}
-	return d.add(caseID, 9, -1, "last_logprobs", []int{V}, nil, out)
+	return d.add(caseID, tensors.Checkpoint(tensors.LastLogprobs), -1, tensors.LastLogprobs, []int{V}, nil, out)
 }
 
 // logSoftmax in float64, so that the log-probabilities add no rounding of
