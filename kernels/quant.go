@@ -94,13 +94,13 @@ func Quantized(rows, cols int, g Groups, transposed bool, decodeRow func(r int, 
 				}
 				continue
 			}
+			row := w.q4[w.q4RowStart(k, r0):][:slab/2] // r0 starts a slab
 			for i := range nr {
 				v := q[i*K+k]
 				if v < w.min || int(v-w.min) > 15 {
 					return Matrix{}, fmt.Errorf("kernels: row %d element %d is %d, outside the %d..%d of 4 bits", r0+i, k, v, w.min, int(w.min)+15)
 				}
-				b, hi := w.q4Index(k, r0+i)
-				w.q4[b] |= byte(v-w.min) << (4 * hi)
+				row[i%(slab/2)] |= byte(v-w.min) << (4 * (i / (slab / 2)))
 			}
 		}
 		for g := range G {
@@ -125,8 +125,11 @@ func (w *quant) qIndex(k, j int) int { return (j/slab*w.k+k)*slab + j%slab }
 // nibble (0 low, 1 high).
 func (w *quant) q4Index(k, j int) (int, int) {
 	c := j % slab
-	return (j/slab*w.k+k)*(slab/2) + c%(slab/2), c / (slab / 2)
+	return w.q4RowStart(k, j) + c%(slab/2), c / (slab / 2)
 }
+
+// q4RowStart is where storage row k of column j's slab starts in q4.
+func (w *quant) q4RowStart(k, j int) int { return (j/slab*w.k + k) * (slab / 2) }
 
 // integer is the integer at storage row k, column j.
 func (w *quant) integer(k, j int) int8 {

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/llorch/llorch-check/sampling"
 	"github.com/llorch/llorch-check/tensors"
 )
 
@@ -116,18 +117,18 @@ func (v *validator) sampling() {
 		if !(s.RepetitionPenalty > 0) || math.IsInf(s.RepetitionPenalty, 0) {
 			v.p.add(field+".repetition_penalty", "want a finite value > 0 (1 is off), got %v", s.RepetitionPenalty)
 		}
-		if !(math.Abs(s.PresencePenalty) <= 2) {
-			v.p.add(field+".presence_penalty", "want -2..2 (0 is off), got %v", s.PresencePenalty)
+		if !(math.Abs(s.PresencePenalty) <= sampling.MaxPenalty) {
+			v.p.add(field+".presence_penalty", "want -%d..%d (0 is off), got %v", sampling.MaxPenalty, sampling.MaxPenalty, s.PresencePenalty)
 		}
-		if !(math.Abs(s.FrequencyPenalty) <= 2) {
-			v.p.add(field+".frequency_penalty", "want -2..2 (0 is off), got %v", s.FrequencyPenalty)
+		if !(math.Abs(s.FrequencyPenalty) <= sampling.MaxPenalty) {
+			v.p.add(field+".frequency_penalty", "want -%d..%d (0 is off), got %v", sampling.MaxPenalty, sampling.MaxPenalty, s.FrequencyPenalty)
 		}
 		for id, b := range s.LogitBias {
 			if n, err := strconv.Atoi(id); err != nil || n < 0 || strconv.Itoa(n) != id {
 				v.p.add(field+".logit_bias", "key %q: want a token id", id)
 			}
-			if !(math.Abs(b) <= 100) {
-				v.p.add(field+".logit_bias", "key %s: want a bias in -100..100, got %v", id, b)
+			if !(math.Abs(b) <= sampling.MaxLogitBias) {
+				v.p.add(field+".logit_bias", "key %s: want a bias in -%d..%d, got %v", id, sampling.MaxLogitBias, sampling.MaxLogitBias, b)
 			}
 		}
 	}

@@ -129,12 +129,11 @@ func IncrementalRun(name string) bool {
 	return name == KCache || name == VCache || name == StepLogits
 }
 
-// Rank orders tensors as the forward pass computes them, so that bisect
-// names the first one that leaves the reference: the embeddings, each
-// layer's block tensors, the head, then the incremental run's caches
-// (layer by layer) and step logits, then sampling, then anything else.
-func Rank(name string, layer, nLayer int) int {
-	var block, head []string
+// blockOrder and headOrder are the forward order of one block's tensors
+// and of those after the last block (the incremental run's aside).
+var blockOrder, headOrder = forwardOrders()
+
+func forwardOrders() (block, head []string) {
 	for _, k := range Table {
 		switch {
 		case IncrementalRun(k.Name) || k.Name == Embeddings:
@@ -144,17 +143,25 @@ func Rank(name string, layer, nLayer int) int {
 			head = append(head, k.Name)
 		}
 	}
+	return block, head
+}
+
+// Rank orders tensors as the forward pass computes them, so that bisect
+// names the first one that leaves the reference: the embeddings, each
+// layer's block tensors, the head, then the incremental run's caches
+// (layer by layer) and step logits, then sampling, then anything else.
+func Rank(name string, layer, nLayer int) int {
 	if name == Embeddings {
 		return 0
 	}
-	if i := slices.Index(block, name); i >= 0 && layer >= 0 {
-		return 1 + layer*len(block) + i
+	if i := slices.Index(blockOrder, name); i >= 0 && layer >= 0 {
+		return 1 + layer*len(blockOrder) + i
 	}
-	base := 1 + nLayer*len(block)
-	if i := slices.Index(head, name); i >= 0 {
+	base := 1 + nLayer*len(blockOrder)
+	if i := slices.Index(headOrder, name); i >= 0 {
 		return base + i
 	}
-	base += len(head)
+	base += len(headOrder)
 	switch name {
 	case KCache:
 		return base + 2*layer

@@ -216,9 +216,6 @@ func runServe(cmd *cobra.Command, f serveFlags) error {
 		return fmt.Errorf("--log-level %q: want debug, info, warn or error", f.logLevel)
 	}
 	log := slog.New(slog.NewJSONHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: level}))
-	if f.apiKey == "" {
-		f.apiKey = os.Getenv("LLORCH_API_KEY")
-	}
 	// Everything the flags decide is checked before the port is bound.
 	modelPath, err := pathOrDefault(f.model.path, defaultModel)
 	if err != nil {
