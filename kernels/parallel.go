@@ -67,9 +67,9 @@ const spinFor = 200 * time.Microsecond
 type job struct {
 	fn      func(int)
 	n       int64
-	next    atomic.Int64 // next index to take
-	done    atomic.Int64 // indices finished
-	helpers atomic.Int32 // pool goroutines still allowed to join
+	next    atomic.Int64  // next index to take
+	done    atomic.Int64  // indices finished
+	helpers atomic.Int32  // pool goroutines still allowed to join
 	over    chan struct{} // closed by whoever finishes the last index
 }
 
