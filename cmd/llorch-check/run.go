@@ -11,6 +11,7 @@ import (
 	"github.com/llorch/llorch-check/checkpoints"
 	"github.com/llorch/llorch-check/internal/atomicfile"
 	"github.com/llorch/llorch-check/model"
+	"github.com/llorch/llorch-check/references"
 	"github.com/spf13/cobra"
 )
 
@@ -223,19 +224,33 @@ func writeReport(w io.Writer, rep *checkpoints.Report, format string) error {
 
 func newBisectCmd() *cobra.Command {
 	var f runFlags
+	var dump string
 	cmd := &cobra.Command{
-		Use:   "bisect",
-		Short: "Name the first checkpoint, layer and tensor where Go leaves the reference",
+		Use:   "bisect [--dump DIR]",
+		Short: "Name the first checkpoint, layer and tensor where Go (or a dump) leaves the reference",
 		Long: `bisect runs the same comparison as run, walks the tensors in forward order
 (embeddings, then each block's ln_1, q/k/v, scores, probs, attn_out, ln_2,
 gelu, mlp_out, block_out, then ln_f and the logits) and names the first one
 outside tolerance, with its worst element (token position, head, channel)
-and both values. Exit 1 when it finds one, 0 when everything passes.`,
+and both values. Exit 1 when it finds one, 0 when everything passes.
+
+--dump DIR bisects another engine's activations instead of Go's forward:
+DIR is a dump as diff takes it (a reference set, or a partial dump such as
+scripts/dump_hooks.py or llama.cpp's ggml dump write; references/FORMAT.md,
+"Dumps from other engines"), compared with --references as diff compares
+it: what a partial dump lacks is not compared.`,
 		Example: `  llorch-check bisect
-  llorch-check bisect --inject-fault erf-gelu@1 --format json`,
+  llorch-check bisect --inject-fault erf-gelu@1 --format json
+  llorch-check bisect --dump /tmp/llama-dump --references testdata/references/tiny-gpt2`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			rep, _, err := f.execRun(cmd)
+			var rep *checkpoints.Report
+			var err error
+			if dump != "" {
+				rep, err = f.execDiff(cmd, dump)
+			} else {
+				rep, _, err = f.execRun(cmd)
+			}
 			if err != nil {
 				return err
 			}
@@ -255,5 +270,41 @@ and both values. Exit 1 when it finds one, 0 when everything passes.`,
 		},
 	}
 	f.register(cmd)
+	cmd.Flags().StringVar(&dump, "dump", "", "bisect this dump (another engine's activations, as diff takes them) against --references instead of Go's forward")
 	return cmd
+}
+
+// execDiff compares the dump in dir with --references as diff does, for
+// bisect; the flags that configure Go's own forward do not apply to it.
+func (f *runFlags) execDiff(cmd *cobra.Command, dir string) (*checkpoints.Report, error) {
+	for _, name := range []string{"model", "weight-dtype", "inject-fault"} {
+		if cmd.Flags().Changed(name) {
+			return nil, fmt.Errorf("--%s configures Go's forward; --dump %s bisects a dump instead", name, dir)
+		}
+	}
+	opt, err := f.options()
+	if err != nil {
+		return nil, err
+	}
+	set, err := openReferences(f.references)
+	if err != nil {
+		return nil, err
+	}
+	got, err := references.Open(dir)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkReportTarget(cmd.ErrOrStderr(), "--junit", f.junit, set.Dir, got.Dir); err != nil {
+		return nil, err
+	}
+	rep, err := checkpoints.Diff(cmd.Context(), set, got, opt)
+	if err != nil {
+		return nil, err
+	}
+	if f.junit != "" {
+		if err := atomicfile.Write(f.junit, rep.WriteJUnit); err != nil {
+			return nil, err
+		}
+	}
+	return rep, nil
 }
