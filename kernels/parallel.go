@@ -121,7 +121,7 @@ func (p *workerPool) tryRun(n, helpers int, fn func(int)) bool {
 	// OS has taken its core instead, block rather than spin on ours.
 	deadline := time.Now().Add(spinFor)
 	for spins := 0; j.done.Load() < j.n; spins++ {
-		if spins%64 == 63 && time.Now().After(deadline) {
+		if spins%256 == 255 && time.Now().After(deadline) {
 			<-j.over
 			break
 		}
@@ -146,7 +146,7 @@ func (p *workerPool) loop() {
 	for {
 		deadline := time.Now().Add(spinFor)
 		for spins := 0; p.gen.Load() == seen; spins++ {
-			if spins%64 == 63 {
+			if spins%256 == 255 {
 				if time.Now().After(deadline) {
 					p.park(seen)
 					deadline = time.Now().Add(spinFor)

@@ -2,8 +2,6 @@ package model
 
 import (
 	"math"
-	"runtime"
-	"sync"
 
 	"github.com/llorch/llorch-check/kernels"
 	"gonum.org/v1/gonum/blas/blas32"
@@ -24,44 +22,34 @@ type attnJob struct {
 }
 
 func (j *attnJob) run(H int) {
-	workers := min(H, runtime.GOMAXPROCS(0))
 	if H*j.T*j.S*j.D < kernels.ParallelMinWork {
-		workers = 1
-	}
-	if workers == 1 {
-		scratch, e64 := j.scratch()
+		sc, e64 := j.scratch()
 		for h := 0; h < H; h++ {
-			j.head(h, scratch, e64)
+			j.head(h, *sc, *e64)
 		}
+		j.release(sc, e64)
 		return
 	}
-	var wg sync.WaitGroup
-	heads := make(chan int, H)
-	for h := 0; h < H; h++ {
-		heads <- h
-	}
-	close(heads)
-	for w := 0; w < workers; w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			scratch, e64 := j.scratch()
-			for h := range heads {
-				j.head(h, scratch, e64)
-			}
-		}()
-	}
-	wg.Wait()
+	kernels.ParallelFor(H, func(h int) {
+		sc, e64 := j.scratch()
+		j.head(h, *sc, *e64)
+		j.release(sc, e64)
+	})
 }
 
-// scratch allocates one worker's buffers; the scores need none when the
-// probe buffers hold them.
-func (j *attnJob) scratch() ([]float32, []float64) {
-	var sc []float32
-	if j.scores == nil {
-		sc = make([]float32, j.T*j.S)
+// scratch takes one worker's buffers from the pools: the scores (unused
+// when the probe buffers hold them) and the softmax's float64 terms.
+func (j *attnJob) scratch() (*[]float32, *[]float64) {
+	n := j.T * j.S
+	if j.scores != nil {
+		n = 0
 	}
-	return sc, make([]float64, j.S)
+	return scoreBuffers.get(n), expBuffers.get(j.S)
+}
+
+func (j *attnJob) release(sc *[]float32, e64 *[]float64) {
+	scoreBuffers.put(sc)
+	expBuffers.put(e64)
 }
 
 // head computes head h. Without a probe, scratch holds the scores and then,

@@ -55,6 +55,7 @@ func (m *Model) forward(ctx context.Context, spans []span, tokens []int, probe P
 		return nil, err
 	}
 	ps := m.newPass(spans, tokens, probe)
+	defer passBuffers.put(ps.buf)
 	ps.embed(tokens)
 	for l := range m.h {
 		if err := ctx.Err(); err != nil {
@@ -81,6 +82,7 @@ type pass struct {
 	R     int
 
 	x, h, qkv, att, proj, fc []float32
+	buf                      *[]float32 // holds them all, from passBuffers
 
 	// Probe buffers: heads split out of qkv, attention scores and
 	// probabilities of the first span's S0 keys.
@@ -91,9 +93,15 @@ type pass struct {
 func (m *Model) newPass(spans []span, tokens []int, probe Probe) *pass {
 	c := m.Config
 	R, C, H, D := len(tokens), c.NEmbd, c.NHead, c.HeadDim()
-	ps := &pass{m: m, spans: spans, p: probeWriter{probe}, R: R,
-		x: make([]float32, R*C), h: make([]float32, R*C), qkv: make([]float32, R*3*C),
-		att: make([]float32, R*C), proj: make([]float32, R*C), fc: make([]float32, R*c.NInner)}
+	ps := &pass{m: m, spans: spans, p: probeWriter{probe}, R: R, buf: passBuffers.get(R * (7*C + c.NInner))}
+	rest := *ps.buf
+	for _, b := range []struct {
+		s    *[]float32
+		cols int
+	}{{&ps.x, C}, {&ps.h, C}, {&ps.qkv, 3 * C}, {&ps.att, C}, {&ps.proj, C}, {&ps.fc, c.NInner}} {
+		n := R * b.cols
+		*b.s, rest = rest[:n:n], rest[n:]
+	}
 	row := 0
 	for i := range ps.spans {
 		ps.spans[i].row = row
@@ -190,20 +198,16 @@ func (ps *pass) mlp(l int, b *block, f blockFaults) {
 func (ps *pass) head(allRows bool) []float32 {
 	c, R := ps.m.Config, ps.R
 	C, V := c.NEmbd, c.VocabSize
-	var hf []float32
-	rows := R
+	hf, rows := ps.h, R // h is free once the blocks are done
 	if allRows {
-		hf = make([]float32, R*C)
 		layerNorm(hf, ps.x, ps.m.lnfW, ps.m.lnfB, C, c.LayerNormEpsilon)
 	} else {
 		rows = len(ps.spans)
-		last := make([]float32, rows*C)
 		for i, s := range ps.spans {
 			r := s.row + s.T - 1
-			copy(last[i*C:(i+1)*C], ps.x[r*C:(r+1)*C])
+			layerNorm(hf[i*C:(i+1)*C], ps.x[r*C:(r+1)*C], ps.m.lnfW, ps.m.lnfB, C, c.LayerNormEpsilon)
 		}
-		hf = make([]float32, rows*C)
-		layerNorm(hf, last, ps.m.lnfW, ps.m.lnfB, C, c.LayerNormEpsilon)
+		hf = hf[:rows*C]
 	}
 	ps.p.emit(tensors.LNF, NoLayer, hf, R, C)
 	logits := make([]float32, rows*V)
