@@ -16,7 +16,8 @@ import (
 // a validator reports as a failed check rather than as bad input.
 var ErrNoUsableLogits = errors.New("the model's logits have no usable value (NaN or empty)")
 
-// Generate samples up to req.MaxTokens tokens after req.Prompt and calls
+// Generate samples up to req.MaxTokens tokens (fitted, see Request.Fit)
+// after req.Prompt and calls
 // onToken (if not nil) with each one as soon as it is chosen. It stops after
 // EOS, after MaxTokens, when the generated text contains a stop string, or
 // when ctx is cancelled.
@@ -35,13 +36,15 @@ func Generate(ctx context.Context, d Decoder, tok *tokenizer.Tokenizer, req Requ
 		return Result{}, err
 	}
 	if tok == nil && len(req.Stop) > 0 {
-		return Result{}, errors.New("stop: stop strings need a tokenizer to decode the generated text")
+		return Result{}, &FieldError{Field: "stop", Code: CodeUnsupported, Message: "stop strings need a tokenizer to decode the generated text"}
 	}
-	seed := sampling.RandomSeed()
-	if req.Seed != nil {
-		seed = *req.Seed
-	}
+	req = req.Fit(d.ContextLength()).Seeded()
+	seed := *req.Seed
 	res := Result{Seed: seed, PromptTokens: len(req.Prompt), Tokens: make([]int, 0, req.MaxTokens)}
+	if req.MaxTokens == 0 {
+		res.StopReason = StopMaxTokens
+		return res, nil
+	}
 	eos := EOSToken
 	if e, ok := d.(eosTokener); ok {
 		eos = e.EOS()

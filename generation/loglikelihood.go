@@ -67,21 +67,11 @@ func isPythonSpace(r rune) bool {
 // log-softmax; is_greedy requires every continuation token to be the argmax
 // (ties to the lowest id).
 func LoglikelihoodTokens(ctx context.Context, d Decoder, ctxTokens, contTokens []int) (Loglikelihood, error) {
-	n, V := d.ContextLength(), d.VocabSize()
-	switch {
-	case len(ctxTokens) == 0:
-		return Loglikelihood{}, fmt.Errorf("context_tokens: empty; condition on <|endoftext|> (%d) instead", EOSToken)
-	case len(contTokens) == 0:
-		return Loglikelihood{}, fmt.Errorf("continuation_tokens: empty; there is nothing to score")
-	case len(contTokens) > n:
-		return Loglikelihood{}, fmt.Errorf("continuation_tokens: %d tokens exceed the context length %d", len(contTokens), n)
+	n := d.ContextLength()
+	if err := ValidatePair(ctxTokens, contTokens, n, d.VocabSize()); err != nil {
+		return Loglikelihood{}, err
 	}
 	whole := slices.Concat(ctxTokens, contTokens)
-	for i, id := range whole {
-		if id < 0 || id >= V {
-			return Loglikelihood{}, fmt.Errorf("token %d at index %d of context+continuation is outside the vocabulary [0, %d)", id, i, V)
-		}
-	}
 	if len(whole) > n+1 {
 		whole = whole[len(whole)-(n+1):]
 	}

@@ -97,8 +97,8 @@ func TestLoglikelihoodErrors(t *testing.T) {
 		ctx, cont []int
 		want      string
 	}{
-		{"empty context", nil, []int{1}, "context_tokens: empty"},
-		{"empty continuation", []int{1}, nil, "continuation_tokens: empty"},
+		{"empty context", nil, []int{1}, "context: empty"},
+		{"empty continuation", []int{1}, nil, "continuation: no tokens"},
 		{"continuation beyond the context", []int{1}, []int{1, 2, 3, 4, 5}, "5 tokens exceed the context length 4"},
 		{"token outside the vocabulary", []int{1}, []int{vocab}, "outside the vocabulary"},
 	}

@@ -3,7 +3,6 @@ package generation
 import (
 	"cmp"
 	"context"
-	"fmt"
 	"slices"
 
 	"github.com/llorch/llorch-check/sampling"
@@ -49,19 +48,13 @@ type PromptLogProb struct {
 // PromptLogProbs scores every prompt token after the first with one forward
 // pass (the first has no context, so OpenAI's echo reports null for it):
 // element i-1 is token i's log-probability and the top most probable tokens
-// at position i. The prompt must fit the context.
+// at position i. The prompt must be valid (ValidatePrompt).
 func PromptLogProbs(ctx context.Context, d Decoder, tokens []int, top int) ([]PromptLogProb, error) {
-	V := d.VocabSize()
-	switch {
-	case len(tokens) > d.ContextLength():
-		return nil, fmt.Errorf("prompt: %d tokens exceed the context length %d", len(tokens), d.ContextLength())
-	case len(tokens) < 2:
-		return nil, nil
+	if err := ValidatePrompt(tokens, d.ContextLength(), d.VocabSize()); err != nil {
+		return nil, err
 	}
-	for i, id := range tokens {
-		if id < 0 || id >= V {
-			return nil, fmt.Errorf("prompt: token %d at index %d is outside the vocabulary [0, %d)", id, i, V)
-		}
+	if len(tokens) < 2 {
+		return nil, nil
 	}
 	out := make([]PromptLogProb, len(tokens)-1)
 	err := eachRow(ctx, d, tokens[:len(tokens)-1], 0, func(j int, row []float32) error {

@@ -2,7 +2,6 @@ package generation
 
 import (
 	"fmt"
-	"unicode/utf8"
 
 	"github.com/llorch/llorch-check/sampling"
 )
@@ -22,11 +21,19 @@ const (
 // it). Stop strings end the generation where they first appear in the
 // generated text (not the prompt).
 type Request struct {
-	Prompt    []int
-	MaxTokens int
-	Params    sampling.Params
-	Seed      *uint64
-	Stop      []string
+	Prompt []int
+	// MaxTokens is the most tokens to generate. A caller's MaxTokens that
+	// does not fit the context is an error, never silently cut; with
+	// DefaultMaxTokens it is a default instead, which shrinks to the room
+	// the context leaves (Fit), so a prompt that fits never fails for it.
+	MaxTokens        int
+	DefaultMaxTokens bool
+	// AllowEmpty lets MaxTokens be 0: nothing is generated (OpenAI's echo
+	// with max_tokens 0 only scores the prompt).
+	AllowEmpty bool
+	Params     sampling.Params
+	Seed       *uint64
+	Stop       []string
 	// LogProbs asks for each Token's LogProb and its TopLogProbs most
 	// probable alternatives (0: none), as OpenAI's legacy logprobs report
 	// them. Off by default because it costs a log-softmax per token.
@@ -70,42 +77,56 @@ type Result struct {
 }
 
 // Validate checks a request against a model before anything runs, so that a
-// request that cannot fit is the caller's error, not a failure midway.
-// The whole generation must fit the context: len(Prompt)+MaxTokens ≤
-// contextLength (the reference's "context_length" stop can therefore never
-// happen here).
+// request that cannot fit is the caller's error, not a failure midway. The
+// error is FieldErrors naming every field at fault. The whole generation
+// must fit the context: len(Prompt)+MaxTokens ≤ contextLength (the
+// reference's "context_length" stop can therefore never happen here).
 func (r Request) Validate(contextLength, vocabSize int) error {
-	if len(r.Prompt) == 0 {
-		return fmt.Errorf("prompt: empty; at least one token is needed")
-	}
-	for i, id := range r.Prompt {
-		if id < 0 || id >= vocabSize {
-			return fmt.Errorf("prompt: token %d at index %d is outside the vocabulary [0, %d)", id, i, vocabSize)
-		}
-	}
-	if r.MaxTokens < 1 {
-		return fmt.Errorf("max_tokens %d: must be ≥ 1", r.MaxTokens)
-	}
-	if n := len(r.Prompt) + r.MaxTokens; n > contextLength {
-		return fmt.Errorf("max_tokens %d: prompt of %d tokens + %d new tokens = %d exceeds the context length %d",
-			r.MaxTokens, len(r.Prompt), r.MaxTokens, n, contextLength)
-	}
-	if err := r.Params.Validate(vocabSize); err != nil {
-		return err
-	}
+	var es FieldErrors
+	es.add(promptRule(r.Prompt, vocabSize))
+	es.add(r.maxTokensRule(contextLength))
+	es.add(paramError(r.Params.Validate(vocabSize)))
 	if r.TopLogProbs < 0 || r.TopLogProbs > vocabSize {
-		return fmt.Errorf("top_logprobs %d: must be 0..%d", r.TopLogProbs, vocabSize)
+		es.add(&FieldError{Field: "top_logprobs", Code: CodeRange, Value: r.TopLogProbs,
+			Message: fmt.Sprintf("must be 0..%d", vocabSize)})
 	}
-	if len(r.Stop) > MaxStop {
-		return fmt.Errorf("stop: %d strings, at most %d are allowed", len(r.Stop), MaxStop)
+	es = append(es, stopRules(r.Stop)...)
+	return es.err()
+}
+
+// maxTokensRule is MaxTokens' lower bound and the context-length rule.
+func (r Request) maxTokensRule(contextLength int) *FieldError {
+	least := 1
+	if r.AllowEmpty {
+		least = 0
 	}
-	for i, s := range r.Stop {
-		switch {
-		case s == "":
-			return fmt.Errorf("stop[%d]: empty string", i)
-		case !utf8.ValidString(s):
-			return fmt.Errorf("stop[%d] %q: not valid UTF-8", i, s)
-		}
+	n := r.Fit(contextLength).MaxTokens
+	switch {
+	case r.MaxTokens < least:
+		return &FieldError{Field: "max_tokens", Code: CodeRange, Value: r.MaxTokens, Message: fmt.Sprintf("must be ≥ %d", least)}
+	case r.DefaultMaxTokens && n < least:
+		return &FieldError{Field: "max_tokens", Code: CodeContextLength,
+			Message: fmt.Sprintf("prompt of %d tokens leaves no room to generate in the context length %d", len(r.Prompt), contextLength)}
 	}
-	return nil
+	return contextRule("max_tokens", len(r.Prompt), n, contextLength)
+}
+
+// Fit is r with a default MaxTokens shrunk to the room contextLength
+// leaves after the prompt; a caller's MaxTokens stays as it is.
+func (r Request) Fit(contextLength int) Request {
+	if r.DefaultMaxTokens {
+		r.MaxTokens = min(r.MaxTokens, contextLength-len(r.Prompt))
+	}
+	return r
+}
+
+// Seeded is r with a seed: its own, or one drawn now. It is the one place a
+// seed is chosen, so a caller that announces the seed before generating
+// (the worker's started event) announces the one Generate uses.
+func (r Request) Seeded() Request {
+	if r.Seed == nil {
+		seed := sampling.RandomSeed()
+		r.Seed = &seed
+	}
+	return r
 }

@@ -71,3 +71,15 @@ func TestSeedAcrossProcesses(t *testing.T) {
 	m, _, _ := loadTiny(t)
 	require.Equal(t, sampleTiny(t, m, &seed).Tokens, child)
 }
+
+// TestSeededIsTheOneDraw: Seeded keeps a caller's seed, draws one when there
+// is none, and Generate uses (and reports) the seed a Seeded request holds.
+func TestSeededIsTheOneDraw(t *testing.T) {
+	own := uint64(7)
+	require.Same(t, &own, generation.Request{Seed: &own}.Seeded().Seed)
+	req := generation.Request{Prompt: []int{1}, MaxTokens: 2, Params: sampled}.Seeded()
+	require.NotNil(t, req.Seed)
+	res, err := generation.Generate(context.Background(), &script{next: []int{3, 4}}, nil, req, nil)
+	require.NoError(t, err)
+	require.Equal(t, *req.Seed, res.Seed)
+}

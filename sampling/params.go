@@ -58,35 +58,52 @@ func (p Params) penalty() float64 {
 	return p.RepetitionPenalty
 }
 
+// ParamError is a setting Validate refuses. Param is its API name
+// (temperature, top_p, logit_bias); Value the offending value, if any.
+type ParamError struct {
+	Param   string
+	Value   any
+	Message string
+}
+
+func (e *ParamError) Error() string {
+	if e.Value != nil {
+		return fmt.Sprintf("%s %v: %s", e.Param, e.Value, e.Message)
+	}
+	return e.Param + ": " + e.Message
+}
+
+func invalid(param string, value any, format string, args ...any) error {
+	return &ParamError{Param: param, Value: value, Message: fmt.Sprintf(format, args...)}
+}
+
 // Validate rejects settings that are mathematically meaningless for a
-// vocabulary of vocabSize tokens; each error names the setting and its value.
+// vocabulary of vocabSize tokens; the error is a *ParamError naming the
+// setting and its value.
 // Product limits (API.md's temperature ≤ 2, say) are the caller's to add.
 // In greedy mode top_k, top_p and min_p are not used and not checked.
 func (p Params) Validate(vocabSize int) error {
 	switch {
 	case math.IsNaN(p.Temperature) || math.IsInf(p.Temperature, 0):
-		return fmt.Errorf("temperature %v: must be a finite number", p.Temperature)
+		return invalid("temperature", p.Temperature, "must be a finite number")
 	case p.Temperature < 0:
-		return fmt.Errorf("temperature %v: must be ≥ 0 (0 is greedy)", p.Temperature)
+		return invalid("temperature", p.Temperature, "must be ≥ 0 (0 is greedy)")
 	}
 	rp := p.penalty()
 	if math.IsNaN(rp) || math.IsInf(rp, 0) || rp <= 0 {
-		return fmt.Errorf("repetition_penalty %v: must be a finite number > 0 (1 is off)", p.RepetitionPenalty)
+		return invalid("repetition_penalty", p.RepetitionPenalty, "must be a finite number > 0 (1 is off)")
 	}
 	for _, pen := range []struct {
 		name string
 		v    float64
 	}{{"presence_penalty", p.PresencePenalty}, {"frequency_penalty", p.FrequencyPenalty}} {
 		if !(math.Abs(pen.v) <= MaxPenalty) {
-			return fmt.Errorf("%s %v: must be in [-%d, %d] (0 is off)", pen.name, pen.v, MaxPenalty, MaxPenalty)
+			return invalid(pen.name, pen.v, "must be in [-%d, %d] (0 is off)", MaxPenalty, MaxPenalty)
 		}
 	}
 	for id, b := range p.LogitBias {
-		switch {
-		case id < 0 || id >= vocabSize:
-			return fmt.Errorf("logit_bias: token %d is outside the vocabulary [0,%d)", id, vocabSize)
-		case !(math.Abs(b) <= MaxLogitBias):
-			return fmt.Errorf("logit_bias: token %d: bias %v must be in [-%d, %d]", id, b, MaxLogitBias, MaxLogitBias)
+		if err := CheckLogitBias(id, b, vocabSize); err != nil {
+			return &ParamError{Param: "logit_bias", Message: err.Error()}
 		}
 	}
 	if p.Greedy() {
@@ -94,13 +111,25 @@ func (p Params) Validate(vocabSize int) error {
 	}
 	switch {
 	case p.TopK < 0:
-		return fmt.Errorf("top_k %d: must be ≥ 0 (0 is off)", p.TopK)
+		return invalid("top_k", p.TopK, "must be ≥ 0 (0 is off)")
 	case p.TopK > vocabSize:
-		return fmt.Errorf("top_k %d: exceeds the vocabulary size %d", p.TopK, vocabSize)
+		return invalid("top_k", p.TopK, "exceeds the vocabulary size %d", vocabSize)
 	case !(p.TopP > 0 && p.TopP <= 1): // also rejects NaN
-		return fmt.Errorf("top_p %v: must be in (0, 1] (1 is off)", p.TopP)
+		return invalid("top_p", p.TopP, "must be in (0, 1] (1 is off)")
 	case !(p.MinP >= 0 && p.MinP <= 1):
-		return fmt.Errorf("min_p %v: must be in [0, 1] (0 is off)", p.MinP)
+		return invalid("min_p", p.MinP, "must be in [0, 1] (0 is off)")
+	}
+	return nil
+}
+
+// CheckLogitBias is the rule for one logit_bias entry: a token of the
+// vocabulary and a bias within ±MaxLogitBias.
+func CheckLogitBias(id int, bias float64, vocabSize int) error {
+	switch {
+	case id < 0 || id >= vocabSize:
+		return fmt.Errorf("token %d is outside the vocabulary [0,%d)", id, vocabSize)
+	case !(math.Abs(bias) <= MaxLogitBias):
+		return fmt.Errorf("token %d: bias %v must be in [-%d, %d]", id, bias, MaxLogitBias, MaxLogitBias)
 	}
 	return nil
 }
