@@ -26,6 +26,7 @@ import torch  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
 
 from gpt2_tokenizer import GPT2Tokenizer  # noqa: E402,F401  (make_tiny_model reaches it here)
+import emulate  # noqa: E402
 from gpt2_torch import GPT2, load_model, round_matrices_f16  # noqa: E402
 from processors import EOT, argmax_lowest, greedy_generate, loglikelihood, loglikelihood_tokens, process_logits  # noqa: E402
 # Re-exported: make_tiny_model.py and the tests reach these through this module.
@@ -202,8 +203,11 @@ def build(args, tmp):
     cases, pairs = resolve(cases, ll, src, tok, cfg, args.model)
     eos = cfg["eos_token_id"] if isinstance(cfg["eos_token_id"], int) else EOT
 
-    m32 = GPT2(model, torch.float32)
-    m64 = GPT2(model, torch.float64)
+    # The float64 twin applies the same approximations: its truth is the
+    # emulated engine's function computed exactly, so the budget column
+    # still compares an engine with PyTorch float32 doing the same thing.
+    m32 = GPT2(model, torch.float32, emulate.profile(args.emulate))
+    m64 = GPT2(model, torch.float64, emulate.profile(args.emulate))
     del model["weights"]
     entries, greedy, gens = [], [], []
     for c in cases:
@@ -224,12 +228,15 @@ def build(args, tmp):
     if args.weight_dtype == "f16":
         info["matrices_held_as"] = "float16"
     info["config"] = model["config_raw"]
+    gen = {"script": "scripts/dump_references.py", "python": platform.python_version(),
+           "torch": torch.__version__, "numpy": np.__version__, "float64_twins": True,
+           "arithmetic": arithmetic.record()}
+    if args.emulate != "none":
+        gen["emulates"] = {"profile": args.emulate, "applies": emulate.DESCRIPTIONS[args.emulate]}
     manifest = {
         "format_version": FORMAT_VERSION,
         "model": info,
-        "generator": {"script": "scripts/dump_references.py", "python": platform.python_version(),
-                      "torch": torch.__version__, "numpy": np.__version__, "float64_twins": True,
-                      "arithmetic": arithmetic.record()},
+        "generator": gen,
         "cases": cases,
         "tensors": entries,
         "sampling": SAMPLING,
@@ -301,6 +308,11 @@ def main(argv=None):
     ap.add_argument("--weight-dtype", choices=("f32", "f16"), default="f32",
                     help="f16: round the weight matrices to float16 first, the reference of "
                          "llorch-check --weight-dtype f16 (arithmetic stays float32/float64)")
+    ap.add_argument("--emulate", choices=("none",) + tuple(emulate.PROFILES), default="none",
+                    help="apply an engine's documented numerical approximations in the forward (scripts/emulate.py): "
+                         "the reference that engine is validated against at the default tolerances; "
+                         "llamacpp-cpu: ggml's float16 GELU table (F32 KV cache, flash attention off); "
+                         "llamacpp-cpu-f16kv: that and llama.cpp's default F16 KV cache")
     args = ap.parse_args(argv)
     if args.n_generate < 0:
         ap.error("--n-generate must be >= 0")

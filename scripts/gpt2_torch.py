@@ -224,8 +224,11 @@ def gelu_new(x):
 class GPT2:
     """GPT-2 forward with explicit ops; probe(checkpoint, layer, name, tensor, rows) sees every intermediate."""
 
-    def __init__(self, model, dtype):
+    def __init__(self, model, dtype, numerics=None):
         self.cfg = model["config"]
+        # An engine's approximations (emulate.py), applied at the ops they
+        # replace; None is plain PyTorch.
+        self.numerics = numerics
         self.dtype = dtype
         self.p = {k: torch.from_numpy(v).to(dtype) for k, v in model["weights"].items()}
         self.C, self.H = self.cfg["n_embd"], self.cfg["n_head"]
@@ -268,22 +271,29 @@ class GPT2:
             probe(2, i, "q", q[0])
             probe(2, i, "k", k[0])
             probe(2, i, "v", v[0])
+            if self.numerics is not None:
+                k, v = self.numerics.cache(k), self.numerics.cache(v)
             if past is not None:
                 k = torch.cat((past[i][0], k), dim=-2)
                 v = torch.cat((past[i][1], v), dim=-2)
             present.append((k, v))
+            if self.numerics is not None:
+                q = self.numerics.kq_operand(q)
             s = torch.matmul(q, k.transpose(-1, -2)) / scale
             s = torch.where(mask, s, min_val)
             probe(4, i, "scores", s[0])
             pr = F.softmax(s, dim=-1)
             probe(4, i, "probs", pr[0])
+            if self.numerics is not None:
+                pr = self.numerics.kqv_operand(pr)
             o = torch.matmul(pr, v).permute(0, 2, 1, 3).contiguous().view(1, T, self.C)
             o = self._conv1d(o, h + "attn.c_proj")
             probe(5, i, "attn_out", o[0])
             x = o + x
             m = self._ln(x, h + "ln_2")
             probe(1, i, "ln_2", m[0])
-            g = gelu_new(self._conv1d(m, h + "mlp.c_fc"))
+            g = self._conv1d(m, h + "mlp.c_fc")
+            g = gelu_new(g) if self.numerics is None else self.numerics.gelu(g)
             probe(6, i, "gelu", g[0])
             y = self._conv1d(g, h + "mlp.c_proj")
             probe(6, i, "mlp_out", y[0])

@@ -22,6 +22,7 @@ import torch  # noqa: E402
 
 import compare_references as cr  # noqa: E402
 import dump_references as dr  # noqa: E402
+import emulate  # noqa: E402
 import make_tiny_model as mtm  # noqa: E402
 
 SMALL = dict(seed=7, L=1, H=2, C=16, P=32)
@@ -270,6 +271,46 @@ class SamplingTest(unittest.TestCase):
         self.assertEqual(dr.logits_rows(5, 1), [4])
 
 
+class EmulateTest(unittest.TestCase):
+    """emulate.py's llama.cpp CPU numerics follow ggml's code."""
+
+    def test_gelu_table_is_tanh_gelu_rounded(self):
+        # For x >= 0 (no cancellation in 1 + tanh) every entry is the tanh
+        # GELU rounded to float16, within float32's evaluation error: at
+        # most half a float16 step (and a hair) from the exact value.
+        t = emulate.ggml_gelu_table()
+        x = np.arange(1 << 16, dtype=np.uint16).view(np.float16)
+        inside = np.isfinite(x) & (x >= 0) & (x < 10)
+        xd = x[inside].astype(np.float64)
+        exact = 0.5 * xd * (1 + np.tanh(np.sqrt(2 / np.pi) * (xd + 0.044715 * xd ** 3)))
+        got = t[inside].astype(np.float64)
+        step = np.abs(np.spacing(exact.astype(np.float16)).astype(np.float64))
+        self.assertTrue(np.all(np.abs(got - exact) <= step * 0.5 * (1 + 1e-3)))
+        self.assertEqual(t[np.float16(0).view(np.uint16)], 0)
+
+    def test_gelu_lookup_and_range(self):
+        e = emulate.LlamaCppCPU()
+        x = torch.tensor([-12.0, -10.0, -1.2345678, 0.0, 0.1, 2.6130, 9.99, 10.0, 11.5], dtype=torch.float32)
+        y = e.gelu(x)
+        t = emulate.ggml_gelu_table()
+        for xi, yi in zip(x.tolist(), y.tolist()):
+            if xi <= -10:
+                self.assertEqual(yi, 0.0)
+            elif xi >= 10:
+                self.assertEqual(yi, xi)
+            else:
+                self.assertEqual(yi, float(t[np.float16(xi).view(np.uint16)]))
+        self.assertEqual(y.dtype, torch.float32)
+        self.assertEqual(e.gelu(x.to(torch.float64)).dtype, torch.float64)
+
+    def test_float16_rounding_is_direct(self):
+        # float64 -> float16 in one rounding: 1 + 2^-11 + 2^-40 is just above
+        # a float16 midpoint; through float32 it would land on it and round
+        # to even (down).
+        x = torch.tensor([1 + 2.0 ** -11 + 2.0 ** -40], dtype=torch.float64)
+        self.assertEqual(emulate.to_f16(x).item(), 1 + 2.0 ** -10)
+
+
 class DumperTest(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
@@ -288,6 +329,41 @@ class DumperTest(unittest.TestCase):
     def dump(self, out, *extra, model=None):
         return run_quiet(dr.main, ["--model", model or self.model, "--cases", self.cases, "--out", out,
                                    "--n-generate", "4", *extra])
+
+    def load(self, out, rel, f64=False):
+        return np.load(os.path.join(out, rel + (".f64.npy" if f64 else ".npy")))
+
+    def test_emulate_llamacpp_cpu(self):
+        """--emulate llamacpp-cpu changes the GELU and nothing before it:
+        every gelu value, float32 and float64 twin, is a value of ggml's
+        float16 table; the profile is recorded in the manifest."""
+        plain, emu = os.path.join(self.tmp, "plain"), os.path.join(self.tmp, "emu")
+        self.assertEqual(self.dump(plain)[0], 0)
+        self.assertEqual(self.dump(emu, "--emulate", "llamacpp-cpu")[0], 0)
+        m = json.loads(contents(emu)["manifest.json"])
+        self.assertEqual(m["generator"]["emulates"]["profile"], "llamacpp-cpu")
+        self.assertNotIn("emulates", json.loads(contents(plain)["manifest.json"])["generator"])
+        for rel in ("a/embeddings", "a/l00_ln_1", "a/l00_probs", "a/l00_attn_out", "a/l00_ln_2"):
+            np.testing.assert_array_equal(self.load(emu, rel), self.load(plain, rel), rel)
+        table = set(emulate.ggml_gelu_table().astype(np.float64).tolist())
+        for f64 in (False, True):
+            g = self.load(emu, "a/l00_gelu", f64)
+            self.assertTrue(set(g.ravel().tolist()) <= table, "gelu values outside the table")
+            self.assertFalse(np.array_equal(g, self.load(plain, "a/l00_gelu", f64)))
+        k = self.load(emu, "a/l00_k_cache")
+        self.assertFalse(np.array_equal(k, k.astype(np.float16).astype(np.float32)), "F32 cache kept")
+
+    def test_emulate_f16_kv(self):
+        """llamacpp-cpu-f16kv stores K and V as float16 (the cache holds
+        float16 values), leaves q, k, v themselves float32."""
+        out = os.path.join(self.tmp, "emu16")
+        self.assertEqual(self.dump(out, "--emulate", "llamacpp-cpu-f16kv")[0], 0)
+        for f64 in (False, True):
+            for name in ("k_cache", "v_cache"):
+                c = self.load(out, "a/l00_" + name, f64)
+                np.testing.assert_array_equal(c, c.astype(np.float16).astype(c.dtype))
+        k = self.load(out, "a/l00_k")
+        self.assertFalse(np.array_equal(k, k.astype(np.float16).astype(np.float32)))
 
     def test_rerun_identical_refuses_different_force_replaces(self):
         out = os.path.join(self.tmp, "refs")

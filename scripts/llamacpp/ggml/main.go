@@ -12,6 +12,8 @@
 //	                               llama.cpp's activations through its graph callback, as a partial dump
 //	ggml serve -model FILE.gguf -addr HOST:PORT
 //	                               a minimal OpenAI /v1/completions over llama.cpp's logits, for probe
+//	ggml gelu-table -model FILE.gguf -out FILE
+//	                               the float16 GELU table of the CPU backend llama.cpp loads
 //
 // Built with -tags llamacpp and cgo; the libraries are opened at run time
 // from scripts/llamacpp/node_modules (or $GGML_LIB_DIR), nothing links them.
@@ -77,8 +79,10 @@ func run(args []string) error {
 		return dump(args[1:])
 	case len(args) > 0 && args[0] == "serve":
 		return serve(args[1:])
+	case len(args) > 0 && args[0] == "gelu-table":
+		return geluTable(args[1:])
 	}
-	return fmt.Errorf("usage: ggml vectors OUT_DIR | ggml quantize IN.gguf OUT.gguf FTYPE | ggml bench -model FILE.gguf [-mode load|run] [-threads N] | ggml dump -model FILE.gguf -baseline SET -out DIR | ggml serve -model FILE.gguf [-addr HOST:PORT]")
+	return fmt.Errorf("usage: ggml vectors OUT_DIR | ggml quantize IN.gguf OUT.gguf FTYPE | ggml bench -model FILE.gguf [-mode load|run] [-threads N] | ggml dump -model FILE.gguf -baseline SET -out DIR | ggml serve -model FILE.gguf [-addr HOST:PORT] | ggml gelu-table -model FILE.gguf -out FILE")
 }
 
 func libDir() string {

@@ -50,21 +50,17 @@ func serve(args []string) error {
 	if *model == "" {
 		return errors.New("serve: -model is required")
 	}
-	e, o, err := openEngine(*model)
-	if err != nil {
-		return err
-	}
-	defer e.freeModel()
-	ctx, err := e.newContext(o, nil)
-	if err != nil {
-		return err
-	}
-	defer e.freeContext(ctx)
-	s := &shim{e: e, ctx: ctx, name: filepath.Base(*model)}
+	return withContext(openEngine, *model, func(e *engine, ctx unsafe.Pointer, o ctxOptions) error {
+		return listen(&shim{e: e, ctx: ctx, name: filepath.Base(*model)}, *addr, o)
+	})
+}
+
+// listen serves the shim on addr until SIGINT or SIGTERM.
+func listen(s *shim, addr string, o ctxOptions) error {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /v1/models", s.models)
 	mux.HandleFunc("POST /v1/completions", s.completions)
-	ln, err := net.Listen("tcp", *addr)
+	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return err
 	}

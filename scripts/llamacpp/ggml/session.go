@@ -220,6 +220,22 @@ func loadEngine(path string) (*engine, error) {
 	return e, nil
 }
 
+// withContext loads model through openEngine and runs f with a llama
+// context made with the options it parsed, freeing both after.
+func withContext(openEngine func(string) (*engine, ctxOptions, error), model string, f func(e *engine, ctx unsafe.Pointer, o ctxOptions) error) error {
+	e, o, err := openEngine(model)
+	if err != nil {
+		return err
+	}
+	defer e.freeModel()
+	ctx, err := e.newContext(o, nil)
+	if err != nil {
+		return err
+	}
+	defer e.freeContext(ctx)
+	return f(e, ctx, o)
+}
+
 // ctxOptions are the llama_context_params that decide llama.cpp's
 // arithmetic besides the weights.
 type ctxOptions struct {
