@@ -14,15 +14,14 @@ import (
 // openAIJob is a parsed generating request of /v1/completions or
 // /v1/chat/completions: one choice per prompt, shared settings.
 type openAIJob struct {
-	prompts   [][]int
-	texts     []string // the prompts' text (decoded when given as ids)
-	settings  genSettings
-	maxTokens []int // per prompt: settings.MaxTokens fitted to the context
-	stream    bool
-	usage     bool // stream_options.include_usage
-	echo      bool // the prompt is part of the choice (completions only)
-	logprobs  bool
-	top       int // alternatives per token when logprobs
+	reqs     []generation.Request // one per choice
+	texts    []string             // the prompts' text (decoded when given as ids)
+	settings generation.Request   // what every choice shares
+	stream   bool
+	usage    bool // stream_options.include_usage
+	echo     bool // the prompt is part of the choice (completions only)
+	logprobs bool
+	top      int // alternatives per token when logprobs
 }
 
 // parseOpenAI reads what both generating OpenAI routes share: model, the
@@ -61,23 +60,12 @@ func (f *fields) model(e *engine) {
 	}
 }
 
-// fit sets maxTokens for every prompt, or names the prompt (field name,
-// indexed when there are several) that leaves no room in the context.
-func (j *openAIJob) fit(f *fields, name string, contextLength int) {
-	if !f.ok(name, "max_tokens") {
-		return
-	}
-	for i, p := range j.prompts {
-		m, why := j.settings.maxTokensFor(len(p), contextLength)
-		if why != "" {
-			field := name
-			if len(j.prompts) > 1 {
-				field = fmt.Sprintf("%s[%d]", name, i)
-			}
-			f.bad(field, "context_length", why, nil)
-		}
-		j.maxTokens = append(j.maxTokens, m)
-	}
+// requests makes each prompt's request (see fields.requests), its errors
+// under name, indexed when there are several prompts.
+func (j *openAIJob) requests(f *fields, e *engine, name string, prompts [][]int) {
+	tmpl := j.settings
+	tmpl.LogProbs, tmpl.TopLogProbs = j.logprobs, j.top
+	j.reqs = f.requests(e, tmpl, prompts, promptNames(name, len(prompts) == 1))
 }
 
 // writeOpenAIErrors answers a request that failed validation; a model
@@ -155,7 +143,7 @@ func (s *Server) runOpenAI(w http.ResponseWriter, r *http.Request, e *engine, jo
 	}
 	var total usage
 	var choices []choiceResult
-	for i := range job.prompts {
+	for i := range job.reqs {
 		ch, err := s.runChoice(ctx, e, slot, job, i, shape, sse, &total)
 		if err != nil {
 			s.endOpenAI(w, r, ctx, sse, err)
@@ -215,7 +203,8 @@ var errEnded = errors.New("job ended")
 func (s *Server) runChoice(ctx context.Context, e *engine, slot *Slot, job openAIJob, i int,
 	shape openAIShape, sse *sseWriter, total *usage) (choiceResult, error) {
 	var ch choiceResult
-	prompt := job.prompts[i]
+	req := job.reqs[i]
+	prompt := req.Prompt
 	send := func(text string, tokens []scoredToken, reason string) error {
 		if sse == nil {
 			return nil
@@ -242,12 +231,6 @@ func (s *Server) runChoice(ctx context.Context, e *engine, slot *Slot, job openA
 			return ch, err
 		}
 	}
-	if job.maxTokens[i] == 0 {
-		ch.reason = "length"
-		return ch, send("", nil, ch.reason)
-	}
-	req := generation.Request{Prompt: prompt, MaxTokens: job.maxTokens[i], Params: job.settings.Params,
-		Seed: job.settings.Seed, Stop: job.settings.Stop, LogProbs: job.logprobs, TopLogProbs: job.top}
 	res, err := s.generate(ctx, e, slot, req, func(t generation.Token) error {
 		var tokens []scoredToken
 		if job.logprobs {

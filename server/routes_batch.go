@@ -63,19 +63,14 @@ func (s *Server) handleGenerate(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	prompts, _ := s.promptList(f, "prompts", true)
-	g := f.settings(batchDefaults, e.m.Config.VocabSize)
+	tmpl := f.settings(batchDefaults, e.m.Config.VocabSize)
 	var encoded [][]int
-	var maxTokens []int
-	if f.ok("prompts", "max_tokens") {
-		for i, p := range prompts {
-			tokens := e.tok.Encode(p)
-			m, why := g.maxTokensFor(len(tokens), e.m.Config.NPositions)
-			if why != "" {
-				f.bad(fmt.Sprintf("prompts[%d]", i), "context_length", why, nil)
-			}
-			encoded, maxTokens = append(encoded, tokens), append(maxTokens, m)
+	if f.ok("prompts") { // else the list is at fault: its settings are still checked
+		for _, p := range prompts {
+			encoded = append(encoded, e.tok.Encode(p))
 		}
 	}
+	reqs := f.requests(e, tmpl, encoded, promptNames("prompts", false))
 	if len(f.errs) > 0 {
 		writeFieldErrors(w, familyWorker, f.errs)
 		return
@@ -91,8 +86,7 @@ func (s *Server) handleGenerate(w http.ResponseWriter, r *http.Request) {
 		Seeds         []uint64 `json:"seeds"`
 		Usage         usage    `json:"usage"`
 	}{}
-	for i, tokens := range encoded {
-		req := generation.Request{Prompt: tokens, MaxTokens: maxTokens[i], Params: g.Params, Seed: g.Seed, Stop: g.Stop}
+	for _, req := range reqs {
 		res, err := s.generate(ctx, e, slot, req, nil)
 		if err != nil {
 			s.log.Error("generation failed", "request_id", requestID(r.Context()), "error", err)
@@ -106,7 +100,7 @@ func (s *Server) handleGenerate(w http.ResponseWriter, r *http.Request) {
 		out.Completions = append(out.Completions, res.Text)
 		out.FinishReasons = append(out.FinishReasons, res.StopReason)
 		out.Seeds = append(out.Seeds, res.Seed)
-		out.Usage.PromptTokens += len(tokens)
+		out.Usage.PromptTokens += len(req.Prompt)
 		out.Usage.CompletionTokens += len(res.Tokens)
 	}
 	out.Usage.TotalTokens = out.Usage.PromptTokens + out.Usage.CompletionTokens
@@ -147,13 +141,8 @@ func (s *Server) handleLoglikelihood(w http.ResponseWriter, r *http.Request) {
 		}
 		for i := range min(len(prompts), len(conts)) {
 			c, t := generation.EncodePair(e.tok, prompts[i], conts[i])
-			switch {
-			case len(t) == 0:
-				f.bad(fmt.Sprintf("continuations[%d]", i), "length", "encodes to no tokens; there is nothing to score", conts[i])
-			case len(t) > e.m.Config.NPositions:
-				f.bad(fmt.Sprintf("continuations[%d]", i), "context_length",
-					fmt.Sprintf("has %d tokens, more than the context length %d", len(t), e.m.Config.NPositions), nil)
-			}
+			f.check(generation.ValidatePair(c, t, e.m.Config.NPositions, e.m.Config.VocabSize),
+				map[string]string{"context": fmt.Sprintf("prompts[%d]", i), "continuation": fmt.Sprintf("continuations[%d]", i)})
 			pairs = append(pairs, pair{c, t})
 		}
 	}

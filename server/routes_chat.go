@@ -86,10 +86,11 @@ func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) {
 	if job.top > 0 && !job.logprobs {
 		f.bad("top_logprobs", "requires", "needs logprobs: true", job.top)
 	}
+	var prompts [][]int
 	if prompt, ok := s.chatPrompt(f); ok {
-		job.texts, job.prompts = []string{prompt}, [][]int{e.tok.Encode(prompt)}
-		job.fit(f, "messages", e.m.Config.NPositions)
+		job.texts, prompts = []string{prompt}, [][]int{e.tok.Encode(prompt)}
 	}
+	job.requests(f, e, "messages", prompts)
 	if len(f.errs) > 0 {
 		writeOpenAIErrors(w, f.errs)
 		return

@@ -8,6 +8,7 @@ import (
 	"math"
 	"net/http"
 
+	"github.com/llorch/llorch-check/generation"
 	"github.com/llorch/llorch-check/model"
 	"github.com/llorch/llorch-check/tensors"
 )
@@ -47,21 +48,16 @@ func (s *Server) handleEmbeddings(w http.ResponseWriter, r *http.Request) {
 	if format != "" && format != "float" && format != "base64" {
 		f.bad("encoding_format", "enum", `must be "float" or "base64"`, format)
 	}
-	C, n := e.m.Config.NEmbd, e.m.Config.NPositions
+	C := e.m.Config.NEmbd
 	if d, ok := f.integer("dimensions"); ok && d != int64(C) {
 		f.bad("dimensions", "unsupported", fmt.Sprintf("must be %d: the model's hidden size (no truncation)", C), d)
 	}
 	if !s.cfg.Lenient {
 		f.unknown(embeddingFields)
 	}
+	names := promptNames("input", len(inputs) == 1)
 	for i, in := range inputs {
-		if len(in) > n {
-			field := "input"
-			if len(inputs) > 1 {
-				field = fmt.Sprintf("input[%d]", i)
-			}
-			f.bad(field, "context_length", fmt.Sprintf("has %d tokens, more than the context length %d", len(in), n), nil)
-		}
+		f.check(generation.ValidatePrompt(in, e.m.Config.NPositions, e.m.Config.VocabSize), names(i))
 	}
 	if len(f.errs) > 0 {
 		writeOpenAIErrors(w, f.errs)

@@ -46,7 +46,8 @@ func (s *Server) handleCompletions(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	job := s.parseOpenAI(e, f, openAIDefaults, completionFields)
-	job.texts, job.prompts = s.promptsField(e, f, "prompt")
+	texts, prompts := s.promptsField(e, f, "prompt")
+	job.texts = texts
 	if v, ok := f.integer("best_of"); ok && v != 1 {
 		f.bad("best_of", "range", "only best_of=1 is supported (one completion per prompt)", v)
 	}
@@ -56,7 +57,7 @@ func (s *Server) handleCompletions(w http.ResponseWriter, r *http.Request) {
 		n := int(f.intIn("logprobs", 0, maxLogprobs, 0))
 		job.logprobs, job.top = true, max(n, 1) // so the argmax is always listed
 	}
-	job.fit(f, "prompt", e.m.Config.NPositions)
+	job.requests(f, e, "prompt", prompts)
 	if len(f.errs) > 0 {
 		writeOpenAIErrors(w, f.errs)
 		return

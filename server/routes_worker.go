@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/llorch/llorch-check/generation"
-	"github.com/llorch/llorch-check/sampling"
 )
 
 // workerDefaults are API.md's /execute defaults.
@@ -123,26 +122,18 @@ func (s *Server) handleExecute(w http.ResponseWriter, r *http.Request) {
 	if hasPrompt {
 		f.checkPrompt("prompt", prompt)
 	}
-	g := f.settings(workerDefaults, e.m.Config.VocabSize)
-	var tokens []int
-	if hasPrompt && f.ok("prompt", "max_tokens") {
+	req := f.settings(workerDefaults, e.m.Config.VocabSize)
+	if hasPrompt && f.ok("prompt") {
 		// User text: "<|endoftext|>" in a prompt is characters, not the
 		// control token (docs/serve.md, tokenization).
-		tokens = e.tok.Encode(prompt)
-		m, why := g.maxTokensFor(len(tokens), e.m.Config.NPositions)
-		if why != "" {
-			f.bad("max_tokens", "context_length", why, g.MaxTokens)
-		}
-		g.MaxTokens = m
+		req.Prompt = e.tok.Encode(prompt)
 	}
+	f.check(req.Validate(e.m.Config.NPositions, e.m.Config.VocabSize), nil)
 	if len(f.errs) > 0 {
 		writeFieldErrors(w, familyWorker, f.errs)
 		return
 	}
-	seed := sampling.RandomSeed()
-	if g.Seed != nil {
-		seed = *g.Seed
-	}
+	req = req.Fit(e.m.Config.NPositions).Seeded()
 
 	ctx, cancel := s.jobContext(r)
 	defer cancel(nil)
@@ -180,9 +171,8 @@ func (s *Server) handleExecute(w http.ResponseWriter, r *http.Request) {
 	}
 
 	_ = sse.event("started", startedEvent{Type: "started", JobID: jobID, Model: e.name,
-		StartedAt: time.Now().UTC().Format(time.RFC3339Nano), Seed: seed, PromptTokens: len(tokens)})
+		StartedAt: time.Now().UTC().Format(time.RFC3339Nano), Seed: *req.Seed, PromptTokens: len(req.Prompt)})
 	start := time.Now()
-	req := generation.Request{Prompt: tokens, MaxTokens: g.MaxTokens, Params: g.Params, Seed: &seed, Stop: g.Stop}
 	res, err := s.generate(ctx, e, slot, req, func(t generation.Token) error {
 		return sse.event("token", tokenEvent{Type: "token", Text: t.Text, Index: t.Index, ID: t.ID})
 	})

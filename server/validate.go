@@ -193,11 +193,8 @@ func (f *fields) floatIn(name string, lo, hi float64, openLo bool, def float64) 
 	return v
 }
 
-// Prompt limits of API.md.
-const (
-	maxPromptChars = 32768
-	maxStopBytes   = 100
-)
+// maxPromptChars is API.md's limit on a prompt's characters.
+const maxPromptChars = 32768
 
 // checkPrompt enforces 1..32768 characters (Unicode code points).
 func (f *fields) checkPrompt(name, p string) {
@@ -209,36 +206,55 @@ func (f *fields) checkPrompt(name, p string) {
 	}
 }
 
-// genSettings are the sampling settings every generating route shares.
-type genSettings struct {
-	MaxTokens int
-	Params    sampling.Params
-	Seed      *uint64
-	Stop      []string
-
-	maxTokensSet bool // false: MaxTokens is the family's default
-	minMaxTokens int
+// check reports the rules a generation validator found broken (err holds
+// generation.FieldErrors) under the route's names: rename maps
+// generation's field names to the route's (prompt → prompts[2]), the rest
+// keep theirs. A field already reported is not reported again, and the
+// context-length rule only when the prompt and max_tokens it measured were
+// read without error.
+func (f *fields) check(err error, rename map[string]string) {
+	measured := append([]string{"prompt", "max_tokens", "max_completion_tokens"}, slices.Collect(maps.Values(rename))...)
+	for _, e := range generation.AsFieldErrors(err) {
+		name := e.Field
+		if n, ok := rename[name]; ok {
+			name = n
+		}
+		if !f.ok(name) || (e.Code == generation.CodeContextLength && !f.ok(measured...)) {
+			continue
+		}
+		f.bad(name, e.Code, e.Message, e.Value)
+	}
 }
 
-// maxTokensFor is how many tokens a prompt of promptTokens may generate,
-// or a message saying why none fit. An explicit max_tokens beyond the
-// context is a 400 (API.md), never a silent truncation; the default shrinks
-// to the room the context leaves, so leaving max_tokens out never fails a
-// prompt that fits.
-func (g genSettings) maxTokensFor(promptTokens, contextLength int) (int, string) {
-	room := contextLength - promptTokens
-	if g.maxTokensSet {
-		if g.MaxTokens > room {
-			return 0, fmt.Sprintf("prompt of %d tokens + max_tokens %d exceeds the context length %d",
-				promptTokens, g.MaxTokens, contextLength)
+// requests gives each prompt a copy of tmpl, validated by generation and
+// its errors reported under names(i), prompt i's renames (see check).
+// Without prompts (the route has said why) tmpl's settings are still
+// checked, under names(-1).
+func (f *fields) requests(e *engine, tmpl generation.Request, prompts [][]int, names func(i int) map[string]string) []generation.Request {
+	n, V := e.m.Config.NPositions, e.m.Config.VocabSize
+	if len(prompts) == 0 {
+		f.check(tmpl.Validate(n, V), names(-1))
+		return nil
+	}
+	reqs := make([]generation.Request, len(prompts))
+	for i, p := range prompts {
+		reqs[i] = tmpl
+		reqs[i].Prompt = p
+		f.check(reqs[i].Validate(n, V), names(i))
+	}
+	return reqs
+}
+
+// promptNames puts prompt i's rules, the context's included, on list[i],
+// or on list itself when it is the only one (single) or there is none.
+func promptNames(list string, single bool) func(i int) map[string]string {
+	return func(i int) map[string]string {
+		name := list
+		if i >= 0 && !single {
+			name = fmt.Sprintf("%s[%d]", list, i)
 		}
-		return g.MaxTokens, ""
+		return map[string]string{"prompt": name, "max_tokens": name}
 	}
-	if n := min(g.MaxTokens, room); n >= g.minMaxTokens {
-		return n, ""
-	}
-	return 0, fmt.Sprintf("prompt of %d tokens leaves no room to generate in the context length %d",
-		promptTokens, contextLength)
 }
 
 // settingDefaults differ per family: API.md's worker defaults, the batch
@@ -250,37 +266,44 @@ type settingDefaults struct {
 
 const maxMaxTokens = 2048
 
-// settings reads max_tokens, the sampling processors, seed and stop.
-func (f *fields) settings(d settingDefaults, vocabSize int) genSettings {
-	var g genSettings
-	g.MaxTokens = int(f.intIn("max_tokens", int64(d.minMaxTokens), maxMaxTokens, int64(d.maxTokens)))
-	g.maxTokensSet, g.minMaxTokens = f.present("max_tokens"), d.minMaxTokens
-	g.Params = sampling.Params{
-		Temperature:       f.floatIn("temperature", 0, 2, false, d.temperature),
-		TopP:              f.floatIn("top_p", 0, 1, true, 1),
-		TopK:              int(f.intIn("top_k", 0, int64(vocabSize), 0)),
-		RepetitionPenalty: f.floatIn("repetition_penalty", 0, 2, true, 1),
-		MinP:              f.floatIn("min_p", 0, 1, false, 0),
-		PresencePenalty:   f.floatIn("presence_penalty", -sampling.MaxPenalty, sampling.MaxPenalty, false, 0),
-		FrequencyPenalty:  f.floatIn("frequency_penalty", -sampling.MaxPenalty, sampling.MaxPenalty, false, 0),
-		LogitBias:         f.logitBias(vocabSize),
+// settings reads max_tokens, the sampling processors, seed and stop into a
+// request without a prompt; generation's Validate judges what the wire
+// form cannot (the context, the stop strings).
+func (f *fields) settings(d settingDefaults, vocabSize int) generation.Request {
+	return generation.Request{
+		MaxTokens:        int(f.intIn("max_tokens", int64(d.minMaxTokens), maxMaxTokens, int64(d.maxTokens))),
+		DefaultMaxTokens: !f.present("max_tokens"),
+		AllowEmpty:       d.minMaxTokens == 0,
+		Params: sampling.Params{
+			Temperature:       f.floatIn("temperature", 0, 2, false, d.temperature),
+			TopP:              f.floatIn("top_p", 0, 1, true, 1),
+			TopK:              int(f.intIn("top_k", 0, int64(vocabSize), 0)),
+			RepetitionPenalty: f.floatIn("repetition_penalty", 0, 2, true, 1),
+			MinP:              f.floatIn("min_p", 0, 1, false, 0),
+			PresencePenalty:   f.floatIn("presence_penalty", -sampling.MaxPenalty, sampling.MaxPenalty, false, 0),
+			FrequencyPenalty:  f.floatIn("frequency_penalty", -sampling.MaxPenalty, sampling.MaxPenalty, false, 0),
+			LogitBias:         f.logitBias(vocabSize),
+		},
+		Seed: f.seed(),
+		Stop: f.stop(),
 	}
-	if f.present("seed") {
-		if v, ok := f.integer("seed"); ok {
-			if v < 0 {
-				f.bad("seed", "range", "must be ≥ 0", v)
-			} else {
-				seed := uint64(v)
-				g.Seed = &seed
-			}
-		}
-	}
-	g.Stop = f.stop()
-	return g
 }
 
-// logitBias reads OpenAI's {"token id": bias} map: ids in the vocabulary,
-// biases in [-100, 100]; each bad entry is named.
+func (f *fields) seed() *uint64 {
+	v, ok := f.integer("seed")
+	switch {
+	case !ok:
+		return nil
+	case v < 0:
+		f.bad("seed", "range", "must be ≥ 0", v)
+		return nil
+	}
+	seed := uint64(v)
+	return &seed
+}
+
+// logitBias reads OpenAI's {"token id": bias} map, each entry judged by
+// sampling's rule and each bad one named.
 func (f *fields) logitBias(vocabSize int) map[int]float64 {
 	var raw map[string]json.RawMessage
 	if !f.decode("logit_bias", `an object mapping token ids to biases, like {"50256": -100}`, &raw) {
@@ -294,17 +317,13 @@ func (f *fields) logitBias(vocabSize int) map[int]float64 {
 			f.bad(name, "type", "key must be a token id (a decimal integer)", key)
 			continue
 		}
-		if id < 0 || id >= vocabSize {
-			f.bad(name, "range", fmt.Sprintf("token %d is outside the vocabulary [0,%d)", id, vocabSize), id)
-			continue
-		}
 		var b float64
 		if json.Unmarshal(raw[key], &b) != nil {
 			f.bad(name, "type", "bias must be a number", json.RawMessage(raw[key]))
 			continue
 		}
-		if math.Abs(b) > sampling.MaxLogitBias {
-			f.bad(name, "range", fmt.Sprintf("bias must be in [-%d, %d]", sampling.MaxLogitBias, sampling.MaxLogitBias), b)
+		if err := sampling.CheckLogitBias(id, b, vocabSize); err != nil {
+			f.bad(name, "range", err.Error(), b)
 			continue
 		}
 		out[id] = b
@@ -312,32 +331,15 @@ func (f *fields) logitBias(vocabSize int) map[int]float64 {
 	return out
 }
 
-// stop accepts a string or a list of 1..4 strings of 1..100 bytes.
+// stop reads a string or a list of strings; generation judges them.
 func (f *fields) stop() []string {
 	if !f.present("stop") {
 		return nil
 	}
 	var one string
 	if json.Unmarshal(f.raw["stop"], &one) == nil {
-		list, _ := json.Marshal([]string{one})
-		f.raw["stop"] = list
+		return []string{one}
 	}
-	list, ok := f.strings("stop")
-	if !ok {
-		return nil
-	}
-	if len(list) > generation.MaxStop {
-		f.bad("stop", "length", fmt.Sprintf("has %d strings, at most %d are allowed", len(list), generation.MaxStop), len(list))
-		return nil
-	}
-	for i, s := range list {
-		name := fmt.Sprintf("stop[%d]", i)
-		switch {
-		case len(s) < 1 || len(s) > maxStopBytes:
-			f.bad(name, "length", fmt.Sprintf("must be 1..%d bytes", maxStopBytes), s)
-		case !utf8.ValidString(s):
-			f.bad(name, "utf8", "must be valid UTF-8", nil)
-		}
-	}
+	list, _ := f.strings("stop")
 	return list
 }
