@@ -2,12 +2,13 @@ package generation
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/llorch/llorch-check/model"
 )
 
-// Decoder is what generation needs from a model. *model.Model satisfies it
-// through NewModelDecoder; tests fake it.
+// Decoder is what generation needs from a model: a ModelDecoder, or a
+// test's fake.
 type Decoder interface {
 	// Prefill resets the decoder, runs the prompt and returns the logits [V]
 	// of its last position.
@@ -28,7 +29,8 @@ type rowScorer interface {
 	Rows(ctx context.Context, tokens []int, from int, fn func(j int, logits []float32) error) error
 }
 
-// scoreChunk is how many positions' logits ScoreRows holds at once: a
+// scoreChunk is how many positions' logits ScoreRows (and Probe) holds at
+// once: a
 // scoring request over T tokens then needs chunk·V floats of logits, not
 // T·V (1,000 tokens once held 200 MB).
 var scoreChunk = 32
@@ -80,33 +82,95 @@ type eosTokener interface {
 // EOSToken is GPT-2's <|endoftext|>.
 const EOSToken = 50256
 
-// modelDecoder drives a *model.Model through one KV cache.
-type modelDecoder struct {
-	m     *model.Model
-	cache *model.Cache
+// Batcher joins the decode steps of several sequences on one model into
+// single passes over the weights (the server's). A sequence joins before
+// its first step and leaves when it stops stepping, so that no batch waits
+// for a step that will not come.
+type Batcher interface {
+	Join()
+	Leave()
+	// Step appends token to c in the next batch and returns its logits.
+	Step(ctx context.Context, c *model.Cache, token int) ([]float32, error)
 }
 
-// NewModelDecoder returns a Decoder that owns one model.Cache (NPositions
-// deep). Like the cache, it is for one sequence at a time; make one per
-// concurrent request.
-func NewModelDecoder(m *model.Model) Decoder {
-	return &modelDecoder{m: m, cache: m.NewCache()}
+// sequenceEnder is an optional Decoder capability: told when a generation
+// stops stepping (Generate defers it).
+type sequenceEnder interface {
+	EndSequence()
 }
 
-func (d *modelDecoder) Prefill(ctx context.Context, tokens []int) ([]float32, error) {
+// ModelDecoder drives a *model.Model through one KV cache (NPositions
+// deep), its decode steps alone or through a Batcher; prefill and scoring
+// always run alone. Like the cache, it is for one sequence at a time: make
+// one per concurrent request.
+type ModelDecoder struct {
+	m      *model.Model
+	cache  *model.Cache
+	batch  Batcher // nil: every step runs alone
+	joined bool
+}
+
+// NewModelDecoder returns a decoder whose steps run alone.
+func NewModelDecoder(m *model.Model) *ModelDecoder { return NewBatchedDecoder(m, nil) }
+
+// NewBatchedDecoder returns a decoder whose steps go through b.
+func NewBatchedDecoder(m *model.Model, b Batcher) *ModelDecoder {
+	return &ModelDecoder{m: m, cache: m.NewCache(), batch: b}
+}
+
+// EndSequence leaves the batcher: the sequence stopped stepping. It is safe
+// to call any number of times.
+func (d *ModelDecoder) EndSequence() {
+	if d.joined {
+		d.joined = false
+		d.batch.Leave()
+	}
+}
+
+func (d *ModelDecoder) Prefill(ctx context.Context, tokens []int) ([]float32, error) {
+	d.EndSequence()
 	d.cache.Reset()
 	return d.m.Forward(ctx, d.cache, tokens, model.ForwardOptions{})
 }
 
-func (d *modelDecoder) Step(ctx context.Context, token int) ([]float32, error) {
-	return d.m.Forward(ctx, d.cache, []int{token}, model.ForwardOptions{})
+func (d *ModelDecoder) Step(ctx context.Context, token int) ([]float32, error) {
+	if d.batch == nil || d.cache.Len() >= d.cache.Cap() || token < 0 || token >= d.m.Config.VocabSize {
+		// A bad step would fail the whole batch; Forward refuses it alone.
+		d.EndSequence()
+		return d.m.Forward(ctx, d.cache, []int{token}, model.ForwardOptions{})
+	}
+	if !d.joined {
+		d.joined = true
+		d.batch.Join()
+	}
+	logits, err := d.batch.Step(ctx, d.cache, token)
+	if err != nil {
+		d.EndSequence() // the sequence ends here; the others must not wait for it
+	}
+	return logits, err
 }
 
 // Rows is ScoreRows on the decoder's cache.
-func (d *modelDecoder) Rows(ctx context.Context, tokens []int, from int, fn func(j int, logits []float32) error) error {
+func (d *ModelDecoder) Rows(ctx context.Context, tokens []int, from int, fn func(j int, logits []float32) error) error {
+	d.EndSequence()
 	return ScoreRows(ctx, d.m, d.cache, tokens, from, fn)
 }
 
-func (d *modelDecoder) ContextLength() int { return d.m.Config.NPositions }
-func (d *modelDecoder) VocabSize() int     { return d.m.Config.VocabSize }
-func (d *modelDecoder) EOS() int           { return d.m.Config.EOSTokenID }
+// Probe runs tokens from an empty cache in chunks of scoreChunk positions
+// with probe attached, for what a pass computes rather than its logits
+// (the server's embeddings).
+func (d *ModelDecoder) Probe(ctx context.Context, tokens []int, probe model.Probe) error {
+	d.EndSequence()
+	d.cache.Reset()
+	for c0 := 0; c0 < len(tokens); c0 += scoreChunk {
+		c1 := min(c0+scoreChunk, len(tokens))
+		if _, err := d.m.Forward(ctx, d.cache, tokens[c0:c1], model.ForwardOptions{Probe: probe}); err != nil {
+			return fmt.Errorf("positions %d..%d: %w", c0, c1-1, err)
+		}
+	}
+	return nil
+}
+
+func (d *ModelDecoder) ContextLength() int { return d.m.Config.NPositions }
+func (d *ModelDecoder) VocabSize() int     { return d.m.Config.VocabSize }
+func (d *ModelDecoder) EOS() int           { return d.m.Config.EOSTokenID }

@@ -38,6 +38,9 @@ func Generate(ctx context.Context, d Decoder, tok *tokenizer.Tokenizer, req Requ
 	if tok == nil && len(req.Stop) > 0 {
 		return Result{}, &FieldError{Field: "stop", Code: CodeUnsupported, Message: "stop strings need a tokenizer to decode the generated text"}
 	}
+	if e, ok := d.(sequenceEnder); ok {
+		defer e.EndSequence()
+	}
 	req = req.Fit(d.ContextLength()).Seeded()
 	seed := *req.Seed
 	res := Result{Seed: seed, PromptTokens: len(req.Prompt), Tokens: make([]int, 0, req.MaxTokens)}

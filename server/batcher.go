@@ -7,7 +7,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/llorch/llorch-check/generation"
 	"github.com/llorch/llorch-check/model"
 )
 
@@ -22,7 +21,7 @@ import (
 const maxJoinWait = 50 * time.Millisecond
 
 // batcher joins the decode steps of the sequences running on one model
-// into single Model.DecodeBatch calls, so B sequences stream the weights
+// (their generation.ModelDecoders) into single Model.DecodeBatch calls, so B sequences stream the weights
 // once per step instead of B times. Decoding is bandwidth-bound, so this
 // is where concurrent requests get their throughput (scripts/bench/NOTES.md).
 //
@@ -59,26 +58,26 @@ func newBatcher(m *model.Model, observe func(int)) *batcher {
 	return &batcher{m: m, observe: observe, lastStep: time.Millisecond}
 }
 
-// join and leave bracket a sequence's decode loop; only members are
-// waited for.
-func (b *batcher) join() {
+// Join and Leave bracket a sequence's decode loop; only members are
+// waited for (generation.Batcher).
+func (b *batcher) Join() {
 	b.mu.Lock()
 	b.members++
 	b.mu.Unlock()
 }
 
-func (b *batcher) leave() {
+func (b *batcher) Leave() {
 	b.mu.Lock()
 	b.members--
 	b.maybeStart()
 	b.mu.Unlock()
 }
 
-// step appends token to cache in the next batch and returns its logits. If
+// Step appends token to cache in the next batch and returns its logits. If
 // ctx ends while the step waits for its batch it returns at once; if the
 // batch is already running it waits for that one step, because the batch
 // is writing the cache.
-func (b *batcher) step(ctx context.Context, cache *model.Cache, token int) ([]float32, error) {
+func (b *batcher) Step(ctx context.Context, cache *model.Cache, token int) ([]float32, error) {
 	st := &step{cache: cache, token: token, done: make(chan stepResult, 1)}
 	b.mu.Lock()
 	b.pending = append(b.pending, st)
@@ -174,60 +173,3 @@ func (b *batcher) decode(batch []*step) (logits [][]float32, err error) {
 	}
 	return b.m.DecodeBatch(context.Background(), caches, tokens)
 }
-
-// seqDecoder is a slot's generation.Decoder: prefill and scoring run alone
-// (Forward), decode steps go through the engine's batcher. It is used by
-// one goroutine at a time, the slot's holder.
-type seqDecoder struct {
-	m      *model.Model
-	b      *batcher
-	cache  *model.Cache
-	joined bool
-}
-
-func newSeqDecoder(e *engine) *seqDecoder {
-	return &seqDecoder{m: e.m, b: e.batch, cache: e.m.NewCache()}
-}
-
-// leave ends the sequence's membership in the batcher, so no batch waits
-// for it; it is safe to call any number of times.
-func (d *seqDecoder) leave() {
-	if d.joined {
-		d.joined = false
-		d.b.leave()
-	}
-}
-
-func (d *seqDecoder) Prefill(ctx context.Context, tokens []int) ([]float32, error) {
-	d.leave()
-	d.cache.Reset()
-	return d.m.Forward(ctx, d.cache, tokens, model.ForwardOptions{})
-}
-
-func (d *seqDecoder) Step(ctx context.Context, token int) ([]float32, error) {
-	if d.cache.Len() >= d.cache.Cap() || token < 0 || token >= d.m.Config.VocabSize {
-		// DecodeBatch would fail the whole batch; let Forward refuse this
-		// one alone.
-		d.leave()
-		return d.m.Forward(ctx, d.cache, []int{token}, model.ForwardOptions{})
-	}
-	if !d.joined {
-		d.joined = true
-		d.b.join()
-	}
-	logits, err := d.b.step(ctx, d.cache, token)
-	if err != nil {
-		d.leave() // the sequence ends here; the others must not wait for it
-	}
-	return logits, err
-}
-
-// Rows is generation's rowScorer, as in generation.NewModelDecoder.
-func (d *seqDecoder) Rows(ctx context.Context, tokens []int, from int, fn func(j int, logits []float32) error) error {
-	d.leave()
-	return generation.ScoreRows(ctx, d.m, d.cache, tokens, from, fn)
-}
-
-func (d *seqDecoder) ContextLength() int { return d.m.Config.NPositions }
-func (d *seqDecoder) VocabSize() int     { return d.m.Config.VocabSize }
-func (d *seqDecoder) EOS() int           { return d.m.Config.EOSTokenID }

@@ -19,14 +19,14 @@ func TestBatcherNeverWaitsOnALaggard(t *testing.T) {
 	require.NoError(t, err)
 	sizes := make(chan int, 10)
 	b := newBatcher(m, func(n int) { sizes <- n })
-	b.join() // the laggard: a member that never submits
-	b.join()
+	b.Join() // the laggard: a member that never submits
+	b.Join()
 	c := m.NewCache()
 	_, err = m.Forward(context.Background(), c, []int{15496}, model.ForwardOptions{})
 	require.NoError(t, err)
 
 	t0 := time.Now()
-	logits, err := b.step(context.Background(), c, 11)
+	logits, err := b.Step(context.Background(), c, 11)
 	require.NoError(t, err)
 	require.Len(t, logits, m.Config.VocabSize)
 	require.Less(t, time.Since(t0), time.Second, "waited on a member that never submits")
@@ -40,7 +40,7 @@ func TestBatcherNeverWaitsOnALaggard(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	n := c.Len()
-	_, err = b.step(ctx, c, 11)
+	_, err = b.Step(ctx, c, 11)
 	require.ErrorIs(t, err, context.Canceled)
 	b.mu.Lock()
 	require.Empty(t, b.pending, "a cancelled step leaves the queue")
@@ -48,10 +48,10 @@ func TestBatcherNeverWaitsOnALaggard(t *testing.T) {
 	require.Equal(t, n, c.Len(), "a cancelled step does not touch the cache")
 
 	// When the laggard leaves, nobody waits for it any more.
-	b.leave()
+	b.Leave()
 	t0 = time.Now()
-	_, err = b.step(context.Background(), c, 11)
+	_, err = b.Step(context.Background(), c, 11)
 	require.NoError(t, err)
 	require.Less(t, time.Since(t0), time.Second)
-	b.leave()
+	b.Leave()
 }

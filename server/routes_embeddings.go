@@ -102,17 +102,9 @@ func encodeEmbedding(vec []float32, format string) any {
 	return base64.StdEncoding.EncodeToString(b)
 }
 
-// embedChunk is how many positions one forward pass of embed runs: the
-// probe makes the pass compute every row's logits, so chunks bound that
-// memory as scoring does.
-const embedChunk = 32
-
-// embed runs tokens through the slot's cache (reset first) and returns
-// the mean of their ln_f rows, summed in float64 in position order.
+// embed runs tokens through the slot's decoder and returns the mean of
+// their ln_f rows, summed in float64 in position order.
 func (sl *Slot) embed(ctx context.Context, e *engine, tokens []int) ([]float32, error) {
-	d := sl.Decoder(e).(*seqDecoder)
-	d.leave()
-	d.cache.Reset()
 	C := e.m.Config.NEmbd
 	sum := make([]float64, C)
 	probe := model.ProbeFunc(func(t model.Captured) {
@@ -123,11 +115,8 @@ func (sl *Slot) embed(ctx context.Context, e *engine, tokens []int) ([]float32, 
 			sum[j%C] += float64(v)
 		}
 	})
-	for c0 := 0; c0 < len(tokens); c0 += embedChunk {
-		c1 := min(c0+embedChunk, len(tokens))
-		if _, err := e.m.Forward(ctx, d.cache, tokens[c0:c1], model.ForwardOptions{Probe: probe}); err != nil {
-			return nil, fmt.Errorf("embedding positions %d..%d: %w", c0, c1-1, err)
-		}
+	if err := sl.Decoder(e).Probe(ctx, tokens, probe); err != nil {
+		return nil, fmt.Errorf("embedding: %w", err)
 	}
 	out := make([]float32, C)
 	for j, v := range sum {

@@ -17,11 +17,12 @@ var ErrQueueFull = errors.New("all slots busy and the queue is full")
 // run, at most maxQueue wait in FIFO order, the rest are refused. Every
 // route goes through it, so one limit covers the whole server.
 //
-// A Slot owns one generation.Decoder (one KV cache) for its lifetime, so
-// memory is bounded by the slot count and caches are reused rather than
-// reallocated per request. The slot's Decoder sends its decode steps to the
-// engine's batcher, which joins the steps of all running slots into one
-// pass over the weights (batcher.go); the routes and this admission logic
+// A Slot owns one generation.ModelDecoder (one KV cache) for its
+// lifetime, so memory is bounded by the slot count and caches are reused
+// rather than reallocated per request. The slot's decoder sends its decode
+// steps to the engine's batcher, which joins the steps of all running slots
+// into one pass over the weights (batcher.go); the decoder tells the
+// batcher when its sequence stops, so the routes and this admission logic
 // do not see it.
 type Scheduler struct {
 	mu       sync.Mutex
@@ -35,7 +36,7 @@ type Scheduler struct {
 // Slot is the right to run one sequence at a time until Release.
 type Slot struct {
 	s   *Scheduler
-	dec *seqDecoder
+	dec *generation.ModelDecoder
 }
 
 // NewScheduler makes parallel slots and a queue of maxQueue; onChange (may
@@ -90,7 +91,6 @@ func (s *Scheduler) Acquire(ctx context.Context) (*Slot, error) {
 
 // Release gives the slot to the longest waiter, or back to the free set.
 func (sl *Slot) Release() {
-	sl.endSequence()
 	s := sl.s
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -107,19 +107,11 @@ func (sl *Slot) Release() {
 }
 
 // Decoder is the slot's decoder for e's model, made on first use.
-func (sl *Slot) Decoder(e *engine) generation.Decoder {
+func (sl *Slot) Decoder(e *engine) *generation.ModelDecoder {
 	if sl.dec == nil {
-		sl.dec = newSeqDecoder(e)
+		sl.dec = generation.NewBatchedDecoder(e.m, e.batch)
 	}
 	return sl.dec
-}
-
-// endSequence tells the batcher that the slot's sequence stopped decoding,
-// so no batch waits for it while the slot finishes its response or idles.
-func (sl *Slot) endSequence() {
-	if sl.dec != nil {
-		sl.dec.leave()
-	}
 }
 
 // Stats are the running and queued counts.

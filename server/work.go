@@ -128,7 +128,6 @@ func (s *Server) generate(ctx context.Context, e *engine, slot *Slot, req genera
 	onToken func(generation.Token) error) (generation.Result, error) {
 	start := time.Now()
 	last := start
-	defer slot.endSequence()
 	res, err := generation.Generate(ctx, slot.Decoder(e), e.tok, req, func(t generation.Token) error {
 		if s.cfg.TokenDelay > 0 {
 			select {
