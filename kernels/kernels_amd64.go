@@ -41,6 +41,30 @@ func dotPanelF16AVX2(h *float32, ldhb int, m int, w *uint16, ldwb int, n int, ou
 //go:noescape
 func addVecAVX2(dst, src *float32, n int)
 
+//go:noescape
+func axpySlabAVX2(y *float32, ldyb int, x *float32, ldxb int, w *float32, m, k int)
+
+//go:noescape
+func axpySlabF16AVX2(y *float32, ldyb int, x *float32, ldxb int, w *uint16, m, k int)
+
+// axpySlab is axpyPanel (or axpyPanel16) on one full slab, n = ldw = slab:
+// y[i,0:64] += Σ x[i,k']·w[k',0:64] for i < m.
+func (s *slabs) axpySlab(y []float32, ldy int, x []float32, ldx int, at, m, k int) {
+	if !useAVX2 || m == 0 || k == 0 {
+		s.axpySlabGeneric(y, ldy, x, ldx, at, m, k)
+		return
+	}
+	_ = y[(m-1)*ldy+slab-1]
+	_ = x[(m-1)*ldx+k-1]
+	if s.f16 != nil {
+		_ = s.f16[at+k*slab-1]
+		axpySlabF16AVX2(unsafe.SliceData(y), ldy*4, unsafe.SliceData(x), ldx*4, &s.f16[at], m, k)
+		return
+	}
+	_ = s.f32[at+k*slab-1]
+	axpySlabAVX2(unsafe.SliceData(y), ldy*4, unsafe.SliceData(x), ldx*4, &s.f32[at], m, k)
+}
+
 // Add: dst[i] += src[i] for i < len(src).
 func Add(dst, src []float32) {
 	n, n16 := len(src), 0

@@ -1110,3 +1110,132 @@ d4s32:
 d4done:
 	VZEROUPPER
 	RET
+
+// func axpySlabAVX2(y *float32, ldyb int, x *float32, ldxb int, w *float32, m, k int)
+//
+// y[i,0:64] += Σ_{k'<k} x[i,k']·w[k',0:64] for i < m, w one full slab
+// (rows of 64 floats, 256 contiguous bytes). The loops are turned round
+// as in axpyPanelQAVX512: a row of y stays in eight registers while the k
+// weight rows stream past it, one FMA per element per row in k order, so
+// the bits are axpyPanelAVX2's.
+TEXT ·axpySlabAVX2(SB), NOSPLIT, $0-56
+	MOVQ  y+0(FP), DI
+	MOVQ  x+16(FP), SI
+	MOVQ  m+40(FP), R13
+	MOVQ  k+48(FP), AX
+	TESTQ R13, R13
+	JZ    sdone
+	TESTQ AX, AX
+	JZ    sdone
+
+srow:
+	VMOVUPS (DI), Y4
+	VMOVUPS 32(DI), Y5
+	VMOVUPS 64(DI), Y6
+	VMOVUPS 96(DI), Y7
+	VMOVUPS 128(DI), Y8
+	VMOVUPS 160(DI), Y9
+	VMOVUPS 192(DI), Y10
+	VMOVUPS 224(DI), Y11
+	MOVQ    w+32(FP), R10
+	MOVQ    SI, R11
+	MOVQ    AX, R12
+
+sk:
+	VBROADCASTSS (R11), Y0
+	VFMADD231PS  (R10), Y0, Y4
+	VFMADD231PS  32(R10), Y0, Y5
+	VFMADD231PS  64(R10), Y0, Y6
+	VFMADD231PS  96(R10), Y0, Y7
+	VFMADD231PS  128(R10), Y0, Y8
+	VFMADD231PS  160(R10), Y0, Y9
+	VFMADD231PS  192(R10), Y0, Y10
+	VFMADD231PS  224(R10), Y0, Y11
+	ADDQ         $256, R10
+	ADDQ         $4, R11
+	DECQ         R12
+	JNZ          sk
+
+	VMOVUPS Y4, (DI)
+	VMOVUPS Y5, 32(DI)
+	VMOVUPS Y6, 64(DI)
+	VMOVUPS Y7, 96(DI)
+	VMOVUPS Y8, 128(DI)
+	VMOVUPS Y9, 160(DI)
+	VMOVUPS Y10, 192(DI)
+	VMOVUPS Y11, 224(DI)
+	ADDQ    ldyb+8(FP), DI
+	ADDQ    ldxb+24(FP), SI
+	DECQ    R13
+	JNZ     srow
+
+sdone:
+	VZEROUPPER
+	RET
+
+// func axpySlabF16AVX2(y *float32, ldyb int, x *float32, ldxb int, w *uint16, m, k int)
+//
+// axpySlabAVX2 on float16 weights (rows of 128 bytes), widened by
+// VCVTPH2PS as they are loaded: the same FMAs in the same order.
+TEXT ·axpySlabF16AVX2(SB), NOSPLIT, $0-56
+	MOVQ  y+0(FP), DI
+	MOVQ  x+16(FP), SI
+	MOVQ  m+40(FP), R13
+	MOVQ  k+48(FP), AX
+	TESTQ R13, R13
+	JZ    hsdone
+	TESTQ AX, AX
+	JZ    hsdone
+
+hsrow:
+	VMOVUPS (DI), Y4
+	VMOVUPS 32(DI), Y5
+	VMOVUPS 64(DI), Y6
+	VMOVUPS 96(DI), Y7
+	VMOVUPS 128(DI), Y8
+	VMOVUPS 160(DI), Y9
+	VMOVUPS 192(DI), Y10
+	VMOVUPS 224(DI), Y11
+	MOVQ    w+32(FP), R10
+	MOVQ    SI, R11
+	MOVQ    AX, R12
+
+hsk:
+	VBROADCASTSS (R11), Y0
+	VCVTPH2PS    (R10), Y12
+	VCVTPH2PS    16(R10), Y13
+	VCVTPH2PS    32(R10), Y14
+	VCVTPH2PS    48(R10), Y15
+	VFMADD231PS  Y12, Y0, Y4
+	VFMADD231PS  Y13, Y0, Y5
+	VFMADD231PS  Y14, Y0, Y6
+	VFMADD231PS  Y15, Y0, Y7
+	VCVTPH2PS    64(R10), Y12
+	VCVTPH2PS    80(R10), Y13
+	VCVTPH2PS    96(R10), Y14
+	VCVTPH2PS    112(R10), Y15
+	VFMADD231PS  Y12, Y0, Y8
+	VFMADD231PS  Y13, Y0, Y9
+	VFMADD231PS  Y14, Y0, Y10
+	VFMADD231PS  Y15, Y0, Y11
+	ADDQ         $128, R10
+	ADDQ         $4, R11
+	DECQ         R12
+	JNZ          hsk
+
+	VMOVUPS Y4, (DI)
+	VMOVUPS Y5, 32(DI)
+	VMOVUPS Y6, 64(DI)
+	VMOVUPS Y7, 96(DI)
+	VMOVUPS Y8, 128(DI)
+	VMOVUPS Y9, 160(DI)
+	VMOVUPS Y10, 192(DI)
+	VMOVUPS Y11, 224(DI)
+	ADDQ    ldyb+8(FP), DI
+	ADDQ    ldxb+24(FP), SI
+	DECQ    R13
+	JNZ     hsrow
+
+hsdone:
+	VZEROUPPER
+	RET

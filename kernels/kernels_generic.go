@@ -46,3 +46,7 @@ func (w *quant) axpyPiece(y []float32, ldy int, x []float32, ldx int, k0, j0, n,
 func (w *quant) dequantPiece(dst []float32, ldd, k0, j0, rows, n int) {
 	w.dequantGeneric(dst, ldd, k0, j0, rows, n)
 }
+
+func (s *slabs) axpySlab(y []float32, ldy int, x []float32, ldx int, at, m, k int) {
+	s.axpySlabGeneric(y, ldy, x, ldx, at, m, k)
+}

@@ -28,6 +28,9 @@ func MatMulAcc(dst, x []float32, w Matrix, M, K, N int) {
 	if w.q != nil && (w.q.transposed || w.q.k != K || w.q.n != N) {
 		panic(fmt.Sprintf("kernels: MatMulAcc of a %dx%d quantised matrix (transposed %t) as %dx%d", w.q.k, w.q.n, w.q.transposed, K, N))
 	}
+	if w.s != nil && (w.s.k != K || w.s.n != N) {
+		panic(fmt.Sprintf("kernels: MatMulAcc of a %dx%d slabbed matrix as %dx%d", w.s.k, w.s.n, K, N))
+	}
 	matmul(dst, x, w, M, K, N, false)
 }
 
@@ -47,7 +50,7 @@ func matmul(dst, x []float32, w Matrix, M, K, N int, zero bool) {
 		return
 	}
 	chunk := colChunk
-	if w.f16 != nil {
+	if w.isFloat16() {
 		chunk *= 2
 	}
 	chunks := (N + chunk - 1) / chunk
@@ -83,14 +86,18 @@ const colChunk = 192
 func matmulCols(dst, x []float32, w Matrix, M, K, N, j0, j1 int) {
 	n := j1 - j0
 	tiles := M > panelMaxRows && hasTileKernel
-	if w.q != nil && !tiles {
+	switch {
+	case w.q != nil && !tiles:
 		w.q.matmulPanel(dst, x, M, K, N, j0, j1)
+		return
+	case w.s != nil && !tiles:
+		w.s.matmulPanel(dst, x, M, K, N, j0, j1)
 		return
 	}
 	acc := getScratch(M * n)
 	defer scratch.Put(acc)
 	var buf *[]float32
-	if (w.f16 != nil || w.q != nil) && tiles {
+	if (w.f16 != nil || w.q != nil || w.s != nil) && tiles {
 		buf = getScratch(min(kSum, K) * n)
 		defer scratch.Put(buf)
 	}
@@ -116,6 +123,9 @@ func matmulCols(dst, x []float32, w Matrix, M, K, N, j0, j1 int) {
 		switch {
 		case w.q != nil:
 			w.q.dequant(*buf, k0, j0, kk, n)
+			wb, ldw = *buf, n
+		case w.s != nil:
+			w.s.gather(*buf, k0, j0, kk, n)
 			wb, ldw = *buf, n
 		case w.f16 != nil:
 			widenBlock(*buf, w.f16[k0*N+j0:], N, kk, n)

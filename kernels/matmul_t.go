@@ -13,6 +13,9 @@ func MatMulT(dst, x []float32, w Matrix, R, K, N int) {
 		matmulTQuant(dst, x, w.q, R, K, N)
 		return
 	}
+	if w.s != nil {
+		panic("kernels: MatMulT of a slabbed matrix; slab only what MatMulAcc reads")
+	}
 	if R*N*K < ParallelMinWork {
 		matmulTRows(dst, x, w, R, K, N, 0, N)
 		return

@@ -17,6 +17,7 @@ type Matrix struct {
 	f32 []float32
 	f16 []uint16
 	q   *quant
+	s   *slabs
 }
 
 // Float32 holds vals, not a copy.
@@ -27,28 +28,48 @@ func Float16(bits []uint16) Matrix { return Matrix{f16: bits} }
 
 // Len is the number of elements.
 func (w Matrix) Len() int {
-	if w.q != nil {
+	switch {
+	case w.q != nil:
 		return w.q.k * w.q.n
+	case w.s != nil:
+		return w.s.k * w.s.n
 	}
 	return len(w.f32) + len(w.f16)
 }
 
 // Bytes is the memory the elements take.
 func (w Matrix) Bytes() int64 {
-	if w.q != nil {
+	switch {
+	case w.q != nil:
 		return w.q.bytes()
+	case w.s != nil:
+		return w.s.bytes()
 	}
 	return int64(len(w.f32))*4 + int64(len(w.f16))*2
 }
 
-// Float16Bits returns the binary16 bits of a float16 matrix, nil otherwise.
-func (w Matrix) Float16Bits() []uint16 { return w.f16 }
+// Float16Bits returns the binary16 bits of a float16 matrix (row-major),
+// nil otherwise.
+func (w Matrix) Float16Bits() []uint16 {
+	if w.s != nil {
+		_, bits := w.s.rowMajor()
+		return bits
+	}
+	return w.f16
+}
+
+// isFloat16 says the matrix holds float16 bits, in either layout.
+func (w Matrix) isFloat16() bool { return w.f16 != nil || (w.s != nil && w.s.f16 != nil) }
 
 // Float32s returns the values as float32: the slice itself, or a widened
 // copy of the float16 bits or quantised values.
 func (w Matrix) Float32s() []float32 {
 	if w.q != nil {
 		return w.q.float32s()
+	}
+	if w.s != nil {
+		vals, _ := w.s.rowMajor()
+		return vals
 	}
 	if w.f16 == nil {
 		return w.f32
@@ -64,6 +85,10 @@ func (w Matrix) Row(dst []float32, r, cols int) []float32 {
 	switch {
 	case w.q != nil:
 		return w.q.row(dst, r, cols)
+	case w.s != nil:
+		dst = dst[:cols]
+		w.s.gather(dst, r, 0, 1, cols)
+		return dst
 	case w.f16 == nil:
 		return w.f32[r*cols : (r+1)*cols]
 	}

@@ -43,11 +43,38 @@ func LoadWith(path string, opt LoadOptions) (*Model, error) {
 // LoadContext is LoadWith that stops, between tensors, when ctx ends: a
 // server told to stop while loading a large model stops loading.
 func LoadContext(ctx context.Context, path string, opt LoadOptions) (*Model, error) {
-	st, err := os.Stat(path)
-	if (err == nil && st.Mode().IsRegular()) || (err != nil && strings.HasSuffix(path, ".gguf")) {
-		return loadGGUF(ctx, path, opt)
+	load := loadHF
+	if st, err := os.Stat(path); (err == nil && st.Mode().IsRegular()) || (err != nil && strings.HasSuffix(path, ".gguf")) {
+		load = loadGGUF
 	}
-	return loadHF(ctx, path, opt)
+	m, err := load(ctx, path, opt)
+	if err != nil {
+		return nil, err
+	}
+	if err := m.slabBlocks(); err != nil {
+		return nil, fmt.Errorf("loading %s: %w", path, err)
+	}
+	return m, nil
+}
+
+// slabBlocks puts the blocks' float matrices in the layout the decode
+// kernels stream fastest (kernels.Slabbed); the same bits come out.
+func (m *Model) slabBlocks() error {
+	C, I := m.Config.NEmbd, m.Config.NInner
+	for l := range m.h {
+		b := &m.h[l]
+		for _, w := range []struct {
+			m    *kernels.Matrix
+			K, N int
+		}{{&b.attnW, C, 3 * C}, {&b.projW, C, C}, {&b.fcW, C, I}, {&b.mlpW, I, C}} {
+			s, err := kernels.Slabbed(*w.m, w.K, w.N)
+			if err != nil {
+				return fmt.Errorf("layer %d: %w", l, err)
+			}
+			*w.m = s
+		}
+	}
+	return nil
 }
 
 // IsGGUF reports whether path is a regular file starting with the GGUF

@@ -23,7 +23,7 @@ func TestLoadReleasesMapping(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, want.wte, m.wte)
 	for l := range want.h {
-		require.Equal(t, want.h[l].fcW, m.h[l].fcW)
+		require.Equal(t, want.h[l].fcW.Float32s(), m.h[l].fcW.Float32s())
 	}
 }
 

@@ -1,0 +1,126 @@
+package kernels
+
+import "fmt"
+
+// slabs is a float32 or float16 [K][N] matrix stored as quant stores its
+// integers: slabs of slab columns, [N/slab][K][slab], the last one as
+// narrow as the columns left (no padding: small models stay their size). A decode step's share of columns is then one contiguous
+// run of memory per slab; in the row-major layout it read 768-byte runs
+// a matrix row (9–12 KB) apart.
+type slabs struct {
+	f32  []float32
+	f16  []uint16
+	k, n int
+}
+
+// Slabbed returns the float32 or float16 [K,N] matrix w in the slab
+// layout MatMulAcc streams fastest at decode. The bits of every product
+// stay those of the row-major matrix. A quantised matrix is slabbed
+// already and is returned as it is.
+func Slabbed(w Matrix, K, N int) (Matrix, error) {
+	if w.q != nil || w.s != nil {
+		return w, nil
+	}
+	if w.Len() != K*N {
+		return Matrix{}, fmt.Errorf("kernels: slabbing a %d-element matrix as %dx%d", w.Len(), K, N)
+	}
+	s := &slabs{k: K, n: N}
+	if w.f16 != nil {
+		s.f16 = make([]uint16, K*N)
+	} else {
+		s.f32 = make([]float32, K*N)
+	}
+	for j0 := 0; j0 < N; j0 += slab {
+		for k := range K {
+			if w.f16 != nil {
+				copy(s.f16[s.index(k, j0):][:s.width(j0)], w.f16[k*N+j0:])
+			} else {
+				copy(s.f32[s.index(k, j0):][:s.width(j0)], w.f32[k*N+j0:])
+			}
+		}
+	}
+	return Matrix{s: s}, nil
+}
+
+// width is the width of column j's slab, its row stride.
+func (s *slabs) width(j int) int { return min(slab, s.n-j/slab*slab) }
+
+// index is the position of row k, column j in the storage.
+func (s *slabs) index(k, j int) int { return j/slab*slab*s.k + k*s.width(j) + j%slab }
+
+func (s *slabs) bytes() int64 { return 4*int64(len(s.f32)) + 2*int64(len(s.f16)) }
+
+// rowMajor returns the matrix as row-major float32 values, and for a
+// float16 matrix its row-major bits too.
+func (s *slabs) rowMajor() ([]float32, []uint16) {
+	out := make([]float32, s.k*s.n)
+	var bits []uint16
+	if s.f16 != nil {
+		bits = make([]uint16, s.k*s.n)
+	}
+	for k := range s.k {
+		for j0 := 0; j0 < s.n; j0 += slab {
+			n := s.width(j0)
+			if bits != nil {
+				copy(bits[k*s.n+j0:][:n], s.f16[s.index(k, j0):])
+				continue
+			}
+			copy(out[k*s.n+j0:][:n], s.f32[s.index(k, j0):])
+		}
+	}
+	if bits != nil {
+		widenBlock(out, bits, len(bits), 1, len(bits))
+	}
+	return out, bits
+}
+
+// gather writes rows k0..k0+rows, columns j0..j0+n of the matrix into dst
+// as float32, stride n, for the tile kernel.
+func (s *slabs) gather(dst []float32, k0, j0, rows, n int) {
+	for c := 0; c < n; {
+		nn := min(n-c, slab-(j0+c)%slab)
+		at, ld := s.index(k0, j0+c), s.width(j0+c)
+		for r := range rows {
+			if s.f16 != nil {
+				widenBlock(dst[r*n+c:], s.f16[at+r*ld:], ld, 1, nn)
+			} else {
+				copy(dst[r*n+c:][:nn], s.f32[at+r*ld:])
+			}
+		}
+		c += nn
+	}
+}
+
+// matmulPanel is matmulCols' panel path on slabs, one slab at a time: y
+// += x·w for columns j0..j1 (j0 on a slab boundary), each kSum-deep block
+// summed from zero in k order and then added to dst, as matmulCols sums.
+func (s *slabs) matmulPanel(dst, x []float32, M, K, N, j0, j1 int) {
+	acc := getScratch(M * slab)
+	defer scratch.Put(acc)
+	for c0 := j0; c0 < j1; c0 += slab {
+		nn := min(j1-c0, slab)
+		ld, a := s.width(c0), (*acc)[:M*nn]
+		for k0 := 0; k0 < K; k0 += kSum {
+			kk, at := min(kSum, K-k0), s.index(k0, c0)
+			clear(a)
+			switch {
+			case nn == slab:
+				s.axpySlab(a, nn, x[k0:], K, at, M, kk)
+			case s.f16 != nil:
+				axpyPanel16(a, nn, x[k0:], K, s.f16[at:], ld, nn, M, kk)
+			default:
+				axpyPanel(a, nn, x[k0:], K, s.f32[at:], ld, nn, M, kk)
+			}
+			addRows(dst[c0:], N, a, nn, M)
+		}
+	}
+}
+
+// axpySlabGeneric is axpySlab through the panel kernels.
+func (s *slabs) axpySlabGeneric(y []float32, ldy int, x []float32, ldx int, at, m, k int) {
+	if s.f16 != nil {
+		axpyPanel16(y, ldy, x, ldx, s.f16[at:], slab, slab, m, k)
+		return
+	}
+	axpyPanel(y, ldy, x, ldx, s.f32[at:], slab, slab, m, k)
+}

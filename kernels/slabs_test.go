@@ -1,0 +1,48 @@
+package kernels
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// TestSlabbedSameBits: a slabbed matrix gives, on every kernel path
+// (panel and tile, serial and parallel, ragged last slab), the bits of the
+// row-major matrix it was made from, float32 and float16.
+func TestSlabbedSameBits(t *testing.T) {
+	r := rand.New(rand.NewPCG(21, 22))
+	for _, s := range []struct{ M, K, N int }{
+		{1, 3, 17}, {1, 768, 2304}, {2, 300, 515}, {3, 64, 64}, {1, 3072, 768},
+		{4, 257, 200}, {5, 129, 97}, {8, 768, 768}, {13, 258, 531}, {128, 96, 384},
+	} {
+		w16, _ := halfMatrix(r, s.K*s.N)
+		for _, w := range []struct {
+			name string
+			m    Matrix
+		}{{"f32", Float32(randSlice(r, s.K*s.N))}, {"f16", w16}} {
+			t.Run(fmt.Sprintf("%s/%dx%dx%d", w.name, s.M, s.K, s.N), func(t *testing.T) {
+				slabbed, err := Slabbed(w.m, s.K, s.N)
+				require.NoError(t, err)
+				require.Equal(t, w.m.Float32s(), slabbed.Float32s())
+				require.Equal(t, w.m.Float16Bits(), slabbed.Float16Bits())
+				x := randSlice(r, s.M*s.K)
+				got, want := randSlice(r, s.M*s.N), make([]float32, s.M*s.N)
+				copy(want, got)
+				MatMulAcc(got, x, slabbed, s.M, s.K, s.N)
+				MatMulAcc(want, x, w.m, s.M, s.K, s.N)
+				require.Equal(t, want, got)
+			})
+		}
+	}
+}
+
+func TestSlabbedErrors(t *testing.T) {
+	_, err := Slabbed(Float32(make([]float32, 12)), 5, 3)
+	require.ErrorContains(t, err, "12-element matrix as 5x3")
+	require.Panics(t, func() {
+		w, _ := Slabbed(Float32(make([]float32, 12)), 4, 3)
+		MatMulAcc(make([]float32, 4), make([]float32, 3), w, 1, 3, 4)
+	})
+}
