@@ -3,7 +3,6 @@ package server
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net/http"
 	"time"
@@ -129,74 +128,41 @@ func finishReason(stop string) string {
 	return "stop"
 }
 
-// runOpenAI admits job, runs its choices one after another in one slot and
-// writes them through shape, as a stream or as one answer.
+// runOpenAI runs job's choices one after another in one slot and writes
+// them through shape, as a stream or as one answer.
 func (s *Server) runOpenAI(w http.ResponseWriter, r *http.Request, e *engine, job openAIJob, shape openAIShape) {
-	ctx, slot, done, ok := s.admitJob(w, r)
-	if !ok {
-		return
-	}
-	defer done()
-	var sse *sseWriter
+	var sk sink = jsonAnswer{}
+	var st *openAIStream
 	if job.stream {
-		sse = startSSE(w, s.cfg.WriteTimeout)
+		st = &openAIStream{stream{timeout: s.cfg.WriteTimeout}}
+		sk = st
 	}
-	var total usage
-	var choices []choiceResult
-	for i := range job.reqs {
-		ch, err := s.runChoice(ctx, e, slot, job, i, shape, sse, &total)
-		if err != nil {
-			s.endOpenAI(w, r, ctx, sse, err)
-			return
+	s.runJob(w, r, "", sk, func(ctx context.Context, slot *Slot) error {
+		var sse *sseWriter
+		if st != nil {
+			sse = st.open(w)
 		}
-		choices = append(choices, ch)
-	}
-	total.TotalTokens = total.PromptTokens + total.CompletionTokens
-	if sse == nil {
-		writeJSON(w, http.StatusOK, shape.response(choices, total))
-		return
-	}
-	if job.usage {
-		_ = sse.data(shape.usageChunk(total))
-	}
-	_ = sse.write("data: [DONE]\n\n")
-}
-
-// endOpenAI reports a job that did not finish: a client gone gets nothing,
-// a job ended by cancel, timeout or shutdown its status or a final error
-// chunk, a failure a 500 or a final error chunk.
-func (s *Server) endOpenAI(w http.ResponseWriter, r *http.Request, ctx context.Context, sse *sseWriter, err error) {
-	switch {
-	case errors.Is(err, errWrite):
-		s.endCause(ctx)
-		setOutcome(w, outcomeDisconnected)
-		return
-	case ctx.Err() != nil:
+		var total usage
+		var choices []choiceResult
+		for i := range job.reqs {
+			ch, err := s.runChoice(ctx, e, slot, job, i, shape, sse, &total)
+			if err != nil {
+				return err
+			}
+			choices = append(choices, ch)
+		}
+		total.TotalTokens = total.PromptTokens + total.CompletionTokens
 		if sse == nil {
-			s.writeEnded(w, ctx)
-			return
+			writeJSON(w, http.StatusOK, shape.response(choices, total))
+			return nil
 		}
-		code, outcome := s.endCause(ctx)
-		setOutcome(w, outcome)
-		typ := "timeout_error"
-		if code == codeShutdown {
-			typ = "server_error"
+		if job.usage {
+			_ = sse.data(shape.usageChunk(total))
 		}
-		_ = sse.data(map[string]any{"error": apiError{Message: endMessage(code), Type: typ, Code: code}})
-	default:
-		s.log.Error("completion failed", "request_id", requestID(r.Context()), "error", err)
-		if sse == nil {
-			writeError(w, http.StatusInternalServerError, codeInference, err.Error(), "")
-			return
-		}
-		setOutcome(w, outcomeServerError)
-		_ = sse.data(map[string]any{"error": apiError{Message: err.Error(), Type: "server_error", Code: codeInference}})
-	}
-	_ = sse.write("data: [DONE]\n\n")
+		_ = sse.write("data: [DONE]\n\n")
+		return nil
+	})
 }
-
-// errEnded is a choice whose job context ended midway.
-var errEnded = errors.New("job ended")
 
 // runChoice produces choice i: prompt log-probabilities when echo asks for
 // them, then the generated tokens, streamed as chunks when sse is set.
@@ -217,9 +183,6 @@ func (s *Server) runChoice(ctx context.Context, e *engine, slot *Slot, job openA
 		if job.logprobs {
 			scores, err := generation.PromptLogProbs(ctx, slot.Decoder(e), prompt, job.top)
 			if err != nil {
-				if ctx.Err() != nil {
-					return ch, errEnded
-				}
 				return ch, err
 			}
 			ch.tokens = append(ch.tokens, scoredToken{id: prompt[0]})
@@ -241,9 +204,6 @@ func (s *Server) runChoice(ctx context.Context, e *engine, slot *Slot, job openA
 	})
 	if err != nil {
 		return ch, err
-	}
-	if res.StopReason == generation.StopCancelled {
-		return ch, errEnded
 	}
 	total.CompletionTokens += len(res.Tokens)
 	ch.text += res.Text

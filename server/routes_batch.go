@@ -2,7 +2,6 @@ package server
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net/http"
 
@@ -75,53 +74,28 @@ func (s *Server) handleGenerate(w http.ResponseWriter, r *http.Request) {
 		writeFieldErrors(w, familyWorker, f.errs)
 		return
 	}
-	ctx, slot, done, ok := s.admitJob(w, r)
-	if !ok {
-		return
-	}
-	defer done()
-	out := struct {
-		Completions   []string `json:"completions"`
-		FinishReasons []string `json:"finish_reasons"`
-		Seeds         []uint64 `json:"seeds"`
-		Usage         usage    `json:"usage"`
-	}{}
-	for _, req := range reqs {
-		res, err := s.generate(ctx, e, slot, req, nil)
-		if err != nil {
-			s.log.Error("generation failed", "request_id", requestID(r.Context()), "error", err)
-			writeError(w, http.StatusInternalServerError, codeInference, err.Error(), "")
-			return
+	s.runJob(w, r, "", jsonAnswer{}, func(ctx context.Context, slot *Slot) error {
+		out := struct {
+			Completions   []string `json:"completions"`
+			FinishReasons []string `json:"finish_reasons"`
+			Seeds         []uint64 `json:"seeds"`
+			Usage         usage    `json:"usage"`
+		}{}
+		for _, req := range reqs {
+			res, err := s.generate(ctx, e, slot, req, nil)
+			if err != nil {
+				return err
+			}
+			out.Completions = append(out.Completions, res.Text)
+			out.FinishReasons = append(out.FinishReasons, res.StopReason)
+			out.Seeds = append(out.Seeds, res.Seed)
+			out.Usage.PromptTokens += len(req.Prompt)
+			out.Usage.CompletionTokens += len(res.Tokens)
 		}
-		if res.StopReason == generation.StopCancelled {
-			s.writeEnded(w, ctx)
-			return
-		}
-		out.Completions = append(out.Completions, res.Text)
-		out.FinishReasons = append(out.FinishReasons, res.StopReason)
-		out.Seeds = append(out.Seeds, res.Seed)
-		out.Usage.PromptTokens += len(req.Prompt)
-		out.Usage.CompletionTokens += len(res.Tokens)
-	}
-	out.Usage.TotalTokens = out.Usage.PromptTokens + out.Usage.CompletionTokens
-	writeJSON(w, http.StatusOK, out)
-}
-
-// writeEnded answers a non-streaming request whose job context ended: 504
-// for the timeout, 503 at the shutdown deadline; for a client that left,
-// the answer goes nowhere.
-func (s *Server) writeEnded(w http.ResponseWriter, ctx context.Context) {
-	code, outcome := s.endCause(ctx)
-	switch code {
-	case codeTimeout:
-		writeError(w, http.StatusGatewayTimeout, codeTimeout, endMessage(code), "")
-	case codeShutdown:
-		writeError(w, http.StatusServiceUnavailable, codeShutdown, endMessage(code), "")
-	default:
-		// 499 in nginx's sense: nobody reads it, but logs and metrics do.
-		writeError(w, 499, codeCancelled, endMessage(code), "")
-	}
-	setOutcome(w, outcome)
+		out.Usage.TotalTokens = out.Usage.PromptTokens + out.Usage.CompletionTokens
+		writeJSON(w, http.StatusOK, out)
+		return nil
+	})
 }
 
 // handleLoglikelihood scores each continuation after its prompt, tokenized
@@ -150,28 +124,21 @@ func (s *Server) handleLoglikelihood(w http.ResponseWriter, r *http.Request) {
 		writeFieldErrors(w, familyWorker, f.errs)
 		return
 	}
-	ctx, slot, done, ok := s.admitJob(w, r)
-	if !ok {
-		return
-	}
-	defer done()
-	out := struct {
-		LL       []float64 `json:"ll"`
-		IsGreedy []bool    `json:"is_greedy"`
-	}{LL: []float64{}, IsGreedy: []bool{}}
-	for _, p := range pairs {
-		res, err := generation.LoglikelihoodTokens(ctx, slot.Decoder(e), p.ctx, p.cont)
-		s.metrics.promptTokens.Add(float64(len(p.ctx) + len(p.cont)))
-		if err != nil {
-			if ctx.Err() != nil || errors.Is(err, context.Canceled) {
-				s.writeEnded(w, ctx)
-				return
+	s.runJob(w, r, "", jsonAnswer{}, func(ctx context.Context, slot *Slot) error {
+		out := struct {
+			LL       []float64 `json:"ll"`
+			IsGreedy []bool    `json:"is_greedy"`
+		}{LL: []float64{}, IsGreedy: []bool{}}
+		for _, p := range pairs {
+			res, err := generation.LoglikelihoodTokens(ctx, slot.Decoder(e), p.ctx, p.cont)
+			s.metrics.promptTokens.Add(float64(len(p.ctx) + len(p.cont)))
+			if err != nil {
+				return err
 			}
-			writeError(w, http.StatusInternalServerError, codeInference, err.Error(), "")
-			return
+			out.LL = append(out.LL, res.LL)
+			out.IsGreedy = append(out.IsGreedy, res.IsGreedy)
 		}
-		out.LL = append(out.LL, res.LL)
-		out.IsGreedy = append(out.IsGreedy, res.IsGreedy)
-	}
-	writeJSON(w, http.StatusOK, out)
+		writeJSON(w, http.StatusOK, out)
+		return nil
+	})
 }

@@ -63,30 +63,22 @@ func (s *Server) handleEmbeddings(w http.ResponseWriter, r *http.Request) {
 		writeOpenAIErrors(w, f.errs)
 		return
 	}
-	ctx, slot, done, ok := s.admitJob(w, r)
-	if !ok {
-		return
-	}
-	defer done()
-	data := []embedding{}
-	tokens := 0
-	for i, in := range inputs {
-		vec, err := slot.embed(ctx, e, in)
-		if err != nil {
-			if ctx.Err() != nil {
-				s.writeEnded(w, ctx)
-				return
+	s.runJob(w, r, "", jsonAnswer{}, func(ctx context.Context, slot *Slot) error {
+		data := []embedding{}
+		tokens := 0
+		for i, in := range inputs {
+			vec, err := slot.embed(ctx, e, in)
+			if err != nil {
+				return err
 			}
-			s.log.Error("embedding failed", "request_id", requestID(r.Context()), "error", err)
-			writeError(w, http.StatusInternalServerError, codeInference, err.Error(), "")
-			return
+			s.metrics.promptTokens.Add(float64(len(in)))
+			tokens += len(in)
+			data = append(data, embedding{Object: "embedding", Index: i, Embedding: encodeEmbedding(vec, format)})
 		}
-		s.metrics.promptTokens.Add(float64(len(in)))
-		tokens += len(in)
-		data = append(data, embedding{Object: "embedding", Index: i, Embedding: encodeEmbedding(vec, format)})
-	}
-	writeJSON(w, http.StatusOK, embeddingResponse{Object: "list", Data: data, Model: e.name,
-		Usage: embeddingUsage{PromptTokens: tokens, TotalTokens: tokens}})
+		writeJSON(w, http.StatusOK, embeddingResponse{Object: "list", Data: data, Model: e.name,
+			Usage: embeddingUsage{PromptTokens: tokens, TotalTokens: tokens}})
+		return nil
+	})
 }
 
 // encodeEmbedding is vec as OpenAI sends it: a JSON array, or with

@@ -2,7 +2,6 @@ package server
 
 import (
 	"context"
-	"errors"
 	"net/http"
 	"time"
 
@@ -133,62 +132,20 @@ func (s *Server) handleExecute(w http.ResponseWriter, r *http.Request) {
 		writeFieldErrors(w, familyWorker, f.errs)
 		return
 	}
-	req = req.Fit(e.m.Config.NPositions).Seeded()
+	req = req.Seeded() // the started event announces it
 
-	ctx, cancel := s.jobContext(r)
-	defer cancel(nil)
-	if !s.jobs.add(jobID, cancel) {
-		setOutcome(w, outcomeClientError)
-		writeError(w, http.StatusConflict, codeConflict, "job "+jobID+" is already running", "job_id")
-		return
-	}
-	defer s.jobs.remove(jobID)
-	if ctx.Err() != nil { // cancelled before it arrived: nothing runs
-		s.jobs.remove(jobID) // before the client hears, so it may reuse the id
-		code, outcome := s.endCause(ctx)
-		setOutcome(w, outcome)
-		_ = startSSE(w, s.cfg.WriteTimeout).event("error", errorEvent{Type: "error", Code: code, Message: "ended before it started: " + endMessage(code)})
-		return
-	}
-	slot, release, ok, waitErr := s.admit(ctx, w)
-	if !ok {
-		return
-	}
-	defer release()
-	if waitErr == nil {
-		s.jobs.started(jobID)
-	}
-	if waitErr != nil && errors.Is(context.Cause(ctx), errShutdown) {
-		s.writeEnded(w, ctx) // never started: a plain 503 to retry elsewhere
-		return
-	}
-	sse := startSSE(w, s.cfg.WriteTimeout)
-	if waitErr != nil {
-		code, outcome := s.endCause(ctx)
-		setOutcome(w, outcome)
-		_ = sse.event("error", errorEvent{Type: "error", Code: code, Message: "ended while queued: " + endMessage(code)})
-		return
-	}
-
-	_ = sse.event("started", startedEvent{Type: "started", JobID: jobID, Model: e.name,
-		StartedAt: time.Now().UTC().Format(time.RFC3339Nano), Seed: *req.Seed, PromptTokens: len(req.Prompt)})
-	start := time.Now()
-	res, err := s.generate(ctx, e, slot, req, func(t generation.Token) error {
-		return sse.event("token", tokenEvent{Type: "token", Text: t.Text, Index: t.Index, ID: t.ID})
-	})
-	switch {
-	case errors.Is(err, errWrite):
-		s.endCause(ctx)
-		setOutcome(w, outcomeDisconnected)
-	case err != nil:
-		s.log.Error("generation failed", "request_id", requestID(r.Context()), "job_id", jobID, "error", err)
-		setOutcome(w, outcomeServerError)
-		_ = sse.event("error", errorEvent{Type: "error", Code: codeInference, Message: err.Error()})
-	case res.StopReason == generation.StopCancelled:
-		code, outcome := s.endCause(ctx)
-		setOutcome(w, outcome)
-		_ = sse.event("error", errorEvent{Type: "error", Code: code, Message: endMessage(code)})
-	default:
+	sk := &workerStream{stream{timeout: s.cfg.WriteTimeout}}
+	s.runJob(w, r, jobID, sk, func(ctx context.Context, slot *Slot) error {
+		sse := sk.open(w)
+		_ = sse.event("started", startedEvent{Type: "started", JobID: jobID, Model: e.name,
+			StartedAt: time.Now().UTC().Format(time.RFC3339Nano), Seed: *req.Seed, PromptTokens: len(req.Prompt)})
+		start := time.Now()
+		res, err := s.generate(ctx, e, slot, req, func(t generation.Token) error {
+			return sse.event("token", tokenEvent{Type: "token", Text: t.Text, Index: t.Index, ID: t.ID})
+		})
+		if err != nil {
+			return err
+		}
 		var matched *string
 		if res.StopSequence != "" {
 			matched = &res.StopSequence
@@ -196,17 +153,8 @@ func (s *Server) handleExecute(w http.ResponseWriter, r *http.Request) {
 		_ = sse.event("end", endEvent{Type: "end", TokensOut: len(res.Tokens),
 			DecodeTimeMS: float64(time.Since(start).Microseconds()) / 1000,
 			StopReason:   res.StopReason, StopSequenceMatched: matched})
-	}
-}
-
-func endMessage(code string) string {
-	switch code {
-	case codeTimeout:
-		return "the request exceeded the server's request timeout"
-	case codeShutdown:
-		return "the server shut down before the job finished; retry on another worker"
-	}
-	return "the job was cancelled"
+		return nil
+	})
 }
 
 // checkJobID holds job ids to what X-Request-ID allows (1..128 printable
