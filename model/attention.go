@@ -21,8 +21,13 @@ type attnJob struct {
 	scores, probs []float32 // [H,T,S] probe buffers, or nil
 }
 
+// attnParallelMinWork is the multiply-adds below which a layer's heads run
+// on one goroutine: a decode step's attention is split from 16 keys on
+// (12 heads of 64), where it costs more than ParallelFor's hand-off.
+const attnParallelMinWork = 12 * 16 * 64
+
 func (j *attnJob) run(H int) {
-	if H*j.T*j.S*j.D < kernels.ParallelMinWork {
+	if H*j.T*j.S*j.D < attnParallelMinWork {
 		sc, e64 := j.scratch()
 		for h := 0; h < H; h++ {
 			j.head(h, *sc, *e64)
