@@ -8,7 +8,9 @@ import (
 
 // DecodeBatch advances len(caches) independent sequences by one token each
 // (tokens[i] is appended to caches[i]) and returns each sequence's logits
-// for its new position, logits[i] of length VocabSize.
+// for its new position, logits[i] of length VocabSize. logits[i] is a
+// buffer caches[i] owns and reuses: it holds these values until the next
+// DecodeBatch with that cache.
 //
 // The sequences may have different lengths. All their rows go through each
 // weight matrix together, so a step for B sequences streams the weights
@@ -40,14 +42,25 @@ func (m *Model) DecodeBatch(ctx context.Context, caches []*Cache, tokens []int) 
 		seen[c] = true
 		spans[i] = span{c: c, off: c.n, T: 1}
 	}
-	logits, err := m.forward(ctx, spans, tokens, nil, false)
-	if err != nil {
-		return nil, err
-	}
 	V := m.Config.VocabSize
 	out := make([][]float32, len(caches))
-	for i := range out {
-		out[i] = logits[i*V : (i+1)*V : (i+1)*V]
+	if len(caches) == 1 {
+		out[0] = caches[0].stepLogits(V)
+		if _, err := m.forward(ctx, spans, tokens, nil, false, out[0]); err != nil {
+			return nil, err
+		}
+		return out, nil
+	}
+	// One LM head pass for every row, then each row to its cache's
+	// buffer: a copy from a warm buffer costs far less than fresh memory.
+	buf := batchLogits.get(len(caches) * V)
+	defer batchLogits.put(buf)
+	if _, err := m.forward(ctx, spans, tokens, nil, false, *buf); err != nil {
+		return nil, err
+	}
+	for i, c := range caches {
+		out[i] = c.stepLogits(V)
+		copy(out[i], (*buf)[i*V:(i+1)*V])
 	}
 	return out, nil
 }

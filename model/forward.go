@@ -26,7 +26,7 @@ func (m *Model) Forward(ctx context.Context, c *Cache, tokens []int, opt Forward
 	}
 	T, V := len(tokens), m.Config.VocabSize
 	allRows := opt.AllLogits || opt.Probe != nil
-	logits, err := m.forward(ctx, []span{{c: c, off: c.n, T: T}}, tokens, opt.Probe, allRows)
+	logits, err := m.forward(ctx, []span{{c: c, off: c.n, T: T}}, tokens, opt.Probe, allRows, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -49,8 +49,9 @@ type span struct {
 // pass however many sequences share it; attention stays per span. Probes
 // are only supported for a single span. It returns the logits of every row
 // if allRows, else of the last row of each span, and commits every cache
-// only when the whole pass succeeded.
-func (m *Model) forward(ctx context.Context, spans []span, tokens []int, probe Probe, allRows bool) ([]float32, error) {
+// only when the whole pass succeeded. The logits go into dst if it is
+// given (allRows false: one row of VocabSize per span), else a new slice.
+func (m *Model) forward(ctx context.Context, spans []span, tokens []int, probe Probe, allRows bool, dst []float32) ([]float32, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -66,7 +67,7 @@ func (m *Model) forward(ctx context.Context, spans []span, tokens []int, probe P
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	logits := ps.head(allRows)
+	logits := ps.head(allRows, dst)
 	for _, s := range spans {
 		s.c.n = s.off + s.T
 	}
@@ -194,8 +195,8 @@ func (ps *pass) mlp(l int, b *block, f blockFaults) {
 }
 
 // head is ln_f and the LM head, over every row if allRows, else over the
-// last row of each span (all that decoding needs).
-func (ps *pass) head(allRows bool) []float32 {
+// last row of each span (all that decoding needs), into dst if given.
+func (ps *pass) head(allRows bool, dst []float32) []float32 {
 	c, R := ps.m.Config, ps.R
 	C, V := c.NEmbd, c.VocabSize
 	hf, rows := ps.h, R // h is free once the blocks are done
@@ -210,7 +211,10 @@ func (ps *pass) head(allRows bool) []float32 {
 		hf = hf[:rows*C]
 	}
 	ps.p.emit(tensors.LNF, NoLayer, hf, R, C)
-	logits := make([]float32, rows*V)
+	logits := dst
+	if logits == nil {
+		logits = make([]float32, rows*V)
+	}
 	ps.m.lmHead(logits, hf, rows)
 	if ps.p.on() {
 		last := logits[(rows-1)*V:]

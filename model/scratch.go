@@ -25,4 +25,5 @@ var (
 	passBuffers  slicePool[float32] // a pass's activations
 	scoreBuffers slicePool[float32] // one attention worker's scores
 	expBuffers   slicePool[float64] // its softmax terms
+	batchLogits  slicePool[float32] // a batched step's logits, before each row goes to its cache
 )
