@@ -28,7 +28,8 @@ func Diff(ctx context.Context, want, got *references.Set, opt Options) (*Report,
 	for i, c := range want.Manifest.Cases {
 		caseIndex[c.ID] = i
 	}
-	rep := &Report{Model: wm.Path, References: want.Dir + " vs " + got.Dir, Overrides: opt.Overrides, Budget: opt.Budget}
+	rep := &Report{Model: wm.Path, References: want.Dir + " vs " + got.Dir, Overrides: opt.Overrides, Budget: opt.Budget,
+		Emulates: want.Manifest.Emulates()}
 	if got.Manifest.Partial() {
 		rep.Engine = "engine" // another engine's dump, not Go's
 	}

@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"slices"
 	"sort"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -99,4 +100,27 @@ func TestDiffPartialDump(t *testing.T) {
 			require.Equal(t, "hello", f.Case)
 		})
 	}
+}
+
+// TestDiffNamesEmulation: a baseline made with an engine's approximations
+// (dump_references.py --emulate) is named on the report's emulates line,
+// and the failures table gives each tensor's float64 budget.
+func TestDiffNamesEmulation(t *testing.T) {
+	dir := fixture.CopyDir(t, fixture.TinyReferences())
+	fixture.EditJSON(t, filepath.Join(dir, "manifest.json"), func(m map[string]any) {
+		m["generator"].(map[string]any)["emulates"] = map[string]any{"profile": "llamacpp-cpu", "applies": "a float16 GELU table"}
+	})
+	want, err := references.Open(dir)
+	require.NoError(t, err)
+	got := fixture.CopyDir(t, fixture.TinyReferences())
+	fixture.SetNPYElement(t, filepath.Join(got, "hello", "l00_gelu.npy"), 3, func(v float32) float32 { return v + 0.01 })
+	gs, err := references.Open(got)
+	require.NoError(t, err)
+	rep, err := Diff(context.Background(), want, gs, Options{})
+	require.NoError(t, err)
+	require.Equal(t, &references.Emulation{Profile: "llamacpp-cpu", Applies: "a float16 GELU table"}, rep.Emulates)
+	var b strings.Builder
+	require.NoError(t, rep.WriteTable(&b))
+	require.Contains(t, b.String(), "emulates:   llamacpp-cpu, applied by the reference: a float16 GELU table")
+	require.Regexp(t, `│ hello │ 6 │ 0 +│ gelu +│ 1/512 +│ [0-9.e+-]+ +│ [0-9.]+x +│`, b.String())
 }

@@ -47,6 +47,9 @@ type Report struct {
 	NotDumped map[int][]string `json:"not_dumped,omitempty"`
 	// API is the HTTP API a probed engine answered through; nil for Go's own.
 	API *API `json:"api,omitempty"`
+	// Emulates is the engine whose approximations the reference set
+	// applies (dump_references.py --emulate); nil for plain PyTorch.
+	Emulates *references.Emulation `json:"emulates,omitempty"`
 }
 
 // Run compares the model's captured tensors with every selected tensor of
@@ -72,7 +75,8 @@ func Run(ctx context.Context, m *model.Model, set *references.Set, opt Options) 
 	if l := opt.Layer; l != nil && (*l < 0 || *l >= m.Config.NLayer) {
 		return nil, fmt.Errorf("--layer %d: the model has layers 0..%d", *l, m.Config.NLayer-1)
 	}
-	rep := &Report{Model: m.Dir, References: set.Dir, Overrides: opt.Overrides, Budget: opt.Budget, Cost: opt.Cost, WeightsMatch: match}
+	rep := &Report{Model: m.Dir, References: set.Dir, Overrides: opt.Overrides, Budget: opt.Budget, Cost: opt.Cost,
+		WeightsMatch: match, Emulates: set.Manifest.Emulates()}
 	if m.Float16 {
 		rep.HeldAs = references.Float16
 	}

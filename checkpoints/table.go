@@ -72,6 +72,9 @@ func (r *Report) settingLines() []string {
 	if r.HeldAs != "" {
 		lines = append(lines, "weights:    matrices held as "+r.HeldAs)
 	}
+	if e := r.Emulates; e != nil {
+		lines = append(lines, fmt.Sprintf("emulates:   %s, applied by the reference: %s", e.Profile, e.Applies))
+	}
 	if c := r.Cost; c != nil {
 		lines = append(lines,
 			"cost:       a COST REPORT, not a validation: "+c.Reason+".",
@@ -89,10 +92,10 @@ func (r *Report) writeFailures(w io.Writer) error {
 	}
 	fmt.Fprintf(w, "\n%d failing tensors (first %d in forward order):\n", len(fails), min(len(fails), maxFailureRows))
 	t := NewTable(w)
-	t.Header("case", "#", "layer", "tensor", "mismatches", "max abs err", "worst at", "got", "want", "note")
+	t.Header("case", "#", "layer", "tensor", "mismatches", "max abs err", "vs f64", "worst at", "got", "want", "note")
 	for _, f := range fails[:min(len(fails), maxFailureRows)] {
 		t.Append(f.Case, f.Checkpoint, layerString(f.Layer), f.Name,
-			fmt.Sprintf("%d/%d", f.Mismatches, f.Compared), sci(float64(f.MaxAbsErr)),
+			fmt.Sprintf("%d/%d", f.Mismatches, f.Compared), sci(float64(f.MaxAbsErr)), budgetOf(f),
 			f.Worst.where(), f.Worst.got(), f.Worst.want(), f.Message)
 	}
 	return t.Render()
@@ -161,6 +164,14 @@ func budget(v float64) string {
 		return "-"
 	}
 	return fmt.Sprintf("%.2fx", v)
+}
+
+// budgetOf is a result's float64 budget ratio, "-" without twins.
+func budgetOf(r Result) string {
+	if r.BudgetRatio == nil {
+		return "-"
+	}
+	return budget(float64(*r.BudgetRatio))
 }
 
 func joinInts(ns []int) string {

@@ -91,7 +91,9 @@ func Run(ctx context.Context, set *references.Set, opt Options) (*checkpoints.Re
 		return nil, err
 	}
 	api := &checkpoints.API{Name: name, Chosen: how, Checks: d.checks, Unexposed: d.unexposed}
-	return checkpoints.NewReport(opt.Endpoint, set.Dir, api, results), nil
+	rep := checkpoints.NewReport(opt.Endpoint, set.Dir, api, results)
+	rep.Emulates = set.Manifest.Emulates()
+	return rep, nil
 }
 
 // collect runs perCase on every case, then perPair (when not nil) on

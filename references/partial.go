@@ -30,3 +30,22 @@ func DumpOptional(name string) bool {
 	// Checkpoint 3's tensors need a second, incremental forward.
 	return dumpOptional[name] || tensors.IncrementalRun(name) || strings.HasPrefix(name, SamplingPrefix)
 }
+
+// Emulation is what generator.emulates records: the engine whose
+// documented approximations dump_references.py --emulate applied in the
+// forward (FORMAT.md, "Emulated engines").
+type Emulation struct {
+	Profile string `json:"profile"`
+	Applies string `json:"applies"`
+}
+
+// Emulates returns the set's emulation, or nil for plain PyTorch.
+func (m Manifest) Emulates() *Emulation {
+	e, _ := m.Generator["emulates"].(map[string]any)
+	if e == nil {
+		return nil
+	}
+	p, _ := e["profile"].(string)
+	a, _ := e["applies"].(string)
+	return &Emulation{Profile: p, Applies: a}
+}

@@ -104,8 +104,8 @@ PROFILES = {
 
 # What each profile says it applies, for the manifest.
 DESCRIPTIONS = {
-    "llamacpp-cpu": "llama.cpp CPU, F32 KV cache, flash attention off: GELU through ggml's float16 table "
-                    "(x rounded to float16; |x| >= 10 passed through or zeroed)",
+    "llamacpp-cpu": "llama.cpp CPU, F32 KV cache, flash attention off: GELU through ggml's float16 table, "
+                    "x rounded to float16, |x| >= 10 passed through or zeroed",
     "llamacpp-cpu-f16kv": "llama.cpp CPU, F16 KV cache, flash attention off: GELU through ggml's float16 table; "
                           "K, V stored as float16; q and the softmax rounded to float16 for the attention matmuls",
 }
