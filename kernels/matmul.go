@@ -76,7 +76,10 @@ const colChunk = 192
 // 124M shapes, where chains of kSum are level with it. The tile kernel
 // (prefill, batched decode) sums in registers; the panel kernel (decode,
 // and the tiles' edges) in acc. Both add a block in k order from zero, so
-// a sequence decoded in a batch gets the same bits as alone.
+// a sequence decoded in a batch gets the same bits as alone. (When K is not
+// a multiple of 4, as in no GGUF type or GPT-2 shape, the panel path sums
+// the last K%4 rows of a block's edge columns without fusing; the tiles
+// fuse them.)
 //
 // Float16 weights go to the panel kernel's float16 twin, which widens
 // them as it loads them; for the tile kernel a block is widened into
@@ -85,7 +88,14 @@ const colChunk = 192
 // the same values.
 func matmulCols(dst, x []float32, w Matrix, M, K, N, j0, j1 int) {
 	n := j1 - j0
-	tiles := M > panelMaxRows && hasTileKernel
+	maxPanel := panelMaxRows
+	switch {
+	case w.q != nil && w.q.q4 != nil:
+		maxPanel = nibblePanelMaxRows
+	case w.q != nil || w.s != nil:
+		maxPanel = slabPanelMaxRows
+	}
+	tiles := M > maxPanel && hasTileKernel
 	switch {
 	case w.q != nil && !tiles:
 		w.q.matmulPanel(dst, x, M, K, N, j0, j1)
@@ -187,6 +197,15 @@ func panelLoop(M, K, n int, kern func(jt, k0, m0, nn, kk, mm int)) {
 // 2 threads) at M = 4 it streams 26 GB/s against the panel's 13, at M = 8
 // 23 against 7.4; at M = 1 and 2 the two are equal (no full tile rows).
 const panelMaxRows = 3
+
+// slabPanelMaxRows is panelMaxRows for slabbed and quantised matrices,
+// whose panel kernels keep a row of y in registers while a slab streams
+// past: each further row re-reads the slab from L1 instead of memory.
+const slabPanelMaxRows = 8
+
+// nibblePanelMaxRows is slabPanelMaxRows for 4-bit integers, which cost
+// more to unpack per row: at 8 rows the tiles, unpacking once, win.
+const nibblePanelMaxRows = 4
 
 // kTile is the depth of one tile-kernel call: a 24-column strip of the
 // weights is 24 KiB, within L1 (a 48-column one 48 KiB, L1 on Zen 5).
