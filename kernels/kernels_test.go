@@ -181,3 +181,33 @@ func TestMatmulBlockedSummation(t *testing.T) {
 		require.Less(t, 4*worst, chainWorst, "M=%d: error %g against one chain's %g", M, worst, chainWorst)
 	}
 }
+
+// TestAttentionKernels checks Scores and WeightedSum against float64
+// loops, for head sizes on and off the vector width and key counts on and
+// off the 4-key blocks.
+func TestAttentionKernels(t *testing.T) {
+	r := rand.New(rand.NewPCG(31, 32))
+	for _, D := range []int{8, 64, 72} {
+		for _, n := range []int{1, 3, 4, 7, 64, 130} {
+			q, k, v := randSlice(r, D), randSlice(r, n*D), randSlice(r, n*D)
+			p := randSlice(r, n)
+			sc, out := make([]float32, n), make([]float32, D)
+			Scores(sc, q, k, D, n)
+			WeightedSum(out, p, v, D, n)
+			for s := range n {
+				var want float64
+				for d := range D {
+					want += float64(q[d]) * float64(k[s*D+d])
+				}
+				require.InDelta(t, want, sc[s], 1e-5, "D=%d n=%d score %d", D, n, s)
+			}
+			for d := range D {
+				var want float64
+				for s := range n {
+					want += float64(p[s]) * float64(v[s*D+d])
+				}
+				require.InDelta(t, want, out[d], 1e-4, "D=%d n=%d out %d", D, n, d)
+			}
+		}
+	}
+}

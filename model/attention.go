@@ -4,7 +4,6 @@ import (
 	"math"
 
 	"github.com/llorch/llorch-check/kernels"
-	"gonum.org/v1/gonum/blas/blas32"
 )
 
 // attnJob is one layer's attention over T new queries at absolute positions
@@ -58,11 +57,9 @@ func (j *attnJob) release(sc *[]float32, e64 *[]float64) {
 }
 
 // head computes head h. Without a probe, scratch holds the scores and then,
-// in place, the probabilities. Each score is one BLAS dot product over the
-// head dimension and each output row a sequence of axpys in key order: the
-// per-element arithmetic of gonum's Sgemm for D ≤ 64, called directly, so
-// a one-token decode step does not pay Sgemm's blocking and goroutines,
-// and keys past the causal mask are never multiplied.
+// in place, the probabilities. Keys past the causal mask are never
+// multiplied, and a position gets the same bits in a prefill as in a
+// decode step (kernels.Scores, kernels.WeightedSum).
 func (j *attnJob) head(h int, scratch []float32, e64 []float64) {
 	T, S, D, C := j.T, j.S, j.D, j.C
 	sc, pr := scratch, scratch
@@ -71,23 +68,15 @@ func (j *attnJob) head(h int, scratch []float32, e64 []float64) {
 		pr = j.probs[h*T*S : (h+1)*T*S]
 	}
 	k, v := j.cache.head(j.kc, h, S), j.cache.head(j.vc, h, S)
-	vec := func(x []float32) blas32.Vector { return blas32.Vector{N: D, Inc: 1, Data: x} }
 	for t := range T {
 		visible := j.off + t + 1
 		if j.noMask {
 			visible = S
 		}
-		q := vec(j.qkv[t*3*C+h*D:])
 		row := sc[t*S : (t+1)*S]
-		for s := range visible {
-			row[s] = 0 + blas32.Dot(q, vec(k[s*D:]))
-		}
+		kernels.Scores(row, j.qkv[t*3*C+h*D:], k, D, visible)
 		softmaxRow(pr[t*S:(t+1)*S], row, visible, j.scale, e64)
-		out := vec(j.out[t*C+h*D:])
-		clear(out.Data[:D])
-		for s, p := range pr[t*S : t*S+visible] {
-			blas32.Axpy(p, vec(v[s*D:]), out)
-		}
+		kernels.WeightedSum(j.out[t*C+h*D:], pr[t*S:t*S+visible], v, D, visible)
 	}
 }
 
