@@ -386,3 +386,25 @@ func (w *quant) dequantPiece4(dst []float32, ldd, k0, j0, rows, n int) {
 		w.dequantGeneric(dst[nv:], ldd, k0, j0+nv, rows, n-nv)
 	}
 }
+
+//go:noescape
+func geluAVX2(x *float32, n int) int
+
+// gelu runs the AVX2 kernel over blocks of four and geluGeneric over the
+// rest: the tail, and any block the kernel hands back because an exponent
+// lies outside math.Exp's plain range (|a| > 700, infinities, NaN).
+func gelu(x []float32) {
+	if !useAVX2 {
+		geluGeneric(x)
+		return
+	}
+	n4 := len(x) &^ 3
+	for i := 0; i < n4; {
+		i += geluAVX2(&x[i], n4-i)
+		if i < n4 {
+			geluGeneric(x[i : i+4])
+			i += 4
+		}
+	}
+	geluGeneric(x[n4:])
+}

@@ -50,3 +50,5 @@ func (w *quant) dequantPiece(dst []float32, ldd, k0, j0, rows, n int) {
 func (s *slabs) axpySlab(y []float32, ldy int, x []float32, ldx int, at, m, k int) {
 	s.axpySlabGeneric(y, ldy, x, ldx, at, m, k)
 }
+
+func gelu(x []float32) { geluGeneric(x) }
