@@ -113,29 +113,21 @@ func runGenerate(cmd *cobra.Command, f generateFlags) error {
 	} else {
 		prompt = tok.Encode(f.prompt)
 	}
-	// Drawn here rather than by Generate so it can be printed before the text.
-	seed := f.seed
-	if !cmd.Flags().Changed("seed") {
-		seed = sampling.RandomSeed()
-	}
 	req := generation.Request{
-		Prompt:    prompt,
-		MaxTokens: f.maxTokens,
+		Prompt:           prompt,
+		MaxTokens:        f.maxTokens,
+		DefaultMaxTokens: !cmd.Flags().Changed("max-tokens"),
 		Params: sampling.Params{Temperature: f.temperature, TopK: f.topK, TopP: f.topP, MinP: f.minP,
 			RepetitionPenalty: f.repetition},
-		Seed: &seed,
 		Stop: f.stop,
 	}
-	d := generation.NewModelDecoder(m)
-	if !cmd.Flags().Changed("max-tokens") {
-		// A default must not turn a prompt that fits into an error.
-		if room := d.ContextLength() - len(prompt); room >= 1 {
-			req.MaxTokens = min(req.MaxTokens, room)
-		} else {
-			return fmt.Errorf("prompt of %d tokens leaves no room to generate in the context length %d",
-				len(prompt), d.ContextLength())
-		}
+	if cmd.Flags().Changed("seed") {
+		req.Seed = &f.seed
 	}
+	// Seeded now rather than by Generate so the seed prints before the text.
+	req = req.Seeded()
+	seed := *req.Seed
+	d := generation.NewModelDecoder(m)
 	if err := req.Validate(d.ContextLength(), d.VocabSize()); err != nil {
 		return err
 	}
