@@ -13,7 +13,8 @@ type Decoder interface {
 	// Prefill resets the decoder, runs the prompt and returns the logits [V]
 	// of its last position.
 	Prefill(ctx context.Context, tokens []int) ([]float32, error)
-	// Step appends one token and returns its logits [V].
+	// Step appends one token and returns its logits [V], which may be a
+	// buffer the decoder reuses: valid until its next Step or Prefill.
 	Step(ctx context.Context, token int) ([]float32, error)
 	ContextLength() int
 	VocabSize() int
@@ -135,9 +136,15 @@ func (d *ModelDecoder) Prefill(ctx context.Context, tokens []int) ([]float32, er
 
 func (d *ModelDecoder) Step(ctx context.Context, token int) ([]float32, error) {
 	if d.batch == nil || d.cache.Len() >= d.cache.Cap() || token < 0 || token >= d.m.Config.VocabSize {
-		// A bad step would fail the whole batch; Forward refuses it alone.
+		// A bad step would fail the whole batch; a step alone refuses it
+		// alone. DecodeBatch, not Forward, so the logits land in the
+		// cache's own buffer instead of fresh memory every step.
 		d.EndSequence()
-		return d.m.Forward(ctx, d.cache, []int{token}, model.ForwardOptions{})
+		logits, err := d.m.DecodeBatch(ctx, []*model.Cache{d.cache}, []int{token})
+		if err != nil {
+			return nil, err
+		}
+		return logits[0], nil
 	}
 	if !d.joined {
 		d.joined = true
