@@ -42,17 +42,21 @@ summary() {
   echo "steps: $passed passed, $failed failed, $skipped skipped"
 }
 
-# step NAME NEEDS COMMAND...: NEEDS is torch, peer, npm, tool:CMD:PACKAGE or -.
+# step NAME NEEDS COMMAND...: NEEDS is torch, peer, npm, tool:CMD:PACKAGE or
+# -, or several joined by "+" (peer+torch).
 step() {
-  local name=$1 needs=$2 missing=""
+  local name=$1 needs=$2 missing="" need
   shift 2
   names+=("$name")
-  case $needs in
-    torch) missing=$torch_missing ;;
-    peer) missing=$peer_missing ;;
-    npm) missing=$npm_missing ;;
-    tool:*) IFS=: read -r _ cmd pkg <<<"$needs"; missing=$(tool_missing "$cmd" "$pkg") ;;
-  esac
+  for need in ${needs//+/ }; do
+    case $need in
+      torch) missing=$torch_missing ;;
+      peer) missing=$peer_missing ;;
+      npm) missing=$npm_missing ;;
+      tool:*) IFS=: read -r _ cmd pkg <<<"$need"; missing=$(tool_missing "$cmd" "$pkg") ;;
+    esac
+    [ -n "$missing" ] && break
+  done
   if [ -n "$missing" ]; then
     if [ "${CI:-}" = true ]; then
       results+=("FAILED: $missing")
@@ -87,7 +91,7 @@ step "kernels and model, LLORCH_KERNELS=avx2" - env LLORCH_KERNELS=avx2 "$GO" te
 step "kernels and model, LLORCH_KERNELS=generic" - env LLORCH_KERNELS=generic "$GO" test -count=1 ./kernels ./model
 step "chaos probes (short)" - "$GO" run ./scripts/chaos -short
 step "llama.cpp interop (node-llama-cpp)" peer "$MAKE" -s interop-llamacpp
-step "llama.cpp drift (dump+diff, probe)" peer "$MAKE" -s drift-llamacpp
+step "llama.cpp drift (dump+diff, probe)" peer+torch "$MAKE" -s drift-llamacpp
 step "OpenAI SDK compat (npm openai)" npm "$MAKE" -s test-openai-compat
 step "deploy manifests (kubectl kustomize)" tool:kubectl:kubernetes-client "$MAKE" -s validate-deploy
 step "fleet behind HAProxy" tool:haproxy:haproxy "$MAKE" -s fleet-test
