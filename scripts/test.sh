@@ -55,7 +55,7 @@ step() {
       npm) missing=$npm_missing ;;
       tool:*) IFS=: read -r _ cmd pkg <<<"$need"; missing=$(tool_missing "$cmd" "$pkg") ;;
     esac
-    [ -n "$missing" ] && break
+    if [ -n "$missing" ]; then break; fi
   done
   if [ -n "$missing" ]; then
     if [ "${CI:-}" = true ]; then
