@@ -14,9 +14,10 @@ type slabs struct {
 }
 
 // Slabbed returns the float32 or float16 [K,N] matrix w in the slab
-// layout MatMulAcc streams fastest at decode. The bits of every product
-// stay those of the row-major matrix. A quantised matrix is slabbed
-// already and is returned as it is.
+// layout MatMulAcc streams fastest at decode, taking over w's storage
+// (w must not be used after). The bits of every product stay those of the
+// row-major matrix. A quantised matrix is slabbed already and is returned
+// as it is.
 func Slabbed(w Matrix, K, N int) (Matrix, error) {
 	if w.q != nil || w.s != nil {
 		return w, nil
@@ -25,6 +26,19 @@ func Slabbed(w Matrix, K, N int) (Matrix, error) {
 		return Matrix{}, fmt.Errorf("kernels: slabbing a %d-element matrix as %dx%d", w.Len(), K, N)
 	}
 	s := &slabs{k: K, n: N}
+	if N%slab == 0 {
+		// [K][N/slab][slab] to [N/slab][K][slab] is a transpose of
+		// slab-wide blocks, done in place: no second copy of the model
+		// while it loads.
+		if w.f16 != nil {
+			s.f16 = w.f16
+			transposeBlocks(s.f16, K, N/slab, slab)
+		} else {
+			s.f32 = w.f32
+			transposeBlocks(s.f32, K, N/slab, slab)
+		}
+		return Matrix{s: s}, nil
+	}
 	if w.f16 != nil {
 		s.f16 = make([]uint16, K*N)
 	} else {
@@ -40,6 +54,37 @@ func Slabbed(w Matrix, K, N int) (Matrix, error) {
 		}
 	}
 	return Matrix{s: s}, nil
+}
+
+// transposeBlocks transposes, in place, the row-major [R][C] matrix of
+// blocks of b elements held in a: block (r,c) moves to (c,r). It follows
+// each cycle of the permutation i -> i·R mod (R·C−1) once, marking the
+// blocks it has placed.
+func transposeBlocks[T any](a []T, R, C, b int) {
+	n := R * C
+	if R == 1 || C == 1 {
+		return
+	}
+	done := make([]bool, n)
+	tmp, next := make([]T, b), make([]T, b)
+	for start := 1; start < n-1; start++ {
+		if done[start] {
+			continue
+		}
+		copy(tmp, a[start*b:(start+1)*b])
+		i := start
+		for {
+			j := i * R % (n - 1) // where the block at i goes
+			copy(next, a[j*b:(j+1)*b])
+			copy(a[j*b:(j+1)*b], tmp)
+			done[j] = true
+			tmp, next = next, tmp
+			i = j
+			if j == start {
+				break
+			}
+		}
+	}
 }
 
 // width is the width of column j's slab, its row stride.

@@ -3,6 +3,7 @@ package kernels
 import (
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -25,7 +26,7 @@ func TestSlabbedSameBits(t *testing.T) {
 			m    Matrix
 		}{{"f32", Float32(randSlice(r, s.K*s.N))}, {"f16", w16}} {
 			t.Run(fmt.Sprintf("%s/%dx%dx%d", w.name, s.M, s.K, s.N), func(t *testing.T) {
-				slabbed, err := Slabbed(w.m, s.K, s.N)
+				slabbed, err := Slabbed(clone(w.m), s.K, s.N)
 				require.NoError(t, err)
 				require.Equal(t, w.m.Float32s(), slabbed.Float32s())
 				require.Equal(t, w.m.Float16Bits(), slabbed.Float16Bits())
@@ -47,4 +48,28 @@ func TestSlabbedErrors(t *testing.T) {
 		w, _ := Slabbed(Float32(make([]float32, 12)), 4, 3)
 		MatMulAcc(make([]float32, 4), make([]float32, 3), w, 1, 3, 4)
 	})
+}
+
+// clone copies a float32 or float16 matrix, which Slabbed takes over.
+func clone(w Matrix) Matrix {
+	return Matrix{f32: slices.Clone(w.f32), f16: slices.Clone(w.f16)}
+}
+
+// TestTransposeBlocks checks the in-place block transpose against a copy,
+// on square, wide, tall and single-row shapes.
+func TestTransposeBlocks(t *testing.T) {
+	for _, s := range []struct{ R, C, b int }{{1, 5, 3}, {5, 1, 2}, {2, 2, 1}, {3, 7, 4}, {12, 36, 64}, {48, 12, 64}, {7, 3, 1}} {
+		a := make([]int, s.R*s.C*s.b)
+		for i := range a {
+			a[i] = i
+		}
+		want := make([]int, len(a))
+		for r := range s.R {
+			for c := range s.C {
+				copy(want[(c*s.R+r)*s.b:][:s.b], a[(r*s.C+c)*s.b:])
+			}
+		}
+		transposeBlocks(a, s.R, s.C, s.b)
+		require.True(t, slices.Equal(want, a), "%dx%d blocks of %d", s.R, s.C, s.b)
+	}
 }

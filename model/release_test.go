@@ -3,6 +3,7 @@ package model
 import (
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"testing"
 
 	"github.com/llorch/llorch-check/safetensors"
@@ -47,4 +48,19 @@ func TestConvertTensorChunks(t *testing.T) {
 	})
 	require.Equal(t, len(raw), seen)
 	require.Equal(t, src, got)
+}
+
+// TestLoadRestoresGCPercent: loading collects garbage more often
+// (loadGCPercent) and must leave the process's own setting as it was,
+// on success and on error.
+func TestLoadRestoresGCPercent(t *testing.T) {
+	prev := debug.SetGCPercent(137)
+	defer debug.SetGCPercent(prev)
+	dir := writeModel(t, configJSON(testCfg), randomWeights(testCfg, 9).tensors(""))
+	_, err := Load(dir)
+	require.NoError(t, err)
+	require.Equal(t, 137, debug.SetGCPercent(137))
+	_, err = Load(filepath.Join(dir, "missing"))
+	require.Error(t, err)
+	require.Equal(t, 137, debug.SetGCPercent(137))
 }
