@@ -408,3 +408,31 @@ func gelu(x []float32) {
 	}
 	geluGeneric(x[n4:])
 }
+
+//go:noescape
+func axpySlabQAVX512(y *float32, ldyb int, x *float32, ldxb int, q *int8, s, o *float32, group, groups, m int)
+
+//go:noescape
+func axpySlabQ4AVX512(y *float32, ldyb int, x *float32, ldxb int, q *byte, s, o *float32, min, group, groups, m int)
+
+// axpySlab is axpyPanel on the full slab strip at column j0 (a slab
+// boundary) through rows k0..k0+k, whole groups, in one kernel call; it
+// reports false, doing nothing, where there is no such kernel.
+func (w *quant) axpySlab(y []float32, ldy int, x []float32, ldx int, k0, j0, m, k int) bool {
+	if !useAVX512 || m == 0 || k == 0 || k0%w.group != 0 || k%w.group != 0 || j0+slab > w.n {
+		return false
+	}
+	_ = y[(m-1)*ldy+slab-1]
+	_ = x[(m-1)*ldx+k-1]
+	_, _ = w.scaleRow(k0+k-1, j0, slab) // the last group's row, for the bounds
+	s, o := w.scaleRow(k0, j0, slab)
+	if w.q4 != nil {
+		b := w.q4RowStart(k0+k-1, j0)
+		_ = w.q4[b+slab/2-1]
+		axpySlabQ4AVX512(unsafe.SliceData(y), ldy*4, unsafe.SliceData(x), ldx*4, &w.q4[w.q4RowStart(k0, j0)], s, o, int(w.min), w.group, k/w.group, m)
+		return true
+	}
+	_ = w.q[w.qIndex(k0+k-1, j0+slab-1)]
+	axpySlabQAVX512(unsafe.SliceData(y), ldy*4, unsafe.SliceData(x), ldx*4, &w.q[w.qIndex(k0, j0)], s, o, w.group, k/w.group, m)
+	return true
+}

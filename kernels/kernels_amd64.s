@@ -1345,3 +1345,160 @@ gdone:
 	MOVQ AX, ret+16(FP)
 	VZEROUPPER
 	RET
+
+// Scales (and offsets) of one group for a full 64-column strip.
+#define SLABSCALES \
+	VMOVUPS (R8), Z8; \
+	VMOVUPS 64(R8), Z9; \
+	VMOVUPS 128(R8), Z10; \
+	VMOVUPS 192(R8), Z11; \
+	TESTQ   R9, R9; \
+	JZ      5(PC); \
+	VMOVUPS (R9), Z12; \
+	VMOVUPS 64(R9), Z13; \
+	VMOVUPS 128(R9), Z14; \
+	VMOVUPS 192(R9), Z15
+
+// func axpySlabQAVX512(y *float32, ldyb int, x *float32, ldxb int, q *int8, s, o *float32, group, groups, m int)
+//
+// axpyPanelQAVX512 on a whole slab strip (64 columns) through groups
+// consecutive groups of group rows in one call: a row of y stays in four
+// registers across the groups, only the scales (rows 256 bytes apart) are
+// reloaded. The same FMAs in the same order, so the same bits, without a
+// call and a store and load of y per group (a Q6_K group is 16 rows).
+TEXT ·axpySlabQAVX512(SB), NOSPLIT, $0-80
+	MOVQ  y+0(FP), DI
+	MOVQ  x+16(FP), SI
+	MOVQ  m+72(FP), R13
+	TESTQ R13, R13
+	JZ    sqdone
+
+sqrow:
+	VMOVUPS (DI), Z4
+	VMOVUPS 64(DI), Z5
+	VMOVUPS 128(DI), Z6
+	VMOVUPS 192(DI), Z7
+	MOVQ    q+32(FP), R10
+	MOVQ    SI, R11
+	MOVQ    s+40(FP), R8
+	MOVQ    o+48(FP), R9
+	MOVQ    groups+64(FP), R14
+
+sqgroup:
+	SLABSCALES
+	MOVQ group+56(FP), R12
+
+sqk:
+	VBROADCASTSS (R11), Z0
+	VPMOVSXBD    (R10), Z16
+	VPMOVSXBD    16(R10), Z17
+	VPMOVSXBD    32(R10), Z18
+	VPMOVSXBD    48(R10), Z19
+	VCVTDQ2PS    Z16, Z16
+	VCVTDQ2PS    Z17, Z17
+	VCVTDQ2PS    Z18, Z18
+	VCVTDQ2PS    Z19, Z19
+	VMULPS       Z8, Z16, Z16
+	VMULPS       Z9, Z17, Z17
+	VMULPS       Z10, Z18, Z18
+	VMULPS       Z11, Z19, Z19
+	TESTQ        R9, R9
+	JZ           sqfma
+	VADDPS       Z12, Z16, Z16
+	VADDPS       Z13, Z17, Z17
+	VADDPS       Z14, Z18, Z18
+	VADDPS       Z15, Z19, Z19
+
+sqfma:
+	VFMADD231PS Z16, Z0, Z4
+	VFMADD231PS Z17, Z0, Z5
+	VFMADD231PS Z18, Z0, Z6
+	VFMADD231PS Z19, Z0, Z7
+	ADDQ        $64, R10
+	ADDQ        $4, R11
+	DECQ        R12
+	JNZ         sqk
+	ADDQ        $256, R8
+	TESTQ       R9, R9
+	JZ          2(PC)
+	ADDQ        $256, R9
+	DECQ        R14
+	JNZ         sqgroup
+
+	VMOVUPS Z4, (DI)
+	VMOVUPS Z5, 64(DI)
+	VMOVUPS Z6, 128(DI)
+	VMOVUPS Z7, 192(DI)
+	ADDQ    ldyb+8(FP), DI
+	ADDQ    ldxb+24(FP), SI
+	DECQ    R13
+	JNZ     sqrow
+
+sqdone:
+	VZEROUPPER
+	RET
+
+// func axpySlabQ4AVX512(y *float32, ldyb int, x *float32, ldxb int, q *byte, s, o *float32, min, group, groups, m int)
+//
+// axpySlabQAVX512 on nibbles (rows 32 bytes apart), as axpyPanelQ4AVX512
+// forms each weight.
+TEXT ·axpySlabQ4AVX512(SB), NOSPLIT, $0-88
+	MOVQ         y+0(FP), DI
+	MOVQ         x+16(FP), SI
+	VPBROADCASTD min+56(FP), Z21
+	MOVL         $15, AX
+	VPBROADCASTD AX, Z20
+	MOVQ         m+80(FP), R13
+	TESTQ        R13, R13
+	JZ           sq4done
+
+sq4row:
+	VMOVUPS (DI), Z4
+	VMOVUPS 64(DI), Z5
+	VMOVUPS 128(DI), Z6
+	VMOVUPS 192(DI), Z7
+	MOVQ    q+32(FP), R10
+	MOVQ    SI, R11
+	MOVQ    s+40(FP), R8
+	MOVQ    o+48(FP), R9
+	MOVQ    groups+72(FP), R14
+
+sq4group:
+	SLABSCALES
+	MOVQ group+64(FP), R12
+
+sq4k:
+	VBROADCASTSS (R11), Z0
+	Q4WEIGHTS64
+	TESTQ        R9, R9
+	JZ           sq4fma
+	Q4OFFSETS64
+
+sq4fma:
+	VFMADD231PS Z16, Z0, Z4
+	VFMADD231PS Z17, Z0, Z5
+	VFMADD231PS Z18, Z0, Z6
+	VFMADD231PS Z19, Z0, Z7
+	ADDQ        $32, R10
+	ADDQ        $4, R11
+	DECQ        R12
+	JNZ         sq4k
+	ADDQ        $256, R8
+	TESTQ       R9, R9
+	JZ          2(PC)
+	ADDQ        $256, R9
+	DECQ        R14
+	JNZ         sq4group
+
+	VMOVUPS Z4, (DI)
+	VMOVUPS Z5, 64(DI)
+	VMOVUPS Z6, 128(DI)
+	VMOVUPS Z7, 192(DI)
+	ADDQ    ldyb+8(FP), DI
+	ADDQ    ldxb+24(FP), SI
+	DECQ    R13
+	JNZ     sq4row
+
+sq4done:
+	VZEROUPPER
+	RET

@@ -52,3 +52,7 @@ func (s *slabs) axpySlab(y []float32, ldy int, x []float32, ldx int, at, m, k in
 }
 
 func gelu(x []float32) { geluGeneric(x) }
+
+func (w *quant) axpySlab(y []float32, ldy int, x []float32, ldx int, k0, j0, m, k int) bool {
+	return false
+}

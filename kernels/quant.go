@@ -238,7 +238,10 @@ func (w *quant) matmulPanel(dst, x []float32, M, K, N, j0, j1 int) {
 		a := (*acc)[:M*nn]
 		for k0 := 0; k0 < K; k0 += kSum {
 			clear(a)
-			w.axpyPanel(a, nn, x[k0:], K, k0, c0, nn, M, min(kSum, K-k0))
+			kk := min(kSum, K-k0)
+			if nn < slab || !w.axpySlab(a, nn, x[k0:], K, k0, c0, M, kk) {
+				w.axpyPanel(a, nn, x[k0:], K, k0, c0, nn, M, kk)
+			}
 			addRows(dst[c0:], N, a, nn, M)
 		}
 		c0 += nn
