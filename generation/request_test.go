@@ -122,3 +122,21 @@ func TestGenerateFitsADefault(t *testing.T) {
 	require.Equal(t, generation.StopMaxTokens, res.StopReason)
 	require.Equal(t, 1, d.prefills, "nothing to generate, nothing run")
 }
+
+// TestTokenRule: the one vocabulary rule, as the routes that name each id
+// of a list report it.
+func TestTokenRule(t *testing.T) {
+	for _, c := range []struct {
+		id  int
+		bad bool
+	}{{0, false}, {15, false}, {16, true}, {-1, true}} {
+		e := generation.TokenRule("tokens[3]", c.id, 16)
+		if !c.bad {
+			require.Nil(t, e, "id %d", c.id)
+			continue
+		}
+		require.NotNil(t, e, "id %d", c.id)
+		require.Equal(t, generation.FieldError{Field: "tokens[3]", Code: generation.CodeVocabulary,
+			Message: "token id must be 0..15", Value: c.id}, *e)
+	}
+}

@@ -36,12 +36,22 @@ func tokensRule(field string, tokens []int, vocabSize int, empty string) *FieldE
 		return &FieldError{Field: field, Code: CodeLength, Message: empty}
 	}
 	for i, id := range tokens {
-		if id < 0 || id >= vocabSize {
-			return &FieldError{Field: field, Code: CodeVocabulary,
-				Message: fmt.Sprintf("token %d at index %d is outside the vocabulary [0, %d)", id, i, vocabSize)}
+		if e := TokenRule(field, id, vocabSize); e != nil {
+			e.Message = fmt.Sprintf("token %d at index %d is outside the vocabulary [0, %d)", id, i, vocabSize)
+			e.Value = nil
+			return e
 		}
 	}
 	return nil
+}
+
+// TokenRule is the vocabulary rule for one token id, reported under field:
+// for routes that name each id of a list (prompt[0][3], tokens[2]).
+func TokenRule(field string, id, vocabSize int) *FieldError {
+	if id >= 0 && id < vocabSize {
+		return nil
+	}
+	return &FieldError{Field: field, Code: CodeVocabulary, Message: fmt.Sprintf("token id must be 0..%d", vocabSize-1), Value: id}
 }
 
 // stopRules: at most MaxStop strings of 1..MaxStopBytes bytes of UTF-8.

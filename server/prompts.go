@@ -3,6 +3,8 @@ package server
 import (
 	"encoding/json"
 	"fmt"
+
+	"github.com/llorch/llorch-check/generation"
 )
 
 // promptsField reads field name (prompt, or input for embeddings): a
@@ -57,9 +59,7 @@ func (s *Server) promptsField(e *engine, f *fields, name string) ([]string, [][]
 			continue
 		}
 		for j, id := range l {
-			if id < 0 || id >= V {
-				f.bad(fmt.Sprintf("%s[%d][%d]", name, i, j), "vocabulary", fmt.Sprintf("token id must be 0..%d", V-1), id)
-			}
+			f.rule(generation.TokenRule(fmt.Sprintf("%s[%d][%d]", name, i, j), id, V))
 		}
 		text, _ := e.tok.Decode(l)
 		texts = append(texts, text)

@@ -5,6 +5,8 @@ import (
 	"net/http"
 	"slices"
 	"unicode/utf8"
+
+	"github.com/llorch/llorch-check/generation"
 )
 
 // openAIDefaults are OpenAI's: 16 tokens at temperature 1; 0 tokens is
@@ -220,9 +222,7 @@ func (s *Server) handleDetokenize(w http.ResponseWriter, r *http.Request) {
 		f.bad("tokens", "required", "is required", nil)
 	}
 	for i, id := range ids {
-		if id < 0 || id >= e.m.Config.VocabSize {
-			f.bad(fmt.Sprintf("tokens[%d]", i), "vocabulary", fmt.Sprintf("token id must be 0..%d", e.m.Config.VocabSize-1), id)
-		}
+		f.rule(generation.TokenRule(fmt.Sprintf("tokens[%d]", i), id, e.m.Config.VocabSize))
 	}
 	if len(f.errs) > 0 {
 		writeFieldErrors(w, familyOpenAI, f.errs)

@@ -206,6 +206,13 @@ func (f *fields) checkPrompt(name, p string) {
 	}
 }
 
+// rule reports one broken generation rule (nil: none) under its own field.
+func (f *fields) rule(e *generation.FieldError) {
+	if e != nil {
+		f.bad(e.Field, e.Code, e.Message, e.Value)
+	}
+}
+
 // check reports the rules a generation validator found broken (err holds
 // generation.FieldErrors) under the route's names: rename maps
 // generation's field names to the route's (prompt → prompts[2]), the rest
