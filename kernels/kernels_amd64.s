@@ -1502,3 +1502,187 @@ sq4fma:
 sq4done:
 	VZEROUPPER
 	RET
+
+// Four rows of y, one 64-column strip each, in Z4–Z19 (row r in
+// Z(4+4r)..Z(7+4r)); rows 0 and 1 from DI, rows 2 and 3 from R13, DX
+// apart.
+#define Y4ROWS(op) \
+	op (DI), Z4; op 64(DI), Z5; op 128(DI), Z6; op 192(DI), Z7; \
+	op (DI)(DX*1), Z8; op 64(DI)(DX*1), Z9; op 128(DI)(DX*1), Z10; op 192(DI)(DX*1), Z11; \
+	op (R13), Z12; op 64(R13), Z13; op 128(R13), Z14; op 192(R13), Z15; \
+	op (R13)(DX*1), Z16; op 64(R13)(DX*1), Z17; op 128(R13)(DX*1), Z18; op 192(R13)(DX*1), Z19
+
+#define Y4STORE \
+	VMOVUPS Z4, (DI); VMOVUPS Z5, 64(DI); VMOVUPS Z6, 128(DI); VMOVUPS Z7, 192(DI); \
+	VMOVUPS Z8, (DI)(DX*1); VMOVUPS Z9, 64(DI)(DX*1); VMOVUPS Z10, 128(DI)(DX*1); VMOVUPS Z11, 192(DI)(DX*1); \
+	VMOVUPS Z12, (R13); VMOVUPS Z13, 64(R13); VMOVUPS Z14, 128(R13); VMOVUPS Z15, 192(R13); \
+	VMOVUPS Z16, (R13)(DX*1); VMOVUPS Z17, 64(R13)(DX*1); VMOVUPS Z18, 128(R13)(DX*1); VMOVUPS Z19, 192(R13)(DX*1)
+
+// x[r,k] for the four rows broadcast into Z0–Z3, then each row's FMAs
+// with the weights in Z20–Z23.
+#define FMA4ROWS \
+	VBROADCASTSS (R11), Z0; VBROADCASTSS (R11)(BX*1), Z1; \
+	VBROADCASTSS (R15), Z2; VBROADCASTSS (R15)(BX*1), Z3; \
+	VFMADD231PS Z20, Z0, Z4; VFMADD231PS Z21, Z0, Z5; VFMADD231PS Z22, Z0, Z6; VFMADD231PS Z23, Z0, Z7; \
+	VFMADD231PS Z20, Z1, Z8; VFMADD231PS Z21, Z1, Z9; VFMADD231PS Z22, Z1, Z10; VFMADD231PS Z23, Z1, Z11; \
+	VFMADD231PS Z20, Z2, Z12; VFMADD231PS Z21, Z2, Z13; VFMADD231PS Z22, Z2, Z14; VFMADD231PS Z23, Z2, Z15; \
+	VFMADD231PS Z20, Z3, Z16; VFMADD231PS Z21, Z3, Z17; VFMADD231PS Z22, Z3, Z18; VFMADD231PS Z23, Z3, Z19
+
+// func axpySlabQ4RowsAVX512(y *float32, ldyb int, x *float32, ldxb int, q *int8, s, o *float32, group, groups int)
+//
+// axpySlabQAVX512 for exactly four rows of y at once: each weight is
+// formed once and used by the four rows (batched decode paid the integer
+// conversion and scaling once per row). Every element still takes its
+// products in k order, one FMA each, so the bits are the one-row kernel's.
+TEXT ·axpySlabQ4RowsAVX512(SB), NOSPLIT, $0-72
+	MOVQ y+0(FP), DI
+	MOVQ ldyb+8(FP), DX
+	LEAQ (DI)(DX*2), R13
+	MOVQ x+16(FP), R11
+	MOVQ ldxb+24(FP), BX
+	LEAQ (R11)(BX*2), R15
+	MOVQ q+32(FP), R10
+	MOVQ s+40(FP), R8
+	MOVQ o+48(FP), R9
+	MOVQ groups+64(FP), R14
+	Y4ROWS(VMOVUPS)
+
+s4group:
+	VMOVUPS (R8), Z24
+	VMOVUPS 64(R8), Z25
+	VMOVUPS 128(R8), Z26
+	VMOVUPS 192(R8), Z27
+	TESTQ   R9, R9
+	JZ      5(PC)
+	VMOVUPS (R9), Z28
+	VMOVUPS 64(R9), Z29
+	VMOVUPS 128(R9), Z30
+	VMOVUPS 192(R9), Z31
+	MOVQ    group+56(FP), R12
+
+s4k:
+	VPMOVSXBD (R10), Z20
+	VPMOVSXBD 16(R10), Z21
+	VPMOVSXBD 32(R10), Z22
+	VPMOVSXBD 48(R10), Z23
+	VCVTDQ2PS Z20, Z20
+	VCVTDQ2PS Z21, Z21
+	VCVTDQ2PS Z22, Z22
+	VCVTDQ2PS Z23, Z23
+	VMULPS    Z24, Z20, Z20
+	VMULPS    Z25, Z21, Z21
+	VMULPS    Z26, Z22, Z22
+	VMULPS    Z27, Z23, Z23
+	TESTQ     R9, R9
+	JZ        s4fma
+	VADDPS    Z28, Z20, Z20
+	VADDPS    Z29, Z21, Z21
+	VADDPS    Z30, Z22, Z22
+	VADDPS    Z31, Z23, Z23
+
+s4fma:
+	FMA4ROWS
+	ADDQ  $64, R10
+	ADDQ  $4, R11
+	ADDQ  $4, R15
+	DECQ  R12
+	JNZ   s4k
+	ADDQ  $256, R8
+	TESTQ R9, R9
+	JZ    2(PC)
+	ADDQ  $256, R9
+	DECQ  R14
+	JNZ   s4group
+
+	Y4STORE
+	VZEROUPPER
+	RET
+
+// FMA4ROWS with one broadcast register (Z0) reused row after row, which
+// leaves Z1 and Z2 for the nibble kernel's mask and minimum.
+#define FMA4ROWS1 \
+	VBROADCASTSS (R11), Z0; \
+	VFMADD231PS Z20, Z0, Z4; VFMADD231PS Z21, Z0, Z5; VFMADD231PS Z22, Z0, Z6; VFMADD231PS Z23, Z0, Z7; \
+	VBROADCASTSS (R11)(BX*1), Z0; \
+	VFMADD231PS Z20, Z0, Z8; VFMADD231PS Z21, Z0, Z9; VFMADD231PS Z22, Z0, Z10; VFMADD231PS Z23, Z0, Z11; \
+	VBROADCASTSS (R15), Z0; \
+	VFMADD231PS Z20, Z0, Z12; VFMADD231PS Z21, Z0, Z13; VFMADD231PS Z22, Z0, Z14; VFMADD231PS Z23, Z0, Z15; \
+	VBROADCASTSS (R15)(BX*1), Z0; \
+	VFMADD231PS Z20, Z0, Z16; VFMADD231PS Z21, Z0, Z17; VFMADD231PS Z22, Z0, Z18; VFMADD231PS Z23, Z0, Z19
+
+// func axpySlabQ4x4RowsAVX512(y *float32, ldyb int, x *float32, ldxb int, q *byte, s, o *float32, min, group, groups int)
+//
+// axpySlabQ4RowsAVX512 on nibbles (rows 32 bytes apart), each weight
+// formed as axpyPanelQ4AVX512 forms it.
+TEXT ·axpySlabQ4x4RowsAVX512(SB), NOSPLIT, $0-80
+	MOVQ         y+0(FP), DI
+	MOVQ         ldyb+8(FP), DX
+	LEAQ         (DI)(DX*2), R13
+	MOVQ         x+16(FP), R11
+	MOVQ         ldxb+24(FP), BX
+	LEAQ         (R11)(BX*2), R15
+	MOVQ         q+32(FP), R10
+	MOVQ         s+40(FP), R8
+	MOVQ         o+48(FP), R9
+	VPBROADCASTD min+56(FP), Z2
+	MOVL         $15, AX
+	VPBROADCASTD AX, Z1
+	MOVQ         groups+72(FP), R14
+	Y4ROWS(VMOVUPS)
+
+n4group:
+	VMOVUPS (R8), Z24
+	VMOVUPS 64(R8), Z25
+	VMOVUPS 128(R8), Z26
+	VMOVUPS 192(R8), Z27
+	TESTQ   R9, R9
+	JZ      5(PC)
+	VMOVUPS (R9), Z28
+	VMOVUPS 64(R9), Z29
+	VMOVUPS 128(R9), Z30
+	VMOVUPS 192(R9), Z31
+	MOVQ    group+64(FP), R12
+
+n4k:
+	VPMOVZXBD (R10), Z20
+	VPMOVZXBD 16(R10), Z21
+	VPSRLD    $4, Z20, Z22
+	VPSRLD    $4, Z21, Z23
+	VPANDD    Z1, Z20, Z20
+	VPANDD    Z1, Z21, Z21
+	VPADDD    Z2, Z20, Z20
+	VPADDD    Z2, Z21, Z21
+	VPADDD    Z2, Z22, Z22
+	VPADDD    Z2, Z23, Z23
+	VCVTDQ2PS Z20, Z20
+	VCVTDQ2PS Z21, Z21
+	VCVTDQ2PS Z22, Z22
+	VCVTDQ2PS Z23, Z23
+	VMULPS    Z24, Z20, Z20
+	VMULPS    Z25, Z21, Z21
+	VMULPS    Z26, Z22, Z22
+	VMULPS    Z27, Z23, Z23
+	TESTQ     R9, R9
+	JZ        n4fma
+	VADDPS    Z28, Z20, Z20
+	VADDPS    Z29, Z21, Z21
+	VADDPS    Z30, Z22, Z22
+	VADDPS    Z31, Z23, Z23
+
+n4fma:
+	FMA4ROWS1
+	ADDQ  $32, R10
+	ADDQ  $4, R11
+	ADDQ  $4, R15
+	DECQ  R12
+	JNZ   n4k
+	ADDQ  $256, R8
+	TESTQ R9, R9
+	JZ    2(PC)
+	ADDQ  $256, R9
+	DECQ  R14
+	JNZ   n4group
+
+	Y4STORE
+	VZEROUPPER
+	RET

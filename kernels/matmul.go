@@ -89,10 +89,7 @@ const colChunk = 192
 func matmulCols(dst, x []float32, w Matrix, M, K, N, j0, j1 int) {
 	n := j1 - j0
 	maxPanel := panelMaxRows
-	switch {
-	case w.q != nil && w.q.q4 != nil:
-		maxPanel = nibblePanelMaxRows
-	case w.q != nil || w.s != nil:
+	if w.q != nil || w.s != nil {
 		maxPanel = slabPanelMaxRows
 	}
 	tiles := M > maxPanel && hasTileKernel
@@ -199,13 +196,10 @@ func panelLoop(M, K, n int, kern func(jt, k0, m0, nn, kk, mm int)) {
 const panelMaxRows = 3
 
 // slabPanelMaxRows is panelMaxRows for slabbed and quantised matrices,
-// whose panel kernels keep a row of y in registers while a slab streams
-// past: each further row re-reads the slab from L1 instead of memory.
+// whose panel kernels keep rows of y in registers while a slab streams
+// past: each further row re-reads the slab from L1 instead of memory, and
+// the quantised kernels form each weight once for four rows.
 const slabPanelMaxRows = 8
-
-// nibblePanelMaxRows is slabPanelMaxRows for 4-bit integers, which cost
-// more to unpack per row: at 8 rows the tiles, unpacking once, win.
-const nibblePanelMaxRows = 4
 
 // kTile is the depth of one tile-kernel call: a 24-column strip of the
 // weights is 24 KiB, within L1 (a 48-column one 48 KiB, L1 on Zen 5).
