@@ -56,6 +56,10 @@ type Report struct {
 // the reference set. Errors are bad input (unreadable or mismatched files);
 // a numerical failure is a Report with Passed false.
 func Run(ctx context.Context, m *model.Model, set *references.Set, opt Options) (*Report, error) {
+	if e := set.Manifest.Emulates(); e != nil {
+		return nil, fmt.Errorf("%s applies %s's approximations (%s): it checks that engine's dumps (diff, bisect --dump) and servers (probe), not llorch-check's forward; use a plain reference set",
+			set.Dir, e.Profile, e.Applies)
+	}
 	match, err := checkCompatible(m, set)
 	if err != nil {
 		return nil, err

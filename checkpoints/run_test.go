@@ -236,3 +236,13 @@ func TestFloat16ReferenceSet(t *testing.T) {
 		require.Equal(t, references.Float16, rep.HeldAs)
 	}
 }
+
+// TestRunRefusesEmulatedSet: a set computed with another engine's
+// approximations would fail Go's own forward for reasons that are not
+// Go's; run, bisect and serve's start-up check refuse it as bad input.
+func TestRunRefusesEmulatedSet(t *testing.T) {
+	m, set := openDefault(t)
+	set.Manifest.Generator = map[string]any{"emulates": map[string]any{"profile": "llamacpp-cpu", "applies": "ggml's float16 GELU table"}}
+	_, err := Run(context.Background(), m, set, Options{})
+	require.ErrorContains(t, err, "applies llamacpp-cpu's approximations (ggml's float16 GELU table)")
+}
