@@ -413,10 +413,10 @@ func gelu(x []float32) {
 func axpySlabQAVX512(y *float32, ldyb int, x *float32, ldxb int, q *int8, s, o *float32, group, groups, m int)
 
 //go:noescape
-func axpySlabQ4RowsAVX512(y *float32, ldyb int, x *float32, ldxb int, q *int8, s, o *float32, group, groups int)
+func axpySlabQRows4AVX512(y *float32, ldyb int, x *float32, ldxb int, q *int8, s, o *float32, group, groups int)
 
 //go:noescape
-func axpySlabQ4x4RowsAVX512(y *float32, ldyb int, x *float32, ldxb int, q *byte, s, o *float32, min, group, groups int)
+func axpySlabQ4Rows4AVX512(y *float32, ldyb int, x *float32, ldxb int, q *byte, s, o *float32, min, group, groups int)
 
 //go:noescape
 func axpySlabQ4AVX512(y *float32, ldyb int, x *float32, ldxb int, q *byte, s, o *float32, min, group, groups, m int)
@@ -437,7 +437,7 @@ func (w *quant) axpySlab(y []float32, ldy int, x []float32, ldx int, k0, j0, m, 
 		_ = w.q4[b+slab/2-1]
 		q, G, i := &w.q4[w.q4RowStart(k0, j0)], k/w.group, 0
 		for ; i+4 <= m; i += 4 {
-			axpySlabQ4x4RowsAVX512(&y[i*ldy], ldy*4, &x[i*ldx], ldx*4, q, s, o, int(w.min), w.group, G)
+			axpySlabQ4Rows4AVX512(&y[i*ldy], ldy*4, &x[i*ldx], ldx*4, q, s, o, int(w.min), w.group, G)
 		}
 		if i < m {
 			axpySlabQ4AVX512(&y[i*ldy], ldy*4, &x[i*ldx], ldx*4, q, s, o, int(w.min), w.group, G, m-i)
@@ -447,7 +447,7 @@ func (w *quant) axpySlab(y []float32, ldy int, x []float32, ldx int, k0, j0, m, 
 	_ = w.q[w.qIndex(k0+k-1, j0+slab-1)]
 	q, G, i := &w.q[w.qIndex(k0, j0)], k/w.group, 0
 	for ; i+4 <= m; i += 4 { // four rows share each weight formed
-		axpySlabQ4RowsAVX512(&y[i*ldy], ldy*4, &x[i*ldx], ldx*4, q, s, o, w.group, G)
+		axpySlabQRows4AVX512(&y[i*ldy], ldy*4, &x[i*ldx], ldx*4, q, s, o, w.group, G)
 	}
 	if i < m {
 		axpySlabQAVX512(&y[i*ldy], ldy*4, &x[i*ldx], ldx*4, q, s, o, w.group, G, m-i)

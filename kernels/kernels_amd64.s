@@ -1346,102 +1346,103 @@ gdone:
 	VZEROUPPER
 	RET
 
-// Scales (and offsets) of one group for a full 64-column strip.
-#define SLABSCALES \
-	VMOVUPS (R8), Z8; \
-	VMOVUPS 64(R8), Z9; \
-	VMOVUPS 128(R8), Z10; \
-	VMOVUPS 192(R8), Z11; \
-	TESTQ   R9, R9; \
-	JZ      5(PC); \
-	VMOVUPS (R9), Z12; \
-	VMOVUPS 64(R9), Z13; \
-	VMOVUPS 128(R9), Z14; \
-	VMOVUPS 192(R9), Z15
+// The slab kernels below run whole 64-column strips of a quantised slab
+// through groups consecutive groups of rows: R8 (R9) points at a group's
+// scale (offset) row, R14 counts the groups, R12 the group's rows, R10
+// walks the integers and R11 (R15) the x rows. Rows of y stay in
+// registers across the groups; every element still takes its products in
+// k order, one FMA each, so the bits are axpyPanelQAVX512's.
+
+// SLABSCALES loads one group's scales into s0–s3 and, when there are
+// offsets (R9 not nil), its offsets into o0–o3.
+#define SLABSCALES(s0, s1, s2, s3, o0, o1, o2, o3) \
+	VMOVUPS (R8), s0; VMOVUPS 64(R8), s1; VMOVUPS 128(R8), s2; VMOVUPS 192(R8), s3; \
+	TESTQ R9, R9; JZ 5(PC); \
+	VMOVUPS (R9), o0; VMOVUPS 64(R9), o1; VMOVUPS 128(R9), o2; VMOVUPS 192(R9), o3
+
+// NEXTGROUP moves to the next group's scale and offset rows (256 bytes
+// on) and loops to label while groups remain.
+#define NEXTGROUP(label) \
+	ADDQ $256, R8; TESTQ R9, R9; JZ 2(PC); ADDQ $256, R9; \
+	DECQ R14; JNZ label
+
+// SLABOFFSETS adds the offsets o0–o3 to the weights w0–w3, if any.
+#define SLABOFFSETS(w0, w1, w2, w3, o0, o1, o2, o3) \
+	TESTQ R9, R9; JZ 5(PC); \
+	VADDPS o0, w0, w0; VADDPS o1, w1, w1; VADDPS o2, w2, w2; VADDPS o3, w3, w3
+
+// Q8ROW forms the weights of the int8 row at R10: w = float32(q)·s (+ o).
+#define Q8ROW(w0, w1, w2, w3, s0, s1, s2, s3, o0, o1, o2, o3) \
+	VPMOVSXBD (R10), w0; VPMOVSXBD 16(R10), w1; VPMOVSXBD 32(R10), w2; VPMOVSXBD 48(R10), w3; \
+	VCVTDQ2PS w0, w0; VCVTDQ2PS w1, w1; VCVTDQ2PS w2, w2; VCVTDQ2PS w3, w3; \
+	VMULPS s0, w0, w0; VMULPS s1, w1, w1; VMULPS s2, w2, w2; VMULPS s3, w3, w3; \
+	SLABOFFSETS(w0, w1, w2, w3, o0, o1, o2, o3)
+
+// Q4ROW forms the weights of the nibble row at R10 (column c in byte c's
+// low nibble, c+32 in byte c's high one): w = float32(nibble + min)·s
+// (+ o), mask holding 15 and min the minimum in every lane.
+#define Q4ROW(w0, w1, w2, w3, s0, s1, s2, s3, o0, o1, o2, o3, mask, min) \
+	VPMOVZXBD (R10), w0; VPMOVZXBD 16(R10), w1; VPSRLD $4, w0, w2; VPSRLD $4, w1, w3; \
+	VPANDD mask, w0, w0; VPANDD mask, w1, w1; \
+	VPADDD min, w0, w0; VPADDD min, w1, w1; VPADDD min, w2, w2; VPADDD min, w3, w3; \
+	VCVTDQ2PS w0, w0; VCVTDQ2PS w1, w1; VCVTDQ2PS w2, w2; VCVTDQ2PS w3, w3; \
+	VMULPS s0, w0, w0; VMULPS s1, w1, w1; VMULPS s2, w2, w2; VMULPS s3, w3, w3; \
+	SLABOFFSETS(w0, w1, w2, w3, o0, o1, o2, o3)
+
+// One row of y (a 64-column strip at DI) in Z4–Z7, and its FMAs with the
+// weights in Z16–Z19 and x[k] from (R11).
+#define Y1LOAD VMOVUPS (DI), Z4; VMOVUPS 64(DI), Z5; VMOVUPS 128(DI), Z6; VMOVUPS 192(DI), Z7
+#define Y1STORE VMOVUPS Z4, (DI); VMOVUPS Z5, 64(DI); VMOVUPS Z6, 128(DI); VMOVUPS Z7, 192(DI)
+#define FMA1ROW \
+	VBROADCASTSS (R11), Z0; \
+	VFMADD231PS Z16, Z0, Z4; VFMADD231PS Z17, Z0, Z5; VFMADD231PS Z18, Z0, Z6; VFMADD231PS Z19, Z0, Z7
 
 // func axpySlabQAVX512(y *float32, ldyb int, x *float32, ldxb int, q *int8, s, o *float32, group, groups, m int)
 //
-// axpyPanelQAVX512 on a whole slab strip (64 columns) through groups
-// consecutive groups of group rows in one call: a row of y stays in four
-// registers across the groups, only the scales (rows 256 bytes apart) are
-// reloaded. The same FMAs in the same order, so the same bits, without a
-// call and a store and load of y per group (a Q6_K group is 16 rows).
+// axpyPanelQAVX512 on a whole slab strip for m rows, through groups
+// groups of group rows in one call: a call, and a store and load of y,
+// per group cost as much as a Q6_K group's 16 rows.
 TEXT ·axpySlabQAVX512(SB), NOSPLIT, $0-80
 	MOVQ  y+0(FP), DI
 	MOVQ  x+16(FP), SI
 	MOVQ  m+72(FP), R13
 	TESTQ R13, R13
-	JZ    sqdone
+	JZ    done
 
-sqrow:
-	VMOVUPS (DI), Z4
-	VMOVUPS 64(DI), Z5
-	VMOVUPS 128(DI), Z6
-	VMOVUPS 192(DI), Z7
-	MOVQ    q+32(FP), R10
-	MOVQ    SI, R11
-	MOVQ    s+40(FP), R8
-	MOVQ    o+48(FP), R9
-	MOVQ    groups+64(FP), R14
+row:
+	Y1LOAD
+	MOVQ q+32(FP), R10
+	MOVQ SI, R11
+	MOVQ s+40(FP), R8
+	MOVQ o+48(FP), R9
+	MOVQ groups+64(FP), R14
 
-sqgroup:
-	SLABSCALES
+group:
+	SLABSCALES(Z8, Z9, Z10, Z11, Z12, Z13, Z14, Z15)
 	MOVQ group+56(FP), R12
 
-sqk:
-	VBROADCASTSS (R11), Z0
-	VPMOVSXBD    (R10), Z16
-	VPMOVSXBD    16(R10), Z17
-	VPMOVSXBD    32(R10), Z18
-	VPMOVSXBD    48(R10), Z19
-	VCVTDQ2PS    Z16, Z16
-	VCVTDQ2PS    Z17, Z17
-	VCVTDQ2PS    Z18, Z18
-	VCVTDQ2PS    Z19, Z19
-	VMULPS       Z8, Z16, Z16
-	VMULPS       Z9, Z17, Z17
-	VMULPS       Z10, Z18, Z18
-	VMULPS       Z11, Z19, Z19
-	TESTQ        R9, R9
-	JZ           sqfma
-	VADDPS       Z12, Z16, Z16
-	VADDPS       Z13, Z17, Z17
-	VADDPS       Z14, Z18, Z18
-	VADDPS       Z15, Z19, Z19
+k:
+	Q8ROW(Z16, Z17, Z18, Z19, Z8, Z9, Z10, Z11, Z12, Z13, Z14, Z15)
+	FMA1ROW
+	ADDQ $64, R10
+	ADDQ $4, R11
+	DECQ R12
+	JNZ  k
+	NEXTGROUP(group)
 
-sqfma:
-	VFMADD231PS Z16, Z0, Z4
-	VFMADD231PS Z17, Z0, Z5
-	VFMADD231PS Z18, Z0, Z6
-	VFMADD231PS Z19, Z0, Z7
-	ADDQ        $64, R10
-	ADDQ        $4, R11
-	DECQ        R12
-	JNZ         sqk
-	ADDQ        $256, R8
-	TESTQ       R9, R9
-	JZ          2(PC)
-	ADDQ        $256, R9
-	DECQ        R14
-	JNZ         sqgroup
+	Y1STORE
+	ADDQ ldyb+8(FP), DI
+	ADDQ ldxb+24(FP), SI
+	DECQ R13
+	JNZ  row
 
-	VMOVUPS Z4, (DI)
-	VMOVUPS Z5, 64(DI)
-	VMOVUPS Z6, 128(DI)
-	VMOVUPS Z7, 192(DI)
-	ADDQ    ldyb+8(FP), DI
-	ADDQ    ldxb+24(FP), SI
-	DECQ    R13
-	JNZ     sqrow
-
-sqdone:
+done:
 	VZEROUPPER
 	RET
 
 // func axpySlabQ4AVX512(y *float32, ldyb int, x *float32, ldxb int, q *byte, s, o *float32, min, group, groups, m int)
 //
-// axpySlabQAVX512 on nibbles (rows 32 bytes apart), as axpyPanelQ4AVX512
-// forms each weight.
+// axpySlabQAVX512 on nibbles (rows 32 bytes apart).
 TEXT ·axpySlabQ4AVX512(SB), NOSPLIT, $0-88
 	MOVQ         y+0(FP), DI
 	MOVQ         x+16(FP), SI
@@ -1450,67 +1451,47 @@ TEXT ·axpySlabQ4AVX512(SB), NOSPLIT, $0-88
 	VPBROADCASTD AX, Z20
 	MOVQ         m+80(FP), R13
 	TESTQ        R13, R13
-	JZ           sq4done
+	JZ           done
 
-sq4row:
-	VMOVUPS (DI), Z4
-	VMOVUPS 64(DI), Z5
-	VMOVUPS 128(DI), Z6
-	VMOVUPS 192(DI), Z7
-	MOVQ    q+32(FP), R10
-	MOVQ    SI, R11
-	MOVQ    s+40(FP), R8
-	MOVQ    o+48(FP), R9
-	MOVQ    groups+72(FP), R14
+row:
+	Y1LOAD
+	MOVQ q+32(FP), R10
+	MOVQ SI, R11
+	MOVQ s+40(FP), R8
+	MOVQ o+48(FP), R9
+	MOVQ groups+72(FP), R14
 
-sq4group:
-	SLABSCALES
+group:
+	SLABSCALES(Z8, Z9, Z10, Z11, Z12, Z13, Z14, Z15)
 	MOVQ group+64(FP), R12
 
-sq4k:
-	VBROADCASTSS (R11), Z0
-	Q4WEIGHTS64
-	TESTQ        R9, R9
-	JZ           sq4fma
-	Q4OFFSETS64
+k:
+	Q4ROW(Z16, Z17, Z18, Z19, Z8, Z9, Z10, Z11, Z12, Z13, Z14, Z15, Z20, Z21)
+	FMA1ROW
+	ADDQ $32, R10
+	ADDQ $4, R11
+	DECQ R12
+	JNZ  k
+	NEXTGROUP(group)
 
-sq4fma:
-	VFMADD231PS Z16, Z0, Z4
-	VFMADD231PS Z17, Z0, Z5
-	VFMADD231PS Z18, Z0, Z6
-	VFMADD231PS Z19, Z0, Z7
-	ADDQ        $32, R10
-	ADDQ        $4, R11
-	DECQ        R12
-	JNZ         sq4k
-	ADDQ        $256, R8
-	TESTQ       R9, R9
-	JZ          2(PC)
-	ADDQ        $256, R9
-	DECQ        R14
-	JNZ         sq4group
+	Y1STORE
+	ADDQ ldyb+8(FP), DI
+	ADDQ ldxb+24(FP), SI
+	DECQ R13
+	JNZ  row
 
-	VMOVUPS Z4, (DI)
-	VMOVUPS Z5, 64(DI)
-	VMOVUPS Z6, 128(DI)
-	VMOVUPS Z7, 192(DI)
-	ADDQ    ldyb+8(FP), DI
-	ADDQ    ldxb+24(FP), SI
-	DECQ    R13
-	JNZ     sq4row
-
-sq4done:
+done:
 	VZEROUPPER
 	RET
 
 // Four rows of y, one 64-column strip each, in Z4–Z19 (row r in
 // Z(4+4r)..Z(7+4r)); rows 0 and 1 from DI, rows 2 and 3 from R13, DX
 // apart.
-#define Y4ROWS(op) \
-	op (DI), Z4; op 64(DI), Z5; op 128(DI), Z6; op 192(DI), Z7; \
-	op (DI)(DX*1), Z8; op 64(DI)(DX*1), Z9; op 128(DI)(DX*1), Z10; op 192(DI)(DX*1), Z11; \
-	op (R13), Z12; op 64(R13), Z13; op 128(R13), Z14; op 192(R13), Z15; \
-	op (R13)(DX*1), Z16; op 64(R13)(DX*1), Z17; op 128(R13)(DX*1), Z18; op 192(R13)(DX*1), Z19
+#define Y4LOAD \
+	VMOVUPS (DI), Z4; VMOVUPS 64(DI), Z5; VMOVUPS 128(DI), Z6; VMOVUPS 192(DI), Z7; \
+	VMOVUPS (DI)(DX*1), Z8; VMOVUPS 64(DI)(DX*1), Z9; VMOVUPS 128(DI)(DX*1), Z10; VMOVUPS 192(DI)(DX*1), Z11; \
+	VMOVUPS (R13), Z12; VMOVUPS 64(R13), Z13; VMOVUPS 128(R13), Z14; VMOVUPS 192(R13), Z15; \
+	VMOVUPS (R13)(DX*1), Z16; VMOVUPS 64(R13)(DX*1), Z17; VMOVUPS 128(R13)(DX*1), Z18; VMOVUPS 192(R13)(DX*1), Z19
 
 #define Y4STORE \
 	VMOVUPS Z4, (DI); VMOVUPS Z5, 64(DI); VMOVUPS Z6, 128(DI); VMOVUPS Z7, 192(DI); \
@@ -1518,89 +1499,9 @@ sq4done:
 	VMOVUPS Z12, (R13); VMOVUPS Z13, 64(R13); VMOVUPS Z14, 128(R13); VMOVUPS Z15, 192(R13); \
 	VMOVUPS Z16, (R13)(DX*1); VMOVUPS Z17, 64(R13)(DX*1); VMOVUPS Z18, 128(R13)(DX*1); VMOVUPS Z19, 192(R13)(DX*1)
 
-// x[r,k] for the four rows broadcast into Z0–Z3, then each row's FMAs
-// with the weights in Z20–Z23.
+// x[r,k] of the four rows (R11 and R15, BX apart) broadcast into Z0 in
+// turn, each row's FMAs with the weights in Z20–Z23.
 #define FMA4ROWS \
-	VBROADCASTSS (R11), Z0; VBROADCASTSS (R11)(BX*1), Z1; \
-	VBROADCASTSS (R15), Z2; VBROADCASTSS (R15)(BX*1), Z3; \
-	VFMADD231PS Z20, Z0, Z4; VFMADD231PS Z21, Z0, Z5; VFMADD231PS Z22, Z0, Z6; VFMADD231PS Z23, Z0, Z7; \
-	VFMADD231PS Z20, Z1, Z8; VFMADD231PS Z21, Z1, Z9; VFMADD231PS Z22, Z1, Z10; VFMADD231PS Z23, Z1, Z11; \
-	VFMADD231PS Z20, Z2, Z12; VFMADD231PS Z21, Z2, Z13; VFMADD231PS Z22, Z2, Z14; VFMADD231PS Z23, Z2, Z15; \
-	VFMADD231PS Z20, Z3, Z16; VFMADD231PS Z21, Z3, Z17; VFMADD231PS Z22, Z3, Z18; VFMADD231PS Z23, Z3, Z19
-
-// func axpySlabQ4RowsAVX512(y *float32, ldyb int, x *float32, ldxb int, q *int8, s, o *float32, group, groups int)
-//
-// axpySlabQAVX512 for exactly four rows of y at once: each weight is
-// formed once and used by the four rows (batched decode paid the integer
-// conversion and scaling once per row). Every element still takes its
-// products in k order, one FMA each, so the bits are the one-row kernel's.
-TEXT ·axpySlabQ4RowsAVX512(SB), NOSPLIT, $0-72
-	MOVQ y+0(FP), DI
-	MOVQ ldyb+8(FP), DX
-	LEAQ (DI)(DX*2), R13
-	MOVQ x+16(FP), R11
-	MOVQ ldxb+24(FP), BX
-	LEAQ (R11)(BX*2), R15
-	MOVQ q+32(FP), R10
-	MOVQ s+40(FP), R8
-	MOVQ o+48(FP), R9
-	MOVQ groups+64(FP), R14
-	Y4ROWS(VMOVUPS)
-
-s4group:
-	VMOVUPS (R8), Z24
-	VMOVUPS 64(R8), Z25
-	VMOVUPS 128(R8), Z26
-	VMOVUPS 192(R8), Z27
-	TESTQ   R9, R9
-	JZ      5(PC)
-	VMOVUPS (R9), Z28
-	VMOVUPS 64(R9), Z29
-	VMOVUPS 128(R9), Z30
-	VMOVUPS 192(R9), Z31
-	MOVQ    group+56(FP), R12
-
-s4k:
-	VPMOVSXBD (R10), Z20
-	VPMOVSXBD 16(R10), Z21
-	VPMOVSXBD 32(R10), Z22
-	VPMOVSXBD 48(R10), Z23
-	VCVTDQ2PS Z20, Z20
-	VCVTDQ2PS Z21, Z21
-	VCVTDQ2PS Z22, Z22
-	VCVTDQ2PS Z23, Z23
-	VMULPS    Z24, Z20, Z20
-	VMULPS    Z25, Z21, Z21
-	VMULPS    Z26, Z22, Z22
-	VMULPS    Z27, Z23, Z23
-	TESTQ     R9, R9
-	JZ        s4fma
-	VADDPS    Z28, Z20, Z20
-	VADDPS    Z29, Z21, Z21
-	VADDPS    Z30, Z22, Z22
-	VADDPS    Z31, Z23, Z23
-
-s4fma:
-	FMA4ROWS
-	ADDQ  $64, R10
-	ADDQ  $4, R11
-	ADDQ  $4, R15
-	DECQ  R12
-	JNZ   s4k
-	ADDQ  $256, R8
-	TESTQ R9, R9
-	JZ    2(PC)
-	ADDQ  $256, R9
-	DECQ  R14
-	JNZ   s4group
-
-	Y4STORE
-	VZEROUPPER
-	RET
-
-// FMA4ROWS with one broadcast register (Z0) reused row after row, which
-// leaves Z1 and Z2 for the nibble kernel's mask and minimum.
-#define FMA4ROWS1 \
 	VBROADCASTSS (R11), Z0; \
 	VFMADD231PS Z20, Z0, Z4; VFMADD231PS Z21, Z0, Z5; VFMADD231PS Z22, Z0, Z6; VFMADD231PS Z23, Z0, Z7; \
 	VBROADCASTSS (R11)(BX*1), Z0; \
@@ -1610,78 +1511,65 @@ s4fma:
 	VBROADCASTSS (R15)(BX*1), Z0; \
 	VFMADD231PS Z20, Z0, Z16; VFMADD231PS Z21, Z0, Z17; VFMADD231PS Z22, Z0, Z18; VFMADD231PS Z23, Z0, Z19
 
-// func axpySlabQ4x4RowsAVX512(y *float32, ldyb int, x *float32, ldxb int, q *byte, s, o *float32, min, group, groups int)
+// The four-row kernels' registers: y in Z4–Z19, rows 2 and 3 at R13 = DI
+// + 2·ldyb and R15 = x + 2·ldxb.
+#define ROWS4SETUP \
+	MOVQ y+0(FP), DI; MOVQ ldyb+8(FP), DX; LEAQ (DI)(DX*2), R13; \
+	MOVQ x+16(FP), R11; MOVQ ldxb+24(FP), BX; LEAQ (R11)(BX*2), R15; \
+	MOVQ q+32(FP), R10; MOVQ s+40(FP), R8; MOVQ o+48(FP), R9; \
+	Y4LOAD
+
+// func axpySlabQRows4AVX512(y *float32, ldyb int, x *float32, ldxb int, q *int8, s, o *float32, group, groups int)
 //
-// axpySlabQ4RowsAVX512 on nibbles (rows 32 bytes apart), each weight
-// formed as axpyPanelQ4AVX512 forms it.
-TEXT ·axpySlabQ4x4RowsAVX512(SB), NOSPLIT, $0-80
-	MOVQ         y+0(FP), DI
-	MOVQ         ldyb+8(FP), DX
-	LEAQ         (DI)(DX*2), R13
-	MOVQ         x+16(FP), R11
-	MOVQ         ldxb+24(FP), BX
-	LEAQ         (R11)(BX*2), R15
-	MOVQ         q+32(FP), R10
-	MOVQ         s+40(FP), R8
-	MOVQ         o+48(FP), R9
+// axpySlabQAVX512 for exactly four rows of y at once: each weight is
+// formed once and used by the four rows (batched decode paid the integer
+// conversion and scaling once per row).
+TEXT ·axpySlabQRows4AVX512(SB), NOSPLIT, $0-72
+	ROWS4SETUP
+	MOVQ groups+64(FP), R14
+
+group:
+	SLABSCALES(Z24, Z25, Z26, Z27, Z28, Z29, Z30, Z31)
+	MOVQ group+56(FP), R12
+
+k:
+	Q8ROW(Z20, Z21, Z22, Z23, Z24, Z25, Z26, Z27, Z28, Z29, Z30, Z31)
+	FMA4ROWS
+	ADDQ $64, R10
+	ADDQ $4, R11
+	ADDQ $4, R15
+	DECQ R12
+	JNZ  k
+	NEXTGROUP(group)
+
+	Y4STORE
+	VZEROUPPER
+	RET
+
+// func axpySlabQ4Rows4AVX512(y *float32, ldyb int, x *float32, ldxb int, q *byte, s, o *float32, min, group, groups int)
+//
+// axpySlabQRows4AVX512 on nibbles (rows 32 bytes apart); Z1 and Z2 hold
+// the mask and the minimum.
+TEXT ·axpySlabQ4Rows4AVX512(SB), NOSPLIT, $0-80
+	ROWS4SETUP
 	VPBROADCASTD min+56(FP), Z2
 	MOVL         $15, AX
 	VPBROADCASTD AX, Z1
 	MOVQ         groups+72(FP), R14
-	Y4ROWS(VMOVUPS)
 
-n4group:
-	VMOVUPS (R8), Z24
-	VMOVUPS 64(R8), Z25
-	VMOVUPS 128(R8), Z26
-	VMOVUPS 192(R8), Z27
-	TESTQ   R9, R9
-	JZ      5(PC)
-	VMOVUPS (R9), Z28
-	VMOVUPS 64(R9), Z29
-	VMOVUPS 128(R9), Z30
-	VMOVUPS 192(R9), Z31
-	MOVQ    group+64(FP), R12
+group:
+	SLABSCALES(Z24, Z25, Z26, Z27, Z28, Z29, Z30, Z31)
+	MOVQ group+64(FP), R12
 
-n4k:
-	VPMOVZXBD (R10), Z20
-	VPMOVZXBD 16(R10), Z21
-	VPSRLD    $4, Z20, Z22
-	VPSRLD    $4, Z21, Z23
-	VPANDD    Z1, Z20, Z20
-	VPANDD    Z1, Z21, Z21
-	VPADDD    Z2, Z20, Z20
-	VPADDD    Z2, Z21, Z21
-	VPADDD    Z2, Z22, Z22
-	VPADDD    Z2, Z23, Z23
-	VCVTDQ2PS Z20, Z20
-	VCVTDQ2PS Z21, Z21
-	VCVTDQ2PS Z22, Z22
-	VCVTDQ2PS Z23, Z23
-	VMULPS    Z24, Z20, Z20
-	VMULPS    Z25, Z21, Z21
-	VMULPS    Z26, Z22, Z22
-	VMULPS    Z27, Z23, Z23
-	TESTQ     R9, R9
-	JZ        n4fma
-	VADDPS    Z28, Z20, Z20
-	VADDPS    Z29, Z21, Z21
-	VADDPS    Z30, Z22, Z22
-	VADDPS    Z31, Z23, Z23
-
-n4fma:
-	FMA4ROWS1
-	ADDQ  $32, R10
-	ADDQ  $4, R11
-	ADDQ  $4, R15
-	DECQ  R12
-	JNZ   n4k
-	ADDQ  $256, R8
-	TESTQ R9, R9
-	JZ    2(PC)
-	ADDQ  $256, R9
-	DECQ  R14
-	JNZ   n4group
+k:
+	Q4ROW(Z20, Z21, Z22, Z23, Z24, Z25, Z26, Z27, Z28, Z29, Z30, Z31, Z1, Z2)
+	FMA4ROWS
+	ADDQ $32, R10
+	ADDQ $4, R11
+	ADDQ $4, R15
+	DECQ R12
+	JNZ  k
+	NEXTGROUP(group)
 
 	Y4STORE
 	VZEROUPPER
