@@ -52,8 +52,7 @@ func (w Matrix) Bytes() int64 {
 // nil otherwise.
 func (w Matrix) Float16Bits() []uint16 {
 	if w.s != nil {
-		_, bits := w.s.rowMajor()
-		return bits
+		return w.s.float16Bits()
 	}
 	return w.f16
 }
@@ -68,8 +67,7 @@ func (w Matrix) Float32s() []float32 {
 		return w.q.float32s()
 	}
 	if w.s != nil {
-		vals, _ := w.s.rowMajor()
-		return vals
+		return w.s.float32s()
 	}
 	if w.f16 == nil {
 		return w.f32

@@ -95,28 +95,25 @@ func (s *slabs) index(k, j int) int { return j/slab*slab*s.k + k*s.width(j) + j%
 
 func (s *slabs) bytes() int64 { return 4*int64(len(s.f32)) + 2*int64(len(s.f16)) }
 
-// rowMajor returns the matrix as row-major float32 values, and for a
-// float16 matrix its row-major bits too.
-func (s *slabs) rowMajor() ([]float32, []uint16) {
+// float32s is the matrix's values, row-major.
+func (s *slabs) float32s() []float32 {
 	out := make([]float32, s.k*s.n)
-	var bits []uint16
-	if s.f16 != nil {
-		bits = make([]uint16, s.k*s.n)
+	s.gather(out, 0, 0, s.k, s.n)
+	return out
+}
+
+// float16Bits is a float16 matrix's bits, row-major; nil for float32.
+func (s *slabs) float16Bits() []uint16 {
+	if s.f16 == nil {
+		return nil
 	}
+	bits := make([]uint16, s.k*s.n)
 	for k := range s.k {
 		for j0 := 0; j0 < s.n; j0 += slab {
-			n := s.width(j0)
-			if bits != nil {
-				copy(bits[k*s.n+j0:][:n], s.f16[s.index(k, j0):])
-				continue
-			}
-			copy(out[k*s.n+j0:][:n], s.f32[s.index(k, j0):])
+			copy(bits[k*s.n+j0:][:s.width(j0)], s.f16[s.index(k, j0):])
 		}
 	}
-	if bits != nil {
-		widenBlock(out, bits, len(bits), 1, len(bits))
-	}
-	return out, bits
+	return bits
 }
 
 // gather writes rows k0..k0+rows, columns j0..j0+n of the matrix into dst
