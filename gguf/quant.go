@@ -19,27 +19,54 @@ import (
 
 // Groups is how a block type decomposes: Size elements per scale, whether
 // each group has an offset, and the integers' range [Min, Min+2^Bits).
+// Super elements (one block) share the float16 factors D and DM; with
+// Factored, each group also has small integers A and B, and its scale is
+// D·A and its offset DM·B, each rounded to float32 (the K types: a
+// super-block of 256 with 6- or 8-bit sub-block scales); without, they are
+// D and DM themselves.
 type Groups struct {
-	Size   int
-	Offset bool
-	Bits   int
-	Min    int
+	Size     int
+	Offset   bool
+	Bits     int
+	Min      int
+	Super    int
+	Factored bool
+}
+
+// Factors is the scales of whole blocks as a file stores them: D and DM
+// (nil without offsets) per block, A and B (nil without Factored, B nil
+// without offsets) per group.
+type Factors struct {
+	D, DM []uint16
+	A, B  []int8
+}
+
+// Scale is a group's float32 scale (or offset) from its block's float16
+// factor d and, for the factored types, its integer a: ggml's float32
+// product, which the dequantisers form before scaling the integers.
+func Scale(d uint16, a int8, factored bool) float32 {
+	if !factored {
+		return Float16To32(d)
+	}
+	return float32(Float16To32(d) * float32(a))
 }
 
 type groupDecoder struct {
 	Groups
-	decode func(q []int8, s, o []float32, b []byte) // one block
+	// decode fills one block's integers and factors: d, dm, and (for the
+	// factored types) a and b per group, dm and b nil without offsets.
+	decode func(q []int8, d, dm *uint16, a, b []int8, blk []byte)
 }
 
 var groupDecoders = map[GGMLType]groupDecoder{
-	GGMLTypeQ8_0: {Groups{32, false, 8, -128}, decodeQ8_0},
-	GGMLTypeQ4_0: {Groups{32, false, 4, -8}, decodeQ4_0},
-	GGMLTypeQ4_1: {Groups{32, true, 4, 0}, decodeQ4_1},
-	GGMLTypeQ5_0: {Groups{32, false, 5, -16}, decodeQ5_0},
-	GGMLTypeQ5_1: {Groups{32, true, 5, 0}, decodeQ5_1},
-	GGMLTypeQ4_K: {Groups{32, true, 4, 0}, decodeQ4K},
-	GGMLTypeQ5_K: {Groups{32, true, 5, 0}, decodeQ5K},
-	GGMLTypeQ6_K: {Groups{16, false, 6, -32}, decodeQ6K},
+	GGMLTypeQ8_0: {Groups{32, false, 8, -128, 32, false}, decodeQ8_0},
+	GGMLTypeQ4_0: {Groups{32, false, 4, -8, 32, false}, decodeQ4_0},
+	GGMLTypeQ4_1: {Groups{32, true, 4, 0, 32, false}, decodeQ4_1},
+	GGMLTypeQ5_0: {Groups{32, false, 5, -16, 32, false}, decodeQ5_0},
+	GGMLTypeQ5_1: {Groups{32, true, 5, 0, 32, false}, decodeQ5_1},
+	GGMLTypeQ4_K: {Groups{32, true, 4, 0, 256, true}, decodeQ4K},
+	GGMLTypeQ5_K: {Groups{32, true, 5, 0, 256, true}, decodeQ5K},
+	GGMLTypeQ6_K: {Groups{16, false, 6, -32, 256, true}, decodeQ6K},
 }
 
 // GroupsOf says how type t decomposes; false for the float types.
@@ -60,10 +87,10 @@ func GroupValue(q int8, s, o float32, offset bool) float32 {
 	return v
 }
 
-// DecodeGroups decodes raw, whole blocks of type t, into each element's
-// integer q, each group's scale s and, if the type has offsets, offset o
-// (nil otherwise): GroupValue of them is DecodeFloat32's value, bit for bit.
-func DecodeGroups(t GGMLType, raw []byte, q []int8, s, o []float32) error {
+// DecodeFactors decodes raw, whole blocks of type t, into each element's
+// integer q and the blocks' factors f, sized as Factors says: Scale of
+// them gives DecodeGroups' scales and offsets, bit for bit.
+func DecodeFactors(t GGMLType, raw []byte, q []int8, f Factors) error {
 	g, ok := groupDecoders[t]
 	if !ok {
 		return fmt.Errorf("gguf: %s is not a block type of integer groups", t)
@@ -75,19 +102,81 @@ func DecodeGroups(t GGMLType, raw []byte, q []int8, s, o []float32) error {
 	if len(raw) != want {
 		return fmt.Errorf("gguf: %s data is %d bytes, %d elements need %d", t, len(raw), len(q), want)
 	}
+	blocks, groups := len(q)/g.Super, len(q)/g.Size
+	if len(f.D) != blocks || (g.Offset && len(f.DM) != blocks) {
+		return fmt.Errorf("gguf: %d elements of %s need %d block factors (and as many offset factors if it has offsets), have %d and %d", len(q), t, blocks, len(f.D), len(f.DM))
+	}
+	if g.Factored && (len(f.A) != groups || (g.Offset && len(f.B) != groups)) {
+		return fmt.Errorf("gguf: %d elements of %s need %d group factors (and as many offset factors if it has offsets), have %d and %d", len(q), t, groups, len(f.A), len(f.B))
+	}
+	size, per := int(layouts[t].typeSize), g.Super/g.Size
+	for i := range blocks {
+		var dm *uint16
+		var a, b []int8
+		if g.Offset {
+			dm = &f.DM[i]
+		}
+		if g.Factored {
+			a = f.A[i*per : (i+1)*per]
+			if g.Offset {
+				b = f.B[i*per : (i+1)*per]
+			}
+		}
+		g.decode(q[i*g.Super:(i+1)*g.Super], &f.D[i], dm, a, b, raw[i*size:(i+1)*size])
+	}
+	return nil
+}
+
+// DecodeGroups decodes raw, whole blocks of type t, into each element's
+// integer q, each group's scale s and, if the type has offsets, offset o
+// (nil otherwise): GroupValue of them is DecodeFloat32's value, bit for bit.
+func DecodeGroups(t GGMLType, raw []byte, q []int8, s, o []float32) error {
+	g, ok := groupDecoders[t]
+	if !ok {
+		return fmt.Errorf("gguf: %s is not a block type of integer groups", t)
+	}
 	if len(s) != len(q)/g.Size || (g.Offset && len(o) != len(s)) {
 		return fmt.Errorf("gguf: %d elements of %s need %d scales (and as many offsets if it has them), have %d and %d", len(q), t, len(q)/g.Size, len(s), len(o))
 	}
-	l := layouts[t]
-	n, size, per := int(l.blockSize), int(l.typeSize), int(l.blockSize)/g.Size
-	for b := 0; b < len(q)/n; b++ {
-		var ob []float32
-		if g.Offset {
-			ob = o[b*per : (b+1)*per]
-		}
-		g.decode(q[b*n:(b+1)*n], s[b*per:(b+1)*per], ob, raw[b*size:(b+1)*size])
+	f := newFactors(g.Groups, len(q))
+	if err := DecodeFactors(t, raw, q, f); err != nil {
+		return err
 	}
+	f.scales(g.Groups, s, o)
 	return nil
+}
+
+// newFactors sizes Factors for n elements of groups g.
+func newFactors(g Groups, n int) Factors {
+	f := Factors{D: make([]uint16, n/g.Super)}
+	if g.Offset {
+		f.DM = make([]uint16, n/g.Super)
+	}
+	if g.Factored {
+		f.A = make([]int8, n/g.Size)
+		if g.Offset {
+			f.B = make([]int8, n/g.Size)
+		}
+	}
+	return f
+}
+
+// scales forms each group's scale (and offset) from f.
+func (f Factors) scales(g Groups, s, o []float32) {
+	per := g.Super / g.Size
+	for i := range s {
+		var a, b int8
+		if g.Factored {
+			a = f.A[i]
+			if g.Offset {
+				b = f.B[i]
+			}
+		}
+		s[i] = Scale(f.D[i/per], a, g.Factored)
+		if g.Offset {
+			o[i] = Scale(f.DM[i/per], b, g.Factored)
+		}
+	}
 }
 
 // decodeBlocks is DecodeFloat32 for the group types: raw has been checked
@@ -96,9 +185,15 @@ func decodeBlocks(t GGMLType, raw []byte, dst []float32) {
 	g, l := groupDecoders[t], layouts[t]
 	n, size := int(l.blockSize), int(l.typeSize)
 	q := make([]int8, n)
+	f := newFactors(g.Groups, n)
 	s, o := make([]float32, n/g.Size), make([]float32, n/g.Size)
 	for b := 0; b < len(dst)/n; b++ {
-		g.decode(q, s, o, raw[b*size:(b+1)*size])
+		var dm *uint16
+		if g.Offset {
+			dm = &f.DM[0]
+		}
+		g.decode(q, &f.D[0], dm, f.A, f.B, raw[b*size:(b+1)*size])
+		f.scales(g.Groups, s, o)
 		out := dst[b*n : (b+1)*n]
 		for i, v := range q {
 			out[i] = GroupValue(v, s[i/g.Size], o[i/g.Size], g.Offset)
@@ -106,11 +201,11 @@ func decodeBlocks(t GGMLType, raw []byte, dst []float32) {
 	}
 }
 
-func half(b []byte) float32 { return Float16To32(binary.LittleEndian.Uint16(b)) }
+func half(b []byte) uint16 { return binary.LittleEndian.Uint16(b) }
 
 // Q8_0: d, then 32 int8, each q·d.
-func decodeQ8_0(q []int8, s, _ []float32, b []byte) {
-	s[0] = half(b)
+func decodeQ8_0(q []int8, d, _ *uint16, _, _ []int8, b []byte) {
+	*d = half(b)
 	for j := range q {
 		q[j] = int8(b[2+j])
 	}
@@ -118,24 +213,24 @@ func decodeQ8_0(q []int8, s, _ []float32, b []byte) {
 
 // Q4_0: d, then 16 bytes whose low nibbles are elements 0..15 and high
 // nibbles 16..31, each (q-8)·d.
-func decodeQ4_0(q []int8, s, _ []float32, b []byte) {
-	s[0] = half(b)
+func decodeQ4_0(q []int8, d, _ *uint16, _, _ []int8, b []byte) {
+	*d = half(b)
 	for j, v := range b[2:18] {
 		q[j], q[j+16] = int8(v&0xf)-8, int8(v>>4)-8
 	}
 }
 
 // Q4_1: d, m, then nibbles as Q4_0, each q·d + m.
-func decodeQ4_1(q []int8, s, o []float32, b []byte) {
-	s[0], o[0] = half(b), half(b[2:])
+func decodeQ4_1(q []int8, d, m *uint16, _, _ []int8, b []byte) {
+	*d, *m = half(b), half(b[2:])
 	for j, v := range b[4:20] {
 		q[j], q[j+16] = int8(v&0xf), int8(v>>4)
 	}
 }
 
 // Q5_0: d, 32 high bits (element j's in bit j), nibbles as Q4_0; (q-16)·d.
-func decodeQ5_0(q []int8, s, _ []float32, b []byte) {
-	s[0] = half(b)
+func decodeQ5_0(q []int8, d, _ *uint16, _, _ []int8, b []byte) {
+	*d = half(b)
 	qh := binary.LittleEndian.Uint32(b[2:])
 	for j, v := range b[6:22] {
 		q[j] = int8(v&0xf|byte(qh>>j&1)<<4) - 16
@@ -144,8 +239,8 @@ func decodeQ5_0(q []int8, s, _ []float32, b []byte) {
 }
 
 // Q5_1: d, m, high bits and nibbles as Q5_0; q·d + m.
-func decodeQ5_1(q []int8, s, o []float32, b []byte) {
-	s[0], o[0] = half(b), half(b[2:])
+func decodeQ5_1(q []int8, d, m *uint16, _, _ []int8, b []byte) {
+	*d, *m = half(b), half(b[2:])
 	qh := binary.LittleEndian.Uint32(b[4:])
 	for j, v := range b[8:24] {
 		q[j] = int8(v&0xf | byte(qh>>j&1)<<4)
@@ -165,21 +260,24 @@ func scaleMinK4(j int, s []byte) (sc, m byte) {
 
 // Q4_K: a super-block of 256 = 8 sub-blocks of 32; d, dmin, 12 bytes of
 // scales and mins, 128 bytes of nibbles (per 64 elements, 32 low nibbles
-// then 32 high); each (d·sc)·q − dmin·m.
-func decodeQ4K(q []int8, s, o []float32, b []byte) { decodeK(q, s, o, b[:4], b[4:16], nil, b[16:144]) }
+// then 32 high); each (d·sc)·q − dmin·m. The offset's factor is −m, since
+// −(dmin·m) rounds as dmin·(−m) does.
+func decodeQ4K(q []int8, d, dm *uint16, a, b []int8, blk []byte) {
+	decodeK(q, d, dm, a, b, blk[:4], blk[4:16], nil, blk[16:144])
+}
 
 // Q5_K: as Q4_K plus 32 bytes of fifth bits; element l of the k-th 64
 // takes bit 2k of qh[l] (low nibble) or bit 2k+1 (high nibble).
-func decodeQ5K(q []int8, s, o []float32, b []byte) {
-	decodeK(q, s, o, b[:4], b[4:16], b[16:48], b[48:176])
+func decodeQ5K(q []int8, d, dm *uint16, a, b []int8, blk []byte) {
+	decodeK(q, d, dm, a, b, blk[:4], blk[4:16], blk[16:48], blk[48:176])
 }
 
 // decodeK is Q4_K and Q5_K: qh nil for the 4-bit type.
-func decodeK(q []int8, s, o []float32, dd, scales, qh, qs []byte) {
-	d, dmin := half(dd), half(dd[2:])
+func decodeK(q []int8, d, dm *uint16, a, b []int8, dd, scales, qh, qs []byte) {
+	*d, *dm = half(dd), half(dd[2:])
 	for j := range 8 {
 		sc, m := scaleMinK4(j, scales)
-		s[j], o[j] = float32(d*float32(sc)), -float32(dmin*float32(m))
+		a[j], b[j] = int8(sc), -int8(m)
 	}
 	for k := range 4 {
 		y := q[64*k : 64*k+64]
@@ -198,10 +296,10 @@ func decodeK(q []int8, s, o []float32, dd, scales, qh, qs []byte) {
 // per 16 elements), then d; each (d·scale)·(q−32). Per 128 elements, byte
 // l of the lows holds elements l and l+64, byte l+32 elements l+32 and
 // l+96, and highs byte l their four top bit pairs.
-func decodeQ6K(q []int8, s, _ []float32, b []byte) {
-	d := half(b[208:])
+func decodeQ6K(q []int8, d, _ *uint16, a, _ []int8, b []byte) {
+	*d = half(b[208:])
 	for j, sc := range b[192:208] {
-		s[j] = float32(d * float32(int8(sc)))
+		a[j] = int8(sc)
 	}
 	for n := range 2 {
 		ql, qh := b[64*n:64*n+64], b[128+32*n:128+32*n+32]

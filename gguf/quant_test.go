@@ -137,3 +137,27 @@ func TestDecodeGroupsMatchesFloats(t *testing.T) {
 	require.False(t, ok)
 	require.Error(t, DecodeGroups(GGMLTypeF32, make([]byte, 4), make([]int8, 1), nil, nil))
 }
+
+// TestDecodeFactorsSizes: DecodeFactors names what is short: the data,
+// the block factors, the group factors.
+func TestDecodeFactorsSizes(t *testing.T) {
+	_, blocks, want := ggmlVectors(t, GGMLTypeQ4_K)
+	g, _ := GroupsOf(GGMLTypeQ4_K)
+	q := make([]int8, len(want))
+	full := newFactors(g, len(q))
+	require.NoError(t, DecodeFactors(GGMLTypeQ4_K, blocks, q, full))
+	for _, c := range []struct {
+		name string
+		f    Factors
+		want string
+	}{
+		{"one block factor short", Factors{D: full.D[1:], DM: full.DM, A: full.A, B: full.B}, "block factors"},
+		{"no offset factors", Factors{D: full.D, A: full.A, B: full.B}, "block factors"},
+		{"one group factor short", Factors{D: full.D, DM: full.DM, A: full.A[1:], B: full.B}, "group factors"},
+		{"no group offset factors", Factors{D: full.D, DM: full.DM, A: full.A}, "group factors"},
+	} {
+		require.ErrorContains(t, DecodeFactors(GGMLTypeQ4_K, blocks, q, c.f), c.want, c.name)
+	}
+	require.ErrorContains(t, DecodeFactors(GGMLTypeQ4_K, blocks[1:], q, full), "bytes")
+	require.Error(t, DecodeFactors(GGMLTypeF16, blocks, q, full))
+}

@@ -269,59 +269,60 @@ func dequantQ4AVX512(dst *float32, lddb int, q *byte, s, o *float32, min, rows, 
 //go:noescape
 func dequantQAVX2(dst *float32, lddb int, q *int8, ldqb int, s, o *float32, rows, n int)
 
-// scaleRow returns the scale and offset pointers of storage row k, column
-// j, for n columns of one slab (o nil without offsets).
-func (w *quant) scaleRow(k, j, n int) (s, o *float32) {
-	g := w.sIndex(k, j)
-	_ = w.s[g+n-1]
-	if w.o != nil {
-		o = &w.o[g]
-	}
-	return &w.s[g], o
-}
-
-// axpyPiece is axpyPanel within one group and one slab: the assembly
-// takes 16-column multiples of 4 rows, the edges go through float32
-// scratch.
-func (w *quant) axpyPiece(y []float32, ldy int, x []float32, ldx int, k0, j0, n, m, k int) {
-	if w.q4 != nil {
-		w.axpyPiece4(y, ldy, x, ldx, k0, j0, n, m, k)
+// axpyPiece is axpyPanel on block rows r0..r0+k (one group), columns
+// c..c+n of its slab: the assembly takes 16-column multiples of 4 rows,
+// the edges go through float32 scratch.
+func (b *block) axpyPiece(y []float32, ldy int, x []float32, ldx int, r0, c, n, m, k int) {
+	if b.q4 != nil {
+		b.axpyPiece4(y, ldy, x, ldx, r0, c, n, m, k)
 		return
 	}
 	if !useAVX2 || m == 0 {
-		w.axpyPieceWidened(y, ldy, x, ldx, k0, j0, n, m, k)
+		b.axpyPieceWidened(y, ldy, x, ldx, r0, c, n, m, k)
 		return
 	}
 	n16, k4 := n&^15, k&^3
 	if n16 > 0 && k4 > 0 {
 		_ = y[(m-1)*ldy+n16-1]
 		_ = x[(m-1)*ldx+k4-1]
-		_ = w.q[w.qIndex(k0+k4-1, j0+n16-1)]
+		_ = b.q[(r0+k4-1)*slab+c+n16-1]
+		s, o := b.scaleRow(r0, c)
+		_ = s[n16-1]
 		n32 := 0
 		if useAVX512 {
 			n32 = n &^ 31
 			if n32 > 0 {
-				s, o := w.scaleRow(k0, j0, n32)
-				axpyPanelQAVX512(unsafe.SliceData(y), ldy*4, unsafe.SliceData(x), ldx*4, &w.q[w.qIndex(k0, j0)], slab, s, o, n32, m, k4)
+				axpyPanelQAVX512(unsafe.SliceData(y), ldy*4, unsafe.SliceData(x), ldx*4, &b.q[r0*slab+c], slab, &s[0], first(o), n32, m, k4)
 			}
 		}
 		if n32 < n16 {
-			s, o := w.scaleRow(k0, j0+n32, n16-n32)
-			axpyPanelQAVX2(&y[n32], ldy*4, unsafe.SliceData(x), ldx*4, &w.q[w.qIndex(k0, j0+n32)], slab, s, o, n16-n32, m, k4)
+			axpyPanelQAVX2(&y[n32], ldy*4, unsafe.SliceData(x), ldx*4, &b.q[r0*slab+c+n32], slab, &s[n32], at(o, n32), n16-n32, m, k4)
 		}
 	}
 	if k4 < k && n16 > 0 {
-		w.axpyPieceWidened(y, ldy, x[k4:], ldx, k0+k4, j0, n16, m, k-k4)
+		b.axpyPieceWidened(y, ldy, x[k4:], ldx, r0+k4, c, n16, m, k-k4)
 	}
 	if n16 < n {
-		w.axpyPieceWidened(y[n16:], ldy, x, ldx, k0, j0+n16, n-n16, m, k)
+		b.axpyPieceWidened(y[n16:], ldy, x, ldx, r0, c+n16, n-n16, m, k)
 	}
 }
 
-// dequantPiece is dequantGeneric within one group and one slab.
-func (w *quant) dequantPiece(dst []float32, ldd, k0, j0, rows, n int) {
-	if w.q4 != nil {
-		w.dequantPiece4(dst, ldd, k0, j0, rows, n)
+// first is &o[0], or nil for no offsets.
+func first(o []float32) *float32 { return at(o, 0) }
+
+// at is &o[i], or nil for no offsets.
+func at(o []float32, i int) *float32 {
+	if o == nil {
+		return nil
+	}
+	return &o[i]
+}
+
+// dequantPiece: dst[r*ldd+j] = the weight at block row r0+r, column c+j,
+// for r < rows (one group), j < n.
+func (b *block) dequantPiece(dst []float32, ldd, r0, c, rows, n int) {
+	if b.q4 != nil {
+		b.dequantPiece4(dst, ldd, r0, c, rows, n)
 		return
 	}
 	nv := 0
@@ -330,20 +331,21 @@ func (w *quant) dequantPiece(dst []float32, ldd, k0, j0, rows, n int) {
 	}
 	if nv > 0 && rows > 0 {
 		_ = dst[(rows-1)*ldd+nv-1]
-		_ = w.q[w.qIndex(k0+rows-1, j0+nv-1)]
-		s, o := w.scaleRow(k0, j0, nv)
-		dequantQAVX2(unsafe.SliceData(dst), ldd*4, &w.q[w.qIndex(k0, j0)], slab, s, o, rows, nv)
+		_ = b.q[(r0+rows-1)*slab+c+nv-1]
+		s, o := b.scaleRow(r0, c)
+		_ = s[nv-1]
+		dequantQAVX2(unsafe.SliceData(dst), ldd*4, &b.q[r0*slab+c], slab, &s[0], first(o), rows, nv)
 	}
 	if nv < n {
-		w.dequantGeneric(dst[nv:], ldd, k0, j0+nv, rows, n-nv)
+		b.dequantGeneric(dst[nv:], ldd, r0, c+nv, rows, n-nv)
 	}
 }
 
-// nibbleStrip is how many columns from j0 the nibble kernels take: a whole
+// nibbleStrip is how many columns from c the nibble kernels take: a whole
 // slab, or its first half, starting at the slab's first column.
-func (w *quant) nibbleStrip(j0, n int) int {
+func nibbleStrip(c, n int) int {
 	switch {
-	case !useAVX512 || j0%slab != 0:
+	case !useAVX512 || c != 0:
 		return 0
 	case n >= slab:
 		return slab
@@ -355,36 +357,71 @@ func (w *quant) nibbleStrip(j0, n int) int {
 
 // axpyPiece4 is axpyPiece on nibbles: AVX-512 for the slab's strip, the
 // rest (and other CPUs) through float32 scratch.
-func (w *quant) axpyPiece4(y []float32, ldy int, x []float32, ldx int, k0, j0, n, m, k int) {
-	nv := w.nibbleStrip(j0, n)
+func (b *block) axpyPiece4(y []float32, ldy int, x []float32, ldx int, r0, c, n, m, k int) {
+	nv := nibbleStrip(c, n)
 	if nv > 0 && m > 0 && k > 0 {
 		_ = y[(m-1)*ldy+nv-1]
 		_ = x[(m-1)*ldx+k-1]
-		b, _ := w.q4Index(k0+k-1, j0)
-		_ = w.q4[b+slab/2-1]
-		b, _ = w.q4Index(k0, j0)
-		s, o := w.scaleRow(k0, j0, nv)
-		axpyPanelQ4AVX512(unsafe.SliceData(y), ldy*4, unsafe.SliceData(x), ldx*4, &w.q4[b], s, o, int(w.min), nv, m, k)
+		_ = b.q4[(r0+k)*slab/2-1]
+		s, o := b.scaleRow(r0, 0)
+		_ = s[nv-1]
+		axpyPanelQ4AVX512(unsafe.SliceData(y), ldy*4, unsafe.SliceData(x), ldx*4, &b.q4[r0*slab/2], &s[0], first(o), int(b.min), nv, m, k)
 	}
 	if nv < n {
-		w.axpyPieceWidened(y[nv:], ldy, x, ldx, k0, j0+nv, n-nv, m, k)
+		b.axpyPieceWidened(y[nv:], ldy, x, ldx, r0, c+nv, n-nv, m, k)
 	}
 }
 
 // dequantPiece4 is dequantPiece on nibbles.
-func (w *quant) dequantPiece4(dst []float32, ldd, k0, j0, rows, n int) {
-	nv := w.nibbleStrip(j0, n)
+func (b *block) dequantPiece4(dst []float32, ldd, r0, c, rows, n int) {
+	nv := nibbleStrip(c, n)
 	if nv > 0 && rows > 0 {
 		_ = dst[(rows-1)*ldd+nv-1]
-		b, _ := w.q4Index(k0+rows-1, j0)
-		_ = w.q4[b+slab/2-1]
-		b, _ = w.q4Index(k0, j0)
-		s, o := w.scaleRow(k0, j0, nv)
-		dequantQ4AVX512(unsafe.SliceData(dst), ldd*4, &w.q4[b], s, o, int(w.min), rows, nv)
+		_ = b.q4[(r0+rows)*slab/2-1]
+		s, o := b.scaleRow(r0, 0)
+		_ = s[nv-1]
+		dequantQ4AVX512(unsafe.SliceData(dst), ldd*4, &b.q4[r0*slab/2], &s[0], first(o), int(b.min), rows, nv)
 	}
 	if nv < n {
-		w.dequantGeneric(dst[nv:], ldd, k0, j0+nv, rows, n-nv)
+		b.dequantGeneric(dst[nv:], ldd, r0, c+nv, rows, n-nv)
 	}
+}
+
+//go:noescape
+func scaleRowsAVX512(dst *float32, d *uint16, a *int8, n int)
+
+//go:noescape
+func unpackRows2AVX512(dst *int8, lo, hi *byte, min, k int)
+
+//go:noescape
+func unpackRows1AVX512(dst *int8, lo, hi *byte, min, k int)
+
+// useAVX512BW: the byte-lane kernels that unpack 5- and 6-bit integers.
+var useAVX512BW = useAVX512 && cpu.X86.HasAVX512BW
+
+// scaleRows: dst[g*slab+c] = gguf.Scale(d[c], a[g*slab+c]) for g < n,
+// c < slab.
+func scaleRows(dst []float32, d []uint16, a []int8, n int) {
+	if !useAVX512 || n == 0 {
+		scaleRowsGeneric(dst, d, a, n)
+		return
+	}
+	_, _, _ = dst[n*slab-1], d[slab-1], a[n*slab-1]
+	scaleRowsAVX512(&dst[0], &d[0], &a[0], n)
+}
+
+// unpackRows is unpackRowsGeneric.
+func unpackRows(dst []int8, lo, hi []byte, hbits int, min int8, k int) {
+	if !useAVX512BW || k == 0 || hbits < 1 || hbits > 2 {
+		unpackRowsGeneric(dst, lo, hi, hbits, min, k)
+		return
+	}
+	_, _, _ = dst[k*slab-1], lo[k*slab/2-1], hi[k*slab*hbits/8-1]
+	if hbits == 2 {
+		unpackRows2AVX512(&dst[0], &lo[0], &hi[0], int(min), k)
+		return
+	}
+	unpackRows1AVX512(&dst[0], &lo[0], &hi[0], int(min), k)
 }
 
 //go:noescape
@@ -421,36 +458,39 @@ func axpySlabQ4Rows4AVX512(y *float32, ldyb int, x *float32, ldxb int, q *byte, 
 //go:noescape
 func axpySlabQ4AVX512(y *float32, ldyb int, x *float32, ldxb int, q *byte, s, o *float32, min, group, groups, m int)
 
-// axpySlab is axpyPanel on the full slab strip at column j0 (a slab
-// boundary) through rows k0..k0+k, whole groups, in one kernel call; it
-// reports false, doing nothing, where there is no such kernel.
-func (w *quant) axpySlab(y []float32, ldy int, x []float32, ldx int, k0, j0, m, k int) bool {
-	if !useAVX512 || m == 0 || k == 0 || k0%w.group != 0 || k%w.group != 0 || j0+slab > w.n {
+// axpySlab is axpyPanel on the block's full slab strip through all its
+// k rows, whole groups, in one kernel call; it reports false, doing
+// nothing, where there is no such kernel.
+func (b *block) axpySlab(y []float32, ldy int, x []float32, ldx int, m, k int) bool {
+	if !useAVX512 || m == 0 || k == 0 || b.first != 0 || k%b.group != 0 {
 		return false
 	}
+	G := k / b.group
 	_ = y[(m-1)*ldy+slab-1]
 	_ = x[(m-1)*ldx+k-1]
-	_, _ = w.scaleRow(k0+k-1, j0, slab) // the last group's row, for the bounds
-	s, o := w.scaleRow(k0, j0, slab)
-	if w.q4 != nil {
-		b := w.q4RowStart(k0+k-1, j0)
-		_ = w.q4[b+slab/2-1]
-		q, G, i := &w.q4[w.q4RowStart(k0, j0)], k/w.group, 0
+	_ = b.s[G*slab-1]
+	if b.o != nil {
+		_ = b.o[G*slab-1]
+	}
+	s, o := &b.s[0], first(b.o)
+	if b.q4 != nil {
+		_ = b.q4[k*slab/2-1]
+		q, i := &b.q4[0], 0
 		for ; i+4 <= m; i += 4 {
-			axpySlabQ4Rows4AVX512(&y[i*ldy], ldy*4, &x[i*ldx], ldx*4, q, s, o, int(w.min), w.group, G)
+			axpySlabQ4Rows4AVX512(&y[i*ldy], ldy*4, &x[i*ldx], ldx*4, q, s, o, int(b.min), b.group, G)
 		}
 		if i < m {
-			axpySlabQ4AVX512(&y[i*ldy], ldy*4, &x[i*ldx], ldx*4, q, s, o, int(w.min), w.group, G, m-i)
+			axpySlabQ4AVX512(&y[i*ldy], ldy*4, &x[i*ldx], ldx*4, q, s, o, int(b.min), b.group, G, m-i)
 		}
 		return true
 	}
-	_ = w.q[w.qIndex(k0+k-1, j0+slab-1)]
-	q, G, i := &w.q[w.qIndex(k0, j0)], k/w.group, 0
+	_ = b.q[k*slab-1]
+	q, i := &b.q[0], 0
 	for ; i+4 <= m; i += 4 { // four rows share each weight formed
-		axpySlabQRows4AVX512(&y[i*ldy], ldy*4, &x[i*ldx], ldx*4, q, s, o, w.group, G)
+		axpySlabQRows4AVX512(&y[i*ldy], ldy*4, &x[i*ldx], ldx*4, q, s, o, b.group, G)
 	}
 	if i < m {
-		axpySlabQAVX512(&y[i*ldy], ldy*4, &x[i*ldx], ldx*4, q, s, o, w.group, G, m-i)
+		axpySlabQAVX512(&y[i*ldy], ldy*4, &x[i*ldx], ldx*4, q, s, o, b.group, G, m-i)
 	}
 	return true
 }

@@ -1574,3 +1574,145 @@ k:
 	Y4STORE
 	VZEROUPPER
 	RET
+
+// func scaleRowsAVX512(dst *float32, d *uint16, a *int8, n int)
+//
+// The scales of n groups of one slab from their block's float16 factors
+// d (64 columns) and the groups' int8 factors a (rows of 64):
+// dst[g,c] = float32(d[c])·float32(a[g,c]), one rounding, as ggml forms
+// d·sc before scaling the integers (gguf.Scale).
+TEXT ·scaleRowsAVX512(SB), NOSPLIT, $0-32
+	MOVQ      dst+0(FP), DI
+	MOVQ      d+8(FP), SI
+	MOVQ      a+16(FP), R8
+	MOVQ      n+24(FP), CX
+	TESTQ     CX, CX
+	JZ        srdone
+	VCVTPH2PS (SI), Z0
+	VCVTPH2PS 32(SI), Z1
+	VCVTPH2PS 64(SI), Z2
+	VCVTPH2PS 96(SI), Z3
+
+srloop:
+	VPMOVSXBD (R8), Z4
+	VPMOVSXBD 16(R8), Z5
+	VPMOVSXBD 32(R8), Z6
+	VPMOVSXBD 48(R8), Z7
+	VCVTDQ2PS Z4, Z4
+	VCVTDQ2PS Z5, Z5
+	VCVTDQ2PS Z6, Z6
+	VCVTDQ2PS Z7, Z7
+	VMULPS    Z0, Z4, Z4
+	VMULPS    Z1, Z5, Z5
+	VMULPS    Z2, Z6, Z6
+	VMULPS    Z3, Z7, Z7
+	VMOVUPS   Z4, (DI)
+	VMOVUPS   Z5, 64(DI)
+	VMOVUPS   Z6, 128(DI)
+	VMOVUPS   Z7, 192(DI)
+	ADDQ      $64, R8
+	ADDQ      $256, DI
+	DECQ      CX
+	JNZ       srloop
+
+srdone:
+	VZEROUPPER
+	RET
+
+// Word shift counts that bring a slab row's high bits to the bottom of
+// each byte: with 2 bits, 128-bit lane L (columns 16L..16L+15) shifts by
+// 2L; with 1 bit, 64-bit lane L (columns 8L..8L+7) by L.
+DATA unpackShift2<>+0(SB)/8, $0x0000000000000000
+DATA unpackShift2<>+8(SB)/8, $0x0000000000000000
+DATA unpackShift2<>+16(SB)/8, $0x0002000200020002
+DATA unpackShift2<>+24(SB)/8, $0x0002000200020002
+DATA unpackShift2<>+32(SB)/8, $0x0004000400040004
+DATA unpackShift2<>+40(SB)/8, $0x0004000400040004
+DATA unpackShift2<>+48(SB)/8, $0x0006000600060006
+DATA unpackShift2<>+56(SB)/8, $0x0006000600060006
+GLOBL unpackShift2<>(SB), RODATA|NOPTR, $64
+
+DATA unpackShift1<>+0(SB)/8, $0x0000000000000000
+DATA unpackShift1<>+8(SB)/8, $0x0001000100010001
+DATA unpackShift1<>+16(SB)/8, $0x0002000200020002
+DATA unpackShift1<>+24(SB)/8, $0x0003000300030003
+DATA unpackShift1<>+32(SB)/8, $0x0004000400040004
+DATA unpackShift1<>+40(SB)/8, $0x0005000500050005
+DATA unpackShift1<>+48(SB)/8, $0x0006000600060006
+DATA unpackShift1<>+56(SB)/8, $0x0007000700070007
+GLOBL unpackShift1<>(SB), RODATA|NOPTR, $64
+
+// UNPACKNIBBLES forms row SI's 64 low nibbles in Z0, in column order:
+// the 32 bytes' low nibbles (columns 0..31), then their high ones; Z21
+// holds 0x0f in every byte.
+#define UNPACKNIBBLES \
+	VMOVDQU      (SI), Y0; \
+	VPSRLW       $4, Y0, Y1; \
+	VINSERTI64X4 $1, Y1, Z0, Z0; \
+	VPANDQ       Z21, Z0, Z0
+
+// UNPACKHIGH shifts the high-bit bytes in Z1 by the counts in Z23, moves
+// them to bit 4, keeps the bits of mask Z22, ORs them into Z0 (ternary
+// logic 0xf8: Z0 | (Z1 & Z22)), adds min (Z20) and stores the row at DI.
+#define UNPACKHIGH \
+	VPSRLVW    Z23, Z1, Z1; \
+	VPSLLW     $4, Z1, Z1; \
+	VPTERNLOGD $0xf8, Z22, Z1, Z0; \
+	VPADDB     Z20, Z0, Z0; \
+	VMOVDQU64  Z0, (DI)
+
+// UNPACKSETUP loads the arguments of the unpack kernels: dst in DI, lo
+// in SI, hi in R8, min in every byte of Z20, 0x0f of Z21, the high bits'
+// mask of Z22, their shift counts in Z23, and k in CX, tested for zero.
+#define UNPACKSETUP(mask, counts) \
+	MOVQ dst+0(FP), DI; MOVQ lo+8(FP), SI; MOVQ hi+16(FP), R8; \
+	MOVQ min+24(FP), AX; VPBROADCASTB AX, Z20; \
+	MOVL $0x0f0f0f0f, AX; VPBROADCASTD AX, Z21; \
+	MOVL mask, AX; VPBROADCASTD AX, Z22; \
+	VMOVDQU64 counts, Z23; \
+	MOVQ k+32(FP), CX; TESTQ CX, CX
+
+// func unpackRows2AVX512(dst *int8, lo, hi *byte, min, k int)
+//
+// k slab rows of 6-bit integers to int8 rows (64 bytes apart): each
+// column's nibble from lo (rows 32 bytes apart), its top two bits from hi
+// (rows 16 bytes apart; byte c%16 holds column c at bit 2·(c/16)), + min.
+TEXT ·unpackRows2AVX512(SB), NOSPLIT, $0-40
+	UNPACKSETUP($0x30303030, unpackShift2<>(SB))
+	JZ          u2done
+
+u2loop:
+	UNPACKNIBBLES
+	VBROADCASTI32X4 (R8), Z1
+	UNPACKHIGH
+	ADDQ            $32, SI
+	ADDQ            $16, R8
+	ADDQ            $64, DI
+	DECQ            CX
+	JNZ             u2loop
+
+u2done:
+	VZEROUPPER
+	RET
+
+// func unpackRows1AVX512(dst *int8, lo, hi *byte, min, k int)
+//
+// unpackRows2AVX512 for 5-bit integers: one high bit each, hi rows 8
+// bytes apart (byte c%8 holds column c at bit c/8).
+TEXT ·unpackRows1AVX512(SB), NOSPLIT, $0-40
+	UNPACKSETUP($0x10101010, unpackShift1<>(SB))
+	JZ          u1done
+
+u1loop:
+	UNPACKNIBBLES
+	VPBROADCASTQ (R8), Z1
+	UNPACKHIGH
+	ADDQ         $32, SI
+	ADDQ         $8, R8
+	ADDQ         $64, DI
+	DECQ         CX
+	JNZ          u1loop
+
+u1done:
+	VZEROUPPER
+	RET

@@ -39,12 +39,18 @@ func dotPanel16(h []float32, ldh, m int, w []uint16, ldw, n int, out []float32, 
 	dotPanelWidened(h, ldh, m, w, ldw, n, out, ldo)
 }
 
-func (w *quant) axpyPiece(y []float32, ldy int, x []float32, ldx int, k0, j0, n, m, k int) {
-	w.axpyPieceWidened(y, ldy, x, ldx, k0, j0, n, m, k)
+func (b *block) axpyPiece(y []float32, ldy int, x []float32, ldx int, r0, c, n, m, k int) {
+	b.axpyPieceWidened(y, ldy, x, ldx, r0, c, n, m, k)
 }
 
-func (w *quant) dequantPiece(dst []float32, ldd, k0, j0, rows, n int) {
-	w.dequantGeneric(dst, ldd, k0, j0, rows, n)
+func (b *block) dequantPiece(dst []float32, ldd, r0, c, rows, n int) {
+	b.dequantGeneric(dst, ldd, r0, c, rows, n)
+}
+
+func scaleRows(dst []float32, d []uint16, a []int8, n int) { scaleRowsGeneric(dst, d, a, n) }
+
+func unpackRows(dst []int8, lo, hi []byte, hbits int, min int8, k int) {
+	unpackRowsGeneric(dst, lo, hi, hbits, min, k)
 }
 
 func (s *slabs) axpySlab(y []float32, ldy int, x []float32, ldx int, at, m, k int) {
@@ -53,6 +59,6 @@ func (s *slabs) axpySlab(y []float32, ldy int, x []float32, ldx int, at, m, k in
 
 func gelu(x []float32) { geluGeneric(x) }
 
-func (w *quant) axpySlab(y []float32, ldy int, x []float32, ldx int, k0, j0, m, k int) bool {
+func (b *block) axpySlab(y []float32, ldy int, x []float32, ldx int, m, k int) bool {
 	return false
 }

@@ -1,113 +1,137 @@
 package kernels
 
-import "fmt"
+import (
+	"fmt"
+	"sync"
 
-// quant is a quantised matrix as the kernels read it: one small integer per
-// weight, stored [K][N] (the reduction dimension outermost, as HF's Conv1D
-// holds float weights), and per column a float32 scale, and for the
-// asymmetric types an offset, for every group of consecutive rows. A
-// weight's value is ggml's: scale·q rounded to float32, then + offset
-// rounded (gguf.GroupValue). The kernels form that value in a register
-// and use it as the float32 kernels use a loaded weight, so a quantised
-// matrix gives the bits of float32 weights holding its values while a
-// decode step streams about a quarter of the bytes.
+	"github.com/llorch/llorch-check/gguf"
+)
+
+// quant is a quantised matrix held at about its file's size: one small
+// integer per weight, stored [K][N] (the reduction dimension outermost, as
+// HF's Conv1D holds float weights), and the file's own scale factors: per
+// column a float16 d (and dm, for the types with offsets) for every
+// super-block of rows and, for ggml's K types, a small integer a (and b)
+// for every group of rows. A weight's value is ggml's: the group's scale
+// d·a rounded to float32, times the integer, rounded, plus the offset
+// dm·b, rounded (gguf.Scale, gguf.GroupValue). The kernels form those
+// floats from the factors a block at a time and use each weight as the
+// float32 kernels use a loaded one, so a quantised matrix gives the bits
+// of float32 weights holding its values while a decode step streams the
+// file's bytes, not four times as many.
 //
-// The columns are cut into slabs of slab columns, each stored whole
-// ([K][slab] integers, then its [K/group][slab] scales and offsets), so a
+// The columns are cut into slabs of slab columns, each stored whole, so a
 // goroutine working on a few columns streams contiguous memory: with
 // plain [K][N] rows, a 128-column share of a decode step read 128-byte
 // runs a row apart and the prefetchers never caught up.
 //
-// Integers of 4 bits or fewer are packed two to a byte (q4): byte b of a
-// slab row holds column b in its low nibble and column b+32 in its high
-// one, each as q − min, so that a 256-bit load covers a 64-column row.
+// Integers of 8 bits are int8 (q). Narrower ones are packed: q4 holds
+// each one's low 4 bits, two to a byte (byte b of a slab row holds column
+// b in its low nibble and column b+32 in its high one, so that a 256-bit
+// load covers a 64-column row), and for 5 and 6 bits qh holds the bits
+// above (hbits of them: byte c%w of a row, w = slab·hbits/8, holds column
+// c at bit hbits·(c/w)). Stored integers are q − min.
 type quant struct {
-	q          []int8    // [N/slab][K][slab], the last slab padded; nil if q4
-	q4         []byte    // [N/slab][K][slab/2] nibbles; nil if q
-	min        int8      // the smallest integer, which a nibble of 0 stands for
-	s, o       []float32 // [N/slab][K/group][slab]; o is nil without offsets
-	group      int       // rows per scale: 32, or 16 for Q6_K
+	q          []int8   // [N/slab][K][slab], the last slab padded; nil if packed
+	q4         []byte   // [N/slab][K][slab/2]
+	qh         []byte   // [N/slab][K][slab·hbits/8]; nil for 4 bits
+	hbits      int      // bits above the nibble: 0, 1 or 2
+	min        int8     // the smallest integer, which a stored 0 stands for
+	d, dm      []uint16 // [N/slab][K/super][slab]; dm nil without offsets
+	a, b       []int8   // [N/slab][K/group][slab]; nil unless factored, b nil without offsets
+	g          gguf.Groups
 	k, n       int
 	transposed bool // the matrix is the transpose of the storage: [N][K]
-}
-
-// Groups says how a quantised tensor's weights are formed: each Size
-// consecutive elements of a row share a scale, and an offset if Offset;
-// the integers lie in [Min, Min+2^Bits).
-type Groups struct {
-	Size   int
-	Offset bool
-	Bits   int
-	Min    int
 }
 
 // slab is the column width of a quant slab: 64 bytes of integers a row.
 const slab = 64
 
 // Quantized builds a matrix from a quantised tensor as a file stores it:
-// rows rows of cols elements, each run of group elements along a row
-// sharing a scale (and an offset, if offset). decodeRow fills row r's
-// integers (cols), scales and offsets (cols/group each; o is nil without
-// offsets), as gguf.DecodeGroups does. The kernels keep the transpose,
-// [cols][rows], so that the reduction runs along the file's rows:
-// transposed false makes the matrix that transpose (a GGUF [out][in]
-// weight becomes HF Conv1D's [in,out], read by MatMulAcc), true keeps the
-// file's own layout (the token embedding [V][C], read by MatMulT and Row).
-func Quantized(rows, cols int, g Groups, transposed bool, decodeRow func(r int, q []int8, s, o []float32) error) (Matrix, error) {
-	group, offset := g.Size, g.Offset
-	if group <= 0 || group%4 != 0 || cols%group != 0 {
-		return Matrix{}, fmt.Errorf("kernels: groups of %d do not divide rows of %d into multiples of 4", group, cols)
+// rows rows of cols elements, each run of g.Size elements along a row
+// sharing a scale (and an offset, if g.Offset), formed from factors as
+// gguf.Factors describes. decodeRow fills row r's integers (cols) and
+// factors (cols/g.Super block factors, cols/g.Size group factors), as
+// gguf.DecodeFactors does. The kernels keep the transpose, [cols][rows],
+// so that the reduction runs along the file's rows: transposed false makes
+// the matrix that transpose (a GGUF [out][in] weight becomes HF Conv1D's
+// [in,out], read by MatMulAcc), true keeps the file's own layout (the
+// token embedding [V][C], read by MatMulT and Row).
+func Quantized(rows, cols int, g gguf.Groups, transposed bool, decodeRow func(r int, q []int8, f gguf.Factors) error) (Matrix, error) {
+	switch {
+	case g.Size <= 0 || g.Size%4 != 0 || g.Super < g.Size || g.Super%g.Size != 0 || cols%g.Super != 0:
+		return Matrix{}, fmt.Errorf("kernels: groups of %d in blocks of %d do not divide rows of %d into multiples of 4", g.Size, g.Super, cols)
+	case !g.Factored && g.Super != g.Size:
+		return Matrix{}, fmt.Errorf("kernels: unfactored groups of %d in blocks of %d", g.Size, g.Super)
+	case g.Bits < 4 || g.Bits > 8 || g.Bits == 7 || g.Min < -128 || g.Min+1<<g.Bits > 128:
+		return Matrix{}, fmt.Errorf("kernels: integers of %d bits from %d are not held (4, 5, 6 or 8 bits within int8)", g.Bits, g.Min)
 	}
-	if g.Bits < 1 || g.Bits > 8 || g.Min < -128 || g.Min+1<<g.Bits > 128 {
-		return Matrix{}, fmt.Errorf("kernels: integers of %d bits from %d do not fit in int8", g.Bits, g.Min)
-	}
-	K, N, G := cols, rows, cols/group
+	K, N := cols, rows
 	np := (N + slab - 1) / slab * slab
-	w := &quant{s: make([]float32, G*np), group: group, k: K, n: N, transposed: transposed, min: int8(g.Min)}
-	if g.Bits <= 4 {
-		w.q4 = make([]byte, K*np/2)
-	} else {
+	w := &quant{g: g, k: K, n: N, transposed: transposed, min: int8(g.Min)}
+	if g.Bits == 8 {
 		w.q = make([]int8, K*np)
+	} else {
+		w.q4 = make([]byte, K*np/2)
+		if w.hbits = g.Bits - 4; w.hbits > 0 {
+			w.qh = make([]byte, K*np*w.hbits/8)
+		}
 	}
-	if offset {
-		w.o = make([]float32, G*np)
+	B, G := K/g.Super, K/g.Size
+	w.d = make([]uint16, B*np)
+	if g.Offset {
+		w.dm = make([]uint16, B*np)
+	}
+	if g.Factored {
+		w.a = make([]int8, G*np)
+		if g.Offset {
+			w.b = make([]int8, G*np)
+		}
 	}
 	// A slab's rows are decoded together and written out column by
 	// column, so the transpose writes runs of slab bytes.
-	q, s, o := make([]int8, slab*K), make([]float32, slab*G), make([]float32, slab*G)
+	q := make([]int8, slab*K)
+	f := gguf.Factors{D: make([]uint16, slab*B), DM: make([]uint16, slab*B), A: make([]int8, slab*G), B: make([]int8, slab*G)}
 	for r0 := 0; r0 < N; r0 += slab {
 		nr := min(slab, N-r0)
 		for i := range nr {
-			var oi []float32
-			if offset {
-				oi = o[i*G : (i+1)*G]
+			fi := gguf.Factors{D: f.D[i*B : (i+1)*B]}
+			if g.Offset {
+				fi.DM = f.DM[i*B : (i+1)*B]
 			}
-			if err := decodeRow(r0+i, q[i*K:(i+1)*K], s[i*G:(i+1)*G], oi); err != nil {
+			if g.Factored {
+				fi.A = f.A[i*G : (i+1)*G]
+				if g.Offset {
+					fi.B = f.B[i*G : (i+1)*G]
+				}
+			}
+			if err := decodeRow(r0+i, q[i*K:(i+1)*K], fi); err != nil {
 				return Matrix{}, err
 			}
 		}
 		for k := range K {
-			if w.q4 == nil {
-				dst := w.q[w.qIndex(k, r0):][:nr]
-				for i := range dst {
-					dst[i] = q[i*K+k]
-				}
-				continue
-			}
-			row := w.q4[w.q4RowStart(k, r0):][:slab/2] // r0 starts a slab
 			for i := range nr {
 				v := q[i*K+k]
-				if v < w.min || int(v-w.min) > 15 {
-					return Matrix{}, fmt.Errorf("kernels: row %d element %d is %d, outside the %d..%d of 4 bits", r0+i, k, v, w.min, int(w.min)+15)
+				if int(v) < g.Min || int(v) >= g.Min+1<<g.Bits {
+					return Matrix{}, fmt.Errorf("kernels: row %d element %d is %d, outside the %d..%d of %d bits", r0+i, k, v, g.Min, g.Min+1<<g.Bits-1, g.Bits)
 				}
-				row[i%(slab/2)] |= byte(v-w.min) << (4 * (i / (slab / 2)))
+				w.setInteger(k, r0+i, v)
 			}
 		}
-		for g := range G {
-			for i := range nr {
-				w.s[w.sIndex(g*group, r0+i)] = s[i*G+g]
-				if offset {
-					w.o[w.sIndex(g*group, r0+i)] = o[i*G+g]
+		for i := range nr {
+			for b := range B {
+				w.d[w.blockIndex(b*g.Super, r0+i)] = f.D[i*B+b]
+				if g.Offset {
+					w.dm[w.blockIndex(b*g.Super, r0+i)] = f.DM[i*B+b]
+				}
+			}
+			if !g.Factored {
+				continue
+			}
+			for gi := range G {
+				w.a[w.groupIndex(gi*g.Size, r0+i)] = f.A[i*G+gi]
+				if g.Offset {
+					w.b[w.groupIndex(gi*g.Size, r0+i)] = f.B[i*G+gi]
 				}
 			}
 		}
@@ -115,55 +139,76 @@ func Quantized(rows, cols int, g Groups, transposed bool, decodeRow func(r int, 
 	return Matrix{q: w}, nil
 }
 
-func (w *quant) bytes() int64 { return int64(len(w.q)+len(w.q4)) + 4*int64(len(w.s)+len(w.o)) }
-
-// qIndex is the index in q of storage row k, column j; rows of a slab are
-// slab apart.
-func (w *quant) qIndex(k, j int) int { return (j/slab*w.k+k)*slab + j%slab }
-
-// q4Index is the byte of q4 holding storage row k, column j, and which
-// nibble (0 low, 1 high).
-func (w *quant) q4Index(k, j int) (int, int) {
-	c := j % slab
-	return w.q4RowStart(k, j) + c%(slab/2), c / (slab / 2)
+func (w *quant) bytes() int64 {
+	return int64(len(w.q)+len(w.q4)+len(w.qh)+len(w.a)+len(w.b)) + 2*int64(len(w.d)+len(w.dm))
 }
 
-// q4RowStart is where storage row k of column j's slab starts in q4.
-func (w *quant) q4RowStart(k, j int) int { return (j/slab*w.k + k) * (slab / 2) }
+// rowStart is the index, in units of a row's bytes, of storage row k of
+// column j's slab: rows of a slab are one row's bytes apart.
+func (w *quant) rowStart(k, j int) int { return j/slab*w.k + k }
+
+// hWidth is the bytes of qh a row takes.
+func (w *quant) hWidth() int { return slab * w.hbits / 8 }
+
+// setInteger stores integer v at storage row k, column j.
+func (w *quant) setInteger(k, j int, v int8) {
+	r, c := w.rowStart(k, j), j%slab
+	if w.q != nil {
+		w.q[r*slab+c] = v
+		return
+	}
+	u := byte(v - w.min)
+	w.q4[r*slab/2+c%(slab/2)] |= u & 0xf << (4 * (c / (slab / 2)))
+	if w.hbits > 0 {
+		hw := w.hWidth()
+		w.qh[r*hw+c%hw] |= u >> 4 << (w.hbits * (c / hw))
+	}
+}
 
 // integer is the integer at storage row k, column j.
 func (w *quant) integer(k, j int) int8 {
-	if w.q4 == nil {
-		return w.q[w.qIndex(k, j)]
+	r, c := w.rowStart(k, j), j%slab
+	if w.q != nil {
+		return w.q[r*slab+c]
 	}
-	b, hi := w.q4Index(k, j)
-	return int8(w.q4[b]>>(4*hi)&0xf) + w.min
+	u := w.q4[r*slab/2+c%(slab/2)] >> (4 * (c / (slab / 2))) & 0xf
+	if w.hbits > 0 {
+		hw := w.hWidth()
+		u |= w.qh[r*hw+c%hw] >> (w.hbits * (c / hw)) & (1<<w.hbits - 1) << 4
+	}
+	return int8(u) + w.min
 }
 
-// sIndex is the index in s and o of the scale of storage row k, column j.
-func (w *quant) sIndex(k, j int) int {
-	return (j/slab*(w.k/w.group)+k/w.group)*slab + j%slab
+// blockIndex is the index in d and dm of storage row k's block, column j.
+func (w *quant) blockIndex(k, j int) int {
+	return (j/slab*(w.k/w.g.Super)+k/w.g.Super)*slab + j%slab
+}
+
+// groupIndex is the index in a and b of storage row k's group, column j.
+func (w *quant) groupIndex(k, j int) int {
+	return (j/slab*(w.k/w.g.Size)+k/w.g.Size)*slab + j%slab
+}
+
+// scale is the float32 scale and offset of storage row k's group, column j.
+func (w *quant) scale(k, j int) (s, o float32) {
+	var a, b int8
+	if w.g.Factored {
+		a = w.a[w.groupIndex(k, j)]
+		if w.b != nil {
+			b = w.b[w.groupIndex(k, j)]
+		}
+	}
+	s = gguf.Scale(w.d[w.blockIndex(k, j)], a, w.g.Factored)
+	if w.dm != nil {
+		o = gguf.Scale(w.dm[w.blockIndex(k, j)], b, w.g.Factored)
+	}
+	return s, o
 }
 
 // value is the weight at storage row k, column j.
 func (w *quant) value(k, j int) float32 {
-	g := w.sIndex(k, j)
-	v := float32(float32(w.integer(k, j)) * w.s[g])
-	if w.o != nil {
-		v = float32(v + w.o[g])
-	}
-	return v
-}
-
-// dequantGeneric: dst[r*ldd+j] = the weight at storage row k0+r, column
-// j0+j, for r < rows, j < n.
-func (w *quant) dequantGeneric(dst []float32, ldd, k0, j0, rows, n int) {
-	for r := range rows {
-		d := dst[r*ldd : r*ldd+n]
-		for j := range d {
-			d[j] = w.value(k0+r, j0+j)
-		}
-	}
+	s, o := w.scale(k, j)
+	return gguf.GroupValue(w.integer(k, j), s, o, w.dm != nil)
 }
 
 // float32s is the matrix's values in its own layout.
@@ -194,35 +239,172 @@ func (w *quant) row(dst []float32, r, cols int) []float32 {
 	return dst
 }
 
-// pieces calls f for each piece of rows k0..k0+k and columns j0..j0+n
-// that lies in one group and one slab: its first row and column, and
-// their offsets r and c within the block.
-func (w *quant) pieces(k0, j0, k, n int, f func(kp, jp, r, c, kk, nn int)) {
-	for c := 0; c < n; {
-		nn := min(n-c, slab-(j0+c)%slab)
-		for r := 0; r < k; {
-			kk := min(k-r, w.group-(k0+r)%w.group)
-			f(k0+r, j0+c, r, c, kk, nn)
-			r += kk
+// block is storage rows k0..k0+k of one slab as the kernels read them:
+// integers as int8 rows (slab apart) or nibble rows (slab/2 apart, each
+// + min), and the float32 scale and offset rows (slab apart) of the
+// groups from k0's on, first rows of which come before k0.
+type block struct {
+	q     []int8
+	q4    []byte
+	s, o  []float32 // o nil without offsets
+	min   int8
+	group int
+	first int
+}
+
+// blockBuf is a block's scratch: integers unpacked from 5 and 6 bits,
+// and the scales and offsets formed from the factors.
+type blockBuf struct {
+	q    []int8
+	s, o []float32
+}
+
+var blockBufs = sync.Pool{New: func() any { return new(blockBuf) }}
+
+// block returns storage rows k0..k0+k of the slab at column j0 (a slab
+// boundary), in buf's scratch where it must be formed.
+func (w *quant) block(k0, j0, k int, buf *blockBuf) block {
+	g0, g1 := k0/w.g.Size, (k0+k-1)/w.g.Size+1
+	bl := block{min: w.min, group: w.g.Size, first: k0 - g0*w.g.Size}
+	if n := (g1 - g0) * slab; cap(buf.s) < n {
+		buf.s, buf.o = make([]float32, n), make([]float32, n)
+	}
+	bl.s = buf.s[:(g1-g0)*slab]
+	if w.dm != nil {
+		bl.o = buf.o[:(g1-g0)*slab]
+	}
+	w.formScales(bl.s, bl.o, g0, g1, j0)
+	r := w.rowStart(k0, j0)
+	switch {
+	case w.q != nil:
+		bl.q = w.q[r*slab : (r+k)*slab]
+	case w.hbits == 0:
+		bl.q4 = w.q4[r*slab/2 : (r+k)*slab/2]
+	default:
+		if cap(buf.q) < k*slab {
+			buf.q = make([]int8, k*slab)
 		}
-		c += nn
+		bl.q = buf.q[:k*slab]
+		hw := w.hWidth()
+		unpackRows(bl.q, w.q4[r*slab/2:(r+k)*slab/2], w.qh[r*hw:(r+k)*hw], w.hbits, w.min, k)
+	}
+	return bl
+}
+
+// formScales writes the scales (and offsets) of groups g0..g1 of the slab
+// at column j0 into s (and o), one row of slab per group.
+func (w *quant) formScales(s, o []float32, g0, g1, j0 int) {
+	per := w.g.Super / w.g.Size
+	for g := g0; g < g1; {
+		n := min(g1-g, per-g%per) // groups left in g's block
+		if !w.g.Factored {
+			n = g1 - g // each group its own block, their rows consecutive
+		}
+		at, d := w.groupIndex(g*w.g.Size, j0), w.blockIndex(g*w.g.Size, j0)
+		dst := s[(g-g0)*slab : (g-g0+n)*slab]
+		switch {
+		case !w.g.Factored: // a block is a group: its d rows, widened
+			widenBlock(dst, w.d[d:], slab, n, slab)
+		default:
+			scaleRows(dst, w.d[d:d+slab], w.a[at:at+n*slab], n)
+		}
+		if o != nil {
+			dst := o[(g-g0)*slab : (g-g0+n)*slab]
+			if !w.g.Factored {
+				widenBlock(dst, w.dm[d:], slab, n, slab)
+			} else {
+				scaleRows(dst, w.dm[d:d+slab], w.b[at:at+n*slab], n)
+			}
+		}
+		g += n
 	}
 }
 
-// dequant is dequantGeneric through the vector kernel where there is one.
-func (w *quant) dequant(dst []float32, k0, j0, rows, n int) {
-	w.pieces(k0, j0, rows, n, func(kp, jp, r, c, kk, nn int) {
-		w.dequantPiece(dst[r*n+c:], n, kp, jp, kk, nn)
-	})
+// scaleRowsGeneric: dst[g*slab+c] = gguf.Scale(d[c], a[g*slab+c]) for
+// g < n, c < slab.
+func scaleRowsGeneric(dst []float32, d []uint16, a []int8, n int) {
+	for g := range n {
+		for c, f := range d[:slab] {
+			dst[g*slab+c] = gguf.Scale(f, a[g*slab+c], true)
+		}
+	}
 }
 
-// axpyPanel is axpyPanel on the weights at storage rows k0..k0+k and
-// columns j0..j0+n: y[i,0:n] += Σ x[i,k']·w[k0+k',j0:j0+n] for i < m.
-// Each column still sums its rows in k order, whatever the pieces.
-func (w *quant) axpyPanel(y []float32, ldy int, x []float32, ldx int, k0, j0, n, m, k int) {
-	w.pieces(k0, j0, k, n, func(kp, jp, r, c, kk, nn int) {
-		w.axpyPiece(y[c:], ldy, x[r:], ldx, kp, jp, nn, m, kk)
-	})
+// unpackRowsGeneric: dst row r = the k rows' integers from their nibbles
+// lo and higher bits hi (hbits each), + min.
+func unpackRowsGeneric(dst []int8, lo, hi []byte, hbits int, min int8, k int) {
+	hw := slab * hbits / 8
+	for r := range k {
+		l, h := lo[r*slab/2:], hi[r*hw:]
+		for c := range slab {
+			u := l[c%(slab/2)] >> (4 * (c / (slab / 2))) & 0xf
+			u |= h[c%hw] >> (hbits * (c / hw)) & (1<<hbits - 1) << 4
+			dst[r*slab+c] = int8(u) + min
+		}
+	}
+}
+
+// value is the weight at row r, column c of the block.
+func (b *block) value(r, c int) float32 {
+	var q int8
+	if b.q != nil {
+		q = b.q[r*slab+c]
+	} else {
+		q = int8(b.q4[r*slab/2+c%(slab/2)]>>(4*(c/(slab/2)))&0xf) + b.min
+	}
+	g := (b.first+r)/b.group*slab + c
+	var o float32
+	if b.o != nil {
+		o = b.o[g]
+	}
+	return gguf.GroupValue(q, b.s[g], o, b.o != nil)
+}
+
+// dequantGeneric: dst[r*ldd+j] = the weight at block row r0+r, column c+j,
+// for r < rows, j < n.
+func (b *block) dequantGeneric(dst []float32, ldd, r0, c, rows, n int) {
+	for r := range rows {
+		d := dst[r*ldd : r*ldd+n]
+		for j := range d {
+			d[j] = b.value(r0+r, c+j)
+		}
+	}
+}
+
+// pieces calls f for each run of rows r0..r0+k of the block that lies in
+// one group: its first row, its offset r within the run, and its length.
+func (b *block) pieces(r0, k int, f func(rp, r, kk int)) {
+	for r := 0; r < k; {
+		kk := min(k-r, b.group-(b.first+r0+r)%b.group)
+		f(r0+r, r, kk)
+		r += kk
+	}
+}
+
+// scaleRow returns the scale and offset rows of block row r's group from
+// column c (o nil without offsets).
+func (b *block) scaleRow(r, c int) (s, o []float32) {
+	g := (b.first+r)/b.group*slab + c
+	if b.o != nil {
+		o = b.o[g:]
+	}
+	return b.s[g:], o
+}
+
+// dequant writes storage rows k0..k0+rows, columns j0..j0+n into dst,
+// stride n, for the tile kernel.
+func (w *quant) dequant(dst []float32, k0, j0, rows, n int) {
+	buf := blockBufs.Get().(*blockBuf)
+	defer blockBufs.Put(buf)
+	for c := 0; c < n; {
+		jc := j0 + c
+		nn := min(n-c, slab-jc%slab)
+		bl := w.block(k0, jc-jc%slab, rows, buf)
+		bl.pieces(0, rows, func(rp, r, kk int) {
+			bl.dequantPiece(dst[r*n+c:], n, rp, jc%slab, kk, nn)
+		})
+		c += nn
+	}
 }
 
 // matmulPanel is matmulCols' panel path on a quantised matrix, one slab
@@ -233,14 +415,20 @@ func (w *quant) axpyPanel(y []float32, ldy int, x []float32, ldx int, k0, j0, n,
 func (w *quant) matmulPanel(dst, x []float32, M, K, N, j0, j1 int) {
 	acc := getScratch(M * slab)
 	defer scratch.Put(acc)
+	buf := blockBufs.Get().(*blockBuf)
+	defer blockBufs.Put(buf)
 	for c0 := j0; c0 < j1; {
-		nn := min(j1-c0, slab-c0%slab)
+		c := c0 % slab
+		nn := min(j1-c0, slab-c)
 		a := (*acc)[:M*nn]
 		for k0 := 0; k0 < K; k0 += kSum {
 			clear(a)
 			kk := min(kSum, K-k0)
-			if nn < slab || !w.axpySlab(a, nn, x[k0:], K, k0, c0, M, kk) {
-				w.axpyPanel(a, nn, x[k0:], K, k0, c0, nn, M, kk)
+			bl := w.block(k0, c0-c, kk, buf)
+			if nn < slab || !bl.axpySlab(a, nn, x[k0:], K, M, kk) {
+				bl.pieces(0, kk, func(rp, r, kr int) {
+					bl.axpyPiece(a, nn, x[k0+r:], K, rp, c, nn, M, kr)
+				})
 			}
 			addRows(dst[c0:], N, a, nn, M)
 		}
@@ -251,12 +439,12 @@ func (w *quant) matmulPanel(dst, x []float32, M, K, N, j0, j1 int) {
 // axpyPieceWidened is axpyPiece through float32 scratch: the pure-Go
 // build's, and the assembly's column edges, which then get the float32
 // kernels' bits.
-func (w *quant) axpyPieceWidened(y []float32, ldy int, x []float32, ldx int, k0, j0, n, m, k int) {
+func (b *block) axpyPieceWidened(y []float32, ldy int, x []float32, ldx int, r0, c, n, m, k int) {
 	if n == 0 || m == 0 || k == 0 {
 		return
 	}
 	buf := getScratch(k * n)
 	defer scratch.Put(buf)
-	w.dequantGeneric(*buf, n, k0, j0, k, n)
+	b.dequantGeneric(*buf, n, r0, c, k, n)
 	axpyPanel(y, ldy, x, ldx, *buf, n, n, m, k)
 }

@@ -12,55 +12,103 @@ import (
 )
 
 // nativeQuant is a quantised tensor as a file stores it: rows of cols
-// integers, a scale (and offset) per group of each row.
+// integers and each row's factors.
 type nativeQuant struct {
 	rows, cols int
-	g          Groups
+	g          gguf.Groups
 	q          []int8
-	s, o       []float32
+	f          gguf.Factors
 }
 
-// Integer ranges of the ggml types: Q6_K's 6 bits from -32 (held as
-// int8), Q4_K's and Q4_0's 4 bits from 0 and -8 (held as nibbles).
+// The integer ranges and factoring of the ggml types: Q8_0's 8 bits,
+// Q4_0's 4 from -8, Q5_0's 5 from -16 (plain), Q4_K's 4 and Q5_K's 5
+// from 0 with offsets, Q6_K's 6 from -32 (factored).
 var (
-	sixBits  = Groups{Bits: 6, Min: -32}
-	fourBits = Groups{Bits: 4, Min: 0}
-	q40Bits  = Groups{Bits: 4, Min: -8}
+	eightBits = gguf.Groups{Bits: 8, Min: -128}
+	q40Bits   = gguf.Groups{Bits: 4, Min: -8}
+	q50Bits   = gguf.Groups{Bits: 5, Min: -16}
+	fourBits  = gguf.Groups{Bits: 4, Min: 0, Factored: true}
+	fiveBits  = gguf.Groups{Bits: 5, Min: 0, Factored: true}
+	sixBits   = gguf.Groups{Bits: 6, Min: -32, Factored: true}
 )
 
-// randomQuant draws integers in the range of bits and float16 scales and
-// offsets, as ggml's blocks hold them.
-func randomQuant(r *rand.Rand, rows, cols, group int, offset bool, bits Groups) nativeQuant {
-	g := Groups{Size: group, Offset: offset, Bits: bits.Bits, Min: bits.Min}
-	n := nativeQuant{rows: rows, cols: cols, g: g,
-		q: make([]int8, rows*cols), s: make([]float32, rows*cols/group), o: make([]float32, rows*cols/group)}
+// typeCases are the integer widths and factorings the tests run, with and
+// without offsets.
+var typeCases = []struct {
+	offset bool
+	bits   gguf.Groups
+}{{false, sixBits}, {true, sixBits}, {false, q40Bits}, {true, fourBits}, {true, fiveBits}, {false, q50Bits}, {true, eightBits}}
+
+// randomQuant draws integers in the range of bits, float16 factors and,
+// for factored types, int8 group factors; a factored type's blocks are
+// bits.Super or else the largest of 4, 2 or 1 groups that divides cols.
+func randomQuant(r *rand.Rand, rows, cols, group int, offset bool, bits gguf.Groups) nativeQuant {
+	g := bits
+	g.Size, g.Offset = group, offset
+	if g.Super == 0 || !g.Factored {
+		g.Super = group
+	}
+	if g.Factored && bits.Super == 0 {
+		for _, per := range []int{4, 2} {
+			if cols%(per*group) == 0 {
+				g.Super = per * group
+				break
+			}
+		}
+	}
+	n := nativeQuant{rows: rows, cols: cols, g: g, q: make([]int8, rows*cols)}
 	for i := range n.q {
 		n.q[i] = int8(r.IntN(1<<g.Bits) + g.Min)
 	}
-	half := func() float32 { return gguf.Float16To32(gguf.Float32To16(float32(r.NormFloat64() / 64))) }
-	for i := range n.s {
-		n.s[i] = half()
+	half := func() uint16 { return gguf.Float32To16(float32(r.NormFloat64() / 64)) }
+	blocks, groups := rows*cols/g.Super, rows*cols/g.Size
+	for range blocks {
+		n.f.D = append(n.f.D, half())
 		if offset {
-			n.o[i] = half()
+			n.f.DM = append(n.f.DM, half())
+		}
+	}
+	for i := 0; g.Factored && i < groups; i++ {
+		n.f.A = append(n.f.A, int8(r.IntN(256)-128))
+		if offset {
+			n.f.B = append(n.f.B, int8(r.IntN(64)-63))
 		}
 	}
 	return n
 }
 
-func (n nativeQuant) decodeRow(r int, q []int8, s, o []float32) error {
+func (n nativeQuant) decodeRow(r int, q []int8, f gguf.Factors) error {
 	copy(q, n.q[r*n.cols:(r+1)*n.cols])
-	g := n.cols / n.g.Size
-	copy(s, n.s[r*g:(r+1)*g])
+	b, g := n.cols/n.g.Super, n.cols/n.g.Size
+	copy(f.D, n.f.D[r*b:(r+1)*b])
 	if n.g.Offset {
-		copy(o, n.o[r*g:(r+1)*g])
+		copy(f.DM, n.f.DM[r*b:(r+1)*b])
+	}
+	if n.g.Factored {
+		copy(f.A, n.f.A[r*g:(r+1)*g])
+		if n.g.Offset {
+			copy(f.B, n.f.B[r*g:(r+1)*g])
+		}
 	}
 	return nil
 }
 
 // value is element (r, c) of the native tensor, as ggml computes it.
 func (n nativeQuant) value(r, c int) float32 {
-	g := (r*n.cols + c) / n.g.Size
-	return gguf.GroupValue(n.q[r*n.cols+c], n.s[g], n.o[g], n.g.Offset)
+	i := r*n.cols + c
+	bl, g := i/n.g.Super, i/n.g.Size
+	var a, b int8
+	var o float32
+	if n.g.Factored {
+		a = n.f.A[g]
+		if n.g.Offset {
+			b = n.f.B[g]
+		}
+	}
+	if n.g.Offset {
+		o = gguf.Scale(n.f.DM[bl], b, n.g.Factored)
+	}
+	return gguf.GroupValue(n.q[i], gguf.Scale(n.f.D[bl], a, n.g.Factored), o, n.g.Offset)
 }
 
 // transposed is the tensor's values as a float32 [cols][rows] matrix,
@@ -75,7 +123,7 @@ func (n nativeQuant) transposed() []float32 {
 	return out
 }
 
-func (n nativeQuant) matrix(t *testing.T, transposed bool) Matrix {
+func (n nativeQuant) matrix(t testing.TB, transposed bool) Matrix {
 	t.Helper()
 	m, err := Quantized(n.rows, n.cols, n.g, transposed, n.decodeRow)
 	require.NoError(t, err)
@@ -86,10 +134,7 @@ func (n nativeQuant) matrix(t *testing.T, transposed bool) Matrix {
 // transposed its own layout, value for value, through Float32s and Row.
 func TestQuantizedLayout(t *testing.T) {
 	r := rand.New(rand.NewPCG(11, 12))
-	for _, c := range []struct {
-		offset bool
-		bits   Groups
-	}{{false, sixBits}, {true, sixBits}, {false, q40Bits}, {true, fourBits}} {
+	for _, c := range typeCases {
 		n := randomQuant(r, 101, 64, 16, c.offset, c.bits)
 		kn, nk := n.matrix(t, false).Float32s(), n.matrix(t, true).Float32s()
 		for row := range n.rows {
@@ -104,17 +149,81 @@ func TestQuantizedLayout(t *testing.T) {
 		require.Equal(t, kn[7*n.rows:8*n.rows], n.matrix(t, false).Row(make([]float32, n.rows), 7, n.rows))
 		require.EqualValues(t, n.rows*n.cols, n.matrix(t, false).Len())
 	}
-	_, err := Quantized(4, 30, Groups{Size: 16, Bits: 8, Min: -128}, false, nil)
-	require.Error(t, err, "groups that do not divide a row")
-	_, err = Quantized(4, 32, Groups{Size: 32, Bits: 8, Min: -127}, false, nil)
-	require.Error(t, err, "integers beyond int8")
+	q8 := gguf.Groups{Size: 32, Super: 32, Bits: 8, Min: -128}
 	bad := errors.New("bad block")
-	_, err = Quantized(4, 32, Groups{Size: 32, Bits: 8, Min: -128}, false, func(int, []int8, []float32, []float32) error { return bad })
+	for _, c := range []struct {
+		name string
+		cols int
+		g    gguf.Groups
+		want string
+	}{
+		{"groups that do not divide a row", 30, gguf.Groups{Size: 16, Super: 16, Bits: 8, Min: -128}, "do not divide"},
+		{"blocks that do not divide a row", 32, gguf.Groups{Size: 16, Super: 48, Bits: 8, Min: -128, Factored: true}, "do not divide"},
+		{"unfactored blocks of several groups", 64, gguf.Groups{Size: 16, Super: 32, Bits: 8, Min: -128}, "unfactored"},
+		{"integers beyond int8", 32, gguf.Groups{Size: 32, Super: 32, Bits: 8, Min: -127}, "not held"},
+		{"7-bit integers", 32, gguf.Groups{Size: 32, Super: 32, Bits: 7, Min: -64}, "not held"},
+	} {
+		_, err := Quantized(4, c.cols, c.g, false, nil)
+		require.ErrorContains(t, err, c.want, c.name)
+	}
+	_, err := Quantized(4, 32, q8, false, func(int, []int8, gguf.Factors) error { return bad })
 	require.ErrorIs(t, err, bad)
 	wide := randomQuant(r, 4, 32, 32, false, sixBits)
 	wide.g.Bits, wide.g.Min = 4, 0
 	_, err = Quantized(4, 32, wide.g, false, wide.decodeRow)
 	require.ErrorContains(t, err, "outside", "a block whose integers exceed the declared 4 bits")
+}
+
+// TestQuantBytes: a quantised matrix takes its file's bytes, give or take
+// the last slab's padding: Q6_K's 6.5625 bits a weight as 6.5625 (6-bit
+// integers, an int8 factor per 16, a float16 per 256), Q4_K's 4.5 as 4.625
+// (its 6-bit group factors as int8), Q8_0's 8.5 as 8.5.
+func TestQuantBytes(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	for _, c := range []struct {
+		g          gguf.Groups
+		group      int
+		offset     bool
+		bitsWeight float64
+	}{{sixBits, 16, false, 6.5625}, {fourBits, 32, true, 4.625}, {fiveBits, 32, true, 5.625}, {eightBits, 32, false, 8.5}, {q40Bits, 32, false, 4.5}} {
+		g := c.g
+		g.Super = 256 // as the K types hold them; ignored for the others
+		n := randomQuant(r, 128, 1024, c.group, c.offset, g)
+		got := float64(n.matrix(t, false).Bytes()) * 8 / float64(n.rows*n.cols)
+		require.InDelta(t, c.bitsWeight, got, 1e-9, "%+v", c.g)
+	}
+}
+
+// TestUnpackAndScaleRows: the vector kernels that unpack 5- and 6-bit
+// rows and form factored scales give the generic code's bytes and bits.
+func TestUnpackAndScaleRows(t *testing.T) {
+	r := rand.New(rand.NewPCG(5, 6))
+	for _, hbits := range []int{1, 2} {
+		const k = 37
+		lo, hi := make([]byte, k*slab/2), make([]byte, k*slab*hbits/8)
+		for i := range lo {
+			lo[i] = byte(r.IntN(256))
+		}
+		for i := range hi {
+			hi[i] = byte(r.IntN(256))
+		}
+		got, want := make([]int8, k*slab), make([]int8, k*slab)
+		unpackRows(got, lo, hi, hbits, -32, k)
+		unpackRowsGeneric(want, lo, hi, hbits, -32, k)
+		require.Equal(t, want, got, "hbits %d", hbits)
+	}
+	d, a := make([]uint16, slab), make([]int8, 9*slab)
+	for i := range d {
+		d[i] = gguf.Float32To16(float32(r.NormFloat64()))
+	}
+	d[3], d[4] = 0x0001, 0x8400 // a subnormal, a negative normal
+	for i := range a {
+		a[i] = int8(r.IntN(256) - 128)
+	}
+	got, want := make([]float32, 9*slab), make([]float32, 9*slab)
+	scaleRows(got, d, a, 9)
+	scaleRowsGeneric(want, d, a, 9)
+	require.Equal(t, want, got)
 }
 
 // TestQuantMatMulSameBits: a quantised matrix gives, on every kernel path
@@ -128,10 +237,7 @@ func TestQuantMatMulSameBits(t *testing.T) {
 		{3, 96, 160, 16}, {4, 256, 200, 32}, {5, 128, 97, 16}, {8, 768, 768, 32}, {13, 288, 531, 32},
 		{128, 96, 384, 16},
 	} {
-		for _, c := range []struct {
-			offset bool
-			bits   Groups
-		}{{false, sixBits}, {true, sixBits}, {false, q40Bits}, {true, fourBits}} {
+		for _, c := range typeCases {
 			name := fmt.Sprintf("%dx%dx%d/g%d/offset=%t/bits=%d", s.M, s.K, s.N, s.group, c.offset, c.bits.Bits)
 			t.Run(name, func(t *testing.T) {
 				n := randomQuant(r, s.N, s.K, s.group, c.offset, c.bits)
@@ -168,13 +274,12 @@ func TestQuantMatMulT(t *testing.T) {
 }
 
 func BenchmarkMatmulDecodeQuant(b *testing.B) {
-	for _, bits := range []Groups{sixBits, fourBits} {
+	for _, bits := range []gguf.Groups{sixBits, fiveBits, fourBits, eightBits} {
 		b.Run(fmt.Sprintf("bits=%d", bits.Bits), func(b *testing.B) {
 			r := rand.New(rand.NewPCG(1, 1))
 			const K, N = 768, 3072
 			n := randomQuant(r, N, K, 32, false, bits)
-			w, err := Quantized(N, K, n.g, false, n.decodeRow)
-			require.NoError(b, err)
+			w := n.matrix(b, false)
 			x, dst := randSlice(r, K), make([]float32, N)
 			for b.Loop() {
 				MatMulAcc(dst, x, w, 1, K, N)

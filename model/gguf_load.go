@@ -153,10 +153,9 @@ func storeGGUFTensor(m *Model, p ggufParam, t gguf.TensorInfo, raw []byte, relea
 			rows, cols = cols, rows
 		}
 		rowBytes := len(raw) / rows
-		kg := kernels.Groups{Size: g.Size, Offset: g.Offset, Bits: g.Bits, Min: g.Min}
 		const releaseRows = 256
-		w, err := kernels.Quantized(rows, cols, kg, !p.transposed, func(r int, q []int8, s, o []float32) error {
-			if err := gguf.DecodeGroups(t.Type, raw[r*rowBytes:(r+1)*rowBytes], q, s, o); err != nil {
+		w, err := kernels.Quantized(rows, cols, g, !p.transposed, func(r int, q []int8, f gguf.Factors) error {
+			if err := gguf.DecodeFactors(t.Type, raw[r*rowBytes:(r+1)*rowBytes], q, f); err != nil {
 				return err
 			}
 			if release != nil && (r+1)%releaseRows == 0 {
