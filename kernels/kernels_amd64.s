@@ -1380,14 +1380,29 @@ gdone:
 
 // Q4ROW forms the weights of the nibble row at R10 (column c in byte c's
 // low nibble, c+32 in byte c's high one): w = float32(nibble + min)·s
-// (+ o), mask holding 15 and min the minimum in every lane.
-#define Q4ROW(w0, w1, w2, w3, s0, s1, s2, s3, o0, o1, o2, o3, mask, min) \
+// (+ o), float32(nibble + min) looked up in table (Q4TABLE) by VPERMPS,
+// which reads an index's low 4 bits: one instruction where masking,
+// adding min and converting took three, in a kernel bound by its vector
+// instructions.
+#define Q4ROW(w0, w1, w2, w3, s0, s1, s2, s3, o0, o1, o2, o3, table) \
 	VPMOVZXBD (R10), w0; VPMOVZXBD 16(R10), w1; VPSRLD $4, w0, w2; VPSRLD $4, w1, w3; \
-	VPANDD mask, w0, w0; VPANDD mask, w1, w1; \
-	VPADDD min, w0, w0; VPADDD min, w1, w1; VPADDD min, w2, w2; VPADDD min, w3, w3; \
-	VCVTDQ2PS w0, w0; VCVTDQ2PS w1, w1; VCVTDQ2PS w2, w2; VCVTDQ2PS w3, w3; \
+	VPERMPS table, w0, w0; VPERMPS table, w1, w1; VPERMPS table, w2, w2; VPERMPS table, w3, w3; \
 	VMULPS s0, w0, w0; VMULPS s1, w1, w1; VMULPS s2, w2, w2; VMULPS s3, w3, w3; \
 	SLABOFFSETS(w0, w1, w2, w3, o0, o1, o2, o3)
+
+// Q4TABLE sets table to float32(min + i) in lane i, min in AX.
+#define Q4TABLE(table) \
+	VPBROADCASTD AX, table; VPADDD nibbleLanes<>(SB), table, table; VCVTDQ2PS table, table
+
+DATA nibbleLanes<>+0(SB)/8, $0x0000000100000000
+DATA nibbleLanes<>+8(SB)/8, $0x0000000300000002
+DATA nibbleLanes<>+16(SB)/8, $0x0000000500000004
+DATA nibbleLanes<>+24(SB)/8, $0x0000000700000006
+DATA nibbleLanes<>+32(SB)/8, $0x0000000900000008
+DATA nibbleLanes<>+40(SB)/8, $0x0000000b0000000a
+DATA nibbleLanes<>+48(SB)/8, $0x0000000d0000000c
+DATA nibbleLanes<>+56(SB)/8, $0x0000000f0000000e
+GLOBL nibbleLanes<>(SB), RODATA|NOPTR, $64
 
 // One row of y (a 64-column strip at DI) in Z4–Z7, and its FMAs with the
 // weights in Z16–Z19 and x[k] from (R11).
@@ -1446,9 +1461,8 @@ done:
 TEXT ·axpySlabQ4AVX512(SB), NOSPLIT, $0-88
 	MOVQ         y+0(FP), DI
 	MOVQ         x+16(FP), SI
-	VPBROADCASTD min+56(FP), Z21
-	MOVL         $15, AX
-	VPBROADCASTD AX, Z20
+	MOVQ         min+56(FP), AX
+	Q4TABLE(Z20)
 	MOVQ         m+80(FP), R13
 	TESTQ        R13, R13
 	JZ           done
@@ -1466,7 +1480,7 @@ group:
 	MOVQ group+64(FP), R12
 
 k:
-	Q4ROW(Z16, Z17, Z18, Z19, Z8, Z9, Z10, Z11, Z12, Z13, Z14, Z15, Z20, Z21)
+	Q4ROW(Z16, Z17, Z18, Z19, Z8, Z9, Z10, Z11, Z12, Z13, Z14, Z15, Z20)
 	FMA1ROW
 	ADDQ $32, R10
 	ADDQ $4, R11
@@ -1548,13 +1562,12 @@ k:
 
 // func axpySlabQ4Rows4AVX512(y *float32, ldyb int, x *float32, ldxb int, q *byte, s, o *float32, min, group, groups int)
 //
-// axpySlabQRows4AVX512 on nibbles (rows 32 bytes apart); Z1 and Z2 hold
-// the mask and the minimum.
+// axpySlabQRows4AVX512 on nibbles (rows 32 bytes apart); Z1 holds the
+// nibbles' values.
 TEXT ·axpySlabQ4Rows4AVX512(SB), NOSPLIT, $0-80
 	ROWS4SETUP
-	VPBROADCASTD min+56(FP), Z2
-	MOVL         $15, AX
-	VPBROADCASTD AX, Z1
+	MOVQ         min+56(FP), AX
+	Q4TABLE(Z1)
 	MOVQ         groups+72(FP), R14
 
 group:
@@ -1562,7 +1575,7 @@ group:
 	MOVQ group+64(FP), R12
 
 k:
-	Q4ROW(Z20, Z21, Z22, Z23, Z24, Z25, Z26, Z27, Z28, Z29, Z30, Z31, Z1, Z2)
+	Q4ROW(Z20, Z21, Z22, Z23, Z24, Z25, Z26, Z27, Z28, Z29, Z30, Z31, Z1)
 	FMA4ROWS
 	ADDQ $32, R10
 	ADDQ $4, R11
