@@ -273,6 +273,7 @@ func dequantQAVX2(dst *float32, lddb int, q *int8, ldqb int, s, o *float32, rows
 // c..c+n of its slab: the assembly takes 16-column multiples of 4 rows,
 // the edges go through float32 scratch.
 func (b *block) axpyPiece(y []float32, ldy int, x []float32, ldx int, r0, c, n, m, k int) {
+	b.unpack()
 	if b.q4 != nil {
 		b.axpyPiece4(y, ldy, x, ldx, r0, c, n, m, k)
 		return
@@ -321,6 +322,7 @@ func at(o []float32, i int) *float32 {
 // dequantPiece: dst[r*ldd+j] = the weight at block row r0+r, column c+j,
 // for r < rows (one group), j < n.
 func (b *block) dequantPiece(dst []float32, ldd, r0, c, rows, n int) {
+	b.unpack()
 	if b.q4 != nil {
 		b.dequantPiece4(dst, ldd, r0, c, rows, n)
 		return
@@ -456,6 +458,9 @@ func axpySlabQRows4AVX512(y *float32, ldyb int, x *float32, ldxb int, q *int8, s
 func axpySlabQ4Rows4AVX512(y *float32, ldyb int, x *float32, ldxb int, q *byte, s, o *float32, min, group, groups int)
 
 //go:noescape
+func axpySlabQHAVX512(y, x *float32, lo, hi *byte, s, o *float32, buf *int8, hbits, min, group, groups int)
+
+//go:noescape
 func axpySlabQ4AVX512(y *float32, ldyb int, x *float32, ldxb int, q *byte, s, o *float32, min, group, groups, m int)
 
 // axpySlab is axpyPanel on the block's full slab strip through all its
@@ -484,6 +489,21 @@ func (b *block) axpySlab(y []float32, ldy int, x []float32, ldx int, m, k int) b
 		}
 		return true
 	}
+	if b.q == nil && m < 4 && useAVX512BW {
+		// Each group's rows unpacked just before their FMAs, into a
+		// scratch that stays in L1, so that the stream of packed
+		// integers overlaps the arithmetic.
+		if len(b.buf.q) < b.group*slab {
+			b.buf.q = make([]int8, max(b.group, kSum)*slab)
+		}
+		_ = b.lo[k*slab/2-1]
+		_ = b.hi[k*slab*b.hbits/8-1]
+		for i := range m {
+			axpySlabQHAVX512(&y[i*ldy], &x[i*ldx], &b.lo[0], &b.hi[0], s, o, &b.buf.q[0], b.hbits, int(b.min), b.group, G)
+		}
+		return true
+	}
+	b.unpack()
 	_ = b.q[k*slab-1]
 	q, i := &b.q[0], 0
 	for ; i+4 <= m; i += 4 { // four rows share each weight formed

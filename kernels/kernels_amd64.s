@@ -1666,13 +1666,13 @@ GLOBL unpackShift1<>(SB), RODATA|NOPTR, $64
 
 // UNPACKHIGH shifts the high-bit bytes in Z1 by the counts in Z23, moves
 // them to bit 4, keeps the bits of mask Z22, ORs them into Z0 (ternary
-// logic 0xf8: Z0 | (Z1 & Z22)), adds min (Z20) and stores the row at DI.
-#define UNPACKHIGH \
+// logic 0xf8: Z0 | (Z1 & Z22)), adds min (Z20) and stores the row at dst.
+#define UNPACKHIGH(dst) \
 	VPSRLVW    Z23, Z1, Z1; \
 	VPSLLW     $4, Z1, Z1; \
 	VPTERNLOGD $0xf8, Z22, Z1, Z0; \
 	VPADDB     Z20, Z0, Z0; \
-	VMOVDQU64  Z0, (DI)
+	VMOVDQU64  Z0, (dst)
 
 // UNPACKSETUP loads the arguments of the unpack kernels: dst in DI, lo
 // in SI, hi in R8, min in every byte of Z20, 0x0f of Z21, the high bits'
@@ -1697,7 +1697,7 @@ TEXT ·unpackRows2AVX512(SB), NOSPLIT, $0-40
 u2loop:
 	UNPACKNIBBLES
 	VBROADCASTI32X4 (R8), Z1
-	UNPACKHIGH
+	UNPACKHIGH(DI)
 	ADDQ            $32, SI
 	ADDQ            $16, R8
 	ADDQ            $64, DI
@@ -1719,7 +1719,7 @@ TEXT ·unpackRows1AVX512(SB), NOSPLIT, $0-40
 u1loop:
 	UNPACKNIBBLES
 	VPBROADCASTQ (R8), Z1
-	UNPACKHIGH
+	UNPACKHIGH(DI)
 	ADDQ         $32, SI
 	ADDQ         $8, R8
 	ADDQ         $64, DI
@@ -1727,5 +1727,81 @@ u1loop:
 	JNZ          u1loop
 
 u1done:
+	VZEROUPPER
+	RET
+
+// func axpySlabQHAVX512(y, x *float32, lo, hi *byte, s, o *float32, buf *int8, hbits, min, group, groups int)
+//
+// axpySlabQAVX512 for one row of y on packed 5-bit (hbits 1) or 6-bit
+// (hbits 2) integers: each group's rows are unpacked into buf (group rows
+// of 64 bytes, in L1) just before their FMAs, as unpackRows{1,2}AVX512
+// unpacks them, so the stream of packed integers overlaps the arithmetic
+// instead of coming before it. The same integers and float operations,
+// so the same bits.
+TEXT ·axpySlabQHAVX512(SB), NOSPLIT, $0-88
+	MOVQ         y+0(FP), DI
+	Y1LOAD
+	MOVQ         x+8(FP), R11
+	MOVQ         lo+16(FP), SI
+	MOVQ         hi+24(FP), BX
+	MOVQ         s+32(FP), R8
+	MOVQ         o+40(FP), R9
+	MOVQ         min+64(FP), AX
+	VPBROADCASTB AX, Z20
+	MOVL         $0x0f0f0f0f, AX
+	VPBROADCASTD AX, Z21
+	MOVQ         hbits+56(FP), DX
+	CMPQ         DX, $2
+	JEQ          qhtwo
+	MOVL         $0x10101010, AX
+	VPBROADCASTD AX, Z22
+	VMOVDQU64    unpackShift1<>(SB), Z23
+	JMP          qhgroups
+
+qhtwo:
+	MOVL         $0x30303030, AX
+	VPBROADCASTD AX, Z22
+	VMOVDQU64    unpackShift2<>(SB), Z23
+
+qhgroups:
+	MOVQ groups+80(FP), R14
+
+qhgroup:
+	SLABSCALES(Z8, Z9, Z10, Z11, Z12, Z13, Z14, Z15)
+	MOVQ buf+48(FP), R10
+	MOVQ group+72(FP), CX
+
+qhunpack:
+	UNPACKNIBBLES
+	CMPQ         DX, $2
+	JNE          qhone
+	VBROADCASTI32X4 (BX), Z1
+	ADDQ         $16, BX
+	JMP          qhhigh
+
+qhone:
+	VPBROADCASTQ (BX), Z1
+	ADDQ         $8, BX
+
+qhhigh:
+	UNPACKHIGH(R10)
+	ADDQ $32, SI
+	ADDQ $64, R10
+	DECQ CX
+	JNZ  qhunpack
+
+	MOVQ buf+48(FP), R10
+	MOVQ group+72(FP), R12
+
+qhk:
+	Q8ROW(Z16, Z17, Z18, Z19, Z8, Z9, Z10, Z11, Z12, Z13, Z14, Z15)
+	FMA1ROW
+	ADDQ $64, R10
+	ADDQ $4, R11
+	DECQ R12
+	JNZ  qhk
+	NEXTGROUP(qhgroup)
+
+	Y1STORE
 	VZEROUPPER
 	RET

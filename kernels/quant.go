@@ -250,6 +250,25 @@ type block struct {
 	min   int8
 	group int
 	first int
+	// 5- and 6-bit integers stay packed, nibbles lo and hbits more bits
+	// each in hi, until a kernel that cannot read them asks (unpack):
+	// decode's fused kernel unpacks a group at a time as it goes.
+	lo, hi []byte
+	hbits  int
+	buf    *blockBuf
+}
+
+// unpack forms the int8 rows of packed integers in the block's scratch.
+func (b *block) unpack() {
+	if b.q != nil || b.hi == nil {
+		return
+	}
+	k := len(b.lo) / (slab / 2)
+	if cap(b.buf.q) < k*slab {
+		b.buf.q = make([]int8, k*slab)
+	}
+	b.q = b.buf.q[:k*slab]
+	unpackRows(b.q, b.lo, b.hi, b.hbits, b.min, k)
 }
 
 // blockBuf is a block's scratch: integers unpacked from 5 and 6 bits,
@@ -281,12 +300,8 @@ func (w *quant) block(k0, j0, k int, buf *blockBuf) block {
 	case w.hbits == 0:
 		bl.q4 = w.q4[r*slab/2 : (r+k)*slab/2]
 	default:
-		if cap(buf.q) < k*slab {
-			buf.q = make([]int8, k*slab)
-		}
-		bl.q = buf.q[:k*slab]
 		hw := w.hWidth()
-		unpackRows(bl.q, w.q4[r*slab/2:(r+k)*slab/2], w.qh[r*hw:(r+k)*hw], w.hbits, w.min, k)
+		bl.lo, bl.hi, bl.hbits, bl.buf = w.q4[r*slab/2:(r+k)*slab/2], w.qh[r*hw:(r+k)*hw], w.hbits, buf
 	}
 	return bl
 }
@@ -346,6 +361,7 @@ func unpackRowsGeneric(dst []int8, lo, hi []byte, hbits int, min int8, k int) {
 
 // value is the weight at row r, column c of the block.
 func (b *block) value(r, c int) float32 {
+	b.unpack()
 	var q int8
 	if b.q != nil {
 		q = b.q[r*slab+c]
