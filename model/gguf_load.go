@@ -54,6 +54,11 @@ func loadGGUFFrom(ctx context.Context, data []byte, release func([]byte), opt Lo
 	if err != nil {
 		return nil, err
 	}
+	if release != nil && f.DataOffset <= int64(len(data)) {
+		// The metadata is parsed (its vocabulary is a megabyte or two);
+		// its pages would otherwise stay resident until the unmap.
+		release(data[:f.DataOffset])
+	}
 	m := &Model{Config: cfg, h: make([]block, cfg.NLayer), faultLayer: -1, Format: FormatGGUF, Float16: opt.Float16}
 	params := m.ggufParams()
 	known := map[string]bool{ggufOutput: true}

@@ -60,6 +60,10 @@ func LoadContext(ctx context.Context, path string, opt LoadOptions) (*Model, err
 	if err := m.slabBlocks(); err != nil {
 		return nil, fmt.Errorf("loading %s: %w", path, err)
 	}
+	// The conversion's garbage, collected, still holds pages until the
+	// scavenger returns them, minutes later: give them back now, so
+	// that a loaded model's RSS is the model.
+	debug.FreeOSMemory()
 	return m, nil
 }
 
