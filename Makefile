@@ -47,6 +47,12 @@ test:
 bench-llamacpp:
 	PYTHON=$(PYTHON) bash scripts/bench/llamacpp.sh
 
+# Peak RSS of every weights format (HF, GGUF of every type) against the
+# file plus the KV cache in use, plus 10% (issue #14's bound).
+.PHONY: bench-memory
+bench-memory:
+	PYTHON=$(PYTHON) bash scripts/bench/memory.sh
+
 # The forward pass next to PyTorch on a GPT-2 124M-shaped model, one table
 # of ratios from one run (scripts/bench/NOTES.md); bench-go: Go benchmarks.
 bench:

@@ -44,8 +44,12 @@ func main() {
 	loadS := time.Since(start).Seconds()
 	ctx := context.Background()
 	if *mode == "load" {
-		decode(ctx, m, 1, 4, 1)
-		emit(map[string]any{"load_s": loadS, "peak_rss": procstat.PeakRSS()})
+		const prompt, steps = 4, 1
+		decode(ctx, m, 1, prompt, steps)
+		// The KV cache's positions in use: each is a key and a value of
+		// NEmbd floats per layer.
+		kv := (prompt + steps) * 2 * m.Config.NLayer * m.Config.NEmbd * 4
+		emit(map[string]any{"load_s": loadS, "peak_rss": procstat.PeakRSS(), "kv_bytes": kv})
 		return
 	}
 	if *cpuprofile != "" {
