@@ -164,7 +164,11 @@ func storeGGUFTensor(m *Model, p ggufParam, t gguf.TensorInfo, raw []byte, relea
 				return err
 			}
 			if release != nil && (r+1)%releaseRows == 0 {
-				release(raw[(r+1-releaseRows)*rowBytes : (r+1)*rowBytes])
+				// All rows so far, not just the last ones: a page fault
+				// maps the page cache's neighbours too (fault-around,
+				// 64 KB), and so put back released pages just behind; a
+				// Q6_K output.weight had 18 MB resident that way.
+				release(raw[:(r+1)*rowBytes])
 			}
 			return nil
 		})
