@@ -429,6 +429,28 @@ func unpackRows(dst []int8, lo, hi []byte, hbits int, min int8, k int) {
 //go:noescape
 func geluAVX2(x *float32, n int) int
 
+//go:noescape
+func expShiftedAVX2(dst *float64, src *float32, sub float32, n int) int
+
+// expShifted runs the AVX2 kernel over blocks of four and math.Exp over
+// the rest: the tail, and any block it hands back (an argument beyond
+// ±700, or NaN).
+func expShifted(dst []float64, src []float32, sub float32) {
+	if !useAVX2 {
+		expShiftedGeneric(dst, src, sub)
+		return
+	}
+	n4 := len(src) &^ 3
+	for i := 0; i < n4; {
+		i += expShiftedAVX2(&dst[i], &src[i], sub, n4-i)
+		if i < n4 {
+			expShiftedGeneric(dst[i:i+4], src[i:i+4], sub)
+			i += 4
+		}
+	}
+	expShiftedGeneric(dst[n4:], src[n4:], sub)
+}
+
 // gelu runs the AVX2 kernel over blocks of four and geluGeneric over the
 // rest: the tail, and any block the kernel hands back because an exponent
 // lies outside math.Exp's plain range (|a| > 700, infinities, NaN).

@@ -1268,6 +1268,50 @@ DATA geludata<>+128(SB)/8, $0x7fffffffffffffff
 DATA geludata<>+136(SB)/4, $1023
 GLOBL geludata<>(SB), RODATA, $144
 
+// EXPPD is math.Exp of the four float64 in Y1, its avxfma path lane by
+// lane (a·log2e rounded to k, a − k·ln2 in two parts, a degree-7
+// polynomial of r = a/16 squared four times, times 2^k), into Y1; Y2–Y5
+// and X3 are scratch, Y11 holds 2, Y12 1 and X13 the exponent bias. Valid
+// for |a| ≤ 700, which the callers check.
+#define EXPPD \
+	VBROADCASTSD geludata<>+24(SB), Y2; \
+	VMULPD       Y1, Y2, Y2; \
+	VCVTPD2DQY   Y2, X3; \
+	VCVTDQ2PD    X3, Y2; \
+	VBROADCASTSD geludata<>+32(SB), Y4; \
+	VFNMADD231PD Y4, Y2, Y1; \
+	VBROADCASTSD geludata<>+40(SB), Y4; \
+	VFNMADD231PD Y4, Y2, Y1; \
+	VBROADCASTSD geludata<>+48(SB), Y4; \
+	VMULPD       Y4, Y1, Y1; \
+	VBROADCASTSD geludata<>+56(SB), Y5; \
+	VBROADCASTSD geludata<>+64(SB), Y4; \
+	VFMADD213PD  Y4, Y1, Y5; \
+	VBROADCASTSD geludata<>+72(SB), Y4; \
+	VFMADD213PD  Y4, Y1, Y5; \
+	VBROADCASTSD geludata<>+80(SB), Y4; \
+	VFMADD213PD  Y4, Y1, Y5; \
+	VBROADCASTSD geludata<>+88(SB), Y4; \
+	VFMADD213PD  Y4, Y1, Y5; \
+	VBROADCASTSD geludata<>+96(SB), Y4; \
+	VFMADD213PD  Y4, Y1, Y5; \
+	VBROADCASTSD geludata<>+104(SB), Y4; \
+	VFMADD213PD  Y4, Y1, Y5; \
+	VFMADD213PD  Y12, Y1, Y5; \
+	VMULPD       Y5, Y1, Y1; \
+	VADDPD       Y11, Y1, Y5; \
+	VMULPD       Y5, Y1, Y1; \
+	VADDPD       Y11, Y1, Y5; \
+	VMULPD       Y5, Y1, Y1; \
+	VADDPD       Y11, Y1, Y5; \
+	VMULPD       Y5, Y1, Y1; \
+	VADDPD       Y11, Y1, Y5; \
+	VFMADD213PD  Y12, Y5, Y1; \
+	VPADDD       X13, X3, X3; \
+	VPMOVZXDQ    X3, Y3; \
+	VPSLLQ       $52, Y3, Y3; \
+	VMULPD       Y3, Y1, Y1
+
 TEXT ·geluAVX2(SB), NOSPLIT, $0-24
 	MOVQ x+0(FP), DI
 	MOVQ n+8(FP), CX
@@ -1295,44 +1339,7 @@ gblock:
 	TESTQ     BX, BX
 	JNZ       gdone
 
-	// math.Exp(a), its avxfma path lane by lane.
-	VBROADCASTSD geludata<>+24(SB), Y2
-	VMULPD       Y1, Y2, Y2              // a·log2e
-	VCVTPD2DQY   Y2, X3                  // k, rounded to nearest
-	VCVTDQ2PD    X3, Y2                  // float64(k)
-	VBROADCASTSD geludata<>+32(SB), Y4
-	VFNMADD231PD Y4, Y2, Y1              // a −= k·ln2u
-	VBROADCASTSD geludata<>+40(SB), Y4
-	VFNMADD231PD Y4, Y2, Y1              // a −= k·ln2l
-	VBROADCASTSD geludata<>+48(SB), Y4
-	VMULPD       Y4, Y1, Y1              // r = a/16
-	VBROADCASTSD geludata<>+56(SB), Y5
-	VBROADCASTSD geludata<>+64(SB), Y4
-	VFMADD213PD  Y4, Y1, Y5
-	VBROADCASTSD geludata<>+72(SB), Y4
-	VFMADD213PD  Y4, Y1, Y5
-	VBROADCASTSD geludata<>+80(SB), Y4
-	VFMADD213PD  Y4, Y1, Y5
-	VBROADCASTSD geludata<>+88(SB), Y4
-	VFMADD213PD  Y4, Y1, Y5
-	VBROADCASTSD geludata<>+96(SB), Y4
-	VFMADD213PD  Y4, Y1, Y5
-	VBROADCASTSD geludata<>+104(SB), Y4
-	VFMADD213PD  Y4, Y1, Y5
-	VFMADD213PD  Y12, Y1, Y5
-	VMULPD       Y5, Y1, Y1              // x0 = r·p
-	VADDPD       Y11, Y1, Y5
-	VMULPD       Y5, Y1, Y1
-	VADDPD       Y11, Y1, Y5
-	VMULPD       Y5, Y1, Y1
-	VADDPD       Y11, Y1, Y5
-	VMULPD       Y5, Y1, Y1
-	VADDPD       Y11, Y1, Y5
-	VFMADD213PD  Y12, Y5, Y1             // x0 = x0·(x0+2)+1
-	VPADDD       X13, X3, X3             // k + 1023
-	VPMOVZXDQ    X3, Y3
-	VPSLLQ       $52, Y3, Y3             // 2^k
-	VMULPD       Y3, Y1, Y1              // e
+	EXPPD                                // e = math.Exp(a)
 
 	VADDPD    Y12, Y1, Y1                // 1 + e
 	VDIVPD    Y1, Y0, Y0                 // f / (1 + e)
@@ -1803,5 +1810,44 @@ qhk:
 	NEXTGROUP(qhgroup)
 
 	Y1STORE
+	VZEROUPPER
+	RET
+
+// func expShiftedAVX2(dst *float64, src *float32, sub float32, n int) int
+//
+// dst[i] = math.Exp(float64(src[i]) − float64(sub)) for i < n (a multiple
+// of 4), four at a time with math.Exp's own operations, so its bits. It
+// stops at the first block with an argument outside ±700 or NaN and
+// returns how many it did; the caller finishes with math.Exp.
+TEXT ·expShiftedAVX2(SB), NOSPLIT, $0-40
+	MOVQ         dst+0(FP), DI
+	MOVQ         src+8(FP), SI
+	VCVTSS2SD    sub+16(FP), X10, X10
+	VBROADCASTSD X10, Y10
+	MOVQ         n+24(FP), CX
+	XORQ         AX, AX
+	VBROADCASTSD geludata<>+128(SB), Y15 // |.| mask
+	VBROADCASTSD geludata<>+16(SB), Y14  // 700
+	VPBROADCASTD geludata<>+136(SB), X13 // exponent bias
+	VBROADCASTSD geludata<>+112(SB), Y12 // 1
+	VBROADCASTSD geludata<>+120(SB), Y11 // 2
+
+eblock:
+	CMPQ      AX, CX
+	JGE       edone
+	VCVTPS2PD (SI)(AX*4), Y1
+	VSUBPD    Y10, Y1, Y1                // a
+	VANDPD    Y15, Y1, Y2
+	VCMPPD    $6, Y14, Y2, Y2            // |a| > 700 or NaN (NLE_US)
+	VMOVMSKPD Y2, BX
+	TESTQ     BX, BX
+	JNZ       edone
+	EXPPD
+	VMOVUPD   Y1, (DI)(AX*8)
+	ADDQ      $4, AX
+	JMP       eblock
+
+edone:
+	MOVQ AX, ret+32(FP)
 	VZEROUPPER
 	RET

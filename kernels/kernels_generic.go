@@ -59,6 +59,8 @@ func (s *slabs) axpySlab(y []float32, ldy int, x []float32, ldx int, at, m, k in
 
 func gelu(x []float32) { geluGeneric(x) }
 
+func expShifted(dst []float64, src []float32, sub float32) { expShiftedGeneric(dst, src, sub) }
+
 func (b *block) axpySlab(y []float32, ldy int, x []float32, ldx int, m, k int) bool {
 	return false
 }

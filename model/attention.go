@@ -94,11 +94,10 @@ func softmaxRow(pr, sc []float32, visible int, scale float32, e64 []float64) {
 	for i := visible; i < len(sc); i++ {
 		sc[i] = -math.MaxFloat32
 	}
+	kernels.ExpShifted(e64[:visible], sc[:visible], mx)
 	var sum float64
-	for i := 0; i < visible; i++ {
-		e := math.Exp(float64(sc[i]) - float64(mx))
+	for _, e := range e64[:visible] {
 		sum += e
-		e64[i] = e
 	}
 	inv := 1 / sum
 	for i := 0; i < visible; i++ {
