@@ -11,24 +11,9 @@ import (
 // it hands back to Go (beyond ±700, infinities, NaN) at every position of
 // a block, and on a tail.
 func TestExpShiftedSameBits(t *testing.T) {
-	r := rand.New(rand.NewPCG(43, 44))
-	var xs []float32
-	for v := -120.0; v <= 20; v += 0.00291 {
-		xs = append(xs, float32(v))
-	}
-	for range 200000 {
-		xs = append(xs, float32(r.NormFloat64()*8), math.Float32frombits(r.Uint32()))
-	}
-	special := []float32{0, float32(math.Copysign(0, -1)), 1e-45, -745, -701, 701, 710,
-		3.4e38, -3.4e38, float32(math.Inf(1)), float32(math.Inf(-1)), float32(math.NaN())}
-	for i := range 4 {
-		for _, s := range special {
-			block := []float32{0.5, -0.5, 1.5, -2.5}
-			block[i] = s
-			xs = append(xs, block...)
-		}
-	}
-	xs = append(xs, 1, 2, 3) // a tail
+	xs := inputClasses(rand.New(rand.NewPCG(43, 44)), -120, 20, 0.00291, 8,
+		[]float32{0, float32(math.Copysign(0, -1)), 1e-45, -745, -701, 701, 710,
+			3.4e38, -3.4e38, float32(math.Inf(1)), float32(math.Inf(-1)), float32(math.NaN())})
 	for _, sub := range []float32{0, 3.25, -17.5, float32(math.Inf(1))} {
 		got, want := make([]float64, len(xs)), make([]float64, len(xs))
 		ExpShifted(got, xs, sub)

@@ -10,24 +10,9 @@ import (
 // class of float32 input, including those it hands back to Go (beyond
 // ±700 in the exponent, infinities, NaN) at every position of a block.
 func TestGELUSameBits(t *testing.T) {
-	r := rand.New(rand.NewPCG(41, 42))
-	var xs []float32
-	for v := -40.0; v <= 40; v += 0.00317 {
-		xs = append(xs, float32(v))
-	}
-	for range 200000 {
-		xs = append(xs, float32(r.NormFloat64()*3), math.Float32frombits(r.Uint32()))
-	}
-	special := []float32{0, float32(math.Copysign(0, -1)), 1e-30, -1e-30, 1e-45, 3.4e38, -3.4e38,
-		float32(math.Inf(1)), float32(math.Inf(-1)), float32(math.NaN()), -60, 60, -1e4, 1e4}
-	for i := range 4 {
-		for _, s := range special {
-			block := []float32{0.5, -0.5, 1.5, -2.5}
-			block[i] = s
-			xs = append(xs, block...)
-		}
-	}
-	xs = append(xs, 1, 2, 3) // a tail
+	xs := inputClasses(rand.New(rand.NewPCG(41, 42)), -40, 40, 0.00317, 3,
+		[]float32{0, float32(math.Copysign(0, -1)), 1e-30, -1e-30, 1e-45, 3.4e38, -3.4e38,
+			float32(math.Inf(1)), float32(math.Inf(-1)), float32(math.NaN()), -60, 60, -1e4, 1e4})
 	got, want := append([]float32(nil), xs...), append([]float32(nil), xs...)
 	GELU(got)
 	geluGeneric(want)
@@ -36,6 +21,27 @@ func TestGELUSameBits(t *testing.T) {
 			t.Fatalf("gelu(%g) = %g (%#x), want %g (%#x)", xs[i], got[i], math.Float32bits(got[i]), want[i], math.Float32bits(want[i]))
 		}
 	}
+}
+
+// inputClasses is a vector kernel's test input: a sweep of lo..hi, normal
+// values of the given scale and random bits, each special value at every
+// position of a block of four, and a tail of three.
+func inputClasses(r *rand.Rand, lo, hi, step, scale float64, special []float32) []float32 {
+	var xs []float32
+	for v := lo; v <= hi; v += step {
+		xs = append(xs, float32(v))
+	}
+	for range 200000 {
+		xs = append(xs, float32(r.NormFloat64()*scale), math.Float32frombits(r.Uint32()))
+	}
+	for i := range 4 {
+		for _, s := range special {
+			block := []float32{0.5, -0.5, 1.5, -2.5}
+			block[i] = s
+			xs = append(xs, block...)
+		}
+	}
+	return append(xs, 1, 2, 3)
 }
 
 func BenchmarkGELU(b *testing.B) {
