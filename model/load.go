@@ -34,6 +34,11 @@ type LoadOptions struct {
 	// and a value beyond float16's range is an error. Model.PrecisionDType
 	// tells which reference sets and tolerances then apply.
 	Float16 bool
+	// Float16IfStored holds the matrices as float16 when the file stores
+	// every one of them as float16: nothing is rounded, the kernels give
+	// float32 weights' bits, and memory and decode traffic halve, where
+	// float32 would double the file. Other files load as Float16 says.
+	Float16IfStored bool
 }
 
 // LoadWith is Load with options.
@@ -156,6 +161,9 @@ func loadWeightsFrom(ctx context.Context, cfg Config, data []byte, release func(
 		return nil, fmt.Errorf("config n_layer %d is more blocks than the file's %d tensors can hold", cfg.NLayer, len(f.Tensors))
 	}
 	m := &Model{Config: cfg, h: make([]block, cfg.NLayer), faultLayer: -1, Float16: opt.Float16}
+	if opt.Float16IfStored && matricesStoredFloat16(f) {
+		m.Float16 = true
+	}
 	C, I := cfg.NEmbd, cfg.NInner
 	want := map[string]expectedTensor{
 		"wte.weight":  {[]int{cfg.VocabSize, C}, mat(&m.wte)},
@@ -294,4 +302,20 @@ func checkTied(f *safetensors.File, t, wte safetensors.Tensor, release func([]by
 		}
 	}
 	return nil
+}
+
+// matricesStoredFloat16 says whether an HF file stores every weight
+// matrix (the 2-D tensors: wte, the Conv1D weights, an lm_head) as F16.
+func matricesStoredFloat16(f *safetensors.File) bool {
+	n := 0
+	for _, t := range f.Tensors {
+		if len(t.Shape) != 2 || strings.TrimPrefix(t.Name, "transformer.") == "wpe.weight" {
+			continue // vectors and buffers, and wpe, which stays float32
+		}
+		if t.DType != "F16" {
+			return false
+		}
+		n++
+	}
+	return n > 0
 }

@@ -34,6 +34,7 @@ func mapFile(path string) (data []byte, unmap func() error, err error) {
 	if err != nil {
 		return nil, nil, fmt.Errorf("mapping %s: %w", path, err)
 	}
+	adviseMapping(b)
 	return b, func() error { return syscall.Munmap(b) }, nil
 }
 
