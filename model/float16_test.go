@@ -93,6 +93,51 @@ func TestLoadFloat16FromF16(t *testing.T) {
 	requireSameLogits(t, m32, m16)
 }
 
+// Float16IfStored holds float16 only what a file stores as float16: an
+// F16 file's matrices (lossless, the float32-held logits), not an F32 or
+// Q8_0 file's, HF or GGUF.
+func TestLoadFloat16IfStored(t *testing.T) {
+	w := randomWeights(testCfg, 44)
+	ts := w.tensors("")
+	f32dir := writeModel(t, configJSON(testCfg), ts)
+	for i := range ts {
+		if len(ts[i].Shape) != 2 || ts[i].Name == "wpe.weight" {
+			continue
+		}
+		raw := make([]byte, 2*len(ts[i].Data))
+		for j, v := range ts[i].Data {
+			h := gguf.Float32To16(v)
+			raw[2*j], raw[2*j+1] = byte(h), byte(h>>8)
+		}
+		ts[i].DType, ts[i].Raw = "F16", raw
+	}
+	f16dir := writeModel(t, configJSON(testCfg), ts)
+	auto := LoadOptions{Float16IfStored: true}
+	for _, c := range []struct {
+		dir  string
+		want bool
+	}{{f16dir, true}, {f32dir, false}} {
+		m, err := LoadWith(c.dir, auto)
+		require.NoError(t, err)
+		require.Equal(t, c.want, m.Float16, c.dir)
+		if c.want {
+			m32, err := Load(c.dir)
+			require.NoError(t, err)
+			require.Equal(t, m.WeightsDType, m.PrecisionDType(), "nothing rounded")
+			requireSameLogits(t, m32, m)
+		}
+	}
+	m, _ := testModel(t)
+	for _, c := range []struct {
+		typ  gguf.GGMLType
+		want bool
+	}{{gguf.GGMLTypeF16, true}, {gguf.GGMLTypeF32, false}, {gguf.GGMLTypeQ8_0, false}} {
+		g, err := loadGGUFBytes(context.Background(), ggufImage(t, m, c.typ, nil), auto)
+		require.NoError(t, err)
+		require.Equal(t, c.want, g.Float16, c.typ)
+	}
+}
+
 func TestLoadFloat16GGUF(t *testing.T) {
 	m, _ := testModel(t)
 	for _, c := range []struct {

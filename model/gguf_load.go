@@ -61,6 +61,9 @@ func loadGGUFFrom(ctx context.Context, data []byte, release func([]byte), opt Lo
 	}
 	m := &Model{Config: cfg, h: make([]block, cfg.NLayer), faultLayer: -1, Format: FormatGGUF, Float16: opt.Float16}
 	params := m.ggufParams()
+	if opt.Float16IfStored && ggufMatricesFloat16(f, params) {
+		m.Float16 = true
+	}
 	known := map[string]bool{ggufOutput: true}
 	for _, p := range params {
 		known[p.name] = true
@@ -328,4 +331,21 @@ func isHexSHA256(s string) bool {
 		}
 	}
 	return true
+}
+
+// ggufMatricesFloat16 says whether the file stores every weight matrix
+// (and output.weight, if present) as F16.
+func ggufMatricesFloat16(f *gguf.File, params []ggufParam) bool {
+	names := []string{ggufOutput}
+	for _, p := range params {
+		if p.dst.mat != nil {
+			names = append(names, p.name)
+		}
+	}
+	for _, name := range names {
+		if t, ok := f.Tensor(name); ok && t.Type != gguf.GGMLTypeF16 {
+			return false
+		}
+	}
+	return len(names) > 1
 }

@@ -60,7 +60,7 @@ func newMetrics(version string) *metrics {
 			Name: "llorch_running_requests", Help: "Requests holding a slot.",
 		}),
 		modelMemory: prometheus.NewGauge(prometheus.GaugeOpts{
-			Name: "llorch_model_memory_bytes", Help: "Bytes of model weights held in memory (float32, or float16 matrices under --weight-dtype f16).",
+			Name: "llorch_model_memory_bytes", Help: "Bytes of model weights held in memory (as --weight-dtype holds them: float32, float16 or quantised matrices).",
 		}),
 		rejected: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "llorch_rejected_requests_total", Help: "Requests refused with 429 because the queue was full.",

@@ -28,18 +28,20 @@ type modelFlags struct {
 
 func (f *modelFlags) register(fl *pflag.FlagSet) {
 	fl.StringVar(&f.path, "model", "", "HF-layout model directory or .gguf file (default "+defaultModel+")")
-	fl.StringVar(&f.weightDType, "weight-dtype", "f32", "hold the weight matrices as f32, or f16: half the memory and decode traffic, float32 arithmetic")
+	fl.StringVar(&f.weightDType, "weight-dtype", "auto", "hold the weight matrices as f32, or f16 (half the memory and decode traffic, float32 arithmetic); auto: f16 where the file stores them as float16, losing nothing, else f32 (quantised files stay quantised)")
 }
 
 // options are the load options --weight-dtype asks for.
 func (f modelFlags) options() (model.LoadOptions, error) {
 	switch f.weightDType {
+	case "auto":
+		return model.LoadOptions{Float16IfStored: true}, nil
 	case "f32":
 		return model.LoadOptions{}, nil
 	case "f16":
 		return model.LoadOptions{Float16: true}, nil
 	}
-	return model.LoadOptions{}, fmt.Errorf("--weight-dtype %q: want f32 or f16", f.weightDType)
+	return model.LoadOptions{}, fmt.Errorf("--weight-dtype %q: want auto, f32 or f16", f.weightDType)
 }
 
 // load loads the model (model.Load tells HF directories and GGUF files

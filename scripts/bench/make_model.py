@@ -43,7 +43,8 @@ def write_safetensors(path, tensors):
     header, off = {}, 0
     for name in sorted(tensors):
         a = tensors[name]
-        header[name] = {"dtype": "F32", "shape": list(a.shape), "data_offsets": [off, off + a.nbytes]}
+        tag = {np.dtype("<f4"): "F32", np.dtype("<f2"): "F16"}[a.dtype]
+        header[name] = {"dtype": tag, "shape": list(a.shape), "data_offsets": [off, off + a.nbytes]}
         off += a.nbytes
     header["__metadata__"] = {"format": "pt"}
     h = json.dumps(header, sort_keys=True, separators=(",", ":")).encode()
@@ -53,7 +54,7 @@ def write_safetensors(path, tensors):
         f.write(len(h).to_bytes(8, "little"))
         f.write(h)
         for name in sorted(tensors):
-            f.write(np.ascontiguousarray(tensors[name], dtype="<f4").tobytes())
+            f.write(np.ascontiguousarray(tensors[name]).tobytes())
     os.replace(tmp, path)
 
 
@@ -65,6 +66,8 @@ def main():
     ap.add_argument("--n-head", type=int, default=12)
     ap.add_argument("--n-embd", type=int, default=768)
     ap.add_argument("--n-positions", type=int, default=1024)
+    ap.add_argument("--dtype", choices=("f32", "f16"), default="f32",
+                    help="f16 stores the weight matrices (wte and the Conv1D weights) as float16")
     a = ap.parse_args()
     L, H, C, P, V = a.n_layer, a.n_head, a.n_embd, a.n_positions, 50257
     os.makedirs(a.out, exist_ok=True)
@@ -76,7 +79,10 @@ def main():
         "resid_pdrop": 0.1, "scale_attn_by_inverse_layer_idx": False, "scale_attn_weights": True,
         "use_cache": True, "vocab_size": V,
     }
-    write_safetensors(os.path.join(a.out, "model.safetensors"), weights(np.random.default_rng(a.seed), L, C, P, V))
+    w = {k: v.astype("<f4") for k, v in weights(np.random.default_rng(a.seed), L, C, P, V).items()}
+    if a.dtype == "f16":
+        w = {k: v.astype("<f2") if v.ndim == 2 and k != "wpe.weight" else v for k, v in w.items()}
+    write_safetensors(os.path.join(a.out, "model.safetensors"), w)
     for name in ("vocab.json", "merges.txt"):
         shutil.copyfile(os.path.join(VOCAB_DIR, name), os.path.join(a.out, name))
     # config.json last: its presence marks a complete model for the Makefile.

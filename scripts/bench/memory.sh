@@ -2,10 +2,11 @@
 # Peak RSS of every weights format llorch-check loads, against issue #14's
 # bound: the file plus the KV cache in use, plus 10%. The GPT-2
 # 124M-shaped benchmark model as HF safetensors (float32, and held as
-# float16) and as GGUF in every type: convert's F32, F16 and Q8_0, and
+# float16; and its F16 twin) and as GGUF in every type: convert's F32, F16 and Q8_0, and
 # llama.cpp's own quantizer's Q4_0 ... Q6_K of the F32 file. Each load is
 # a fresh gobench process (load, then one decode step), the file in the
-# page cache. Usage: scripts/bench/memory.sh   (env: PYTHON, MODEL)
+# page cache, held as llorch-check holds it by default (--weight-dtype
+# auto: float16 for F16 files, quantised types quantised). Usage: scripts/bench/memory.sh   (env: PYTHON, MODEL)
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
@@ -19,6 +20,10 @@ test -d scripts/llamacpp/node_modules/node-llama-cpp || make -s peer-llamacpp
 if [ ! -f "$MODEL/config.json" ]; then
   echo "bench-memory: writing the benchmark model into $MODEL (once)" >&2
   "$PYTHON" "$here/make_model.py" --out "$MODEL"
+fi
+if [ ! -f "$MODEL-f16/config.json" ]; then
+  echo "bench-memory: writing its F16 twin into $MODEL-f16 (once)" >&2
+  "$PYTHON" "$here/make_model.py" --out "$MODEL-f16" --dtype f16
 fi
 go build -o "$work/gobench" ./scripts/bench/gobench
 go build -o "$work/llorch-check" ./cmd/llorch-check
@@ -50,10 +55,9 @@ size() { du -b --apparent-size -c "$@" | tail -1 | cut -f1; }
 {
   measure "HF safetensors F32" "$MODEL" "$(size "$MODEL/model.safetensors")"
   measure "HF safetensors F32, held as float16" "$MODEL" "$(size "$MODEL/model.safetensors")" -f16
+  measure "HF safetensors F16 (matrices)" "$MODEL-f16" "$(size "$MODEL-f16/model.safetensors")" -auto
   for t in $types; do
-    flags=()
-    [ "$t" = f16 ] && flags=(-f16)
-    measure "GGUF $t" "$gguf/gpt2-$t.gguf" "$(size "$gguf/gpt2-$t.gguf")" "${flags[@]}"
+    measure "GGUF $t" "$gguf/gpt2-$t.gguf" "$(size "$gguf/gpt2-$t.gguf")" -auto
   done
 } >"$work/rows.jsonl"
 "$PYTHON" - "$work/rows.jsonl" <<'PY'
