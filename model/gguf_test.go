@@ -376,13 +376,27 @@ func TestLoadGGUFReleasesEveryTensor(t *testing.T) {
 		require.NoError(t, err)
 		released := make([]bool, len(img))
 		base := uintptrOf(img)
+		type call struct{ off, n int }
+		var calls []call
 		_, err = loadGGUFFrom(context.Background(), img, func(b []byte) {
 			off := int(uintptrOf(b) - base)
+			calls = append(calls, call{off, len(b)})
 			for i := range b {
 				released[off+i] = true
 			}
 		}, LoadOptions{})
 		require.NoError(t, err)
+		for i := range int(f.DataOffset) {
+			require.True(t, released[i], "%s: metadata byte %d never released", typ, i)
+		}
+		if typ == gguf.GGMLTypeQ8_0 {
+			// Rows are released as a growing prefix of the tensor, so
+			// that pages a fault mapped back behind go again.
+			raw, err := f.TensorData("token_embd.weight")
+			require.NoError(t, err)
+			off, row := int(uintptrOf(raw)-base), len(raw)/cfg.VocabSize
+			require.Contains(t, calls, call{off, 512 * row}, "rows 0..512 released together")
+		}
 		for _, ti := range f.Tensors {
 			raw, err := f.TensorData(ti.Name)
 			require.NoError(t, err)
