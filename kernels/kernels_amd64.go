@@ -293,7 +293,7 @@ func (b *block) axpyPiece(y []float32, ldy int, x []float32, ldx int, r0, c, n, 
 		if useAVX512 {
 			n32 = n &^ 31
 			if n32 > 0 {
-				axpyPanelQAVX512(unsafe.SliceData(y), ldy*4, unsafe.SliceData(x), ldx*4, &b.q[r0*slab+c], slab, &s[0], first(o), n32, m, k4)
+				axpyPanelQAVX512(unsafe.SliceData(y), ldy*4, unsafe.SliceData(x), ldx*4, &b.q[r0*slab+c], slab, &s[0], at(o, 0), n32, m, k4)
 			}
 		}
 		if n32 < n16 {
@@ -308,10 +308,7 @@ func (b *block) axpyPiece(y []float32, ldy int, x []float32, ldx int, r0, c, n, 
 	}
 }
 
-// first is &o[0], or nil for no offsets.
-func first(o []float32) *float32 { return at(o, 0) }
-
-// at is &o[i], or nil for no offsets.
+// at is &o[i], or nil for no offsets (the kernels' signal).
 func at(o []float32, i int) *float32 {
 	if o == nil {
 		return nil
@@ -336,7 +333,7 @@ func (b *block) dequantPiece(dst []float32, ldd, r0, c, rows, n int) {
 		_ = b.q[(r0+rows-1)*slab+c+nv-1]
 		s, o := b.scaleRow(r0, c)
 		_ = s[nv-1]
-		dequantQAVX2(unsafe.SliceData(dst), ldd*4, &b.q[r0*slab+c], slab, &s[0], first(o), rows, nv)
+		dequantQAVX2(unsafe.SliceData(dst), ldd*4, &b.q[r0*slab+c], slab, &s[0], at(o, 0), rows, nv)
 	}
 	if nv < n {
 		b.dequantGeneric(dst[nv:], ldd, r0, c+nv, rows, n-nv)
@@ -367,7 +364,7 @@ func (b *block) axpyPiece4(y []float32, ldy int, x []float32, ldx int, r0, c, n,
 		_ = b.q4[(r0+k)*slab/2-1]
 		s, o := b.scaleRow(r0, 0)
 		_ = s[nv-1]
-		axpyPanelQ4AVX512(unsafe.SliceData(y), ldy*4, unsafe.SliceData(x), ldx*4, &b.q4[r0*slab/2], &s[0], first(o), int(b.min), nv, m, k)
+		axpyPanelQ4AVX512(unsafe.SliceData(y), ldy*4, unsafe.SliceData(x), ldx*4, &b.q4[r0*slab/2], &s[0], at(o, 0), int(b.min), nv, m, k)
 	}
 	if nv < n {
 		b.axpyPieceWidened(y[nv:], ldy, x, ldx, r0, c+nv, n-nv, m, k)
@@ -382,7 +379,7 @@ func (b *block) dequantPiece4(dst []float32, ldd, r0, c, rows, n int) {
 		_ = b.q4[(r0+rows)*slab/2-1]
 		s, o := b.scaleRow(r0, 0)
 		_ = s[nv-1]
-		dequantQ4AVX512(unsafe.SliceData(dst), ldd*4, &b.q4[r0*slab/2], &s[0], first(o), int(b.min), rows, nv)
+		dequantQ4AVX512(unsafe.SliceData(dst), ldd*4, &b.q4[r0*slab/2], &s[0], at(o, 0), int(b.min), rows, nv)
 	}
 	if nv < n {
 		b.dequantGeneric(dst[nv:], ldd, r0, c+nv, rows, n-nv)
@@ -499,7 +496,7 @@ func (b *block) axpySlab(y []float32, ldy int, x []float32, ldx int, m, k int) b
 	if b.o != nil {
 		_ = b.o[G*slab-1]
 	}
-	s, o := &b.s[0], first(b.o)
+	s, o := &b.s[0], at(b.o, 0)
 	if b.q4 != nil {
 		_ = b.q4[k*slab/2-1]
 		q, i := &b.q4[0], 0
