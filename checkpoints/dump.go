@@ -37,8 +37,10 @@ func Dump(ctx context.Context, m *model.Model, src *references.Set, out string, 
 		Sampling:      src.Manifest.Sampling,
 	}
 	man.Model.Path, man.Model.WeightsSHA256, man.Model.WeightsDType = m.Dir, sha, m.WeightsDType
+	// Marked only when rounding changed the weights: an F16 file's set
+	// is the reference of that file however its matrices are held.
 	man.Model.MatricesHeldAs = ""
-	if m.Float16 {
+	if m.RoundedToFloat16() {
 		man.Model.MatricesHeldAs = references.Float16
 	}
 	d := dumper{m: m, src: src, w: w, man: &man, opt: opt}

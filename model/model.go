@@ -75,6 +75,11 @@ func (m *Model) WeightsBytes() int64 {
 	return n
 }
 
+// RoundedToFloat16 says some weight matrix was rounded to float16 on load
+// (Float16 on a file that stores it otherwise); an F16 file's matrices
+// held as float16 were not.
+func (m *Model) RoundedToFloat16() bool { return m.roundedToF16 }
+
 // PrecisionDType is the precision of the weights the forward pass uses, as
 // WeightsDType spells it: WeightsDType, plus "F16" when float16 matrices
 // were rounded from another type (an F32 file held as float16 is

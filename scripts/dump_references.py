@@ -195,8 +195,9 @@ def resolve(cases, ll, src, tok, cfg, model_dir):
 
 def build(args, tmp):
     model = load_model(args.model)
-    if args.weight_dtype == "f16":
-        round_matrices_f16(model["weights"])
+    # Marked only if rounding changed the weights, as llorch-check dump
+    # marks it: an F16 file's set is the reference however it is held.
+    rounded = args.weight_dtype == "f16" and round_matrices_f16(model["weights"])
     cfg = model["config"]
     cases, ll, src = load_cases(args)
     tok = model["tokenizer"]
@@ -225,7 +226,7 @@ def build(args, tmp):
             p.update(ll=ll32, ll_f64=ll64, is_greedy=is_greedy)
     info = {"path": args.model, "weights_file": model["weights_file"], "weights_sha256": model["sha256"],
             "weights_dtype": model["dtype"]}
-    if args.weight_dtype == "f16":
+    if rounded:
         info["matrices_held_as"] = "float16"
     info["config"] = model["config_raw"]
     gen = {"script": "scripts/dump_references.py", "python": platform.python_version(),

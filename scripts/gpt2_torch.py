@@ -204,7 +204,9 @@ def round_matrices_f16(weights):
     """Rounds the weight matrices (wte and the Conv1D weights; not wpe, as
     llorch-check's --weight-dtype f16 keeps it float32) to the nearest
     float16, ties to even, in place. A finite value beyond float16's range
-    is an error, as it is for the Go loader."""
+    is an error, as it is for the Go loader. Returns whether any value
+    changed: an F16 file's matrices do not."""
+    changed = False
     for n, w in weights.items():
         if w.ndim != 2 or n == "wpe.weight":
             continue
@@ -214,6 +216,8 @@ def round_matrices_f16(weights):
             i = int(np.flatnonzero(bad)[0])
             raise BadInput(f"tensor {n!r}: element {i} is {w.flat[i]}, beyond float16's range (+-65504)")
         weights[n] = h.astype(np.float32)
+        changed = changed or not np.array_equal(weights[n], w)
+    return changed
 
 
 def gelu_new(x):

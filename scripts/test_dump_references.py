@@ -116,12 +116,16 @@ class RoundMatricesTest(unittest.TestCase):
              "h.0.mlp.c_fc.weight": np.array([[-1.0001]], np.float32),
              "wpe.weight": np.array([[1.0001]], np.float32),
              "h.0.ln_1.bias": np.array([1.0001], np.float32)}
-        dr.round_matrices_f16(w)
+        self.assertTrue(dr.round_matrices_f16(w))
         np.testing.assert_array_equal(w["wte.weight"], [[one, one, one + 2 * ulp]])  # ties to even
         np.testing.assert_array_equal(w["h.0.mlp.c_fc.weight"], [[-one]])
         self.assertEqual(w["wte.weight"].dtype, np.float32)
         self.assertEqual(w["wpe.weight"][0, 0], np.float32(1.0001))
         self.assertEqual(w["h.0.ln_1.bias"][0], np.float32(1.0001))
+
+    def test_float16_values_unchanged(self):
+        w = {"wte.weight": np.array([[1.0, 0.5, -2.0 ** -14]], np.float32)}
+        self.assertFalse(dr.round_matrices_f16(w), "an F16 file's matrices are not rounded")
 
     def test_overflow_names_the_tensor(self):
         w = {"h.1.attn.c_proj.weight": np.array([[0.5, 70000.0]], np.float32)}

@@ -151,6 +151,10 @@ func TestDumpThenDiff(t *testing.T) {
 	code, stdout, stderr := runCLI(t, "diff", fixture.TinyReferences(), out)
 	require.Equal(t, exitOK, code, stderr+stdout)
 	require.Contains(t, stdout, "PASS: ")
+	// The tiny model is an F16 file, held as float16 by default: nothing
+	// was rounded, so its dump is the reference of a float32-held run too.
+	code, stdout, stderr = runCLI(t, "run", "--weight-dtype", "f32", "--model", fixture.TinyModel(), "--references", out, "--checkpoint", "9")
+	require.Equal(t, exitOK, code, stderr+stdout)
 
 	// A second dump over a different set needs --force.
 	faulty := filepath.Join(t.TempDir(), "faulty")
