@@ -109,14 +109,8 @@ func Quantized(rows, cols int, g gguf.Groups, transposed bool, decodeRow func(r 
 				return Matrix{}, err
 			}
 		}
-		for k := range K {
-			for i := range nr {
-				v := q[i*K+k]
-				if int(v) < g.Min || int(v) >= g.Min+1<<g.Bits {
-					return Matrix{}, fmt.Errorf("kernels: row %d element %d is %d, outside the %d..%d of %d bits", r0+i, k, v, g.Min, g.Min+1<<g.Bits-1, g.Bits)
-				}
-				w.setInteger(k, r0+i, v)
-			}
+		if err := w.storeIntegers(q, r0, nr); err != nil {
+			return Matrix{}, err
 		}
 		for i := range nr {
 			for b := range B {
@@ -150,19 +144,60 @@ func (w *quant) rowStart(k, j int) int { return j/slab*w.k + k }
 // hWidth is the bytes of qh a row takes.
 func (w *quant) hWidth() int { return slab * w.hbits / 8 }
 
-// setInteger stores integer v at storage row k, column j.
-func (w *quant) setInteger(k, j int, v int8) {
-	r, c := w.rowStart(k, j), j%slab
-	if w.q != nil {
-		w.q[r*slab+c] = v
-		return
+// storeIntegers writes the integers of the nr file rows from r0 (a slab's
+// first column), q holding them row after row, into the slab's storage
+// rows, checking each against the type's range. Each storage row is
+// gathered whole (u, stored integers, q − min) and then packed with
+// constant shifts: element by element through the packed layout's
+// divisions, this was most of a quantised model's load.
+func (w *quant) storeIntegers(q []int8, r0, nr int) error {
+	K, hw := w.k, w.hWidth()
+	var u [slab]byte
+	for k := range K {
+		var any byte
+		clear(u[nr:]) // the last slab's padding
+		for i := range nr {
+			u[i] = byte(q[i*K+k] - w.min)
+			any |= u[i]
+		}
+		if any>>w.g.Bits != 0 && w.g.Bits < 8 {
+			for i := range nr {
+				if u[i]>>w.g.Bits != 0 {
+					v := q[i*K+k]
+					return fmt.Errorf("kernels: row %d element %d is %d, outside the %d..%d of %d bits", r0+i, k, v, w.min, int(w.min)+1<<w.g.Bits-1, w.g.Bits)
+				}
+			}
+		}
+		r := w.rowStart(k, r0)
+		if w.q != nil {
+			row := w.q[r*slab:][:nr]
+			for i := range row {
+				row[i] = int8(u[i]) + w.min
+			}
+			continue
+		}
+		q4 := w.q4[r*slab/2:][:slab/2]
+		for b := range q4 {
+			q4[b] = u[b]&0xf | u[b+slab/2]<<4
+		}
+		switch w.hbits {
+		case 1:
+			qh := w.qh[r*hw:][:slab/8]
+			for b := range qh {
+				var h byte
+				for l := range 8 {
+					h |= u[b+8*l] >> 4 << l
+				}
+				qh[b] = h
+			}
+		case 2:
+			qh := w.qh[r*hw:][:slab/4]
+			for b := range qh {
+				qh[b] = u[b]>>4 | u[b+16]>>4<<2 | u[b+32]>>4<<4 | u[b+48]>>4<<6
+			}
+		}
 	}
-	u := byte(v - w.min)
-	w.q4[r*slab/2+c%(slab/2)] |= u & 0xf << (4 * (c / (slab / 2)))
-	if w.hbits > 0 {
-		hw := w.hWidth()
-		w.qh[r*hw+c%hw] |= u >> 4 << (w.hbits * (c / hw))
-	}
+	return nil
 }
 
 // integer is the integer at storage row k, column j.
