@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
+	"unsafe"
 )
 
 // Q8_0 is ggml's block_q8_0: per 32 consecutive values along the
@@ -28,6 +29,11 @@ func DecodeFloat32(t GGMLType, raw []byte, dst []float32) error {
 	}
 	switch t {
 	case GGMLTypeF32:
+		if littleEndian && len(dst) > 0 {
+			// The file's bytes are the values' bits in this machine's order.
+			copy(unsafe.Slice((*byte)(unsafe.Pointer(&dst[0])), 4*len(dst)), raw)
+			break
+		}
 		for i := range dst {
 			dst[i] = math.Float32frombits(binary.LittleEndian.Uint32(raw[4*i:]))
 		}
@@ -44,6 +50,9 @@ func DecodeFloat32(t GGMLType, raw []byte, dst []float32) error {
 	}
 	return nil
 }
+
+// littleEndian says this machine stores a uint16 low byte first, as GGUF does.
+var littleEndian = func() bool { v := uint16(1); return *(*byte)(unsafe.Pointer(&v)) == 1 }()
 
 // DecodableTypes names the types DecodeFloat32 reads, for error messages.
 const DecodableTypes = "F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K"
