@@ -395,27 +395,50 @@ func unpackRows2AVX512(dst *int8, lo, hi *byte, min, k int)
 //go:noescape
 func unpackRows1AVX512(dst *int8, lo, hi *byte, min, k int)
 
+//go:noescape
+func scaleRowsAVX2(dst *float32, d *uint16, a *int8, n int)
+
+//go:noescape
+func unpackRowsAVX2(dst *int8, lo, hi *byte, hbits, min, k int)
+
 // useAVX512BW: the byte-lane kernels that unpack 5- and 6-bit integers.
 var useAVX512BW = useAVX512 && cpu.X86.HasAVX512BW
+
+// nibbleKernels: the AVX-512 kernels read nibbles as they are; elsewhere
+// a block unpacks them to int8 for the AVX2 int8 kernels.
+var nibbleKernels = useAVX512
 
 // scaleRows: dst[g*slab+c] = gguf.Scale(d[c], a[g*slab+c]) for g < n,
 // c < slab.
 func scaleRows(dst []float32, d []uint16, a []int8, n int) {
-	if !useAVX512 || n == 0 {
+	if !useF16C || n == 0 {
 		scaleRowsGeneric(dst, d, a, n)
 		return
 	}
 	_, _, _ = dst[n*slab-1], d[slab-1], a[n*slab-1]
-	scaleRowsAVX512(&dst[0], &d[0], &a[0], n)
+	if useAVX512 {
+		scaleRowsAVX512(&dst[0], &d[0], &a[0], n)
+		return
+	}
+	scaleRowsAVX2(&dst[0], &d[0], &a[0], n)
 }
 
 // unpackRows is unpackRowsGeneric.
 func unpackRows(dst []int8, lo, hi []byte, hbits int, min int8, k int) {
-	if !useAVX512BW || k == 0 || hbits < 1 || hbits > 2 {
+	if k == 0 || hbits < 0 || hbits > 2 || !useAVX2 {
 		unpackRowsGeneric(dst, lo, hi, hbits, min, k)
 		return
 	}
-	_, _, _ = dst[k*slab-1], lo[k*slab/2-1], hi[k*slab*hbits/8-1]
+	_, _ = dst[k*slab-1], lo[k*slab/2-1]
+	if hbits == 0 {
+		unpackRowsAVX2(&dst[0], &lo[0], nil, 0, int(min), k)
+		return
+	}
+	_ = hi[k*slab*hbits/8-1]
+	if !useAVX512BW {
+		unpackRowsAVX2(&dst[0], &lo[0], &hi[0], hbits, int(min), k)
+		return
+	}
 	if hbits == 2 {
 		unpackRows2AVX512(&dst[0], &lo[0], &hi[0], int(min), k)
 		return

@@ -1851,3 +1851,150 @@ edone:
 	MOVQ AX, ret+32(FP)
 	VZEROUPPER
 	RET
+
+// Quadword shift counts that bring a slab row's high bits to the bottom of
+// each byte, for 32 columns a register: with 1 bit, quadword j of
+// columns 8j.. (j < 4) shifts by j, of columns 32+8j.. by 4+j; with 2
+// bits, columns 16L.. shift by 2L.
+DATA unpackQ1<>+0(SB)/8, $0
+DATA unpackQ1<>+8(SB)/8, $1
+DATA unpackQ1<>+16(SB)/8, $2
+DATA unpackQ1<>+24(SB)/8, $3
+DATA unpackQ1<>+32(SB)/8, $4
+DATA unpackQ1<>+40(SB)/8, $5
+DATA unpackQ1<>+48(SB)/8, $6
+DATA unpackQ1<>+56(SB)/8, $7
+GLOBL unpackQ1<>(SB), RODATA|NOPTR, $64
+
+DATA unpackQ2<>+0(SB)/8, $0
+DATA unpackQ2<>+8(SB)/8, $0
+DATA unpackQ2<>+16(SB)/8, $2
+DATA unpackQ2<>+24(SB)/8, $2
+DATA unpackQ2<>+32(SB)/8, $4
+DATA unpackQ2<>+40(SB)/8, $4
+DATA unpackQ2<>+48(SB)/8, $6
+DATA unpackQ2<>+56(SB)/8, $6
+GLOBL unpackQ2<>(SB), RODATA|NOPTR, $64
+
+// UNPACKHIGHAVX2 merges the high bits in Y2 (their bytes repeated for 32
+// columns in each of Y2's uses) into the nibbles of Y0 (columns 0..31)
+// and Y1 (32..63): shifted by the counts in Y12 and Y11, moved to bit 4,
+// kept by the mask in Y13.
+#define UNPACKHIGHAVX2 \
+	VPSRLVQ Y12, Y2, Y3; VPSRLVQ Y11, Y2, Y2; \
+	VPSLLW $4, Y3, Y3; VPSLLW $4, Y2, Y2; \
+	VPAND Y13, Y3, Y3; VPAND Y13, Y2, Y2; \
+	VPOR Y3, Y0, Y0; VPOR Y2, Y1, Y1
+
+// func unpackRowsAVX2(dst *int8, lo, hi *byte, hbits, min, k int)
+//
+// unpackRows{1,2}AVX512 for CPUs without AVX-512, and for nibbles alone
+// (hbits 0, hi unused): k slab rows to int8 rows, 64 bytes apart, so that
+// the AVX2 int8 kernels read every quantised type.
+TEXT ·unpackRowsAVX2(SB), NOSPLIT, $0-48
+	MOVQ         dst+0(FP), DI
+	MOVQ         lo+8(FP), SI
+	MOVQ         hi+16(FP), R8
+	MOVQ         hbits+24(FP), DX
+	MOVQ         min+32(FP), AX
+	MOVQ         AX, X15
+	VPBROADCASTB X15, Y15
+	MOVL         $0x0f0f0f0f, AX
+	MOVQ         AX, X14
+	VPBROADCASTD X14, Y14
+	MOVQ         k+40(FP), CX
+	TESTQ        CX, CX
+	JZ           uadone
+	CMPQ         DX, $1
+	JEQ          uaone
+	CMPQ         DX, $2
+	JNE          ualoop
+	MOVL         $0x30303030, AX
+	MOVQ         AX, X13
+	VPBROADCASTD X13, Y13
+	VMOVDQU      unpackQ2<>+0(SB), Y12
+	VMOVDQU      unpackQ2<>+32(SB), Y11
+	JMP          ualoop
+
+uaone:
+	MOVL         $0x10101010, AX
+	MOVQ         AX, X13
+	VPBROADCASTD X13, Y13
+	VMOVDQU      unpackQ1<>+0(SB), Y12
+	VMOVDQU      unpackQ1<>+32(SB), Y11
+
+ualoop:
+	VMOVDQU (SI), Y0
+	VPSRLW  $4, Y0, Y1
+	VPAND   Y14, Y0, Y0
+	VPAND   Y14, Y1, Y1
+	CMPQ    DX, $1
+	JEQ     uah1
+	CMPQ    DX, $2
+	JNE     uastore
+	VBROADCASTI128 (R8), Y2
+	ADDQ    $16, R8
+	UNPACKHIGHAVX2
+	JMP     uastore
+
+uah1:
+	VPBROADCASTQ (R8), Y2
+	ADDQ         $8, R8
+	UNPACKHIGHAVX2
+
+uastore:
+	VPADDB  Y15, Y0, Y0
+	VPADDB  Y15, Y1, Y1
+	VMOVDQU Y0, (DI)
+	VMOVDQU Y1, 32(DI)
+	ADDQ    $32, SI
+	ADDQ    $64, DI
+	DECQ    CX
+	JNZ     ualoop
+
+uadone:
+	VZEROUPPER
+	RET
+
+// SCALE8 forms 8 scales: the int8 factors at off(R8), converted, times
+// the widened block factors in dreg, stored at 4·off(DI).
+#define SCALE8(off, dreg) \
+	VPMOVSXBD off(R8), Y8; VCVTDQ2PS Y8, Y8; VMULPS dreg, Y8, Y8; VMOVUPS Y8, (4*off)(DI)
+
+// func scaleRowsAVX2(dst *float32, d *uint16, a *int8, n int)
+//
+// scaleRowsAVX512 with 256-bit registers (F16C widens d), for CPUs
+// without AVX-512.
+TEXT ·scaleRowsAVX2(SB), NOSPLIT, $0-32
+	MOVQ      dst+0(FP), DI
+	MOVQ      d+8(FP), SI
+	MOVQ      a+16(FP), R8
+	MOVQ      n+24(FP), CX
+	TESTQ     CX, CX
+	JZ        sr2done
+	VCVTPH2PS (SI), Y0
+	VCVTPH2PS 16(SI), Y1
+	VCVTPH2PS 32(SI), Y2
+	VCVTPH2PS 48(SI), Y3
+	VCVTPH2PS 64(SI), Y4
+	VCVTPH2PS 80(SI), Y5
+	VCVTPH2PS 96(SI), Y6
+	VCVTPH2PS 112(SI), Y7
+
+sr2loop:
+	SCALE8(0, Y0)
+	SCALE8(8, Y1)
+	SCALE8(16, Y2)
+	SCALE8(24, Y3)
+	SCALE8(32, Y4)
+	SCALE8(40, Y5)
+	SCALE8(48, Y6)
+	SCALE8(56, Y7)
+	ADDQ $64, R8
+	ADDQ $256, DI
+	DECQ CX
+	JNZ  sr2loop
+
+sr2done:
+	VZEROUPPER
+	RET

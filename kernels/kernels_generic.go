@@ -49,6 +49,9 @@ func (b *block) dequantPiece(dst []float32, ldd, r0, c, rows, n int) {
 
 func scaleRows(dst []float32, d []uint16, a []int8, n int) { scaleRowsGeneric(dst, d, a, n) }
 
+// nibbleKernels: no kernel here reads nibbles; blocks unpack them.
+const nibbleKernels = false
+
 func unpackRows(dst []int8, lo, hi []byte, hbits int, min int8, k int) {
 	unpackRowsGeneric(dst, lo, hi, hbits, min, k)
 }

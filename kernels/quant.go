@@ -285,9 +285,11 @@ type block struct {
 	min   int8
 	group int
 	first int
-	// 5- and 6-bit integers stay packed, nibbles lo and hbits more bits
-	// each in hi, until a kernel that cannot read them asks (unpack):
-	// decode's fused kernel unpacks a group at a time as it goes.
+	// Packed integers (5 and 6 bits; 4 where there are no nibble
+	// kernels) stay packed, nibbles lo and hbits more bits each in hi,
+	// until a kernel that cannot read them asks (unpack): decode's fused
+	// kernel unpacks a group at a time as it goes.
+	packed bool
 	lo, hi []byte
 	hbits  int
 	buf    *blockBuf
@@ -295,7 +297,7 @@ type block struct {
 
 // unpack forms the int8 rows of packed integers in the block's scratch.
 func (b *block) unpack() {
-	if b.q != nil || b.hi == nil {
+	if b.q != nil || !b.packed {
 		return
 	}
 	k := len(b.lo) / (slab / 2)
@@ -332,11 +334,14 @@ func (w *quant) block(k0, j0, k int, buf *blockBuf) block {
 	switch {
 	case w.q != nil:
 		bl.q = w.q[r*slab : (r+k)*slab]
-	case w.hbits == 0:
+	case w.hbits == 0 && nibbleKernels:
 		bl.q4 = w.q4[r*slab/2 : (r+k)*slab/2]
 	default:
 		hw := w.hWidth()
-		bl.lo, bl.hi, bl.hbits, bl.buf = w.q4[r*slab/2:(r+k)*slab/2], w.qh[r*hw:(r+k)*hw], w.hbits, buf
+		bl.packed, bl.lo, bl.hbits, bl.buf = true, w.q4[r*slab/2:(r+k)*slab/2], w.hbits, buf
+		if hw > 0 {
+			bl.hi = w.qh[r*hw : (r+k)*hw]
+		}
 	}
 	return bl
 }
@@ -381,14 +386,16 @@ func scaleRowsGeneric(dst []float32, d []uint16, a []int8, n int) {
 }
 
 // unpackRowsGeneric: dst row r = the k rows' integers from their nibbles
-// lo and higher bits hi (hbits each), + min.
+// lo and higher bits hi (hbits each; none, and hi nil, for 4 bits), + min.
 func unpackRowsGeneric(dst []int8, lo, hi []byte, hbits int, min int8, k int) {
 	hw := slab * hbits / 8
 	for r := range k {
-		l, h := lo[r*slab/2:], hi[r*hw:]
+		l := lo[r*slab/2:]
 		for c := range slab {
 			u := l[c%(slab/2)] >> (4 * (c / (slab / 2))) & 0xf
-			u |= h[c%hw] >> (hbits * (c / hw)) & (1<<hbits - 1) << 4
+			if hbits > 0 {
+				u |= hi[r*hw+c%hw] >> (hbits * (c / hw)) & (1<<hbits - 1) << 4
+			}
 			dst[r*slab+c] = int8(u) + min
 		}
 	}
