@@ -206,12 +206,19 @@ func (w *quant) integer(k, j int) int8 {
 	if w.q != nil {
 		return w.q[r*slab+c]
 	}
-	u := w.q4[r*slab/2+c%(slab/2)] >> (4 * (c / (slab / 2))) & 0xf
-	if w.hbits > 0 {
-		hw := w.hWidth()
-		u |= w.qh[r*hw+c%hw] >> (w.hbits * (c / hw)) & (1<<w.hbits - 1) << 4
+	hw := w.hWidth()
+	return int8(packed(w.q4[r*slab/2:], w.qh[r*hw:], w.hbits, c)) + w.min
+}
+
+// packed is column c's stored integer (q − min) in a packed slab row: its
+// nibble from lo and, with hbits, the bits above from hi.
+func packed(lo, hi []byte, hbits, c int) byte {
+	u := lo[c%(slab/2)] >> (4 * (c / (slab / 2))) & 0xf
+	if hbits > 0 {
+		hw := slab * hbits / 8
+		u |= hi[c%hw] >> (hbits * (c / hw)) & (1<<hbits - 1) << 4
 	}
-	return int8(u) + w.min
+	return u
 }
 
 // blockIndex is the index in d and dm of storage row k's block, column j.
@@ -390,13 +397,8 @@ func scaleRowsGeneric(dst []float32, d []uint16, a []int8, n int) {
 func unpackRowsGeneric(dst []int8, lo, hi []byte, hbits int, min int8, k int) {
 	hw := slab * hbits / 8
 	for r := range k {
-		l := lo[r*slab/2:]
 		for c := range slab {
-			u := l[c%(slab/2)] >> (4 * (c / (slab / 2))) & 0xf
-			if hbits > 0 {
-				u |= hi[r*hw+c%hw] >> (hbits * (c / hw)) & (1<<hbits - 1) << 4
-			}
-			dst[r*slab+c] = int8(u) + min
+			dst[r*slab+c] = int8(packed(lo[r*slab/2:], hi[r*hw:], hbits, c)) + min
 		}
 	}
 }
@@ -408,7 +410,7 @@ func (b *block) value(r, c int) float32 {
 	if b.q != nil {
 		q = b.q[r*slab+c]
 	} else {
-		q = int8(b.q4[r*slab/2+c%(slab/2)]>>(4*(c/(slab/2)))&0xf) + b.min
+		q = int8(packed(b.q4[r*slab/2:], nil, 0, c)) + b.min
 	}
 	g := (b.first+r)/b.group*slab + c
 	var o float32

@@ -77,12 +77,7 @@ func TestLoadFloat16FromF16(t *testing.T) {
 	w := randomWeights(testCfg, 43)
 	ts := w.tensors("")
 	for i := range ts {
-		raw := make([]byte, 2*len(ts[i].Data))
-		for j, v := range ts[i].Data {
-			h := gguf.Float32To16(v)
-			raw[2*j], raw[2*j+1] = byte(h), byte(h>>8)
-		}
-		ts[i].DType, ts[i].Raw = "F16", raw
+		storeF16(&ts[i])
 	}
 	dir := writeModel(t, configJSON(testCfg), ts)
 	m16, err := LoadWith(dir, LoadOptions{Float16: true})
@@ -93,6 +88,16 @@ func TestLoadFloat16FromF16(t *testing.T) {
 	requireSameLogits(t, m32, m16)
 }
 
+// storeF16 makes t an F16 tensor of its values, rounded.
+func storeF16(t *stTensor) {
+	raw := make([]byte, 2*len(t.Data))
+	for j, v := range t.Data {
+		h := gguf.Float32To16(v)
+		raw[2*j], raw[2*j+1] = byte(h), byte(h>>8)
+	}
+	t.DType, t.Raw = "F16", raw
+}
+
 // Float16IfStored holds float16 only what a file stores as float16: an
 // F16 file's matrices (lossless, the float32-held logits), not an F32 or
 // Q8_0 file's, HF or GGUF.
@@ -101,15 +106,9 @@ func TestLoadFloat16IfStored(t *testing.T) {
 	ts := w.tensors("")
 	f32dir := writeModel(t, configJSON(testCfg), ts)
 	for i := range ts {
-		if len(ts[i].Shape) != 2 || ts[i].Name == "wpe.weight" {
-			continue
+		if len(ts[i].Shape) == 2 && ts[i].Name != "wpe.weight" {
+			storeF16(&ts[i])
 		}
-		raw := make([]byte, 2*len(ts[i].Data))
-		for j, v := range ts[i].Data {
-			h := gguf.Float32To16(v)
-			raw[2*j], raw[2*j+1] = byte(h), byte(h>>8)
-		}
-		ts[i].DType, ts[i].Raw = "F16", raw
 	}
 	f16dir := writeModel(t, configJSON(testCfg), ts)
 	auto := LoadOptions{Float16IfStored: true}

@@ -161,9 +161,6 @@ func loadWeightsFrom(ctx context.Context, cfg Config, data []byte, release func(
 		return nil, fmt.Errorf("config n_layer %d is more blocks than the file's %d tensors can hold", cfg.NLayer, len(f.Tensors))
 	}
 	m := &Model{Config: cfg, h: make([]block, cfg.NLayer), faultLayer: -1, Float16: opt.Float16}
-	if opt.Float16IfStored && matricesStoredFloat16(f) {
-		m.Float16 = true
-	}
 	C, I := cfg.NEmbd, cfg.NInner
 	want := map[string]expectedTensor{
 		"wte.weight":  {[]int{cfg.VocabSize, C}, mat(&m.wte)},
@@ -202,6 +199,9 @@ func loadWeightsFrom(ctx context.Context, cfg Config, data []byte, release func(
 		buffers[p+"attn.masked_bias"] = true
 	}
 	order = append(order, "ln_f.weight", "ln_f.bias")
+	if opt.Float16IfStored && matricesStoredFloat16(f, want) {
+		m.Float16 = true
+	}
 
 	found := map[string]string{} // canonical name -> name in the file
 	dtypes := map[string]bool{}
@@ -304,13 +304,14 @@ func checkTied(f *safetensors.File, t, wte safetensors.Tensor, release func([]by
 	return nil
 }
 
-// matricesStoredFloat16 says whether an HF file stores every weight
-// matrix (the 2-D tensors: wte, the Conv1D weights, an lm_head) as F16.
-func matricesStoredFloat16(f *safetensors.File) bool {
+// matricesStoredFloat16 says whether an HF file stores as F16 every
+// tensor the loader holds as a matrix (want's, and an lm_head).
+func matricesStoredFloat16(f *safetensors.File, want map[string]expectedTensor) bool {
 	n := 0
 	for _, t := range f.Tensors {
-		if len(t.Shape) != 2 || strings.TrimPrefix(t.Name, "transformer.") == "wpe.weight" {
-			continue // vectors and buffers, and wpe, which stays float32
+		name := strings.TrimPrefix(t.Name, "transformer.")
+		if e := want[name]; e.dst.mat == nil && name != "lm_head.weight" {
+			continue
 		}
 		if t.DType != "F16" {
 			return false

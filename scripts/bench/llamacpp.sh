@@ -20,26 +20,8 @@ FORMATS=${FORMATS:-"f32 f16 q8_0 Q4_K_M"}
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
-test -d scripts/llamacpp/node_modules/node-llama-cpp || make -s peer-llamacpp
-if [ ! -f "$MODEL/config.json" ]; then
-  echo "bench: writing the benchmark model into $MODEL (once)" >&2
-  "$PYTHON" "$here/make_model.py" --out "$MODEL"
-fi
-go build -o "$work/gobench" ./scripts/bench/gobench
-go build -o "$work/llorch-check" ./cmd/llorch-check
-go build -tags llamacpp -o "$work/ggml" ./scripts/llamacpp/ggml
-gguf=.cache/bench-gguf
-mkdir -p "$gguf"
-for f in $FORMATS; do
-  file="$gguf/gpt2-$f.gguf"
-  [ -f "$file" ] && continue
-  echo "bench: writing $file (once)" >&2
-  case $f in
-    f32 | f16 | q8_0) "$work/llorch-check" convert --to gguf --type "$f" "$MODEL" "$file" >/dev/null ;;
-    *) [ -f "$gguf/gpt2-f32.gguf" ] || "$work/llorch-check" convert --to gguf --type f32 "$MODEL" "$gguf/gpt2-f32.gguf" >/dev/null
-       "$work/ggml" quantize "$gguf/gpt2-f32.gguf" "$file" "$f" >/dev/null 2>&1 ;;
-  esac
-done
+. "$here/gguf_files.sh"
+gguf_files $FORMATS
 
 # An F16 file runs as a user would run it, matrices held as float16
 # (--weight-dtype f16); quantised files stay quantised in memory.

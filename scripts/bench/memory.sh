@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # Peak RSS of every weights format llorch-check loads, against issue #14's
 # bound: the file plus the KV cache in use, plus 10%. The GPT-2
-# 124M-shaped benchmark model as HF safetensors (float32, and held as
-# float16; and its F16 twin) and as GGUF in every type: convert's F32, F16 and Q8_0, and
-# llama.cpp's own quantizer's Q4_0 ... Q6_K of the F32 file. Each load is
-# a fresh gobench process (load, then one decode step), the file in the
-# page cache, held as llorch-check holds it by default (--weight-dtype
-# auto: float16 for F16 files, quantised types quantised). Usage: scripts/bench/memory.sh   (env: PYTHON, MODEL)
+# 124M-shaped benchmark model as HF safetensors (float32, also held as
+# float16, and its F16 twin) and as GGUF in every type: convert's F32, F16
+# and Q8_0, and llama.cpp's own quantizer's Q4_0 ... Q6_K of the F32 file.
+# Each load is a fresh gobench process (load, then one decode step), the
+# file in the page cache, held as llorch-check holds it by default
+# (--weight-dtype auto: float16 for F16 files, quantised types quantised).
+# Usage: scripts/bench/memory.sh   (env: PYTHON, MODEL)
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
@@ -16,31 +17,13 @@ MODEL=${MODEL:-.cache/bench-gpt2}
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
-test -d scripts/llamacpp/node_modules/node-llama-cpp || make -s peer-llamacpp
-if [ ! -f "$MODEL/config.json" ]; then
-  echo "bench-memory: writing the benchmark model into $MODEL (once)" >&2
-  "$PYTHON" "$here/make_model.py" --out "$MODEL"
-fi
+. "$here/gguf_files.sh"
 if [ ! -f "$MODEL-f16/config.json" ]; then
   echo "bench-memory: writing its F16 twin into $MODEL-f16 (once)" >&2
   "$PYTHON" "$here/make_model.py" --out "$MODEL-f16" --dtype f16
 fi
-go build -o "$work/gobench" ./scripts/bench/gobench
-go build -o "$work/llorch-check" ./cmd/llorch-check
-go build -tags llamacpp -o "$work/ggml" ./scripts/llamacpp/ggml
-gguf=.cache/bench-gguf
-mkdir -p "$gguf"
 types="f32 f16 q8_0 Q4_0 Q4_1 Q5_0 Q5_1 Q4_K_M Q5_K_M Q6_K"
-for t in $types; do
-  file="$gguf/gpt2-$t.gguf"
-  [ -f "$file" ] && continue
-  echo "bench-memory: writing $file (once)" >&2
-  case $t in
-    f32 | f16 | q8_0) "$work/llorch-check" convert --to gguf --type "$t" "$MODEL" "$file" >/dev/null ;;
-    *) [ -f "$gguf/gpt2-f32.gguf" ] || "$work/llorch-check" convert --to gguf --type f32 "$MODEL" "$gguf/gpt2-f32.gguf" >/dev/null
-       "$work/ggml" quantize "$gguf/gpt2-f32.gguf" "$file" "$t" >/dev/null 2>&1 ;;
-  esac
-done
+gguf_files $types
 
 # measure NAME PATH FILE-BYTES [gobench flags]: one line of JSON.
 measure() {
