@@ -19,6 +19,7 @@ type openAIJob struct {
 	stream   bool
 	usage    bool // stream_options.include_usage
 	echo     bool // the prompt is part of the choice (completions only)
+	tokenIDs bool // logprobs name tokens "token_id:N" (vLLM's return_tokens_as_token_ids)
 	logprobs bool
 	top      int // alternatives per token when logprobs
 }

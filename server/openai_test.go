@@ -2,6 +2,7 @@ package server_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"slices"
@@ -203,4 +204,36 @@ func TestCompletionsErrors(t *testing.T) {
 	require.Equal(t, "prompt[0][1]", e["error"].(map[string]any)["param"])
 	e = ts.call(t, "POST", "/v1/completions", map[string]any{"prompt": make([]int, 120), "max_tokens": 16}, http.StatusBadRequest)
 	require.Equal(t, "prompt", e["error"].(map[string]any)["param"])
+}
+
+// TestCompletionsTokenIDs: vLLM's return_tokens_as_token_ids names every
+// token and alternative "token_id:N", so that tokens which decode to the
+// same text stay apart; text and offsets are as without it.
+func TestCompletionsTokenIDs(t *testing.T) {
+	ts := start(t, server.Config{})
+	_, _, set := loadTiny(t)
+	r := set.Manifest.Generation.Results[1]
+	c, _ := set.Case(r.Case)
+	body := map[string]any{"prompt": c.Tokens, "max_tokens": 4, "temperature": 0, "logprobs": 3, "echo": true}
+	plain := choice0(t, ts.call(t, "POST", "/v1/completions", body, http.StatusOK))
+	body["return_tokens_as_token_ids"] = true
+	named := choice0(t, ts.call(t, "POST", "/v1/completions", body, http.StatusOK))
+	require.Equal(t, plain["text"], named["text"])
+	lp, plp := named["logprobs"].(map[string]any), plain["logprobs"].(map[string]any)
+	require.Equal(t, plp["text_offset"], lp["text_offset"])
+	require.Equal(t, plp["token_logprobs"], lp["token_logprobs"])
+	tokens := lp["tokens"].([]any)
+	want := append(slices.Clone(c.Tokens), r.Tokens[:4]...)
+	require.Len(t, tokens, len(want))
+	for i, id := range want {
+		require.Equal(t, fmt.Sprintf("token_id:%d", id), tokens[i], "token %d", i)
+	}
+	for i, top := range lp["top_logprobs"].([]any)[1:] {
+		m := top.(map[string]any)
+		require.GreaterOrEqual(t, len(m), 3, "position %d", i+1)
+		for k := range m {
+			require.Regexp(t, `^token_id:\d+$`, k)
+		}
+		require.Contains(t, m, tokens[i+1], "the chosen token is listed")
+	}
 }

@@ -21,7 +21,9 @@ var samplingFields = []string{"model", "max_tokens", "temperature", "top_p", "to
 	"stream", "stream_options", "user"}
 
 // completionFields are those of /v1/completions.
-var completionFields = append(slices.Clip(samplingFields), "prompt", "best_of", "echo", "logprobs", "suffix")
+// return_tokens_as_token_ids is vLLM's: tokens named "token_id:N", so a
+// client gets ids where text would merge tokens that decode alike.
+var completionFields = append(slices.Clip(samplingFields), "prompt", "best_of", "echo", "logprobs", "suffix", "return_tokens_as_token_ids")
 
 // maxLogprobs bounds logprobs (OpenAI allows 5; lm-eval asks for 1..5).
 const maxLogprobs = 20
@@ -55,6 +57,7 @@ func (s *Server) handleCompletions(w http.ResponseWriter, r *http.Request) {
 	}
 	f.unsupported("suffix", "is not supported: GPT-2 has no insertion mode", `""`)
 	job.echo, _ = f.boolean("echo")
+	job.tokenIDs, _ = f.boolean("return_tokens_as_token_ids")
 	if f.present("logprobs") {
 		n := int(f.intIn("logprobs", 0, maxLogprobs, 0))
 		job.logprobs, job.top = true, max(n, 1) // so the argmax is always listed
@@ -91,21 +94,28 @@ func (c *completionShape) start(i int) int {
 // vLLM does, always lists the chosen token.
 func (c *completionShape) legacy(tokens []scoredToken, off int) (*legacyLogprobs, int) {
 	l := &legacyLogprobs{Tokens: []string{}, TokenLogprobs: []*float64{}, TopLogprobs: []map[string]float64{}, TextOffset: []int{}}
+	name := func(id int) string {
+		if c.job.tokenIDs {
+			return fmt.Sprintf("token_id:%d", id)
+		}
+		text, _ := c.e.tok.Decode([]int{id})
+		return text
+	}
 	for _, t := range tokens {
-		piece, _ := c.e.tok.Decode([]int{t.id})
+		piece := name(t.id)
+		text, _ := c.e.tok.Decode([]int{t.id})
 		l.Tokens = append(l.Tokens, piece)
 		l.TokenLogprobs = append(l.TokenLogprobs, t.logprob)
 		l.TextOffset = append(l.TextOffset, off)
-		off += utf8.RuneCountInString(piece)
+		off += utf8.RuneCountInString(text)
 		if t.logprob == nil {
 			l.TopLogprobs = append(l.TopLogprobs, nil)
 			continue
 		}
 		m := map[string]float64{}
 		for _, a := range t.top {
-			text, _ := c.e.tok.Decode([]int{a.ID})
-			if _, dup := m[text]; !dup {
-				m[text] = a.LogProb
+			if key := name(a.ID); !hasKey(m, key) {
+				m[key] = a.LogProb
 			}
 		}
 		if _, ok := m[piece]; !ok {
@@ -114,6 +124,11 @@ func (c *completionShape) legacy(tokens []scoredToken, off int) (*legacyLogprobs
 		l.TopLogprobs = append(l.TopLogprobs, m)
 	}
 	return l, off
+}
+
+func hasKey(m map[string]float64, k string) bool {
+	_, ok := m[k]
+	return ok
 }
 
 func (c *completionShape) chunk(i int, text string, tokens []scoredToken, reason string) any {
