@@ -81,6 +81,8 @@ type API struct {
 	Chosen    string `json:"chosen"` // "--api", or what auto-detection saw
 	Checks    []int  `json:"checks"`
 	Unexposed []int  `json:"unexposed,omitempty"`
+	// Limits are the checks this API did not allow, each with why.
+	Limits []Limit `json:"limits,omitempty"`
 }
 
 func (a *API) lines() []string {
@@ -99,7 +101,7 @@ func (a *API) lines() []string {
 func NewReport(engine, references string, api *API, results []Result) *Report {
 	rep := &Report{Model: engine, Engine: "engine", References: references, API: api, Results: results}
 	sort.SliceStable(rep.Results, func(i, j int) bool { return rep.Results[i].Checkpoint < rep.Results[j].Checkpoint })
-	rep.Passed = rep.count(StatusFailed) == 0 && rep.count(StatusPassed) > 0
+	rep.decide()
 	return rep
 }
 

@@ -50,6 +50,10 @@ type Report struct {
 	// Emulates is the engine whose approximations the reference set
 	// applies (dump_references.py --emulate); nil for plain PyTorch.
 	Emulates *references.Emulation `json:"emulates,omitempty"`
+	// Invariance, Corpus and Next are a probed engine's (probed.go).
+	Invariance []Invariance `json:"invariance,omitempty"`
+	Corpus     *Corpus      `json:"corpus,omitempty"`
+	Next       []string     `json:"next,omitempty"`
 }
 
 // Run compares the model's captured tensors with every selected tensor of

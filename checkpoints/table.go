@@ -46,6 +46,9 @@ func (r *Report) WriteTable(w io.Writer) error {
 	if err := r.writeFailures(w); err != nil {
 		return err
 	}
+	if err := r.writeProbed(w); err != nil {
+		return err
+	}
 	_, err := fmt.Fprintln(w, r.Verdict())
 	return err
 }
@@ -105,6 +108,9 @@ func (r *Report) writeFailures(w io.Writer) error {
 func (r *Report) Verdict() string {
 	pass, fail := r.count(StatusPassed), r.count(StatusFailed)
 	msg := fmt.Sprintf("%d checks passed, %d failed", pass, fail)
+	if n := len(r.Invariance); n > 0 {
+		msg += fmt.Sprintf("; invariance %d/%d passed", r.countInvariance(StatusPassed), n)
+	}
 	if r.Cost != nil {
 		msg = fmt.Sprintf("%d checks within the default tolerances, %d beyond them by the weights' rounding", pass, r.count(StatusCost))
 	}

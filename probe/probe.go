@@ -42,13 +42,21 @@ type dialect struct {
 	checks    []int // checkpoints it exposes
 	unexposed []int // of 9..12, those it does not
 	run       func(ctx context.Context, p *prober) ([]checkpoints.Result, error)
+	// engine answers the invariance checks and the corpus verdict; nil
+	// when the API cannot (noEngine says why).
+	engine   func(p *prober) engine
+	noEngine string
 }
 
 var dialects = map[string]dialect{
-	"openai": {checks: []int{9, 11, 12}, unexposed: []int{10}, run: runOpenAI},
-	"worker": {checks: []int{10, 12}, unexposed: []int{9, 11}, run: runWorker},
-	"llorch": {checks: []int{9, 10, 12}, unexposed: []int{11}, run: runLlorch},
-	"tgi":    {checks: []int{9, 10, 11, 12}, run: runTGI},
+	"openai": {checks: []int{9, 11, 12}, unexposed: []int{10}, run: runOpenAI,
+		engine: func(p *prober) engine { return &openAIEngine{p: p} }},
+	"worker": {checks: []int{10, 12}, unexposed: []int{9, 11}, run: runWorker,
+		noEngine: "the worker's /execute streams no log-probabilities and takes text prompts only"},
+	"llorch": {checks: []int{9, 10, 12}, unexposed: []int{11}, run: runLlorch,
+		noEngine: "the batch API's /generate gives text only, without log-probabilities"},
+	"tgi": {checks: []int{9, 10, 11, 12}, run: runTGI,
+		noEngine: "not implemented for TGI's /generate yet: probe it through its OpenAI route with --api openai"},
 }
 
 // prober holds one run's server, options and reference cases.
@@ -57,6 +65,29 @@ type prober struct {
 	opt   Options
 	set   *references.Set
 	cases []refCase
+	// limits are checks the API did not allow, noted by the dialect.
+	limits []checkpoints.Limit
+}
+
+// invarianceCase is the case the invariance checks generate from: the
+// longest prompt whose generation fits twice in the context (the
+// prefix-extended request adds half of it to the prompt).
+func (p *prober) invarianceCase() *refCase {
+	ctxLen := 0
+	if dims, err := p.set.Manifest.ModelConfig(); err == nil {
+		ctxLen = dims.NPositions
+	}
+	var best *refCase
+	for i := range p.cases {
+		rc := &p.cases[i]
+		if rc.Gen == nil || rc.GenN < 2 || len(rc.Tokens) < 1 || (ctxLen > 0 && len(rc.Tokens)+2*rc.GenN > ctxLen) {
+			continue
+		}
+		if best == nil || len(rc.Tokens) > len(best.Tokens) {
+			best = rc
+		}
+	}
+	return best
 }
 
 // Run checks the server against every case and log-likelihood pair of set.
@@ -90,9 +121,18 @@ func Run(ctx context.Context, set *references.Set, opt Options) (*checkpoints.Re
 	if err != nil {
 		return nil, err
 	}
-	api := &checkpoints.API{Name: name, Chosen: how, Checks: d.checks, Unexposed: d.unexposed}
+	api := &checkpoints.API{Name: name, Chosen: how, Checks: d.checks, Unexposed: d.unexposed, Limits: p.limits}
+	var inv []checkpoints.Invariance
+	if d.engine == nil {
+		api.Limits = append(api.Limits, checkpoints.Limit{Check: "invariance", Why: d.noEngine})
+	} else if rc := p.invarianceCase(); rc == nil {
+		api.Limits = append(api.Limits, checkpoints.Limit{Check: "invariance", Why: "the reference set has no case with a generation that fits twice in the context"})
+	} else if inv, err = invariance(ctx, d.engine(p), rc.Tokens, rc.GenN, opt.TopK); err != nil {
+		return nil, err
+	}
 	rep := checkpoints.NewReport(opt.Endpoint, set.Dir, api, results)
 	rep.Emulates = set.Manifest.Emulates()
+	rep.SetInvariance(inv)
 	return rep, nil
 }
 
