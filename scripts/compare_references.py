@@ -26,8 +26,17 @@ budget    B's machine could not reproduce A's arithmetic (another
             detected in this mode, and the report says so;
           - integers, token ids and strings exactly.
 
+A corpus set (corpus.json, FORMAT.md "Corpus sets") is compared the same
+way: bit for bit when the arithmetic matches; otherwise ids and targets
+exactly, float64 arrays as twins, float32 log-probabilities within the
+budget against their twins, top1 only where the float64 top two lie within
+float32's error of each other, and kl_f32's root mean square within
+BUDGET_RATIO (a divergence goes as the square of the error).
+
 Exit 0: equivalent; 1: differences (each printed); 2: unreadable input.
 """
+
+import hashlib
 
 import json
 import math
@@ -44,6 +53,9 @@ BUDGET_RATIO = 4.0
 F32_MAX = float(np.finfo(np.float32).max)
 # Manifest fields that do not describe the arithmetic's result.
 IGNORED = {("model", "path"), ("generator",)}
+# A corpus set's arrays: float32 results with their float64 twins, and exact integers.
+CORPUS_TWINS = {"logprobs.npy": "logprobs_f64.npy", "target_logprobs.npy": "target_logprobs_f64.npy"}
+CORPUS_INTS = ("ids.npy", "targets.npy", "top1.npy")
 
 
 class BadInput(Exception):
@@ -69,23 +81,23 @@ def recorded_arithmetic(m):
     return g.get("arithmetic") if isinstance(g, dict) else None
 
 
-def diff_json(a, b, path, out):
+def diff_json(a, b, path, out, ignored=IGNORED):
     """Append a description of every difference between JSON values a and b;
     floats must be equal too (budget mode takes float results out first)."""
     where = "/".join(map(str, path)) or "(root)"
-    if tuple(path) in IGNORED:
+    if tuple(path) in ignored:
         return
     if isinstance(a, dict) and isinstance(b, dict):
         for k in sorted(set(a) | set(b)):
             if k not in a or k not in b:
                 out.append(f"manifest {where}/{k}: only in {'B' if k not in a else 'A'}")
             else:
-                diff_json(a[k], b[k], path + [k], out)
+                diff_json(a[k], b[k], path + [k], out, ignored)
     elif isinstance(a, list) and isinstance(b, list):
         if len(a) != len(b):
             out.append(f"manifest {where}: {len(a)} entries vs {len(b)}")
         for i, (x, y) in enumerate(zip(a, b)):
-            diff_json(x, y, path + [i], out)
+            diff_json(x, y, path + [i], out, ignored)
     elif type(a) is not type(b) or a != b:
         out.append(f"manifest {where}: {a!r} vs {b!r}")
 
@@ -174,13 +186,10 @@ def scalar_results(m):
     return out
 
 
-def compare(a_root, b_root):
-    """Returns (mode, lines describing it, tensors compared, differences)."""
-    ma, mb = load_manifest(a_root), load_manifest(b_root)
-    ra, rb = recorded_arithmetic(ma), recorded_arithmetic(mb)
+def judge_arithmetic(ra, rb):
+    """(exact, lines saying which comparison applies and why)."""
     exact = arithmetic.identity(ra) is not None and arithmetic.identity(ra) == arithmetic.identity(rb)
     about = [f"A: {arithmetic.describe(ra)}", f"B: {arithmetic.describe(rb)}"]
-    diffs = []
     if not exact:
         ia, ib = arithmetic.identity(ra) or {}, arithmetic.identity(rb) or {}
         changed = [f"{k} {ia.get(k)!r} vs {ib.get(k)!r}" for k in arithmetic.IDENTITY if ia.get(k) != ib.get(k)]
@@ -192,6 +201,19 @@ def compare(a_root, b_root):
             why = "this machine did not reproduce A's pinned settings"
         about.append(f"the arithmetic differs ({'; '.join(changed)}): {why}. Float32 results are compared "
                      f"within the error budget, not bit for bit; a change below it is not detected")
+    else:
+        about.append("the same pinned arithmetic: every tensor, twin and manifest value compared bit for bit")
+    return exact, about
+
+
+def compare(a_root, b_root):
+    """Returns (mode, lines describing it, tensors compared, differences)."""
+    if os.path.exists(os.path.join(a_root, "corpus.json")):
+        return compare_corpus(a_root, b_root)
+    ma, mb = load_manifest(a_root), load_manifest(b_root)
+    exact, about = judge_arithmetic(recorded_arithmetic(ma), recorded_arithmetic(mb))
+    diffs = []
+    if not exact:
         for (where, la, la64), (_, lb, lb64) in zip(scalar_results(ma), scalar_results(mb)):
             if not all(isinstance(v, float) for v in (la, la64, lb, lb64)):
                 diffs.append(f"manifest {where}: ll/ll_f64 missing or not numbers")
@@ -223,9 +245,83 @@ def compare(a_root, b_root):
         else:
             a64, b64 = pair[1][1], pair[1][2]
             diffs += [x for x in (diff_twin(rel64, a64, b64), diff_budget(rel, a, a64, b, b64)) if x]
-    if exact:
-        about.append("the same pinned arithmetic: every tensor, twin and manifest value compared bit for bit")
     return ("exact" if exact else "budget"), about, n, diffs
+
+
+def load_corpus(root):
+    """A corpus set's document, its arrays, and what is wrong with them:
+    (sha256 not the document's, dtype or shape not the document's)."""
+    path = os.path.join(root, "corpus.json")
+    try:
+        with open(path, encoding="utf-8") as f:
+            doc = json.load(f)
+    except OSError as e:
+        raise BadInput(f"{path}: cannot read: {e.strerror}")
+    except json.JSONDecodeError as e:
+        raise BadInput(f"{path}: not valid JSON: {e}")
+    if not isinstance(doc, dict) or doc.get("kind") != "corpus" or not isinstance(doc.get("files"), dict):
+        raise BadInput(f"{path}: not a corpus set (kind \"corpus\" with a 'files' map)")
+    P, K = doc.get("positions"), doc.get("top_k")
+    want = {"ids.npy": ("int32", [P, K]), "logprobs.npy": ("float32", [P, K]),
+            "logprobs_f64.npy": ("float64", [P, K]), "targets.npy": ("int32", [P]),
+            "target_logprobs.npy": ("float32", [P]), "target_logprobs_f64.npy": ("float64", [P]),
+            "top1.npy": ("int32", [P]), "kl_f32.npy": ("float64", [P])}
+    if sorted(doc["files"]) != sorted(want):
+        raise BadInput(f"{path}: 'files' lists {sorted(doc['files'])}, expected {sorted(want)}")
+    arrays, problems, broken = {}, [], []
+    for rel, (dtype, shape) in want.items():
+        p = safe_join(root, rel)
+        try:
+            with open(p, "rb") as f:
+                sha = hashlib.sha256(f.read()).hexdigest()
+        except OSError as e:
+            raise BadInput(f"{p}: cannot read: {e.strerror}")
+        if sha != doc["files"][rel]:
+            problems.append(f"{p}: sha256 {sha} is not the {doc['files'][rel]} corpus.json records")
+        arrays[rel] = x = load_npy(root, rel)
+        if str(x.dtype) != dtype or list(x.shape) != shape:
+            broken.append(f"{p}: {x.dtype}{list(x.shape)}, corpus.json implies {dtype}{shape}")
+    return doc, arrays, problems, broken
+
+
+def diff_top1(a, b):
+    """top1 may differ between float32 runs only where the float64 top two
+    lie within float32's error (of either set, twice over) of each other."""
+    ta, tb = a["top1.npy"], b["top1.npy"]
+    lp64, ids = b["logprobs_f64.npy"], b["ids.npy"]
+    err = 2 * max(max_error(x["logprobs.npy"], x["logprobs_f64.npy"]) for x in (a, b))
+    for i in np.flatnonzero(ta != tb):
+        near = ids[i][lp64[i, 0] - lp64[i] <= err]
+        if ta[i] not in near or tb[i] not in near:
+            return (f"top1.npy: position {int(i)}: {int(ta[i])} vs {int(tb[i])}, where only {near.tolist()} "
+                    f"lie within float32's error {err:.3e} of the float64 top log-probability")
+    return None
+
+
+def compare_corpus(a_root, b_root):
+    """compare() for corpus sets: (mode, lines describing it, arrays compared, differences)."""
+    (ma, a, diffs, broken), (mb, b, pb, bb) = load_corpus(a_root), load_corpus(b_root)
+    diffs += pb
+    broken += bb + [d for d in (shape_problem(rel, a[rel], b[rel]) for rel in a) if d]
+    exact, about = judge_arithmetic(recorded_arithmetic(ma), recorded_arithmetic(mb))
+    # In budget mode the arrays differ in their last bits, and so their sha256s.
+    diff_json(ma, mb, [], diffs, IGNORED if exact else IGNORED | {("files",)})
+    mode = "exact" if exact else "budget"
+    if broken:
+        return mode, about, len(a), diffs + broken  # the values cannot be compared
+    if exact:
+        return mode, about, len(a), diffs + [d for d in (diff_exact(rel, a[rel], b[rel]) for rel in a) if d]
+    for rel in CORPUS_INTS[:2]:
+        diffs.append(diff_exact(rel, a[rel], b[rel]))
+    for rel, rel64 in CORPUS_TWINS.items():
+        diffs.append(diff_twin(rel64, a[rel64], b[rel64]))
+        diffs.append(diff_budget(rel, a[rel], a[rel64], b[rel], b[rel64]))
+    diffs.append(diff_top1(a, b))
+    ka, kb = (math.sqrt(float(np.mean(x["kl_f32.npy"]))) for x in (a, b))
+    if not (ka > 0 and kb > 0 and max(ka / kb, kb / ka) <= BUDGET_RATIO):
+        diffs.append(f"kl_f32.npy: root mean divergence {ka:.3e} in A, {kb:.3e} in B: more than "
+                     f"{BUDGET_RATIO:g}x apart")
+    return "budget", about, len(a), [d for d in diffs if d]
 
 
 def main(argv):
@@ -241,7 +337,8 @@ def main(argv):
         print(line)
     for d in diffs:
         print("DIFFERENCE: " + d)
-    print(f"{n} tensors compared ({mode}), {len(diffs)} differences")
+    noun = "arrays" if os.path.exists(os.path.join(argv[0], "corpus.json")) else "tensors"
+    print(f"{n} {noun} compared ({mode}), {len(diffs)} differences")
     return 1 if diffs else 0
 
 

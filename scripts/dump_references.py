@@ -10,6 +10,7 @@ Needs only python3, torch and numpy. Exit 0 on success, 2 on bad input.
 """
 
 import argparse
+import hashlib
 import json
 import os
 import platform
@@ -26,6 +27,7 @@ import torch  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
 
 from gpt2_tokenizer import GPT2Tokenizer  # noqa: E402,F401  (make_tiny_model reaches it here)
+import corpus  # noqa: E402
 import emulate  # noqa: E402
 from gpt2_torch import GPT2, load_model, round_matrices_f16  # noqa: E402
 from processors import EOT, argmax_lowest, greedy_generate, loglikelihood, loglikelihood_tokens, process_logits  # noqa: E402
@@ -60,7 +62,7 @@ def logits_rows(T, keep):
 
 
 def save_npy(path, t, dtype):
-    arr = np.ascontiguousarray(t.detach().numpy(), dtype=dtype)
+    arr = np.ascontiguousarray(t.detach().numpy() if isinstance(t, torch.Tensor) else t, dtype=dtype)
     with open(path, "wb") as f:
         np.lib.format.write_array(f, arr, version=(1, 0), allow_pickle=False)
 
@@ -142,7 +144,7 @@ def load_cases(args):
             raise BadInput(f"--tokens {args.tokens!r}: expected comma-separated integers")
         cases, src = [{"id": "tokens", "tokens": toks}], "--tokens"
     else:
-        raise BadInput("give --cases FILE, --prompt TEXT or --tokens IDS")
+        raise BadInput("give --cases FILE, --prompt TEXT, --tokens IDS or --corpus FILE")
     seen = set()
     for c in cases:
         cid = c.get("id") if isinstance(c, dict) else None
@@ -193,23 +195,45 @@ def resolve(cases, ll, src, tok, cfg, model_dir):
 
 # ---------------------------------------------------------------- main
 
-def build(args, tmp):
+def load(args):
+    """The model (load_model) and whether --weight-dtype f16 rounded it."""
     model = load_model(args.model)
     # Marked only if rounding changed the weights, as llorch-check dump
     # marks it: an F16 file's set is the reference however it is held.
     rounded = args.weight_dtype == "f16" and round_matrices_f16(model["weights"])
-    cfg = model["config"]
-    cases, ll, src = load_cases(args)
-    tok = model["tokenizer"]
-    cases, pairs = resolve(cases, ll, src, tok, cfg, args.model)
-    eos = cfg["eos_token_id"] if isinstance(cfg["eos_token_id"], int) else EOT
+    return model, rounded
 
+
+def forwards(args, model, rounded):
+    """The float32 forward, its float64 twin, and the manifest's model and
+    generator blocks. Releases the loaded weights."""
     # The float64 twin applies the same approximations: its truth is the
     # emulated engine's function computed exactly, so the budget column
     # still compares an engine with PyTorch float32 doing the same thing.
     m32 = GPT2(model, torch.float32, emulate.profile(args.emulate))
     m64 = GPT2(model, torch.float64, emulate.profile(args.emulate))
     del model["weights"]
+    info = {"path": args.model, "weights_file": model["weights_file"], "weights_sha256": model["sha256"],
+            "weights_dtype": model["dtype"]}
+    if rounded:
+        info["matrices_held_as"] = "float16"
+    info["config"] = model["config_raw"]
+    gen = {"script": "scripts/dump_references.py", "python": platform.python_version(),
+           "torch": torch.__version__, "numpy": np.__version__, "float64_twins": True,
+           "arithmetic": arithmetic.record()}
+    if args.emulate != "none":
+        gen["emulates"] = {"profile": args.emulate, "applies": emulate.DESCRIPTIONS[args.emulate]}
+    return m32, m64, info, gen
+
+
+def build(args, tmp):
+    model, rounded = load(args)
+    cfg = model["config"]
+    cases, ll, src = load_cases(args)
+    tok = model["tokenizer"]
+    cases, pairs = resolve(cases, ll, src, tok, cfg, args.model)
+    eos = cfg["eos_token_id"] if isinstance(cfg["eos_token_id"], int) else EOT
+    m32, m64, info, gen = forwards(args, model, rounded)
     entries, greedy, gens = [], [], []
     for c in cases:
         last = dump_case(m32, c, tmp, entries, False, args.logits_rows)
@@ -224,16 +248,6 @@ def build(args, tmp):
             ll32, is_greedy = loglikelihood(m32, p["context_tokens"], p["continuation_tokens"])
             ll64, _ = loglikelihood(m64, p["context_tokens"], p["continuation_tokens"])
             p.update(ll=ll32, ll_f64=ll64, is_greedy=is_greedy)
-    info = {"path": args.model, "weights_file": model["weights_file"], "weights_sha256": model["sha256"],
-            "weights_dtype": model["dtype"]}
-    if rounded:
-        info["matrices_held_as"] = "float16"
-    info["config"] = model["config_raw"]
-    gen = {"script": "scripts/dump_references.py", "python": platform.python_version(),
-           "torch": torch.__version__, "numpy": np.__version__, "float64_twins": True,
-           "arithmetic": arithmetic.record()}
-    if args.emulate != "none":
-        gen["emulates"] = {"profile": args.emulate, "applies": emulate.DESCRIPTIONS[args.emulate]}
     manifest = {
         "format_version": FORMAT_VERSION,
         "model": info,
@@ -248,6 +262,50 @@ def build(args, tmp):
     with open(os.path.join(tmp, "manifest.json"), "w", encoding="utf-8") as f:
         f.write(to_json(manifest) + "\n")
     return len(entries)
+
+
+def build_corpus(args, tmp):
+    """A corpus set (corpus.py) in tmp; returns the number of scored positions."""
+    model, rounded = load(args)
+    cfg, tok = model["config"], model["tokenizer"]
+    V, n_ctx = cfg["vocab_size"], cfg["n_positions"]
+    if tok is None:
+        raise BadInput(f"{args.model}: no tokenizer (vocab.json + merges.txt, or a GGUF's tokenizer.ggml.* keys), "
+                       f"needed to tokenize {args.corpus}")
+    if args.top_k > V:
+        raise BadInput(f"--top-k {args.top_k}: more than the vocabulary's {V} tokens")
+    text, about = corpus.read_text(args.corpus)
+    tokens = tok.encode(text)
+    bad = [t for t in tokens if not 0 <= t < V]
+    if bad:
+        raise BadInput(f"{args.corpus}: token id {bad[0]} outside the vocabulary [0, {V})")
+    chunks = corpus.chunk(tokens, n_ctx, args.corpus)
+    m32, m64, info, gen = forwards(args, model, rounded)
+    arrays = corpus.score(m32, m64, chunks, args.top_k)
+    files = {}
+    for name, arr in arrays.items():
+        path = os.path.join(tmp, name + ".npy")
+        save_npy(path, arr, corpus.FILES[name])
+        with open(path, "rb") as f:
+            files[name + ".npy"] = hashlib.sha256(f.read()).hexdigest()
+    P = len(arrays["targets"])
+    doc = {
+        "format_version": FORMAT_VERSION,
+        "kind": "corpus",
+        "model": info,
+        "generator": gen,
+        "corpus": dict(about, tokens=len(tokens)),
+        "n_ctx": n_ctx,
+        "chunks": len(chunks),
+        "scored_from": n_ctx // 2,
+        "positions": P,
+        "top_k": args.top_k,
+        "files": files,
+        "tokens": [t for c in chunks for t in c],
+    }
+    with open(os.path.join(tmp, "corpus.json"), "w", encoding="utf-8") as f:
+        f.write(to_json(doc) + "\n")
+    return P
 
 
 def _scalar(v):
@@ -302,6 +360,9 @@ def main(argv=None):
                      "{\"cases\": [...], \"loglikelihood\": [{context, continuation}]}")
     src.add_argument("--prompt", help="a single prompt (case id 'prompt')")
     src.add_argument("--tokens", help="a single case as comma-separated token ids (case id 'tokens')")
+    src.add_argument("--corpus", help="a UTF-8 text file: write a corpus set instead (references/FORMAT.md, "
+                     "\"Corpus sets\"): next-token distributions over n_ctx-token chunks, as llama-perplexity scores them")
+    ap.add_argument("--top-k", type=int, default=32, help="with --corpus: log-probabilities kept per position (default 32)")
     ap.add_argument("--n-generate", type=int, default=16, help="greedy tokens for checkpoint 12 (default 16)")
     ap.add_argument("--logits-rows", type=int, default=4,
                     help="keep this many rows of the full logits (first, evenly spaced, last); 0 keeps all")
@@ -317,6 +378,8 @@ def main(argv=None):
     args = ap.parse_args(argv)
     if args.n_generate < 0:
         ap.error("--n-generate must be >= 0")
+    if args.top_k < 1:
+        ap.error("--top-k must be >= 1")
 
     arithmetic.setup_torch()
     for k, v in arithmetic.overridden.items():
@@ -333,11 +396,12 @@ def main(argv=None):
     os.makedirs(parent, exist_ok=True)
     tmp = tempfile.mkdtemp(prefix="." + os.path.basename(out) + ".tmp-", dir=parent)
     try:
-        n = build(args, tmp)
+        n = (build_corpus if args.corpus else build)(args, tmp)
+        what = f"{n} scored positions" if args.corpus else f"{n} tensors"
         os.chmod(tmp, 0o755)  # mkdtemp makes it 0700
         if os.path.isdir(out):
             if same_tree(out, tmp):
-                print(f"{args.out}: up to date ({n} tensors)")
+                print(f"{args.out}: up to date ({what})")
                 return 0
             if not args.force:
                 print(f"dump_references: error: {args.out} exists and differs from what would be written; "
@@ -349,7 +413,7 @@ def main(argv=None):
             shutil.rmtree(old)
         else:
             os.rename(tmp, out)
-        print(f"{args.out}: wrote {n} tensors (+ float64 twins)")
+        print(f"{args.out}: wrote {what} (+ float64 twins)")
         return 0
     except BadInput as e:
         print(f"dump_references: error: {e}", file=sys.stderr)
