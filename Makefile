@@ -4,6 +4,8 @@ GO ?= go
 TINY_MODEL := testdata/tiny-gpt2
 TINY_REFS := testdata/references/tiny-gpt2
 CASES := testdata/cases.json
+CORPUS := testdata/corpus/shakespeare.txt
+TINY_CORPUS_REFS := testdata/references/tiny-gpt2-corpus
 
 .PHONY: verify-gguf
 # GGUF files against reference sets PyTorch made from their own exact
@@ -118,6 +120,7 @@ lint:
 references:
 	$(PYTHON) scripts/make_tiny_model.py --out $(TINY_MODEL)
 	$(PYTHON) scripts/dump_references.py --model $(TINY_MODEL) --cases $(CASES) --out $(TINY_REFS) --force
+	$(PYTHON) scripts/dump_references.py --model $(TINY_MODEL) --corpus $(CORPUS) --top-k 32 --out $(TINY_CORPUS_REFS) --force
 
 # Regenerates into a temp dir and compares with the committed files.
 verify-references:
@@ -129,7 +132,9 @@ verify-references:
 		cmp $$tmp/model/model.safetensors $(TINY_MODEL)/model.safetensors && \
 		cmp $$tmp/model/config.json $(TINY_MODEL)/config.json && \
 		$(PYTHON) scripts/dump_references.py --model $(TINY_MODEL) --cases $(CASES) --out $$tmp/refs && \
-		$(PYTHON) scripts/compare_references.py $(TINY_REFS) $$tmp/refs; \
+		$(PYTHON) scripts/compare_references.py $(TINY_REFS) $$tmp/refs && \
+		$(PYTHON) scripts/dump_references.py --model $(TINY_MODEL) --corpus $(CORPUS) --top-k 32 --out $$tmp/corpus && \
+		$(PYTHON) scripts/compare_references.py $(TINY_CORPUS_REFS) $$tmp/corpus; \
 	fi
 
 # Float16 weights in memory on a model that really rounds (the tiny model's
