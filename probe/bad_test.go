@@ -80,12 +80,14 @@ func oneAlternative(body []byte) []byte {
 	if json.Unmarshal(body, &c) != nil {
 		return body
 	}
-	for _, ch := range c["choices"].([]any) {
+	chs, _ := c["choices"].([]any)
+	for _, ch := range chs {
 		lp, _ := ch.(map[string]any)["logprobs"].(map[string]any)
 		if lp == nil {
 			continue
 		}
-		for _, top := range lp["top_logprobs"].([]any) {
+		tops, _ := lp["top_logprobs"].([]any)
+		for _, top := range tops {
 			m, _ := top.(map[string]any)
 			best := ""
 			for k, v := range m {

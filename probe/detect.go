@@ -25,8 +25,25 @@ func detect(ctx context.Context, c *client) (name, how string, err error) {
 	if ok && info.ModelID != "" {
 		return "tgi", fmt.Sprintf("detected: GET /info named model_id %q, TGI's router", info.ModelID), nil
 	}
+	var props struct {
+		Settings map[string]any `json:"default_generation_settings"`
+	}
+	if ok, _ := c.probeGET(ctx, "/props", &props); ok && props.Settings != nil {
+		return "llamacpp", "detected: GET /props answered default_generation_settings, llama.cpp's server", nil
+	}
+	var version struct {
+		Version string `json:"version"`
+	}
+	if ok, _ := c.probeGET(ctx, "/api/version", &version); ok && version.Version != "" {
+		return "ollama", fmt.Sprintf("detected: GET /api/version answered Ollama's version %q", version.Version), nil
+	}
 	var models openAIModels
 	if ok, _ := c.probeGET(ctx, "/v1/models", &models); ok && models.Object == "list" {
+		for _, m := range models.Data {
+			if m.OwnedBy == "llamacpp" {
+				return "llamacpp", "detected: GET /v1/models lists a model owned_by llamacpp", nil
+			}
+		}
 		return "openai", "detected: GET /v1/models answered a model list", nil
 	}
 	var health struct {
@@ -41,8 +58,8 @@ func detect(ctx context.Context, c *client) (name, how string, err error) {
 		}
 		return "worker", "detected: GET /health answered as a llama-orch worker (model_loaded)", nil
 	}
-	return "", "", fmt.Errorf("%w: %s answered none of GET /info (TGI: %s), /v1/models (OpenAI: %s), /health (llama-orch worker: %s) as those APIs do; name the API with --api",
-		ErrServer, c.base, seen["/info"], seen["/v1/models"], seen["/health"])
+	return "", "", fmt.Errorf("%w: %s answered none of GET /info (TGI: %s), /props (llama.cpp: %s), /api/version (Ollama: %s), /v1/models (OpenAI: %s), /health (llama-orch worker: %s) as those APIs do; name the API with --api",
+		ErrServer, c.base, seen["/info"], seen["/props"], seen["/api/version"], seen["/v1/models"], seen["/health"])
 }
 
 // probeGET reports whether path answered 200 with JSON that decodes into

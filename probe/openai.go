@@ -13,7 +13,8 @@ import (
 type openAIModels struct {
 	Object string `json:"object"`
 	Data   []struct {
-		ID string `json:"id"`
+		ID      string `json:"id"`
+		OwnedBy string `json:"owned_by"`
 	} `json:"data"`
 }
 

@@ -28,6 +28,13 @@ type Options struct {
 	API      string // one of APIs, or "" / "auto" to detect it
 	TopK     int    // alternatives to ask for where the API lists them; 0: DefaultTopK
 	Client   *http.Client
+	// Corpus is a corpus set (dump_references.py --corpus) to teacher-force
+	// for the distribution verdict; empty: none. CorpusChunks > 0 takes
+	// only its first chunks.
+	Corpus       string
+	CorpusChunks int
+	// Progress reports long work (the corpus); nil for silence.
+	Progress func(format string, args ...any)
 }
 
 // DefaultTopK is what OpenAI's legacy logprobs and TGI's top_n_tokens allow
@@ -35,7 +42,7 @@ type Options struct {
 const DefaultTopK = 5
 
 // APIs are the dialects the probe speaks, for --api.
-var APIs = []string{"openai", "worker", "llorch", "tgi"}
+var APIs = []string{"openai", "llamacpp", "ollama", "worker", "llorch", "tgi"}
 
 // dialect is one HTTP API: what it can show, and how to ask.
 type dialect struct {
@@ -51,6 +58,8 @@ type dialect struct {
 var dialects = map[string]dialect{
 	"openai": {checks: []int{9, 11, 12}, unexposed: []int{10}, run: runOpenAI,
 		engine: func(p *prober) engine { return &openAIEngine{p: p} }},
+	"llamacpp": {checks: []int{9, 10, 11, 12}, run: runLlamaCpp,
+		engine: func(p *prober) engine { return &llamaEngine{p: p} }},
 	"worker": {checks: []int{10, 12}, unexposed: []int{9, 11}, run: runWorker,
 		noEngine: "the worker's /execute streams no log-probabilities and takes text prompts only"},
 	"llorch": {checks: []int{9, 10, 12}, unexposed: []int{11}, run: runLlorch,
@@ -106,6 +115,12 @@ func Run(ctx context.Context, set *references.Set, opt Options) (*checkpoints.Re
 	if err != nil {
 		return nil, err
 	}
+	var corpus *corpusSet
+	if opt.Corpus != "" {
+		if corpus, err = openCorpus(opt.Corpus, set); err != nil {
+			return nil, err
+		}
+	}
 	p := &prober{c: &client{base: opt.Endpoint, apiKey: opt.APIKey, hc: opt.Client}, opt: opt, set: set, cases: cases}
 	name, how := opt.API, "--api"
 	if name == "" || name == "auto" {
@@ -130,9 +145,20 @@ func Run(ctx context.Context, set *references.Set, opt Options) (*checkpoints.Re
 	} else if inv, err = invariance(ctx, d.engine(p), rc.Tokens, rc.GenN, opt.TopK); err != nil {
 		return nil, err
 	}
+	var verdict *checkpoints.Corpus
+	switch {
+	case corpus == nil:
+	case d.engine == nil:
+		api.Limits = append(api.Limits, checkpoints.Limit{Check: "corpus", Why: d.noEngine})
+	default:
+		if verdict, err = runCorpus(ctx, d.engine(p), corpus, opt.TopK, opt.CorpusChunks, opt.Progress); err != nil {
+			return nil, err
+		}
+	}
 	rep := checkpoints.NewReport(opt.Endpoint, set.Dir, api, results)
 	rep.Emulates = set.Manifest.Emulates()
 	rep.SetInvariance(inv)
+	rep.Corpus = verdict
 	return rep, nil
 }
 

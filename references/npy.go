@@ -27,7 +27,9 @@ const maxHeaderLen = 1 << 16
 // maxDims matches numpy's NPY_MAXDIMS (32 before numpy 2).
 const maxDims = 32
 
-type npyFloat interface{ float32 | float64 }
+// npyFloat is what a .npy file may hold here: float32 and float64 values,
+// and int32 token ids (corpus sets).
+type npyFloat interface{ float32 | float64 | int32 }
 
 // npyHeader is a parsed .npy header.
 type npyHeader struct {
@@ -40,8 +42,11 @@ type npyHeader struct {
 // descrOf is the only dtype accepted for T: little-endian, as FORMAT.md says.
 func descrOf[T npyFloat]() (descr, what string, size int64) {
 	var zero T
-	if _, ok := any(zero).(float32); ok {
+	switch any(zero).(type) {
+	case float32:
 		return "<f4", "float32 little-endian", 4
+	case int32:
+		return "<i4", "int32 little-endian", 4
 	}
 	return "<f8", "float64 little-endian", 8
 }

@@ -109,6 +109,13 @@ func (s *Set) TensorF64(t TensorInfo) ([]float64, error) {
 	return readTensor[float64](s.Dir, *t.FileF64, t.Shape)
 }
 
+// ReadNPY reads dir/rel, a .npy file of T (float32, float64 or int32) of
+// exactly shape, with the checks Tensor makes: for files that are not
+// listed tensors, such as a corpus set's (probe).
+func ReadNPY[T float32 | float64 | int32](dir, rel string, shape []int) ([]T, error) {
+	return readTensor[T](dir, rel, shape)
+}
+
 func readTensor[T npyFloat](dir, rel string, shape []int) ([]T, error) {
 	full := filepath.Join(dir, filepath.FromSlash(rel))
 	if err := checkRelPath(rel); err != nil {

@@ -17,13 +17,15 @@ import (
 
 	"github.com/llorch/llorch-check/checkpoints"
 	"github.com/llorch/llorch-check/internal/atomicfile"
+	"github.com/llorch/llorch-check/internal/httprecord"
 	"github.com/llorch/llorch-check/probe"
 	"github.com/llorch/llorch-check/references"
 )
 
 type probeFlags struct {
 	references, endpoint, apiKey, modelName, format, junit, api, metricsAddr string
-	topK                                                                     int
+	corpus, record                                                           string
+	topK, corpusChunks                                                       int
 	every                                                                    time.Duration
 }
 
@@ -78,6 +80,9 @@ unreachable or did not answer its API (never a pass), or bad input. With
 	fl.StringVar(&f.modelName, "model-name", "", `the "model" field of OpenAI requests (default the first of /v1/models)`)
 	fl.StringVar(&f.format, "format", "table", "table or json")
 	fl.StringVar(&f.junit, "junit", "", "also write a JUnit XML report to this file")
+	fl.StringVar(&f.corpus, "corpus", "", "a corpus set (dump_references.py --corpus) to teacher-force for a distribution verdict: KL, top-1 agreement, Δp, perplexity ratio")
+	fl.IntVar(&f.corpusChunks, "corpus-chunks", 0, "with --corpus: only its first N chunks (0: all)")
+	fl.StringVar(&f.record, "record", "", "write every request and the server's answer, byte for byte, to this file (JSON Lines; gzipped if it ends in .gz), also when the probe fails")
 	fl.DurationVar(&f.every, "every", 0, "re-check at this interval until SIGINT/SIGTERM, logging each verdict (0: once)")
 	fl.StringVar(&f.metricsAddr, "metrics-addr", "", "with --every: serve the latest verdict as Prometheus text at HOST:PORT/metrics")
 	return cmd
@@ -95,6 +100,10 @@ func (f probeFlags) check() error {
 		return fmt.Errorf("--top-k %d: want at least 2, so a greedy margin can be measured", f.topK)
 	case f.every < 0:
 		return fmt.Errorf("--every %s: want a positive interval, or 0 for one run", f.every)
+	case f.corpusChunks < 0:
+		return fmt.Errorf("--corpus-chunks %d: want 0 (all) or more", f.corpusChunks)
+	case f.record != "" && f.every > 0:
+		return fmt.Errorf("--record %s with --every: a canary would record without end; record one run", f.record)
 	case f.metricsAddr != "" && f.every == 0:
 		return fmt.Errorf("--metrics-addr %s needs --every: a single run exits with its verdict", f.metricsAddr)
 	}
@@ -117,11 +126,25 @@ func runProbe(cmd *cobra.Command, f probeFlags) error {
 	if f.apiKey == "" {
 		f.apiKey = os.Getenv("LLORCH_API_KEY")
 	}
-	opt := probe.Options{Endpoint: f.endpoint, APIKey: f.apiKey, Model: f.modelName, API: f.api, TopK: f.topK}
+	opt := probe.Options{Endpoint: f.endpoint, APIKey: f.apiKey, Model: f.modelName, API: f.api, TopK: f.topK,
+		Corpus: f.corpus, CorpusChunks: f.corpusChunks}
 	if f.every > 0 {
 		return canary(cmd.Context(), cmd.ErrOrStderr(), f, set, opt)
 	}
+	var rec *httprecord.Recorder
+	if f.record != "" {
+		rec = &httprecord.Recorder{}
+		opt.Client = &http.Client{Timeout: 2 * time.Minute, Transport: rec}
+	}
+	report, done := progressFunc(cmd.ErrOrStderr())
+	opt.Progress = report
 	rep, err := probe.Run(cmd.Context(), set, opt)
+	done()
+	if rec != nil {
+		if werr := rec.WriteFile(f.record); werr != nil {
+			return errors.Join(err, fmt.Errorf("--record %s: %w", f.record, werr))
+		}
+	}
 	if err != nil {
 		return err
 	}
