@@ -15,6 +15,22 @@ import (
 // ErrServer wraps every failure to get a usable answer from the server.
 var ErrServer = errors.New("server")
 
+// statusError is an answer other than 200 OK.
+type statusError struct {
+	code int
+	msg  string
+}
+
+func (e *statusError) Error() string { return ErrServer.Error() + ": " + e.msg }
+func (e *statusError) Unwrap() error { return ErrServer }
+
+// refused reports whether err is the server refusing the request (4xx),
+// as opposed to failing or being unreachable.
+func refused(err error) bool {
+	var se *statusError
+	return errors.As(err, &se) && se.code >= 400 && se.code < 500
+}
+
 // maxAnswer bounds what is read of one answer.
 const maxAnswer = 64 << 20
 
@@ -68,7 +84,7 @@ func (c *client) call(ctx context.Context, path string, body, out any) error {
 		return fmt.Errorf("%w: reading the answer of %s: %v", ErrServer, path, err)
 	}
 	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("%w: %s %s%s answered %d: %.300s", ErrServer, method, c.base, path, resp.StatusCode, data)
+		return &statusError{code: resp.StatusCode, msg: fmt.Sprintf("%s %s%s answered %d: %.300s", method, c.base, path, resp.StatusCode, data)}
 	}
 	if err := json.Unmarshal(data, out); err != nil {
 		return fmt.Errorf("%w: %s%s answered something that is not its JSON: %v", ErrServer, c.base, path, err)
@@ -121,4 +137,34 @@ func (c *client) sse(ctx context.Context, path string, body any, fn func(event s
 		return fmt.Errorf("%w: reading the event stream of %s: %v", ErrServer, path, err)
 	}
 	return fmt.Errorf("%w: the event stream of %s%s ended without a terminal end or error event (truncated)", ErrServer, c.base, path)
+}
+
+// ndjson posts body to path and hands each line of a newline-delimited
+// JSON stream (Ollama's) to fn until fn returns done; a stream that ends
+// first was truncated.
+func (c *client) ndjson(ctx context.Context, path string, body any, fn func(line []byte) (done bool, err error)) error {
+	resp, err := c.request(ctx, http.MethodPost, path, body)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		data, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+		return &statusError{code: resp.StatusCode, msg: fmt.Sprintf("POST %s%s answered %d: %.300s", c.base, path, resp.StatusCode, data)}
+	}
+	sc := bufio.NewScanner(io.LimitReader(resp.Body, maxAnswer))
+	sc.Buffer(make([]byte, 0, 64<<10), 1<<20)
+	for sc.Scan() {
+		if len(bytes.TrimSpace(sc.Bytes())) == 0 {
+			continue
+		}
+		done, err := fn(sc.Bytes())
+		if err != nil || done {
+			return err
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return fmt.Errorf("%w: reading the stream of %s: %v", ErrServer, path, err)
+	}
+	return fmt.Errorf("%w: the stream of %s%s ended before its done line (truncated)", ErrServer, c.base, path)
 }

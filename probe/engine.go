@@ -51,6 +51,7 @@ type genAnswer struct {
 type forced struct {
 	lp   float64 // of the forced token; NaN when the API does not tell
 	alts []alt
+	skip string // why the position could not be asked at all; "" when it was
 }
 
 // nan is a forced position without the target's log-probability.

@@ -2,6 +2,7 @@ package probe
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -26,6 +27,9 @@ func invarianceTolerance() checkpoints.Tolerance { return logprobTolerance() }
 func invariance(ctx context.Context, e engine, prompt []int, n, top int) ([]checkpoints.Invariance, error) {
 	ex := e.exposes()
 	base, err := e.generate(ctx, genRequest{prompt: prompt, n: n, top: top})
+	if errors.Is(err, errTextPrompt) {
+		return []checkpoints.Invariance{notExposed("invariance", err.Error())}, nil
+	}
 	if err != nil {
 		return nil, fmt.Errorf("invariance: %w", err)
 	}
@@ -73,11 +77,15 @@ func invariance(ctx context.Context, e engine, prompt []int, n, top int) ([]chec
 	} else {
 		m := len(base.ids) / 2
 		ext, err := e.generate(ctx, genRequest{prompt: slices.Concat(prompt, base.ids[:m]), n: len(base.ids) - m, top: top})
-		if err != nil {
-			return nil, fmt.Errorf("invariance: prefix-extended: %w", err)
-		}
 		tail := genAnswer{ids: base.ids[m:], lps: tailOf(base.lps, m)}
-		add(sameGeneration("prefix-extended", fmt.Sprintf("prompt + first %d generated tokens continues as decoded", m), tail, ext, true, e.lastRequest()))
+		switch {
+		case errors.Is(err, errTextPrompt) || errors.Is(err, errTokenCount):
+			add(notExposed("prefix-extended", err.Error()))
+		case err != nil:
+			return nil, fmt.Errorf("invariance: prefix-extended: %w", err)
+		default:
+			add(sameGeneration("prefix-extended", fmt.Sprintf("prompt + first %d generated tokens continues as decoded", m), tail, ext, true, e.lastRequest()))
+		}
 	}
 
 	add(decodeVsForced(ctx, e, ex, prompt, base, top))
@@ -100,6 +108,9 @@ func decodeVsForced(ctx context.Context, e engine, ex exposure, prompt []int, ba
 	}
 	got := make([]float64, len(f))
 	for i, fp := range f {
+		if fp.skip != "" {
+			return notExposed(name, fmt.Sprintf("step %d: %s", i, fp.skip))
+		}
 		got[i] = fp.lp
 		if math.IsNaN(got[i]) { // the forced token's own value hidden: it is greedy, so listed
 			got[i] = altLogProb(fp.alts, base.ids[i])

@@ -3,6 +3,7 @@ package probe
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"strconv"
@@ -18,6 +19,10 @@ type openAIEngine struct {
 	p    *prober
 	mu   sync.Mutex
 	last string
+	// echoZero: echo with max_tokens 0, which a server took after refusing
+	// max_tokens 1 (a prompt that fills the context leaves no room for one
+	// more token).
+	echoZero bool
 }
 
 // legacyLogprobs is OpenAI's legacy logprobs object.
@@ -157,13 +162,26 @@ func namedAlts(tops map[string]float64) []alt {
 
 // force echoes the tokens with log-probabilities: one request scores them all.
 func (e *openAIEngine) force(ctx context.Context, tokens []int, from, top int) ([]forced, error) {
-	body := e.body(tokens, 1, top) // max_tokens 1, as lm-evaluation-harness asks: vLLM refuses 0
-	body["echo"] = true
-	e.note(body)
 	var c struct {
 		Choices []legacyChoice `json:"choices"`
 	}
-	if err := e.p.c.call(ctx, "/v1/completions", body, &c); err != nil {
+	echo := func(n int) error {
+		body := e.body(tokens, n, top)
+		body["echo"] = true
+		e.note(body)
+		return e.p.c.call(ctx, "/v1/completions", body, &c)
+	}
+	// max_tokens 1, as lm-evaluation-harness asks: vLLM refuses 0.
+	err := errors.New("not asked")
+	if !e.echoZero {
+		err = echo(1)
+	}
+	if e.echoZero || refused(err) {
+		if err = echo(0); err == nil {
+			e.echoZero = true
+		}
+	}
+	if err != nil {
 		return nil, err
 	}
 	if len(c.Choices) != 1 || c.Choices[0].Logprobs == nil {

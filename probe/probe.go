@@ -18,6 +18,7 @@ import (
 
 	"github.com/llorch/llorch-check/checkpoints"
 	"github.com/llorch/llorch-check/references"
+	"github.com/llorch/llorch-check/tokenizer"
 )
 
 // Options say where the server is, how to reach it and which API to speak.
@@ -28,6 +29,9 @@ type Options struct {
 	API      string // one of APIs, or "" / "auto" to detect it
 	TopK     int    // alternatives to ask for where the API lists them; 0: DefaultTopK
 	Client   *http.Client
+	// Tokenizer is the served model's, for APIs that take text prompts
+	// (Ollama); nil where none is needed.
+	Tokenizer *tokenizer.Tokenizer
 	// Corpus is a corpus set (dump_references.py --corpus) to teacher-force
 	// for the distribution verdict; empty: none. CorpusChunks > 0 takes
 	// only its first chunks.
@@ -60,6 +64,8 @@ var dialects = map[string]dialect{
 		engine: func(p *prober) engine { return &openAIEngine{p: p} }},
 	"llamacpp": {checks: []int{9, 10, 11, 12}, run: runLlamaCpp,
 		engine: func(p *prober) engine { return &llamaEngine{p: p} }},
+	"ollama": {checks: []int{9, 10, 11, 12}, run: runOllama,
+		engine: func(p *prober) engine { return p.engine }},
 	"worker": {checks: []int{10, 12}, unexposed: []int{9, 11}, run: runWorker,
 		noEngine: "the worker's /execute streams no log-probabilities and takes text prompts only"},
 	"llorch": {checks: []int{9, 10, 12}, unexposed: []int{11}, run: runLlorch,
@@ -76,6 +82,9 @@ type prober struct {
 	cases []refCase
 	// limits are checks the API did not allow, noted by the dialect.
 	limits []checkpoints.Limit
+	// engine is the dialect's, where its run made one (Ollama's needs
+	// the model name and vocabulary it found).
+	engine engine
 }
 
 // invarianceCase is the case the invariance checks generate from: the

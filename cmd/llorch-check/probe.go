@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -20,11 +21,12 @@ import (
 	"github.com/llorch/llorch-check/internal/httprecord"
 	"github.com/llorch/llorch-check/probe"
 	"github.com/llorch/llorch-check/references"
+	"github.com/llorch/llorch-check/tokenizer"
 )
 
 type probeFlags struct {
 	references, endpoint, apiKey, modelName, format, junit, api, metricsAddr string
-	corpus, record                                                           string
+	corpus, record, model                                                    string
 	topK, corpusChunks                                                       int
 	every                                                                    time.Duration
 }
@@ -80,6 +82,7 @@ unreachable or did not answer its API (never a pass), or bad input. With
 	fl.StringVar(&f.modelName, "model-name", "", `the "model" field of OpenAI requests (default the first of /v1/models)`)
 	fl.StringVar(&f.format, "format", "table", "table or json")
 	fl.StringVar(&f.junit, "junit", "", "also write a JUnit XML report to this file")
+	fl.StringVar(&f.model, "model", "", "the served model's directory or .gguf file, for its tokenizer: Ollama takes text prompts (default "+defaultModel+")")
 	fl.StringVar(&f.corpus, "corpus", "", "a corpus set (dump_references.py --corpus) to teacher-force for a distribution verdict: KL, top-1 agreement, Δp, perplexity ratio")
 	fl.IntVar(&f.corpusChunks, "corpus-chunks", 0, "with --corpus: only its first N chunks (0: all)")
 	fl.StringVar(&f.record, "record", "", "write every request and the server's answer, byte for byte, to this file (JSON Lines; gzipped if it ends in .gz), also when the probe fails")
@@ -126,8 +129,12 @@ func runProbe(cmd *cobra.Command, f probeFlags) error {
 	if f.apiKey == "" {
 		f.apiKey = os.Getenv("LLORCH_API_KEY")
 	}
+	tok, err := probeTokenizer(f.model)
+	if err != nil {
+		return err
+	}
 	opt := probe.Options{Endpoint: f.endpoint, APIKey: f.apiKey, Model: f.modelName, API: f.api, TopK: f.topK,
-		Corpus: f.corpus, CorpusChunks: f.corpusChunks}
+		Corpus: f.corpus, CorpusChunks: f.corpusChunks, Tokenizer: tok}
 	if f.every > 0 {
 		return canary(cmd.Context(), cmd.ErrOrStderr(), f, set, opt)
 	}
@@ -154,6 +161,22 @@ func runProbe(cmd *cobra.Command, f probeFlags) error {
 		}
 	}
 	return writeReport(cmd.OutOrStdout(), rep, f.format)
+}
+
+// probeTokenizer is the tokenizer of --model (a directory or a .gguf
+// file), or of the default model; nil without one (only Ollama needs it).
+func probeTokenizer(flag string) (*tokenizer.Tokenizer, error) {
+	path, err := pathOrDefault(flag, defaultModel)
+	if err != nil {
+		if flag == "" {
+			return nil, nil
+		}
+		return nil, err
+	}
+	if st, err := os.Stat(path); err == nil && !st.IsDir() {
+		return tokenizer.ForModel(filepath.Dir(path), path)
+	}
+	return tokenizer.ForModel(path, "")
 }
 
 // canary probes every f.every until ctx ends; a failed or erroring run is
