@@ -10,6 +10,8 @@ import (
 	"io"
 	"net/http"
 	"strings"
+	"syscall"
+	"time"
 )
 
 // ErrServer wraps every failure to get a usable answer from the server.
@@ -31,6 +33,23 @@ func refused(err error) bool {
 	return errors.As(err, &se) && se.code >= 400 && se.code < 500
 }
 
+// A busy server (429) is asked again up to maxBusyRetries times, waiting
+// busyPause longer each time (about 10 s in all).
+const maxBusyRetries = 12
+
+var busyPause = 150 * time.Millisecond // a variable for the tests
+
+func sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
+
 // maxAnswer bounds what is read of one answer.
 const maxAnswer = 64 << 20
 
@@ -43,29 +62,52 @@ type client struct {
 }
 
 func (c *client) request(ctx context.Context, method, path string, body any) (*http.Response, error) {
-	var rd io.Reader
+	var b []byte
 	if body != nil {
-		b, err := json.Marshal(body)
-		if err != nil {
+		var err error
+		if b, err = json.Marshal(body); err != nil {
 			return nil, fmt.Errorf("encoding the request to %s: %w", path, err)
 		}
-		rd = bytes.NewReader(b)
 	}
-	req, err := http.NewRequestWithContext(ctx, method, c.base+path, rd)
-	if err != nil {
-		return nil, fmt.Errorf("%w: --endpoint %s: %v", ErrServer, c.base, err)
-	}
-	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	if c.apiKey != "" {
-		req.Header.Set("Authorization", "Bearer "+c.apiKey)
-	}
-	resp, err := c.hc.Do(req)
-	if err != nil {
+	// A server may close a kept-alive connection just as a request goes
+	// out on it (cpp-httplib, llama.cpp's, does after a few requests); Go
+	// retries only idempotent methods then, and every request here is one
+	// in effect (greedy, or a read), so it is sent once more. A server
+	// that is busy (429, the concurrent checks fill small queues) is
+	// asked again after a pause.
+	reset, busy := false, 0
+	for {
+		var rd io.Reader
+		if body != nil {
+			rd = bytes.NewReader(b)
+		}
+		req, err := http.NewRequestWithContext(ctx, method, c.base+path, rd)
+		if err != nil {
+			return nil, fmt.Errorf("%w: --endpoint %s: %v", ErrServer, c.base, err)
+		}
+		if body != nil {
+			req.Header.Set("Content-Type", "application/json")
+		}
+		if c.apiKey != "" {
+			req.Header.Set("Authorization", "Bearer "+c.apiKey)
+		}
+		resp, err := c.hc.Do(req)
+		switch {
+		case err == nil && resp.StatusCode == http.StatusTooManyRequests && busy < maxBusyRetries:
+			resp.Body.Close()
+			busy++
+			if err := sleep(ctx, time.Duration(busy)*busyPause); err != nil {
+				return nil, err
+			}
+			continue
+		case err == nil:
+			return resp, nil
+		case !reset && ctx.Err() == nil && (errors.Is(err, io.EOF) || errors.Is(err, syscall.ECONNRESET)):
+			reset = true
+			continue
+		}
 		return nil, fmt.Errorf("%w: %v", ErrServer, err)
 	}
-	return resp, nil
 }
 
 // call sends body (nil: a GET) to path and decodes a 200 answer into out.
