@@ -198,7 +198,7 @@ func share(s Share) string {
 	return fmt.Sprintf("%.2f%% ± %.2f%% (%d/%d)", 100*float64(s.Value), 100*float64(s.Sigma), s.Count, s.Of)
 }
 
-func ratio(r Ratio) string { return fmt.Sprintf("%.4g ± %.2g", float64(r.Value), float64(r.Sigma)) }
+func ratio(r Ratio) string { return fmt.Sprintf("%.6g ± %.2g", float64(r.Value), float64(r.Sigma)) }
 
 func (r *Report) countInvariance(status string) int {
 	n := 0

@@ -36,9 +36,13 @@ type Result struct {
 	RefErrF64      *Float   `json:"torch_err_f64"`
 	Worst          *Element `json:"worst"`
 	Message        string   `json:"message,omitempty"`
-	rank           int      // forward order, for bisect
-	caseIndex      int      // order of the case in the manifest
-	stats          *Stats   // nil when not compared
+	// ServerMargin is, for a greedy check of an engine that parted from
+	// the reference, the engine's top-1 − top-2 log-probability at that
+	// step, where its API shows it: how near a tie the flip was.
+	ServerMargin *Float `json:"server_margin,omitempty"`
+	rank         int    // forward order, for bisect
+	caseIndex    int    // order of the case in the manifest
+	stats        *Stats // nil when not compared
 }
 
 // Element locates one tensor element for a person: Axes names each index.

@@ -146,6 +146,7 @@ func greedyIDResults(rc *refCase, ids []int, steps [][]alt) []checkpoints.Result
 		r := checkpoints.CompareIDs(10, "greedy", rc.ID, ids[:min(1, len(ids))], []int{rc.Greedy})
 		if !r.Passed {
 			r.AppendNote(marginNote(rc, steps, 0))
+			r.ServerMargin = stepMargin(steps, 0)
 		}
 		out = append(out, r)
 	}
@@ -153,6 +154,7 @@ func greedyIDResults(rc *refCase, ids []int, steps [][]alt) []checkpoints.Result
 		r := checkpoints.CompareIDs(12, "generation", rc.ID, ids, rc.Gen.Tokens[:rc.GenN])
 		if !r.Passed && r.Worst != nil {
 			r.AppendNote(marginNote(rc, steps, r.Worst.Index[0]))
+			r.ServerMargin = stepMargin(steps, r.Worst.Index[0])
 		}
 		out = append(out, r)
 	}
@@ -176,6 +178,7 @@ func greedyTextResult(rc *refCase, name, text string, steps [][]alt) checkpoints
 	}
 	if at >= 0 {
 		r.AppendNote(fmt.Sprintf("the server's narrowest top-1 − top-2 over the %d steps: %.3g at step %d", len(steps), best, at))
+		r.ServerMargin = stepMargin(steps, at)
 	}
 	return r
 }
@@ -193,6 +196,15 @@ func marginNote(rc *refCase, steps [][]alt, step int) string {
 		server = fmt.Sprintf("%.3g", altMargin(steps[step]))
 	}
 	return fmt.Sprintf("top-1 − top-2 at step %d: reference %s, server %s", step, ref, server)
+}
+
+// stepMargin is the server's top-1 − top-2 at step, nil where unknown.
+func stepMargin(steps [][]alt, step int) *checkpoints.Float {
+	if step >= len(steps) || len(steps[step]) < 2 {
+		return nil
+	}
+	m := checkpoints.Float(altMargin(steps[step]))
+	return &m
 }
 
 func altMargin(alts []alt) float64 {
