@@ -21,7 +21,8 @@ func runCorpus(ctx context.Context, e engine, c *corpusSet, top, chunks int, pro
 		chunks = m.Chunks
 	}
 	var eng, torch side
-	targetHidden := 0
+	targetHidden, skipped, ambiguous := 0, 0, 0
+	skipWhy := ""
 	for ch := range chunks {
 		if progress != nil {
 			progress("corpus: chunk %d/%d (%d positions scored)", ch+1, chunks, ch*perChunk)
@@ -36,10 +37,14 @@ func runCorpus(ctx context.Context, e engine, c *corpusSet, top, chunks int, pro
 		for j, fp := range f {
 			p := ch*perChunk + j
 			pos := c.position(p)
-			for _, a := range fp.alts {
-				if a.ID == byText {
-					return nil, fmt.Errorf("the API names alternatives by text only: the corpus verdict needs token ids")
-				}
+			if fp.skip != "" {
+				skipped++
+				skipWhy = fp.skip
+				continue
+			}
+			alts, unnamed := namedOnly(fp.alts)
+			if unnamed {
+				ambiguous++
 			}
 			lp := fp.lp
 			if math.IsNaN(lp) {
@@ -48,14 +53,24 @@ func runCorpus(ctx context.Context, e engine, c *corpusSet, top, chunks int, pro
 			if math.IsNaN(lp) {
 				targetHidden++
 			}
-			eng.add(pos, fp.alts, lp)
-			torch.add(pos, pos.torchAlts(top), float64(c.tlp32[p]))
+			eng.add(pos, alts, lp, unnamed && topIsUnnamed(fp.alts))
+			torch.add(pos, pos.torchAlts(top), float64(c.tlp32[p]), false)
 			torch.exactKL += c.kl32[p]
 		}
 	}
-	n := chunks * perChunk
+	n := eng.n
+	if n == 0 {
+		return nil, fmt.Errorf("corpus: no position could be asked (%s)", skipWhy)
+	}
 	out := &checkpoints.Corpus{Dir: c.dir, Positions: n, TopK: top, Engine: eng.summary(), Torch: torch.summary(),
-		TorchKLExact: checkpoints.Float(torch.exactKL / float64(n))}
+		TorchKLExact: checkpoints.Float(torch.exactKL / float64(n)), Skipped: skipped}
+	if skipped > 0 {
+		out.SkipWhy = "the API could not be asked them; the last: " + skipWhy
+	}
+	if ambiguous > 0 {
+		out.Notes = append(out.Notes, fmt.Sprintf("at %d positions the server named an alternative by a text several tokens share: it counts in the tail bucket, and where it was the top one, top-1 agreement leaves the position out (%d)",
+			ambiguous, eng.n-eng.top1Known))
+	}
 	if chunks < m.Chunks {
 		out.Notes = append(out.Notes, fmt.Sprintf("the first %d of the set's %d chunks", chunks, m.Chunks))
 	}
@@ -112,26 +127,53 @@ func (s scored) torchAlts(top int) []alt {
 	return alts[:min(top, len(alts))]
 }
 
+// namedOnly drops the alternatives an API named by a text several tokens
+// share, and says whether there were any.
+func namedOnly(alts []alt) ([]alt, bool) {
+	out := make([]alt, 0, len(alts))
+	for _, a := range alts {
+		if a.ID != byText {
+			out = append(out, a)
+		}
+	}
+	return out, len(out) < len(alts)
+}
+
+// topIsUnnamed reports whether the most likely alternative has no id.
+func topIsUnnamed(alts []alt) bool {
+	best := alt{LogProb: math.Inf(-1)}
+	for _, a := range alts {
+		if a.LogProb > best.LogProb {
+			best = a
+		}
+	}
+	return best.ID == byText
+}
+
 // side accumulates one engine's per-position statistics.
 type side struct {
 	kl, dp, dlp []float64
 	agree, n    int
+	top1Known   int
 	exactKL     float64
 	noTarget    bool
 }
 
 // add scores one position: the engine listed alts and gave lp (NaN: not
-// known) for the next token.
-func (sd *side) add(s scored, alts []alt, lp float64) {
+// known) for the next token; topUnknown when its top-1 has no id.
+func (sd *side) add(s scored, alts []alt, lp float64, topUnknown bool) {
 	sd.n++
 	sd.kl = append(sd.kl, klBound(s, alts, lp))
+	if !topUnknown {
+		sd.top1Known++
+	}
 	best := alt{ID: -1, LogProb: math.Inf(-1)}
 	for _, a := range alts {
 		if a.LogProb > best.LogProb || (a.LogProb == best.LogProb && a.ID < best.ID) {
 			best = a
 		}
 	}
-	if len(s.ids) > 0 && best.ID == int(s.ids[0]) {
+	if !topUnknown && len(s.ids) > 0 && best.ID == int(s.ids[0]) {
 		sd.agree++
 	}
 	if math.IsNaN(lp) {
@@ -172,7 +214,7 @@ func klBound(s scored, alts []alt, lp float64) float64 {
 }
 
 func (sd *side) summary() checkpoints.CorpusSide {
-	out := checkpoints.CorpusSide{KL: stat(sd.kl, sd.kl), Top1: shareOf(sd.agree, sd.n)}
+	out := checkpoints.CorpusSide{KL: stat(sd.kl, sd.kl), Top1: shareOf(sd.agree, sd.top1Known)}
 	if sd.noTarget || len(sd.dp) == 0 {
 		return out
 	}

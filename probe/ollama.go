@@ -41,6 +41,7 @@ type ollamaLogprob struct {
 type ollamaAnswer struct {
 	Response        string          `json:"response"`
 	Done            bool            `json:"done"`
+	DoneReason      string          `json:"done_reason"`
 	PromptEvalCount *int            `json:"prompt_eval_count"`
 	Logprobs        []ollamaLogprob `json:"logprobs"`
 	Error           string          `json:"error"`
@@ -49,9 +50,13 @@ type ollamaAnswer struct {
 // errTextPrompt marks token sequences a text prompt cannot carry (an API
 // limit); errTokenCount a server that tokenized a text otherwise than the
 // reference (a failure).
+// errEndOfText marks an answer whose generated token gave no text (the
+// end of text, or bytes of a character not yet complete): Ollama reports
+// log-probabilities with text pieces, so none for it (an API limit).
 var (
 	errTextPrompt = errors.New("not representable as a text prompt")
 	errTokenCount = errors.New("tokenized otherwise")
+	errEndOfText  = errors.New("the greedy token gave no text (end of text, or part of a character), and Ollama reports log-probabilities with text only")
 )
 
 type ollamaEngine struct {
@@ -168,7 +173,7 @@ func (e *ollamaEngine) call(ctx context.Context, prompt []int, n, top int, strea
 			a.Response += c.Response
 			a.Logprobs = append(a.Logprobs, c.Logprobs...)
 			if c.Done {
-				a.Done, a.PromptEvalCount = true, c.PromptEvalCount
+				a.Done, a.PromptEvalCount, a.DoneReason = true, c.PromptEvalCount, c.DoneReason
 			}
 			return c.Done, nil
 		})
@@ -181,6 +186,8 @@ func (e *ollamaEngine) call(ctx context.Context, prompt []int, n, top int, strea
 		return ollamaAnswer{}, fmt.Errorf("%w: /api/generate answered without done", ErrServer)
 	case a.PromptEvalCount == nil || *a.PromptEvalCount != len(prompt):
 		return ollamaAnswer{}, fmt.Errorf("%w: the server counted %s prompt tokens for %q, which the reference encodes as %d", errTokenCount, intOrNone(a.PromptEvalCount), text, len(prompt))
+	case top > 0 && len(a.Logprobs) == 0 && a.Response == "":
+		return ollamaAnswer{}, errEndOfText
 	case top > 0 && len(a.Logprobs) == 0:
 		return ollamaAnswer{}, fmt.Errorf("%w: /api/generate answered without logprobs (Ollama before 0.12?)", ErrServer)
 	}
@@ -236,7 +243,7 @@ func (e *ollamaEngine) force(ctx context.Context, tokens []int, from, top int) (
 	var out []forced
 	for j := from; j < len(tokens)-1; j++ {
 		a, err := e.call(ctx, tokens[:j+1], 1, max(top, 1), false)
-		if errors.Is(err, errTextPrompt) || errors.Is(err, errTokenCount) {
+		if errors.Is(err, errTextPrompt) || errors.Is(err, errTokenCount) || errors.Is(err, errEndOfText) {
 			out = append(out, forced{lp: nan(), skip: err.Error()})
 			continue
 		}
@@ -297,6 +304,10 @@ func runOllama(ctx context.Context, p *prober) ([]checkpoints.Result, error) {
 		p.limits = append(p.limits, checkpoints.Limit{Check: "text prompts",
 			Why: fmt.Sprintf("%d prompts are token sequences whose text the reference's tokenizer encodes otherwise; they were not sent", n.textSkipped)})
 	}
+	if n.endOfText > 0 {
+		p.limits = append(p.limits, checkpoints.Limit{Check: "prompt rows",
+			Why: fmt.Sprintf("at %d kept rows %s", n.endOfText, errEndOfText)})
+	}
 	if rows > listed {
 		p.limits = append(p.limits, checkpoints.Limit{Check: "prompt log-probabilities",
 			Why: fmt.Sprintf("the next prompt token was among the server's top %d at %d of %d kept rows; only those are compared", min(p.opt.TopK, ollamaMaxTop), listed, rows)})
@@ -305,7 +316,7 @@ func runOllama(ctx context.Context, p *prober) ([]checkpoints.Result, error) {
 }
 
 // ollamaCounts tally what the API let the cases compare.
-type ollamaCounts struct{ listed, rows, textSkipped int }
+type ollamaCounts struct{ listed, rows, textSkipped, endOfText int }
 
 func (p *prober) ollamaCase(ctx context.Context, e *ollamaEngine, rc *refCase, n *ollamaCounts) ([]checkpoints.Result, error) {
 	var out []checkpoints.Result
@@ -318,6 +329,9 @@ func (p *prober) ollamaCase(ctx context.Context, e *ollamaEngine, rc *refCase, n
 			switch {
 			case errors.Is(err, errTextPrompt):
 				n.textSkipped++
+				continue
+			case errors.Is(err, errEndOfText):
+				n.endOfText++
 				continue
 			case errors.Is(err, errTokenCount):
 				out = append(out, checkpoints.Failed(12, "tokenize", rc.ID, "position %d: %v", pos, err))
@@ -357,8 +371,8 @@ func (p *prober) ollamaCase(ctx context.Context, e *ollamaEngine, rc *refCase, n
 	if rc.Gen != nil {
 		g, err := e.generate(ctx, genRequest{prompt: rc.Tokens, n: rc.GenN, top: p.opt.TopK})
 		switch {
-		case errors.Is(err, errTextPrompt):
-			n.textSkipped++
+		case errors.Is(err, errTextPrompt) || errors.Is(err, errEndOfText):
+			p.limits = append(p.limits, checkpoints.Limit{Check: "case " + rc.ID + " generation", Why: err.Error()})
 			return out, nil
 		case errors.Is(err, errTokenCount):
 			return append(out, checkpoints.Failed(12, "tokenize", rc.ID, "%v", err)), nil
