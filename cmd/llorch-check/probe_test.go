@@ -6,6 +6,8 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -14,6 +16,7 @@ import (
 
 	"github.com/llorch/llorch-check/checkpoints"
 	"github.com/llorch/llorch-check/internal/fixture"
+	"github.com/llorch/llorch-check/internal/httprecord"
 )
 
 // startServe runs serve with args and waits until it is ready.
@@ -65,7 +68,8 @@ func TestProbeCLIFaults(t *testing.T) {
 func TestProbeCLIRejectsFlags(t *testing.T) {
 	for _, args := range [][]string{
 		{"--api", "grpc"}, {"--top-k", "1"}, {"--every", "-1s"}, {"--metrics-addr", "127.0.0.1:0"},
-		{"--every", "1m", "--metrics-addr", "nonsense"}, {"--format", "xml"},
+		{"--every", "1m", "--metrics-addr", "nonsense"}, {"--format", "xml"}, {"--corpus-chunks", "-1"},
+		{"--every", "1m", "--record", "x.jsonl"},
 	} {
 		code, _, stderr := runCLI(t, append([]string{"probe", "--endpoint", "http://127.0.0.1:1"}, args...)...)
 		require.Equal(t, exitBadInput, code, "%v", args)
@@ -147,4 +151,52 @@ func TestProbeCLIBadEndpoints(t *testing.T) {
 			require.Contains(t, stderr, tc.says)
 		})
 	}
+}
+
+// TestProbeCLICorpusAndRecord: --corpus adds the distribution verdict
+// (serve, Go's float32, within a few times PyTorch float32's own
+// divergence), --record keeps every exchange, also when the probe ends
+// in an error, and a corpus set of other weights is exit 2.
+func TestProbeCLICorpusAndRecord(t *testing.T) {
+	base, stop := startServe(t)
+	defer stop()
+	corpus := filepath.Join(fixture.Root(), "testdata", "references", "tiny-gpt2-corpus")
+	rec := filepath.Join(t.TempDir(), "rec.jsonl.gz")
+	code, out, stderr := runCLI(t, "probe", "--endpoint", base, "--references", fixture.TinyReferences(),
+		"--corpus", corpus, "--corpus-chunks", "2", "--record", rec, "--format", "json")
+	require.Equal(t, exitOK, code, stderr)
+	var rep checkpoints.Report
+	require.NoError(t, json.Unmarshal([]byte(out), &rep))
+	require.NotNil(t, rep.Corpus)
+	require.Equal(t, 2*63, rep.Corpus.Positions)
+	require.Equal(t, rep.Corpus.Positions, rep.Corpus.Engine.Top1.Of)
+	require.NotNil(t, rep.Corpus.Engine.PPLRatio, "echo gives every next token's log-probability")
+	require.Less(t, float64(rep.Corpus.Times.Value), 10.0, "Go's float32 forward is as close to the truth as PyTorch's")
+	ex, err := httprecord.Read(rec)
+	require.NoError(t, err)
+	require.NotEmpty(t, ex)
+	require.Equal(t, "GET", ex[0].Method)
+
+	// The recording is written when the server stops answering its API too.
+	down := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { http.Error(w, "boom", 500) }))
+	defer down.Close()
+	code, _, _ = runCLI(t, "probe", "--endpoint", down.URL, "--references", fixture.TinyReferences(), "--api", "openai", "--record", rec)
+	require.Equal(t, exitBadInput, code)
+	ex, err = httprecord.Read(rec)
+	require.NoError(t, err)
+	require.Equal(t, 500, ex[len(ex)-1].Status)
+
+	other := fixture.CopyDir(t, corpus)
+	manifest := filepath.Join(other, "corpus.json")
+	b, err := os.ReadFile(manifest)
+	require.NoError(t, err)
+	var m map[string]any
+	require.NoError(t, json.Unmarshal(b, &m))
+	m["model"].(map[string]any)["weights_sha256"] = strings.Repeat("0", 64)
+	b, err = json.Marshal(m)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(manifest, b, 0o644))
+	code, _, stderr = runCLI(t, "probe", "--endpoint", base, "--references", fixture.TinyReferences(), "--corpus", other)
+	require.Equal(t, exitBadInput, code)
+	require.Contains(t, stderr, "not the same model")
 }
