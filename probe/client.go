@@ -134,18 +134,29 @@ func (c *client) call(ctx context.Context, path string, body, out any) error {
 	return nil
 }
 
+// post sends body to path for a streamed answer: the response when it is
+// 200 OK, else the status as an error.
+func (c *client) post(ctx context.Context, path string, body any) (*http.Response, error) {
+	resp, err := c.request(ctx, http.MethodPost, path, body)
+	if err != nil {
+		return nil, err
+	}
+	if resp.StatusCode != http.StatusOK {
+		defer resp.Body.Close()
+		data, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+		return nil, &statusError{code: resp.StatusCode, msg: fmt.Sprintf("POST %s%s answered %d: %.300s", c.base, path, resp.StatusCode, data)}
+	}
+	return resp, nil
+}
+
 // sse posts body to path and hands each Server-Sent Event to fn until the
 // stream ends or fn returns done.
 func (c *client) sse(ctx context.Context, path string, body any, fn func(event string, data []byte) (done bool, err error)) error {
-	resp, err := c.request(ctx, http.MethodPost, path, body)
+	resp, err := c.post(ctx, path, body)
 	if err != nil {
 		return err
 	}
 	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		data, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
-		return fmt.Errorf("%w: POST %s%s answered %d: %.300s", ErrServer, c.base, path, resp.StatusCode, data)
-	}
 	if ct := resp.Header.Get("Content-Type"); !strings.HasPrefix(ct, "text/event-stream") {
 		return fmt.Errorf("%w: POST %s%s answered Content-Type %q, not an event stream", ErrServer, c.base, path, ct)
 	}
@@ -185,15 +196,11 @@ func (c *client) sse(ctx context.Context, path string, body any, fn func(event s
 // JSON stream (Ollama's) to fn until fn returns done; a stream that ends
 // first was truncated.
 func (c *client) ndjson(ctx context.Context, path string, body any, fn func(line []byte) (done bool, err error)) error {
-	resp, err := c.request(ctx, http.MethodPost, path, body)
+	resp, err := c.post(ctx, path, body)
 	if err != nil {
 		return err
 	}
 	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		data, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
-		return &statusError{code: resp.StatusCode, msg: fmt.Sprintf("POST %s%s answered %d: %.300s", c.base, path, resp.StatusCode, data)}
-	}
 	sc := bufio.NewScanner(io.LimitReader(resp.Body, maxAnswer))
 	sc.Buffer(make([]byte, 0, 64<<10), 1<<20)
 	for sc.Scan() {

@@ -227,17 +227,24 @@ func (p *prober) llamaCase(ctx context.Context, e *llamaEngine, rc *refCase) ([]
 			return nil, err
 		}
 		out = append(out, greedyIDResults(rc, g.ids, g.alts)...)
-		if rc.Gen.Text != nil {
-			out = append(out, greedyTextResult(rc, "generation_text", g.text, g.alts))
-		}
-		if len(g.alts) > 0 {
-			if d, ok := nextTop(rc, g.alts[0]); ok {
-				dists = append(dists, d)
-			}
-		}
+		out, dists = generationTail(rc, g, out, dists)
 	}
 	if len(dists) > 0 {
 		out = append(out, topResult(rc.ID, p.opt.TopK, dists))
 	}
 	return out, nil
+}
+
+// generationTail adds a generation's text check and its first step's
+// alternatives.
+func generationTail(rc *refCase, g genAnswer, out []checkpoints.Result, dists []topDist) ([]checkpoints.Result, []topDist) {
+	if rc.Gen.Text != nil {
+		out = append(out, greedyTextResult(rc, "generation_text", g.text, g.alts))
+	}
+	if len(g.alts) > 0 {
+		if d, ok := nextTop(rc, g.alts[0]); ok {
+			dists = append(dists, d)
+		}
+	}
+	return out, dists
 }

@@ -391,14 +391,7 @@ func (p *prober) ollamaCase(ctx context.Context, e *ollamaEngine, rc *refCase, n
 				out = append(out, checkpoints.CompareValues(9, "greedy_logprob", rc.ID, v, checkpoints.Tolerance{}))
 			}
 		}
-		if rc.Gen.Text != nil {
-			out = append(out, greedyTextResult(rc, "generation_text", g.text, g.alts))
-		}
-		if len(g.alts) > 0 {
-			if d, ok := nextTop(rc, g.alts[0]); ok {
-				dists = append(dists, d)
-			}
-		}
+		out, dists = generationTail(rc, g, out, dists)
 	}
 	if len(dists) > 0 {
 		out = append(out, topResult(rc.ID, min(p.opt.TopK, ollamaMaxTop), dists))
