@@ -65,10 +65,10 @@ func runCorpus(ctx context.Context, e engine, c *corpusSet, top, chunks int, pro
 	out := &checkpoints.Corpus{Dir: c.dir, Positions: n, TopK: top, Engine: eng.summary(), Torch: torch.summary(),
 		TorchKLExact: checkpoints.Float(torch.exactKL / float64(n)), Skipped: skipped}
 	if skipped > 0 {
-		out.SkipWhy = "the API could not be asked them; the last: " + skipWhy
+		out.SkipWhy = "the API could not be asked them; the last because " + skipWhy
 	}
 	if ambiguous > 0 {
-		out.Notes = append(out.Notes, fmt.Sprintf("at %d positions the server named an alternative by a text several tokens share: it counts in the tail bucket, and where it was the top one, top-1 agreement leaves the position out (%d)",
+		out.Notes = append(out.Notes, fmt.Sprintf("at %d positions the server named an alternative by a text several tokens share: it counts in the tail bucket; it was the top one at %d of them, which top-1 agreement leaves out",
 			ambiguous, eng.n-eng.top1Known))
 	}
 	if chunks < m.Chunks {

@@ -139,7 +139,7 @@ func (e *ollamaEngine) text(tokens []int) (string, error) {
 		return "", err
 	}
 	if !slices.Equal(e.tok.EncodeSpecial(s), tokens) {
-		return "", fmt.Errorf("%w: the %d tokens decode to %q, which encodes to other tokens", errTextPrompt, len(tokens), s)
+		return "", fmt.Errorf("%w: the %d tokens decode to a text (ending %q) that the reference's tokenizer encodes otherwise", errTextPrompt, len(tokens), tail(s, 24))
 	}
 	return s, nil
 }
@@ -192,6 +192,12 @@ func (e *ollamaEngine) call(ctx context.Context, prompt []int, n, top int, strea
 		return ollamaAnswer{}, fmt.Errorf("%w: /api/generate answered without logprobs (Ollama before 0.12?)", ErrServer)
 	}
 	return a, nil
+}
+
+// tail is the last n runes of s.
+func tail(s string, n int) string {
+	r := []rune(s)
+	return string(r[max(0, len(r)-n):])
 }
 
 // steps reads each generated token's id, log-probability and

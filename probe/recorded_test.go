@@ -78,7 +78,7 @@ func TestRecordedEngines(t *testing.T) {
 			}
 			c := rep.Corpus
 			require.NotNil(t, c)
-			require.Equal(t, 1701, c.Positions)
+			require.Equal(t, 1701, c.Positions+c.Skipped, "every position asked, or skipped with why")
 			require.Greater(t, float64(c.Engine.KL.Mean), float64(c.Engine.KL.Sigma), "a cost with error bars smaller than itself")
 			kl[r.name] = float64(c.Engine.KL.Mean)
 
