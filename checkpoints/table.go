@@ -11,8 +11,21 @@ import (
 	"github.com/olekukonko/tablewriter/tw"
 )
 
-// maxFailureRows bounds the failure table; JSON output has them all.
-const maxFailureRows = 20
+// maxFailureRows bounds the failure table, and maxNoteRunes a note in it;
+// JSON output has them all, whole.
+const (
+	maxFailureRows = 20
+	maxNoteRunes   = 110
+)
+
+// clip shortens s to n runes, marking the cut.
+func clip(s string, n int) string {
+	r := []rune(s)
+	if len(r) <= n {
+		return s
+	}
+	return string(r[:n-1]) + "…"
+}
 
 // NewTable is the project's table style: headers as written, not upper-cased.
 func NewTable(w io.Writer) *tablewriter.Table {
@@ -99,7 +112,7 @@ func (r *Report) writeFailures(w io.Writer) error {
 	for _, f := range fails[:min(len(fails), maxFailureRows)] {
 		t.Append(f.Case, f.Checkpoint, layerString(f.Layer), f.Name,
 			fmt.Sprintf("%d/%d", f.Mismatches, f.Compared), sci(float64(f.MaxAbsErr)), budgetOf(f),
-			f.Worst.where(), f.Worst.got(), f.Worst.want(), f.Message)
+			f.Worst.where(), f.Worst.got(), f.Worst.want(), clip(f.Message, maxNoteRunes))
 	}
 	return t.Render()
 }
