@@ -27,7 +27,7 @@ func invarianceTolerance() checkpoints.Tolerance { return logprobTolerance() }
 func invariance(ctx context.Context, e engine, prompt []int, n, top int) ([]checkpoints.Invariance, error) {
 	ex := e.exposes()
 	base, err := e.generate(ctx, genRequest{prompt: prompt, n: n, top: top})
-	if errors.Is(err, errTextPrompt) {
+	if errors.Is(err, errTextPrompt) || errors.Is(err, errTokenCount) {
 		return []checkpoints.Invariance{notExposed("invariance", err.Error())}, nil
 	}
 	if err != nil {

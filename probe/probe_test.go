@@ -154,9 +154,14 @@ func TestProbeCatchesFaults(t *testing.T) {
 // TestProbeBadEndpoints: unreachable, erroring or garbage-answering servers
 // are errors, never a pass.
 func TestProbeBadEndpoints(t *testing.T) {
+	_, tok := tinyModel(t, model.FaultNone)
 	for _, tc := range badEndpoints(t) {
 		t.Run(tc.name, func(t *testing.T) {
-			rep, err := Run(context.Background(), tinySet(t), Options{Endpoint: tc.endpoint, API: tc.api})
+			opt := Options{Endpoint: tc.endpoint, API: tc.api, Tokenizer: tok}
+			if tc.api == "ollama" {
+				opt.Model = "m" // else asked of /api/tags
+			}
+			rep, err := Run(context.Background(), tinySet(t), opt)
 			if tc.fails != 0 {
 				require.NoError(t, err)
 				require.False(t, rep.Passed)
