@@ -44,7 +44,7 @@ func serve(t *testing.T, fault model.Fault) string {
 	return ts.URL
 }
 
-func tinySet(t *testing.T) *references.Set {
+func tinySet(t testing.TB) *references.Set {
 	t.Helper()
 	set, err := references.Open(fixture.TinyReferences())
 	require.NoError(t, err)

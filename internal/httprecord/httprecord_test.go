@@ -83,3 +83,27 @@ func TestReadRejectsGarbage(t *testing.T) {
 func writeString(path, s string) error {
 	return os.WriteFile(path, []byte(s), 0o644)
 }
+
+// FuzzRead: any recording file, plain or gzipped, is read or refused with
+// an error naming it; never a panic.
+func FuzzRead(f *testing.F) {
+	f.Add([]byte(`{"method":"GET","path":"/health","status":200,"answer":"{}"}` + "\n"))
+	f.Add([]byte("not json\n"))
+	f.Add([]byte{0x1f, 0x8b, 0x08, 0x00})
+	f.Fuzz(func(t *testing.T, data []byte) {
+		for _, name := range []string{"r.jsonl", "r.jsonl.gz"} {
+			path := filepath.Join(t.TempDir(), name)
+			if err := os.WriteFile(path, data, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			ex, err := Read(path)
+			if err != nil {
+				if !strings.Contains(err.Error(), path) {
+					t.Fatalf("error %q does not name %s", err, path)
+				}
+				continue
+			}
+			NewPlayer(ex) // keys every exchange
+		}
+	})
+}
