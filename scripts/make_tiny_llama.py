@@ -1,0 +1,196 @@
+#!/usr/bin/env python3
+"""Write a tiny Llama-family model (HF layout) with numerics that give the
+checks teeth, as make_tiny_model.py does for GPT-2.
+
+  --arch llama    untied lm_head, rms_norm_eps 1e-5
+  --arch llama3   llama with rope_scaling type llama3 (factor 8, low 1,
+                  high 4, original_max_position_embeddings 64, so that every
+                  regime of the rescaling is hit at a 128-token context),
+                  tied lm_head (keeps the committed file at 4 MB)
+  --arch qwen2    q/k/v biases, tied lm_head, rms_norm_eps 1e-6
+  --arch qwen3    per-head q_norm/k_norm, head_dim 32 (hidden/heads = 16), untied
+  --arch phi3     fused qkv_proj and gate_up_proj, untied, rms_norm_eps 1e-5
+
+All: hidden 64, 2 layers, 4 query heads, 2 KV heads (GQA ratio 2),
+intermediate 128, context 128, rope_theta 10000. Vocabulary: Llama 2's
+SentencePiece (32000 tokens, llama.cpp's ggml-vocab-llama-spm.gguf) for
+llama and llama3; Phi-3's (32064, ggml-vocab-phi-3.gguf) for phi3. Qwen's
+vocabulary is not available as GGUF here: qwen2/qwen3 take vocab_size 32000
+and the Llama vocabulary's ids (bos 1, eos 2) for their weights' shapes.
+
+Scales (C = hidden, layer i), drawn from np.random.default_rng(seed) in a
+fixed order and stored as float16 (the norms too):
+  embed    rows N(0, s²), s = 0.07·exp(0.2·N), 15% of rows 0.025·exp(0.2·N):
+           mean squares ~6e-4, where rms_norm_eps 1e-5 vs 1e-6 moves
+           attn_norm by ~1e-2.
+  norms    exp(0.2·N); the final norm 4.5·exp(0.2·N), 0.1 on the outlier
+           channels, so logits have a std of a few units.
+  q, k     N(0, 0.22²) (Qwen3: q_norm/k_norm weights 2·exp(0.2·N)): scores
+           with a std of a few units, so attention is peaked and RoPE's pair
+           layout changes it at O(1).
+  v        N(0, 0.15²); o_proj N(0, (0.06·(i+1))²).
+  biases   Qwen2: q, v N(0, 0.1²), k N(0, 0.5²) (Qwen2's k biases are large).
+  gate,up  N(0, 0.18²): pre-SiLU values within about [-5, 5].
+  down     N(0, (0.05·(i+1))²), columns of three outlier channels 5x.
+  lm_head  (untied) rows like embed's, drawn separately.
+Deterministic: the same arguments give the same bytes.
+"""
+
+import argparse
+import json
+import os
+import sys
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+from safetensors_io import write_safetensors  # noqa: E402
+
+PEERS = os.path.join(os.path.dirname(os.path.dirname(HERE)), "shared", "peers", "llama.cpp")
+VOCAB_GGUF = {"llama": "ggml-vocab-llama-spm.gguf", "llama3": "ggml-vocab-llama-spm.gguf",
+              "qwen2": "ggml-vocab-llama-spm.gguf", "qwen3": "ggml-vocab-llama-spm.gguf",
+              "phi3": "ggml-vocab-phi-3.gguf"}
+ARCHS = tuple(VOCAB_GGUF)
+OUTLIERS = (5, 23, 41)
+L, H, HKV, C, I, P = 2, 4, 2, 64, 128, 128
+
+
+def head_dim(arch):
+    return 32 if arch == "qwen3" else C // H
+
+
+def vocab_size(arch):
+    return 32064 if arch == "phi3" else 32000
+
+
+def tied(arch):
+    return arch in ("llama3", "qwen2")
+
+
+def config(arch):
+    V, D = vocab_size(arch), head_dim(arch)
+    common = {"hidden_act": "silu", "hidden_size": C, "initializer_range": 0.02, "intermediate_size": I,
+              "max_position_embeddings": P, "num_attention_heads": H, "num_hidden_layers": L,
+              "num_key_value_heads": HKV, "rope_theta": 10000.0, "tie_word_embeddings": tied(arch),
+              "torch_dtype": "float16", "use_cache": True, "vocab_size": V, "attention_dropout": 0.0}
+    if arch in ("llama", "llama3"):
+        c = dict(common, architectures=["LlamaForCausalLM"], model_type="llama", attention_bias=False,
+                 mlp_bias=False, bos_token_id=1, eos_token_id=2, head_dim=D, pretraining_tp=1,
+                 rms_norm_eps=1e-5, rope_scaling=None)
+        if arch == "llama3":
+            c["rope_scaling"] = {"factor": 8.0, "high_freq_factor": 4.0, "low_freq_factor": 1.0,
+                                 "original_max_position_embeddings": 64, "rope_type": "llama3"}
+        return c
+    if arch == "qwen2":
+        return dict(common, architectures=["Qwen2ForCausalLM"], model_type="qwen2", bos_token_id=1,
+                    eos_token_id=2, max_window_layers=L, rms_norm_eps=1e-6, rope_scaling=None,
+                    sliding_window=None, use_sliding_window=False)
+    if arch == "qwen3":
+        return dict(common, architectures=["Qwen3ForCausalLM"], model_type="qwen3", attention_bias=False,
+                    bos_token_id=1, eos_token_id=2, head_dim=D, max_window_layers=L, rms_norm_eps=1e-6,
+                    rope_scaling=None, sliding_window=None, use_sliding_window=False)
+    return dict(common, architectures=["Phi3ForCausalLM"], model_type="phi3", bos_token_id=1,
+                eos_token_id=32000, pad_token_id=32000, embd_pdrop=0.0, resid_pdrop=0.0,
+                original_max_position_embeddings=P, partial_rotary_factor=1.0, rms_norm_eps=1e-5,
+                rope_scaling=None, sliding_window=None)
+
+
+def make_weights(arch, seed):
+    rng = np.random.default_rng(seed)
+    V, D = vocab_size(arch), head_dim(arch)
+    out = [c % C for c in OUTLIERS]
+
+    def rows(n):
+        small = rng.random((n, 1)) < 0.15
+        s = np.where(small, 0.025, 0.07) * np.exp(0.2 * rng.standard_normal((n, 1)))
+        return rng.standard_normal((n, C)) * s
+
+    w = {"model.embed_tokens.weight": rows(V)}
+    for i in range(L):
+        p = f"model.layers.{i}."
+        w[p + "input_layernorm.weight"] = np.exp(0.2 * rng.standard_normal(C))
+        w[p + "post_attention_layernorm.weight"] = np.exp(0.2 * rng.standard_normal(C))
+        q = 0.22 * rng.standard_normal((H * D, C))
+        k = 0.22 * rng.standard_normal((HKV * D, C))
+        v = 0.15 * rng.standard_normal((HKV * D, C))
+        if arch == "phi3":
+            w[p + "self_attn.qkv_proj.weight"] = np.concatenate([q, k, v])
+        else:
+            w[p + "self_attn.q_proj.weight"], w[p + "self_attn.k_proj.weight"] = q, k
+            w[p + "self_attn.v_proj.weight"] = v
+        if arch == "qwen2":
+            w[p + "self_attn.q_proj.bias"] = 0.1 * rng.standard_normal(H * D)
+            w[p + "self_attn.k_proj.bias"] = 0.5 * rng.standard_normal(HKV * D)
+            w[p + "self_attn.v_proj.bias"] = 0.1 * rng.standard_normal(HKV * D)
+        if arch == "qwen3":
+            w[p + "self_attn.q_norm.weight"] = 2.0 * np.exp(0.2 * rng.standard_normal(D))
+            w[p + "self_attn.k_norm.weight"] = 2.0 * np.exp(0.2 * rng.standard_normal(D))
+        w[p + "self_attn.o_proj.weight"] = 0.06 * (i + 1) * rng.standard_normal((C, H * D))
+        gate = 0.18 * rng.standard_normal((I, C))
+        up = 0.18 * rng.standard_normal((I, C))
+        if arch == "phi3":
+            w[p + "mlp.gate_up_proj.weight"] = np.concatenate([gate, up])
+        else:
+            w[p + "mlp.gate_proj.weight"], w[p + "mlp.up_proj.weight"] = gate, up
+        down = 0.05 * (i + 1) * rng.standard_normal((C, I))
+        down[out, :] *= 5.0
+        w[p + "mlp.down_proj.weight"] = down
+    g = 4.5 * np.exp(0.2 * rng.standard_normal(C))
+    g[out] = 0.1
+    w["model.norm.weight"] = g
+    if not tied(arch):
+        w["lm_head.weight"] = rows(V)
+    return w
+
+
+README = """# {name}
+
+A randomly initialised {model_type} model ({L} layers, {H} query heads, {HKV}
+KV heads, hidden {C}, head_dim {D}, intermediate {I}, context {P}, vocab_size
+{V}{tie}) for llorch-check's Llama-family tests. Not trained; its weight
+scales make RMSNorm eps, the RoPE layout, GQA and the SwiGLU visible at the
+test tolerances (scripts/make_tiny_llama.py). Weights float16.
+
+Vocabulary: {vocab}
+
+Generated, do not edit:
+
+    python3 scripts/make_tiny_llama.py --arch {arch} --seed {seed} --out <dir>
+"""
+
+
+def write_model(arch, out, seed):
+    cfg = config(arch)
+    w = make_weights(arch, seed)
+    os.makedirs(out, exist_ok=True)
+    write_safetensors(os.path.join(out, "model.safetensors"),
+                      {k: ("F16", v.astype("<f2")) for k, v in w.items()}, metadata={"format": "pt"})
+    with open(os.path.join(out, "config.json"), "w", encoding="utf-8") as f:
+        f.write(json.dumps(cfg, indent=2, sort_keys=True) + "\n")
+    vg = VOCAB_GGUF[arch]
+    if arch in ("qwen2", "qwen3"):
+        vocab = (f"Qwen's is not available as GGUF here, so the ids are those of\n"
+                 f"llama.cpp's {vg} (Llama 2 SentencePiece, 32000 tokens;\n"
+                 f"bos 1, eos 2), which scripts/gguf_write.py copies into a GGUF file.")
+    else:
+        vocab = (f"llama.cpp's {vg} ({cfg['vocab_size']} tokens, ../shared/peers/llama.cpp),\n"
+                 f"which scripts/gguf_write.py copies into a GGUF file.")
+    with open(os.path.join(out, "README.md"), "w", encoding="utf-8") as f:
+        f.write(README.format(name=os.path.basename(os.path.normpath(out)), model_type=cfg["model_type"],
+                              L=L, H=H, HKV=HKV, C=C, D=head_dim(arch), I=I, P=P, V=cfg["vocab_size"],
+                              tie=", tied lm_head" if tied(arch) else ", untied lm_head", vocab=vocab,
+                              arch=arch, seed=seed))
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--arch", required=True, choices=ARCHS)
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--seed", type=int, default=1234)
+    a = ap.parse_args()
+    write_model(a.arch, a.out, a.seed)
+
+
+if __name__ == "__main__":
+    main()
