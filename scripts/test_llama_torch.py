@@ -181,6 +181,17 @@ class TestForward(unittest.TestCase):
         d = float((base[(0, "scores")][1] - perm[(0, "scores")][1]).tril().abs().max())
         self.assertGreater(d, 1e-2, "RoPE pair layout on scores")
 
+    def test_partial_rotary(self):
+        """partial_rotary_factor 0.5: RoPE turns the first half of each head
+        (with inv_freq over that dimension) and passes the rest through."""
+        m = with_config(load("phi3"), partial_rotary_factor=0.5)
+        self.assertEqual(m["config"]["rotary_dim"], 8)
+        _, cap = run(m, torch.float32)
+        q, qr = cap[(0, "q")][1], cap[(0, "q_rope")][1]
+        self.assertTrue(torch.equal(q[..., 8:], qr[..., 8:]))
+        self.assertTrue(torch.equal(q[:, 0], qr[:, 0]))  # position 0: no rotation
+        self.assertGreater(float((q[..., :8] - qr[..., :8]).abs().max()), 0.1)
+
     def test_kv_cache_matches_full_forward(self):
         for arch in MODELS:
             m = load(arch)
