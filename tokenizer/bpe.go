@@ -74,14 +74,29 @@ func (c candidate) less(d candidate) bool {
 }
 
 // bpeHeap is bpe for long pieces (a megabyte of "aaaa..." must not take
-// quadratic time). Candidates are ordered by (rank, position), so equal
-// pairs still merge left to right; entries made stale by an earlier merge
-// are recognised and dropped when popped.
+// quadratic time).
 func (t *Tokenizer) bpeHeap(out []int32, piece string) []int32 {
-	n := len(piece)
+	ids := make([]int32, len(piece))
+	for i := range ids {
+		ids[i] = t.byteID[piece[i]]
+	}
+	return mergeIDs(out, ids, t.merges)
+}
+
+// mergeIDs merges ids by rank in O(n log n) and appends the result to out.
+// Candidates are ordered by (rank, position), so equal pairs still merge
+// left to right; entries made stale by an earlier merge are recognised and
+// dropped when popped. Hugging Face's BPE (Word::merge_all) works the same
+// way, which is why SentencePiece vocabularies from tokenizer.json use it
+// too (spm_ranked.go).
+func mergeIDs(out []int32, ids []int32, merges map[uint64]merge) []int32 {
+	n := len(ids)
+	if n == 0 {
+		return out
+	}
 	syms := make([]symbol, n)
 	for i := range syms {
-		syms[i] = symbol{id: t.byteID[piece[i]], prev: int32(i - 1), next: int32(i + 1)}
+		syms[i] = symbol{id: ids[i], prev: int32(i - 1), next: int32(i + 1)}
 	}
 	syms[n-1].next = -1
 	h := make(candHeap, 0, n)
@@ -90,7 +105,7 @@ func (t *Tokenizer) bpeHeap(out []int32, piece string) []int32 {
 		if nx < 0 {
 			return
 		}
-		if m, ok := t.merges[pairKey(syms[pos].id, syms[nx].id)]; ok {
+		if m, ok := merges[pairKey(syms[pos].id, syms[nx].id)]; ok {
 			h.push(candidate{rank: m.rank, pos: pos, id: m.id})
 		}
 	}
@@ -104,7 +119,7 @@ func (t *Tokenizer) bpeHeap(out []int32, piece string) []int32 {
 			continue
 		}
 		right := &syms[s.next]
-		if m, ok := t.merges[pairKey(s.id, right.id)]; !ok || m.id != c.id {
+		if m, ok := merges[pairKey(s.id, right.id)]; !ok || m.id != c.id {
 			continue // stale: a neighbour changed since this was pushed
 		}
 		s.id = c.id

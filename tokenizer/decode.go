@@ -16,6 +16,9 @@ func (t *Tokenizer) DecodeBytes(ids []int) ([]byte, error) {
 		}
 		out = append(out, b...)
 	}
+	if t.stripSpace && len(out) > 0 && out[0] == ' ' {
+		out = out[1:] // SentencePiece's dummy prefix
+	}
 	return out, nil
 }
 
@@ -46,6 +49,7 @@ func (t *Tokenizer) idBytes(id int) ([]byte, error) {
 type StreamDecoder struct {
 	t       *Tokenizer
 	pending []byte // an incomplete UTF-8 character awaiting more bytes
+	started bool   // a byte has come out (for SentencePiece's dummy prefix)
 }
 
 // NewStreamDecoder starts an empty stream.
@@ -60,6 +64,12 @@ func (d *StreamDecoder) Add(id int) (string, error) {
 	if err != nil {
 		return "", err
 	}
+	if d.t.stripSpace && !d.started && len(b) > 0 {
+		d.started = true
+		if b[0] == ' ' {
+			b = b[1:] // SentencePiece's dummy prefix, as DecodeBytes drops it
+		}
+	}
 	d.pending = append(d.pending, b...)
 	out, n := appendLossy(nil, d.pending, false)
 	d.pending = append(d.pending[:0], d.pending[n:]...)
@@ -71,6 +81,7 @@ func (d *StreamDecoder) Add(id int) (string, error) {
 func (d *StreamDecoder) Flush() string {
 	out, _ := appendLossy(nil, d.pending, true)
 	d.pending = d.pending[:0]
+	d.started = false
 	return string(out)
 }
 

@@ -14,9 +14,11 @@ const (
 	ggufTokenUserDefined = 4
 )
 
-// FromGGUF loads the tokenizer from GGUF metadata: tokenizer.ggml.model
-// "gpt2", tokenizer.ggml.tokens and tokenizer.ggml.merges, with control and
-// user-defined tokens from tokenizer.ggml.token_type as special tokens.
+// FromGGUF loads the tokenizer from GGUF metadata. tokenizer.ggml.model
+// "gpt2" is byte-level BPE: tokenizer.ggml.tokens and tokenizer.ggml.merges,
+// with control and user-defined tokens from tokenizer.ggml.token_type as
+// special tokens, split as tokenizer.ggml.pre says (gpt-2, llama-bpe,
+// qwen2). "llama" is SentencePiece-style BPE (load_gguf_llama.go).
 func FromGGUF(f *gguf.File) (*Tokenizer, error) {
 	const src = "gguf metadata"
 	wrap := func(err error) error { return fmt.Errorf("%w: %s: %v", ErrFormat, src, err) }
@@ -24,12 +26,16 @@ func FromGGUF(f *gguf.File) (*Tokenizer, error) {
 	if err != nil {
 		return nil, wrap(err)
 	}
-	if model != "gpt2" {
-		return nil, fmt.Errorf("%w: %s: tokenizer.ggml.model is %q, only \"gpt2\" is implemented", ErrFormat, src, model)
+	switch model {
+	case "gpt2":
+	case "llama":
+		return fromGGUFLlama(f)
+	default:
+		return nil, fmt.Errorf("%w: %s: tokenizer.ggml.model %q is not supported: want gpt2, llama", ErrFormat, src, model)
 	}
-	// llama.cpp uses other split patterns for other "pre" values.
-	if pre, err := f.String("tokenizer.ggml.pre"); err == nil && pre != "gpt-2" {
-		return nil, fmt.Errorf("%w: %s: tokenizer.ggml.pre is %q, only \"gpt-2\" is implemented", ErrFormat, src, pre)
+	pre, err := ggufPre(f)
+	if err != nil {
+		return nil, err
 	}
 	tokens, err := f.Strings("tokenizer.ggml.tokens")
 	if err != nil {
@@ -67,5 +73,13 @@ func FromGGUF(f *gguf.File) (*Tokenizer, error) {
 			break
 		}
 	}
-	return build(spec)
+	t, err := build(spec)
+	if err != nil {
+		return nil, err
+	}
+	pre.apply(t)
+	if err := ggufBOS(f, t, pre.addBOS); err != nil {
+		return nil, err
+	}
+	return t, nil
 }

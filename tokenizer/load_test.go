@@ -123,8 +123,9 @@ func TestFromGGUFErrors(t *testing.T) {
 		value     any
 		msg       string
 	}{
-		{"llama model", "tokenizer.ggml.model", "llama", `tokenizer.ggml.model is "llama"`},
-		{"other pre", "tokenizer.ggml.pre", "llama3", `tokenizer.ggml.pre is "llama3"`},
+		{"other model", "tokenizer.ggml.model", "xyz", `tokenizer.ggml.model "xyz" is not supported: want gpt2, llama`},
+		{"llama model without scores", "tokenizer.ggml.model", "llama", "key not found: tokenizer.ggml.scores"},
+		{"other pre", "tokenizer.ggml.pre", "xyz", `tokenizer.ggml.pre "xyz" is not supported: want gpt-2, llama-bpe, qwen2`},
 		{"tokens not strings", "tokenizer.ggml.tokens", gguf.Array{Elem: gguf.TypeInt32, Values: []int32{1}}, "want array of string"},
 		{"merges missing", "tokenizer.ggml.merges", nil, "key not found: tokenizer.ggml.merges"},
 		{"bad merge", "tokenizer.ggml.merges", gguf.Array{Elem: gguf.TypeString, Values: []string{"abc"}}, "tokenizer.ggml.merges[0]"},

@@ -7,33 +7,68 @@ import (
 	"os"
 )
 
-// LoadTokenizerJSON loads a Hugging Face fast-tokenizer file whose model is
-// BPE with the ByteLevel pre-tokenizer, i.e. GPT-2's scheme. Configurations
-// that would tokenize differently (a normalizer, add_prefix_space, no
-// regex split) are rejected rather than silently ignored. Its added tokens
-// are special tokens, matched by EncodeSpecial only.
+// LoadTokenizerJSON loads a Hugging Face fast-tokenizer file whose model
+// is BPE: GPT-2's scheme (the ByteLevel pre-tokenizer), Llama 3's and
+// Qwen2's (a Split regex, then ByteLevel; load_tokenizer_json_llama.go), or
+// SentencePiece's (byte_fallback). Configurations that would tokenize
+// differently (another normalizer, add_prefix_space, another regex) are
+// rejected rather than silently ignored. Its added tokens are special
+// tokens, matched by EncodeSpecial only.
 func LoadTokenizerJSON(path string) (*Tokenizer, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("tokenizer: %w", err)
 	}
-	var tj struct {
-		AddedTokens []struct {
-			ID      int    `json:"id"`
-			Content string `json:"content"`
-		} `json:"added_tokens"`
-		Normalizer   json.RawMessage `json:"normalizer"`
-		PreTokenizer *struct {
-			Type           string `json:"type"`
-			AddPrefixSpace bool   `json:"add_prefix_space"`
-			UseRegex       *bool  `json:"use_regex"`
-		} `json:"pre_tokenizer"`
-		Model struct {
-			Type   string          `json:"type"`
-			Vocab  map[string]int  `json:"vocab"`
-			Merges json.RawMessage `json:"merges"`
-		} `json:"model"`
-	}
+	return parseTokenizerJSON(data, path)
+}
+
+// tokenizerJSON is the part of tokenizer.json the loaders read.
+type tokenizerJSON struct {
+	AddedTokens []struct {
+		ID      int    `json:"id"`
+		Content string `json:"content"`
+		Special bool   `json:"special"`
+	} `json:"added_tokens"`
+	Normalizer    json.RawMessage `json:"normalizer"`
+	PreTokenizer  *preTokJSON     `json:"pre_tokenizer"`
+	Decoder       json.RawMessage `json:"decoder"`
+	PostProcessor json.RawMessage `json:"post_processor"`
+	Model         struct {
+		Type         string          `json:"type"`
+		Vocab        map[string]int  `json:"vocab"`
+		Merges       json.RawMessage `json:"merges"`
+		ByteFallback bool            `json:"byte_fallback"`
+		IgnoreMerges bool            `json:"ignore_merges"`
+		FuseUnk      bool            `json:"fuse_unk"`
+		UnkToken     *string         `json:"unk_token"`
+		Dropout      *float64        `json:"dropout"`
+	} `json:"model"`
+}
+
+// preTokJSON is one pre-tokenizer; Sequence holds others.
+type preTokJSON struct {
+	Type           string `json:"type"`
+	AddPrefixSpace bool   `json:"add_prefix_space"`
+	UseRegex       *bool  `json:"use_regex"`
+	// Split
+	Pattern struct {
+		Regex  *string `json:"Regex"`
+		String *string `json:"String"`
+	} `json:"pattern"`
+	Behavior string `json:"behavior"`
+	Invert   bool   `json:"invert"`
+	// Metaspace
+	Replacement   string `json:"replacement"`
+	PrependScheme string `json:"prepend_scheme"`
+	Split         *bool  `json:"split"`
+	// Sequence
+	Pretokenizers []preTokJSON `json:"pretokenizers"`
+}
+
+// parseTokenizerJSON is LoadTokenizerJSON of the file's bytes; path names
+// it in errors.
+func parseTokenizerJSON(data []byte, path string) (*Tokenizer, error) {
+	var tj tokenizerJSON
 	if err := json.Unmarshal(data, &tj); err != nil {
 		return nil, fmt.Errorf("%w: %s: %v", ErrFormat, path, err)
 	}
@@ -43,6 +78,10 @@ func LoadTokenizerJSON(path string) (*Tokenizer, error) {
 	switch {
 	case tj.Model.Type != "" && tj.Model.Type != "BPE":
 		return nil, unsupported("model type " + tj.Model.Type)
+	case tj.Model.ByteFallback:
+		return spmFromTokenizerJSON(&tj, path)
+	case tj.PreTokenizer != nil && tj.PreTokenizer.Type == "Sequence":
+		return splitFromTokenizerJSON(&tj, path)
 	case len(tj.Normalizer) > 0 && string(tj.Normalizer) != "null":
 		return nil, unsupported("normalizer " + string(tj.Normalizer))
 	case tj.PreTokenizer == nil || tj.PreTokenizer.Type != "ByteLevel":
@@ -52,6 +91,12 @@ func LoadTokenizerJSON(path string) (*Tokenizer, error) {
 	case tj.PreTokenizer.UseRegex != nil && !*tj.PreTokenizer.UseRegex:
 		return nil, unsupported("pre_tokenizer use_regex=false")
 	}
+	return byteLevelFromTokenizerJSON(&tj, path)
+}
+
+// byteLevelFromTokenizerJSON builds GPT-2's byte-level BPE from the model's
+// vocabulary and merges, and the added tokens as special tokens.
+func byteLevelFromTokenizerJSON(tj *tokenizerJSON, path string) (*Tokenizer, error) {
 	tokens, err := tokensByID(tj.Model.Vocab, path)
 	if err != nil {
 		return nil, err

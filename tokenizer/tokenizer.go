@@ -41,6 +41,15 @@ type Tokenizer struct {
 	special []specialToken   // matched by EncodeSpecial, longest first
 	eot     int
 	cache   *cache
+
+	// The Llama family (llama.go); zero for GPT-2, but for bos (-1).
+	split      func(string, func(string)) // pre-tokenizer; nil is GPT-2's pieces
+	wholeToken map[string]int32           // ignore_merges: a piece that is a token is that token
+	normalize  func(string) string        // tokenizer.json's normalizer (Qwen's NFC), or nil
+	spm        *spm                       // SentencePiece-style BPE, in place of byte-level BPE
+	stripSpace bool                       // decoding drops one leading space (SPM's dummy prefix)
+	bos        int                        // beginning-of-sequence token, or -1
+	addBOS     bool                       // the model's files ask for BOS first
 }
 
 type specialToken struct {
@@ -81,6 +90,7 @@ func build(spec vocabSpec) (*Tokenizer, error) {
 		tokens: make([][]byte, len(spec.tokens)),
 		eot:    spec.eot,
 		cache:  newCache(),
+		bos:    -1,
 	}
 	for b := range 256 {
 		id, ok := ids[string(byteToRune[b])]
@@ -183,8 +193,25 @@ func (t *Tokenizer) findSpecial(text string) (int, specialToken) {
 }
 
 func (t *Tokenizer) appendOrdinary(out []int, text string) []int {
+	if t.spm != nil {
+		// SentencePiece sees a fragment whole: it has no pre-tokenizer.
+		return t.spm.appendEncode(out, text, len(out) == 0)
+	}
+	split := pieces
+	if t.split != nil {
+		split = t.split
+		if t.normalize != nil {
+			text = t.normalize(text)
+		}
+	}
 	var scratch []int32
-	pieces(text, func(p string) {
+	split(text, func(p string) {
+		if t.wholeToken != nil {
+			if id, ok := t.wholeToken[p]; ok {
+				out = append(out, int(id))
+				return
+			}
+		}
 		// One and two bytes take at most one lookup: cheaper than the cache.
 		if len(p) == 1 {
 			out = append(out, int(t.byteID[p[0]]))

@@ -1,0 +1,31 @@
+package tokenizer
+
+// The Llama family's tokenizers share the Tokenizer type and its methods
+// with GPT-2's. What differs is set by the loaders:
+//
+//   - SentencePiece-style BPE with byte fallback (Llama 2, Mistral,
+//     TinyLlama, Phi-3): GGUF tokenizer.ggml.model "llama", or a
+//     tokenizer.json whose BPE model has byte_fallback (spm.go).
+//   - Byte-level BPE with a model's own pre-tokenizer: Llama 3
+//     (tokenizer.ggml.pre "llama-bpe", pretokenize_llama3.go) and Qwen2
+//     ("qwen2", pretokenize_qwen2.go); GPT-2's bpe and byte mapping, other
+//     pieces.
+//
+// Encode never matches added or special tokens, for any model, and never
+// adds BOS: llama.cpp and Hugging Face match user-defined (GGUF) and
+// non-special added (tokenizer.json) tokens even in ordinary text, but
+// Encode is for user input, where a token must not be writable as text.
+// EncodeSpecial matches them all.
+
+// BOS returns the beginning-of-sequence token (-1 if the files name none)
+// and whether the model's files ask for it in front of every prompt: GGUF's
+// tokenizer.ggml.add_bos_token (llama.cpp's default when absent: true for
+// "llama" and Llama 3's pre-tokenizer, false otherwise), tokenizer.json's
+// TemplateProcessing post-processor (a special token before $A). Encode
+// never adds it; a caller that wants the model's own prompt prepends it:
+//
+//	ids := tok.Encode(text)
+//	if bos, add := tok.BOS(); add {
+//		ids = append([]int{bos}, ids...)
+//	}
+func (t *Tokenizer) BOS() (id int, add bool) { return t.bos, t.addBOS && t.bos >= 0 }
