@@ -5,8 +5,11 @@ package tokenizer
 // starts as one symbol per character, and the two neighbours whose joined
 // text is a token with the highest score merge, repeatedly (ties: the
 // leftmost pair). A symbol left that is not a token is spelled in bytes.
-// Characters are cut by their lead byte alone, as llama.cpp does, so text
-// that is not UTF-8 still splits (and is spelled in bytes).
+// Characters are cut by their lead byte, as llama.cpp does, except that a
+// lead byte claims only the continuation bytes (0x80-0xBF) that follow it:
+// the same cut for UTF-8, but llama.cpp's would let a stray lead byte
+// swallow the first bytes of the next "▁", which then decode as "▁", not a
+// space. Text that is not UTF-8 thus still comes back byte for byte.
 
 type spmSymbol struct {
 	start, n   int32 // the symbol's text is text[start:start+n]; n 0 once merged away
@@ -41,7 +44,10 @@ func utf8LenLlama(c byte) int32 {
 func (m *spm) appendScored(out []int, text string) []int {
 	syms := make([]spmSymbol, 0, len(text))
 	for off := int32(0); off < int32(len(text)); {
-		n := min(utf8LenLlama(text[off]), int32(len(text))-off)
+		n := int32(1)
+		for want := utf8LenLlama(text[off]); n < want && off+n < int32(len(text)) && text[off+n]&0xC0 == 0x80; {
+			n++
+		}
 		i := int32(len(syms))
 		syms = append(syms, spmSymbol{start: off, n: n, prev: i - 1, next: i + 1})
 		off += n
