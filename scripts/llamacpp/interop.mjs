@@ -4,7 +4,13 @@
 // same file and is fed the same tokens (teacher forcing), and at every step
 // its next-token distribution is compared with ours: does its argmax agree,
 // and by how much do its log-probabilities of our 20 most probable tokens
-// differ. F32 and F16 must agree at every step. Q8_0 is reported: llama.cpp
+// differ. F32 and F16 must agree at every determinate step: one where our
+// top-1 − top-2 margin exceeds twice llama.cpp's largest |Δ log p| there,
+// so that its documented approximations (float16 GELU table, ~1e-2) cannot
+// swap the two. A step inside that is a near-tie, reported with both
+// margins; its argmax depends on the CPU's kernels (prebuilt llama.cpp
+// picks AVX2 or AVX-512 ones), and more than one per case fails, since a
+// file llama.cpp misreads disagrees nearly everywhere. Q8_0 is reported: llama.cpp
 // quantises activations to 8 bits for Q8_0 weights, so its argmax may leave
 // ours at a near-tie (docs/gguf.md). With a GGML tool (scripts/llamacpp/ggml)
 // the F32 file is also quantised by llama.cpp's own llama_model_quantize
@@ -80,23 +86,35 @@ for (const [type, strict, make] of files) {
     for (const c of cases) {
         const doc = ours(file, c.tokens);
         const steps = await theirs(model, c.tokens, doc.tokens);
-        let agree = 0, worst = 0, firstMiss = -1;
+        let agree = 0, worst = 0, firstMiss = -1, nearTies = 0, determinateMisses = 0;
         steps.forEach((p, i) => {
             const argmax = p.keys().next().value; // entries come most probable first
-            if (argmax === doc.tokens[i]) agree++;
-            else if (firstMiss < 0) firstMiss = i;
+            let delta = 0;
             for (const t of doc.logprobs[i].top) {
-                worst = Math.max(worst, Math.abs(Math.log(p.get(t.id) ?? 0) - t.logprob));
+                delta = Math.max(delta, Math.abs(Math.log(p.get(t.id) ?? 0) - t.logprob));
             }
+            worst = Math.max(worst, delta);
+            if (argmax === doc.tokens[i]) {
+                agree++;
+                return;
+            }
+            if (firstMiss < 0) firstMiss = i;
+            const top = doc.logprobs[i].top;
+            const margin = top.length >= 2 ? top[0].logprob - top[1].logprob : Infinity;
+            if (margin < 2 * delta) nearTies++;
+            else determinateMisses++;
         });
-        const ok = steps.length === doc.tokens.length && (!strict || agree === steps.length);
-        let line = `${type.padEnd(6)} ${c.id.padEnd(6)} argmax agrees ${agree}/${doc.tokens.length}, ` +
-            `max |Δ log p| over our top 20 ${worst.toExponential(2)}`;
+        const ok = steps.length === doc.tokens.length && (!strict || (determinateMisses === 0 && nearTies <= 1));
+        let line = `${type.padEnd(6)} ${c.id.padEnd(6)} argmax agrees ${agree}/${doc.tokens.length}` +
+            (nearTies > 0 ? ` (${nearTies} near-tie${nearTies > 1 ? "s" : ""})` : "") +
+            `, max |Δ log p| over our top 20 ${worst.toExponential(2)}`;
         if (firstMiss >= 0) {
             const p = steps[firstMiss], mine = doc.logprobs[firstMiss];
             const other = p.keys().next().value;
             const ourOther = mine.top.find(t => t.id === other);
-            line += `; step ${firstMiss}: ours ${mine.id} (log p ${mine.logprob.toFixed(4)} here, ` +
+            const top = mine.top;
+            const margin = top.length >= 2 ? top[0].logprob - top[1].logprob : Infinity;
+            line += `; step ${firstMiss}: our top-1 − top-2 ${margin.toExponential(2)}, ours ${mine.id} (log p ${mine.logprob.toFixed(4)} here, ` +
                 `${Math.log(p.get(mine.id)).toFixed(4)} in llama.cpp), llama.cpp ${other} ` +
                 `(${ourOther ? ourOther.logprob.toFixed(4) : "outside our top 20"} here, ${Math.log(p.get(other)).toFixed(4)} in llama.cpp)`;
         }
