@@ -73,7 +73,7 @@ func parseTokenizerJSON(data []byte, path string) (*Tokenizer, error) {
 		return nil, fmt.Errorf("%w: %s: %v", ErrFormat, path, err)
 	}
 	unsupported := func(what string) error {
-		return fmt.Errorf("%w: %s: unsupported %s (only GPT-2 byte-level BPE is implemented)", ErrFormat, path, what)
+		return fmt.Errorf("%w: %s: unsupported %s (implemented: GPT-2 byte-level BPE, Llama 3 and Qwen2 split BPE, byte_fallback BPE)", ErrFormat, path, what)
 	}
 	switch {
 	case tj.Model.Type != "" && tj.Model.Type != "BPE":
