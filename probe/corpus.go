@@ -68,7 +68,7 @@ func runCorpus(ctx context.Context, e engine, c *corpusSet, top, chunks int, pro
 		out.SkipWhy = "the API could not be asked them; the last because " + skipWhy
 	}
 	if ambiguous > 0 {
-		out.Notes = append(out.Notes, fmt.Sprintf("at %d positions the server named an alternative by a text several tokens share: it counts in the tail bucket; it was the top one at %d of them, which top-1 agreement leaves out",
+		out.Notes = append(out.Notes, fmt.Sprintf("at %d positions the server named an alternative by text only, or by a text several tokens share: it counts in the tail bucket; it was the top one at %d of them, which top-1 agreement leaves out",
 			ambiguous, eng.n-eng.top1Known))
 	}
 	if chunks < m.Chunks {

@@ -21,13 +21,20 @@ const concurrentCopies = 4
 // it was asked.
 func invarianceTolerance() checkpoints.Tolerance { return logprobTolerance() }
 
+// limited reports whether err is the API's limit rather than a broken
+// server: a prompt it cannot carry, a tokenizer it disagrees on, or a
+// request it refuses (4xx) naming what it does not take.
+func limited(err error) bool {
+	return errors.Is(err, errTextPrompt) || errors.Is(err, errTokenCount) || refused(err)
+}
+
 // invariance runs the engine's self-consistency checks on one prompt:
 // greedy generation of n tokens asked several ways must give the same
-// tokens and log-probabilities.
+// tokens and log-probabilities. A way the API refuses is not exposed.
 func invariance(ctx context.Context, e engine, prompt []int, n, top int) ([]checkpoints.Invariance, error) {
 	ex := e.exposes()
 	base, err := e.generate(ctx, genRequest{prompt: prompt, n: n, top: top})
-	if errors.Is(err, errTextPrompt) || errors.Is(err, errTokenCount) {
+	if limited(err) {
 		return []checkpoints.Invariance{notExposed("invariance", err.Error())}, nil
 	}
 	if err != nil {
@@ -35,60 +42,67 @@ func invariance(ctx context.Context, e engine, prompt []int, n, top int) ([]chec
 	}
 	baseReq := e.lastRequest()
 	var out []checkpoints.Invariance
-	add := func(inv checkpoints.Invariance) { out = append(out, inv) }
-
-	off, err := e.generate(ctx, genRequest{prompt: prompt, n: n})
-	if err != nil {
-		return nil, fmt.Errorf("invariance: %w", err)
-	}
-	add(sameGeneration("logprobs on vs off", "same greedy tokens with and without logprobs", base, off, false, e.lastRequest()))
-
-	if ex.stream != "" {
-		add(notExposed("streamed vs not", ex.stream))
-	} else {
-		st, err := e.generate(ctx, genRequest{prompt: prompt, n: n, top: top, stream: true})
-		if err != nil {
-			return nil, fmt.Errorf("invariance: streamed: %w", err)
-		}
-		add(sameGeneration("streamed vs not", "same tokens and logprobs streamed", base, st, true, e.lastRequest()))
-	}
-
-	copies := make([]genAnswer, concurrentCopies)
-	errs := make([]error, concurrentCopies)
-	var wg sync.WaitGroup
-	for i := range copies {
-		wg.Go(func() { copies[i], errs[i] = e.generate(ctx, genRequest{prompt: prompt, n: n, top: top}) })
-	}
-	wg.Wait()
-	if err := firstError(errs); err != nil {
-		return nil, fmt.Errorf("invariance: concurrent: %w", err)
-	}
-	add(worstOf(fmt.Sprintf("%d concurrent copies", concurrentCopies),
-		fmt.Sprintf("same request %d times at once (batch invariance)", concurrentCopies), base, copies, baseReq))
-
-	again, err := e.generate(ctx, genRequest{prompt: prompt, n: n, top: top})
-	if err != nil {
-		return nil, fmt.Errorf("invariance: repeated: %w", err)
-	}
-	add(sameGeneration("repeated (prompt cache)", "same request again, its prompt cached", base, again, true, baseReq))
-
-	if base.ids == nil || len(base.ids) < 2 {
-		add(notExposed("prefix-extended", "the API gave no token ids to extend the prompt with"))
-	} else {
-		m := len(base.ids) / 2
-		ext, err := e.generate(ctx, genRequest{prompt: slices.Concat(prompt, base.ids[:m]), n: len(base.ids) - m, top: top})
-		tail := genAnswer{ids: base.ids[m:], lps: tailOf(base.lps, m)}
+	// check asks one other way and compares it with base, or records why
+	// the API did not allow it.
+	check := func(name string, ask func() (checkpoints.Invariance, error)) error {
+		inv, err := ask()
 		switch {
-		case errors.Is(err, errTextPrompt) || errors.Is(err, errTokenCount):
-			add(notExposed("prefix-extended", err.Error()))
+		case limited(err):
+			out = append(out, notExposed(name, err.Error()))
 		case err != nil:
-			return nil, fmt.Errorf("invariance: prefix-extended: %w", err)
+			return fmt.Errorf("invariance: %s: %w", name, err)
 		default:
-			add(sameGeneration("prefix-extended", fmt.Sprintf("prompt + first %d generated tokens continues as decoded", m), tail, ext, true, e.lastRequest()))
+			out = append(out, inv)
 		}
+		return nil
 	}
+	gen := func(req genRequest) (genAnswer, error) { return e.generate(ctx, req) }
 
-	add(decodeVsForced(ctx, e, ex, prompt, base, top))
+	err = check("logprobs on vs off", func() (checkpoints.Invariance, error) {
+		off, err := gen(genRequest{prompt: prompt, n: n})
+		return sameGeneration("logprobs on vs off", "same greedy tokens with and without logprobs", base, off, false, e.lastRequest()), err
+	})
+	if err != nil {
+		return nil, err
+	}
+	if ex.stream != "" {
+		out = append(out, notExposed("streamed vs not", ex.stream))
+	} else if err := check("streamed vs not", func() (checkpoints.Invariance, error) {
+		st, err := gen(genRequest{prompt: prompt, n: n, top: top, stream: true})
+		return sameGeneration("streamed vs not", "same tokens and logprobs streamed", base, st, true, e.lastRequest()), err
+	}); err != nil {
+		return nil, err
+	}
+	name := fmt.Sprintf("%d concurrent copies", concurrentCopies)
+	if err := check(name, func() (checkpoints.Invariance, error) {
+		copies := make([]genAnswer, concurrentCopies)
+		errs := make([]error, concurrentCopies)
+		var wg sync.WaitGroup
+		for i := range copies {
+			wg.Go(func() { copies[i], errs[i] = gen(genRequest{prompt: prompt, n: n, top: top}) })
+		}
+		wg.Wait()
+		return worstOf(name, fmt.Sprintf("same request %d times at once (batch invariance)", concurrentCopies), base, copies, baseReq), firstError(errs)
+	}); err != nil {
+		return nil, err
+	}
+	if err := check("repeated (prompt cache)", func() (checkpoints.Invariance, error) {
+		again, err := gen(genRequest{prompt: prompt, n: n, top: top})
+		return sameGeneration("repeated (prompt cache)", "same request again, its prompt cached", base, again, true, baseReq), err
+	}); err != nil {
+		return nil, err
+	}
+	if base.ids == nil || len(base.ids) < 2 {
+		out = append(out, notExposed("prefix-extended", "the API gave no token ids to extend the prompt with"))
+	} else if err := check("prefix-extended", func() (checkpoints.Invariance, error) {
+		m := len(base.ids) / 2
+		ext, err := gen(genRequest{prompt: slices.Concat(prompt, base.ids[:m]), n: len(base.ids) - m, top: top})
+		tail := genAnswer{ids: base.ids[m:], lps: tailOf(base.lps, m)}
+		return sameGeneration("prefix-extended", fmt.Sprintf("prompt + first %d generated tokens continues as decoded", m), tail, ext, true, e.lastRequest()), err
+	}); err != nil {
+		return nil, err
+	}
+	out = append(out, decodeVsForced(ctx, e, ex, prompt, base, top))
 	return out, nil
 }
 
@@ -103,6 +117,9 @@ func decodeVsForced(ctx context.Context, e engine, ex exposure, prompt []int, ba
 		return notExposed(name, ex.logprobs)
 	}
 	f, err := e.force(ctx, slices.Concat(prompt, base.ids), len(prompt)-1, top)
+	if limited(err) {
+		return notExposed(name, err.Error())
+	}
 	if err != nil {
 		return checkpoints.Invariance{Name: name, Status: checkpoints.StatusFailed, Detail: "teacher forcing failed: " + err.Error(), Request: e.lastRequest()}
 	}

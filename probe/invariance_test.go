@@ -164,3 +164,41 @@ func TestInvarianceCatches(t *testing.T) {
 		})
 	}
 }
+
+// TestStrictOpenAIServer: a server that refuses what it does not know
+// (streaming, vLLM's return_tokens_as_token_ids; like the C-API shim) is
+// probed with what it takes: every check it cannot answer is reported as
+// not exposed, with its refusal, and the rest still pass; never exit 2.
+func TestStrictOpenAIServer(t *testing.T) {
+	own := serve(t, model.FaultNone)
+	strict := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		for _, field := range []string{"return_tokens_as_token_ids", `"stream"`} {
+			if bytes.Contains(body, []byte(field)) {
+				w.Header().Set("Content-Type", "application/json")
+				w.WriteHeader(http.StatusBadRequest)
+				io.WriteString(w, `{"error":{"message":"unknown field `+strings.Trim(field, `"`)+`"}}`)
+				return
+			}
+		}
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		relay(t, own, func(b []byte) []byte { return b }).ServeHTTP(w, r)
+	})
+	rep, err := Run(context.Background(), tinySet(t), Options{Endpoint: startServer(t, strict), API: "openai",
+		Corpus: corpusDir(), CorpusChunks: 1})
+	require.NoError(t, err)
+	require.True(t, rep.Passed, rep.Verdict())
+	got := invarianceByName(rep)
+	for name, want := range map[string]string{
+		"streamed vs not":          "unknown field stream",
+		"prefix-extended":          "no token ids",
+		"decode vs teacher-forced": "no token ids",
+	} {
+		require.Equal(t, checkpoints.StatusNotExposed, got[name].Status, name)
+		require.Contains(t, got[name].Detail, want, name)
+	}
+	for _, name := range []string{"logprobs on vs off", "4 concurrent copies", "repeated (prompt cache)"} {
+		require.Equal(t, checkpoints.StatusPassed, got[name].Status, "%s: %s", name, got[name].Detail)
+	}
+	require.NotNil(t, rep.Corpus, "echo still scores the corpus")
+}

@@ -23,6 +23,9 @@ type openAIEngine struct {
 	// max_tokens 1 (a prompt that fills the context leaves no room for one
 	// more token).
 	echoZero bool
+	// textOnly: the server refused return_tokens_as_token_ids (a strict
+	// OpenAI server), so tokens come back as text.
+	textOnly bool
 }
 
 // legacyLogprobs is OpenAI's legacy logprobs object.
@@ -40,12 +43,35 @@ type legacyChoice struct {
 func (e *openAIEngine) body(prompt []int, n, top int) map[string]any {
 	b := map[string]any{"prompt": prompt, "max_tokens": n, "temperature": 0}
 	if top > 0 {
-		b["logprobs"], b["return_tokens_as_token_ids"] = top, true
+		b["logprobs"] = top
+		if !e.isTextOnly() {
+			b["return_tokens_as_token_ids"] = true
+		}
 	}
 	if e.p.opt.Model != "" {
 		b["model"] = e.p.opt.Model
 	}
 	return b
+}
+
+func (e *openAIEngine) isTextOnly() bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.textOnly
+}
+
+// withTokenIDs sends a request built by build; a server that refuses it
+// while it asks for vLLM's return_tokens_as_token_ids is asked once more
+// without, and from then on never with it.
+func (e *openAIEngine) withTokenIDs(send func() error, asked bool) error {
+	err := send()
+	if asked && refused(err) && !e.isTextOnly() {
+		e.mu.Lock()
+		e.textOnly = true
+		e.mu.Unlock()
+		err = send()
+	}
+	return err
 }
 
 func (e *openAIEngine) note(body map[string]any) {
@@ -64,6 +90,18 @@ func (e *openAIEngine) lastRequest() string {
 func (e *openAIEngine) exposes() exposure { return exposure{} }
 
 func (e *openAIEngine) generate(ctx context.Context, req genRequest) (genAnswer, error) {
+	var choices []legacyChoice
+	err := e.withTokenIDs(func() (err error) {
+		choices, err = e.generateOnce(ctx, req)
+		return err
+	}, req.top > 0)
+	if err != nil {
+		return genAnswer{}, err
+	}
+	return legacyAnswer(choices, req.top > 0)
+}
+
+func (e *openAIEngine) generateOnce(ctx context.Context, req genRequest) ([]legacyChoice, error) {
 	body := e.body(req.prompt, req.n, req.top)
 	var choices []legacyChoice
 	if req.stream {
@@ -82,23 +120,19 @@ func (e *openAIEngine) generate(ctx context.Context, req genRequest) (genAnswer,
 			choices = append(choices, c.Choices...)
 			return false, nil
 		})
-		if err != nil {
-			return genAnswer{}, err
-		}
-	} else {
-		e.note(body)
-		var c struct {
-			Choices []legacyChoice `json:"choices"`
-		}
-		if err := e.p.c.call(ctx, "/v1/completions", body, &c); err != nil {
-			return genAnswer{}, err
-		}
-		if len(c.Choices) != 1 {
-			return genAnswer{}, fmt.Errorf("%w: %d choices in the answer, want 1", ErrServer, len(c.Choices))
-		}
-		choices = c.Choices
+		return choices, err
 	}
-	return legacyAnswer(choices, req.top > 0)
+	e.note(body)
+	var c struct {
+		Choices []legacyChoice `json:"choices"`
+	}
+	if err := e.p.c.call(ctx, "/v1/completions", body, &c); err != nil {
+		return nil, err
+	}
+	if len(c.Choices) != 1 {
+		return nil, fmt.Errorf("%w: %d choices in the answer, want 1", ErrServer, len(c.Choices))
+	}
+	return c.Choices, nil
 }
 
 // legacyAnswer joins one answer's choices (a stream's chunks) into a
@@ -130,7 +164,10 @@ func legacyAnswer(choices []legacyChoice, withLogprobs bool) (genAnswer, error) 
 			a.alts = append(a.alts, namedAlts(tops))
 		}
 	}
-	if !withLogprobs || !named {
+	if !named {
+		a.ids = nil
+	}
+	if !withLogprobs {
 		a.ids, a.lps, a.alts = nil, nil, nil
 	}
 	return a, nil
@@ -172,15 +209,18 @@ func (e *openAIEngine) force(ctx context.Context, tokens []int, from, top int) (
 		return e.p.c.call(ctx, "/v1/completions", body, &c)
 	}
 	// max_tokens 1, as lm-evaluation-harness asks: vLLM refuses 0.
-	err := errors.New("not asked")
-	if !e.echoZero {
-		err = echo(1)
-	}
-	if e.echoZero || refused(err) {
-		if err = echo(0); err == nil {
-			e.echoZero = true
+	err := e.withTokenIDs(func() error {
+		err := errors.New("not asked")
+		if !e.echoZero {
+			err = echo(1)
 		}
-	}
+		if e.echoZero || refused(err) {
+			if err = echo(0); err == nil {
+				e.echoZero = true
+			}
+		}
+		return err
+	}, top > 0)
 	if err != nil {
 		return nil, err
 	}

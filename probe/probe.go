@@ -160,7 +160,10 @@ func Run(ctx context.Context, set *references.Set, opt Options) (*checkpoints.Re
 	case d.engine == nil:
 		api.Limits = append(api.Limits, checkpoints.Limit{Check: "corpus", Why: d.noEngine})
 	default:
-		if verdict, err = runCorpus(ctx, d.engine(p), corpus, opt.TopK, opt.CorpusChunks, opt.Progress); err != nil {
+		verdict, err = runCorpus(ctx, d.engine(p), corpus, opt.TopK, opt.CorpusChunks, opt.Progress)
+		if limited(err) {
+			api.Limits = append(api.Limits, checkpoints.Limit{Check: "corpus", Why: err.Error()})
+		} else if err != nil {
 			return nil, err
 		}
 	}
