@@ -12,7 +12,7 @@ import (
 // log-probability error explains, an engine that disagrees with itself,
 // and how to name the first drifting tensor from the engine's own
 // activations.
-func nextSteps(rep *checkpoints.Report, set string, engineName string) []string {
+func nextSteps(rep *checkpoints.Report, set string) []string {
 	var out []string
 	for _, inv := range rep.Invariance {
 		if inv.Status == checkpoints.StatusFailed {
@@ -52,8 +52,8 @@ func nextSteps(rep *checkpoints.Report, set string, engineName string) []string 
 		}
 	}
 	if len(fails) > 0 {
-		out = append(out, fmt.Sprintf("to name the first tensor that drifts, dump %s's activations for the set's cases (llama.cpp: scripts/llamacpp/ggml dump; PyTorch engines: scripts/dump_hooks.py; references/FORMAT.md, \"Dumps from other engines\") and run: llorch-check bisect --dump DIR --references %s",
-			engineName, set))
+		out = append(out, fmt.Sprintf("to name the first tensor that drifts, dump the engine's activations for the set's cases (llama.cpp: scripts/llamacpp/ggml dump; PyTorch engines: scripts/dump_hooks.py; references/FORMAT.md, \"Dumps from other engines\") and run: llorch-check bisect --dump DIR --references %s",
+			set))
 	}
 	if c := rep.Corpus; c != nil && float64(c.Times.Value) > 10 {
 		out = append(out, fmt.Sprintf("the corpus: the engine's distributions are %.3gx further from the float64 truth than PyTorch float32's; for lossy weights or caches that is their cost, for float32 weights a numerics difference to bisect", float64(c.Times.Value)))

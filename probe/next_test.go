@@ -38,7 +38,7 @@ func TestNextSteps(t *testing.T) {
 			{Checkpoint: 12, Name: "generation", Case: "a", Status: checkpoints.StatusFailed, ServerMargin: margin(tc.margin),
 				Worst: &checkpoints.Element{Index: []int{7}, Axes: []string{"step"}, Got: 5, Want: 6}},
 		}}
-		next := strings.Join(nextSteps(r, "refs", "llamacpp"), "\n")
+		next := strings.Join(nextSteps(r, "refs"), "\n")
 		require.Contains(t, next, "greedy generation parts from the reference at step 7 (token 5 against 6)")
 		require.Equal(t, tc.nearTie, strings.Contains(next, "near-tie"), next)
 	}

@@ -171,7 +171,7 @@ func Run(ctx context.Context, set *references.Set, opt Options) (*checkpoints.Re
 	rep.Emulates = set.Manifest.Emulates()
 	rep.SetInvariance(inv)
 	rep.Corpus = verdict
-	rep.Next = nextSteps(rep, set.Dir, name)
+	rep.Next = nextSteps(rep, set.Dir)
 	return rep, nil
 }
 

@@ -115,7 +115,15 @@ verdict=$(node -e 'const d = JSON.parse(require("fs").readFileSync(process.argv[
   const by = n => d.results.filter(t => t.checkpoint === n);
   const worst = n => Math.max(...by(n).map(t => t.max_abs_err)).toExponential(2);
   const ok = n => by(n).length > 0 && by(n).every(t => t.passed);
-  console.log(`checkpoint 9 max abs err ${worst(9)} (${by(9).filter(t => t.passed).length}/${by(9).length} pass), checkpoint 11 ${worst(11)}, checkpoint 12 ${ok(12) ? "passed" : "FAILED"}`);' "$tmp/probe.json") || verdict="unreadable probe JSON"
+  // A greedy flip where the server'"'"'s own top-1 − top-2 margin is inside
+  // twice its worst log-probability error is a near-tie, not a second
+  // drift: which way it falls depends on the CPU'"'"'s kernels (AVX2 machines
+  // flip story step 7, AVX-512 ones did not).
+  const lpErr = Math.max(...by(9).concat(by(11)).map(t => t.max_abs_err));
+  const nearTies = by(12).filter(t => !t.passed && t.server_margin != null && t.server_margin < 2 * lpErr);
+  const ok12 = by(12).length > 0 && by(12).every(t => t.passed || nearTies.includes(t));
+  const ties = nearTies.length ? ` but for ${nearTies.length} near-tie${nearTies.length > 1 ? "s" : ""} (server margin ${Math.min(...nearTies.map(t => t.server_margin)).toExponential(2)} < 2 × ${lpErr.toExponential(2)})` : "";
+  console.log(`checkpoint 9 max abs err ${worst(9)} (${by(9).filter(t => t.passed).length}/${by(9).length} pass), checkpoint 11 ${worst(11)}, checkpoint 12 ${ok12 ? "passed" + ties : "FAILED"}`);' "$tmp/probe.json") || verdict="unreadable probe JSON"
 if [ "$rc" -eq 1 ] && [[ $verdict == *"checkpoint 12 passed"* ]]; then
   verdicts+=("black box, llama.cpp defaults through the /v1/completions shim: drifts, $verdict")
 else
