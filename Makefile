@@ -97,6 +97,8 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz FuzzLoadGGUF -fuzztime $(FUZZTIME) -fuzzminimizetime 3s ./model
 	$(GO) test -run '^$$' -fuzz FuzzEncode -fuzztime $(FUZZTIME) -fuzzminimizetime 3s ./tokenizer
 	$(GO) test -run '^$$' -fuzz FuzzDecode -fuzztime $(FUZZTIME) -fuzzminimizetime 3s ./tokenizer
+	$(GO) test -run '^$$' -fuzz FuzzLlamaFamilyEncode -fuzztime $(FUZZTIME) -fuzzminimizetime 3s ./tokenizer
+	$(GO) test -run '^$$' -fuzz FuzzLlama3Pieces -fuzztime $(FUZZTIME) -fuzzminimizetime 3s ./tokenizer
 	$(GO) test -run '^$$' -fuzz FuzzRead -fuzztime $(FUZZTIME) -fuzzminimizetime 3s ./internal/httprecord
 	$(GO) test -run '^$$' -fuzz FuzzOpenCorpus -fuzztime $(FUZZTIME) -fuzzminimizetime 3s ./probe
 
