@@ -45,7 +45,8 @@ _FMT = {U8: "<B", I8: "<b", U16: "<H", I16: "<h", U32: "<I", I32: "<i", F32: "<f
         U64: "<Q", I64: "<q", F64: "<d"}
 GGML_F32, GGML_F16 = 0, 1
 ALIGN = 32
-PEERS = os.path.join(os.path.dirname(os.path.dirname(HERE)), "shared", "peers", "llama.cpp")
+# llama.cpp's vocabulary files, as the repository keeps them (SOURCE.md there).
+VOCABS = os.path.join(os.path.dirname(HERE), "testdata", "tokenizer")
 
 
 def _string(s):
@@ -167,8 +168,8 @@ def rope_freqs_llama3(cfg):
 
 
 def default_vocab(cfg):
-    name = "ggml-vocab-phi-3.gguf" if cfg["vocab_size"] == 32064 else "ggml-vocab-llama-spm.gguf"
-    return os.path.join(PEERS, name)
+    name = "phi-3" if cfg["vocab_size"] == 32064 else "llama-spm"
+    return os.path.join(VOCABS, name, f"ggml-vocab-{name}.gguf")
 
 
 def convert(model, out, gtype=GGML_F32, vocab=None, permute_qk=True, name="tiny"):

@@ -47,7 +47,6 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 from safetensors_io import write_safetensors  # noqa: E402
 
-PEERS = os.path.join(os.path.dirname(os.path.dirname(HERE)), "shared", "peers", "llama.cpp")
 VOCAB_GGUF = {"llama": "ggml-vocab-llama-spm.gguf", "llama3": "ggml-vocab-llama-spm.gguf",
               "qwen2": "ggml-vocab-llama-spm.gguf", "qwen3": "ggml-vocab-llama-spm.gguf",
               "phi3": "ggml-vocab-phi-3.gguf"}
@@ -174,7 +173,7 @@ def write_model(arch, out, seed):
                  f"llama.cpp's {vg} (Llama 2 SentencePiece, 32000 tokens;\n"
                  f"bos 1, eos 2), which scripts/gguf_write.py copies into a GGUF file.")
     else:
-        vocab = (f"llama.cpp's {vg} ({cfg['vocab_size']} tokens, ../shared/peers/llama.cpp),\n"
+        vocab = (f"llama.cpp's {vg} ({cfg['vocab_size']} tokens, testdata/tokenizer),\n"
                  f"which scripts/gguf_write.py copies into a GGUF file.")
     with open(os.path.join(out, "README.md"), "w", encoding="utf-8") as f:
         f.write(README.format(name=os.path.basename(os.path.normpath(out)), model_type=cfg["model_type"],
