@@ -37,6 +37,8 @@ type Options struct {
 	// only its first chunks.
 	Corpus       string
 	CorpusChunks int
+	// NoInvariance skips the invariance checks (a canary's lighter run).
+	NoInvariance bool
 	// Progress reports long work (the corpus); nil for silence.
 	Progress func(format string, args ...any)
 }
@@ -85,6 +87,17 @@ type prober struct {
 	// engine is the dialect's, where its run made one (Ollama's needs
 	// the model name and vocabulary it found).
 	engine engine
+}
+
+// invariance runs the invariance checks on invarianceCase, or says why
+// the set has none to run them on.
+func (p *prober) invariance(ctx context.Context, e engine) ([]checkpoints.Invariance, *checkpoints.Limit, error) {
+	rc := p.invarianceCase()
+	if rc == nil {
+		return nil, &checkpoints.Limit{Check: "invariance", Why: "the reference set has no case with a generation that fits twice in the context"}, nil
+	}
+	inv, err := invariance(ctx, e, rc.Tokens, rc.GenN, p.opt.TopK)
+	return inv, nil, err
 }
 
 // invarianceCase is the case the invariance checks generate from: the
@@ -147,12 +160,18 @@ func Run(ctx context.Context, set *references.Set, opt Options) (*checkpoints.Re
 	}
 	api := &checkpoints.API{Name: name, Chosen: how, Checks: d.checks, Unexposed: d.unexposed, Limits: p.limits}
 	var inv []checkpoints.Invariance
-	if d.engine == nil {
+	var lim *checkpoints.Limit
+	switch {
+	case opt.NoInvariance:
+	case d.engine == nil:
 		api.Limits = append(api.Limits, checkpoints.Limit{Check: "invariance", Why: d.noEngine})
-	} else if rc := p.invarianceCase(); rc == nil {
-		api.Limits = append(api.Limits, checkpoints.Limit{Check: "invariance", Why: "the reference set has no case with a generation that fits twice in the context"})
-	} else if inv, err = invariance(ctx, d.engine(p), rc.Tokens, rc.GenN, opt.TopK); err != nil {
-		return nil, err
+	default:
+		if inv, lim, err = p.invariance(ctx, d.engine(p)); err != nil {
+			return nil, err
+		}
+		if lim != nil {
+			api.Limits = append(api.Limits, *lim)
+		}
 	}
 	var verdict *checkpoints.Corpus
 	switch {

@@ -28,6 +28,7 @@ type probeFlags struct {
 	references, endpoint, apiKey, modelName, format, junit, api, metricsAddr string
 	corpus, record, model                                                    string
 	topK, corpusChunks                                                       int
+	invariance                                                               bool
 	every                                                                    time.Duration
 }
 
@@ -85,6 +86,7 @@ unreachable or did not answer its API (never a pass), or bad input. With
 	fl.StringVar(&f.model, "model", "", "the served model's directory or .gguf file, for its tokenizer: Ollama takes text prompts (default "+defaultModel+")")
 	fl.StringVar(&f.corpus, "corpus", "", "a corpus set (dump_references.py --corpus) to teacher-force for a distribution verdict: KL, top-1 agreement, Δp, perplexity ratio")
 	fl.IntVar(&f.corpusChunks, "corpus-chunks", 0, "with --corpus: only its first N chunks (0: all)")
+	fl.BoolVar(&f.invariance, "invariance", true, "ask the engine the same thing several ways (logprobs on/off, streamed, concurrent, prompt cache, decode vs prefill); --invariance=false skips it")
 	fl.StringVar(&f.record, "record", "", "write every request and the server's answer, byte for byte, to this file (JSON Lines; gzipped if it ends in .gz), also when the probe fails")
 	fl.DurationVar(&f.every, "every", 0, "re-check at this interval until SIGINT/SIGTERM, logging each verdict (0: once)")
 	fl.StringVar(&f.metricsAddr, "metrics-addr", "", "with --every: serve the latest verdict as Prometheus text at HOST:PORT/metrics")
@@ -134,7 +136,7 @@ func runProbe(cmd *cobra.Command, f probeFlags) error {
 		return err
 	}
 	opt := probe.Options{Endpoint: f.endpoint, APIKey: f.apiKey, Model: f.modelName, API: f.api, TopK: f.topK,
-		Corpus: f.corpus, CorpusChunks: f.corpusChunks, Tokenizer: tok}
+		Corpus: f.corpus, CorpusChunks: f.corpusChunks, Tokenizer: tok, NoInvariance: !f.invariance}
 	if f.every > 0 {
 		return canary(cmd.Context(), cmd.ErrOrStderr(), f, set, opt)
 	}

@@ -53,12 +53,13 @@ func TestProbeCLIFaults(t *testing.T) {
 		t.Run(fault, func(t *testing.T) {
 			base, stop := startServe(t, "--inject-fault", fault)
 			defer stop()
-			code, out, stderr := runCLI(t, "probe", "--endpoint", base, "--references", fixture.TinyReferences(), "--format", "json")
+			code, out, stderr := runCLI(t, "probe", "--endpoint", base, "--references", fixture.TinyReferences(), "--format", "json", "--invariance=false")
 			require.Equal(t, exitFailed, code, stderr)
 			var rep checkpoints.Report
 			require.NoError(t, json.Unmarshal([]byte(out), &rep))
 			require.False(t, rep.Passed)
 			require.Equal(t, 9, rep.Failures()[0].Checkpoint)
+			require.Empty(t, rep.Invariance, "--invariance=false")
 		})
 	}
 }
