@@ -21,7 +21,8 @@ func runCorpus(ctx context.Context, e engine, c *corpusSet, top, chunks int, pro
 		chunks = m.Chunks
 	}
 	var eng, torch side
-	targetHidden, skipped, ambiguous := 0, 0, 0
+	skipped, ambiguous := 0, 0
+	exactKL := 0.0 // PyTorch float32's, over the positions asked
 	skipWhy := ""
 	for ch := range chunks {
 		if progress != nil {
@@ -36,12 +37,12 @@ func runCorpus(ctx context.Context, e engine, c *corpusSet, top, chunks int, pro
 		}
 		for j, fp := range f {
 			p := ch*perChunk + j
-			pos := c.position(p)
 			if fp.skip != "" {
 				skipped++
 				skipWhy = fp.skip
 				continue
 			}
+			pos := c.position(p)
 			alts, unnamed := namedOnly(fp.alts)
 			if unnamed {
 				ambiguous++
@@ -50,12 +51,9 @@ func runCorpus(ctx context.Context, e engine, c *corpusSet, top, chunks int, pro
 			if math.IsNaN(lp) {
 				lp = altLogProb(fp.alts, pos.target)
 			}
-			if math.IsNaN(lp) {
-				targetHidden++
-			}
 			eng.add(pos, alts, lp, unnamed && topIsUnnamed(fp.alts))
 			torch.add(pos, pos.torchAlts(top), float64(c.tlp32[p]), false)
-			torch.exactKL += c.kl32[p]
+			exactKL += c.kl32[p]
 		}
 	}
 	n := eng.n
@@ -63,7 +61,7 @@ func runCorpus(ctx context.Context, e engine, c *corpusSet, top, chunks int, pro
 		return nil, fmt.Errorf("corpus: no position could be asked (%s)", skipWhy)
 	}
 	out := &checkpoints.Corpus{Dir: c.dir, Positions: n, TopK: top, Engine: eng.summary(), Torch: torch.summary(),
-		TorchKLExact: checkpoints.Float(torch.exactKL / float64(n)), Skipped: skipped}
+		TorchKLExact: checkpoints.Float(exactKL / float64(n)), Skipped: skipped}
 	if skipped > 0 {
 		out.SkipWhy = "the API could not be asked them; the last because " + skipWhy
 	}
@@ -74,7 +72,7 @@ func runCorpus(ctx context.Context, e engine, c *corpusSet, top, chunks int, pro
 	if chunks < m.Chunks {
 		out.Notes = append(out.Notes, fmt.Sprintf("the first %d of the set's %d chunks", chunks, m.Chunks))
 	}
-	if targetHidden > 0 {
+	if targetHidden := eng.n - len(eng.dp); targetHidden > 0 {
 		out.Engine.DeltaP, out.Engine.PPLRatio = nil, nil
 		out.Notes = append(out.Notes, fmt.Sprintf("Δp and perplexity need the next token's log-probability, which the API gave at %d of %d positions (it listed the next token among its top %d there)",
 			n-targetHidden, n, top))
@@ -155,8 +153,6 @@ type side struct {
 	kl, dp, dlp []float64
 	agree, n    int
 	top1Known   int
-	exactKL     float64
-	noTarget    bool
 }
 
 // add scores one position: the engine listed alts and gave lp (NaN: not
@@ -177,7 +173,6 @@ func (sd *side) add(s scored, alts []alt, lp float64, topUnknown bool) {
 		sd.agree++
 	}
 	if math.IsNaN(lp) {
-		sd.noTarget = true
 		return
 	}
 	sd.dp = append(sd.dp, math.Exp(lp)-math.Exp(s.tlp64))
@@ -215,7 +210,7 @@ func klBound(s scored, alts []alt, lp float64) float64 {
 
 func (sd *side) summary() checkpoints.CorpusSide {
 	out := checkpoints.CorpusSide{KL: stat(sd.kl, sd.kl), Top1: shareOf(sd.agree, sd.top1Known)}
-	if sd.noTarget || len(sd.dp) == 0 {
+	if len(sd.dp) < sd.n || len(sd.dp) == 0 {
 		return out
 	}
 	abs := make([]float64, len(sd.dp))

@@ -2,7 +2,6 @@ package probe
 
 import (
 	"context"
-	"math"
 )
 
 // engine is what the checks common to every dialect (invariance, the
@@ -53,6 +52,3 @@ type forced struct {
 	alts []alt
 	skip string // why the position could not be asked at all; "" when it was
 }
-
-// nan is a forced position without the target's log-probability.
-func nan() float64 { return math.NaN() }

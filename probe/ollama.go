@@ -250,7 +250,7 @@ func (e *ollamaEngine) force(ctx context.Context, tokens []int, from, top int) (
 	for j := from; j < len(tokens)-1; j++ {
 		a, err := e.call(ctx, tokens[:j+1], 1, max(top, 1), false)
 		if errors.Is(err, errTextPrompt) || errors.Is(err, errTokenCount) || errors.Is(err, errEndOfText) {
-			out = append(out, forced{lp: nan(), skip: err.Error()})
+			out = append(out, forced{lp: math.NaN(), skip: err.Error()})
 			continue
 		}
 		if err != nil {

@@ -20,13 +20,7 @@ type openAIModels struct {
 
 // completion is the part of a /v1/completions answer the probe reads.
 type completion struct {
-	Choices []struct {
-		Text     string `json:"text"`
-		Logprobs *struct {
-			TokenLogprobs []*float64           `json:"token_logprobs"`
-			TopLogprobs   []map[string]float64 `json:"top_logprobs"`
-		} `json:"logprobs"`
-	} `json:"choices"`
+	Choices []legacyChoice `json:"choices"`
 }
 
 // runOpenAI checks prompt log-probabilities and their top alternatives

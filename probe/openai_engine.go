@@ -111,9 +111,7 @@ func (e *openAIEngine) generateOnce(ctx context.Context, req genRequest) ([]lega
 			if string(data) == "[DONE]" {
 				return true, nil
 			}
-			var c struct {
-				Choices []legacyChoice `json:"choices"`
-			}
+			var c completion
 			if err := json.Unmarshal(data, &c); err != nil {
 				return false, fmt.Errorf("%w: a /v1/completions stream event is not its JSON: %v", ErrServer, err)
 			}
@@ -123,9 +121,7 @@ func (e *openAIEngine) generateOnce(ctx context.Context, req genRequest) ([]lega
 		return choices, err
 	}
 	e.note(body)
-	var c struct {
-		Choices []legacyChoice `json:"choices"`
-	}
+	var c completion
 	if err := e.p.c.call(ctx, "/v1/completions", body, &c); err != nil {
 		return nil, err
 	}
@@ -199,9 +195,7 @@ func namedAlts(tops map[string]float64) []alt {
 
 // force echoes the tokens with log-probabilities: one request scores them all.
 func (e *openAIEngine) force(ctx context.Context, tokens []int, from, top int) ([]forced, error) {
-	var c struct {
-		Choices []legacyChoice `json:"choices"`
-	}
+	var c completion
 	echo := func(n int) error {
 		body := e.body(tokens, n, top)
 		body["echo"] = true

@@ -159,6 +159,10 @@ func Run(ctx context.Context, set *references.Set, opt Options) (*checkpoints.Re
 		return nil, err
 	}
 	api := &checkpoints.API{Name: name, Chosen: how, Checks: d.checks, Unexposed: d.unexposed, Limits: p.limits}
+	var eng engine // one per run: it learns what the server refuses
+	if d.engine != nil {
+		eng = d.engine(p)
+	}
 	var inv []checkpoints.Invariance
 	var lim *checkpoints.Limit
 	switch {
@@ -166,7 +170,7 @@ func Run(ctx context.Context, set *references.Set, opt Options) (*checkpoints.Re
 	case d.engine == nil:
 		api.Limits = append(api.Limits, checkpoints.Limit{Check: "invariance", Why: d.noEngine})
 	default:
-		if inv, lim, err = p.invariance(ctx, d.engine(p)); err != nil {
+		if inv, lim, err = p.invariance(ctx, eng); err != nil {
 			return nil, err
 		}
 		if lim != nil {
@@ -179,7 +183,7 @@ func Run(ctx context.Context, set *references.Set, opt Options) (*checkpoints.Re
 	case d.engine == nil:
 		api.Limits = append(api.Limits, checkpoints.Limit{Check: "corpus", Why: d.noEngine})
 	default:
-		verdict, err = runCorpus(ctx, d.engine(p), corpus, opt.TopK, opt.CorpusChunks, opt.Progress)
+		verdict, err = runCorpus(ctx, eng, corpus, opt.TopK, opt.CorpusChunks, opt.Progress)
 		if limited(err) {
 			api.Limits = append(api.Limits, checkpoints.Limit{Check: "corpus", Why: err.Error()})
 		} else if err != nil {

@@ -1,9 +1,6 @@
 package tokenizer
 
 import (
-	"os"
-	"strconv"
-	"strings"
 	"testing"
 
 	"github.com/llorch/llorch-check/gguf"
@@ -23,26 +20,7 @@ const (
 // "\n__ggml_vocab_test__\n" (the file also ends with one), and one line of
 // space-separated ids per input.
 func peerCases(t testing.TB) (inputs []string, want [][]int) {
-	inp, err := os.ReadFile(peerInputs)
-	require.NoError(t, err)
-	out, err := os.ReadFile(peerOutput)
-	require.NoError(t, err)
-	const sep = "\n__ggml_vocab_test__\n"
-	inputs = strings.Split(string(inp), sep)
-	require.Equal(t, "", inputs[len(inputs)-1], "file ends with a separator")
-	inputs = inputs[:len(inputs)-1]
-	lines := strings.Split(strings.TrimSuffix(string(out), "\n"), "\n")
-	require.Len(t, lines, len(inputs))
-	for _, line := range lines {
-		ids := []int{}
-		for _, f := range strings.Fields(line) {
-			id, err := strconv.Atoi(f)
-			require.NoError(t, err)
-			ids = append(ids, id)
-		}
-		want = append(want, ids)
-	}
-	return inputs, want
+	return readVectors(t, "ggml-vocab-gpt-2.gguf")
 }
 
 func loadGGUF(t testing.TB) *Tokenizer {
