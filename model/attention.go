@@ -9,13 +9,16 @@ import (
 // attnJob is one layer's attention over T new queries at absolute positions
 // off..off+T-1 against the S = off+T keys already written to the cache.
 type attnJob struct {
-	qkv           []float32 // [T,3C]: q | k | v, heads side by side
-	out           []float32 // [T,C] merged heads, before c_proj
+	qkv           []float32 // [T,width]: q | k | v, heads side by side (qkvLayout)
+	out           []float32 // [T,H·D] merged heads, before c_proj
 	kc, vc        []float32 // the layer's cache K and V
 	cache         *Cache
 	T, off, S     int
-	C, D          int
-	scale         float32   // divisor of q·k: √D, or D under FaultAttnScale
+	width, D, HD  int       // row widths of qkv and out, head width
+	group, nKV    int       // query heads per key/value head (grouped-query attention), key/value heads
+	wrongGroup    bool      // FaultGQARepeat: query head h reads KV head h mod Hkv
+	scale         float32   // divisor of q·k (GPT-2: √D, or D under FaultAttnScale)
+	mulScale      bool      // multiply by scale instead (HF's Llama family: q·kᵀ·D^-½)
 	noMask        bool      // FaultNoCausalMask
 	scores, probs []float32 // [H,T,S] probe buffers, or nil
 }
@@ -61,34 +64,43 @@ func (j *attnJob) release(sc *[]float32, e64 *[]float64) {
 // multiplied, and a position gets the same bits in a prefill as in a
 // decode step (kernels.Scores, kernels.WeightedSum).
 func (j *attnJob) head(h int, scratch []float32, e64 []float64) {
-	T, S, D, C := j.T, j.S, j.D, j.C
+	T, S, D, W, HD := j.T, j.S, j.D, j.width, j.HD
 	sc, pr := scratch, scratch
 	if j.scores != nil {
 		sc = j.scores[h*T*S : (h+1)*T*S]
 		pr = j.probs[h*T*S : (h+1)*T*S]
 	}
-	k, v := j.cache.head(j.kc, h, S), j.cache.head(j.vc, h, S)
+	kv := h / j.group // repeat_kv: KV head j serves query heads j·group … j·group+group−1
+	if j.wrongGroup {
+		kv = h % j.nKV
+	}
+	k, v := j.cache.head(j.kc, kv, S), j.cache.head(j.vc, kv, S)
 	for t := range T {
 		visible := j.off + t + 1
 		if j.noMask {
 			visible = S
 		}
 		row := sc[t*S : (t+1)*S]
-		kernels.Scores(row, j.qkv[t*3*C+h*D:], k, D, visible)
-		softmaxRow(pr[t*S:(t+1)*S], row, visible, j.scale, e64)
-		kernels.WeightedSum(j.out[t*C+h*D:], pr[t*S:t*S+visible], v, D, visible)
+		kernels.Scores(row, j.qkv[t*W+h*D:], k, D, visible)
+		softmaxRow(pr[t*S:(t+1)*S], row, visible, j.scale, j.mulScale, e64)
+		kernels.WeightedSum(j.out[t*HD+h*D:], pr[t*S:t*S+visible], v, D, visible)
 	}
 }
 
 // softmaxRow scales the raw dot products in sc, masks keys at or past
 // visible with float32's most negative finite value (as HF does), and writes
 // the softmax into pr (which may alias sc). Masked probabilities are exactly
-// zero. The division (not a multiply by 1/scale) matches HF's rounding.
-// e64 is scratch of at least visible entries.
-func softmaxRow(pr, sc []float32, visible int, scale float32, e64 []float64) {
+// zero. Dividing by scale (GPT-2's attention) or multiplying by it (the
+// Llama family's) matches HF's rounding in each. e64 is scratch of at
+// least visible entries.
+func softmaxRow(pr, sc []float32, visible int, scale float32, mul bool, e64 []float64) {
 	mx := float32(-math.MaxFloat32)
 	for i := 0; i < visible; i++ {
-		sc[i] /= scale
+		if mul {
+			sc[i] *= scale
+		} else {
+			sc[i] /= scale
+		}
 		mx = max(mx, sc[i])
 	}
 	for i := visible; i < len(sc); i++ {

@@ -3,8 +3,10 @@ package model
 import "fmt"
 
 // Cache holds the keys and values of the positions a sequence has seen so
-// far. Each layer stores K and V as [H, capacity, D] so that the keys of one
-// head are a contiguous [positions, D] matrix for the attention GEMMs.
+// far. Each layer stores K and V as [H, capacity, D], H the key/value heads
+// (fewer than the query heads under grouped-query attention), so that the
+// keys of one head are a contiguous [positions, D] matrix for the
+// attention GEMMs.
 type Cache struct {
 	nLayer, nHead, headDim, capacity int
 	n                                int
@@ -15,8 +17,8 @@ type Cache struct {
 // NewCache returns an empty cache for up to NPositions positions.
 func (m *Model) NewCache() *Cache {
 	cfg := m.Config
-	c := &Cache{nLayer: cfg.NLayer, nHead: cfg.NHead, headDim: cfg.HeadDim(), capacity: cfg.NPositions}
-	size := cfg.NHead * cfg.NPositions * cfg.HeadDim()
+	c := &Cache{nLayer: cfg.NLayer, nHead: cfg.KVHeads(), headDim: cfg.HeadDim(), capacity: cfg.NPositions}
+	size := c.nHead * cfg.NPositions * cfg.HeadDim()
 	c.k = make([][]float32, cfg.NLayer)
 	c.v = make([][]float32, cfg.NLayer)
 	for l := range c.k {
@@ -28,7 +30,7 @@ func (m *Model) NewCache() *Cache {
 
 // CacheBytes is the memory of one full-context KV cache (NewCache).
 func (c Config) CacheBytes() int64 {
-	return 2 * 4 * int64(c.NLayer) * int64(c.NHead) * int64(c.NPositions) * int64(c.HeadDim())
+	return 2 * 4 * int64(c.NLayer) * int64(c.KVHeads()) * int64(c.NPositions) * int64(c.HeadDim())
 }
 
 // Len is the number of positions held.
@@ -83,17 +85,30 @@ func (c *Cache) head(kv []float32, h, n int) []float32 {
 	return kv[start : start+n*c.headDim]
 }
 
-// store copies the new tokens' keys and values from qkv [T,3C] into layer
-// l's cache at positions off..off+T-1.
-func (c *Cache) store(l int, qkv []float32, off, T int) {
-	D, C := c.headDim, c.nHead*c.headDim
+// store copies the new tokens' keys and values into layer l's cache at
+// positions off..off+T-1, from rows of qkv (q | k | v, heads side by side,
+// l.width floats a row).
+func (c *Cache) store(l int, qkv []float32, lay qkvLayout, off, T int) {
+	D := c.headDim
 	for h := 0; h < c.nHead; h++ {
 		kh := c.head(c.k[l], h, off+T)
 		vh := c.head(c.v[l], h, off+T)
 		for t := 0; t < T; t++ {
-			src := qkv[t*3*C:]
-			copy(kh[(off+t)*D:(off+t+1)*D], src[C+h*D:C+(h+1)*D])
-			copy(vh[(off+t)*D:(off+t+1)*D], src[2*C+h*D:2*C+(h+1)*D])
+			src := qkv[t*lay.width:]
+			copy(kh[(off+t)*D:(off+t+1)*D], src[lay.k+h*D:lay.k+(h+1)*D])
+			copy(vh[(off+t)*D:(off+t+1)*D], src[lay.v+h*D:lay.v+(h+1)*D])
 		}
 	}
+}
+
+// qkvLayout is where q, k and v sit in a row of the fused projection:
+// GPT-2's c_attn gives [q | k | v] of C each; the Llama family's give H
+// query heads then Hkv key and Hkv value heads.
+type qkvLayout struct {
+	width, k, v int
+}
+
+func (c Config) qkvLayout() qkvLayout {
+	q, kv := c.NHead*c.HeadDim(), c.KVHeads()*c.HeadDim()
+	return qkvLayout{width: q + 2*kv, k: q, v: q + kv}
 }

@@ -12,29 +12,51 @@ import (
 	"github.com/llorch/llorch-check/gguf"
 )
 
-// Config is the subset of a Hugging Face GPT2Config that the forward pass
-// depends on. LoadConfig only returns configs this package implements.
+// Config is the subset of a Hugging Face config that the forward pass
+// depends on, named as GPT2Config names it; the Llama family's fields
+// (config_llama.go) map onto the same names where they mean the same
+// thing (hidden_size is NEmbd, intermediate_size NInner,
+// max_position_embeddings NPositions). LoadConfig only returns configs
+// this package implements.
 type Config struct {
 	VocabSize          int
 	NPositions         int
 	NEmbd              int
 	NLayer             int
 	NHead              int
-	NInner             int // MLP width; 4*NEmbd when null or absent in JSON
+	NInner             int // MLP width; 4*NEmbd when null or absent in GPT-2's JSON
 	LayerNormEpsilon   float64
 	ActivationFunction string
 	BOSTokenID         int
 	EOSTokenID         int
-	ModelType          string
+	ModelType          string // the architecture: "gpt2", or a Llama-family one (Architectures)
+
+	Llama // zero for GPT-2
 }
 
-// HeadDim is the per-head width D = NEmbd/NHead.
+// HeadDim is the per-head width D: NEmbd/NHead, unless the config sets
+// its own (Qwen3's head_dim).
 func (c Config) HeadDim() int {
+	if c.HeadSize > 0 {
+		return c.HeadSize
+	}
 	if c.NHead == 0 {
 		return 0
 	}
 	return c.NEmbd / c.NHead
 }
+
+// KVHeads is the number of key/value heads: NHead unless the attention
+// is grouped.
+func (c Config) KVHeads() int {
+	if c.NKVHead > 0 {
+		return c.NKVHead
+	}
+	return c.NHead
+}
+
+// IsLlama says the model is of the Llama family (RMSNorm, RoPE, SwiGLU).
+func (c Config) IsLlama() bool { return c.ModelType != "" && c.ModelType != ArchGPT2 }
 
 // maxDim bounds every size so that products of two or three of them cannot
 // overflow int and absurd configs fail before any allocation.
@@ -72,6 +94,9 @@ func parseConfig(b []byte) (Config, error) {
 
 	if err := raw.checkModelType(&c); err != nil {
 		return Config{}, err
+	}
+	if c.IsLlama() {
+		return raw.llamaConfig(c.ModelType)
 	}
 	sizes := []struct {
 		field string
@@ -142,27 +167,28 @@ func (r rawConfig) checkModelType(c *Config) error {
 		if err := json.Unmarshal(v, &s); err != nil {
 			return fmt.Errorf("field \"model_type\": value %s is not a string", v)
 		}
-		if s != "gpt2" {
-			return fmt.Errorf("field \"model_type\": value %q is not supported (want \"gpt2\")", s)
+		a, ok := archByName(s)
+		if !ok {
+			return fmt.Errorf("field \"model_type\": value %q is not supported (known: %s)", s, knownArchs())
 		}
-		c.ModelType = s
+		c.ModelType = a.Name
 		return nil
 	}
 	v, ok := r.present("architectures")
 	if !ok {
-		return fmt.Errorf("field \"model_type\" is missing and no \"architectures\" names GPT2LMHeadModel")
+		return fmt.Errorf("field \"model_type\" is missing and no \"architectures\" names a known model class (%s)", knownClasses())
 	}
-	var archs []string
-	if err := json.Unmarshal(v, &archs); err != nil {
+	var classes []string
+	if err := json.Unmarshal(v, &classes); err != nil {
 		return fmt.Errorf("field \"architectures\": value %s is not a list of strings", v)
 	}
-	for _, a := range archs {
-		if a == "GPT2LMHeadModel" {
-			c.ModelType = "gpt2"
+	for _, cl := range classes {
+		if a, ok := archByClass(cl); ok {
+			c.ModelType = a.Name
 			return nil
 		}
 	}
-	return fmt.Errorf("field \"architectures\": value %s does not include GPT2LMHeadModel (and model_type is absent)", v)
+	return fmt.Errorf("field \"architectures\": value %s names no known model class (%s) and model_type is absent", v, knownClasses())
 }
 
 // positiveInt parses an integer field in [1, maxDim]; absent or null gives

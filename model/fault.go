@@ -5,8 +5,9 @@ import (
 	"math"
 )
 
-// Fault is a deliberate, classic GPT-2 implementation bug. The harness
-// injects them to prove that its checkpoints catch each one.
+// Fault is a deliberate, classic implementation bug of GPT-2 or of the
+// Llama family. The harness injects them to prove that its checkpoints
+// catch each one.
 type Fault int
 
 const (
@@ -17,6 +18,12 @@ const (
 	FaultAttnScale            // scores scaled by 1/D instead of 1/√D
 	FaultLayerNormEps         // eps 1e-6 instead of the config's
 	FaultNoResidual           // x = attn(ln_1(x)), dropping the attention residual
+
+	// The Llama family's.
+	FaultRopeLayout // RoPE pairs channels 2i, 2i+1 (llama.cpp's layout) on HF's unpermuted q/k
+	FaultRMSNormF16 // RMSNorm computed in float16, without HF's float32 upcast
+	FaultGQARepeat  // query head h reads KV head h mod Hkv instead of h / (H/Hkv)
+	FaultSwiGLUSwap // silu(up)·gate instead of silu(gate)·up
 )
 
 var faultNames = [...]string{
@@ -27,6 +34,26 @@ var faultNames = [...]string{
 	FaultAttnScale:      "attn-scale",
 	FaultLayerNormEps:   "layernorm-eps",
 	FaultNoResidual:     "no-residual",
+	FaultRopeLayout:     "rope-layout",
+	FaultRMSNormF16:     "rmsnorm-f16-upcast",
+	FaultGQARepeat:      "gqa-repeat",
+	FaultSwiGLUSwap:     "swiglu-swap",
+}
+
+// AppliesTo says whether f changes the forward pass of a model with this
+// config: GPT-2's GELU and Conv1D faults have no Llama-family
+// counterpart, the Llama family's have none in GPT-2, and gqa-repeat needs
+// grouped heads.
+func (f Fault) AppliesTo(c Config) bool {
+	switch f {
+	case FaultErfGELU, FaultTransposedProj:
+		return !c.IsLlama()
+	case FaultRopeLayout, FaultRMSNormF16, FaultSwiGLUSwap:
+		return c.IsLlama()
+	case FaultGQARepeat:
+		return c.IsLlama() && c.KVHeads() < c.NHead && c.KVHeads() > 1
+	}
+	return f > FaultNone && int(f) < len(faultNames)
 }
 
 // ParseFault maps a fault's name (as printed by String) to the fault.
@@ -68,23 +95,35 @@ func (m *Model) faulty(f Fault, layer int) bool {
 }
 
 // blockFaults is what the injected fault changes in one block, resolved
-// once per layer so the block reads as GPT-2 with a few switches.
+// once per layer so the block reads as its family's with a few switches.
 type blockFaults struct {
 	eps                                                             float64 // LayerNorm epsilon of ln_1 and ln_2
+	rmsEps                                                          float64 // RMSNorm epsilon of the two norms
 	erfGELU, transposedProj, noCausalMask, attnScaleByD, noResidual bool
+	ropeInterleaved, rmsF16, gqaRepeat, swigluSwap                  bool
 }
 
 func (m *Model) faultsAt(l int) blockFaults {
 	f := blockFaults{
-		eps:            m.Config.LayerNormEpsilon,
-		erfGELU:        m.faulty(FaultErfGELU, l),
-		transposedProj: m.faulty(FaultTransposedProj, l),
-		noCausalMask:   m.faulty(FaultNoCausalMask, l),
-		attnScaleByD:   m.faulty(FaultAttnScale, l),
-		noResidual:     m.faulty(FaultNoResidual, l),
+		eps:             m.Config.LayerNormEpsilon,
+		rmsEps:          m.Config.RMSNormEps,
+		erfGELU:         m.faulty(FaultErfGELU, l),
+		transposedProj:  m.faulty(FaultTransposedProj, l),
+		noCausalMask:    m.faulty(FaultNoCausalMask, l),
+		attnScaleByD:    m.faulty(FaultAttnScale, l),
+		noResidual:      m.faulty(FaultNoResidual, l),
+		ropeInterleaved: m.faulty(FaultRopeLayout, l),
+		rmsF16:          m.faulty(FaultRMSNormF16, l),
+		gqaRepeat:       m.faulty(FaultGQARepeat, l),
+		swigluSwap:      m.faulty(FaultSwiGLUSwap, l),
 	}
 	if m.faulty(FaultLayerNormEps, l) {
 		f.eps = faultyLayerNormEps
+		// The RMSNorm models' eps bug: the other common default.
+		f.rmsEps = faultyLayerNormEps
+		if m.Config.RMSNormEps == faultyLayerNormEps {
+			f.rmsEps = 1e-5
+		}
 	}
 	return f
 }

@@ -7,7 +7,6 @@ import (
 	"math"
 	"slices"
 
-	"github.com/llorch/llorch-check/kernels"
 	"github.com/llorch/llorch-check/tensors"
 )
 
@@ -62,7 +61,11 @@ func (m *Model) forward(ctx context.Context, spans []span, tokens []int, probe P
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		ps.block(l)
+		if m.Config.IsLlama() {
+			ps.llamaBlock(l)
+		} else {
+			ps.block(l)
+		}
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, err
@@ -82,8 +85,10 @@ type pass struct {
 	p     probeWriter
 	R     int
 
-	x, h, qkv, att, proj, fc []float32
-	buf                      *[]float32 // holds them all, from passBuffers
+	x, h, qkv, att, proj, fc, act []float32
+	buf                           *[]float32 // holds them all, from passBuffers
+	lay                           qkvLayout
+	cos, sin                      []float32 // [R, RotaryDim/2]: the Llama family's RoPE at each row's position
 
 	// Probe buffers: heads split out of qkv, attention scores and
 	// probabilities of the first span's S0 keys.
@@ -94,12 +99,23 @@ type pass struct {
 func (m *Model) newPass(spans []span, tokens []int, probe Probe) *pass {
 	c := m.Config
 	R, C, H, D := len(tokens), c.NEmbd, c.NHead, c.HeadDim()
-	ps := &pass{m: m, spans: spans, p: probeWriter{probe}, R: R, buf: passBuffers.get(R * (7*C + c.NInner))}
-	rest := *ps.buf
-	for _, b := range []struct {
+	ps := &pass{m: m, spans: spans, p: probeWriter{probe}, R: R, lay: c.qkvLayout()}
+	ff, act, rot := c.NInner, 0, 0
+	if c.IsLlama() {
+		ff, act, rot = 2*c.NInner, c.NInner, c.RotaryDim
+	}
+	bufs := []struct {
 		s    *[]float32
 		cols int
-	}{{&ps.x, C}, {&ps.h, C}, {&ps.qkv, 3 * C}, {&ps.att, C}, {&ps.proj, C}, {&ps.fc, c.NInner}} {
+	}{{&ps.x, C}, {&ps.h, C}, {&ps.qkv, ps.lay.width}, {&ps.att, H * D}, {&ps.proj, C}, {&ps.fc, ff}, {&ps.act, act},
+		{&ps.cos, rot / 2}, {&ps.sin, rot / 2}}
+	n := 0
+	for _, b := range bufs {
+		n += R * b.cols
+	}
+	ps.buf = passBuffers.get(n)
+	rest := *ps.buf
+	for _, b := range bufs {
 		n := R * b.cols
 		*b.s, rest = rest[:n:n], rest[n:]
 	}
@@ -117,14 +133,22 @@ func (m *Model) newPass(spans []span, tokens []int, probe Probe) *pass {
 	return ps
 }
 
-// embed sets x to the token plus position embeddings.
+// embed sets x to the token embeddings, plus GPT-2's learned position
+// embeddings (the Llama family's positions enter through RoPE: its
+// tables for the pass's rows are made here, once for every layer).
 func (ps *pass) embed(tokens []int) {
 	m, C := ps.m, ps.m.Config.NEmbd
 	buf := make([]float32, C)
 	for _, s := range ps.spans {
 		for t := range s.T {
 			r := s.row + t
-			row, we, pe := ps.x[r*C:(r+1)*C], m.wte.Row(buf, tokens[r], C), m.wpe[(s.off+t)*C:(s.off+t+1)*C]
+			row, we := ps.x[r*C:(r+1)*C], m.wte.Row(buf, tokens[r], C)
+			if m.wpe == nil {
+				copy(row, we)
+				m.rope.tables(ps.cos[r*len(m.rope.invFreq):], ps.sin[r*len(m.rope.invFreq):], s.off+t)
+				continue
+			}
+			pe := m.wpe[(s.off+t)*C : (s.off+t+1)*C]
 			for i := range row {
 				row[i] = we[i] + pe[i]
 			}
@@ -133,65 +157,28 @@ func (ps *pass) embed(tokens []int) {
 	ps.p.emit(tensors.Embeddings, NoLayer, ps.x, ps.R, C)
 }
 
-// block is transformer layer l: x += attn(ln_1(x)); x += mlp(ln_2(x)).
-func (ps *pass) block(l int) {
-	b, f := &ps.m.h[l], ps.m.faultsAt(l)
-	ps.attention(l, b, f)
-	ps.mlp(l, b, f)
-	ps.p.emit(tensors.BlockOut, l, ps.x, ps.R, ps.m.Config.NEmbd)
-}
-
-// attention is x += c_proj(attn(c_attn(ln_1(x)))), writing each span's
-// keys and values to its cache (past its length, so invisible until the
-// pass commits).
-func (ps *pass) attention(l int, b *block, f blockFaults) {
-	c, R := ps.m.Config, ps.R
-	C, H, D := c.NEmbd, c.NHead, c.HeadDim()
-	layerNorm(ps.h, ps.x, b.ln1W, b.ln1B, C, f.eps)
-	ps.p.emit(tensors.LN1, l, ps.h, R, C)
-	conv1D(ps.qkv, ps.h, b.attnW, b.attnB, R, C, 3*C, false)
+// attend stores each span's keys and values from ps.qkv in its cache
+// (past its length, so invisible until the pass commits) and computes its
+// attention into ps.att. proto carries the family's scaling and faults.
+func (ps *pass) attend(l int, f blockFaults, proto attnJob) {
+	c := ps.m.Config
+	H, D, W := c.NHead, c.HeadDim(), ps.lay.width
+	HD := H * D
 	for _, s := range ps.spans {
-		s.c.store(l, ps.qkv[s.row*3*C:], s.off, s.T)
-	}
-	if ps.p.on() {
-		for i, name := range []string{tensors.Q, tensors.K, tensors.V} {
-			splitHeads(ps.headBuf, ps.qkv, i*C, R, H, D)
-			ps.p.emit(name, l, ps.headBuf, H, R, D)
-		}
+		s.c.store(l, ps.qkv[s.row*W:], ps.lay, s.off, s.T)
 	}
 	for _, s := range ps.spans {
-		job := attnJob{qkv: ps.qkv[s.row*3*C:], out: ps.att[s.row*C:], kc: s.c.k[l], vc: s.c.v[l], cache: s.c,
-			T: s.T, off: s.off, S: s.off + s.T, C: C, D: D, scale: f.attnScale(D),
-			noMask: f.noCausalMask, scores: ps.scores, probs: ps.probs}
+		job := proto
+		job.qkv, job.out = ps.qkv[s.row*W:], ps.att[s.row*HD:(s.row+s.T)*HD]
+		job.kc, job.vc, job.cache = s.c.k[l], s.c.v[l], s.c
+		job.T, job.off, job.S = s.T, s.off, s.off+s.T
+		job.width, job.D, job.HD = W, D, HD
+		job.group, job.nKV = H/c.KVHeads(), c.KVHeads()
+		job.noMask, job.scores, job.probs = f.noCausalMask, ps.scores, ps.probs
 		job.run(H)
 	}
-	ps.p.emit(tensors.Scores, l, ps.scores, H, R, ps.S0)
-	ps.p.emit(tensors.Probs, l, ps.probs, H, R, ps.S0)
-	conv1D(ps.proj, ps.att, b.projW, b.projB, R, C, C, f.transposedProj)
-	ps.p.emit(tensors.AttnOut, l, ps.proj, R, C)
-	if f.noResidual {
-		copy(ps.x, ps.proj)
-	} else {
-		kernels.Add(ps.x, ps.proj)
-	}
-}
-
-// mlp is x += c_proj(gelu(c_fc(ln_2(x)))).
-func (ps *pass) mlp(l int, b *block, f blockFaults) {
-	c, R := ps.m.Config, ps.R
-	C, I := c.NEmbd, c.NInner
-	layerNorm(ps.h, ps.x, b.ln2W, b.ln2B, C, f.eps)
-	ps.p.emit(tensors.LN2, l, ps.h, R, C)
-	conv1D(ps.fc, ps.h, b.fcW, b.fcB, R, C, I, false)
-	if f.erfGELU {
-		geluErf(ps.fc)
-	} else {
-		geluNew(ps.fc)
-	}
-	ps.p.emit(tensors.GELU, l, ps.fc, R, I)
-	conv1D(ps.proj, ps.fc, b.mlpW, b.mlpB, R, I, C, false)
-	ps.p.emit(tensors.MLPOut, l, ps.proj, R, C)
-	kernels.Add(ps.x, ps.proj)
+	ps.p.emit(tensors.Scores, l, ps.scores, H, ps.R, ps.S0)
+	ps.p.emit(tensors.Probs, l, ps.probs, H, ps.R, ps.S0)
 }
 
 // head is ln_f and the LM head, over every row if allRows, else over the
@@ -200,17 +187,23 @@ func (ps *pass) head(allRows bool, dst []float32) []float32 {
 	c, R := ps.m.Config, ps.R
 	C, V := c.NEmbd, c.VocabSize
 	hf, rows := ps.h, R // h is free once the blocks are done
+	norm, name := func(dst, x []float32) {
+		layerNorm(dst, x, ps.m.lnfW, ps.m.lnfB, C, c.LayerNormEpsilon)
+	}, tensors.LNF
+	if c.IsLlama() {
+		norm, name = func(dst, x []float32) { rmsNorm(dst, x, ps.m.lnfW, C, c.RMSNormEps, false) }, tensors.Norm
+	}
 	if allRows {
-		layerNorm(hf, ps.x, ps.m.lnfW, ps.m.lnfB, C, c.LayerNormEpsilon)
+		norm(hf, ps.x)
 	} else {
 		rows = len(ps.spans)
 		for i, s := range ps.spans {
 			r := s.row + s.T - 1
-			layerNorm(hf[i*C:(i+1)*C], ps.x[r*C:(r+1)*C], ps.m.lnfW, ps.m.lnfB, C, c.LayerNormEpsilon)
+			norm(hf[i*C:(i+1)*C], ps.x[r*C:(r+1)*C])
 		}
 		hf = hf[:rows*C]
 	}
-	ps.p.emit(tensors.LNF, NoLayer, hf, R, C)
+	ps.p.emit(name, NoLayer, hf, R, C)
 	logits := dst
 	if logits == nil {
 		logits = make([]float32, rows*V)
@@ -232,7 +225,7 @@ func (m *Model) checkInput(c *Cache, tokens []int) error {
 	if c == nil {
 		return errors.New("forward: nil cache")
 	}
-	if c.nLayer != cfg.NLayer || c.nHead != cfg.NHead || c.headDim != cfg.HeadDim() || c.capacity != cfg.NPositions {
+	if c.nLayer != cfg.NLayer || c.nHead != cfg.KVHeads() || c.headDim != cfg.HeadDim() || c.capacity != cfg.NPositions {
 		return errors.New("forward: cache was made for a model of a different shape")
 	}
 	if len(tokens) == 0 {
@@ -250,12 +243,12 @@ func (m *Model) checkInput(c *Cache, tokens []int) error {
 	return nil
 }
 
-// splitHeads copies columns col..col+C of qkv [T,3C] into dst as [H,T,D].
-func splitHeads(dst, qkv []float32, col, T, H, D int) {
-	C := H * D
+// splitHeads copies H heads of D columns from col on of each row of qkv
+// (width floats a row) into dst as [H,T,D].
+func splitHeads(dst, qkv []float32, width, col, T, H, D int) {
 	for h := 0; h < H; h++ {
 		for t := 0; t < T; t++ {
-			copy(dst[(h*T+t)*D:(h*T+t+1)*D], qkv[t*3*C+col+h*D:])
+			copy(dst[(h*T+t)*D:(h*T+t+1)*D], qkv[t*width+col+h*D:])
 		}
 	}
 }

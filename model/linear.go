@@ -7,11 +7,15 @@ import (
 )
 
 // conv1D computes dst[T,out] = x[T,in]·W[in,out] + bias, HF's Conv1D with
-// its weight in stored [in,out] layout. transW applies Wᵀ instead (only for
+// its weight in stored [in,out] layout; a nil bias adds nothing (the Llama
+// family's bias-free Linear layers). transW applies Wᵀ instead (only for
 // FaultTransposedProj, where W is square; gonum serves that path, on a
 // float32 copy of float16 weights, as speed does not matter there).
 func conv1D(dst, x []float32, w kernels.Matrix, bias []float32, T, in, out int, transW bool) {
-	for r := 0; r < T; r++ {
+	if bias == nil {
+		clear(dst[:T*out])
+	}
+	for r := 0; bias != nil && r < T; r++ {
 		copy(dst[r*out:(r+1)*out], bias)
 	}
 	if !transW {

@@ -79,18 +79,14 @@ const loadGCPercent = 20
 // slabBlocks puts the blocks' float matrices in the layout the decode
 // kernels stream fastest (kernels.Slabbed); the same bits come out.
 func (m *Model) slabBlocks() error {
-	C, I := m.Config.NEmbd, m.Config.NInner
+	shapes := m.Config.matrixShapes()
 	for l := range m.h {
-		b := &m.h[l]
-		for _, w := range []struct {
-			m    *kernels.Matrix
-			K, N int
-		}{{&b.attnW, C, 3 * C}, {&b.projW, C, C}, {&b.fcW, C, I}, {&b.mlpW, I, C}} {
-			s, err := kernels.Slabbed(*w.m, w.K, w.N)
+		for i, w := range m.h[l].matrices() {
+			s, err := kernels.Slabbed(*w, shapes[i][0], shapes[i][1])
 			if err != nil {
 				return fmt.Errorf("layer %d: %w", l, err)
 			}
-			*w.m = s
+			*w = s
 		}
 	}
 	return nil
@@ -122,7 +118,11 @@ func loadHF(ctx context.Context, dir string, opt LoadOptions) (*Model, error) {
 	if err != nil {
 		return nil, err
 	}
-	m, err := loadWeightsFrom(ctx, cfg, data, releasePages, opt)
+	load := loadWeightsFrom
+	if cfg.IsLlama() {
+		load = loadLlamaFrom
+	}
+	m, err := load(ctx, cfg, data, releasePages, opt)
 	if uerr := unmap(); uerr != nil && err == nil {
 		err = fmt.Errorf("unmapping %s: %w", path, uerr)
 	}

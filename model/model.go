@@ -37,27 +37,35 @@ type Model struct {
 
 	wte  kernels.Matrix // [V,C], also the LM head unless lmW is set
 	lmW  kernels.Matrix // [V,C], an LM head the file unties from wte (llama.cpp's Q4_K_M output.weight); empty when tied
-	wpe  []float32      // [P,C]
-	lnfW []float32      // [C]
-	lnfB []float32      // [C]
+	wpe  []float32      // [P,C]; nil in the Llama family (RoPE)
+	lnfW []float32      // [C]: ln_f, or the final RMSNorm
+	lnfB []float32      // [C]; nil for RMSNorm
 	h    []block
+
+	rope rope // the Llama family's rotary embedding
 
 	fault      Fault
 	faultLayer int
 }
 
-// block holds one transformer layer. Conv1D weights keep HF's [in,out]
-// layout so that y = x·W + b needs no transpose.
+// block holds one transformer layer. Matrices are held [in,out], HF
+// Conv1D's layout, so that y = x·W + b needs no transpose. The Llama
+// family's layers fill the same roles: its q/k/v projections are held as
+// one fused matrix (as Phi-3 stores them), its gate and up as another, so
+// each takes one pass over the activations; biases and norm offsets a
+// family lacks stay nil.
 type block struct {
-	ln1W, ln1B []float32      // [C]
-	attnW      kernels.Matrix // [C,3C]
-	attnB      []float32      // [3C]
-	projW      kernels.Matrix // [C,C]
+	ln1W, ln1B []float32      // [C]: ln_1, or input_layernorm (RMSNorm, no bias)
+	attnW      kernels.Matrix // [C,W]: c_attn (W = 3C), or q|k|v (W = (H+2Hkv)·D)
+	attnB      []float32      // [W]
+	qNormW     []float32      // [D]: Qwen3's q_norm
+	kNormW     []float32      // [D]: Qwen3's k_norm
+	projW      kernels.Matrix // [H·D,C]: c_proj, or o_proj
 	projB      []float32      // [C]
-	ln2W, ln2B []float32      // [C]
-	fcW        kernels.Matrix // [C,I]
-	fcB        []float32      // [I]
-	mlpW       kernels.Matrix // [I,C]
+	ln2W, ln2B []float32      // [C]: ln_2, or post_attention_layernorm
+	fcW        kernels.Matrix // [C,F]: c_fc (F = I), or gate|up (F = 2I)
+	fcB        []float32      // [F]
+	mlpW       kernels.Matrix // [I,C]: c_proj, or down_proj
 	mlpB       []float32      // [C]
 }
 
@@ -96,7 +104,17 @@ func (m *Model) PrecisionDType() string {
 }
 
 func (b *block) vectors() []*[]float32 {
-	return []*[]float32{&b.ln1W, &b.ln1B, &b.attnB, &b.projB, &b.ln2W, &b.ln2B, &b.fcB, &b.mlpB}
+	return []*[]float32{&b.ln1W, &b.ln1B, &b.attnB, &b.qNormW, &b.kNormW, &b.projB, &b.ln2W, &b.ln2B, &b.fcB, &b.mlpB}
+}
+
+// matrixShapes are the [K,N] of each of a block's matrices, as matrices()
+// lists them.
+func (c Config) matrixShapes() [4][2]int {
+	C, I, HD := c.NEmbd, c.NInner, c.NHead*c.HeadDim()
+	if !c.IsLlama() {
+		return [4][2]int{{C, 3 * C}, {C, C}, {C, I}, {I, C}}
+	}
+	return [4][2]int{{C, c.qkvLayout().width}, {HD, C}, {C, 2 * I}, {I, C}}
 }
 
 func (b *block) matrices() []*kernels.Matrix {

@@ -10,6 +10,7 @@ package references
 import (
 	"bytes"
 	"encoding/json"
+	"github.com/llorch/llorch-check/tensors"
 	"strconv"
 
 	"github.com/llorch/llorch-check/sampling"
@@ -163,8 +164,12 @@ type Loglikelihood struct {
 }
 
 // ModelDims are the config.json values the tensor shapes depend on.
+// NKVHead, HeadDim and NInner are the Llama family's (0 for GPT-2);
+// Family is tensors.GPT2 or tensors.Llama.
 type ModelDims struct {
 	VocabSize, NPositions, NEmbd, NHead, NLayer int
+	NKVHead, HeadDim, NInner                    int
+	Family                                      string
 }
 
 // ModelConfig reads the dimensions from Model.Config. Errors name the
@@ -181,29 +186,23 @@ func (m Manifest) modelConfig(path string) (ModelDims, error) {
 	if err := json.Unmarshal(m.Model.Config, &raw); err != nil {
 		return ModelDims{}, errorf(path, "model.config", "not a JSON object: %v", err)
 	}
-	var d ModelDims
-	fields := []struct {
-		name string
-		dst  *int
-	}{
+	var modelType string
+	if v, ok := raw["model_type"]; ok {
+		_ = json.Unmarshal(v, &modelType)
+	}
+	d := ModelDims{Family: tensors.FamilyOf(modelType)}
+	if d.Family == tensors.Llama {
+		return d, d.llamaDims(raw, path)
+	}
+	fields := []dimField{
 		{"vocab_size", &d.VocabSize},
 		{"n_positions", &d.NPositions},
 		{"n_embd", &d.NEmbd},
 		{"n_head", &d.NHead},
 		{"n_layer", &d.NLayer},
 	}
-	for _, f := range fields {
-		field := "model.config." + f.name
-		v, ok := raw[f.name]
-		if !ok {
-			return ModelDims{}, errorf(path, field, "missing")
-		}
-		if err := json.Unmarshal(v, f.dst); err != nil {
-			return ModelDims{}, errorf(path, field, "want a positive integer, got %s", v)
-		}
-		if *f.dst <= 0 {
-			return ModelDims{}, errorf(path, field, "want a positive integer, got %d", *f.dst)
-		}
+	if err := readDims(raw, path, fields); err != nil {
+		return ModelDims{}, err
 	}
 	// HF sizes the MLP by n_inner when set; FORMAT.md's gelu shape [T,4C]
 	// assumes the GPT-2 default, so anything else cannot be validated.
@@ -217,6 +216,66 @@ func (m Manifest) modelConfig(path string) (ModelDims, error) {
 		return ModelDims{}, errorf(path, "model.config.n_head", "n_embd %d is not a multiple of n_head %d", d.NEmbd, d.NHead)
 	}
 	return d, nil
+}
+
+// llamaDims reads a Llama-family config's dimensions under HF's names;
+// num_key_value_heads and head_dim default as the config classes do.
+func (d *ModelDims) llamaDims(raw map[string]json.RawMessage, path string) error {
+	err := readDims(raw, path, []dimField{
+		{"vocab_size", &d.VocabSize},
+		{"max_position_embeddings", &d.NPositions},
+		{"hidden_size", &d.NEmbd},
+		{"num_attention_heads", &d.NHead},
+		{"num_hidden_layers", &d.NLayer},
+		{"intermediate_size", &d.NInner},
+	})
+	if err != nil {
+		return err
+	}
+	d.NKVHead, d.HeadDim = d.NHead, 0
+	var optional []dimField
+	for _, f := range []dimField{{"num_key_value_heads", &d.NKVHead}, {"head_dim", &d.HeadDim}} {
+		if v, ok := raw[f.name]; ok && !isNull(v) {
+			optional = append(optional, f)
+		}
+	}
+	if err := readDims(raw, path, optional); err != nil {
+		return err
+	}
+	if d.HeadDim == 0 {
+		if d.NEmbd%d.NHead != 0 {
+			return errorf(path, "model.config.num_attention_heads", "hidden_size %d is not a multiple of %d and head_dim is not set", d.NEmbd, d.NHead)
+		}
+		d.HeadDim = d.NEmbd / d.NHead
+	}
+	if d.NHead%d.NKVHead != 0 {
+		return errorf(path, "model.config.num_key_value_heads", "%d does not divide num_attention_heads %d", d.NKVHead, d.NHead)
+	}
+	return nil
+}
+
+// dimField is a config field read into a dimension.
+type dimField struct {
+	name string
+	dst  *int
+}
+
+// readDims reads positive integer fields of a config.
+func readDims(raw map[string]json.RawMessage, path string, fields []dimField) error {
+	for _, f := range fields {
+		field := "model.config." + f.name
+		v, ok := raw[f.name]
+		if !ok {
+			return errorf(path, field, "missing")
+		}
+		if err := json.Unmarshal(v, f.dst); err != nil {
+			return errorf(path, field, "want a positive integer, got %s", v)
+		}
+		if *f.dst <= 0 {
+			return errorf(path, field, "want a positive integer, got %d", *f.dst)
+		}
+	}
+	return nil
 }
 
 // parseManifest decodes and validates manifest.json (at path, for errors)

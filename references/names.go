@@ -8,5 +8,6 @@ const SamplingPrefix = tensors.SamplingPrefix
 
 // TensorDims are the dimensions the tensor table's shapes depend on.
 func (d ModelDims) TensorDims() tensors.Dims {
-	return tensors.Dims{NEmbd: d.NEmbd, NHead: d.NHead, VocabSize: d.VocabSize}
+	return tensors.Dims{NEmbd: d.NEmbd, NHead: d.NHead, VocabSize: d.VocabSize,
+		NKVHead: d.NKVHead, HeadDim: d.HeadDim, NInner: d.NInner}
 }

@@ -174,8 +174,9 @@ func (v *validator) tensor(field string, t TensorInfo) {
 	}
 	kind, known := tensors.Lookup(t.Name)
 	switch {
-	case !known:
-		v.p.add(field+".name", "%s: unknown tensor name %q for checkpoint %d (known: %s)", key, t.Name, t.Checkpoint, knownNames(t.Checkpoint))
+	case !known || (kind.Family != "" && kind.Family != v.dims.Family):
+		v.p.add(field+".name", "%s: unknown tensor name %q for checkpoint %d of a %s-family model (known: %s)",
+			key, t.Name, t.Checkpoint, v.dims.Family, knownNames(v.dims.Family, t.Checkpoint))
 		return
 	case kind.Checkpoint != t.Checkpoint:
 		v.p.add(field+".checkpoint", "%s: %s belongs to checkpoint %d, not %d", key, t.Name, kind.Checkpoint, t.Checkpoint)
@@ -274,8 +275,8 @@ func checkRelPath(p string) error {
 	return nil
 }
 
-func knownNames(checkpoint int) string {
-	names := tensors.Names(checkpoint)
+func knownNames(family string, checkpoint int) string {
+	names := tensors.FamilyNames(family, checkpoint)
 	if len(names) == 0 {
 		return "none: its results are in the manifest, not in tensors"
 	}

@@ -39,7 +39,7 @@ func TestOpenValid(t *testing.T) {
 
 	dims, err := s.Manifest.ModelConfig()
 	require.NoError(t, err)
-	require.Equal(t, ModelDims{VocabSize: 16, NPositions: 8, NEmbd: 4, NHead: 2, NLayer: 2}, dims)
+	require.Equal(t, ModelDims{VocabSize: 16, NPositions: 8, NEmbd: 4, NHead: 2, NLayer: 2, Family: "gpt2"}, dims)
 }
 
 // TestOpenInvalid breaks a valid set in one way per case and checks that
@@ -124,7 +124,7 @@ func TestOpenInvalid(t *testing.T) {
 		{name: "checkpoint missing", raw: func(m map[string]any) { delete(at(m, "tensors", 1), "checkpoint") },
 			want: []string{"tensors[1].checkpoint: missing"}},
 		{name: "unknown name", edit: func(m *Manifest) { m.Tensors[1].Name = "ln_3" },
-			want: []string{`tensors[1].name: hello/cp1/l0/ln_3: unknown tensor name "ln_3" for checkpoint 1 (known: ln_1, ln_2)`}},
+			want: []string{`tensors[1].name: hello/cp1/l0/ln_3: unknown tensor name "ln_3" for checkpoint 1 of a gpt2-family model (known: ln_1, ln_2)`}},
 		{name: "name at the wrong checkpoint", edit: func(m *Manifest) { m.Tensors[1].Checkpoint = 2 },
 			want: []string{"tensors[1].checkpoint: hello/cp2/l0/ln_1: ln_1 belongs to checkpoint 1, not 2"}},
 		{name: "checkpoint without tensors", edit: func(m *Manifest) { m.Tensors[7].Checkpoint = 10; m.Tensors[7].Name = "greedy" },

@@ -32,15 +32,58 @@ const (
 	VCache       = "v_cache"
 	StepLogits   = "step_logits"
 
+	// The Llama family's names (scripts/llama_torch.py's probes): RMSNorm
+	// in place of LayerNorm, q and k after RoPE, the SwiGLU's parts.
+	AttnNorm = "attn_norm"
+	QNorm    = "q_norm" // Qwen3's per-head RMSNorm of q, before RoPE
+	KNorm    = "k_norm"
+	QRope    = "q_rope"
+	KRope    = "k_rope"
+	FFNNorm  = "ffn_norm"
+	Gate     = "gate"
+	Up       = "up"
+	Act      = "act" // silu(gate)·up
+	Down     = "down"
+	Norm     = "norm"
+
 	// SamplingPrefix starts the name of a checkpoint 11 tensor; the rest
 	// is the name of a sampling configuration.
 	SamplingPrefix = "sampling_"
 )
 
-// Dims are the model dimensions the shapes depend on.
+// Dims are the model dimensions the shapes depend on. Zero NKVHead,
+// HeadDim and NInner take GPT-2's values: NHead, NEmbd/NHead, 4·NEmbd.
 type Dims struct {
-	NEmbd, NHead, VocabSize int
+	NEmbd, NHead, VocabSize  int
+	NKVHead, HeadDim, NInner int
 }
+
+func (d Dims) kvHeads() int {
+	if d.NKVHead > 0 {
+		return d.NKVHead
+	}
+	return d.NHead
+}
+
+func (d Dims) headDim() int {
+	if d.HeadDim > 0 {
+		return d.HeadDim
+	}
+	return d.NEmbd / d.NHead
+}
+
+func (d Dims) inner() int {
+	if d.NInner > 0 {
+		return d.NInner
+	}
+	return 4 * d.NEmbd
+}
+
+// Families whose forward passes emit different names for a checkpoint.
+const (
+	GPT2  = "gpt2"  // LayerNorm, GELU MLP
+	Llama = "llama" // the Llama family: RMSNorm, RoPE, SwiGLU
+)
 
 // Kind is one row of the table.
 type Kind struct {
@@ -49,11 +92,13 @@ type Kind struct {
 	PerLayer   bool
 	Shape      func(d Dims, t int) []int // for a sequence of t tokens
 	Axes       []string
+	Family     string // GPT2 or Llama if only that family emits it; "" for both
 }
 
 func shapeTC(d Dims, t int) []int  { return []int{t, d.NEmbd} }
-func shapeT4C(d Dims, t int) []int { return []int{t, 4 * d.NEmbd} }
-func shapeHTD(d Dims, t int) []int { return []int{d.NHead, t, d.NEmbd / d.NHead} }
+func shapeTI(d Dims, t int) []int  { return []int{t, d.inner()} }
+func shapeHTD(d Dims, t int) []int { return []int{d.NHead, t, d.headDim()} }
+func shapeKTD(d Dims, t int) []int { return []int{d.kvHeads(), t, d.headDim()} }
 func shapeHTT(d Dims, t int) []int { return []int{d.NHead, t, t} }
 func shapeTV(d Dims, t int) []int  { return []int{t, d.VocabSize} }
 func shapeV(d Dims, _ int) []int   { return []int{d.VocabSize} }
@@ -68,30 +113,44 @@ var (
 // Table lists every tensor in forward order: the embeddings, each block's
 // tensors (PerLayer), the head, then checkpoint 3's second, incremental
 // run. Sampling tensors (checkpoint 11) come last; their names are open.
+// GPT-2's and the Llama family's names share the table, each family's in
+// its own forward order (a model emits only its own): the checkpoints
+// mean the same thing in both.
 var Table = []Kind{
-	{Embeddings, 7, false, shapeTC, tokenChannel},
-	{LN1, 1, true, shapeTC, tokenChannel},
-	{Q, 2, true, shapeHTD, headToken},
-	{K, 2, true, shapeHTD, headToken},
-	{V, 2, true, shapeHTD, headToken},
-	{Scores, 4, true, shapeHTT, headQueryKey},
-	{Probs, 4, true, shapeHTT, headQueryKey},
-	{AttnOut, 5, true, shapeTC, tokenChannel},
-	{LN2, 1, true, shapeTC, tokenChannel},
-	{GELU, 6, true, shapeT4C, tokenChannel},
-	{MLPOut, 6, true, shapeTC, tokenChannel},
-	{BlockOut, 7, true, shapeTC, tokenChannel},
-	{LNF, 8, false, shapeTC, tokenChannel},
-	{Logits, 8, false, shapeTV, []string{"token", "vocab"}}, // rows may shrink the first dimension
-	{LastLogits, 9, false, shapeV, vocab},
-	{LastLogprobs, 9, false, shapeV, vocab},
-	{KCache, 3, true, shapeHTD, headToken},
-	{VCache, 3, true, shapeHTD, headToken},
-	{StepLogits, 3, false, shapeV, vocab},
+	{Embeddings, 7, false, shapeTC, tokenChannel, ""},
+	{LN1, 1, true, shapeTC, tokenChannel, GPT2},
+	{AttnNorm, 1, true, shapeTC, tokenChannel, Llama},
+	{Q, 2, true, shapeHTD, headToken, ""},
+	{K, 2, true, shapeKTD, headToken, ""},
+	{V, 2, true, shapeKTD, headToken, ""},
+	{QNorm, 2, true, shapeHTD, headToken, Llama},
+	{KNorm, 2, true, shapeKTD, headToken, Llama},
+	{QRope, 2, true, shapeHTD, headToken, Llama},
+	{KRope, 2, true, shapeKTD, headToken, Llama},
+	{Scores, 4, true, shapeHTT, headQueryKey, ""},
+	{Probs, 4, true, shapeHTT, headQueryKey, ""},
+	{AttnOut, 5, true, shapeTC, tokenChannel, ""},
+	{LN2, 1, true, shapeTC, tokenChannel, GPT2},
+	{FFNNorm, 1, true, shapeTC, tokenChannel, Llama},
+	{GELU, 6, true, shapeTI, tokenChannel, GPT2},
+	{MLPOut, 6, true, shapeTC, tokenChannel, GPT2},
+	{Gate, 6, true, shapeTI, tokenChannel, Llama},
+	{Up, 6, true, shapeTI, tokenChannel, Llama},
+	{Act, 6, true, shapeTI, tokenChannel, Llama},
+	{Down, 6, true, shapeTC, tokenChannel, Llama},
+	{BlockOut, 7, true, shapeTC, tokenChannel, ""},
+	{LNF, 8, false, shapeTC, tokenChannel, GPT2},
+	{Norm, 8, false, shapeTC, tokenChannel, Llama},
+	{Logits, 8, false, shapeTV, []string{"token", "vocab"}, ""}, // rows may shrink the first dimension
+	{LastLogits, 9, false, shapeV, vocab, ""},
+	{LastLogprobs, 9, false, shapeV, vocab, ""},
+	{KCache, 3, true, shapeKTD, headToken, ""},
+	{VCache, 3, true, shapeKTD, headToken, ""},
+	{StepLogits, 3, false, shapeV, vocab, ""},
 }
 
 // sampling is the row of every SamplingPrefix name.
-var sampling = Kind{SamplingPrefix + "<name>", 11, false, shapeV, vocab}
+var sampling = Kind{SamplingPrefix + "<name>", 11, false, shapeV, vocab, ""}
 
 // Lookup finds the row of a tensor name.
 func Lookup(name string) (Kind, bool) {
@@ -112,15 +171,29 @@ func Checkpoint(name string) int {
 	return k.Checkpoint
 }
 
-// Names lists the tensor names of a checkpoint.
-func Names(checkpoint int) []string {
+// Names lists the tensor names of a checkpoint, of every family.
+func Names(checkpoint int) []string { return FamilyNames("", checkpoint) }
+
+// FamilyNames lists the tensor names a family's models emit at a
+// checkpoint; family "" lists every family's.
+func FamilyNames(family string, checkpoint int) []string {
 	var out []string
 	for _, k := range append(Table, sampling) {
-		if k.Checkpoint == checkpoint {
+		if k.Checkpoint == checkpoint && (family == "" || k.Family == "" || k.Family == family) {
 			out = append(out, k.Name)
 		}
 	}
 	return out
+}
+
+// FamilyOf is the family of a model_type: Llama for the Llama family's
+// architectures, GPT2 otherwise.
+func FamilyOf(modelType string) string {
+	switch modelType {
+	case "llama", "qwen2", "qwen3", "phi3":
+		return Llama
+	}
+	return GPT2
 }
 
 // IncrementalRun says whether a tensor needs checkpoint 3's second,

@@ -20,9 +20,24 @@ func TestRank(t *testing.T) {
 		{"k_cache", 0}, {"v_cache", 0}, {"k_cache", 1}, {"step_logits", -1},
 		{"sampling_top_k", -1},
 	}
-	for i := 1; i < len(order); i++ {
-		a, b := order[i-1], order[i]
-		require.Less(t, Rank(a.name, a.layer, nLayer), Rank(b.name, b.layer, nLayer), "%v before %v", a, b)
+	llama := []struct {
+		name  string
+		layer int
+	}{
+		{"embeddings", -1},
+		{"attn_norm", 0}, {"q", 0}, {"k", 0}, {"v", 0}, {"q_norm", 0}, {"k_norm", 0}, {"q_rope", 0}, {"k_rope", 0},
+		{"scores", 0}, {"probs", 0}, {"attn_out", 0}, {"ffn_norm", 0}, {"gate", 0}, {"up", 0}, {"act", 0},
+		{"down", 0}, {"block_out", 0}, {"attn_norm", 1}, {"block_out", 1},
+		{"norm", -1}, {"logits", -1}, {"k_cache", 0}, {"step_logits", -1},
+	}
+	for _, order := range [][]struct {
+		name  string
+		layer int
+	}{order, llama} {
+		for i := 1; i < len(order); i++ {
+			a, b := order[i-1], order[i]
+			require.Less(t, Rank(a.name, a.layer, nLayer), Rank(b.name, b.layer, nLayer), "%v before %v", a, b)
+		}
 	}
 }
 
@@ -42,8 +57,23 @@ func TestLookup(t *testing.T) {
 	}
 	_, ok := Lookup("attn_weights")
 	require.False(t, ok)
-	require.Equal(t, []string{"gelu", "mlp_out"}, Names(6))
+	require.Equal(t, []string{"gelu", "mlp_out", "gate", "up", "act", "down"}, Names(6))
 	require.Equal(t, []string{"sampling_<name>"}, Names(11))
 	require.Empty(t, Names(12))
-	require.Equal(t, []int{4, 7, 16}, Table[2].Shape(Dims{NEmbd: 64, NHead: 4, VocabSize: 9}, 7))
+	for _, c := range []struct {
+		name string
+		dims Dims
+		want []int
+	}{
+		{"q", Dims{NEmbd: 64, NHead: 4, VocabSize: 9}, []int{4, 7, 16}},
+		{"k", Dims{NEmbd: 64, NHead: 4, VocabSize: 9}, []int{4, 7, 16}},
+		{"gelu", Dims{NEmbd: 64, NHead: 4, VocabSize: 9}, []int{7, 256}},
+		// Qwen3: head_dim apart from hidden/heads, grouped KV heads.
+		{"q_rope", Dims{NEmbd: 64, NHead: 4, NKVHead: 2, HeadDim: 32, NInner: 96}, []int{4, 7, 32}},
+		{"k_cache", Dims{NEmbd: 64, NHead: 4, NKVHead: 2, HeadDim: 32, NInner: 96}, []int{2, 7, 32}},
+		{"act", Dims{NEmbd: 64, NHead: 4, NKVHead: 2, HeadDim: 32, NInner: 96}, []int{7, 96}},
+	} {
+		k, _ := Lookup(c.name)
+		require.Equal(t, c.want, k.Shape(c.dims, 7), c.name)
+	}
 }

@@ -1,0 +1,309 @@
+package model
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"math"
+	"strconv"
+)
+
+// Llama holds what a Llama-family config adds to GPT-2's fields. The
+// defaults are the HF config classes' (LlamaConfig, Qwen2Config,
+// Qwen3Config, Phi3Config) for keys a hub config.json may omit, as
+// scripts/llama_torch.py applies them.
+type Llama struct {
+	NKVHead    int     // num_key_value_heads; 0 means NHead
+	HeadSize   int     // head_dim when set apart from hidden_size/heads (Qwen3); 0 derives it
+	RMSNormEps float64 // rms_norm_eps
+	RopeTheta  float64 // rope_theta
+	RotaryDim  int     // head_dim × partial_rotary_factor (Phi-3); the rest of a head passes RoPE untouched
+	// RopeScaling is Llama 3's frequency scaling; nil for none.
+	RopeScaling *RopeScaling
+	Tied        bool  // tie_word_embeddings: the LM head is embed_tokens
+	QKVBias     bool  // q/k/v projections have biases (Qwen2, or attention_bias)
+	OBias       bool  // o_proj has a bias (Llama's attention_bias)
+	MLPBias     bool  // gate/up/down have biases (Llama's mlp_bias)
+	QKNorm      bool  // per-head RMSNorm of q and k before RoPE (Qwen3)
+	FusedQKV    bool  // qkv_proj and gate_up_proj are single matrices (Phi-3)
+	EOSTokenIDs []int // every eos_token_id (Llama 3 lists several); EOSTokenID is the first
+}
+
+// RopeScaling is rope_scaling of rope_type "llama3".
+type RopeScaling struct {
+	Factor, LowFreqFactor, HighFreqFactor float64
+	OriginalMaxPositions                  float64
+}
+
+type llamaDefaults struct {
+	eps, theta float64
+	positions  int
+	headDim    int // 0: hidden_size/heads
+}
+
+var llamaFamilyDefaults = map[string]llamaDefaults{
+	ArchLlama: {eps: 1e-6, theta: 10000, positions: 2048},
+	ArchQwen2: {eps: 1e-6, theta: 10000, positions: 32768},
+	ArchQwen3: {eps: 1e-6, theta: 10000, positions: 32768, headDim: 128},
+	ArchPhi3:  {eps: 1e-5, theta: 10000, positions: 4096},
+}
+
+// llamaConfig reads a Llama-family config.json. Every setting the forward
+// does not implement is an error naming the field, never ignored.
+func (r rawConfig) llamaConfig(arch string) (Config, error) {
+	def := llamaFamilyDefaults[arch]
+	c := Config{ModelType: arch, ActivationFunction: "silu"}
+	var err error
+	for _, s := range []struct {
+		field string
+		dst   *int
+		def   int
+	}{
+		{"vocab_size", &c.VocabSize, 0},
+		{"hidden_size", &c.NEmbd, 0},
+		{"intermediate_size", &c.NInner, 0},
+		{"num_hidden_layers", &c.NLayer, 0},
+		{"num_attention_heads", &c.NHead, 0},
+		{"max_position_embeddings", &c.NPositions, def.positions},
+	} {
+		if *s.dst, err = r.positiveInt(s.field, s.def == 0, s.def); err != nil {
+			return Config{}, err
+		}
+	}
+	if c.NKVHead, err = r.positiveInt("num_key_value_heads", false, c.NHead); err != nil {
+		return Config{}, err
+	}
+	if c.NHead%c.NKVHead != 0 {
+		return Config{}, fmt.Errorf("field \"num_key_value_heads\": value %d does not divide num_attention_heads %d", c.NKVHead, c.NHead)
+	}
+	derived := 0
+	if c.NEmbd%c.NHead == 0 {
+		derived = c.NEmbd / c.NHead
+	}
+	hd, err := r.positiveInt("head_dim", false, def.headDim)
+	if err != nil {
+		return Config{}, err
+	}
+	switch {
+	case hd == 0 && derived == 0:
+		return Config{}, fmt.Errorf("field \"num_attention_heads\": value %d does not divide hidden_size %d and head_dim is not set", c.NHead, c.NEmbd)
+	case hd == 0:
+		hd = derived
+	case (arch == ArchQwen2 || arch == ArchPhi3) && hd != derived:
+		return Config{}, fmt.Errorf("field \"head_dim\": value %d: %s derives head_dim from hidden_size/num_attention_heads (%d); another value is not implemented", hd, arch, derived)
+	}
+	if hd != derived {
+		c.HeadSize = hd
+	}
+	if act, err := r.str("hidden_act", "silu"); err != nil {
+		return Config{}, err
+	} else if act != "silu" {
+		return Config{}, fmt.Errorf("field \"hidden_act\": value %q is not implemented (only \"silu\", SwiGLU)", act)
+	}
+	if c.RMSNormEps, err = r.positiveFloat("rms_norm_eps", def.eps); err != nil {
+		return Config{}, err
+	}
+	if c.RopeTheta, err = r.positiveFloat("rope_theta", def.theta); err != nil {
+		return Config{}, err
+	}
+	prf, err := r.positiveFloat("partial_rotary_factor", 1)
+	if err != nil {
+		return Config{}, err
+	}
+	if prf > 1 {
+		return Config{}, fmt.Errorf("field \"partial_rotary_factor\": value %g is not in (0, 1]", prf)
+	}
+	if c.RotaryDim = int(float64(hd) * prf); c.RotaryDim <= 0 || c.RotaryDim%2 != 0 {
+		return Config{}, fmt.Errorf("field \"partial_rotary_factor\": value %g gives a rotary dimension %d, not a positive even number", prf, c.RotaryDim)
+	}
+	if c.Tied, err = r.boolean("tie_word_embeddings", false); err != nil {
+		return Config{}, err
+	}
+	if err := r.llamaBiases(&c); err != nil {
+		return Config{}, err
+	}
+	if c.RopeScaling, err = r.ropeScaling(); err != nil {
+		return Config{}, err
+	}
+	if err := r.noSlidingWindow(arch); err != nil {
+		return Config{}, err
+	}
+	if c.BOSTokenID, err = r.tokenID("bos_token_id", 1); err != nil {
+		return Config{}, err
+	}
+	if c.EOSTokenIDs, err = r.tokenIDs("eos_token_id", 2); err != nil {
+		return Config{}, err
+	}
+	c.EOSTokenID = c.EOSTokenIDs[0]
+	c.QKNorm = arch == ArchQwen3
+	c.FusedQKV = arch == ArchPhi3
+	return c, nil
+}
+
+// llamaBiases sets which projections have biases. Qwen2's modeling file
+// has q/k/v biases and no o bias whatever attention_bias says; Phi-3 and
+// Qwen3 have no MLP bias.
+func (r rawConfig) llamaBiases(c *Config) error {
+	attn, err := r.boolean("attention_bias", false)
+	if err != nil {
+		return err
+	}
+	mlp, err := r.boolean("mlp_bias", false)
+	if err != nil {
+		return err
+	}
+	switch c.ModelType {
+	case ArchQwen2:
+		c.QKVBias = true
+	case ArchPhi3:
+		if attn || mlp {
+			return fmt.Errorf("field \"attention_bias\"/\"mlp_bias\": Phi-3 has no biases; true is not implemented")
+		}
+	case ArchQwen3:
+		if mlp {
+			return fmt.Errorf("field \"mlp_bias\": value true: Qwen3 has no MLP bias; not implemented")
+		}
+		c.QKVBias, c.OBias = attn, attn
+	default:
+		c.QKVBias, c.OBias, c.MLPBias = attn, attn, mlp
+	}
+	return nil
+}
+
+// ropeScaling reads rope_scaling: null, "default", or Llama 3's.
+func (r rawConfig) ropeScaling() (*RopeScaling, error) {
+	v, ok := r.present("rope_scaling")
+	if !ok {
+		return nil, nil
+	}
+	var sub rawConfig
+	dec := json.NewDecoder(bytes.NewReader(v))
+	dec.UseNumber()
+	if err := dec.Decode(&sub); err != nil || sub == nil {
+		return nil, fmt.Errorf("field \"rope_scaling\": value %s is not null or an object", v)
+	}
+	kind, err := sub.str("rope_type", "")
+	if err == nil && kind == "" {
+		kind, err = sub.str("type", "")
+	}
+	if err != nil {
+		return nil, fmt.Errorf("field \"rope_scaling\": %w", err)
+	}
+	switch kind {
+	case "default":
+		return nil, nil
+	case "llama3":
+	default:
+		return nil, fmt.Errorf("field \"rope_scaling\": type %q is not implemented (only llama3)", kind)
+	}
+	s := &RopeScaling{}
+	for _, f := range []struct {
+		field string
+		dst   *float64
+	}{
+		{"factor", &s.Factor},
+		{"low_freq_factor", &s.LowFreqFactor},
+		{"high_freq_factor", &s.HighFreqFactor},
+		{"original_max_position_embeddings", &s.OriginalMaxPositions},
+	} {
+		if *f.dst, err = sub.positiveFloat(f.field, 0); err != nil || *f.dst == 0 {
+			return nil, fmt.Errorf("field \"rope_scaling\": llama3 needs a positive %s", f.field)
+		}
+	}
+	if s.HighFreqFactor <= s.LowFreqFactor {
+		return nil, fmt.Errorf("field \"rope_scaling\": llama3 needs high_freq_factor > low_freq_factor, have %g and %g", s.HighFreqFactor, s.LowFreqFactor)
+	}
+	return s, nil
+}
+
+// noSlidingWindow rejects sliding-window attention that is switched on:
+// it is not implemented. (Phi-3's configs set a window as long as the
+// context, which a sequence never exceeds; Forward's context check holds
+// there.)
+func (r rawConfig) noSlidingWindow(arch string) error {
+	switch arch {
+	case ArchQwen2, ArchQwen3:
+		on, err := r.boolean("use_sliding_window", false)
+		if err != nil {
+			return err
+		}
+		if on {
+			return fmt.Errorf("field \"use_sliding_window\": value true: sliding-window attention is not implemented")
+		}
+		if arch == ArchQwen3 {
+			if v, ok := r.present("layer_types"); ok {
+				var types []string
+				if err := json.Unmarshal(v, &types); err != nil {
+					return fmt.Errorf("field \"layer_types\": value %s is not a list of strings", v)
+				}
+				for i, t := range types {
+					if t != "full_attention" {
+						return fmt.Errorf("field \"layer_types\": layer %d is %q; only full_attention is implemented", i, t)
+					}
+				}
+			}
+		}
+	case ArchPhi3:
+		w, err := r.positiveInt("sliding_window", false, 0)
+		if err != nil {
+			return err
+		}
+		pos, _ := r.positiveInt("max_position_embeddings", false, llamaFamilyDefaults[ArchPhi3].positions)
+		if w != 0 && w < pos {
+			return fmt.Errorf("field \"sliding_window\": value %d is shorter than the context %d: sliding-window attention is not implemented", w, pos)
+		}
+	}
+	return nil
+}
+
+func (r rawConfig) positiveFloat(field string, def float64) (float64, error) {
+	v, ok := r.present(field)
+	if !ok {
+		return def, nil
+	}
+	x, err := strconv.ParseFloat(string(bytes.TrimSpace(v)), 64)
+	if err != nil {
+		return 0, fmt.Errorf("field %q: value %s is not a number", field, v)
+	}
+	if !(x > 0) || math.IsInf(x, 0) {
+		return 0, fmt.Errorf("field %q: value %s must be a positive finite number", field, v)
+	}
+	return x, nil
+}
+
+func (r rawConfig) boolean(field string, def bool) (bool, error) {
+	v, ok := r.present(field)
+	if !ok {
+		return def, nil
+	}
+	var b bool
+	if err := json.Unmarshal(v, &b); err != nil {
+		return false, fmt.Errorf("field %q: value %s is not a boolean", field, v)
+	}
+	return b, nil
+}
+
+// tokenIDs reads a token id or a list of them (Llama 3's eos_token_id).
+func (r rawConfig) tokenIDs(field string, def int) ([]int, error) {
+	v, ok := r.present(field)
+	if !ok {
+		return []int{def}, nil
+	}
+	if bytes.HasPrefix(bytes.TrimSpace(v), []byte("[")) {
+		var raw []json.RawMessage
+		if err := json.Unmarshal(v, &raw); err != nil || len(raw) == 0 {
+			return nil, fmt.Errorf("field %q: value %s is not a token id or a non-empty list of them", field, v)
+		}
+		ids := make([]int, len(raw))
+		for i, x := range raw {
+			id, err := rawConfig{field: x}.tokenID(field, 0)
+			if err != nil {
+				return nil, err
+			}
+			ids[i] = id
+		}
+		return ids, nil
+	}
+	id, err := r.tokenID(field, def)
+	return []int{id}, err
+}

@@ -1,0 +1,128 @@
+package model
+
+import "fmt"
+
+// llamaParam is one tensor of a Llama-family checkpoint: its name in HF's
+// and in llama.cpp's GGUF layout, its HF shape ([out,in] for a Linear),
+// and where it goes: a model vector, or rows from row on of one of the
+// block's fused matrices (q, k and v fill attnW; gate and up fill fcW).
+// The one table the HF loader, the GGUF loader and the GGUF writer read.
+type llamaParam struct {
+	hf, gguf string // layer tensors hold %d for the layer
+	shape    []int
+	part     part
+	row      int // first row of the fused matrix or vector it fills
+	// ropeHeads: llama.cpp's converter permutes the rows of llama's q and
+	// k (not Qwen2's, Qwen3's nor Phi-3's) so that its rope pairs
+	// adjacent channels; the GGUF side undoes and redoes it with this
+	// many heads. 0: stored as HF stores it.
+	ropeHeads int
+}
+
+// part says which of a layer's (or the model's) parameters a tensor fills.
+type part int
+
+const (
+	partEmbed part = iota
+	partNorm
+	partHead
+	partAttnNorm
+	partQKV
+	partQKVBias
+	partQNorm
+	partKNorm
+	partO
+	partOBias
+	partFFNNorm
+	partGateUp
+	partGateUpBias
+	partDown
+	partDownBias
+)
+
+// llamaGlobals are the tensors outside the layers; the head only when
+// untied.
+func llamaGlobals(c Config) []llamaParam {
+	C, V := c.NEmbd, c.VocabSize
+	ps := []llamaParam{
+		{hf: "embed_tokens.weight", gguf: "token_embd.weight", shape: []int{V, C}, part: partEmbed},
+		{hf: "norm.weight", gguf: "output_norm.weight", shape: []int{C}, part: partNorm},
+	}
+	if !c.Tied {
+		ps = append(ps, llamaParam{hf: "lm_head.weight", gguf: "output.weight", shape: []int{V, C}, part: partHead})
+	}
+	return ps
+}
+
+// llamaLayer lists layer l's tensors, in llama.cpp's GGUF order.
+func llamaLayer(c Config, l int) []llamaParam {
+	C, I, H, Hkv, D := c.NEmbd, c.NInner, c.NHead, c.KVHeads(), c.HeadDim()
+	ps := []llamaParam{{hf: "layers.%d.input_layernorm.weight", gguf: "blk.%d.attn_norm.weight", shape: []int{C}, part: partAttnNorm}}
+	if c.FusedQKV {
+		ps = append(ps, llamaParam{hf: "layers.%d.self_attn.qkv_proj.weight", gguf: "blk.%d.attn_qkv.weight",
+			shape: []int{(H + 2*Hkv) * D, C}, part: partQKV})
+	} else {
+		qRope, kRope := 0, 0
+		if c.ModelType == ArchLlama {
+			qRope, kRope = H, Hkv
+		}
+		for _, p := range []struct {
+			n, g      string
+			rows, row int
+			ropeHeads int
+		}{{"q", "q", H * D, 0, qRope}, {"k", "k", Hkv * D, H * D, kRope}, {"v", "v", Hkv * D, (H + Hkv) * D, 0}} {
+			ps = append(ps, llamaParam{hf: "layers.%d.self_attn." + p.n + "_proj.weight", gguf: "blk.%d.attn_" + p.g + ".weight",
+				shape: []int{p.rows, C}, part: partQKV, row: p.row, ropeHeads: p.ropeHeads})
+			if c.QKVBias {
+				ps = append(ps, llamaParam{hf: "layers.%d.self_attn." + p.n + "_proj.bias", gguf: "blk.%d.attn_" + p.g + ".bias",
+					shape: []int{p.rows}, part: partQKVBias, row: p.row, ropeHeads: p.ropeHeads})
+			}
+		}
+	}
+	if c.QKNorm {
+		ps = append(ps,
+			llamaParam{hf: "layers.%d.self_attn.q_norm.weight", gguf: "blk.%d.attn_q_norm.weight", shape: []int{D}, part: partQNorm},
+			llamaParam{hf: "layers.%d.self_attn.k_norm.weight", gguf: "blk.%d.attn_k_norm.weight", shape: []int{D}, part: partKNorm})
+	}
+	ps = append(ps, llamaParam{hf: "layers.%d.self_attn.o_proj.weight", gguf: "blk.%d.attn_output.weight", shape: []int{C, H * D}, part: partO})
+	if c.OBias {
+		ps = append(ps, llamaParam{hf: "layers.%d.self_attn.o_proj.bias", gguf: "blk.%d.attn_output.bias", shape: []int{C}, part: partOBias})
+	}
+	ps = append(ps, llamaParam{hf: "layers.%d.post_attention_layernorm.weight", gguf: "blk.%d.ffn_norm.weight", shape: []int{C}, part: partFFNNorm})
+	if c.FusedQKV {
+		// llama.cpp's phi3 keeps gate_up_proj whole as ffn_up.
+		ps = append(ps, llamaParam{hf: "layers.%d.mlp.gate_up_proj.weight", gguf: "blk.%d.ffn_up.weight", shape: []int{2 * I, C}, part: partGateUp})
+	} else {
+		for _, p := range []struct {
+			n   string
+			row int
+		}{{"gate", 0}, {"up", I}} {
+			ps = append(ps, llamaParam{hf: "layers.%d.mlp." + p.n + "_proj.weight", gguf: "blk.%d.ffn_" + p.n + ".weight",
+				shape: []int{I, C}, part: partGateUp, row: p.row})
+			if c.MLPBias {
+				ps = append(ps, llamaParam{hf: "layers.%d.mlp." + p.n + "_proj.bias", gguf: "blk.%d.ffn_" + p.n + ".bias",
+					shape: []int{I}, part: partGateUpBias, row: p.row})
+			}
+		}
+	}
+	ps = append(ps, llamaParam{hf: "layers.%d.mlp.down_proj.weight", gguf: "blk.%d.ffn_down.weight", shape: []int{C, I}, part: partDown})
+	if c.MLPBias {
+		ps = append(ps, llamaParam{hf: "layers.%d.mlp.down_proj.bias", gguf: "blk.%d.ffn_down.bias", shape: []int{C}, part: partDownBias})
+	}
+	for i := range ps {
+		ps[i].hf, ps[i].gguf = fmt.Sprintf(ps[i].hf, l), fmt.Sprintf(ps[i].gguf, l)
+	}
+	return ps
+}
+
+// fusedRows is the row count of a block matrix (or vector) a part fills:
+// the fused q|k|v and gate|up, or a single tensor's own.
+func (c Config) fusedRows(p part) int {
+	switch p {
+	case partQKV, partQKVBias:
+		return c.qkvLayout().width
+	case partGateUp, partGateUpBias:
+		return 2 * c.NInner
+	}
+	return 0
+}

@@ -1,0 +1,252 @@
+package model
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+
+	"github.com/llorch/llorch-check/kernels"
+	"github.com/llorch/llorch-check/safetensors"
+)
+
+// loadLlamaFrom reads a Llama-family model.safetensors (names with or
+// without "model.") through the family's parameter table. Linear weights
+// arrive [out,in]; q, k and v are stacked into one matrix and gate and up
+// into another, then held transposed, [in,out], as the kernels read
+// GPT-2's Conv1D weights. release is as loadWeightsFrom's.
+func loadLlamaFrom(ctx context.Context, cfg Config, data []byte, release func([]byte), opt LoadOptions) (*Model, error) {
+	f, err := safetensors.Parse(data)
+	if err != nil {
+		return nil, err
+	}
+	if cfg.NLayer > len(f.Tensors) {
+		return nil, fmt.Errorf("config num_hidden_layers %d is more layers than the file's %d tensors can hold", cfg.NLayer, len(f.Tensors))
+	}
+	byName := map[string]*safetensors.Tensor{}
+	for i := range f.Tensors {
+		t := &f.Tensors[i]
+		name := strings.TrimPrefix(t.Name, "model.")
+		if strings.HasSuffix(name, "rotary_emb.inv_freq") {
+			continue // a buffer older exports save; recomputed from the config
+		}
+		if prev, dup := byName[name]; dup {
+			return nil, fmt.Errorf("tensors %q and %q are the same parameter", prev.Name, t.Name)
+		}
+		byName[name] = t
+	}
+	m := &Model{Config: cfg, h: make([]block, cfg.NLayer), faultLayer: -1, Float16: opt.Float16, rope: newRope(cfg)}
+	params := llamaGlobals(cfg)
+	for l := range cfg.NLayer {
+		params = append(params, llamaLayer(cfg, l)...)
+	}
+	if opt.Float16IfStored && llamaMatricesF16(params, byName) {
+		m.Float16 = true
+	}
+	ld := llamaLoader{m: m, f: f, release: release, dtypes: map[string]bool{}}
+	for _, p := range params {
+		if err := ctx.Err(); err != nil {
+			return nil, fmt.Errorf("loading stopped: %w", err)
+		}
+		t, ok := byName[p.hf]
+		if !ok {
+			return nil, fmt.Errorf("missing tensor %q", p.hf)
+		}
+		if !slices.Equal(t.Shape, p.shape) {
+			return nil, fmt.Errorf("tensor %q: shape %v, config.json implies %v", t.Name, t.Shape, p.shape)
+		}
+		delete(byName, p.hf)
+		if err := ld.put(p, t); err != nil {
+			return nil, fmt.Errorf("tensor %q: %w", t.Name, err)
+		}
+	}
+	if err := ld.finish(); err != nil {
+		return nil, err
+	}
+	if t, ok := byName["lm_head.weight"]; ok && cfg.Tied {
+		// A tied checkpoint that also stores the head: it must be the embedding.
+		emb := f.Tensors[slices.IndexFunc(f.Tensors, func(u safetensors.Tensor) bool {
+			return strings.TrimPrefix(u.Name, "model.") == "embed_tokens.weight"
+		})]
+		if err := checkTied(f, *t, emb, release); err != nil {
+			return nil, err
+		}
+		delete(byName, "lm_head.weight")
+	}
+	for _, name := range slices.Sorted(maps.Keys(byName)) {
+		return nil, fmt.Errorf("unexpected tensor %q (not a %s parameter of this config)", byName[name].Name, cfg.ModelType)
+	}
+	m.WeightsDType = strings.Join(slices.Sorted(maps.Keys(ld.dtypes)), "+")
+	return m, nil
+}
+
+// llamaMatricesF16 says the file stores every matrix of the table as F16.
+func llamaMatricesF16(params []llamaParam, byName map[string]*safetensors.Tensor) bool {
+	for _, p := range params {
+		if t, ok := byName[p.hf]; ok && len(p.shape) == 2 && t.DType != "F16" {
+			return false
+		}
+	}
+	return true
+}
+
+// llamaLoader places tensors: vectors as float32, matrices as float32 or
+// float16 bits, a block's fused matrices assembled row block by row block
+// [out,in] and transposed once complete.
+type llamaLoader struct {
+	m       *Model
+	f       *safetensors.File
+	release func([]byte)
+	dtypes  map[string]bool
+	buf     []float32 // convertTensor16's
+	// The current layer's fused matrices, [out,in], and its index.
+	layer       int
+	qkv, gateUp staged
+}
+
+// staged is a matrix being assembled: float32 or float16 rows.
+type staged struct {
+	f32  []float32
+	f16  []uint16
+	rows int
+}
+
+func (ld *llamaLoader) put(p llamaParam, t *safetensors.Tensor) error {
+	ld.dtypes[t.DType] = true
+	if len(p.shape) == 1 {
+		return ld.putVector(p, convertTensor(ld.f, *t, ld.release))
+	}
+	f32, f16, err := ld.matrix(t)
+	if err != nil {
+		return err
+	}
+	switch p.part {
+	case partEmbed:
+		ld.m.wte = matrixOf(f32, f16)
+	case partHead:
+		ld.m.lmW = matrixOf(f32, f16)
+	case partQKV, partGateUp:
+		l := ld.layerOf(p.hf)
+		if l != ld.layer {
+			if err := ld.finish(); err != nil {
+				return err
+			}
+			ld.layer = l
+		}
+		s := &ld.qkv
+		if p.part == partGateUp {
+			s = &ld.gateUp
+		}
+		s.put(ld.m.Config.fusedRows(p.part), p.row, p.shape[1], f32, f16)
+	case partO, partDown:
+		b := &ld.m.h[ld.layerOf(p.hf)]
+		dst := &b.projW
+		if p.part == partDown {
+			dst = &b.mlpW
+		}
+		*dst = matrixOf(transposed(f32, f16, p.shape[0], p.shape[1]))
+	}
+	return nil
+}
+
+// matrix converts a tensor to float32, or to float16 bits for a Float16
+// model (rounding, and marking the model so, unless the file stores F16).
+func (ld *llamaLoader) matrix(t *safetensors.Tensor) ([]float32, []uint16, error) {
+	switch {
+	case !ld.m.Float16:
+		return convertTensor(ld.f, *t, ld.release), nil, nil
+	case t.DType == "F16":
+		return nil, copyFloat16(ld.f, *t, ld.release), nil
+	}
+	h, err := convertTensor16(ld.f, *t, ld.release, &ld.buf)
+	ld.m.roundedToF16 = true
+	return nil, h, err
+}
+
+func (ld *llamaLoader) putVector(p llamaParam, v []float32) error {
+	m := ld.m
+	if p.part == partNorm {
+		m.lnfW = v
+		return nil
+	}
+	b := &m.h[ld.layerOf(p.hf)]
+	switch p.part {
+	case partAttnNorm:
+		b.ln1W = v
+	case partFFNNorm:
+		b.ln2W = v
+	case partQNorm:
+		b.qNormW = v
+	case partKNorm:
+		b.kNormW = v
+	case partOBias:
+		b.projB = v
+	case partDownBias:
+		b.mlpB = v
+	case partQKVBias, partGateUpBias:
+		dst := &b.attnB
+		if p.part == partGateUpBias {
+			dst = &b.fcB
+		}
+		if *dst == nil {
+			*dst = make([]float32, m.Config.fusedRows(p.part))
+		}
+		copy((*dst)[p.row:], v)
+	}
+	return nil
+}
+
+// finish transposes the current layer's fused matrices into its block.
+func (ld *llamaLoader) finish() error {
+	c := ld.m.Config
+	b := &ld.m.h[ld.layer]
+	for _, s := range []struct {
+		st   *staged
+		dst  *kernels.Matrix
+		rows int
+	}{{&ld.qkv, &b.attnW, c.fusedRows(partQKV)}, {&ld.gateUp, &b.fcW, c.fusedRows(partGateUp)}} {
+		if s.st.f32 == nil && s.st.f16 == nil {
+			continue
+		}
+		*s.dst = matrixOf(transposed(s.st.f32, s.st.f16, s.rows, c.NEmbd))
+		*s.st = staged{}
+	}
+	return nil
+}
+
+// put copies a tensor's rows into the staged matrix from row on.
+func (s *staged) put(rows, row, cols int, f32 []float32, f16 []uint16) {
+	if f32 != nil {
+		if s.f32 == nil {
+			s.f32 = make([]float32, rows*cols)
+		}
+		copy(s.f32[row*cols:], f32)
+		return
+	}
+	if s.f16 == nil {
+		s.f16 = make([]uint16, rows*cols)
+	}
+	copy(s.f16[row*cols:], f16)
+}
+
+// layerOf reads the layer index out of an HF name "layers.N. …".
+func (ld *llamaLoader) layerOf(name string) int {
+	var l int
+	fmt.Sscanf(name, "layers.%d.", &l)
+	return l
+}
+
+func transposed(f32 []float32, f16 []uint16, rows, cols int) ([]float32, []uint16) {
+	if f32 != nil {
+		return transpose(f32, rows, cols), nil
+	}
+	return nil, transpose(f16, rows, cols)
+}
+
+func matrixOf(f32 []float32, f16 []uint16) kernels.Matrix {
+	if f16 != nil {
+		return kernels.Float16(f16)
+	}
+	return kernels.Float32(f32)
+}
