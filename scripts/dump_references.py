@@ -1,10 +1,12 @@
 #!/usr/bin/env python3
 """Write a llorch-check reference set (references/FORMAT.md) from PyTorch.
 
-The forward (gpt2_torch.py) is GPT-2 written out op by op so that every
-intermediate tensor can be captured; the same forward runs in float32 (the
-reference) and float64 (the twin). processors.py holds checkpoints 10-12,
-safetensors_io.py the weights file format.
+The forward is picked by config.json's model_type: gpt2_torch.py for gpt2
+(a GGUF file is GPT-2's too), llama_torch.py for llama, qwen2, qwen3 and
+phi3; each is written out op by op so that every intermediate tensor can be
+captured, and runs in float32 (the reference) and float64 (the twin).
+processors.py holds checkpoints 10-12, safetensors_io.py the weights file
+format.
 
 Needs only python3, torch and numpy. Exit 0 on success, 2 on bad input.
 """
@@ -29,12 +31,18 @@ import torch.nn.functional as F  # noqa: E402
 from gpt2_tokenizer import GPT2Tokenizer  # noqa: E402,F401  (make_tiny_model reaches it here)
 import corpus  # noqa: E402
 import emulate  # noqa: E402
+import llama_torch  # noqa: E402
 from gpt2_torch import GPT2, load_model, round_matrices_f16  # noqa: E402
-from processors import EOT, argmax_lowest, greedy_generate, loglikelihood, loglikelihood_tokens, process_logits  # noqa: E402
+from processors import (EOT, argmax_lowest, context_key, greedy_generate, loglikelihood,  # noqa: E402
+                        loglikelihood_tokens, process_logits)
 # Re-exported: make_tiny_model.py and the tests reach these through this module.
 from safetensors_io import BadInput, float32_to_bf16_bits, read_safetensors, write_safetensors  # noqa: E402,F401
 
 FORMAT_VERSION = 1
+MODEL_TYPES = ("gpt2",) + llama_torch.ARCHS
+# Probed on every call by llama_torch's forward; a set holds them only from
+# the incremental run (prefill T-1 tokens, then one step), as for GPT-2.
+CACHE_NAMES = ("k_cache", "v_cache")
 
 # Checkpoint 11. Semantics of transformers 4.40-4.46 (RepetitionPenaltyLogitsProcessor,
 # TemperatureLogitsWarper, TopKLogitsWarper, TopPLogitsWarper, MinPLogitsWarper,
@@ -96,8 +104,13 @@ def dump_case(model, case, root, entries, twin, logits_keep):
     """All tensors of one case for one precision. Returns the last logits."""
     toks = case["tokens"]
     rec = Recorder(root, case["id"], entries, twin)
+
+    def full_run(checkpoint, layer, name, t, rows=None):
+        if name not in CACHE_NAMES:
+            rec(checkpoint, layer, name, t, rows)
+
     with torch.no_grad():
-        logits, _ = model.forward(toks, probe=rec, rows=logits_rows(len(toks), logits_keep))
+        logits, _ = model.forward(toks, probe=full_run, rows=logits_rows(len(toks), logits_keep))
         last = logits[-1]
         rec(9, None, "last_logits", last)
         rec(9, None, "last_logprobs", F.log_softmax(last, dim=-1))
@@ -153,65 +166,139 @@ def load_cases(args):
         if cid in seen:
             raise BadInput(f"{src}: duplicate case id {cid!r}")
         seen.add(cid)
-        if ("prompt" in c) == ("tokens" in c):
-            raise BadInput(f"{src}: case {cid!r}: give exactly one of 'prompt' and 'tokens'")
+        if "prompt" not in c and "tokens" not in c:
+            raise BadInput(f"{src}: case {cid!r}: give 'prompt', 'tokens' or both")
         if "prompt" in c and not isinstance(c["prompt"], str):
             raise BadInput(f"{src}: case {cid!r}: 'prompt' must be a string")
-        if "tokens" in c and not (isinstance(c["tokens"], list) and all(
-                isinstance(t, int) and not isinstance(t, bool) for t in c["tokens"])):
+        if "tokens" in c and not _ids(c["tokens"]):
             raise BadInput(f"{src}: case {cid!r}: 'tokens' must be a list of integers")
     for p in ll:
         if not (isinstance(p, dict) and isinstance(p.get("context"), str) and isinstance(p.get("continuation"), str)):
             raise BadInput(f"{src}: loglikelihood entry {p!r}: needs string 'context' and 'continuation'")
+        given = [k for k in PAIR_TOKENS if k in p]
+        if given and (len(given) < 2 or not all(_ids(p[k]) for k in given)):
+            raise BadInput(f"{src}: loglikelihood entry {p!r}: give both 'context_tokens' and "
+                           f"'continuation_tokens' as lists of integers, or neither")
     return cases, ll, src
 
 
+PAIR_TOKENS = ("context_tokens", "continuation_tokens")
+
+
+def _ids(v):
+    return isinstance(v, list) and all(isinstance(t, int) and not isinstance(t, bool) for t in v)
+
+
+def no_tokenizer(cfg, model_dir):
+    """Why model_dir cannot tokenize text."""
+    if cfg["model_type"] == "gpt2":
+        return f"{model_dir}: no tokenizer (vocab.json + merges.txt, or a GGUF's tokenizer.ggml.* keys)"
+    return (f"{model_dir}: model_type {cfg['model_type']!r} has no Python tokenizer (give token ids: a case's "
+            f"'tokens', a pair's 'context_tokens' and 'continuation_tokens', with the text for display)")
+
+
+def pick_tokens(src, what, given, encoded):
+    """The ids given in the cases file, which are authoritative, else the
+    text's encoding; with both (a tokenizer and given ids) they must agree."""
+    if given is None:
+        return encoded
+    if encoded is not None and encoded != given:
+        raise BadInput(f"{src}: {what}: the text tokenizes to {encoded}, not the given ids {given}")
+    return given
+
+
 def resolve(cases, ll, src, tok, cfg, model_dir):
-    V, n_ctx = cfg["vocab_size"], cfg["n_positions"]
-    needs_tok = [c["id"] for c in cases if "prompt" in c] + (["loglikelihood"] if ll else [])
+    """Cases and pairs with their token ids. Ids given in the file are
+    authoritative (the text is then for display); with a tokenizer the text
+    must encode to them."""
+    V, key = cfg["vocab_size"], context_key(cfg)
+    needs_tok = [c["id"] for c in cases if "tokens" not in c] + \
+        (["loglikelihood"] if any("context_tokens" not in p for p in ll) else [])
     if needs_tok and tok is None:
-        raise BadInput(f"{model_dir}: no tokenizer (vocab.json + merges.txt, or a GGUF's tokenizer.ggml.* keys), "
-                       f"needed to tokenize {', '.join(needs_tok)} from {src}")
-    out = []
-    for c in cases:
-        toks = tok.encode(c["prompt"]) if "prompt" in c else c["tokens"]
-        if not toks:
-            raise BadInput(f"{src}: case {c['id']!r} has no tokens")
+        raise BadInput(f"{no_tokenizer(cfg, model_dir)}, needed to tokenize {', '.join(needs_tok)} from {src}")
+
+    def check_ids(what, toks):
         bad = [t for t in toks if not 0 <= t < V]
         if bad:
-            raise BadInput(f"{src}: case {c['id']!r}: token id {bad[0]} outside the vocabulary [0, {V})")
-        if len(toks) > n_ctx:
-            raise BadInput(f"{src}: case {c['id']!r} has {len(toks)} tokens, more than the context n_positions={n_ctx}")
-        out.append({"id": c["id"], "prompt": c.get("prompt"), "tokens": list(toks)})
+            raise BadInput(f"{src}: {what}: token id {bad[0]} outside the vocabulary [0, {V})")
+
+    out = []
+    for c in cases:
+        what = f"case {c['id']!r}"
+        encoded = None if tok is None or "prompt" not in c else list(tok.encode(c["prompt"]))
+        toks = pick_tokens(src, what, c.get("tokens"), encoded)
+        if not toks:
+            raise BadInput(f"{src}: {what} has no tokens")
+        check_ids(what, toks)
+        if len(toks) > cfg[key]:
+            raise BadInput(f"{src}: {what} has {len(toks)} tokens, more than the context {key}={cfg[key]}")
+        out.append({"id": c["id"], "prompt": c.get("prompt"), "tokens": toks})
     pairs = []
     for p in ll:
-        ctx, cont = loglikelihood_tokens(tok, p["context"], p["continuation"])
+        what = f"loglikelihood {p['context']!r} + {p['continuation']!r}"
+        encoded = None if tok is None else list(loglikelihood_tokens(tok, p["context"], p["continuation"]))
+        given = [p[k] for k in PAIR_TOKENS] if "context_tokens" in p else None
+        ctx, cont = pick_tokens(src, what, given, encoded)
+        if not ctx:
+            raise BadInput(f"{src}: {what}: context has no tokens")
         if not cont:
-            raise BadInput(f"{src}: loglikelihood {p!r}: continuation has no tokens")
+            raise BadInput(f"{src}: {what}: continuation has no tokens")
+        check_ids(what, ctx + cont)
         pairs.append({"context": p["context"], "continuation": p["continuation"],
-                      "context_tokens": ctx, "continuation_tokens": cont})
+                      "context_tokens": list(ctx), "continuation_tokens": list(cont)})
     return out, pairs
 
 
 # ---------------------------------------------------------------- main
 
+def model_type(path):
+    """config.json's model_type, which picks the forward; a GGUF file is
+    GPT-2's (gpt2_torch.load_gguf). None when config.json cannot be read or
+    names none: GPT-2's loader then says what is wrong."""
+    if path.endswith(".gguf") and os.path.isfile(path):
+        return "gpt2"
+    try:
+        with open(os.path.join(path, "config.json"), encoding="utf-8") as f:
+            raw = json.load(f)
+    except (OSError, ValueError):
+        return None
+    return raw.get("model_type") if isinstance(raw, dict) else None
+
+
 def load(args):
-    """The model (load_model) and whether --weight-dtype f16 rounded it."""
-    model = load_model(args.model)
-    # Marked only if rounding changed the weights, as llorch-check dump
-    # marks it: an F16 file's set is the reference however it is held.
+    """The model, its forward (a class taking (model, dtype)) and whether
+    --weight-dtype f16 rounded it."""
+    kind = model_type(args.model)
+    if kind in llama_torch.ARCHS:
+        if args.emulate != "none":
+            raise BadInput(f"--emulate {args.emulate}: the emulated engine profiles are GPT-2's; "
+                           f"not implemented for model_type {kind!r} ({args.model})")
+        model, forward = llama_torch.load_model(args.model), llama_torch.Llama
+        model["tokenizer"] = None  # SentencePiece vocabularies: no Python tokenizer
+    elif kind in (None, "gpt2"):
+        # The float64 twin applies the same approximations: its truth is the
+        # emulated engine's function computed exactly, so the budget column
+        # still compares an engine with PyTorch float32 doing the same thing.
+        numerics = emulate.profile(args.emulate)
+        model = load_model(args.model)
+
+        def forward(m, dtype):
+            return GPT2(m, dtype, numerics)
+    else:
+        raise BadInput(f"{os.path.join(args.model, 'config.json')}: field 'model_type' = {kind!r}: "
+                       f"only {', '.join(MODEL_TYPES)} are supported")
+    # Every 2-D weight is a matrix llorch-check rounds (GPT-2's wpe aside;
+    # the Llama family's norms and biases are 1-D). Marked only if rounding
+    # changed the weights, as llorch-check dump marks it: an F16 file's set
+    # is the reference however it is held.
     rounded = args.weight_dtype == "f16" and round_matrices_f16(model["weights"])
-    return model, rounded
+    return model, forward, rounded
 
 
-def forwards(args, model, rounded):
+def forwards(args, model, forward, rounded):
     """The float32 forward, its float64 twin, and the manifest's model and
     generator blocks. Releases the loaded weights."""
-    # The float64 twin applies the same approximations: its truth is the
-    # emulated engine's function computed exactly, so the budget column
-    # still compares an engine with PyTorch float32 doing the same thing.
-    m32 = GPT2(model, torch.float32, emulate.profile(args.emulate))
-    m64 = GPT2(model, torch.float64, emulate.profile(args.emulate))
+    m32, m64 = forward(model, torch.float32), forward(model, torch.float64)
     del model["weights"]
     info = {"path": args.model, "weights_file": model["weights_file"], "weights_sha256": model["sha256"],
             "weights_dtype": model["dtype"]}
@@ -227,13 +314,16 @@ def forwards(args, model, rounded):
 
 
 def build(args, tmp):
-    model, rounded = load(args)
+    model, forward, rounded = load(args)
     cfg = model["config"]
     cases, ll, src = load_cases(args)
     tok = model["tokenizer"]
     cases, pairs = resolve(cases, ll, src, tok, cfg, args.model)
-    eos = cfg["eos_token_id"] if isinstance(cfg["eos_token_id"], int) else EOT
-    m32, m64, info, gen = forwards(args, model, rounded)
+    if cfg["model_type"] == "gpt2":
+        eos = [cfg["eos_token_id"] if isinstance(cfg["eos_token_id"], int) else EOT]
+    else:
+        eos = cfg["eos_token_ids"]  # config.json's eos_token_id: none, one id or a list, any of which stops
+    m32, m64, info, gen = forwards(args, model, forward, rounded)
     entries, greedy, gens = [], [], []
     for c in cases:
         last = dump_case(m32, c, tmp, entries, False, args.logits_rows)
@@ -241,7 +331,7 @@ def build(args, tmp):
         greedy.append({"case": c["id"], "token": argmax_lowest(last)})
         with torch.no_grad():
             out, why = greedy_generate(m32, c["tokens"], args.n_generate, eos)
-        text = None if tok is None else tok.decode([t for t in out if t != eos])
+        text = None if tok is None else tok.decode([t for t in out if t not in eos])
         gens.append({"case": c["id"], "tokens": out, "text": text, "stop_reason": why})
     with torch.no_grad():
         for p in pairs:
@@ -266,12 +356,11 @@ def build(args, tmp):
 
 def build_corpus(args, tmp):
     """A corpus set (corpus.py) in tmp; returns the number of scored positions."""
-    model, rounded = load(args)
+    model, forward, rounded = load(args)
     cfg, tok = model["config"], model["tokenizer"]
-    V, n_ctx = cfg["vocab_size"], cfg["n_positions"]
+    V, n_ctx = cfg["vocab_size"], cfg[context_key(cfg)]
     if tok is None:
-        raise BadInput(f"{args.model}: no tokenizer (vocab.json + merges.txt, or a GGUF's tokenizer.ggml.* keys), "
-                       f"needed to tokenize {args.corpus}")
+        raise BadInput(f"{no_tokenizer(cfg, args.model)}, needed to tokenize {args.corpus}")
     if args.top_k > V:
         raise BadInput(f"--top-k {args.top_k}: more than the vocabulary's {V} tokens")
     text, about = corpus.read_text(args.corpus)
@@ -280,7 +369,7 @@ def build_corpus(args, tmp):
     if bad:
         raise BadInput(f"{args.corpus}: token id {bad[0]} outside the vocabulary [0, {V})")
     chunks = corpus.chunk(tokens, n_ctx, args.corpus)
-    m32, m64, info, gen = forwards(args, model, rounded)
+    m32, m64, info, gen = forwards(args, model, forward, rounded)
     arrays = corpus.score(m32, m64, chunks, args.top_k)
     files = {}
     for name, arr in arrays.items():
@@ -352,12 +441,14 @@ def same_tree(a, b):
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--model", required=True, help="HF-layout GPT-2 directory (config.json, model.safetensors), "
+    ap.add_argument("--model", required=True, help="HF-layout directory (config.json, model.safetensors) of a "
+                    "model_type " + ", ".join(MODEL_TYPES) + " model, "
                     "or a GGUF file in llama.cpp's gpt2 layout: its exact (dequantised) weights")
     ap.add_argument("--out", required=True, help="reference set directory to write")
     src = ap.add_mutually_exclusive_group()
-    src.add_argument("--cases", help="JSON cases file: [{id, prompt|tokens}] or "
-                     "{\"cases\": [...], \"loglikelihood\": [{context, continuation}]}")
+    src.add_argument("--cases", help="JSON cases file: [{id, prompt and/or tokens}] or "
+                     "{\"cases\": [...], \"loglikelihood\": [{context, continuation[, context_tokens, "
+                     "continuation_tokens]}]}; given ids are authoritative, the text then for display")
     src.add_argument("--prompt", help="a single prompt (case id 'prompt')")
     src.add_argument("--tokens", help="a single case as comma-separated token ids (case id 'tokens')")
     src.add_argument("--corpus", help="a UTF-8 text file: write a corpus set instead (references/FORMAT.md, "

@@ -62,9 +62,18 @@ def argmax_lowest(v):
     return int(np.flatnonzero(a == a.max())[0])
 
 
+def context_key(cfg):
+    """The config key holding the model's context length: GPT-2's
+    n_positions, the Llama family's max_position_embeddings."""
+    return "n_positions" if cfg["model_type"] == "gpt2" else "max_position_embeddings"
+
+
 def greedy_generate(model, tokens, n, eos):
-    """Greedy continuation through the KV cache; stops after eos or when the context is full."""
-    n_ctx = model.cfg["n_positions"]
+    """Greedy continuation through the KV cache; stops after an eos token
+    (eos: one id, or a list of ids, any of which stops it) or when the
+    context is full."""
+    stops = {eos} if isinstance(eos, int) else set(eos)
+    n_ctx = model.cfg[context_key(model.cfg)]
     out = []
     logits, cache = model.forward(tokens, rows=[len(tokens) - 1])
     while True:
@@ -74,7 +83,7 @@ def greedy_generate(model, tokens, n, eos):
             return out, "context_length"
         t = argmax_lowest(logits[-1])
         out.append(t)
-        if t == eos:
+        if t in stops:
             return out, "eos"
         if len(out) < n:
             logits, cache = model.forward([t], past=cache, rows=[0])
@@ -96,7 +105,7 @@ def loglikelihood_tokens(tok, context, continuation):
 
 
 def loglikelihood(model, ctx, cont):
-    n_ctx = model.cfg["n_positions"]
+    n_ctx = model.cfg[context_key(model.cfg)]
     inp = (ctx + cont)[-(n_ctx + 1):][:-1]  # lm-eval truncation
     rows = list(range(len(inp) - len(cont), len(inp)))
     logits, _ = model.forward(inp, rows=rows)

@@ -438,6 +438,187 @@ class DumperTest(unittest.TestCase):
             self.assertEqual(contents(a)[name], contents(b)[name])
         self.assertEqual(dr.load_model(a)["dtype"], "BF16")
 
+    def test_prompt_and_tokens(self):
+        """A case may give both: the ids are authoritative and the prompt is
+        recorded; with a tokenizer (GPT-2) they must agree, or exit 2."""
+        path = os.path.join(self.tmp, "both.json")
+        out = os.path.join(self.tmp, "both")
+        for toks, rc in (([15496, 13], 0), ([15496, 11], 2)):
+            with open(path, "w") as f:
+                json.dump({"cases": [{"id": "x", "prompt": "Hello.", "tokens": toks}],
+                           "loglikelihood": [{"context": "The ", "continuation": "dog",
+                                              "context_tokens": [464], "continuation_tokens": [3290]}]}, f)
+            got, msg = run_quiet(dr.main, ["--model", self.model, "--cases", path, "--out", out, "--force",
+                                           "--n-generate", "2"])
+            self.assertEqual(got, rc, msg)
+        self.assertIn("case 'x': the text tokenizes to [15496, 13], not the given ids [15496, 11]", msg)
+        m = json.loads(contents(out)["manifest.json"])
+        self.assertEqual(m["cases"], [{"id": "x", "prompt": "Hello.", "tokens": [15496, 13]}])
+        self.assertEqual(m["loglikelihood"][0]["continuation_tokens"], [3290])
+        with open(path, "w") as f:  # a pair's given ids are held to the tokenizer too
+            json.dump({"cases": [{"id": "x", "tokens": [15496]}],
+                       "loglikelihood": [{"context": "The ", "continuation": "dog",
+                                          "context_tokens": [464], "continuation_tokens": [3290, 13]}]}, f)
+        rc, msg = run_quiet(dr.main, ["--model", self.model, "--cases", path, "--out", out, "--force"])
+        self.assertEqual(rc, 2, msg)
+        self.assertIn("not the given ids [[464], [3290, 13]]", msg)
+
+
+def layer_names(arch):
+    """llama_torch's probes of one layer in forward order, k_cache/v_cache aside."""
+    return (["attn_norm", "q", "k", "v"] + (["q_norm", "k_norm"] if arch == "qwen3" else []) +
+            ["q_rope", "k_rope", "scores", "probs", "attn_out", "ffn_norm", "gate", "up", "act", "down",
+             "block_out"])
+
+
+class LlamaDumperTest(unittest.TestCase):
+    """The Llama family's sets (llama_torch's forward) have GPT-2's structure."""
+
+    ROOT = os.path.dirname(HERE)
+    HELLO = [1, 15043, 29892, 3186, 29889]  # "Hello, world." with BOS (llama-spm and phi-3 vocabularies)
+
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.mkdtemp()
+        cls.cases = os.path.join(cls.tmp, "cases.json")
+        with open(cls.cases, "w") as f:
+            json.dump({"cases": [{"id": "hello", "prompt": "Hello, world.", "tokens": cls.HELLO},
+                                 {"id": "one", "tokens": [1]}],
+                       "loglikelihood": [{"context": "The capital of France is", "continuation": " Paris",
+                                          "context_tokens": [450, 7483, 310, 3444, 338],
+                                          "continuation_tokens": [3681]}]}, f)
+
+    @classmethod
+    def tearDownClass(cls):
+        shutil.rmtree(cls.tmp)
+
+    def model(self, name):
+        return os.path.join(self.ROOT, "testdata", name)
+
+    def dump(self, model, out, *extra, cases=None):
+        return run_quiet(dr.main, ["--model", model, "--cases", cases or self.cases, "--out", out,
+                                   "--n-generate", "4", "--logits-rows", "3", *extra])
+
+    def test_structure_names_and_shapes(self):
+        """qwen3 (head_dim 32 != hidden/heads 16, q_norm/k_norm) and phi3
+        (fused projections, vocab 32064), both GQA (4 query heads, 2 KV
+        heads): names in forward order, shapes, float64 twins; k_cache and
+        v_cache only from the incremental run (none for a one-token case)."""
+        for name, arch, D, V in (("tiny-llama-qwen3", "qwen3", 32, 32000), ("tiny-llama-phi3", "phi3", 16, 32064)):
+            with self.subTest(model=name):
+                out = os.path.join(self.tmp, name)
+                rc, msg = self.dump(self.model(name), out)
+                self.assertEqual(rc, 0, msg)
+                m = json.loads(contents(out)["manifest.json"])
+                self.assertEqual(m["model"]["config"]["model_type"], arch)
+                self.assertEqual(m["model"]["weights_dtype"], "F16")
+                self.assertNotIn("matrices_held_as", m["model"])
+                self.assertEqual(m["cases"][0], {"id": "hello", "prompt": "Hello, world.", "tokens": self.HELLO})
+                self.assertIsNone(m["cases"][1]["prompt"])
+                sampling = ["sampling_" + sc["name"] for sc in dr.SAMPLING]
+                T, H, Hkv, C, I = 5, 4, 2, 64, 128
+                shapes = {"embeddings": [T, C], "attn_norm": [T, C], "q": [H, T, D], "k": [Hkv, T, D],
+                          "v": [Hkv, T, D], "q_norm": [H, T, D], "k_norm": [Hkv, T, D], "q_rope": [H, T, D],
+                          "k_rope": [Hkv, T, D], "scores": [H, T, T], "probs": [H, T, T], "attn_out": [T, C],
+                          "ffn_norm": [T, C], "gate": [T, I], "up": [T, I], "act": [T, I], "down": [T, C],
+                          "block_out": [T, C], "norm": [T, C], "logits": [3, V], "last_logits": [V],
+                          "last_logprobs": [V], "k_cache": [Hkv, T, D], "v_cache": [Hkv, T, D],
+                          "step_logits": [V]}
+                shapes.update({n: [V] for n in sampling})
+                hello = [e for e in m["tensors"] if e["case"] == "hello"]
+                want = [(None, "embeddings")] + [(i, n) for i in range(2) for n in layer_names(arch)] + \
+                    [(None, "norm"), (None, "logits"), (None, "last_logits"), (None, "last_logprobs")] + \
+                    [(i, n) for i in range(2) for n in ("k_cache", "v_cache")] + [(None, "step_logits")] + \
+                    [(None, n) for n in sampling]
+                self.assertEqual([(e["layer"], e["name"]) for e in hello], want)
+                for e in hello:
+                    self.assertEqual(e["shape"], shapes[e["name"]], e["name"])
+                    self.assertEqual(list(np.load(os.path.join(out, e["file"])).shape), e["shape"])
+                    self.assertEqual(np.load(os.path.join(out, e["file_f64"])).dtype, np.float64)
+                    if e["name"] in ("k_cache", "v_cache"):
+                        self.assertEqual(e["checkpoint"], 3)
+                self.assertEqual(next(e["rows"] for e in hello if e["name"] == "logits"), [0, 2, 4])
+                one = [e["name"] for e in m["tensors"] if e["case"] == "one"]
+                self.assertFalse({"k_cache", "v_cache", "step_logits"} & set(one), one)
+                # The cache holds k after RoPE and v: the full run's values.
+                for layer in range(2):
+                    kc = np.load(os.path.join(out, f"hello/l{layer:02d}_k_cache.npy"))
+                    np.testing.assert_allclose(kc, np.load(os.path.join(out, f"hello/l{layer:02d}_k_rope.npy")),
+                                               atol=1e-5)
+                self.assertEqual(len(m["greedy"]), 2)
+                self.assertEqual([len(r["tokens"]) for r in m["generation"]["results"]], [4, 4])
+                self.assertIsNone(m["generation"]["results"][0]["text"])
+                ll = m["loglikelihood"][0]
+                self.assertEqual((ll["context_tokens"], ll["continuation_tokens"]), ([450, 7483, 310, 3444, 338], [3681]))
+                self.assertLess(ll["ll"], 0)
+                self.assertAlmostEqual(ll["ll"], ll["ll_f64"], places=4)
+
+    def test_eos_list_stops_generation(self):
+        """config.json's eos_token_id may be a list: any of its ids stops."""
+        src = self.model("tiny-llama-qwen3")
+        first = os.path.join(self.tmp, "first")
+        self.assertEqual(self.dump(src, first)[0], 0)
+        gen = json.loads(contents(first)["manifest.json"])["generation"]["results"][0]["tokens"]
+        d = os.path.join(self.tmp, "eos-list")
+        shutil.copytree(src, d)
+        with open(os.path.join(d, "config.json")) as f:
+            cfg = json.load(f)
+        cfg["eos_token_id"] = [2, gen[1]]
+        with open(os.path.join(d, "config.json"), "w") as f:
+            json.dump(cfg, f)
+        out = os.path.join(self.tmp, "eos-out")
+        self.assertEqual(self.dump(d, out)[0], 0)
+        r = json.loads(contents(out)["manifest.json"])["generation"]["results"][0]
+        self.assertEqual((r["tokens"], r["stop_reason"]), (gen[:2], "eos"))
+
+    def test_weight_dtype_f16(self):
+        """An F16 file's set is the same with --weight-dtype f16; a float32
+        file whose matrices are not float16 values is rounded and marked."""
+        src = self.model("tiny-llama")
+        a, b = os.path.join(self.tmp, "f16-a"), os.path.join(self.tmp, "f16-b")
+        self.assertEqual(self.dump(src, a)[0], 0)
+        self.assertEqual(self.dump(src, b, "--weight-dtype", "f16")[0], 0)
+        self.assertTrue(dr.same_tree(a, b))
+        d = os.path.join(self.tmp, "f32")
+        shutil.copytree(src, d)
+        p = os.path.join(d, "model.safetensors")
+        w, _, _, _ = dr.read_safetensors(p)
+        dr.write_safetensors(p, {k: ("F32", v * np.float32(1 + 1e-4)) for k, v in w.items()})
+        c = os.path.join(self.tmp, "f16-c")
+        self.assertEqual(self.dump(d, c, "--weight-dtype", "f16")[0], 0)
+        m = json.loads(contents(c)["manifest.json"])["model"]
+        self.assertEqual((m["weights_dtype"], m["matrices_held_as"]), ("F32", "float16"))
+
+    def test_bad_inputs_exit_2(self):
+        out = os.path.join(self.tmp, "never")
+        model = self.model("tiny-llama-qwen3")
+        rc, msg = self.dump(model, out, "--emulate", "llamacpp-cpu")
+        self.assertEqual(rc, 2, msg)
+        self.assertIn("model_type 'qwen3'", msg)
+        rc, msg = run_quiet(dr.main, ["--model", model, "--prompt", "Hello", "--out", out])
+        self.assertEqual(rc, 2, msg)
+        self.assertIn("no Python tokenizer", msg)
+        rc, msg = run_quiet(dr.main, ["--model", model, "--corpus", os.path.join(self.ROOT, "testdata", "corpus",
+                                                                      "shakespeare.txt"), "--out", out])
+        self.assertEqual(rc, 2, msg)
+        self.assertIn("no Python tokenizer", msg)
+        rc, msg = run_quiet(dr.main, ["--model", model, "--tokens", "1,32000", "--out", out])
+        self.assertEqual(rc, 2, msg)
+        self.assertIn("token id 32000 outside the vocabulary [0, 32000)", msg)
+        rc, msg = run_quiet(dr.main, ["--model", model, "--tokens", ",".join(["1"] * 129), "--out", out])
+        self.assertEqual(rc, 2, msg)
+        self.assertIn("max_position_embeddings=128", msg)
+        d = os.path.join(self.tmp, "mistral")
+        shutil.copytree(model, d)
+        with open(os.path.join(d, "config.json")) as f:
+            cfg = json.load(f)
+        with open(os.path.join(d, "config.json"), "w") as f:
+            json.dump(dict(cfg, model_type="mistral"), f)
+        rc, msg = run_quiet(dr.main, ["--model", d, "--tokens", "1,2", "--out", out])
+        self.assertEqual(rc, 2, msg)
+        self.assertIn("'mistral': only gpt2, llama, qwen2, qwen3, phi3 are supported", msg)
+        self.assertFalse(os.path.exists(out))
+
 
 if __name__ == "__main__":
     unittest.main()
