@@ -65,7 +65,7 @@ func capture(ctx context.Context, m *model.Model, tokens []int, spec captureSpec
 		return nil, fmt.Errorf("incremental step at position %d: %w", t-1, err)
 	}
 	cfg := m.Config
-	h, d := cfg.NHead, cfg.HeadDim()
+	h, d := cfg.KVHeads(), cfg.HeadDim()
 	c.tensors[tensorKey{tensors.StepLogits, model.NoLayer}] = model.Captured{
 		Checkpoint: 3, Layer: model.NoLayer, Name: tensors.StepLogits, Shape: []int{cfg.VocabSize}, Data: step,
 	}

@@ -30,14 +30,14 @@ type Checkpoint struct {
 }
 
 var all = []Checkpoint{
-	{1, "LayerNorm", "ln_1 and ln_2 outputs, every layer [T,C]", Tolerance{1e-4, 1e-4}, false, true},
-	{2, "QKV projection", "q, k, v after c_attn and the head split [H,T,D]", Tolerance{1e-4, 1e-4}, false, true},
+	{1, "Norm", "the block's two norms, every layer [T,C]: ln_1, ln_2 (LayerNorm); attn_norm, ffn_norm (RMSNorm)", Tolerance{1e-4, 1e-4}, false, true},
+	{2, "QKV projection", "q, k, v after the projection and the head split [H,T,D] (k, v: KV heads); q_norm, k_norm (Qwen3); q_rope, k_rope", Tolerance{1e-4, 1e-4}, false, true},
 	{3, "KV cache", "cache after prefill of T−1 tokens + one step [H,T,D]; that step's logits [V]", Tolerance{1e-4, 1e-4}, false, true},
 	{4, "Attention scores", "scaled scores before softmax (causal entries only) and weights after softmax [H,T,T]", Tolerance{1e-4, 1e-4}, false, true},
 	{5, "Attention output", "merged heads after c_proj, before the residual add [T,C]", Tolerance{1e-4, 1e-4}, false, true},
-	{6, "FFN", "GELU output [T,4C] and mlp.c_proj output [T,C]", Tolerance{1e-4, 1e-4}, false, true},
+	{6, "FFN", "GELU output [T,I] and mlp.c_proj output [T,C]; gate, up, silu(gate)·up [T,I] and down [T,C]", Tolerance{1e-4, 1e-4}, false, true},
 	{7, "Block output", "embedding sum and residual stream after each block [T,C]", Tolerance{1e-4, 1e-4}, false, true},
-	{8, "LM head", "ln_f output [T,C] and full logits [T,V]", Tolerance{1e-3, 1e-4}, false, true},
+	{8, "LM head", "final norm (ln_f, norm) [T,C] and full logits [T,V]", Tolerance{1e-3, 1e-4}, false, true},
 	{9, "Selected logits", "last-position logits and log-softmax [V]; log-likelihood of reference pairs (atol 1e-4)", Tolerance{1e-3, 1e-4}, false, true},
 	{10, "Greedy sampling", "argmax token of the last position", Tolerance{}, true, true},
 	{11, "Sampling distribution", "probabilities after Go's logit processors on PyTorch's last logits, per sampling config [V]", Tolerance{1e-6, 0}, false, true},

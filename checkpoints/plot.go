@@ -34,7 +34,7 @@ func (r *Report) WritePlot(w io.Writer, nLayer int, format string) error {
 	}
 	p := plot.New()
 	p.Title.Text = "llorch-check: worst error relative to tolerance, per layer"
-	p.X.Label.Text = "layer (head: ln_f and logits, after the blocks)"
+	p.X.Label.Text = "layer (head: the final norm and logits, after the blocks)"
 	p.Y.Label.Text = "|got−want| / (atol + rtol·|want|)"
 	// log10 of the ratio on a linear axis: gonum centres an axis label on
 	// the linear midpoint of the range, which on its log scale sits near the

@@ -31,7 +31,7 @@ func TestPlotLayout(t *testing.T) {
 		xs[m[2]] = x
 	}
 	require.Contains(t, xs, "head")
-	for _, entry := range []string{"1 LayerNorm", "tolerance (1)"} {
+	for _, entry := range []string{"1 Norm", "tolerance (1)"} {
 		require.Contains(t, xs, entry)
 		require.Greater(t, xs[entry], xs["head"]+20, "legend entry %q over the data", entry)
 		width := plot.NewLegend().TextStyle.Width(entry).Points()

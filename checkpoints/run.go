@@ -209,9 +209,14 @@ func checkCompatible(m *model.Model, set *references.Set) (string, error) {
 		return "", err
 	}
 	c := m.Config
-	if dims.VocabSize != c.VocabSize || dims.NEmbd != c.NEmbd || dims.NHead != c.NHead || dims.NLayer != c.NLayer {
-		return "", fmt.Errorf("%s: reference config (vocab %d, n_embd %d, n_head %d, n_layer %d) differs from the model's (vocab %d, n_embd %d, n_head %d, n_layer %d)",
-			set.Dir, dims.VocabSize, dims.NEmbd, dims.NHead, dims.NLayer, c.VocabSize, c.NEmbd, c.NHead, c.NLayer)
+	if fam := tensors.FamilyOf(c.ModelType); dims.Family != fam {
+		return "", fmt.Errorf("%s: reference set is of a %s-family model, the model is %s (%s family)", set.Dir, dims.Family, c.ModelType, fam)
+	}
+	if dims.VocabSize != c.VocabSize || dims.NEmbd != c.NEmbd || dims.NHead != c.NHead || dims.NLayer != c.NLayer ||
+		(dims.Family == tensors.Llama && (dims.NKVHead != c.KVHeads() || dims.HeadDim != c.HeadDim() || dims.NInner != c.NInner)) {
+		return "", fmt.Errorf("%s: reference config (vocab %d, hidden %d, heads %d/%d of %d, layers %d, inner %d) differs from the model's (vocab %d, hidden %d, heads %d/%d of %d, layers %d, inner %d)",
+			set.Dir, dims.VocabSize, dims.NEmbd, dims.NHead, dims.NKVHead, dims.HeadDim, dims.NLayer, dims.NInner,
+			c.VocabSize, c.NEmbd, c.NHead, c.KVHeads(), c.HeadDim(), c.NLayer, c.NInner)
 	}
 	return match, nil
 }

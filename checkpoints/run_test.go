@@ -79,18 +79,25 @@ func TestBisectNamesInjectedFault(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.fault.String(), func(t *testing.T) {
 			m, set := openDefault(t)
-			m.InjectFault(tc.fault, tc.layer)
-			rep, err := Run(context.Background(), m, set, Options{Checkpoints: Selection{1: true, 2: true, 4: true, 5: true, 6: true, 7: true, 8: true, 9: true}})
-			require.NoError(t, err)
-			f := rep.Bisect()
-			require.NotNil(t, f, "the fault went unnoticed")
-			require.Equal(t, tc.checkpoint, f.Checkpoint, "first failure: %+v", f)
-			require.Equal(t, tc.name, f.Name)
-			require.NotNil(t, f.Layer)
-			require.Equal(t, tc.wantLayer, *f.Layer)
-			require.False(t, rep.Passed)
+			requireBisect(t, m, set, tc.fault, tc.layer, tc.checkpoint, tc.name, tc.wantLayer)
 		})
 	}
+}
+
+// requireBisect injects fault at layer and requires bisect's first
+// failure to be tensor name of checkpoint at wantLayer.
+func requireBisect(t *testing.T, m *model.Model, set *references.Set, fault model.Fault, layer, checkpoint int, name string, wantLayer int) {
+	t.Helper()
+	m.InjectFault(fault, layer)
+	rep, err := Run(context.Background(), m, set, Options{Checkpoints: Selection{1: true, 2: true, 4: true, 5: true, 6: true, 7: true, 8: true, 9: true}})
+	require.NoError(t, err)
+	f := rep.Bisect()
+	require.NotNil(t, f, "the fault went unnoticed")
+	require.Equal(t, checkpoint, f.Checkpoint, "first failure: %+v", f)
+	require.Equal(t, name, f.Name)
+	require.NotNil(t, f.Layer)
+	require.Equal(t, wantLayer, *f.Layer)
+	require.False(t, rep.Passed)
 }
 
 func TestBisectLocatesTamperedElement(t *testing.T) {

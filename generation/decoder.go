@@ -77,7 +77,7 @@ func ScoreRows(ctx context.Context, m *model.Model, c *model.Cache, tokens []int
 // eosTokener is an optional Decoder capability: the model's end-of-text id.
 // Without it generation uses GPT-2's 50256.
 type eosTokener interface {
-	EOS() int
+	EOS() []int
 }
 
 // EOSToken is GPT-2's <|endoftext|>.
@@ -180,4 +180,4 @@ func (d *ModelDecoder) Probe(ctx context.Context, tokens []int, probe model.Prob
 
 func (d *ModelDecoder) ContextLength() int { return d.m.Config.NPositions }
 func (d *ModelDecoder) VocabSize() int     { return d.m.Config.VocabSize }
-func (d *ModelDecoder) EOS() int           { return d.m.Config.EOSTokenID }
+func (d *ModelDecoder) EOS() []int         { return d.m.Config.EOSTokens() }

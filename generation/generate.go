@@ -48,7 +48,7 @@ func Generate(ctx context.Context, d Decoder, tok *tokenizer.Tokenizer, req Requ
 		res.StopReason = StopMaxTokens
 		return res, nil
 	}
-	eos := EOSToken
+	eos := []int{EOSToken}
 	if e, ok := d.(eosTokener); ok {
 		eos = e.EOS()
 	}
@@ -90,7 +90,8 @@ func Generate(ctx context.Context, d Decoder, tok *tokenizer.Tokenizer, req Requ
 		}
 		res.Tokens = append(res.Tokens, id)
 		history = append(history, id)
-		final := id == eos || len(res.Tokens) == req.MaxTokens
+		isEOS := slices.Contains(eos, id)
+		final := isEOS || len(res.Tokens) == req.MaxTokens
 		piece, matched, err := text.add(id, final)
 		if err != nil {
 			return failed(fmt.Errorf("token %d (id %d): %w", i, id, err))
@@ -108,7 +109,7 @@ func Generate(ctx context.Context, d Decoder, tok *tokenizer.Tokenizer, req Requ
 		switch {
 		case matched != "":
 			res.StopReason, res.StopSequence = StopSequence, matched
-		case id == eos:
+		case isEOS:
 			res.StopReason = StopEOS
 		case final:
 			res.StopReason = StopMaxTokens

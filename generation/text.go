@@ -1,6 +1,10 @@
 package generation
 
-import "github.com/llorch/llorch-check/tokenizer"
+import (
+	"slices"
+
+	"github.com/llorch/llorch-check/tokenizer"
+)
 
 // textStream turns generated ids into releasable text: whole UTF-8
 // characters (StreamDecoder), never past a stop string (stopMatcher). EOS
@@ -8,10 +12,10 @@ import "github.com/llorch/llorch-check/tokenizer"
 type textStream struct {
 	dec  *tokenizer.StreamDecoder
 	stop stopMatcher
-	eos  int
+	eos  []int
 }
 
-func newTextStream(tok *tokenizer.Tokenizer, stops []string, eos int) *textStream {
+func newTextStream(tok *tokenizer.Tokenizer, stops []string, eos []int) *textStream {
 	if tok == nil {
 		return nil
 	}
@@ -26,7 +30,7 @@ func (t *textStream) add(id int, final bool) (text, matched string, err error) {
 		return "", "", nil
 	}
 	piece := ""
-	if id != t.eos {
+	if !slices.Contains(t.eos, id) {
 		if piece, err = t.dec.Add(id); err != nil {
 			return "", "", err
 		}

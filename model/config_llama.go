@@ -307,3 +307,12 @@ func (r rawConfig) tokenIDs(field string, def int) ([]int, error) {
 	id, err := r.tokenID(field, def)
 	return []int{id}, err
 }
+
+// EOSTokens lists every end-of-sequence id: Llama 3's configs list
+// several (<|end_of_text|>, <|eot_id|>, …), GPT-2's has one.
+func (c Config) EOSTokens() []int {
+	if len(c.EOSTokenIDs) > 0 {
+		return c.EOSTokenIDs
+	}
+	return []int{c.EOSTokenID}
+}

@@ -202,7 +202,7 @@ func (s *Server) modelInfo(e *engine) modelInfo {
 		tmpl, desc = t.Name(), "GPT-2 base model (not trained to chat): /v1/chat/completions renders the messages with the chat template "+t.Name()
 	}
 	return modelInfo{ID: e.name, Object: "model", Created: s.started.Unix(), OwnedBy: "llorch-check",
-		MaxModelLen: e.m.Config.NPositions, Architecture: "gpt2", VocabSize: e.m.Config.VocabSize,
+		MaxModelLen: e.m.Config.NPositions, Architecture: e.m.Config.ModelType, VocabSize: e.m.Config.VocabSize,
 		EmbeddingDim: e.m.Config.NEmbd, ChatTemplate: tmpl, Description: desc}
 }
 

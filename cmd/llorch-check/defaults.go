@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/llorch/llorch-check/model"
 	"github.com/llorch/llorch-check/references"
@@ -100,4 +101,20 @@ func openReferences(flag string) (*references.Set, error) {
 		return nil, err
 	}
 	return references.Open(dir)
+}
+
+// openModelReferences is openReferences for a model given by --model:
+// without --references, the set named after the model in a references
+// directory beside it (testdata/tiny-llama's is
+// testdata/references/tiny-llama), as the repository keeps each default
+// model's set; the default set if there is none.
+func openModelReferences(flag, modelPath string) (*references.Set, error) {
+	if flag == "" && modelPath != "" {
+		name := strings.TrimSuffix(filepath.Base(filepath.Clean(modelPath)), ".gguf")
+		beside := filepath.Join(filepath.Dir(filepath.Clean(modelPath)), "references", name)
+		if st, err := os.Stat(beside); err == nil && st.IsDir() {
+			return references.Open(beside)
+		}
+	}
+	return openReferences(flag)
 }

@@ -36,7 +36,7 @@ different set is refused unless --force.`,
 			if err := injectFault(m, fault); err != nil {
 				return err
 			}
-			set, err := openReferences(refs)
+			set, err := openModelReferences(refs, mf.path)
 			if err != nil {
 				return err
 			}

@@ -88,6 +88,10 @@ func injectFault(m *model.Model, spec string) error {
 	if err != nil {
 		return fmt.Errorf("--inject-fault: %w", err)
 	}
+	if !fault.AppliesTo(m.Config) {
+		return fmt.Errorf("--inject-fault %q: the fault has no counterpart in a %s model (%d query heads, %d KV heads)",
+			spec, m.Config.ModelType, m.Config.NHead, m.Config.KVHeads())
+	}
 	layer := -1
 	if hasLayer {
 		if layer, err = strconv.Atoi(layerStr); err != nil || layer < 0 || layer >= m.Config.NLayer {
@@ -144,7 +148,7 @@ func (f *runFlags) execRun(cmd *cobra.Command) (*checkpoints.Report, *model.Mode
 	if err := injectFault(m, f.fault); err != nil {
 		return nil, nil, err
 	}
-	set, err := openReferences(f.references)
+	set, err := openModelReferences(f.references, f.model.path)
 	if err != nil {
 		return nil, nil, err
 	}

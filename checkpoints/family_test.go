@@ -1,0 +1,101 @@
+package checkpoints
+
+import (
+	"context"
+	"testing"
+
+	"github.com/llorch/llorch-check/internal/fixture"
+	"github.com/llorch/llorch-check/model"
+	"github.com/llorch/llorch-check/references"
+	"github.com/llorch/llorch-check/tokenizer"
+	"github.com/stretchr/testify/require"
+)
+
+func openFamily(t *testing.T, name string) (*model.Model, *references.Set) {
+	t.Helper()
+	m, err := model.LoadWith(fixture.FamilyModel(name), model.LoadOptions{Float16IfStored: true})
+	require.NoError(t, err)
+	set, err := references.Open(fixture.FamilyReferences(name))
+	require.NoError(t, err)
+	return m, set
+}
+
+// TestFamiliesPassAllTwelve runs every checkpoint of every Llama-family
+// tiny model against its PyTorch reference set.
+func TestFamiliesPassAllTwelve(t *testing.T) {
+	for _, name := range fixture.Families {
+		t.Run(name, func(t *testing.T) {
+			m, set := openFamily(t, name)
+			tok, err := tokenizer.Load(m.Dir)
+			require.NoError(t, err)
+			rep, err := Run(context.Background(), m, set, Options{Tokenizer: tok})
+			require.NoError(t, err)
+			for _, f := range rep.Failures() {
+				t.Errorf("%s cp%d layer %s %s: %s", f.Case, f.Checkpoint, layerString(f.Layer), f.Name, f.failureLine())
+			}
+			require.True(t, rep.Passed, rep.Verdict())
+			cps := map[int]bool{}
+			for _, r := range rep.Results {
+				if r.Status != StatusNotImplemented {
+					cps[r.Checkpoint] = true
+				}
+			}
+			for n := 1; n <= 12; n++ {
+				require.True(t, cps[n], "no checkpoint %d results", n)
+			}
+		})
+	}
+}
+
+// TestBisectNamesFamilyFaults injects each Llama-family porting bug and
+// requires bisect to name the first tensor it touches.
+func TestBisectNamesFamilyFaults(t *testing.T) {
+	tests := []struct {
+		model      string
+		fault      model.Fault
+		layer      int
+		checkpoint int
+		name       string
+	}{
+		{"tiny-llama", model.FaultRopeLayout, 0, 2, "q_rope"},
+		{"tiny-llama-qwen2", model.FaultRopeLayout, 1, 2, "q_rope"},
+		{"tiny-llama", model.FaultRMSNormF16, 0, 1, "attn_norm"},
+		{"tiny-llama-qwen3", model.FaultRMSNormF16, 1, 1, "attn_norm"},
+		{"tiny-llama", model.FaultGQARepeat, 0, 4, "scores"},
+		{"tiny-llama-phi3", model.FaultSwiGLUSwap, 1, 6, "act"},
+		{"tiny-llama3", model.FaultSwiGLUSwap, 0, 6, "act"},
+		{"tiny-llama", model.FaultLayerNormEps, 0, 1, "attn_norm"},
+		{"tiny-llama-qwen3", model.FaultLayerNormEps, 0, 1, "attn_norm"}, // eps shows where activations are small: the embeddings
+		{"tiny-llama-qwen2", model.FaultAttnScale, 0, 4, "scores"},
+		{"tiny-llama3", model.FaultNoCausalMask, 1, 4, "probs"},
+		{"tiny-llama-phi3", model.FaultNoResidual, 0, 1, "ffn_norm"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.model+"/"+tc.fault.String(), func(t *testing.T) {
+			m, set := openFamily(t, tc.model)
+			require.True(t, tc.fault.AppliesTo(m.Config))
+			requireBisect(t, m, set, tc.fault, tc.layer, tc.checkpoint, tc.name, tc.layer)
+		})
+	}
+}
+
+// TestFamilyFaultsApply keeps the faults to the families they belong to.
+func TestFamilyFaultsApply(t *testing.T) {
+	gpt2, _ := openDefault(t)
+	qwen3, _ := openFamily(t, "tiny-llama-qwen3")
+	for _, tc := range []struct {
+		fault       model.Fault
+		gpt2, llama bool
+	}{
+		{model.FaultErfGELU, true, false},
+		{model.FaultTransposedProj, true, false},
+		{model.FaultAttnScale, true, true},
+		{model.FaultRopeLayout, false, true},
+		{model.FaultRMSNormF16, false, true},
+		{model.FaultGQARepeat, false, true},
+		{model.FaultSwiGLUSwap, false, true},
+	} {
+		require.Equal(t, tc.gpt2, tc.fault.AppliesTo(gpt2.Config), "%s on gpt2", tc.fault)
+		require.Equal(t, tc.llama, tc.fault.AppliesTo(qwen3.Config), "%s on qwen3", tc.fault)
+	}
+}
