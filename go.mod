@@ -3,6 +3,7 @@ module github.com/llorch/llorch-check
 go 1.26.8
 
 require (
+	github.com/ardanlabs/jinja v1.8.0
 	github.com/olekukonko/tablewriter v1.1.5
 	github.com/prometheus/client_golang v1.25.0
 	github.com/sbinet/npyio v0.6.0
