@@ -28,8 +28,16 @@ verify-gguf:
 
 .PHONY: run build install test lint bench bench-llamacpp bench-go bench-tokenizer fuzz test-scripts references verify-references verify-f16
 
+# The tiny model of each Llama-family architecture, each validated against
+# its own set in testdata/references (found beside it by name).
+FAMILY_MODELS = tiny-llama tiny-llama3 tiny-llama-qwen2 tiny-llama-qwen3 tiny-llama-phi3
+
+# The default GPT-2 model, then every family; stops at the first failure.
 run:
-	$(GO) run ./cmd/llorch-check run
+	@tmp=$$(mktemp -d) && trap 'rm -rf $$tmp' EXIT && \
+	$(GO) build -o $$tmp/llorch-check ./cmd/llorch-check && \
+	$$tmp/llorch-check run && \
+	for m in $(FAMILY_MODELS); do echo; $$tmp/llorch-check run --model testdata/$$m || exit $$?; done
 
 # -buildvcs=auto: stamp the commit for --version even where GOFLAGS turns it off.
 build:
@@ -174,13 +182,18 @@ peer-llamacpp:
 
 # Every GGUF type convert writes, and the files llama.cpp's own quantizer
 # makes of it, loaded and decoded by llama.cpp and by us, compared step by
-# step (scripts/llamacpp/interop.mjs; the quantizer is driven through cgo).
+# step (scripts/llamacpp/interop.mjs; the quantizer is driven through cgo);
+# then convert's F32, F16 and Q8_0 files of each Llama-family tiny model,
+# greedy-decoded by llama.cpp (scripts/llamacpp/llama_family.mjs) and by us
+# (TestConvertFamilyLlamaCppPeer).
 interop-llamacpp:
 	@test -d scripts/llamacpp/node_modules/node-llama-cpp || $(NPM_PEER)
 	@tmp=$$(mktemp -d) && trap 'rm -rf "$$tmp"' EXIT && \
 	$(GO) build -o $$tmp/llorch-check ./cmd/llorch-check && \
 	$(GO) build -tags llamacpp -o $$tmp/ggml ./scripts/llamacpp/ggml && \
 	node scripts/llamacpp/interop.mjs $$tmp/llorch-check $(TINY_MODEL) $(TINY_REFS)/manifest.json $$tmp $$tmp/ggml
+	@out=$$(LLORCH_PEER=1 $(GO) test -count=1 -v -run '^TestConvertFamilyLlamaCppPeer$$' ./cmd/llorch-check 2>&1); st=$$?; \
+	echo "$$out" | grep -Ev '^(=== |    --- PASS)'; exit $$st
 
 # Where llama.cpp's GPT-2 leaves PyTorch on the tiny model's F32 GGUF: its
 # own tensors through its graph callback (ggml dump, then diff) and its

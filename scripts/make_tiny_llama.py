@@ -34,6 +34,12 @@ fixed order and stored as float16 (the norms too):
   down     N(0, (0.05·(i+1))²), columns of three outlier channels 5x.
   lm_head  (untied) rows like embed's, drawn separately.
 Deterministic: the same arguments give the same bytes.
+
+Beside the weights: tokenizer.gguf, a relative link to the vocabulary GGUF
+(the tokenizer llorch-check loads), and tokenizer_config.json with the
+family's chat template (CHAT_TEMPLATES: an instruct model of the family, as
+testdata/chat/SOURCE.md records) and the vocabulary's bos/eos tokens, as
+Hugging Face's apply_chat_template reads them.
 """
 
 import argparse
@@ -45,8 +51,12 @@ import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
+from gguf_io import read_gguf  # noqa: E402
 from safetensors_io import write_safetensors  # noqa: E402
 
+ROOT = os.path.dirname(HERE)
+
+VOCAB_DIR = {"llama": "llama-spm", "llama3": "llama-spm", "qwen2": "llama-spm", "qwen3": "llama-spm", "phi3": "phi-3"}
 VOCAB_GGUF = {"llama": "ggml-vocab-llama-spm.gguf", "llama3": "ggml-vocab-llama-spm.gguf",
               "qwen2": "ggml-vocab-llama-spm.gguf", "qwen3": "ggml-vocab-llama-spm.gguf",
               "phi3": "ggml-vocab-phi-3.gguf"}
@@ -159,6 +169,41 @@ Generated, do not edit:
 """
 
 
+# Each family's chat template: a file of testdata/chat, or the
+# chat_template of a tokenizer_config.json (Qwen3's).
+CHAT_TEMPLATES = {
+    "llama": "testdata/chat/mistral-7b-instruct-v0.2.jinja",  # Llama 2's [INST] format, same vocabulary
+    "llama3": "testdata/chat/llama-3.1-8b-instruct.jinja",
+    "qwen2": "testdata/chat/qwen2.5-7b-instruct.jinja",
+    "qwen3": "testdata/tokenizer/qwen2/tokenizer_config.json",
+    "phi3": "testdata/chat/phi-3-mini.jinja",
+}
+
+
+def chat_template(arch):
+    path = os.path.join(ROOT, CHAT_TEMPLATES[arch])
+    with open(path, encoding="utf-8") as f:
+        if path.endswith(".json"):
+            return json.load(f)["chat_template"]
+        return f.read()
+
+
+def write_tokenizer(arch, out, cfg):
+    """tokenizer.gguf (a relative link) and tokenizer_config.json."""
+    vocab = os.path.join(ROOT, "testdata", "tokenizer", VOCAB_DIR[arch], VOCAB_GGUF[arch])
+    link = os.path.join(out, "tokenizer.gguf")
+    if os.path.lexists(link):
+        os.remove(link)
+    os.symlink(os.path.relpath(vocab, os.path.abspath(out)), link)
+    kv, _, _ = read_gguf(vocab)
+    tokens = kv["tokenizer.ggml.tokens"]
+    doc = {"add_bos_token": bool(kv.get("tokenizer.ggml.add_bos_token", True)), "add_eos_token": False,
+           "bos_token": tokens[cfg["bos_token_id"]], "eos_token": tokens[cfg["eos_token_id"]],
+           "chat_template": chat_template(arch), "chat_template_source": CHAT_TEMPLATES[arch]}
+    with open(os.path.join(out, "tokenizer_config.json"), "w", encoding="utf-8") as f:
+        f.write(json.dumps(doc, indent=2, sort_keys=True, ensure_ascii=False) + "\n")
+
+
 def write_model(arch, out, seed):
     cfg = config(arch)
     w = make_weights(arch, seed)
@@ -167,6 +212,7 @@ def write_model(arch, out, seed):
                       {k: ("F16", v.astype("<f2")) for k, v in w.items()}, metadata={"format": "pt"})
     with open(os.path.join(out, "config.json"), "w", encoding="utf-8") as f:
         f.write(json.dumps(cfg, indent=2, sort_keys=True) + "\n")
+    write_tokenizer(arch, out, cfg)
     vg = VOCAB_GGUF[arch]
     if arch in ("qwen2", "qwen3"):
         vocab = (f"Qwen's is not available as GGUF here, so the ids are those of\n"

@@ -50,7 +50,7 @@ func (s *Server) promptsField(e *engine, f *fields, name string) ([]string, [][]
 		}
 		f.checkPrompt(field, p)
 		texts = append(texts, p)
-		encoded = append(encoded, e.tok.Encode(p))
+		encoded = append(encoded, e.encode(p))
 	}
 	V := e.m.Config.VocabSize
 	for i, l := range idLists {

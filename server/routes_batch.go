@@ -66,7 +66,7 @@ func (s *Server) handleGenerate(w http.ResponseWriter, r *http.Request) {
 	var encoded [][]int
 	if f.ok("prompts") { // else the list is at fault: its settings are still checked
 		for _, p := range prompts {
-			encoded = append(encoded, e.tok.Encode(p))
+			encoded = append(encoded, e.encode(p))
 		}
 	}
 	reqs := f.requests(e, tmpl, encoded, promptNames("prompts", false))

@@ -3,11 +3,14 @@ package server
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"net/http"
 	"slices"
 	"strings"
+
+	"github.com/llorch/llorch-check/chat"
 )
 
 // chatFields are the /v1/chat/completions parameters this server reads;
@@ -87,8 +90,12 @@ func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) {
 		f.bad("top_logprobs", "requires", "needs logprobs: true", job.top)
 	}
 	var prompts [][]int
-	if prompt, ok := s.chatPrompt(f); ok {
-		job.texts, prompts = []string{prompt}, [][]int{e.tok.Encode(prompt)}
+	if prompt, ok := s.chatPrompt(e, f); ok {
+		ids := e.encode(prompt)
+		if e.chat.Special() { // the template wrote the special tokens itself
+			ids = e.tok.EncodeSpecial(prompt)
+		}
+		job.texts, prompts = []string{prompt}, [][]int{ids}
 	}
 	job.requests(f, e, "messages", prompts)
 	if len(f.errs) > 0 {
@@ -104,7 +111,7 @@ func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) {
 }
 
 // chatPrompt reads messages and renders them with the chat template.
-func (s *Server) chatPrompt(f *fields) (string, bool) {
+func (s *Server) chatPrompt(e *engine, f *fields) (string, bool) {
 	var raw []map[string]json.RawMessage
 	if !f.decode("messages", "an array of message objects", &raw) {
 		if !f.present("messages") {
@@ -117,20 +124,20 @@ func (s *Server) chatPrompt(f *fields) (string, bool) {
 		return "", false
 	}
 	n := len(f.errs)
-	var data ChatData
+	var msgs []ChatMessage
 	for i, m := range raw {
-		data.Messages = append(data.Messages, s.chatMessage(f, fmt.Sprintf("messages[%d]", i), m))
+		msgs = append(msgs, s.chatMessage(f, fmt.Sprintf("messages[%d]", i), m))
 	}
 	if len(f.errs) > n {
 		return "", false
 	}
-	t := s.cfg.ChatTemplate
-	if t == nil {
-		t = defaultChatTemplate
-	}
-	prompt, err := renderChat(t, data)
+	prompt, err := e.chat.Format(msgs)
 	if err != nil {
-		f.bad("messages", "template", err.Error(), nil)
+		msg := err.Error()
+		if re, ok := errors.AsType[*chat.RaisedError](err); ok {
+			msg = "the model's chat template refuses the conversation: " + re.Message
+		}
+		f.bad("messages", "template", msg, nil)
 		return "", false
 	}
 	f.checkPrompt("messages", prompt)
@@ -144,7 +151,7 @@ func (s *Server) chatMessage(f *fields, name string, m map[string]json.RawMessag
 	var msg ChatMessage
 	msg.Role, _ = sub.str("role", true)
 	if msg.Role != "" && !slices.Contains(chatRoles, msg.Role) {
-		sub.bad("role", "enum", "must be one of "+strings.Join(chatRoles, ", ")+" (tool messages need tools, which GPT-2 lacks)", msg.Role)
+		sub.bad("role", "enum", "must be one of "+strings.Join(chatRoles, ", ")+" (tool messages need tools, which llorch-check does not serve)", msg.Role)
 	}
 	msg.Name, _ = sub.str("name", false)
 	var parts []struct{ Type, Text string }

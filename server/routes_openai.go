@@ -197,9 +197,10 @@ type modelInfo struct {
 }
 
 func (s *Server) modelInfo(e *engine) modelInfo {
-	tmpl, desc := "default", "GPT-2 base model (not trained to chat): /v1/chat/completions renders the messages as plain \"role: content\" lines followed by \"assistant:\""
-	if t := s.cfg.ChatTemplate; t != nil {
-		tmpl, desc = t.Name(), "GPT-2 base model (not trained to chat): /v1/chat/completions renders the messages with the chat template "+t.Name()
+	tmpl := e.chat.Name()
+	desc := e.m.Config.ModelType + " model: /v1/chat/completions renders the messages with the chat template " + tmpl
+	if e.chat == defaultChatTemplate {
+		desc = "GPT-2 base model (not trained to chat): /v1/chat/completions renders the messages as plain \"role: content\" lines followed by \"assistant:\""
 	}
 	return modelInfo{ID: e.name, Object: "model", Created: s.started.Unix(), OwnedBy: "llorch-check",
 		MaxModelLen: e.m.Config.NPositions, Architecture: e.m.Config.ModelType, VocabSize: e.m.Config.VocabSize,
@@ -220,7 +221,7 @@ func (s *Server) handleTokenize(w http.ResponseWriter, r *http.Request) {
 		writeFieldErrors(w, familyOpenAI, f.errs)
 		return
 	}
-	tokens := e.tok.Encode(prompt)
+	tokens := e.encode(prompt)
 	if special {
 		tokens = e.tok.EncodeSpecial(prompt)
 	}

@@ -125,7 +125,7 @@ func (s *Server) handleExecute(w http.ResponseWriter, r *http.Request) {
 	if hasPrompt && f.ok("prompt") {
 		// User text: "<|endoftext|>" in a prompt is characters, not the
 		// control token (docs/serve.md, tokenization).
-		req.Prompt = e.tok.Encode(prompt)
+		req.Prompt = e.encode(prompt)
 	}
 	f.check(req.Validate(e.m.Config.NPositions, e.m.Config.VocabSize), nil)
 	if len(f.errs) > 0 {

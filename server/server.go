@@ -13,7 +13,6 @@ import (
 	"net/http"
 	"sync"
 	"sync/atomic"
-	"text/template"
 	"time"
 
 	"github.com/llorch/llorch-check/model"
@@ -23,21 +22,21 @@ import (
 // Config holds the operator's settings. Zero values get the defaults of
 // DefaultConfig where one exists.
 type Config struct {
-	ModelName      string             // reported in events and /v1/models; default: the model directory's name
-	WorkerID       string             // the orchestrator's name for this worker
-	Parallel       int                // sequences decoding at once
-	MaxQueue       int                // requests waiting for a slot; more get 429
-	MaxBatch       int                // prompts per /generate or /loglikelihood request
-	RequestTimeout time.Duration      // per request, queueing included; 0: none
-	MaxBodyBytes   int64              // request body limit
-	WriteTimeout   time.Duration      // per write of a stream (each SSE event extends it)
-	APIKey         string             // bearer token; empty: no auth
-	CORSOrigins    []string           // allowed origins; "*" for any
-	Lenient        bool               // OpenAI routes ignore unknown fields instead of a 400 naming them
-	ChatTemplate   *template.Template // renders chat messages into a prompt (ParseChatTemplate); nil: DefaultChatTemplate
-	TokenDelay     time.Duration      // sleep before each token: demos and drain tests only
-	Version        string             // build version for llorch_build_info
-	Logger         *slog.Logger       // nil: discard
+	ModelName      string        // reported in events and /v1/models; default: the model directory's name
+	WorkerID       string        // the orchestrator's name for this worker
+	Parallel       int           // sequences decoding at once
+	MaxQueue       int           // requests waiting for a slot; more get 429
+	MaxBatch       int           // prompts per /generate or /loglikelihood request
+	RequestTimeout time.Duration // per request, queueing included; 0: none
+	MaxBodyBytes   int64         // request body limit
+	WriteTimeout   time.Duration // per write of a stream (each SSE event extends it)
+	APIKey         string        // bearer token; empty: no auth
+	CORSOrigins    []string      // allowed origins; "*" for any
+	Lenient        bool          // OpenAI routes ignore unknown fields instead of a 400 naming them
+	ChatTemplate   ChatFormatter // renders chat messages into a prompt, over the model's own; nil: the model's (SetModelChat), else DefaultChatTemplate
+	TokenDelay     time.Duration // sleep before each token: demos and drain tests only
+	Version        string        // build version for llorch_build_info
+	Logger         *slog.Logger  // nil: discard
 }
 
 // DefaultConfig is what `llorch-check serve` uses when no flag says otherwise.
@@ -83,7 +82,20 @@ type engine struct {
 	m     *model.Model
 	tok   *tokenizer.Tokenizer
 	name  string
-	batch *batcher // decode steps of every slot running on m
+	batch *batcher      // decode steps of every slot running on m
+	chat  ChatFormatter // Config.ChatTemplate, else the model's own, else DefaultChatTemplate
+}
+
+// encode tokenizes user text as the generating routes take it: ordinary
+// text ("<|endoftext|>" is characters), after the BOS token when the
+// tokenizer asks for one (the Llama family's <s>), as Hugging Face's
+// tokenizer and llama.cpp's server encode a prompt.
+func (e *engine) encode(text string) []int {
+	ids := e.tok.Encode(text)
+	if bos, add := e.tok.BOS(); add {
+		ids = append([]int{bos}, ids...)
+	}
+	return ids
 }
 
 // Server is the HTTP service. Create it with New, install the model with
@@ -133,13 +145,24 @@ func (s *Server) Handler() http.Handler { return s.handler }
 
 // SetModel makes the model and tokenizer available to the routes. A server
 // without references is ready from here on.
-func (s *Server) SetModel(m *model.Model, tok *tokenizer.Tokenizer) {
+func (s *Server) SetModel(m *model.Model, tok *tokenizer.Tokenizer) { s.SetModelChat(m, tok, nil) }
+
+// SetModelChat is SetModel with the model's own chat template
+// (ModelChatTemplate), which Config.ChatTemplate overrides; nil for none.
+func (s *Server) SetModelChat(m *model.Model, tok *tokenizer.Tokenizer, own ChatFormatter) {
+	var chat ChatFormatter = defaultChatTemplate
+	switch {
+	case s.cfg.ChatTemplate != nil:
+		chat = s.cfg.ChatTemplate
+	case own != nil:
+		chat = own
+	}
 	name := s.cfg.ModelName
 	if name == "" {
 		name = modelName(m.Dir)
 	}
 	s.metrics.modelMemory.Set(float64(m.WeightsBytes()))
-	s.engine.Store(&engine{m: m, tok: tok, name: name, batch: newBatcher(m, s.metrics.observeBatch)})
+	s.engine.Store(&engine{m: m, tok: tok, name: name, batch: newBatcher(m, s.metrics.observeBatch), chat: chat})
 	s.log.Info("model loaded", "model", name, "weights_bytes", m.WeightsBytes(),
 		"vocab_size", m.Config.VocabSize, "context_length", m.Config.NPositions)
 }

@@ -50,11 +50,12 @@ func execute(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 func newRootCmd() *cobra.Command {
 	root := &cobra.Command{
 		Use:   "llorch-check",
-		Short: "Validate a Go GPT-2 against PyTorch, checkpoint by checkpoint",
-		Long: `llorch-check runs a GPT-2 forward pass written in Go, captures its tensors at
-twelve checkpoints (LayerNorm, QKV, KV cache, attention, FFN, block output,
-LM head, logits, sampling, generation) and compares them with reference
-tensors that PyTorch computed from the same weights.
+		Short: "Validate a Go GPT-2, Llama, Qwen2/3 or Phi-3 against PyTorch, checkpoint by checkpoint",
+		Long: `llorch-check runs a forward pass written in Go (GPT-2, or the Llama family:
+llama, qwen2, qwen3, phi3), captures its tensors at twelve checkpoints (norm,
+QKV, KV cache, attention, FFN, block output, LM head, logits, sampling,
+generation) and compares them with reference tensors that PyTorch computed
+from the same weights.
 
 Exit codes: 0 all passed, 1 a checkpoint failed, 2 bad input.`,
 		SilenceUsage:  true,

@@ -37,6 +37,26 @@ func TestRunDefaultPasses(t *testing.T) {
 	require.NotContains(t, out, "NOT IMPLEMENTED")
 }
 
+// TestRunFamiliesPass is the rest of make run: each Llama-family tiny
+// model, given by --model alone, finds its own reference set beside it
+// and passes; a GPT-2 set for a Llama model is refused as bad input.
+func TestRunFamiliesPass(t *testing.T) {
+	for _, name := range fixture.Families {
+		t.Run(name, func(t *testing.T) {
+			code, out, stderr := runCLI(t, "run", "--model", fixture.FamilyModel(name))
+			require.Equal(t, exitOK, code, stderr)
+			require.Contains(t, out, "references: "+fixture.FamilyReferences(name))
+			require.Regexp(t, `PASS: \d+ checks passed, 0 failed`, out)
+		})
+	}
+	code, _, stderr := runCLI(t, "run", "--model", fixture.FamilyModel("tiny-llama"), "--references", fixture.TinyReferences())
+	require.Equal(t, exitBadInput, code)
+	require.Contains(t, stderr, "sha256")
+	code, _, stderr = runCLI(t, "bisect", "--model", fixture.FamilyModel("tiny-llama"), "--inject-fault", "erf-gelu")
+	require.Equal(t, exitBadInput, code)
+	require.Contains(t, stderr, "no counterpart in a llama model")
+}
+
 // Float16 matrices of the F16 tiny model are its exact weights: every
 // checkpoint passes at the default tolerances (no cost report), and the
 // checkpoints still catch an injected bug.

@@ -64,7 +64,7 @@ func TestNaNIsAFailedCheckpoint(t *testing.T) {
 	}
 	code, stdout, stderr := runCLI(t, append([]string{"bisect"}, args...)...)
 	require.Equal(t, exitFailed, code, stderr)
-	require.Contains(t, stdout, "checkpoint 1 (LayerNorm), layer 0, tensor ln_1")
+	require.Contains(t, stdout, "checkpoint 1 (Norm), layer 0, tensor ln_1")
 	require.Contains(t, stdout, "NaN")
 }
 

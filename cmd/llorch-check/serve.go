@@ -15,7 +15,6 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
-	"text/template"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -96,7 +95,7 @@ stderr, without prompt text. See docs/serve.md.`,
 	fl.StringVar(&f.apiKey, "api-key", "", "require Authorization: Bearer KEY (default $LLORCH_API_KEY)")
 	fl.StringVar(&f.modelName, "model-name", "", "model id in responses and /v1/models (default the model directory's name)")
 	fl.StringVar(&f.cors, "cors-origins", "", "comma-separated origins allowed by CORS, or *")
-	fl.StringVar(&f.chatTemplate, "chat-template", "", "Go text/template FILE rendering /v1/chat/completions messages into the prompt (default: plain \"role: content\" lines, then \"assistant:\")")
+	fl.StringVar(&f.chatTemplate, "chat-template", "", "chat template FILE rendering /v1/chat/completions messages into the prompt: Jinja (.jinja, as Hugging Face's chat_template, with the model's bos and eos tokens) or Go text/template (default: the model's own template from tokenizer_config.json or GGUF tokenizer.chat_template; plain \"role: content\" lines, then \"assistant:\", for a model without one)")
 	fl.BoolVar(&f.lenient, "lenient", false, "OpenAI routes ignore unknown request fields instead of answering 400 naming them")
 	fl.IntVar(&f.parallel, "parallel", d.Parallel, "sequences decoding at once")
 	fl.IntVar(&f.maxQueue, "max-queue", d.MaxQueue, "requests waiting for a slot; beyond it 429 with Retry-After")
@@ -150,8 +149,11 @@ func (f serveFlags) check() error {
 	return nil
 }
 
-// loadChatTemplate parses --chat-template, nil without one.
-func (f serveFlags) loadChatTemplate() (*template.Template, error) {
+// loadChatTemplate parses a Go text/template --chat-template, nil without
+// one. A .jinja file is parsed once the model is loaded (modelChat), as it
+// renders with the model's bos and eos tokens; it is read here all the
+// same, so that a missing file fails before anything loads.
+func (f serveFlags) loadChatTemplate() (server.ChatFormatter, error) {
 	if f.chatTemplate == "" {
 		return nil, nil
 	}
@@ -159,7 +161,34 @@ func (f serveFlags) loadChatTemplate() (*template.Template, error) {
 	if err != nil {
 		return nil, fmt.Errorf("--chat-template: %w", err)
 	}
+	if f.jinjaTemplate() {
+		return nil, nil
+	}
 	t, err := server.ParseChatTemplate(filepath.Base(f.chatTemplate), string(b))
+	if err != nil {
+		return nil, fmt.Errorf("--chat-template %s: %w", f.chatTemplate, err)
+	}
+	return t, nil
+}
+
+func (f serveFlags) jinjaTemplate() bool { return strings.HasSuffix(f.chatTemplate, ".jinja") }
+
+// modelChat is the chat template served for m: a --chat-template FILE.jinja,
+// else the model's own (nil for none; a Go --chat-template, in the
+// server's config, overrides either).
+func (f serveFlags) modelChat(m *model.Model) (server.ChatFormatter, error) {
+	own, err := server.ModelChatTemplate(m)
+	if err != nil {
+		return nil, fmt.Errorf("--model %s: %w", m.Dir, err)
+	}
+	if !f.jinjaTemplate() {
+		return own, nil
+	}
+	b, err := os.ReadFile(f.chatTemplate)
+	if err != nil {
+		return nil, fmt.Errorf("--chat-template: %w", err)
+	}
+	t, err := server.JinjaChatTemplate(filepath.Base(f.chatTemplate), string(b), own)
 	if err != nil {
 		return nil, fmt.Errorf("--chat-template %s: %w", f.chatTemplate, err)
 	}
@@ -346,15 +375,19 @@ func prepare(ctx context.Context, srv *server.Server, f serveFlags, log *slog.Lo
 	if err != nil {
 		return err
 	}
+	chat, err := f.modelChat(m)
+	if err != nil {
+		return err
+	}
 	if f.references == "" {
-		srv.SetModel(m, tok)
+		srv.SetModelChat(m, tok, chat)
 		return nil
 	}
 	set, err := openReferences(f.references)
 	if err != nil {
 		return err
 	}
-	srv.SetModel(m, tok)
+	srv.SetModelChat(m, tok, chat)
 	srv.Validate(ctx, set)
 	return nil
 }

@@ -68,7 +68,14 @@ func dryRunServe(cmd *cobra.Command, f serveFlags) error {
 	if err != nil {
 		return err
 	}
+	chat, err := f.modelChat(m)
+	if err != nil {
+		return err
+	}
 	out := cmd.OutOrStdout()
+	if chat != nil && f.chatTemplate == "" || f.jinjaTemplate() {
+		fmt.Fprintf(out, "dry-run: chat template %s\n", chat.Name())
+	}
 	fmt.Fprintf(out, "dry-run: model %s loaded (%s, %d MB of weights), tokenizer and warm-up ok\n",
 		m.WeightsPath, m.WeightsDType, m.WeightsBytes()>>20)
 	if f.references == "" {
