@@ -113,6 +113,8 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz FuzzLlama3Pieces -fuzztime $(FUZZTIME) -fuzzminimizetime 3s ./tokenizer
 	$(GO) test -run '^$$' -fuzz FuzzRead -fuzztime $(FUZZTIME) -fuzzminimizetime 3s ./internal/httprecord
 	$(GO) test -run '^$$' -fuzz FuzzOpenCorpus -fuzztime $(FUZZTIME) -fuzzminimizetime 3s ./probe
+	$(GO) test -run '^$$' -fuzz FuzzRender -fuzztime $(FUZZTIME) -fuzzminimizetime 3s ./chat
+	$(GO) test -run '^$$' -fuzz FuzzParse -fuzztime $(FUZZTIME) -fuzzminimizetime 3s ./chat
 
 # Tokenizer throughput against the npm gpt-tokenizer peer, in one run.
 bench-tokenizer:
