@@ -28,16 +28,14 @@ verify-gguf:
 
 .PHONY: run build install test lint bench bench-llamacpp bench-go bench-tokenizer fuzz test-scripts references verify-references verify-f16
 
-# The tiny model of each Llama-family architecture, each validated against
-# its own set in testdata/references (found beside it by name).
-FAMILY_MODELS = tiny-llama tiny-llama3 tiny-llama-qwen2 tiny-llama-qwen3 tiny-llama-phi3
-
-# The default GPT-2 model, then every family; stops at the first failure.
+# The default GPT-2 model, then each Llama-family tiny model (LLAMA_MODELS)
+# against its own set in testdata/references, found beside it by name;
+# stops at the first failure.
 run:
 	@tmp=$$(mktemp -d) && trap 'rm -rf $$tmp' EXIT && \
 	$(GO) build -o $$tmp/llorch-check ./cmd/llorch-check && \
 	$$tmp/llorch-check run && \
-	for m in $(FAMILY_MODELS); do echo; $$tmp/llorch-check run --model testdata/$$m || exit $$?; done
+	for m in $(LLAMA_MODELS); do echo; $$tmp/llorch-check run --model testdata/$$m || exit $$?; done
 
 # -buildvcs=auto: stamp the commit for --version even where GOFLAGS turns it off.
 build:
