@@ -43,6 +43,7 @@ func main() {
 		fail(err)
 	}
 	loadS := time.Since(start).Seconds()
+	vocab = m.Config.VocabSize
 	ctx := context.Background()
 	if *mode == "load" {
 		const prompt, steps = 4, 1
@@ -98,11 +99,15 @@ func main() {
 	emit(out)
 }
 
+// vocab is the model's vocabulary size, the modulus of toks (GPT-2's
+// 50257 for the GPT-2 benchmark model).
+var vocab = 50257
+
 // toks is the peer's fixed arithmetic sequence of ids.
 func toks(n, seed int) []int {
 	ids := make([]int, n)
 	for i := range ids {
-		ids[i] = (seed*7919 + i*104729) % 50257
+		ids[i] = (seed*7919 + i*104729) % vocab
 	}
 	return ids
 }
