@@ -66,15 +66,20 @@ func llamaLayer(c Config, l int) []llamaParam {
 		if c.ModelType == ArchLlama {
 			qRope, kRope = H, Hkv
 		}
-		for _, p := range []struct {
-			n, g      string
+		qkv := []struct {
+			n         string
 			rows, row int
 			ropeHeads int
-		}{{"q", "q", H * D, 0, qRope}, {"k", "k", Hkv * D, H * D, kRope}, {"v", "v", Hkv * D, (H + Hkv) * D, 0}} {
-			ps = append(ps, llamaParam{hf: "layers.%d.self_attn." + p.n + "_proj.weight", gguf: "blk.%d.attn_" + p.g + ".weight",
+		}{{"q", H * D, 0, qRope}, {"k", Hkv * D, H * D, kRope}, {"v", Hkv * D, (H + Hkv) * D, 0}}
+		for _, p := range qkv {
+			ps = append(ps, llamaParam{hf: "layers.%d.self_attn." + p.n + "_proj.weight", gguf: "blk.%d.attn_" + p.n + ".weight",
 				shape: []int{p.rows, C}, part: partQKV, row: p.row, ropeHeads: p.ropeHeads})
+		}
+		// The biases after the three matrices, as scripts/gguf_write.py
+		// writes Qwen2's.
+		for _, p := range qkv {
 			if c.QKVBias {
-				ps = append(ps, llamaParam{hf: "layers.%d.self_attn." + p.n + "_proj.bias", gguf: "blk.%d.attn_" + p.g + ".bias",
+				ps = append(ps, llamaParam{hf: "layers.%d.self_attn." + p.n + "_proj.bias", gguf: "blk.%d.attn_" + p.n + ".bias",
 					shape: []int{p.rows}, part: partQKVBias, row: p.row, ropeHeads: p.ropeHeads})
 			}
 		}

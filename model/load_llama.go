@@ -61,9 +61,7 @@ func loadLlamaFrom(ctx context.Context, cfg Config, data []byte, release func([]
 			return nil, fmt.Errorf("tensor %q: %w", t.Name, err)
 		}
 	}
-	if err := ld.finish(); err != nil {
-		return nil, err
-	}
+	ld.finish()
 	if t, ok := byName["lm_head.weight"]; ok && cfg.Tied {
 		// A tied checkpoint that also stores the head: it must be the embedding.
 		emb := f.Tensors[slices.IndexFunc(f.Tensors, func(u safetensors.Tensor) bool {
@@ -121,17 +119,22 @@ func (ld *llamaLoader) put(p llamaParam, t *safetensors.Tensor) error {
 	if err != nil {
 		return err
 	}
+	ld.place(p, f32, f16)
+	return nil
+}
+
+// place puts a matrix, [out,in] as HF and GGUF store it, float32 or
+// float16 bits, where p says: the embedding and head as they are, q/k/v
+// and gate/up staged into the layer's fused matrix, o and down transposed.
+func (ld *llamaLoader) place(p llamaParam, f32 []float32, f16 []uint16) {
 	switch p.part {
 	case partEmbed:
 		ld.m.wte = matrixOf(f32, f16)
 	case partHead:
 		ld.m.lmW = matrixOf(f32, f16)
 	case partQKV, partGateUp:
-		l := ld.layerOf(p.hf)
-		if l != ld.layer {
-			if err := ld.finish(); err != nil {
-				return err
-			}
+		if l := layerOf(p.hf); l != ld.layer {
+			ld.finish()
 			ld.layer = l
 		}
 		s := &ld.qkv
@@ -140,14 +143,13 @@ func (ld *llamaLoader) put(p llamaParam, t *safetensors.Tensor) error {
 		}
 		s.put(ld.m.Config.fusedRows(p.part), p.row, p.shape[1], f32, f16)
 	case partO, partDown:
-		b := &ld.m.h[ld.layerOf(p.hf)]
+		b := &ld.m.h[layerOf(p.hf)]
 		dst := &b.projW
 		if p.part == partDown {
 			dst = &b.mlpW
 		}
 		*dst = matrixOf(transposed(f32, f16, p.shape[0], p.shape[1]))
 	}
-	return nil
 }
 
 // matrix converts a tensor to float32, or to float16 bits for a Float16
@@ -170,7 +172,7 @@ func (ld *llamaLoader) putVector(p llamaParam, v []float32) error {
 		m.lnfW = v
 		return nil
 	}
-	b := &m.h[ld.layerOf(p.hf)]
+	b := &m.h[layerOf(p.hf)]
 	switch p.part {
 	case partAttnNorm:
 		b.ln1W = v
@@ -198,7 +200,7 @@ func (ld *llamaLoader) putVector(p llamaParam, v []float32) error {
 }
 
 // finish transposes the current layer's fused matrices into its block.
-func (ld *llamaLoader) finish() error {
+func (ld *llamaLoader) finish() {
 	c := ld.m.Config
 	b := &ld.m.h[ld.layer]
 	for _, s := range []struct {
@@ -212,7 +214,6 @@ func (ld *llamaLoader) finish() error {
 		*s.dst = matrixOf(transposed(s.st.f32, s.st.f16, s.rows, c.NEmbd))
 		*s.st = staged{}
 	}
-	return nil
 }
 
 // put copies a tensor's rows into the staged matrix from row on.
@@ -231,7 +232,7 @@ func (s *staged) put(rows, row, cols int, f32 []float32, f16 []uint16) {
 }
 
 // layerOf reads the layer index out of an HF name "layers.N. …".
-func (ld *llamaLoader) layerOf(name string) int {
+func layerOf(name string) int {
 	var l int
 	fmt.Sscanf(name, "layers.%d.", &l)
 	return l
