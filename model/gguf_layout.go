@@ -51,11 +51,7 @@ func (p ggufParam) dims() []uint64 {
 	if p.transposed {
 		stored[0], stored[1] = stored[1], stored[0]
 	}
-	out := make([]uint64, len(stored))
-	for i, d := range stored {
-		out[len(stored)-1-i] = uint64(d)
-	}
-	return out
+	return ggufDims(stored)
 }
 
 // ggufParams lists every tensor of the gpt2 layout in llama.cpp's order;

@@ -15,7 +15,8 @@ import (
 	"github.com/llorch/llorch-check/kernels"
 )
 
-// loadGGUF reads a GPT-2 GGUF file through a memory map. Every parameter
+// loadGGUF reads a GGUF file (GPT-2's, or the Llama family's:
+// loadLlamaGGUF) through a memory map. Every parameter
 // is copied out of it (quantised matrices stay quantised, in the kernels'
 // layout; other tensors become float32), so the map is released before
 // returning.
@@ -58,6 +59,9 @@ func loadGGUFFrom(ctx context.Context, data []byte, release func([]byte), opt Lo
 		// The metadata is parsed (its vocabulary is a megabyte or two);
 		// its pages would otherwise stay resident until the unmap.
 		release(data[:f.DataOffset])
+	}
+	if cfg.IsLlama() {
+		return loadLlamaGGUF(ctx, f, cfg, release, opt)
 	}
 	m := &Model{Config: cfg, h: make([]block, cfg.NLayer), faultLayer: -1, Format: FormatGGUF, Float16: opt.Float16}
 	params := m.ggufParams()
@@ -123,14 +127,23 @@ func loadGGUFFrom(ctx context.Context, data []byte, release func([]byte), opt Lo
 		}
 	}
 	m.WeightsDType = strings.Join(slices.Sorted(maps.Keys(types)), "+")
-	if v, ok := f.Get(KeySourceSHA256); ok {
-		s, isStr := v.V.(string)
-		if !isStr || !isHexSHA256(s) {
-			return nil, fmt.Errorf("key %s: want 64 hex digits, have %s %.80v", KeySourceSHA256, v.Type, v.V)
-		}
-		m.SourceSHA256 = strings.ToLower(s)
+	if m.SourceSHA256, err = ggufSourceSHA256(f); err != nil {
+		return nil, err
 	}
 	return m, nil
+}
+
+// ggufSourceSHA256 reads KeySourceSHA256, lower-cased; "" when absent.
+func ggufSourceSHA256(f *gguf.File) (string, error) {
+	v, ok := f.Get(KeySourceSHA256)
+	if !ok {
+		return "", nil
+	}
+	s, isStr := v.V.(string)
+	if !isStr || !isHexSHA256(s) {
+		return "", fmt.Errorf("key %s: want 64 hex digits, have %s %.80v", KeySourceSHA256, v.Type, v.V)
+	}
+	return strings.ToLower(s), nil
 }
 
 // ggufTensorLoadable checks t's type and dims.
@@ -213,15 +226,18 @@ func sameGGUFTensor(f *gguf.File, t gguf.TensorInfo, name string) (bool, error) 
 	return bytes.Equal(a, b), nil
 }
 
-// ggufConfig reads the gpt2.* hyper-parameters; the vocabulary size is
-// token_embd's row count, which the tokenizer, when present, must match.
+// ggufConfig reads the gpt2.* hyper-parameters (a Llama-family file's:
+// ggufLlamaConfig); the vocabulary size is token_embd's row count, which
+// the tokenizer, when present, must match.
 func ggufConfig(f *gguf.File) (Config, error) {
 	arch, err := f.String(keyArchitecture)
 	if err != nil {
 		return Config{}, err
 	}
-	if arch != ggufArch {
-		return Config{}, fmt.Errorf("key %s: value %q is not supported (want %q)", keyArchitecture, arch, ggufArch)
+	if a, ok := archByName(arch); !ok {
+		return Config{}, fmt.Errorf("key %s: value %q is not supported (known: %s)", keyArchitecture, arch, knownArchs())
+	} else if a.Name != ggufArch {
+		return ggufLlamaConfig(f, a.Name)
 	}
 	c := Config{ModelType: "gpt2", ActivationFunction: "gelu_new"}
 	for _, s := range []struct {
@@ -247,29 +263,38 @@ func ggufConfig(f *gguf.File) (Config, error) {
 	if c.NLayer > len(f.Tensors) {
 		return Config{}, fmt.Errorf("key %s: value %d is more blocks than the file's %d tensors can hold", keyBlockCount, c.NLayer, len(f.Tensors))
 	}
-	if c.LayerNormEpsilon, err = ggufEpsilon(f); err != nil {
+	if c.LayerNormEpsilon, err = ggufFloat(f, keyLayerNormEps, 0); err != nil {
 		return Config{}, err
 	}
+	if err := ggufVocab(f, &c, 50256, 50256); err != nil {
+		return Config{}, err
+	}
+	return c, nil
+}
+
+// ggufVocab sets the vocabulary size, token_embd's row count, which the
+// tokenizer, when present, must match; and the BOS and EOS ids, bos and
+// eos when the file has none.
+func ggufVocab(f *gguf.File, c *Config, bos, eos int) error {
 	emb, ok := f.Tensor("token_embd.weight")
 	if !ok {
-		return Config{}, fmt.Errorf("missing tensor %q", "token_embd.weight")
+		return fmt.Errorf("missing tensor %q", "token_embd.weight")
 	}
 	if len(emb.Dims) != 2 || emb.Dims[0] != uint64(c.NEmbd) || emb.Dims[1] == 0 || emb.Dims[1] > maxDim {
-		return Config{}, fmt.Errorf("tensor %q: dims %v contradict the hyper-parameters, which give [%d n_vocab]", emb.Name, emb.Dims, c.NEmbd)
+		return fmt.Errorf("tensor %q: dims %v contradict the hyper-parameters, which give [%d n_vocab]", emb.Name, emb.Dims, c.NEmbd)
 	}
 	c.VocabSize = int(emb.Dims[1])
 	if v, ok := f.Get(keyTokens); ok {
 		if a, isArr := v.V.(gguf.Array); isArr && a.Len() != c.VocabSize {
-			return Config{}, fmt.Errorf("key %s: %d tokens, but token_embd.weight has %d rows", keyTokens, a.Len(), c.VocabSize)
+			return fmt.Errorf("key %s: %d tokens, but token_embd.weight has %d rows", keyTokens, a.Len(), c.VocabSize)
 		}
 	}
-	if c.BOSTokenID, err = ggufTokenID(f, keyBOS, c.VocabSize); err != nil {
-		return Config{}, err
+	var err error
+	if c.BOSTokenID, err = ggufTokenID(f, keyBOS, bos, c.VocabSize); err != nil {
+		return err
 	}
-	if c.EOSTokenID, err = ggufTokenID(f, keyEOS, c.VocabSize); err != nil {
-		return Config{}, err
-	}
-	return c, nil
+	c.EOSTokenID, err = ggufTokenID(f, keyEOS, eos, c.VocabSize)
+	return err
 }
 
 func ggufDim(f *gguf.File, key string) (int, error) {
@@ -283,33 +308,38 @@ func ggufDim(f *gguf.File, key string) (int, error) {
 	return int(n), nil
 }
 
-// ggufEpsilon reads the float32 epsilon and recovers the decimal it was
-// rounded from (1e-5, not 9.99999974738e-06), so a GGUF model normalises
-// exactly as the config.json it came from.
-func ggufEpsilon(f *gguf.File) (float64, error) {
-	v, ok := f.Get(keyLayerNormEps)
+// ggufFloat reads a positive float32 (an epsilon, a rope base) and
+// recovers the decimal it was rounded from (1e-5, not 9.99999974738e-06),
+// so a GGUF model computes exactly as the config.json it came from. An
+// absent key is def, or an error if def is 0.
+func ggufFloat(f *gguf.File, key string, def float64) (float64, error) {
+	v, ok := f.Get(key)
 	if !ok {
-		return 0, fmt.Errorf("%w: %s", gguf.ErrNoKey, keyLayerNormEps)
+		if def != 0 {
+			return def, nil
+		}
+		return 0, fmt.Errorf("%w: %s", gguf.ErrNoKey, key)
 	}
-	var eps float64
-	switch x := v.V.(type) {
+	var x float64
+	switch y := v.V.(type) {
 	case float32:
-		eps, _ = strconv.ParseFloat(strconv.FormatFloat(float64(x), 'g', -1, 32), 64)
+		x, _ = strconv.ParseFloat(strconv.FormatFloat(float64(y), 'g', -1, 32), 64)
 	case float64:
-		eps = x
+		x = y
 	default:
-		return 0, fmt.Errorf("key %s: want float32, have %s %v", keyLayerNormEps, v.Type, v.V)
+		return 0, fmt.Errorf("key %s: want float32, have %s %v", key, v.Type, v.V)
 	}
-	if !(eps > 0) || math.IsInf(eps, 0) {
-		return 0, fmt.Errorf("key %s: value %g must be a positive finite number", keyLayerNormEps, eps)
+	if !(x > 0) || math.IsInf(x, 0) {
+		return 0, fmt.Errorf("key %s: value %g must be a positive finite number", key, x)
 	}
-	return eps, nil
+	return x, nil
 }
 
-// ggufTokenID reads an optional token id; GPT-2's default is 50256.
-func ggufTokenID(f *gguf.File, key string, vocab int) (int, error) {
+// ggufTokenID reads an optional token id, def when absent (GPT-2's is
+// 50256).
+func ggufTokenID(f *gguf.File, key string, def, vocab int) (int, error) {
 	if _, ok := f.Get(key); !ok {
-		return 50256, nil
+		return def, nil
 	}
 	id, err := f.Int(key)
 	if err != nil {

@@ -18,7 +18,7 @@ import (
 
 // ggufImage writes m as GGUF after letting edit change the metadata and
 // tensors, so each bad-input case is one small mutation of a valid file.
-func ggufImage(t testing.TB, m *Model, typ gguf.GGMLType, edit func(kv []gguf.KV, ts []gguf.TensorData) ([]gguf.KV, []gguf.TensorData)) []byte {
+func ggufImage(t testing.TB, m *Model, typ gguf.GGMLType, edit ggufEdit) []byte {
 	t.Helper()
 	kv, ts, err := m.GGUF(typ)
 	require.NoError(t, err)
@@ -172,42 +172,16 @@ func TestLoadGGUFFile(t *testing.T) {
 // Each bad input is an error naming the key or tensor, never a panic.
 func TestLoadGGUFBadInputs(t *testing.T) {
 	m, _ := testModel(t)
-	setKV := func(key string, v gguf.Value) func([]gguf.KV, []gguf.TensorData) ([]gguf.KV, []gguf.TensorData) {
-		return func(kv []gguf.KV, ts []gguf.TensorData) ([]gguf.KV, []gguf.TensorData) {
-			for i := range kv {
-				if kv[i].Key == key {
-					kv[i].Value = v
-					return kv, ts
-				}
-			}
-			return append(kv, gguf.KV{Key: key, Value: v}), ts
-		}
-	}
-	dropKV := func(key string) func([]gguf.KV, []gguf.TensorData) ([]gguf.KV, []gguf.TensorData) {
-		return func(kv []gguf.KV, ts []gguf.TensorData) ([]gguf.KV, []gguf.TensorData) {
-			return slices.DeleteFunc(kv, func(e gguf.KV) bool { return e.Key == key }), ts
-		}
-	}
-	dropTensor := func(name string) func([]gguf.KV, []gguf.TensorData) ([]gguf.KV, []gguf.TensorData) {
-		return func(kv []gguf.KV, ts []gguf.TensorData) ([]gguf.KV, []gguf.TensorData) {
-			return kv, slices.DeleteFunc(ts, func(t gguf.TensorData) bool { return t.Name == name })
-		}
-	}
-	addTensor := func(t gguf.TensorData) func([]gguf.KV, []gguf.TensorData) ([]gguf.KV, []gguf.TensorData) {
-		return func(kv []gguf.KV, ts []gguf.TensorData) ([]gguf.KV, []gguf.TensorData) {
-			return kv, append(ts, t)
-		}
-	}
 	u32 := func(v uint32) gguf.Value { return gguf.Value{Type: gguf.TypeUint32, V: v} }
 	C, V := uint64(testCfg.NEmbd), uint64(testCfg.VocabSize)
 	wte := make([]byte, 4*C*V)
 
 	cases := []struct {
 		name string
-		edit func([]gguf.KV, []gguf.TensorData) ([]gguf.KV, []gguf.TensorData)
+		edit ggufEdit
 		want string
 	}{
-		{"wrong architecture", setKV("general.architecture", gguf.Value{Type: gguf.TypeString, V: "llama"}), `key general.architecture: value "llama" is not supported`},
+		{"wrong architecture", setKV("general.architecture", gguf.Value{Type: gguf.TypeString, V: "mamba"}), `key general.architecture: value "mamba" is not supported (known: gpt2, llama`},
 		{"no architecture", dropKV("general.architecture"), "key not found: general.architecture"},
 		{"missing context length", dropKV(keyContextLength), "key not found: gpt2.context_length"},
 		{"missing embedding length", dropKV(keyEmbeddingLen), "key not found: gpt2.embedding_length"},
@@ -327,7 +301,8 @@ func TestLoadGGUFUntiedOutput(t *testing.T) {
 	require.NotEqual(t, ts[0].Data, ts[1].Data)
 }
 
-// The GPT-2 loader never panics or allocates past the file on any input.
+// The GGUF loader (GPT-2's and the Llama family's) never panics or
+// allocates past the file on any input.
 func FuzzLoadGGUF(f *testing.F) {
 	cfg := testCfg
 	cfg.NEmbd, cfg.NHead, cfg.NInner, cfg.VocabSize, cfg.NPositions, cfg.NLayer = 32, 2, 32, 5, 4, 1
@@ -336,6 +311,9 @@ func FuzzLoadGGUF(f *testing.F) {
 	require.NoError(f, err)
 	for _, typ := range []gguf.GGMLType{gguf.GGMLTypeF32, gguf.GGMLTypeF16, gguf.GGMLTypeQ8_0} {
 		f.Add(ggufImage(f, m, typ, nil))
+	}
+	for _, seed := range llamaFuzzSeeds(f) {
+		f.Add(seed)
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		g, err := loadGGUFBytes(context.Background(), data, LoadOptions{})
@@ -348,8 +326,43 @@ func FuzzLoadGGUF(f *testing.F) {
 	})
 }
 
+// ggufEdit changes a GGUF image's metadata and tensors before it is
+// written (ggufImage's and llamaImage's edit).
+type ggufEdit = func([]gguf.KV, []gguf.TensorData) ([]gguf.KV, []gguf.TensorData)
+
+// setKV sets key to v, appending it if absent.
+func setKV(key string, v gguf.Value) ggufEdit {
+	return func(kv []gguf.KV, ts []gguf.TensorData) ([]gguf.KV, []gguf.TensorData) {
+		for i := range kv {
+			if kv[i].Key == key {
+				kv[i].Value = v
+				return kv, ts
+			}
+		}
+		return append(kv, gguf.KV{Key: key, Value: v}), ts
+	}
+}
+
+func dropKV(key string) ggufEdit {
+	return func(kv []gguf.KV, ts []gguf.TensorData) ([]gguf.KV, []gguf.TensorData) {
+		return slices.DeleteFunc(kv, func(e gguf.KV) bool { return e.Key == key }), ts
+	}
+}
+
+func dropTensor(name string) ggufEdit {
+	return func(kv []gguf.KV, ts []gguf.TensorData) ([]gguf.KV, []gguf.TensorData) {
+		return kv, slices.DeleteFunc(ts, func(t gguf.TensorData) bool { return t.Name == name })
+	}
+}
+
+func addTensor(t gguf.TensorData) ggufEdit {
+	return func(kv []gguf.KV, ts []gguf.TensorData) ([]gguf.KV, []gguf.TensorData) {
+		return kv, append(ts, t)
+	}
+}
+
 // editTensor returns a ggufImage edit applying f to the named tensor.
-func editTensor(name string, f func(*gguf.TensorData)) func([]gguf.KV, []gguf.TensorData) ([]gguf.KV, []gguf.TensorData) {
+func editTensor(name string, f func(*gguf.TensorData)) ggufEdit {
 	return func(kv []gguf.KV, ts []gguf.TensorData) ([]gguf.KV, []gguf.TensorData) {
 		for i := range ts {
 			if ts[i].Name == name {

@@ -13,7 +13,8 @@ var fileTypes = map[gguf.GGMLType]uint32{
 	gguf.GGMLTypeQ8_0: 7, // LLAMA_FTYPE_MOSTLY_Q8_0
 }
 
-// GGUF returns the model as llama.cpp's gpt2 architecture lays it out: the
+// GGUF returns the model as llama.cpp lays out its architecture (a
+// Llama-family model: llamaGGUF). For gpt2: the
 // general.architecture, general.file_type and gpt2.* hyper-parameter keys,
 // the BOS and EOS token ids (the only tokenizer keys the config knows),
 // and every tensor, with the Conv1D matrices transposed as llama.cpp's
@@ -29,6 +30,9 @@ func (m *Model) GGUF(typ gguf.GGMLType) ([]gguf.KV, []gguf.TensorData, error) {
 	ftype, ok := fileTypes[typ]
 	if !ok {
 		return nil, nil, fmt.Errorf("GGUF tensor type %s is not supported (F32, F16, Q8_0)", typ)
+	}
+	if m.Config.IsLlama() {
+		return m.llamaGGUF(typ, ftype)
 	}
 	c := m.Config
 	kv := []gguf.KV{

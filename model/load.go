@@ -19,7 +19,8 @@ import (
 )
 
 // Load reads a model: an HF directory (dir/config.json and
-// dir/model.safetensors) or a GGUF file in llama.cpp's gpt2 layout. Any
+// dir/model.safetensors) or a GGUF file in llama.cpp's layout of one of
+// the Architectures. Any
 // regular file, or a missing path ending in .gguf, is taken for GGUF, so
 // that the error names the file rather than a config.json beside it. Q8_0
 // GGUF weights are dequantised on load.

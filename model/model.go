@@ -10,7 +10,7 @@ import (
 // Model formats, as Model.Format reports them.
 const (
 	FormatHF   = "hf"   // config.json + model.safetensors directory
-	FormatGGUF = "gguf" // one GGUF file, llama.cpp's gpt2 layout
+	FormatGGUF = "gguf" // one GGUF file, llama.cpp's layout (gpt2, llama, qwen2, qwen3, phi3)
 )
 
 // Model is a GPT-2 language model. Its arithmetic is float32; the weight

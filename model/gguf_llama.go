@@ -1,0 +1,624 @@
+package model
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"math"
+	"slices"
+	"strings"
+
+	"github.com/llorch/llorch-check/gguf"
+	"github.com/llorch/llorch-check/kernels"
+)
+
+// The Llama family in GGUF: llama.cpp's converter layout for its llama,
+// qwen2, qwen3 and phi3 architectures (scripts/gguf_write.py writes the
+// same). Tensors are named by the parameter table (llama_params.go); the
+// hyper-parameters are under "{arch}.". llorch's own keys carry what
+// llama.cpp's do not: HF's Llama 3 rope_scaling, from which the loader
+// recomputes HF's inv_freq bit for bit (llama.cpp's converter stores only
+// the per-pair factors of rope_freqs.weight), and every EOS id of a
+// config that lists several.
+const (
+	keyRopeFactor     = "llorch.rope_scaling.factor"
+	keyRopeLowFreq    = "llorch.rope_scaling.low_freq_factor"
+	keyRopeHighFreq   = "llorch.rope_scaling.high_freq_factor"
+	keyRopeOrigMaxPos = "llorch.rope_scaling.original_max_position_embeddings"
+	keyEOSList        = "llorch.eos_token_ids"
+
+	// ggufRopeFreqs is llama.cpp's per-pair divisor of the rotary
+	// frequencies (Llama 3's scaling), [RotaryDim/2].
+	ggufRopeFreqs = "rope_freqs.weight"
+)
+
+// llamaKey is llama.cpp's name of a hyper-parameter of arch.
+func llamaKey(arch, key string) string { return arch + "." + key }
+
+// ggufLlamaConfig reads a Llama-family GGUF file's hyper-parameters into
+// the Config the HF loader would give for the config.json it came from.
+// Settings the forward does not implement are errors naming the key.
+func ggufLlamaConfig(f *gguf.File, arch string) (Config, error) {
+	c := Config{ModelType: arch, ActivationFunction: "silu"}
+	k := func(key string) string { return llamaKey(arch, key) }
+	var err error
+	for _, s := range []struct {
+		key string
+		dst *int
+	}{
+		{k("context_length"), &c.NPositions},
+		{k("embedding_length"), &c.NEmbd},
+		{k("feed_forward_length"), &c.NInner},
+		{k("block_count"), &c.NLayer},
+		{k("attention.head_count"), &c.NHead},
+	} {
+		if *s.dst, err = ggufDim(f, s.key); err != nil {
+			return Config{}, err
+		}
+	}
+	if c.NLayer > len(f.Tensors) {
+		return Config{}, fmt.Errorf("key %s: value %d is more blocks than the file's %d tensors can hold", k("block_count"), c.NLayer, len(f.Tensors))
+	}
+	if c.NKVHead, err = ggufOptDim(f, k("attention.head_count_kv"), c.NHead); err != nil {
+		return Config{}, err
+	}
+	if c.NHead%c.NKVHead != 0 {
+		return Config{}, fmt.Errorf("key %s: value %d does not divide %s %d", k("attention.head_count_kv"), c.NKVHead, k("attention.head_count"), c.NHead)
+	}
+	if err := ggufHeadDim(f, &c); err != nil {
+		return Config{}, err
+	}
+	if c.RMSNormEps, err = ggufFloat(f, k("attention.layer_norm_rms_epsilon"), 0); err != nil {
+		return Config{}, err
+	}
+	if c.RopeTheta, err = ggufFloat(f, k("rope.freq_base"), 10000); err != nil {
+		return Config{}, err
+	}
+	if err := ggufLlamaRope(f, &c); err != nil {
+		return Config{}, err
+	}
+	if err := ggufVocab(f, &c, 1, 2); err != nil {
+		return Config{}, err
+	}
+	if v, err := llamaKV(f, k("vocab_size")); err != nil {
+		return Config{}, err
+	} else if v >= 0 && v != int64(c.VocabSize) {
+		return Config{}, fmt.Errorf("key %s: value %d, but token_embd.weight has %d rows", k("vocab_size"), v, c.VocabSize)
+	}
+	if c.EOSTokenIDs, err = ggufEOSList(f, c); err != nil {
+		return Config{}, err
+	}
+	_, hasOutput := f.Tensor(ggufOutput)
+	c.Tied = !hasOutput
+	// Biases as the HF config classes have them (llamaBiases): Qwen2's
+	// q/k/v always; Llama's and Qwen3's as the file has them; Phi-3 none.
+	has := func(name string) bool { _, ok := f.Tensor(name); return ok }
+	switch arch {
+	case ArchQwen2:
+		c.QKVBias = true
+	case ArchQwen3:
+		c.QKVBias = has("blk.0.attn_q.bias")
+		c.OBias = c.QKVBias
+	case ArchLlama:
+		c.QKVBias, c.OBias, c.MLPBias = has("blk.0.attn_q.bias"), has("blk.0.attn_output.bias"), has("blk.0.ffn_down.bias")
+	}
+	c.QKNorm = arch == ArchQwen3
+	c.FusedQKV = arch == ArchPhi3
+	return c, nil
+}
+
+// ggufHeadDim sets the head width: attention.key_length when the file
+// has it (Qwen3's head_dim), else embedding_length / head_count; and the
+// rotary dimension, rope.dimension_count (the whole head by default).
+func ggufHeadDim(f *gguf.File, c *Config) error {
+	k := func(key string) string { return llamaKey(c.ModelType, key) }
+	derived := 0
+	if c.NEmbd%c.NHead == 0 {
+		derived = c.NEmbd / c.NHead
+	}
+	hd, err := ggufOptDim(f, k("attention.key_length"), derived)
+	if err != nil {
+		return err
+	}
+	switch {
+	case hd == 0:
+		return fmt.Errorf("key %s: value %d is not divisible by %s %d and %s is absent",
+			k("embedding_length"), c.NEmbd, k("attention.head_count"), c.NHead, k("attention.key_length"))
+	case (c.ModelType == ArchQwen2 || c.ModelType == ArchPhi3) && hd != derived:
+		return fmt.Errorf("key %s: value %d: %s derives the head width from the embedding length (%d); another value is not implemented", k("attention.key_length"), hd, c.ModelType, derived)
+	}
+	if vl, err := ggufOptDim(f, k("attention.value_length"), hd); err != nil {
+		return err
+	} else if vl != hd {
+		return fmt.Errorf("key %s: value %d differs from the key length %d: not implemented", k("attention.value_length"), vl, hd)
+	}
+	if hd != derived {
+		c.HeadSize = hd
+	}
+	if c.RotaryDim, err = ggufOptDim(f, k("rope.dimension_count"), hd); err != nil {
+		return err
+	}
+	switch {
+	case c.RotaryDim%2 != 0 || c.RotaryDim > hd:
+		return fmt.Errorf("key %s: value %d is not an even number up to the head width %d", k("rope.dimension_count"), c.RotaryDim, hd)
+	case c.ModelType == ArchLlama && c.RotaryDim != hd:
+		// llama.cpp's converter permutes whole heads for its interleaved
+		// rope, which then rotates pairs HF's partial rotary does not.
+		return fmt.Errorf("key %s: value %d: partial rotary (head width %d) with llama's permuted q/k is not implemented", k("rope.dimension_count"), c.RotaryDim, hd)
+	}
+	return nil
+}
+
+// ggufLlamaRope reads what the forward does not implement (llama.cpp's
+// rope scaling types, sliding-window attention) as errors, and the
+// llorch.rope_scaling.* keys into c.RopeScaling.
+func ggufLlamaRope(f *gguf.File, c *Config) error {
+	k := func(key string) string { return llamaKey(c.ModelType, key) }
+	if v, ok := f.Get(k("rope.scaling.type")); ok {
+		if s, _ := v.V.(string); s != "none" {
+			return fmt.Errorf("key %s: value %.80v: rope scaling other than Llama 3's (rope_freqs.weight) is not implemented", k("rope.scaling.type"), v.V)
+		}
+	}
+	if w, err := llamaKV(f, k("attention.sliding_window")); err != nil {
+		return err
+	} else if w > 0 && w < int64(c.NPositions) {
+		return fmt.Errorf("key %s: value %d is shorter than the context %d: sliding-window attention is not implemented", k("attention.sliding_window"), w, c.NPositions)
+	}
+	if _, ok := f.Get(keyRopeFactor); !ok {
+		return nil
+	}
+	if c.ModelType != ArchLlama {
+		return fmt.Errorf("key %s: Llama 3 rope scaling is only written for llama, not %s", keyRopeFactor, c.ModelType)
+	}
+	s := &RopeScaling{}
+	for _, e := range []struct {
+		key string
+		dst *float64
+	}{
+		{keyRopeFactor, &s.Factor},
+		{keyRopeLowFreq, &s.LowFreqFactor},
+		{keyRopeHighFreq, &s.HighFreqFactor},
+		{keyRopeOrigMaxPos, &s.OriginalMaxPositions},
+	} {
+		v, ok := f.Get(e.key)
+		x, isF64 := v.V.(float64)
+		switch {
+		case !ok:
+			return fmt.Errorf("%w: %s (%s is set)", gguf.ErrNoKey, e.key, keyRopeFactor)
+		case !isF64:
+			return fmt.Errorf("key %s: want float64, have %s %.80v", e.key, v.Type, v.V)
+		case !(x > 0) || math.IsInf(x, 0):
+			return fmt.Errorf("key %s: value %g must be a positive finite number", e.key, x)
+		}
+		*e.dst = x
+	}
+	if s.HighFreqFactor <= s.LowFreqFactor {
+		return fmt.Errorf("key %s: value %g must exceed %s %g", keyRopeHighFreq, s.HighFreqFactor, keyRopeLowFreq, s.LowFreqFactor)
+	}
+	c.RopeScaling = s
+	return nil
+}
+
+// ggufEOSList is every EOS id: llorch.eos_token_ids when the file has it
+// (its first must be tokenizer.ggml.eos_token_id), else that one.
+func ggufEOSList(f *gguf.File, c Config) ([]int, error) {
+	if _, ok := f.Get(keyEOSList); !ok {
+		return []int{c.EOSTokenID}, nil
+	}
+	ids, err := f.Ints(keyEOSList)
+	if err != nil {
+		return nil, err
+	}
+	if len(ids) == 0 || ids[0] != int64(c.EOSTokenID) {
+		return nil, fmt.Errorf("key %s: value %v does not start with %s %d", keyEOSList, ids, keyEOS, c.EOSTokenID)
+	}
+	out := make([]int, len(ids))
+	for i, id := range ids {
+		if id < 0 || id >= int64(c.VocabSize) {
+			return nil, fmt.Errorf("key %s: id %d outside the vocabulary of %d", keyEOSList, id, c.VocabSize)
+		}
+		out[i] = int(id)
+	}
+	return out, nil
+}
+
+// ggufOptDim is ggufDim of a key the file may omit: def then.
+func ggufOptDim(f *gguf.File, key string, def int) (int, error) {
+	if _, ok := f.Get(key); !ok {
+		return def, nil
+	}
+	return ggufDim(f, key)
+}
+
+// llamaKV reads an optional non-negative integer; -1 when absent.
+func llamaKV(f *gguf.File, key string) (int64, error) {
+	if _, ok := f.Get(key); !ok {
+		return -1, nil
+	}
+	n, err := f.Int(key)
+	if err == nil && n < 0 {
+		err = fmt.Errorf("key %s: value %d is negative", key, n)
+	}
+	return n, err
+}
+
+// llamaParams is the family's table for a config: the globals, then each
+// layer's tensors.
+func llamaParams(c Config) []llamaParam {
+	ps := llamaGlobals(c)
+	for l := range c.NLayer {
+		ps = append(ps, llamaLayer(c, l)...)
+	}
+	return ps
+}
+
+// ggufDims is the GGUF ne of an HF shape: reversed, fastest first.
+func ggufDims(shape []int) []uint64 {
+	out := make([]uint64, len(shape))
+	for i, d := range shape {
+		out[len(shape)-1-i] = uint64(d)
+	}
+	return out
+}
+
+// ropeRow is the row of llama.cpp's permuted q or k (or bias) that holds
+// HF's row r, for a tensor of rows rows and heads heads (0: unpermuted).
+// The converter's w.reshape(heads, 2, rows/heads/2, cols).swapaxes(1, 2)
+// puts HF's row h·per + j·per/2 + i at h·per + 2i + j: the two halves HF's
+// rotate_half pairs become adjacent rows.
+func ropeRow(r, rows, heads int) int {
+	if heads == 0 {
+		return r
+	}
+	per := rows / heads
+	h, x := r/per, r%per
+	j, i := x/(per/2), x%(per/2)
+	return h*per + 2*i + j
+}
+
+// permuteRows returns a copy of a [rows,cols] tensor with its rows
+// permuted: out[to(r)] = in[from(r)].
+func permuteRows(vals []float32, rows, cols int, to, from func(int) int) []float32 {
+	out := make([]float32, len(vals))
+	for r := range rows {
+		copy(out[to(r)*cols:(to(r)+1)*cols], vals[from(r)*cols:(from(r)+1)*cols])
+	}
+	return out
+}
+
+// checkRopeHeads refuses a permutation whose heads do not split in two.
+func checkRopeHeads(p llamaParam) error {
+	if p.ropeHeads > 0 && (p.shape[0]%p.ropeHeads != 0 || p.shape[0]/p.ropeHeads%2 != 0) {
+		return fmt.Errorf("tensor %q: %d rows do not split into %d heads of pairs for llama's rope permutation", p.gguf, p.shape[0], p.ropeHeads)
+	}
+	return nil
+}
+
+// ggufPart is one tensor of a matrix being loaded, with its data.
+type ggufPart struct {
+	p   llamaParam
+	t   gguf.TensorInfo
+	raw []byte
+}
+
+// llamaGGUFLoader loads a Llama-family file's tensors through the
+// family's llamaLoader, which places them as the HF loader does.
+type llamaGGUFLoader struct {
+	ld      llamaLoader
+	f       *gguf.File
+	release func([]byte)
+	// The parts of the fused matrices being gathered, and how many tensors
+	// make each (q, k, v or qkv; gate, up or gate_up).
+	pending map[part][]ggufPart
+	parts   map[part]int
+}
+
+// loadLlamaGGUF loads the tensors of a file ggufLlamaConfig read. Each
+// matrix stays in its file's type where the kernels hold it (float32,
+// float16 for a Float16 model or an F16 file with Float16IfStored, a
+// quantised type as is); q|k|v and gate|up are fused as the HF loader
+// fuses them, quantised ones into one quantised matrix when their parts
+// share a type, and into float32 (exact, at four bytes a weight) when
+// they do not, as llama.cpp's Q4_K_M stores attn_v as Q6_K beside Q4_K.
+func loadLlamaGGUF(ctx context.Context, f *gguf.File, cfg Config, release func([]byte), opt LoadOptions) (*Model, error) {
+	m := &Model{Config: cfg, h: make([]block, cfg.NLayer), faultLayer: -1, Format: FormatGGUF, Float16: opt.Float16}
+	params := llamaParams(cfg)
+	known := map[string]bool{}
+	for _, p := range params {
+		if err := checkRopeHeads(p); err != nil {
+			return nil, err
+		}
+		known[p.gguf] = true
+	}
+	if cfg.ModelType == ArchLlama {
+		known[ggufRopeFreqs] = true
+	}
+	for _, t := range f.Tensors {
+		if !known[t.Name] {
+			return nil, fmt.Errorf("unexpected tensor %q (not part of llama.cpp's %s layout for these hyper-parameters)", t.Name, cfg.ModelType)
+		}
+	}
+	if opt.Float16IfStored && ggufLlamaF16(f, params) {
+		m.Float16 = true
+	}
+	gl := llamaGGUFLoader{ld: llamaLoader{m: m, dtypes: map[string]bool{}}, f: f, release: release,
+		pending: map[part][]ggufPart{}, parts: map[part]int{}}
+	for _, p := range llamaLayer(cfg, 0) {
+		gl.parts[p.part]++
+	}
+	for _, p := range params {
+		if err := ctx.Err(); err != nil {
+			return nil, fmt.Errorf("loading stopped: %w", err)
+		}
+		t, ok := f.Tensor(p.gguf)
+		if !ok {
+			return nil, fmt.Errorf("missing tensor %q", p.gguf)
+		}
+		if err := gl.load(p, t); err != nil {
+			return nil, err
+		}
+	}
+	gl.ld.finish()
+	var err error
+	if m.rope, err = gl.rope(); err != nil {
+		return nil, err
+	}
+	m.WeightsDType = strings.Join(slices.Sorted(maps.Keys(gl.ld.dtypes)), "+")
+	if m.SourceSHA256, err = ggufSourceSHA256(f); err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+// ggufLlamaF16 says the file stores every matrix of the table as F16.
+func ggufLlamaF16(f *gguf.File, params []llamaParam) bool {
+	for _, p := range params {
+		if t, ok := f.Tensor(p.gguf); ok && len(p.shape) == 2 && t.Type != gguf.GGMLTypeF16 {
+			return false
+		}
+	}
+	return true
+}
+
+// load reads tensor t as parameter p.
+func (gl *llamaGGUFLoader) load(p llamaParam, t gguf.TensorInfo) error {
+	if err := ggufTensorLoadable(t, ggufDims(p.shape)); err != nil {
+		return err
+	}
+	raw, err := gl.f.TensorData(t.Name)
+	if err != nil {
+		return err
+	}
+	gl.ld.dtypes[t.Type.String()] = true
+	pt := ggufPart{p, t, raw}
+	if len(p.shape) == 2 && !gl.ld.m.Float16 {
+		if p.part == partQKV || p.part == partGateUp {
+			return gl.fused(pt)
+		}
+		if _, quantised := gguf.GroupsOf(t.Type); quantised {
+			return gl.quantised(pt)
+		}
+	}
+	vals, err := pt.float32s()
+	if err != nil {
+		return err
+	}
+	gl.done(pt)
+	if len(p.shape) == 1 {
+		return gl.ld.putVector(p, vals)
+	}
+	return gl.placeFloat(pt, vals)
+}
+
+// float32s decodes a part to float32 in HF's row order.
+func (pt ggufPart) float32s() ([]float32, error) {
+	vals := make([]float32, pt.t.Elements())
+	if err := gguf.DecodeFloat32(pt.t.Type, pt.raw, vals); err != nil {
+		return nil, fmt.Errorf("tensor %q: %w", pt.t.Name, err)
+	}
+	if pt.p.ropeHeads == 0 {
+		return vals, nil
+	}
+	rows := pt.p.shape[0]
+	return permuteRows(vals, rows, len(vals)/rows, func(r int) int { return r }, func(r int) int { return ropeRow(r, rows, pt.p.ropeHeads) }), nil
+}
+
+// placeFloat places a float matrix, as float16 bits in a Float16 model.
+func (gl *llamaGGUFLoader) placeFloat(pt ggufPart, vals []float32) error {
+	if !gl.ld.m.Float16 {
+		gl.ld.place(pt.p, vals, nil)
+		return nil
+	}
+	h, err := kernels.ToFloat16(vals)
+	if err != nil {
+		return fmt.Errorf("tensor %q: %w", pt.t.Name, err)
+	}
+	if pt.t.Type != gguf.GGMLTypeF16 {
+		gl.ld.m.roundedToF16 = true
+	}
+	gl.ld.place(pt.p, nil, h)
+	return nil
+}
+
+// done releases a part's pages, read for the last time.
+func (gl *llamaGGUFLoader) done(pt ggufPart) {
+	if gl.release != nil {
+		gl.release(pt.raw)
+	}
+}
+
+// quantised keeps a quantised embedding, head, o or down matrix
+// quantised.
+func (gl *llamaGGUFLoader) quantised(pt ggufPart) error {
+	m, p := gl.ld.m, pt.p
+	dst, transposed := &m.wte, true // [V,C] as stored: the kernels read its rows (Row, MatMulT)
+	switch p.part {
+	case partHead:
+		dst = &m.lmW
+	case partO:
+		dst, transposed = &m.h[layerOf(p.hf)].projW, false
+	case partDown:
+		dst, transposed = &m.h[layerOf(p.hf)].mlpW, false
+	}
+	w, err := quantizedRows([]ggufPart{pt}, transposed, gl.release)
+	if err != nil {
+		return err
+	}
+	*dst = w
+	return nil
+}
+
+// fused gathers the parts of a layer's q|k|v (gate|up) matrix and places
+// them once the last is read: one quantised matrix when all are of one
+// quantised type, else float32 (exact; a kernels matrix has one type).
+func (gl *llamaGGUFLoader) fused(pt ggufPart) error {
+	p := pt.p
+	parts := append(gl.pending[p.part], pt)
+	gl.pending[p.part] = parts
+	if len(parts) < gl.parts[p.part] {
+		return nil
+	}
+	delete(gl.pending, p.part)
+	if _, quantised := gguf.GroupsOf(parts[0].t.Type); quantised &&
+		!slices.ContainsFunc(parts, func(q ggufPart) bool { return q.t.Type != parts[0].t.Type }) {
+		b := &gl.ld.m.h[layerOf(p.hf)]
+		dst := &b.attnW
+		if p.part == partGateUp {
+			dst = &b.fcW
+		}
+		w, err := quantizedRows(parts, false, gl.release)
+		if err != nil {
+			return err
+		}
+		*dst = w
+		return nil
+	}
+	for _, q := range parts {
+		vals, err := q.float32s()
+		if err != nil {
+			return err
+		}
+		gl.done(q)
+		gl.ld.place(q.p, vals, nil)
+	}
+	return nil
+}
+
+// quantizedRows builds one quantised matrix of the parts' rows stacked in
+// order, each part's rows in HF's order (un-permuting llama's q and k),
+// all parts of one type; transposed as kernels.Quantized says. Each
+// part's pages are released as its rows are read: in runs of rows when
+// they are read in file order, at the end when permuted.
+func quantizedRows(parts []ggufPart, transposed bool, release func([]byte)) (kernels.Matrix, error) {
+	typ, cols := parts[0].t.Type, parts[0].p.shape[1]
+	g, _ := gguf.GroupsOf(typ)
+	starts := make([]int, len(parts)+1)
+	for i, pt := range parts {
+		starts[i+1] = starts[i] + pt.p.shape[0]
+	}
+	const releaseRows = 256
+	w, err := kernels.Quantized(starts[len(parts)], cols, g, transposed, func(r int, q []int8, f gguf.Factors) error {
+		i := runOf(starts, r)
+		pt, local := parts[i], r-starts[i]
+		rows := pt.p.shape[0]
+		rowBytes := len(pt.raw) / rows
+		fr := ropeRow(local, rows, pt.p.ropeHeads)
+		if err := gguf.DecodeFactors(typ, pt.raw[fr*rowBytes:(fr+1)*rowBytes], q, f); err != nil {
+			return fmt.Errorf("tensor %q: %w", pt.t.Name, err)
+		}
+		if release != nil && (local+1 == rows || (pt.p.ropeHeads == 0 && (local+1)%releaseRows == 0)) {
+			// A growing prefix, as storeGGUFTensor releases (fault-around
+			// maps neighbours back).
+			release(pt.raw[:(local+1)*rowBytes])
+		}
+		return nil
+	})
+	if err != nil {
+		return kernels.Matrix{}, fmt.Errorf("tensor %q: %w", parts[0].t.Name, err)
+	}
+	return w, nil
+}
+
+// runOf is the index of the run [starts[i], starts[i+1]) holding r.
+func runOf(starts []int, r int) int {
+	i := 0
+	for r >= starts[i+1] {
+		i++
+	}
+	return i
+}
+
+// rope is the model's rotary frequencies. A file with the
+// llorch.rope_scaling.* keys (one convert wrote) gets HF's inv_freq
+// recomputed bit for bit, and its rope_freqs.weight must be the factors
+// those parameters give; a file with rope_freqs.weight alone (llama.cpp's
+// converter) gets HF's unscaled inv_freq divided by each factor, as
+// llama.cpp applies them: llama.cpp's arithmetic, not HF's float32
+// _compute_llama3_parameters chain, whose smoothed band differs in the
+// last bits.
+func (gl *llamaGGUFLoader) rope() (rope, error) {
+	c := gl.ld.m.Config
+	t, ok := gl.f.Tensor(ggufRopeFreqs)
+	if !ok {
+		if c.RopeScaling != nil {
+			return rope{}, fmt.Errorf("missing tensor %q (key %s is set)", ggufRopeFreqs, keyRopeFactor)
+		}
+		return newRope(c), nil
+	}
+	half := c.RotaryDim / 2
+	if t.Type != gguf.GGMLTypeF32 || !slices.Equal(t.Dims, []uint64{uint64(half)}) {
+		return rope{}, fmt.Errorf("tensor %q: %s %v, want F32 [%d]", t.Name, t.Type, t.Dims, half)
+	}
+	raw, err := gl.f.TensorData(t.Name)
+	if err != nil {
+		return rope{}, err
+	}
+	factors := make([]float32, half)
+	if err := gguf.DecodeFloat32(t.Type, raw, factors); err != nil {
+		return rope{}, fmt.Errorf("tensor %q: %w", t.Name, err)
+	}
+	gl.done(ggufPart{t: t, raw: raw})
+	if c.RopeScaling != nil {
+		want := llama3RopeFactors(c)
+		for i := range want {
+			if math.Float32bits(want[i]) != math.Float32bits(factors[i]) {
+				return rope{}, fmt.Errorf("tensor %q: factor %d is %g, the llorch.rope_scaling.* keys give %g", t.Name, i, factors[i], want[i])
+			}
+		}
+		return newRope(c), nil
+	}
+	r := newRope(c)
+	for i, fac := range factors {
+		if !(fac > 0) || math.IsInf(float64(fac), 0) {
+			return rope{}, fmt.Errorf("tensor %q: factor %d is %g, not a positive finite number", t.Name, i, fac)
+		}
+		r.invFreq[i] /= fac
+	}
+	return r, nil
+}
+
+// llama3RopeFactors is rope_freqs.weight for a config with Llama 3
+// scaling, as llama.cpp's converter (and scripts/gguf_write.py) computes
+// it: HF's float32 inv_freq, the band's factor in float64, rounded to
+// float32 once.
+func llama3RopeFactors(c Config) []float32 {
+	s := c.RopeScaling
+	unscaled := c
+	unscaled.RopeScaling = nil
+	freqs := newRope(unscaled).invFreq
+	loWavelen, hiWavelen := s.OriginalMaxPositions/s.LowFreqFactor, s.OriginalMaxPositions/s.HighFreqFactor
+	out := make([]float32, len(freqs))
+	for i, f := range freqs {
+		wavelen := 2 * math.Pi / float64(f)
+		switch {
+		case wavelen < hiWavelen:
+			out[i] = 1
+		case wavelen > loWavelen:
+			out[i] = float32(s.Factor)
+		default:
+			smooth := (s.OriginalMaxPositions/wavelen - s.LowFreqFactor) / (s.HighFreqFactor - s.LowFreqFactor)
+			out[i] = float32(1 / ((1-smooth)/s.Factor + smooth))
+		}
+	}
+	return out
+}
