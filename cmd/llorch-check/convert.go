@@ -21,15 +21,25 @@ var convertTypes = map[string]gguf.GGMLType{
 }
 
 func newConvertCmd() *cobra.Command {
-	var to, typ, name string
+	var to, typ, name, tok string
 	var force bool
 	cmd := &cobra.Command{
 		Use:   "convert --to gguf [--type f32|f16|q8_0] HF_DIR OUT.gguf",
-		Short: "Convert an HF GPT-2 directory to a GGUF file llama.cpp can load",
+		Short: "Convert an HF GPT-2 or Llama-family directory to a GGUF file llama.cpp can load",
 		Long: `convert writes an HF-layout GPT-2 (config.json, model.safetensors, vocab.json,
 merges.txt) as GGUF in llama.cpp's gpt2 layout: the gpt2.* hyper-parameters,
 the tokenizer, and the tensors token_embd, position_embd, blk.N.* and
 output_norm, with the Conv1D matrices transposed as llama.cpp stores them.
+
+A Llama-family model (model_type llama, qwen2, qwen3 or phi3) is written in
+the layout of llama.cpp's converter for that architecture: the {arch}.*
+hyper-parameters, blk.N.attn_q/k/v (phi3: attn_qkv), ffn_gate/up/down,
+llama's q and k rows permuted for llama.cpp's rope, rope_freqs for Llama 3
+scaling (and llorch.rope_scaling.* keys, from which llorch-check recomputes
+HF's frequencies exactly). Its tokenizer.* keys are copied from a tokenizer
+GGUF: --tokenizer, or the first *.gguf in HF_DIR that has them (such as
+llama.cpp's vocabulary file ggml-vocab-*.gguf); tokenizer.json is not
+converted. The BOS and EOS ids are config.json's.
 
 --type sets the 2-D matrices' type (token_embd included); norms, biases and
 position_embd stay F32, as in llama.cpp's converter. The file also records
@@ -52,7 +62,7 @@ themselves).`,
 			if err := checkConvertTarget(args[0], args[1], force); err != nil {
 				return err
 			}
-			st, err := convertToGGUF(args[0], args[1], t, name)
+			st, err := convertToGGUF(args[0], args[1], t, name, tok)
 			if err != nil {
 				return err
 			}
@@ -66,6 +76,7 @@ themselves).`,
 	fl.StringVar(&typ, "type", "f16", "type of the 2-D matrices: f32, f16 or q8_0")
 	fl.StringVar(&name, "name", "", "general.name (default: the HF directory's name)")
 	fl.BoolVar(&force, "force", false, "replace an existing output file")
+	fl.StringVar(&tok, "tokenizer", "", "Llama family: GGUF file whose tokenizer.* keys to copy (default: HF_DIR's *.gguf that has them)")
 	_ = cmd.MarkFlagRequired("to")
 	return cmd
 }
@@ -110,7 +121,7 @@ type convertStats struct {
 	sourceSHA string
 }
 
-func convertToGGUF(dir, out string, typ gguf.GGMLType, name string) (convertStats, error) {
+func convertToGGUF(dir, out string, typ gguf.GGMLType, name, tokPath string) (convertStats, error) {
 	if model.IsGGUF(dir) {
 		return convertStats{}, fmt.Errorf("%s is already GGUF; convert reads an HF model directory", dir)
 	}
@@ -126,10 +137,6 @@ func convertToGGUF(dir, out string, typ gguf.GGMLType, name string) (convertStat
 	if err != nil {
 		return convertStats{}, err
 	}
-	tok, err := tokenizer.GGUFKeys(dir, m.Config.VocabSize)
-	if err != nil {
-		return convertStats{}, err
-	}
 	if name == "" {
 		abs, _ := filepath.Abs(dir)
 		name = filepath.Base(abs)
@@ -137,7 +144,19 @@ func convertToGGUF(dir, out string, typ gguf.GGMLType, name string) (convertStat
 	// llama.cpp's order: architecture (m.GGUF's first key), name,
 	// hyper-parameters, tokenizer.
 	kv := slices.Insert(arch, 1, gguf.StringKV("general.name", name))
-	kv = append(kv, tok...)
+	if m.Config.IsLlama() {
+		tok, err := llamaTokenizerKeys(dir, tokPath, m.Config.VocabSize)
+		if err != nil {
+			return convertStats{}, err
+		}
+		kv = model.WithTokenizer(kv, tok)
+	} else {
+		tok, err := tokenizer.GGUFKeys(dir, m.Config.VocabSize)
+		if err != nil {
+			return convertStats{}, err
+		}
+		kv = append(kv, tok...)
+	}
 	kv = append(kv, gguf.StringKV(model.KeySourceSHA256, sha), gguf.StringKV(model.KeySourceDType, m.WeightsDType))
 	if err := gguf.WriteFile(out, kv, tensors); err != nil {
 		return convertStats{}, err
@@ -158,4 +177,38 @@ func convertToGGUF(dir, out string, typ gguf.GGMLType, name string) (convertStat
 		st.bytes = fi.Size()
 	}
 	return st, nil
+}
+
+// llamaTokenizerKeys are the tokenizer.* keys a Llama-family GGUF copies:
+// from path, or from the first *.gguf (by name) in the model directory
+// that has them, as tokenizer.Load finds an HF model's tokenizer.
+func llamaTokenizerKeys(dir, path string, vocab int) ([]gguf.KV, error) {
+	if path == "" {
+		ggufs, _ := filepath.Glob(filepath.Join(dir, "*.gguf"))
+		slices.Sort(ggufs)
+		for _, p := range ggufs {
+			if f, err := gguf.Open(p); err == nil {
+				_, ok := f.Get("tokenizer.ggml.tokens")
+				f.Close()
+				if ok {
+					path = p
+					break
+				}
+			}
+		}
+	}
+	if path == "" {
+		return nil, fmt.Errorf("%s has no tokenizer GGUF (a *.gguf holding tokenizer.ggml.* keys, such as llama.cpp's vocabulary file ggml-vocab-*.gguf): "+
+			"give one with --tokenizer; converting tokenizer.json for the Llama family is not implemented", dir)
+	}
+	tok, err := model.GGUFTokenizerKeys(path)
+	if err != nil {
+		return nil, err
+	}
+	for _, e := range tok {
+		if a, ok := e.Value.V.(gguf.Array); ok && e.Key == "tokenizer.ggml.tokens" && a.Len() != vocab {
+			return nil, fmt.Errorf("%s: %d tokens, the model's vocabulary is %d", path, a.Len(), vocab)
+		}
+	}
+	return tok, nil
 }
