@@ -470,7 +470,8 @@ func (gl *llamaGGUFLoader) quantised(pt ggufPart) error {
 
 // fused gathers the parts of a layer's q|k|v (gate|up) matrix and places
 // them once the last is read: one quantised matrix when all are of one
-// quantised type, else float32 (exact; a kernels matrix has one type).
+// quantised type; column blocks, each quantised in its own type, when
+// their types differ (llama.cpp's Q4_K_M); float32 for float types.
 func (gl *llamaGGUFLoader) fused(pt ggufPart) error {
 	p := pt.p
 	parts := append(gl.pending[p.part], pt)
@@ -479,18 +480,28 @@ func (gl *llamaGGUFLoader) fused(pt ggufPart) error {
 		return nil
 	}
 	delete(gl.pending, p.part)
-	if _, quantised := gguf.GroupsOf(parts[0].t.Type); quantised &&
-		!slices.ContainsFunc(parts, func(q ggufPart) bool { return q.t.Type != parts[0].t.Type }) {
-		b := &gl.ld.m.h[layerOf(p.hf)]
-		dst := &b.attnW
-		if p.part == partGateUp {
-			dst = &b.fcW
-		}
+	b := &gl.ld.m.h[layerOf(p.hf)]
+	dst, blocks := &b.attnW, &b.attnParts
+	if p.part == partGateUp {
+		dst, blocks = &b.fcW, &b.fcParts
+	}
+	_, quantised := gguf.GroupsOf(parts[0].t.Type)
+	switch {
+	case quantised && !slices.ContainsFunc(parts, func(q ggufPart) bool { return q.t.Type != parts[0].t.Type }):
 		w, err := quantizedRows(parts, false, gl.release)
 		if err != nil {
 			return err
 		}
 		*dst = w
+		return nil
+	case slices.ContainsFunc(parts, func(q ggufPart) bool { _, ok := gguf.GroupsOf(q.t.Type); return ok }):
+		for _, q := range parts {
+			w, err := gl.columnBlock(q)
+			if err != nil {
+				return err
+			}
+			*blocks = append(*blocks, colBlock{w: w, n: q.p.shape[0]})
+		}
 		return nil
 	}
 	for _, q := range parts {
@@ -502,6 +513,21 @@ func (gl *llamaGGUFLoader) fused(pt ggufPart) error {
 		gl.ld.place(q.p, vals, nil)
 	}
 	return nil
+}
+
+// columnBlock is one part of a fused matrix held on its own, [in,out]:
+// quantised in the file's type, or float32 (slabbed) for a float part.
+func (gl *llamaGGUFLoader) columnBlock(q ggufPart) (kernels.Matrix, error) {
+	if _, ok := gguf.GroupsOf(q.t.Type); ok {
+		return quantizedRows([]ggufPart{q}, false, gl.release)
+	}
+	vals, err := q.float32s()
+	if err != nil {
+		return kernels.Matrix{}, err
+	}
+	gl.done(q)
+	rows, cols := q.p.shape[0], q.p.shape[1]
+	return kernels.Slabbed(kernels.Float32(transpose(vals, rows, cols)), cols, rows)
 }
 
 // quantizedRows builds one quantised matrix of the parts' rows stacked in

@@ -187,15 +187,17 @@ func captureAll(t testing.TB, m *Model, tokens []int) (map[string][]float32, []f
 	return seen, logits
 }
 
-// A quantised q|k|v whose parts differ in type (llama.cpp's Q4_K_M keeps
-// attn_v as Q6_K) is held as float32, exactly: here attn_v stored as the
-// F32 of its Q8_0 values gives the all-Q8_0 logits bit for bit.
+// A quantised fused matrix whose parts differ in type (llama.cpp's
+// Q4_K_M keeps some layers' attn_v as Q6_K) is held as column blocks,
+// each in its own type: here ffn_up stored as the F32 of its Q8_0 values
+// gives the all-Q8_0 model's decode logits bit for bit, with gate still
+// quantised.
 func TestLlamaGGUFMixedTypes(t *testing.T) {
 	hf := loadLlamaTiny(t, "tiny-llama")
 	img := llamaImage(t, hf, gguf.GGMLTypeQ8_0, llamaSPMVocab, nil)
 	q, err := loadGGUFBytes(context.Background(), img, LoadOptions{})
 	require.NoError(t, err)
-	mixed := llamaImage(t, hf, gguf.GGMLTypeQ8_0, llamaSPMVocab, editTensor("blk.1.attn_v.weight", func(td *gguf.TensorData) {
+	mixed := llamaImage(t, hf, gguf.GGMLTypeQ8_0, llamaSPMVocab, editTensor("blk.1.ffn_up.weight", func(td *gguf.TensorData) {
 		vals := make([]float32, td.Dims[0]*td.Dims[1])
 		require.NoError(t, gguf.DecodeFloat32(td.Type, td.Data, vals))
 		var err error
@@ -206,9 +208,18 @@ func TestLlamaGGUFMixedTypes(t *testing.T) {
 	m, err := loadGGUFBytes(context.Background(), mixed, LoadOptions{})
 	require.NoError(t, err)
 	assert.Equal(t, "F32+Q8_0", m.WeightsDType)
-	assert.Less(t, m.h[0].attnW.Bytes(), int64(m.h[0].attnW.Len())*2, "layer 0's q|k|v, all Q8_0, quantised")
-	assert.Equal(t, int64(m.h[1].attnW.Len())*4, m.h[1].attnW.Bytes(), "layer 1's q|k|v, Q8_0 and F32, float32")
-	require.Equal(t, logitsOf(t, q, llamaTokens), logitsOf(t, m, llamaTokens))
+	assert.NotZero(t, m.h[0].fcW.Len(), "layer 0's gate|up, all Q8_0: one matrix")
+	assert.Zero(t, m.h[1].fcW.Len(), "layer 1's gate|up, Q8_0 and F32: column blocks")
+	require.Len(t, m.h[1].fcParts, 2)
+	gate, up := m.h[1].fcParts[0], m.h[1].fcParts[1]
+	assert.Less(t, gate.w.Bytes(), int64(gate.w.Len())*2, "gate stays Q8_0")
+	assert.Equal(t, int64(up.w.Len())*4, up.w.Bytes(), "up float32")
+	// A decode step's products (one row: the panel kernels, every column
+	// summed alike) give the fused matrix's bits.
+	require.Equal(t, logitsOf(t, q, llamaTokens[:1]), logitsOf(t, m, llamaTokens[:1]))
+	// (A prefill's tile kernels sum a matrix's last columns on their edge
+	// path, and the blocks' edges are not the fused matrix's: the same
+	// products in another order, differing in the last bits.)
 }
 
 // A file llama.cpp's converter wrote for Llama 3 has rope_freqs.weight but

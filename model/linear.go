@@ -28,3 +28,28 @@ func conv1D(dst, x []float32, w kernels.Matrix, bias []float32, T, in, out int, 
 		1,
 		blas32.General{Rows: T, Cols: out, Stride: out, Data: dst})
 }
+
+// linear is conv1D of a matrix held whole (w) or, when parts is not empty,
+// as column blocks: each block's product, started from its columns of the
+// bias as conv1D starts from the bias, goes into its columns of dst
+// [T,out], so the bits are those of the whole matrix.
+func linear(dst, x []float32, w kernels.Matrix, parts []colBlock, bias []float32, T, in, out int) {
+	if len(parts) == 0 {
+		conv1D(dst, x, w, bias, T, in, out, false)
+		return
+	}
+	off := 0
+	for _, p := range parts {
+		buf := passBuffers.get(T * p.n)
+		var b []float32
+		if bias != nil {
+			b = bias[off : off+p.n]
+		}
+		conv1D(*buf, x, p.w, b, T, in, p.n, false)
+		for r := range T {
+			copy(dst[r*out+off:r*out+off+p.n], (*buf)[r*p.n:(r+1)*p.n])
+		}
+		passBuffers.put(buf)
+		off += p.n
+	}
+}

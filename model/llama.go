@@ -30,7 +30,7 @@ func (ps *pass) llamaAttention(l int, b *block, f blockFaults) {
 	C, H, Hkv, D := c.NEmbd, c.NHead, c.KVHeads(), c.HeadDim()
 	rmsNorm(ps.h, ps.x, b.ln1W, C, f.rmsEps, f.rmsF16)
 	ps.p.emit(tensors.AttnNorm, l, ps.h, R, C)
-	conv1D(ps.qkv, ps.h, b.attnW, b.attnB, R, C, lay.width, false)
+	linear(ps.qkv, ps.h, b.attnW, b.attnParts, b.attnB, R, C, lay.width)
 	ps.emitHeads(l, tensors.Q, tensors.K, tensors.V)
 	if c.QKNorm {
 		for r := range R {
@@ -96,7 +96,7 @@ func (ps *pass) swiGLU(l int, b *block, f blockFaults) {
 	C, I := c.NEmbd, c.NInner
 	rmsNorm(ps.h, ps.x, b.ln2W, C, f.rmsEps, f.rmsF16)
 	ps.p.emit(tensors.FFNNorm, l, ps.h, R, C)
-	conv1D(ps.fc, ps.h, b.fcW, b.fcB, R, C, 2*I, false)
+	linear(ps.fc, ps.h, b.fcW, b.fcParts, b.fcB, R, C, 2*I)
 	if ps.p.on() {
 		for i, name := range []string{tensors.Gate, tensors.Up} {
 			for r := range R {

@@ -83,6 +83,9 @@ func (m *Model) slabBlocks() error {
 	shapes := m.Config.matrixShapes()
 	for l := range m.h {
 		for i, w := range m.h[l].matrices() {
+			if w.Len() == 0 {
+				continue // held as column blocks (block.attnParts), each already slabbed
+			}
 			s, err := kernels.Slabbed(*w, shapes[i][0], shapes[i][1])
 			if err != nil {
 				return fmt.Errorf("layer %d: %w", l, err)

@@ -67,6 +67,18 @@ type block struct {
 	fcB        []float32      // [F]
 	mlpW       kernels.Matrix // [I,C]: c_proj, or down_proj
 	mlpB       []float32      // [C]
+
+	// attnParts (fcParts) hold the fused matrix as column blocks instead,
+	// attnW (fcW) then empty, when a GGUF file stores its parts in
+	// different quantised types (llama.cpp's Q4_K_M keeps some layers'
+	// attn_v in Q6_K): each stays in its own type, at its own size.
+	attnParts, fcParts []colBlock
+}
+
+// colBlock is n columns of a matrix held as columns blocks.
+type colBlock struct {
+	w kernels.Matrix // [K,n]
+	n int
 }
 
 // WeightsBytes is the size of the weights held in memory.
@@ -78,6 +90,9 @@ func (m *Model) WeightsBytes() int64 {
 		}
 		for _, w := range b.matrices() {
 			n += w.Bytes()
+		}
+		for _, p := range append(b.attnParts, b.fcParts...) {
+			n += p.w.Bytes()
 		}
 	}
 	return n
