@@ -35,6 +35,20 @@ fixed order and stored as float16 (the norms too):
   lm_head  (untied) rows like embed's, drawn separately.
 Deterministic: the same arguments give the same bytes.
 
+Other shapes (for tests of GQA ratios, head dims, tied and untied heads):
+--layers, --heads, --kv-heads, --hidden, --intermediate, --context and
+--tied/--untied override the arch's defaults; given no shape flag (or only
+the defaults' values) the script writes exactly the files above. --head-dim
+is Qwen3's, whose config sets head_dim apart from hidden/heads (default
+2·hidden/heads: the 32 above); the other archs' is hidden/heads. Llama
+3's original_max_position_embeddings is half the context. The scales keep
+their purpose: each matrix's std is multiplied by sqrt(default fan-in /
+fan-in) (q, k, v, gate, up: hidden; o_proj: heads·head_dim; down:
+intermediate) and the final norm's 4.5 by sqrt(default hidden / hidden), so
+projections, scores and logits keep the spreads above; every factor is 1 at
+the default shape. An impossible shape (kv-heads not dividing heads, an odd
+head_dim, which RoPE rotates in pairs, ...) is an error: exit 2.
+
 Beside the weights: tokenizer.gguf, a relative link to the vocabulary GGUF
 (the tokenizer llorch-check loads), and tokenizer_config.json with the
 family's chat template (CHAT_TEMPLATES: an instruct model of the family, as
@@ -43,7 +57,9 @@ Hugging Face's apply_chat_template reads them.
 """
 
 import argparse
+import collections
 import json
+import math
 import os
 import sys
 
@@ -64,6 +80,17 @@ ARCHS = tuple(VOCAB_GGUF)
 OUTLIERS = (5, 23, 41)
 L, H, HKV, C, I, P = 2, 4, 2, 64, 128, 128
 
+# A model's shape; default_shape(arch) is the committed models'.
+Shape = collections.namedtuple("Shape", "layers heads kv_heads hidden head_dim intermediate context tied")
+
+
+class ShapeError(ValueError):
+    """A shape the arch cannot have; the message names the flag."""
+
+
+def flag(field):
+    return "--" + field.replace("_", "-")
+
 
 def head_dim(arch):
     return 32 if arch == "qwen3" else C // H
@@ -77,11 +104,76 @@ def tied(arch):
     return arch in ("llama3", "qwen2")
 
 
-def config(arch):
-    V, D = vocab_size(arch), head_dim(arch)
+def default_shape(arch):
+    return Shape(L, H, HKV, C, head_dim(arch), I, P, tied(arch))
+
+
+def make_shape(arch, **given):
+    """The arch's default shape with the given fields replaced (None keeps
+    the default), checked. Qwen3's head_dim defaults to 2·hidden/heads; the
+    other archs' is hidden/heads, which must divide."""
+    unknown = sorted(set(given) - set(Shape._fields))
+    if unknown:
+        raise TypeError(f"make_shape: no field {unknown[0]!r}")
+    given = {f: v for f, v in given.items() if v is not None}
+    for f, v in given.items():
+        if f == "tied":
+            if not isinstance(v, bool):
+                raise ShapeError(f"tied {v!r}: must be true or false (--tied or --untied)")
+        elif not isinstance(v, int) or isinstance(v, bool) or v <= 0:
+            raise ShapeError(f"{flag(f)} {v!r}: must be a positive integer")
+    s = default_shape(arch)._replace(**given)
+    if s.heads % s.kv_heads:
+        raise ShapeError(f"--heads {s.heads} is not a multiple of --kv-heads {s.kv_heads}: "
+                         f"each KV head serves heads/kv-heads query heads")
+    if arch == "qwen3":
+        if "head_dim" not in given:
+            s = s._replace(head_dim=derived_head_dim(arch, s))
+            if s.head_dim == 0:
+                raise ShapeError(f"--heads {s.heads} is more than --hidden {s.hidden}: give --head-dim")
+    elif s.hidden % s.heads:
+        raise ShapeError(f"--hidden {s.hidden} is not a multiple of --heads {s.heads}: "
+                         f"{arch}'s head_dim is hidden/heads")
+    elif s.head_dim != derived_head_dim(arch, s) and "head_dim" in given:
+        raise ShapeError(f"--head-dim {s.head_dim}: {arch}'s head_dim is hidden/heads = {s.hidden // s.heads}; "
+                         f"only qwen3 sets it apart")
+    else:
+        s = s._replace(head_dim=derived_head_dim(arch, s))
+    if s.head_dim % 2:
+        what = "--head-dim" if "head_dim" in given else "head_dim (hidden/heads)"  # qwen3's 2·hidden/heads is even
+        raise ShapeError(f"{what} {s.head_dim} is odd: RoPE rotates the head's dimensions in pairs")
+    if arch == "llama3" and s.context < 2:
+        raise ShapeError(f"--context {s.context}: llama3's rope scaling needs original_max_position_embeddings "
+                         f"(context/2) of at least 1")
+    return s
+
+
+def derived_head_dim(arch, shape):
+    """head_dim when --head-dim is not given: hidden/heads, twice that for
+    Qwen3 (its default shape's 32)."""
+    return (2 if arch == "qwen3" else 1) * (shape.hidden // shape.heads)
+
+
+def shape_flags(arch, shape):
+    """The flags that write shape: those of the fields that differ from the
+    arch's defaults ("" for the default shape); --head-dim where it is not
+    the one derived from hidden and heads."""
+    out = []
+    for f, v, d in zip(Shape._fields, shape, default_shape(arch)):
+        if f == "head_dim":
+            d = derived_head_dim(arch, shape)
+        if v != d:
+            out.append(("--tied" if v else "--untied") if f == "tied" else f"{flag(f)} {v}")
+    return "".join(" " + x for x in out)
+
+
+def config(arch, shape=None):
+    s = shape or default_shape(arch)
+    L, H, HKV, C, D, I, P = s.layers, s.heads, s.kv_heads, s.hidden, s.head_dim, s.intermediate, s.context
+    V = vocab_size(arch)
     common = {"hidden_act": "silu", "hidden_size": C, "initializer_range": 0.02, "intermediate_size": I,
               "max_position_embeddings": P, "num_attention_heads": H, "num_hidden_layers": L,
-              "num_key_value_heads": HKV, "rope_theta": 10000.0, "tie_word_embeddings": tied(arch),
+              "num_key_value_heads": HKV, "rope_theta": 10000.0, "tie_word_embeddings": s.tied,
               "torch_dtype": "float16", "use_cache": True, "vocab_size": V, "attention_dropout": 0.0}
     if arch in ("llama", "llama3"):
         c = dict(common, architectures=["LlamaForCausalLM"], model_type="llama", attention_bias=False,
@@ -89,7 +181,7 @@ def config(arch):
                  rms_norm_eps=1e-5, rope_scaling=None)
         if arch == "llama3":
             c["rope_scaling"] = {"factor": 8.0, "high_freq_factor": 4.0, "low_freq_factor": 1.0,
-                                 "original_max_position_embeddings": 64, "rope_type": "llama3"}
+                                 "original_max_position_embeddings": P // 2, "rope_type": "llama3"}
         return c
     if arch == "qwen2":
         return dict(common, architectures=["Qwen2ForCausalLM"], model_type="qwen2", bos_token_id=1,
@@ -105,10 +197,16 @@ def config(arch):
                 rope_scaling=None, sliding_window=None)
 
 
-def make_weights(arch, seed):
-    rng = np.random.default_rng(seed)
-    V, D = vocab_size(arch), head_dim(arch)
+def make_weights(arch, seed, shape=None):
+    s, d = shape or default_shape(arch), default_shape(arch)
+    L, H, HKV, C, D, I = s.layers, s.heads, s.kv_heads, s.hidden, s.head_dim, s.intermediate
+    V = vocab_size(arch)
     out = [c % C for c in OUTLIERS]
+    # The default shape's spreads at this one (exactly 1 at the default).
+    f_in = math.sqrt(d.hidden / C)
+    f_o = math.sqrt(d.heads * d.head_dim / (H * D))
+    f_down = math.sqrt(d.intermediate / I)
+    rng = np.random.default_rng(seed)
 
     def rows(n):
         small = rng.random((n, 1)) < 0.15
@@ -120,9 +218,9 @@ def make_weights(arch, seed):
         p = f"model.layers.{i}."
         w[p + "input_layernorm.weight"] = np.exp(0.2 * rng.standard_normal(C))
         w[p + "post_attention_layernorm.weight"] = np.exp(0.2 * rng.standard_normal(C))
-        q = 0.22 * rng.standard_normal((H * D, C))
-        k = 0.22 * rng.standard_normal((HKV * D, C))
-        v = 0.15 * rng.standard_normal((HKV * D, C))
+        q = 0.22 * f_in * rng.standard_normal((H * D, C))
+        k = 0.22 * f_in * rng.standard_normal((HKV * D, C))
+        v = 0.15 * f_in * rng.standard_normal((HKV * D, C))
         if arch == "phi3":
             w[p + "self_attn.qkv_proj.weight"] = np.concatenate([q, k, v])
         else:
@@ -135,20 +233,20 @@ def make_weights(arch, seed):
         if arch == "qwen3":
             w[p + "self_attn.q_norm.weight"] = 2.0 * np.exp(0.2 * rng.standard_normal(D))
             w[p + "self_attn.k_norm.weight"] = 2.0 * np.exp(0.2 * rng.standard_normal(D))
-        w[p + "self_attn.o_proj.weight"] = 0.06 * (i + 1) * rng.standard_normal((C, H * D))
-        gate = 0.18 * rng.standard_normal((I, C))
-        up = 0.18 * rng.standard_normal((I, C))
+        w[p + "self_attn.o_proj.weight"] = 0.06 * (i + 1) * f_o * rng.standard_normal((C, H * D))
+        gate = 0.18 * f_in * rng.standard_normal((I, C))
+        up = 0.18 * f_in * rng.standard_normal((I, C))
         if arch == "phi3":
             w[p + "mlp.gate_up_proj.weight"] = np.concatenate([gate, up])
         else:
             w[p + "mlp.gate_proj.weight"], w[p + "mlp.up_proj.weight"] = gate, up
-        down = 0.05 * (i + 1) * rng.standard_normal((C, I))
+        down = 0.05 * (i + 1) * f_down * rng.standard_normal((C, I))
         down[out, :] *= 5.0
         w[p + "mlp.down_proj.weight"] = down
-    g = 4.5 * np.exp(0.2 * rng.standard_normal(C))
+    g = 4.5 * f_in * np.exp(0.2 * rng.standard_normal(C))
     g[out] = 0.1
     w["model.norm.weight"] = g
-    if not tied(arch):
+    if not s.tied:
         w["lm_head.weight"] = rows(V)
     return w
 
@@ -165,7 +263,7 @@ Vocabulary: {vocab}
 
 Generated, do not edit:
 
-    python3 scripts/make_tiny_llama.py --arch {arch} --seed {seed} --out <dir>
+    python3 scripts/make_tiny_llama.py --arch {arch} --seed {seed}{flags} --out <dir>
 """
 
 
@@ -204,9 +302,12 @@ def write_tokenizer(arch, out, cfg):
         f.write(json.dumps(doc, indent=2, sort_keys=True, ensure_ascii=False) + "\n")
 
 
-def write_model(arch, out, seed):
-    cfg = config(arch)
-    w = make_weights(arch, seed)
+def write_model(arch, out, seed, shape=None):
+    """Writes the model of arch (the default shape unless shape is given,
+    a make_shape) into out."""
+    shape = shape or default_shape(arch)
+    cfg = config(arch, shape)
+    w = make_weights(arch, seed, shape)
     os.makedirs(out, exist_ok=True)
     write_safetensors(os.path.join(out, "model.safetensors"),
                       {k: ("F16", v.astype("<f2")) for k, v in w.items()}, metadata={"format": "pt"})
@@ -223,18 +324,37 @@ def write_model(arch, out, seed):
                  f"which scripts/gguf_write.py copies into a GGUF file.")
     with open(os.path.join(out, "README.md"), "w", encoding="utf-8") as f:
         f.write(README.format(name=os.path.basename(os.path.normpath(out)), model_type=cfg["model_type"],
-                              L=L, H=H, HKV=HKV, C=C, D=head_dim(arch), I=I, P=P, V=cfg["vocab_size"],
-                              tie=", tied lm_head" if tied(arch) else ", untied lm_head", vocab=vocab,
-                              arch=arch, seed=seed))
+                              L=shape.layers, H=shape.heads, HKV=shape.kv_heads, C=shape.hidden,
+                              D=shape.head_dim, I=shape.intermediate, P=shape.context, V=cfg["vocab_size"],
+                              tie=", tied lm_head" if shape.tied else ", untied lm_head", vocab=vocab,
+                              arch=arch, seed=seed, flags=shape_flags(arch, shape)))
 
 
-def main():
+def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--arch", required=True, choices=ARCHS)
     ap.add_argument("--out", required=True)
     ap.add_argument("--seed", type=int, default=1234)
-    a = ap.parse_args()
-    write_model(a.arch, a.out, a.seed)
+    g = ap.add_argument_group("shape", "each overrides the arch's default (module docstring); none: the committed models")
+    g.add_argument("--layers", type=int, help=f"num_hidden_layers (default {L})")
+    g.add_argument("--heads", type=int, help=f"num_attention_heads, query heads (default {H})")
+    g.add_argument("--kv-heads", type=int, help=f"num_key_value_heads, dividing --heads (default {HKV})")
+    g.add_argument("--hidden", type=int, help=f"hidden_size (default {C})")
+    g.add_argument("--head-dim", type=int, help="head_dim, even: qwen3's is free (default 2·hidden/heads); "
+                   "the other archs' is hidden/heads")
+    g.add_argument("--intermediate", type=int, help=f"intermediate_size (default {I})")
+    g.add_argument("--context", type=int, help=f"max_position_embeddings (default {P})")
+    t = g.add_mutually_exclusive_group()
+    t.add_argument("--tied", dest="tied", action="store_const", const=True,
+                   help="lm_head is embed_tokens (the default for llama3 and qwen2)")
+    t.add_argument("--untied", dest="tied", action="store_const", const=False,
+                   help="a separate lm_head (the default for llama, qwen3 and phi3)")
+    a = ap.parse_args(argv)
+    try:
+        shape = make_shape(a.arch, **{f: getattr(a, f) for f in Shape._fields})
+    except ShapeError as e:
+        ap.error(str(e))  # exit 2
+    write_model(a.arch, a.out, a.seed, shape)
 
 
 if __name__ == "__main__":
