@@ -66,7 +66,9 @@ func (p *prober) openAICase(ctx context.Context, rc *refCase) ([]checkpoints.Res
 		if lp := c.Choices[0].Logprobs; lp != nil {
 			steps = textAlts(lp.TopLogprobs)
 		}
-		out = append(out, greedyTextResult(rc, "generation", c.Choices[0].Text, steps))
+		if rc.Gen.Text != nil {
+			out = append(out, greedyTextResult(rc, "generation", c.Choices[0].Text, steps))
+		}
 		if len(steps) > 0 {
 			if d, ok := nextTop(rc, steps[0]); ok {
 				dists = append(dists, d)

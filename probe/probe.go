@@ -137,6 +137,9 @@ func Run(ctx context.Context, set *references.Set, opt Options) (*checkpoints.Re
 	if err != nil {
 		return nil, err
 	}
+	if err := generatedText(cases, opt.Tokenizer); err != nil {
+		return nil, err
+	}
 	var corpus *corpusSet
 	if opt.Corpus != "" {
 		if corpus, err = openCorpus(opt.Corpus, set); err != nil {

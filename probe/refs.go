@@ -9,6 +9,7 @@ import (
 	"github.com/llorch/llorch-check/references"
 	"github.com/llorch/llorch-check/sampling"
 	"github.com/llorch/llorch-check/tensors"
+	"github.com/llorch/llorch-check/tokenizer"
 )
 
 // refCase is what the probe compares one case's answers with.
@@ -70,6 +71,34 @@ func loadCases(set *references.Set) ([]refCase, error) {
 		out = append(out, rc)
 	}
 	return out, nil
+}
+
+// generatedText gives each generation without a text (a set written
+// without a Python tokenizer, as the Llama family's are) the text tok
+// decodes its ids to, the final EOS left out as for text the set records;
+// without tok those generations are compared by id only.
+func generatedText(cases []refCase, tok *tokenizer.Tokenizer) error {
+	if tok == nil {
+		return nil
+	}
+	for i := range cases {
+		g := cases[i].Gen
+		if g == nil || g.Text != nil {
+			continue
+		}
+		ids := g.Tokens
+		if g.StopReason == "eos" && len(ids) > 0 {
+			ids = ids[:len(ids)-1]
+		}
+		text, err := tok.Decode(ids)
+		if err != nil {
+			return fmt.Errorf("case %s: decoding the reference generation: %w", cases[i].ID, err)
+		}
+		gen := *g
+		gen.Text = &text
+		cases[i].Gen = &gen
+	}
+	return nil
 }
 
 func (rc *refCase) loadRows(set *references.Set) error {

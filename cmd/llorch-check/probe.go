@@ -83,7 +83,7 @@ unreachable or did not answer its API (never a pass), or bad input. With
 	fl.StringVar(&f.modelName, "model-name", "", `the "model" field of OpenAI requests (default the first of /v1/models)`)
 	fl.StringVar(&f.format, "format", "table", "table or json")
 	fl.StringVar(&f.junit, "junit", "", "also write a JUnit XML report to this file")
-	fl.StringVar(&f.model, "model", "", "the served model's directory or .gguf file, for its tokenizer: Ollama takes text prompts (default "+defaultModel+")")
+	fl.StringVar(&f.model, "model", "", "the served model's directory or .gguf file, for its tokenizer: Ollama takes text prompts, and generated text is compared as text (default the reference set's model when it is here, else "+defaultModel+")")
 	fl.StringVar(&f.corpus, "corpus", "", "a corpus set (dump_references.py --corpus) to teacher-force for a distribution verdict: KL, top-1 agreement, Δp, perplexity ratio")
 	fl.IntVar(&f.corpusChunks, "corpus-chunks", 0, "with --corpus: only its first N chunks (0: all)")
 	fl.BoolVar(&f.invariance, "invariance", true, "ask the engine the same thing several ways (logprobs on/off, streamed, concurrent, prompt cache, decode vs prefill); --invariance=false skips it")
@@ -131,7 +131,7 @@ func runProbe(cmd *cobra.Command, f probeFlags) error {
 	if f.apiKey == "" {
 		f.apiKey = os.Getenv("LLORCH_API_KEY")
 	}
-	tok, err := probeTokenizer(f.model)
+	tok, err := probeTokenizer(f.model, set)
 	if err != nil {
 		return err
 	}
@@ -166,8 +166,19 @@ func runProbe(cmd *cobra.Command, f probeFlags) error {
 }
 
 // probeTokenizer is the tokenizer of --model (a directory or a .gguf
-// file), or of the default model; nil without one (only Ollama needs it).
-func probeTokenizer(flag string) (*tokenizer.Tokenizer, error) {
+// file), else of the model the reference set was made from when it is
+// here (its manifest's path, absolute or inside this clone), else of the
+// default model; nil without one (Ollama and generated texts need it).
+func probeTokenizer(flag string, set *references.Set) (*tokenizer.Tokenizer, error) {
+	if mp := set.Manifest.Model.Path; flag == "" && mp != "" {
+		if filepath.IsAbs(mp) {
+			if _, err := os.Stat(mp); err == nil {
+				flag = mp
+			}
+		} else if p, err := resolveDefault(mp); err == nil {
+			flag = p
+		}
+	}
 	path, err := pathOrDefault(flag, defaultModel)
 	if err != nil {
 		if flag == "" {
