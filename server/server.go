@@ -90,13 +90,7 @@ type engine struct {
 // text ("<|endoftext|>" is characters), after the BOS token when the
 // tokenizer asks for one (the Llama family's <s>), as Hugging Face's
 // tokenizer and llama.cpp's server encode a prompt.
-func (e *engine) encode(text string) []int {
-	ids := e.tok.Encode(text)
-	if bos, add := e.tok.BOS(); add {
-		ids = append([]int{bos}, ids...)
-	}
-	return ids
-}
+func (e *engine) encode(text string) []int { return e.tok.EncodePrompt(text) }
 
 // Server is the HTTP service. Create it with New, install the model with
 // SetModel once loaded, and serve Handler.

@@ -22,10 +22,16 @@ package tokenizer
 // tokenizer.ggml.add_bos_token (llama.cpp's default when absent: true for
 // "llama" and Llama 3's pre-tokenizer, false otherwise), tokenizer.json's
 // TemplateProcessing post-processor (a special token before $A). Encode
-// never adds it; a caller that wants the model's own prompt prepends it:
-//
-//	ids := tok.Encode(text)
-//	if bos, add := tok.BOS(); add {
-//		ids = append([]int{bos}, ids...)
-//	}
+// never adds it; EncodePrompt does.
 func (t *Tokenizer) BOS() (id int, add bool) { return t.bos, t.addBOS && t.bos >= 0 }
+
+// EncodePrompt is Encode with the BOS token in front when the model's files
+// ask for one (BOS): a prompt as Hugging Face's tokenizer(text) and
+// llama.cpp's server encode it.
+func (t *Tokenizer) EncodePrompt(text string) []int {
+	ids := t.Encode(text)
+	if bos, add := t.BOS(); add {
+		ids = append([]int{bos}, ids...)
+	}
+	return ids
+}

@@ -236,3 +236,20 @@ func withKVFloat(t *testing.T, f *gguf.File, key string, value any) *gguf.File {
 	require.NoError(t, err)
 	return g
 }
+
+// EncodePrompt puts BOS in front only where the model's files ask for it.
+func TestEncodePrompt(t *testing.T) {
+	for _, tc := range []struct {
+		dir  string
+		want []int
+	}{
+		{"../testdata/tiny-gpt2", []int{15496, 13}},
+		{"../testdata/tiny-llama", []int{1, 15043, 29889}},
+		{"../testdata/tiny-llama-phi3", []int{1, 15043, 29889}},
+	} {
+		tok, err := Load(tc.dir)
+		require.NoError(t, err, tc.dir)
+		require.Equal(t, tc.want, tok.EncodePrompt("Hello."), tc.dir)
+		require.Equal(t, tc.want[len(tc.want)-2:], tok.Encode("Hello."), tc.dir)
+	}
+}

@@ -111,7 +111,7 @@ func runGenerate(cmd *cobra.Command, f generateFlags) error {
 			return fmt.Errorf("--tokens: %w", err)
 		}
 	} else {
-		prompt = tok.Encode(f.prompt)
+		prompt = tok.EncodePrompt(f.prompt)
 	}
 	req := generation.Request{
 		Prompt:           prompt,
