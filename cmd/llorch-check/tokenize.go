@@ -37,7 +37,7 @@ func newTokenizeCmd() *cobra.Command {
 	var asJSON, special bool
 	cmd := &cobra.Command{
 		Use:   "tokenize [--model DIR] [--json] [--special] TEXT",
-		Short: "Print the GPT-2 token ids of TEXT (- reads all of stdin as one text)",
+		Short: "Print the token ids of TEXT with the model's tokenizer (- reads all of stdin as one text)",
 		Long: `Print the token ids of TEXT with the model's tokenizer (vocab.json +
 merges.txt, tokenizer.json or GGUF metadata, searched in that order).
 "<|endoftext|>" in TEXT is ordinary text unless --special is given.`,
@@ -72,7 +72,7 @@ func newDetokenizeCmd() *cobra.Command {
 	var asJSON bool
 	cmd := &cobra.Command{
 		Use:   "detokenize [--model DIR] [--json] IDS...",
-		Short: "Print the text of GPT-2 token ids (- reads them from stdin)",
+		Short: "Print the text of token ids (- reads them from stdin)",
 		Long: `Print the text of the token ids, given as arguments or, with -, on
 stdin, separated by spaces, commas or newlines, or as a JSON array. Bytes
 that do not form valid UTF-8 print as U+FFFD; an id outside the vocabulary
