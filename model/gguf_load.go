@@ -64,13 +64,13 @@ func loadGGUFFrom(ctx context.Context, data []byte, release func([]byte), opt Lo
 		return loadLlamaGGUF(ctx, f, cfg, release, opt)
 	}
 	m := &Model{Config: cfg, h: make([]block, cfg.NLayer), faultLayer: -1, Format: FormatGGUF, Float16: opt.Float16}
-	params := m.ggufParams()
+	params := m.gpt2Params()
 	if opt.Float16IfStored && ggufMatricesFloat16(f, params) {
 		m.Float16 = true
 	}
 	known := map[string]bool{ggufOutput: true}
 	for _, p := range params {
-		known[p.name] = true
+		known[p.gguf] = true
 	}
 	for _, t := range f.Tensors {
 		if !known[t.Name] {
@@ -82,7 +82,7 @@ func loadGGUFFrom(ctx context.Context, data []byte, release func([]byte), opt Lo
 	out, hasOutput := f.Tensor(ggufOutput)
 	tied := false
 	if hasOutput {
-		if tied, err = sameGGUFTensor(f, out, params[0].name); err != nil {
+		if tied, err = sameGGUFTensor(f, out, params[0].gguf); err != nil {
 			return nil, err
 		}
 		if raw, _ := f.TensorData(out.Name); tied && release != nil {
@@ -90,8 +90,8 @@ func loadGGUFFrom(ctx context.Context, data []byte, release func([]byte), opt Lo
 		}
 	}
 	types := map[string]bool{}
-	load := func(t gguf.TensorInfo, p ggufParam) error {
-		if err := ggufTensorLoadable(t, p.dims()); err != nil {
+	load := func(t gguf.TensorInfo, p gpt2Param) error {
+		if err := ggufTensorLoadable(t, p.ggufDims()); err != nil {
 			return err
 		}
 		raw, err := f.TensorData(t.Name)
@@ -111,9 +111,9 @@ func loadGGUFFrom(ctx context.Context, data []byte, release func([]byte), opt Lo
 		if err := ctx.Err(); err != nil {
 			return nil, fmt.Errorf("loading stopped: %w", err)
 		}
-		t, ok := f.Tensor(p.name)
+		t, ok := f.Tensor(p.gguf)
 		if !ok {
-			return nil, fmt.Errorf("missing tensor %q", p.name)
+			return nil, fmt.Errorf("missing tensor %q", p.gguf)
 		}
 		if err := load(t, p); err != nil {
 			return nil, err
@@ -121,7 +121,7 @@ func loadGGUFFrom(ctx context.Context, data []byte, release func([]byte), opt Lo
 	}
 	if hasOutput && !tied {
 		head := params[0]
-		head.name, head.dst = out.Name, mat(&m.lmW)
+		head.gguf, head.dst = out.Name, mat(&m.lmW)
 		if err := load(out, head); err != nil {
 			return nil, err
 		}
@@ -165,7 +165,7 @@ func ggufTensorLoadable(t gguf.TensorInfo, dims []uint64) error {
 // all be resident at the end of the load, on top of everything copied.
 // Everything else is converted to float32 (and rounded to float16 for a
 // Float16 model).
-func storeGGUFTensor(m *Model, p ggufParam, t gguf.TensorInfo, raw []byte, release func([]byte)) error {
+func storeGGUFTensor(m *Model, p gpt2Param, t gguf.TensorInfo, raw []byte, release func([]byte)) error {
 	if g, ok := gguf.GroupsOf(t.Type); ok && p.dst.mat != nil && !m.Float16 {
 		// The file's rows run along the reduction: Conv1D weights are
 		// stored [out][in] (p.transposed), the embedding [V][C].
@@ -365,11 +365,11 @@ func isHexSHA256(s string) bool {
 
 // ggufMatricesFloat16 says whether the file stores every weight matrix
 // (and output.weight, if present) as F16.
-func ggufMatricesFloat16(f *gguf.File, params []ggufParam) bool {
+func ggufMatricesFloat16(f *gguf.File, params []gpt2Param) bool {
 	names := []string{ggufOutput}
 	for _, p := range params {
 		if p.dst.mat != nil {
-			names = append(names, p.name)
+			names = append(names, p.gguf)
 		}
 	}
 	for _, name := range names {

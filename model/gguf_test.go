@@ -47,8 +47,8 @@ func TestGGUFRoundTripF32(t *testing.T) {
 	assert.Equal(t, m.Config, g.Config)
 	assert.Equal(t, "F32", g.WeightsDType)
 	assert.Equal(t, FormatGGUF, g.Format)
-	for i, p := range m.ggufParams() {
-		assert.Equal(t, p.dst.float32s(), g.ggufParams()[i].dst.float32s(), p.name)
+	for i, p := range m.gpt2Params() {
+		assert.Equal(t, p.dst.float32s(), g.gpt2Params()[i].dst.float32s(), p.gguf)
 	}
 	toks := testTokens(9, 5)
 	assert.Equal(t, logitsOf(t, m, toks), logitsOf(t, g, toks))
@@ -116,25 +116,25 @@ func TestGGUFLowerPrecision(t *testing.T) {
 		g, err := loadGGUFBytes(context.Background(), img, LoadOptions{})
 		require.NoError(t, err, c.typ.String())
 		assert.Equal(t, c.dtype, g.WeightsDType)
-		for i, p := range m.ggufParams() {
-			ti, _ := f.Tensor(p.name)
-			want, got := p.dst.float32s(), g.ggufParams()[i].dst.float32s()
+		for i, p := range m.gpt2Params() {
+			ti, _ := f.Tensor(p.gguf)
+			want, got := p.dst.float32s(), g.gpt2Params()[i].dst.float32s()
 			switch {
-			case len(p.shape) == 1 || p.name == "position_embd.weight":
-				assert.Equal(t, gguf.GGMLTypeF32, ti.Type, p.name)
-				assert.Equal(t, want, got, p.name)
+			case len(p.shape) == 1 || p.gguf == "position_embd.weight":
+				assert.Equal(t, gguf.GGMLTypeF32, ti.Type, p.gguf)
+				assert.Equal(t, want, got, p.gguf)
 			case ti.Type == gguf.GGMLTypeF16:
 				for j := range want {
-					require.Equal(t, gguf.Float16To32(gguf.Float32To16(want[j])), got[j], "%s[%d]", p.name, j)
+					require.Equal(t, gguf.Float16To32(gguf.Float32To16(want[j])), got[j], "%s[%d]", p.gguf, j)
 				}
 			default:
-				require.Equal(t, gguf.GGMLTypeQ8_0, ti.Type, p.name)
+				require.Equal(t, gguf.GGMLTypeQ8_0, ti.Type, p.gguf)
 				var amax float64
 				for _, v := range want {
 					amax = math.Max(amax, math.Abs(float64(v)))
 				}
 				for j := range want {
-					require.InDelta(t, want[j], got[j], amax/127, "%s[%d]", p.name, j)
+					require.InDelta(t, want[j], got[j], amax/127, "%s[%d]", p.gguf, j)
 				}
 			}
 		}

@@ -50,11 +50,11 @@ func (m *Model) GGUF(typ gguf.GGMLType) ([]gguf.KV, []gguf.TensorData, error) {
 		{Key: keyEOS, Value: gguf.Value{Type: gguf.TypeUint32, V: uint32(c.EOSTokenID)}},
 	}
 	var tensors []gguf.TensorData
-	for _, p := range m.ggufParams() {
+	for _, p := range m.gpt2Params() {
 		t := gguf.GGMLTypeF32
-		if len(p.shape) == 2 && p.name != "position_embd.weight" {
+		if len(p.shape) == 2 && p.gguf != "position_embd.weight" {
 			t = typ
-			if t == gguf.GGMLTypeQ8_0 && p.dims()[0]%32 != 0 {
+			if t == gguf.GGMLTypeQ8_0 && p.ggufDims()[0]%32 != 0 {
 				t = gguf.GGMLTypeF16
 			}
 		}
@@ -64,11 +64,11 @@ func (m *Model) GGUF(typ gguf.GGMLType) ([]gguf.KV, []gguf.TensorData, error) {
 		}
 		data, err := gguf.EncodeFloat32(t, vals)
 		if err != nil {
-			return nil, nil, fmt.Errorf("tensor %s: %w", p.name, err)
+			return nil, nil, fmt.Errorf("tensor %s: %w", p.gguf, err)
 		}
-		tensors = append(tensors, gguf.TensorData{Name: p.name, Dims: p.dims(), Type: t, Data: data})
-		if p.name == "token_embd.weight" {
-			out := gguf.TensorData{Name: ggufOutput, Dims: p.dims(), Type: t, Data: data}
+		tensors = append(tensors, gguf.TensorData{Name: p.gguf, Dims: p.ggufDims(), Type: t, Data: data})
+		if p.gguf == "token_embd.weight" {
+			out := gguf.TensorData{Name: ggufOutput, Dims: p.ggufDims(), Type: t, Data: data}
 			if !m.TiedHead() {
 				if out.Data, err = gguf.EncodeFloat32(t, mat(&m.lmW).float32s()); err != nil {
 					return nil, nil, fmt.Errorf("tensor %s: %w", ggufOutput, err)

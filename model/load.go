@@ -137,11 +137,6 @@ func loadHF(ctx context.Context, dir string, opt LoadOptions) (*Model, error) {
 	return m, nil
 }
 
-type expectedTensor struct {
-	shape []int
-	dst   slot
-}
-
 // loadWeights converts every parameter of a file image into fresh float32
 // slices; nothing returned aliases data, so the caller may unmap it.
 func loadWeights(cfg Config, data []byte, opt LoadOptions) (*Model, error) {
@@ -165,44 +160,17 @@ func loadWeightsFrom(ctx context.Context, cfg Config, data []byte, release func(
 		return nil, fmt.Errorf("config n_layer %d is more blocks than the file's %d tensors can hold", cfg.NLayer, len(f.Tensors))
 	}
 	m := &Model{Config: cfg, h: make([]block, cfg.NLayer), faultLayer: -1, Float16: opt.Float16}
-	C, I := cfg.NEmbd, cfg.NInner
-	want := map[string]expectedTensor{
-		"wte.weight":  {[]int{cfg.VocabSize, C}, mat(&m.wte)},
-		"wpe.weight":  {[]int{cfg.NPositions, C}, vec(&m.wpe)},
-		"ln_f.weight": {[]int{C}, vec(&m.lnfW)},
-		"ln_f.bias":   {[]int{C}, vec(&m.lnfB)},
-	}
-	order := []string{"wte.weight", "wpe.weight"}
+	params := m.gpt2Params()
+	want := map[string]gpt2Param{}
 	buffers := map[string]bool{}
-	for i := range m.h {
-		b := &m.h[i]
-		p := fmt.Sprintf("h.%d.", i)
-		for _, e := range []struct {
-			name  string
-			shape []int
-			dst   slot
-		}{
-			{"ln_1.weight", []int{C}, vec(&b.ln1W)},
-			{"ln_1.bias", []int{C}, vec(&b.ln1B)},
-			{"attn.c_attn.weight", []int{C, 3 * C}, mat(&b.attnW)},
-			{"attn.c_attn.bias", []int{3 * C}, vec(&b.attnB)},
-			{"attn.c_proj.weight", []int{C, C}, mat(&b.projW)},
-			{"attn.c_proj.bias", []int{C}, vec(&b.projB)},
-			{"ln_2.weight", []int{C}, vec(&b.ln2W)},
-			{"ln_2.bias", []int{C}, vec(&b.ln2B)},
-			{"mlp.c_fc.weight", []int{C, I}, mat(&b.fcW)},
-			{"mlp.c_fc.bias", []int{I}, vec(&b.fcB)},
-			{"mlp.c_proj.weight", []int{I, C}, mat(&b.mlpW)},
-			{"mlp.c_proj.bias", []int{C}, vec(&b.mlpB)},
-		} {
-			want[p+e.name] = expectedTensor{e.shape, e.dst}
-			order = append(order, p+e.name)
-		}
-		// The causal-mask buffers older exports save next to the weights.
-		buffers[p+"attn.bias"] = true
-		buffers[p+"attn.masked_bias"] = true
+	for _, p := range params {
+		want[p.hf] = p
 	}
-	order = append(order, "ln_f.weight", "ln_f.bias")
+	for i := range m.h {
+		// The causal-mask buffers older exports save next to the weights.
+		buffers[fmt.Sprintf("h.%d.attn.bias", i)] = true
+		buffers[fmt.Sprintf("h.%d.attn.masked_bias", i)] = true
+	}
 	if opt.Float16IfStored && matricesStoredFloat16(f, want) {
 		m.Float16 = true
 	}
@@ -258,9 +226,9 @@ func loadWeightsFrom(ctx context.Context, cfg Config, data []byte, release func(
 	// Same spelling as the reference manifests: "F16", or "F16+F32" if mixed.
 	m.WeightsDType = strings.Join(slices.Sorted(maps.Keys(dtypes)), "+")
 	var missing []string
-	for _, name := range order {
-		if want[name].dst.empty() {
-			missing = append(missing, name)
+	for _, p := range params {
+		if p.dst.empty() {
+			missing = append(missing, p.hf)
 		}
 	}
 	if len(missing) > 0 {
@@ -310,7 +278,7 @@ func checkTied(f *safetensors.File, t, wte safetensors.Tensor, release func([]by
 
 // matricesStoredFloat16 says whether an HF file stores as F16 every
 // tensor the loader holds as a matrix (want's, and an lm_head).
-func matricesStoredFloat16(f *safetensors.File, want map[string]expectedTensor) bool {
+func matricesStoredFloat16(f *safetensors.File, want map[string]gpt2Param) bool {
 	n := 0
 	for _, t := range f.Tensors {
 		name := strings.TrimPrefix(t.Name, "transformer.")
