@@ -109,11 +109,21 @@ func (ps *pass) swiGLU(l int, b *block, f blockFaults) {
 	if f.swigluSwap {
 		g, u = I, 0
 	}
-	for r := range R {
-		row, out := ps.fc[r*2*I:(r+1)*2*I], ps.act[r*I:(r+1)*I]
-		for i := range out {
-			out[i] = float32(silu(row[g+i]) * row[u+i])
+	rows := func(r0, r1 int) {
+		neg, e := scoreBuffers.get(I), expBuffers.get(I)
+		for r := r0; r < r1; r++ {
+			row, out := ps.fc[r*2*I:(r+1)*2*I], ps.act[r*I:(r+1)*I]
+			siluMul(out, row[g:g+I], row[u:u+I], *neg, *e)
 		}
+		scoreBuffers.put(neg)
+		expBuffers.put(e)
+	}
+	if R <= swiGLUChunk {
+		rows(0, R)
+	} else {
+		kernels.ParallelFor((R+swiGLUChunk-1)/swiGLUChunk, func(c int) {
+			rows(c*swiGLUChunk, min((c+1)*swiGLUChunk, R))
+		})
 	}
 	ps.p.emit(tensors.Act, l, ps.act, R, I)
 	conv1D(ps.proj, ps.act, b.mlpW, b.mlpB, R, I, C, false)
@@ -121,10 +131,22 @@ func (ps *pass) swiGLU(l int, b *block, f blockFaults) {
 	kernels.Add(ps.x, ps.proj)
 }
 
-// silu is x·sigmoid(x) as ATen computes it, x / (1 + e^−x), rounded once
-// to float32.
-func silu(x float32) float32 {
-	return float32(float64(x) / (1 + math.Exp(-float64(x))))
+// swiGLUChunk is the rows a goroutine takes at a time in a prefill.
+const swiGLUChunk = 16
+
+// siluMul sets out[i] = silu(gate[i])·up[i], silu(x) = x·sigmoid(x) as
+// ATen computes it, x / (1 + e^−x), in float64 and rounded once to
+// float32, then the product rounded to float32. The exponentials come
+// from kernels.ExpShifted (math.Exp's bits, four at a time); neg and e are
+// scratch of len(gate).
+func siluMul(out, gate, up, neg []float32, e []float64) {
+	for i, x := range gate {
+		neg[i] = -x
+	}
+	kernels.ExpShifted(e, neg[:len(gate)], 0)
+	for i, x := range gate {
+		out[i] = float32(float32(float64(x)/(1+e[i])) * up[i])
+	}
 }
 
 // rmsNorm normalises each C-wide row of x into dst: LlamaRMSNorm,
