@@ -11,7 +11,7 @@ import (
 
 // roundMatrices rounds a model's matrices (not its vectors) to float16
 // values in place, as LoadOptions.Float16 does on load.
-func roundMatrices(w *weights) {
+func roundMatrices(w *testWeights) {
 	for _, n := range w.names {
 		if len(w.shapes[n]) != 2 || n == "wpe.weight" {
 			continue

@@ -10,6 +10,7 @@ import (
 
 	"github.com/llorch/llorch-check/gguf"
 	"github.com/llorch/llorch-check/kernels"
+	"github.com/llorch/llorch-check/weights"
 )
 
 // The Llama family in GGUF: llama.cpp's converter layout for its llama,
@@ -527,7 +528,7 @@ func (gl *llamaGGUFLoader) columnBlock(q ggufPart) (kernels.Matrix, error) {
 	}
 	gl.done(q)
 	rows, cols := q.p.shape[0], q.p.shape[1]
-	return kernels.Slabbed(kernels.Float32(transpose(vals, rows, cols)), cols, rows)
+	return kernels.Slabbed(kernels.Float32(weights.Transpose(vals, rows, cols)), cols, rows)
 }
 
 // quantizedRows builds one quantised matrix of the parts' rows stacked in

@@ -7,6 +7,7 @@ import (
 
 	"github.com/llorch/llorch-check/gguf"
 	"github.com/llorch/llorch-check/kernels"
+	"github.com/llorch/llorch-check/weights"
 )
 
 // llamaGGUF is GGUF for the Llama family: scripts/gguf_write.py's keys
@@ -175,9 +176,9 @@ func (w *llamaWriter) layerValues(p llamaParam, b *block) []float32 {
 	case partGateUpBias:
 		return b.fcB[p.row : p.row+rows]
 	case partO:
-		return transpose(b.projW.Float32s(), p.shape[1], rows)
+		return weights.Transpose(b.projW.Float32s(), p.shape[1], rows)
 	case partDown:
-		return transpose(b.mlpW.Float32s(), p.shape[1], rows)
+		return weights.Transpose(b.mlpW.Float32s(), p.shape[1], rows)
 	}
 	// q, k, v (gate, up): rows row.. of the fused [out,in], which the
 	// block holds [in,out].

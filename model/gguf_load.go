@@ -13,6 +13,7 @@ import (
 
 	"github.com/llorch/llorch-check/gguf"
 	"github.com/llorch/llorch-check/kernels"
+	"github.com/llorch/llorch-check/weights"
 )
 
 // loadGGUF reads a GGUF file (GPT-2's, or the Llama family's:
@@ -21,11 +22,11 @@ import (
 // layout; other tensors become float32), so the map is released before
 // returning.
 func loadGGUF(ctx context.Context, path string, opt LoadOptions) (*Model, error) {
-	data, unmap, err := mapFile(path)
+	data, unmap, err := weights.Map(path)
 	if err != nil {
 		return nil, err
 	}
-	m, err := loadGGUFFrom(ctx, data, releasePages, opt)
+	m, err := loadGGUFFrom(ctx, data, weights.Release, opt)
 	if uerr := unmap(); uerr != nil && err == nil {
 		err = fmt.Errorf("unmapping %s: %w", path, uerr)
 	}
@@ -199,7 +200,7 @@ func storeGGUFTensor(m *Model, p gpt2Param, t gguf.TensorInfo, raw []byte, relea
 		return err
 	}
 	if p.transposed {
-		vals = transpose(vals, p.shape[1], p.shape[0])
+		vals = weights.Transpose(vals, p.shape[1], p.shape[0])
 	}
 	return p.dst.store(m, vals, t.Type.String())
 }

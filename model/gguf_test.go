@@ -463,20 +463,3 @@ func TestLoadGGUFQuantizedKept(t *testing.T) {
 		require.InDelta(t, wantLogits[i], gotLogits[i], 1e-5*math.Max(1, math.Abs(float64(wantLogits[i]))), "logit %d", i)
 	}
 }
-
-// TestTranspose: the tiled transpose is the transpose, at shapes that
-// leave partial tiles on both sides.
-func TestTranspose(t *testing.T) {
-	for _, s := range []struct{ rows, cols int }{{1, 5}, {33, 1}, {37, 70}, {64, 96}} {
-		src := make([]float32, s.rows*s.cols)
-		for i := range src {
-			src[i] = float32(i)
-		}
-		got := transpose(src, s.rows, s.cols)
-		for r := range s.rows {
-			for c := range s.cols {
-				require.Equal(t, src[r*s.cols+c], got[c*s.rows+r], "%dx%d (%d,%d)", s.rows, s.cols, r, c)
-			}
-		}
-	}
-}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/llorch/llorch-check/gguf"
+	"github.com/llorch/llorch-check/weights"
 )
 
 // llama.cpp's llama_ftype values for general.file_type.
@@ -60,7 +61,7 @@ func (m *Model) GGUF(typ gguf.GGMLType) ([]gguf.KV, []gguf.TensorData, error) {
 		}
 		vals := p.dst.float32s()
 		if p.transposed {
-			vals = transpose(vals, p.shape[0], p.shape[1])
+			vals = weights.Transpose(vals, p.shape[0], p.shape[1])
 		}
 		data, err := gguf.EncodeFloat32(t, vals)
 		if err != nil {

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"sort"
 	"testing"
+	"unsafe"
 
 	"github.com/stretchr/testify/require"
 )
@@ -42,8 +43,8 @@ type stTensor struct {
 	Raw   []byte
 }
 
-// weights holds a model's parameters by canonical name, in file order.
-type weights struct {
+// testWeights holds a model's parameters by canonical name, in file order.
+type testWeights struct {
 	names  []string
 	shapes map[string][]int
 	data   map[string][]float64 // float64 copy for the naive reference
@@ -52,9 +53,9 @@ type weights struct {
 
 // randomWeights draws seeded weights. LayerNorm gains sit around 1 and the
 // rest are scaled so activations stay O(1) and every op matters.
-func randomWeights(c Config, seed uint64) *weights {
+func randomWeights(c Config, seed uint64) *testWeights {
 	r := rand.New(rand.NewPCG(seed, 1))
-	w := &weights{shapes: map[string][]int{}, data: map[string][]float64{}, f32: map[string][]float32{}}
+	w := &testWeights{shapes: map[string][]int{}, data: map[string][]float64{}, f32: map[string][]float32{}}
 	add := func(name string, scale, offset float64, shape ...int) {
 		n := 1
 		for _, d := range shape {
@@ -93,7 +94,7 @@ func randomWeights(c Config, seed uint64) *weights {
 	return w
 }
 
-func (w *weights) tensors(prefix string) []stTensor {
+func (w *testWeights) tensors(prefix string) []stTensor {
 	var ts []stTensor
 	for _, n := range w.names {
 		ts = append(ts, stTensor{Name: prefix + n, DType: "F32", Shape: w.shapes[n], Data: w.f32[n]})
@@ -144,7 +145,7 @@ func writeModel(t testing.TB, cfg map[string]any, ts []stTensor) string {
 }
 
 // testModel loads the seeded small model and returns it with its weights.
-func testModel(t testing.TB) (*Model, *weights) {
+func testModel(t testing.TB) (*Model, *testWeights) {
 	w := randomWeights(testCfg, 42)
 	m, err := Load(writeModel(t, configJSON(testCfg), w.tensors("")))
 	require.NoError(t, err)
@@ -168,3 +169,7 @@ func sortedKeys[V any](m map[string]V) []string {
 	sort.Strings(ks)
 	return ks
 }
+
+// uintptrOf is the address of b's first byte, to tell which range of a
+// file image a release was given.
+func uintptrOf(b []byte) uintptr { return uintptr(unsafe.Pointer(unsafe.SliceData(b))) }

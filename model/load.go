@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"maps"
-	"math"
 	"os"
 	"path/filepath"
 	"runtime/debug"
@@ -16,6 +15,7 @@ import (
 	"github.com/llorch/llorch-check/gguf"
 	"github.com/llorch/llorch-check/kernels"
 	"github.com/llorch/llorch-check/safetensors"
+	"github.com/llorch/llorch-check/weights"
 )
 
 // Load reads a model: an HF directory (dir/config.json and
@@ -118,7 +118,7 @@ func loadHF(ctx context.Context, dir string, opt LoadOptions) (*Model, error) {
 		return nil, err
 	}
 	path := filepath.Join(dir, "model.safetensors")
-	data, unmap, err := mapFile(path)
+	data, unmap, err := weights.Map(path)
 	if err != nil {
 		return nil, err
 	}
@@ -126,7 +126,7 @@ func loadHF(ctx context.Context, dir string, opt LoadOptions) (*Model, error) {
 	if cfg.IsLlama() {
 		load = loadLlamaFrom
 	}
-	m, err := load(ctx, cfg, data, releasePages, opt)
+	m, err := load(ctx, cfg, data, weights.Release, opt)
 	if uerr := unmap(); uerr != nil && err == nil {
 		err = fmt.Errorf("unmapping %s: %w", path, uerr)
 	}
@@ -146,7 +146,7 @@ func loadWeights(cfg Config, data []byte, opt LoadOptions) (*Model, error) {
 // loadWeightsFrom is loadWeights for data that may be a file mapping:
 // release, if not nil, is called on each converted range of data so that
 // the mapping's pages leave the resident set as the copy grows (see
-// convertTensor).
+// weights.Float32s).
 func loadWeightsFrom(ctx context.Context, cfg Config, data []byte, release func([]byte), opt LoadOptions) (*Model, error) {
 	f, err := safetensors.Parse(data)
 	if err != nil {
@@ -178,7 +178,7 @@ func loadWeightsFrom(ctx context.Context, cfg Config, data []byte, release func(
 	found := map[string]string{} // canonical name -> name in the file
 	dtypes := map[string]bool{}
 	var lmHead, wte *safetensors.Tensor
-	var buf []float32 // convertTensor16's
+	var buf []float32 // weights.RoundFloat16's
 	for i := range f.Tensors {
 		if err := ctx.Err(); err != nil {
 			return nil, fmt.Errorf("loading stopped: %w", err)
@@ -208,16 +208,16 @@ func loadWeightsFrom(ctx context.Context, cfg Config, data []byte, release func(
 		}
 		switch {
 		case e.dst.mat != nil && m.Float16 && t.DType == "F16":
-			*e.dst.mat = kernels.Float16(copyFloat16(f, t, release))
+			*e.dst.mat = kernels.Float16(weights.Float16Bits(f, t, release))
 		case e.dst.mat != nil && m.Float16:
-			h, err := convertTensor16(f, t, release, &buf)
+			h, err := weights.RoundFloat16(f, t, release, &buf)
 			if err != nil {
 				return nil, fmt.Errorf("tensor %q: %w", t.Name, err)
 			}
 			*e.dst.mat = kernels.Float16(h)
 			m.roundedToF16 = true
 		default:
-			if err := e.dst.store(m, convertTensor(f, t, release), t.DType); err != nil {
+			if err := e.dst.store(m, weights.Float32s(f, t, release), t.DType); err != nil {
 				return nil, fmt.Errorf("tensor %q: %w", t.Name, err)
 			}
 		}
@@ -251,27 +251,8 @@ func checkTied(f *safetensors.File, t, wte safetensors.Tensor, release func([]by
 	if !slices.Equal(t.Shape, wte.Shape) {
 		return fmt.Errorf("tensor %q: shape %v, expected %v (tied to wte): %w", t.Name, t.Shape, wte.Shape, errUntied)
 	}
-	raw, wraw := f.Raw(t), f.Raw(wte)
-	size, _ := safetensors.DTypeSize(t.DType)
-	wsize, _ := safetensors.DTypeSize(wte.DType)
-	var buf, wbuf [1024]float32
-	n := t.Numel()
-	for start := 0; start < n; start += convertChunk {
-		end := min(start+convertChunk, n)
-		for i := start; i < end; i += len(buf) {
-			k := min(len(buf), end-i)
-			safetensors.DecodeInto(buf[:k], t.DType, raw[i*size:(i+k)*size])
-			safetensors.DecodeInto(wbuf[:k], wte.DType, wraw[i*wsize:(i+k)*wsize])
-			for j, v := range buf[:k] {
-				if math.Float32bits(v) != math.Float32bits(wbuf[j]) {
-					return fmt.Errorf("tensor %q: element %d is %g, wte has %g: %w", t.Name, i+j, v, wbuf[j], errUntied)
-				}
-			}
-		}
-		if release != nil {
-			release(raw[start*size : end*size])
-			release(wraw[start*wsize : end*wsize])
-		}
+	if i, v, w := weights.FirstDifference(f, t, wte, release); i >= 0 {
+		return fmt.Errorf("tensor %q: element %d is %g, wte has %g: %w", t.Name, i, v, w, errUntied)
 	}
 	return nil
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/llorch/llorch-check/kernels"
 	"github.com/llorch/llorch-check/safetensors"
+	"github.com/llorch/llorch-check/weights"
 )
 
 // loadLlamaFrom reads a Llama-family model.safetensors (names with or
@@ -97,7 +98,7 @@ type llamaLoader struct {
 	f       *safetensors.File
 	release func([]byte)
 	dtypes  map[string]bool
-	buf     []float32 // convertTensor16's
+	buf     []float32 // weights.RoundFloat16's
 	// The current layer's fused matrices, [out,in], and its index.
 	layer       int
 	qkv, gateUp staged
@@ -113,7 +114,7 @@ type staged struct {
 func (ld *llamaLoader) put(p llamaParam, t *safetensors.Tensor) error {
 	ld.dtypes[t.DType] = true
 	if len(p.shape) == 1 {
-		return ld.putVector(p, convertTensor(ld.f, *t, ld.release))
+		return ld.putVector(p, weights.Float32s(ld.f, *t, ld.release))
 	}
 	f32, f16, err := ld.matrix(t)
 	if err != nil {
@@ -157,11 +158,11 @@ func (ld *llamaLoader) place(p llamaParam, f32 []float32, f16 []uint16) {
 func (ld *llamaLoader) matrix(t *safetensors.Tensor) ([]float32, []uint16, error) {
 	switch {
 	case !ld.m.Float16:
-		return convertTensor(ld.f, *t, ld.release), nil, nil
+		return weights.Float32s(ld.f, *t, ld.release), nil, nil
 	case t.DType == "F16":
-		return nil, copyFloat16(ld.f, *t, ld.release), nil
+		return nil, weights.Float16Bits(ld.f, *t, ld.release), nil
 	}
-	h, err := convertTensor16(ld.f, *t, ld.release, &ld.buf)
+	h, err := weights.RoundFloat16(ld.f, *t, ld.release, &ld.buf)
 	ld.m.roundedToF16 = true
 	return nil, h, err
 }
@@ -240,9 +241,9 @@ func layerOf(name string) int {
 
 func transposed(f32 []float32, f16 []uint16, rows, cols int) ([]float32, []uint16) {
 	if f32 != nil {
-		return transpose(f32, rows, cols), nil
+		return weights.Transpose(f32, rows, cols), nil
 	}
-	return nil, transpose(f16, rows, cols)
+	return nil, weights.Transpose(f16, rows, cols)
 }
 
 func matrixOf(f32 []float32, f16 []uint16) kernels.Matrix {

@@ -1,6 +1,6 @@
 //go:build linux
 
-package model
+package weights
 
 import (
 	"os"
@@ -8,11 +8,11 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// releasePages drops the whole pages inside b, a read-only file mapping
+// Release drops the whole pages inside b, a read-only file mapping
 // (never heap memory: MADV_DONTNEED would zero it), from the resident set.
 // The data stays in the page cache, and the pages would fault back in if
 // read again. Errors only cost memory, so they are ignored.
-func releasePages(b []byte) {
+func Release(b []byte) {
 	if len(b) == 0 {
 		return
 	}
@@ -29,7 +29,7 @@ func releasePages(b []byte) {
 // adviseMapping asks the kernel to map b, a file mapping being converted,
 // with small pages: where the page cache holds a file in 2 MB folios the
 // kernel otherwise maps whole folios at a fault, putting back pages that
-// releasePages just dropped (a Q5_0 file's load kept 37 MB of it resident).
+// Release just dropped (a Q5_0 file's load kept 37 MB of it resident).
 func adviseMapping(b []byte) {
 	if len(b) > 0 {
 		_ = unix.Madvise(b, unix.MADV_NOHUGEPAGE)

@@ -6,7 +6,6 @@ import (
 	"runtime/debug"
 	"testing"
 
-	"github.com/llorch/llorch-check/safetensors"
 	"github.com/stretchr/testify/require"
 )
 
@@ -26,28 +25,6 @@ func TestLoadReleasesMapping(t *testing.T) {
 	for l := range want.h {
 		require.Equal(t, want.h[l].fcW.Float32s(), m.h[l].fcW.Float32s())
 	}
-}
-
-// TestConvertTensorChunks checks the chunked conversion and that release
-// sees every source byte exactly once, in order.
-func TestConvertTensorChunks(t *testing.T) {
-	n := convertChunk + 77
-	src := make([]float32, n)
-	for i := range src {
-		src[i] = float32(i) * 0.5
-	}
-	img := encodeSafetensors(t, []stTensor{{Name: "x", DType: "F32", Shape: []int{n}, Data: src}})
-	f, err := safetensors.Parse(img)
-	require.NoError(t, err)
-	ti := f.Tensors[0]
-	raw := f.Raw(ti)
-	var seen int
-	got := convertTensor(f, ti, func(b []byte) {
-		require.Equal(t, &raw[seen], &b[0])
-		seen += len(b)
-	})
-	require.Equal(t, len(raw), seen)
-	require.Equal(t, src, got)
 }
 
 // TestLoadRestoresGCPercent: loading collects garbage more often

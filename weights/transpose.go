@@ -1,9 +1,9 @@
-package model
+package weights
 
-// transpose returns the [cols,rows] transpose of a row-major [rows,cols].
+// Transpose returns the [cols,rows] transpose of a row-major [rows,cols].
 // It goes in 32×32 tiles, so that both sides stay in cache: element by
 // element, every write of a 768-row matrix's column missed.
-func transpose[T float32 | uint16](src []T, rows, cols int) []T {
+func Transpose[T float32 | uint16](src []T, rows, cols int) []T {
 	const tile = 32
 	dst := make([]T, len(src))
 	for r0 := 0; r0 < rows; r0 += tile {

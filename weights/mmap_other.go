@@ -1,14 +1,14 @@
 //go:build !unix
 
-package model
+package weights
 
 import (
 	"fmt"
 	"os"
 )
 
-// mapFile falls back to reading the whole file where mmap is unavailable.
-func mapFile(path string) ([]byte, func() error, error) {
+// Map falls back to reading the whole file where mmap is unavailable.
+func Map(path string) ([]byte, func() error, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return nil, nil, fmt.Errorf("reading %s: %w", path, err)

@@ -1,6 +1,6 @@
 //go:build unix
 
-package model
+package weights
 
 import (
 	"fmt"
@@ -8,9 +8,10 @@ import (
 	"syscall"
 )
 
-// mapFile maps path read-only so that converting the weights never needs the
-// raw file and its float32 copy on the heap at the same time.
-func mapFile(path string) (data []byte, unmap func() error, err error) {
+// Map maps path read-only so that converting the weights never needs the
+// raw file and its float32 copy on the heap at the same time. unmap ends
+// the mapping; nothing converted from it may alias it.
+func Map(path string) (data []byte, unmap func() error, err error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, nil, fmt.Errorf("opening %s: %w", path, err)

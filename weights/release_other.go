@@ -1,0 +1,9 @@
+//go:build !linux
+
+package weights
+
+// Release is a no-op off Linux: the mapping stays resident until the
+// loader unmaps it.
+func Release(b []byte) {}
+
+func adviseMapping([]byte) {}

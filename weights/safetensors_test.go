@@ -1,0 +1,45 @@
+package weights
+
+import (
+	"encoding/binary"
+	"encoding/json"
+	"math"
+	"testing"
+
+	"github.com/llorch/llorch-check/safetensors"
+	"github.com/stretchr/testify/require"
+)
+
+// TestFloat32sChunks checks the chunked conversion and that release
+// sees every source byte exactly once, in order.
+func TestFloat32sChunks(t *testing.T) {
+	n := chunk + 77
+	src := make([]float32, n)
+	for i := range src {
+		src[i] = float32(i) * 0.5
+	}
+	img := safetensorsImage(t, "x", src)
+	f, err := safetensors.Parse(img)
+	require.NoError(t, err)
+	ti := f.Tensors[0]
+	raw := f.Raw(ti)
+	var seen int
+	got := Float32s(f, ti, func(b []byte) {
+		require.Equal(t, &raw[seen], &b[0])
+		seen += len(b)
+	})
+	require.Equal(t, len(raw), seen)
+	require.Equal(t, src, got)
+}
+
+// safetensorsImage is a file of one F32 tensor.
+func safetensorsImage(t *testing.T, name string, vals []float32) []byte {
+	h, err := json.Marshal(map[string]any{name: map[string]any{"dtype": "F32", "shape": []int{len(vals)}, "data_offsets": []int{0, 4 * len(vals)}}})
+	require.NoError(t, err)
+	out := binary.LittleEndian.AppendUint64(nil, uint64(len(h)))
+	out = append(out, h...)
+	for _, v := range vals {
+		out = binary.LittleEndian.AppendUint32(out, math.Float32bits(v))
+	}
+	return out
+}
