@@ -10,6 +10,7 @@ import (
 	"strconv"
 
 	"github.com/llorch/llorch-check/gguf"
+	"github.com/llorch/llorch-check/weights"
 )
 
 // Config is the subset of a Hugging Face config that the forward pass
@@ -59,8 +60,9 @@ func (c Config) KVHeads() int {
 func (c Config) IsLlama() bool { return c.ModelType != "" && c.ModelType != ArchGPT2 }
 
 // maxDim bounds every size so that products of two or three of them cannot
-// overflow int and absurd configs fail before any allocation.
-const maxDim = 1 << 24
+// overflow int and absurd configs fail before any allocation; a GGUF
+// file's sizes have the same bound.
+const maxDim = weights.MaxDim
 
 // LoadConfig reads and validates a Hugging Face config.json. Fields that
 // change GPT-2 semantics in ways this package does not implement are

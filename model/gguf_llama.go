@@ -53,14 +53,14 @@ func ggufLlamaConfig(f *gguf.File, arch string) (Config, error) {
 		{k("block_count"), &c.NLayer},
 		{k("attention.head_count"), &c.NHead},
 	} {
-		if *s.dst, err = ggufDim(f, s.key); err != nil {
+		if *s.dst, err = weights.Dim(f, s.key); err != nil {
 			return Config{}, err
 		}
 	}
 	if c.NLayer > len(f.Tensors) {
 		return Config{}, fmt.Errorf("key %s: value %d is more blocks than the file's %d tensors can hold", k("block_count"), c.NLayer, len(f.Tensors))
 	}
-	if c.NKVHead, err = ggufOptDim(f, k("attention.head_count_kv"), c.NHead); err != nil {
+	if c.NKVHead, err = weights.OptDim(f, k("attention.head_count_kv"), c.NHead); err != nil {
 		return Config{}, err
 	}
 	if c.NHead%c.NKVHead != 0 {
@@ -69,10 +69,10 @@ func ggufLlamaConfig(f *gguf.File, arch string) (Config, error) {
 	if err := ggufHeadDim(f, &c); err != nil {
 		return Config{}, err
 	}
-	if c.RMSNormEps, err = ggufFloat(f, k("attention.layer_norm_rms_epsilon"), 0); err != nil {
+	if c.RMSNormEps, err = weights.PositiveFloat(f, k("attention.layer_norm_rms_epsilon"), 0); err != nil {
 		return Config{}, err
 	}
-	if c.RopeTheta, err = ggufFloat(f, k("rope.freq_base"), 10000); err != nil {
+	if c.RopeTheta, err = weights.PositiveFloat(f, k("rope.freq_base"), 10000); err != nil {
 		return Config{}, err
 	}
 	if err := ggufLlamaRope(f, &c); err != nil {
@@ -81,7 +81,7 @@ func ggufLlamaConfig(f *gguf.File, arch string) (Config, error) {
 	if err := ggufVocab(f, &c, 1, 2); err != nil {
 		return Config{}, err
 	}
-	if v, err := llamaKV(f, k("vocab_size")); err != nil {
+	if v, err := weights.OptNonNegative(f, k("vocab_size")); err != nil {
 		return Config{}, err
 	} else if v >= 0 && v != int64(c.VocabSize) {
 		return Config{}, fmt.Errorf("key %s: value %d, but token_embd.weight has %d rows", k("vocab_size"), v, c.VocabSize)
@@ -117,7 +117,7 @@ func ggufHeadDim(f *gguf.File, c *Config) error {
 	if c.NEmbd%c.NHead == 0 {
 		derived = c.NEmbd / c.NHead
 	}
-	hd, err := ggufOptDim(f, k("attention.key_length"), derived)
+	hd, err := weights.OptDim(f, k("attention.key_length"), derived)
 	if err != nil {
 		return err
 	}
@@ -128,7 +128,7 @@ func ggufHeadDim(f *gguf.File, c *Config) error {
 	case (c.ModelType == ArchQwen2 || c.ModelType == ArchPhi3) && hd != derived:
 		return fmt.Errorf("key %s: value %d: %s derives the head width from the embedding length (%d); another value is not implemented", k("attention.key_length"), hd, c.ModelType, derived)
 	}
-	if vl, err := ggufOptDim(f, k("attention.value_length"), hd); err != nil {
+	if vl, err := weights.OptDim(f, k("attention.value_length"), hd); err != nil {
 		return err
 	} else if vl != hd {
 		return fmt.Errorf("key %s: value %d differs from the key length %d: not implemented", k("attention.value_length"), vl, hd)
@@ -136,7 +136,7 @@ func ggufHeadDim(f *gguf.File, c *Config) error {
 	if hd != derived {
 		c.HeadSize = hd
 	}
-	if c.RotaryDim, err = ggufOptDim(f, k("rope.dimension_count"), hd); err != nil {
+	if c.RotaryDim, err = weights.OptDim(f, k("rope.dimension_count"), hd); err != nil {
 		return err
 	}
 	switch {
@@ -160,7 +160,7 @@ func ggufLlamaRope(f *gguf.File, c *Config) error {
 			return fmt.Errorf("key %s: value %.80v: rope scaling other than Llama 3's (rope_freqs.weight) is not implemented", k("rope.scaling.type"), v.V)
 		}
 	}
-	if w, err := llamaKV(f, k("attention.sliding_window")); err != nil {
+	if w, err := weights.OptNonNegative(f, k("attention.sliding_window")); err != nil {
 		return err
 	} else if w > 0 && w < int64(c.NPositions) {
 		return fmt.Errorf("key %s: value %d is shorter than the context %d: sliding-window attention is not implemented", k("attention.sliding_window"), w, c.NPositions)
@@ -223,26 +223,6 @@ func ggufEOSList(f *gguf.File, c Config) ([]int, error) {
 	return out, nil
 }
 
-// ggufOptDim is ggufDim of a key the file may omit: def then.
-func ggufOptDim(f *gguf.File, key string, def int) (int, error) {
-	if _, ok := f.Get(key); !ok {
-		return def, nil
-	}
-	return ggufDim(f, key)
-}
-
-// llamaKV reads an optional non-negative integer; -1 when absent.
-func llamaKV(f *gguf.File, key string) (int64, error) {
-	if _, ok := f.Get(key); !ok {
-		return -1, nil
-	}
-	n, err := f.Int(key)
-	if err == nil && n < 0 {
-		err = fmt.Errorf("key %s: value %d is negative", key, n)
-	}
-	return n, err
-}
-
 // llamaParams is the family's table for a config: the globals, then each
 // layer's tensors.
 func llamaParams(c Config) []llamaParam {
@@ -251,40 +231,6 @@ func llamaParams(c Config) []llamaParam {
 		ps = append(ps, llamaLayer(c, l)...)
 	}
 	return ps
-}
-
-// ggufDims is the GGUF ne of an HF shape: reversed, fastest first.
-func ggufDims(shape []int) []uint64 {
-	out := make([]uint64, len(shape))
-	for i, d := range shape {
-		out[len(shape)-1-i] = uint64(d)
-	}
-	return out
-}
-
-// ropeRow is the row of llama.cpp's permuted q or k (or bias) that holds
-// HF's row r, for a tensor of rows rows and heads heads (0: unpermuted).
-// The converter's w.reshape(heads, 2, rows/heads/2, cols).swapaxes(1, 2)
-// puts HF's row h·per + j·per/2 + i at h·per + 2i + j: the two halves HF's
-// rotate_half pairs become adjacent rows.
-func ropeRow(r, rows, heads int) int {
-	if heads == 0 {
-		return r
-	}
-	per := rows / heads
-	h, x := r/per, r%per
-	j, i := x/(per/2), x%(per/2)
-	return h*per + 2*i + j
-}
-
-// permuteRows returns a copy of a [rows,cols] tensor with its rows
-// permuted: out[to(r)] = in[from(r)].
-func permuteRows(vals []float32, rows, cols int, to, from func(int) int) []float32 {
-	out := make([]float32, len(vals))
-	for r := range rows {
-		copy(out[to(r)*cols:(to(r)+1)*cols], vals[from(r)*cols:(from(r)+1)*cols])
-	}
-	return out
 }
 
 // checkRopeHeads refuses a permutation whose heads do not split in two.
@@ -297,9 +243,8 @@ func checkRopeHeads(p llamaParam) error {
 
 // ggufPart is one tensor of a matrix being loaded, with its data.
 type ggufPart struct {
-	p   llamaParam
-	t   gguf.TensorInfo
-	raw []byte
+	p llamaParam
+	weights.Part
 }
 
 // llamaGGUFLoader loads a Llama-family file's tensors through the
@@ -365,7 +310,7 @@ func loadLlamaGGUF(ctx context.Context, f *gguf.File, cfg Config, release func([
 		return nil, err
 	}
 	m.WeightsDType = strings.Join(slices.Sorted(maps.Keys(gl.ld.dtypes)), "+")
-	if m.SourceSHA256, err = ggufSourceSHA256(f); err != nil {
+	if m.SourceSHA256, err = weights.SHA256(f, KeySourceSHA256); err != nil {
 		return nil, err
 	}
 	return m, nil
@@ -383,7 +328,7 @@ func ggufLlamaF16(f *gguf.File, params []llamaParam) bool {
 
 // load reads tensor t as parameter p.
 func (gl *llamaGGUFLoader) load(p llamaParam, t gguf.TensorInfo) error {
-	if err := ggufTensorLoadable(t, ggufDims(p.shape)); err != nil {
+	if err := weights.CheckTensor(t, weights.Dims(p.shape)); err != nil {
 		return err
 	}
 	raw, err := gl.f.TensorData(t.Name)
@@ -391,7 +336,7 @@ func (gl *llamaGGUFLoader) load(p llamaParam, t gguf.TensorInfo) error {
 		return err
 	}
 	gl.ld.dtypes[t.Type.String()] = true
-	pt := ggufPart{p, t, raw}
+	pt := ggufPart{p, weights.Part{Info: t, Raw: raw, Rows: p.shape[0], RopeHeads: p.ropeHeads}}
 	if len(p.shape) == 2 && !gl.ld.m.Float16 {
 		if p.part == partQKV || p.part == partGateUp {
 			return gl.fused(pt)
@@ -400,7 +345,7 @@ func (gl *llamaGGUFLoader) load(p llamaParam, t gguf.TensorInfo) error {
 			return gl.quantised(pt)
 		}
 	}
-	vals, err := pt.float32s()
+	vals, err := pt.Float32s()
 	if err != nil {
 		return err
 	}
@@ -411,19 +356,6 @@ func (gl *llamaGGUFLoader) load(p llamaParam, t gguf.TensorInfo) error {
 	return gl.placeFloat(pt, vals)
 }
 
-// float32s decodes a part to float32 in HF's row order.
-func (pt ggufPart) float32s() ([]float32, error) {
-	vals := make([]float32, pt.t.Elements())
-	if err := gguf.DecodeFloat32(pt.t.Type, pt.raw, vals); err != nil {
-		return nil, fmt.Errorf("tensor %q: %w", pt.t.Name, err)
-	}
-	if pt.p.ropeHeads == 0 {
-		return vals, nil
-	}
-	rows := pt.p.shape[0]
-	return permuteRows(vals, rows, len(vals)/rows, func(r int) int { return r }, func(r int) int { return ropeRow(r, rows, pt.p.ropeHeads) }), nil
-}
-
 // placeFloat places a float matrix, as float16 bits in a Float16 model.
 func (gl *llamaGGUFLoader) placeFloat(pt ggufPart, vals []float32) error {
 	if !gl.ld.m.Float16 {
@@ -432,9 +364,9 @@ func (gl *llamaGGUFLoader) placeFloat(pt ggufPart, vals []float32) error {
 	}
 	h, err := kernels.ToFloat16(vals)
 	if err != nil {
-		return fmt.Errorf("tensor %q: %w", pt.t.Name, err)
+		return fmt.Errorf("tensor %q: %w", pt.Info.Name, err)
 	}
-	if pt.t.Type != gguf.GGMLTypeF16 {
+	if pt.Info.Type != gguf.GGMLTypeF16 {
 		gl.ld.m.roundedToF16 = true
 	}
 	gl.ld.place(pt.p, nil, h)
@@ -444,7 +376,7 @@ func (gl *llamaGGUFLoader) placeFloat(pt ggufPart, vals []float32) error {
 // done releases a part's pages, read for the last time.
 func (gl *llamaGGUFLoader) done(pt ggufPart) {
 	if gl.release != nil {
-		gl.release(pt.raw)
+		gl.release(pt.Raw)
 	}
 }
 
@@ -461,7 +393,7 @@ func (gl *llamaGGUFLoader) quantised(pt ggufPart) error {
 	case partDown:
 		dst, transposed = &m.h[layerOf(p.hf)].mlpW, false
 	}
-	w, err := quantizedRows([]ggufPart{pt}, transposed, gl.release)
+	w, err := weights.Quantized([]weights.Part{pt.Part}, p.shape[1], transposed, gl.release)
 	if err != nil {
 		return err
 	}
@@ -486,16 +418,20 @@ func (gl *llamaGGUFLoader) fused(pt ggufPart) error {
 	if p.part == partGateUp {
 		dst, blocks = &b.fcW, &b.fcParts
 	}
-	_, quantised := gguf.GroupsOf(parts[0].t.Type)
+	_, quantised := gguf.GroupsOf(parts[0].Info.Type)
 	switch {
-	case quantised && !slices.ContainsFunc(parts, func(q ggufPart) bool { return q.t.Type != parts[0].t.Type }):
-		w, err := quantizedRows(parts, false, gl.release)
+	case quantised && !slices.ContainsFunc(parts, func(q ggufPart) bool { return q.Info.Type != parts[0].Info.Type }):
+		ps := make([]weights.Part, len(parts))
+		for i, q := range parts {
+			ps[i] = q.Part
+		}
+		w, err := weights.Quantized(ps, p.shape[1], false, gl.release)
 		if err != nil {
 			return err
 		}
 		*dst = w
 		return nil
-	case slices.ContainsFunc(parts, func(q ggufPart) bool { _, ok := gguf.GroupsOf(q.t.Type); return ok }):
+	case slices.ContainsFunc(parts, func(q ggufPart) bool { _, ok := gguf.GroupsOf(q.Info.Type); return ok }):
 		for _, q := range parts {
 			w, err := gl.columnBlock(q)
 			if err != nil {
@@ -506,7 +442,7 @@ func (gl *llamaGGUFLoader) fused(pt ggufPart) error {
 		return nil
 	}
 	for _, q := range parts {
-		vals, err := q.float32s()
+		vals, err := q.Float32s()
 		if err != nil {
 			return err
 		}
@@ -519,60 +455,16 @@ func (gl *llamaGGUFLoader) fused(pt ggufPart) error {
 // columnBlock is one part of a fused matrix held on its own, [in,out]:
 // quantised in the file's type, or float32 (slabbed) for a float part.
 func (gl *llamaGGUFLoader) columnBlock(q ggufPart) (kernels.Matrix, error) {
-	if _, ok := gguf.GroupsOf(q.t.Type); ok {
-		return quantizedRows([]ggufPart{q}, false, gl.release)
+	if _, ok := gguf.GroupsOf(q.Info.Type); ok {
+		return weights.Quantized([]weights.Part{q.Part}, q.p.shape[1], false, gl.release)
 	}
-	vals, err := q.float32s()
+	vals, err := q.Float32s()
 	if err != nil {
 		return kernels.Matrix{}, err
 	}
 	gl.done(q)
 	rows, cols := q.p.shape[0], q.p.shape[1]
 	return kernels.Slabbed(kernels.Float32(weights.Transpose(vals, rows, cols)), cols, rows)
-}
-
-// quantizedRows builds one quantised matrix of the parts' rows stacked in
-// order, each part's rows in HF's order (un-permuting llama's q and k),
-// all parts of one type; transposed as kernels.Quantized says. Each
-// part's pages are released as its rows are read: in runs of rows when
-// they are read in file order, at the end when permuted.
-func quantizedRows(parts []ggufPart, transposed bool, release func([]byte)) (kernels.Matrix, error) {
-	typ, cols := parts[0].t.Type, parts[0].p.shape[1]
-	g, _ := gguf.GroupsOf(typ)
-	starts := make([]int, len(parts)+1)
-	for i, pt := range parts {
-		starts[i+1] = starts[i] + pt.p.shape[0]
-	}
-	const releaseRows = 256
-	w, err := kernels.Quantized(starts[len(parts)], cols, g, transposed, func(r int, q []int8, f gguf.Factors) error {
-		i := runOf(starts, r)
-		pt, local := parts[i], r-starts[i]
-		rows := pt.p.shape[0]
-		rowBytes := len(pt.raw) / rows
-		fr := ropeRow(local, rows, pt.p.ropeHeads)
-		if err := gguf.DecodeFactors(typ, pt.raw[fr*rowBytes:(fr+1)*rowBytes], q, f); err != nil {
-			return fmt.Errorf("tensor %q: %w", pt.t.Name, err)
-		}
-		if release != nil && (local+1 == rows || (pt.p.ropeHeads == 0 && (local+1)%releaseRows == 0)) {
-			// A growing prefix, as storeGGUFTensor releases (fault-around
-			// maps neighbours back).
-			release(pt.raw[:(local+1)*rowBytes])
-		}
-		return nil
-	})
-	if err != nil {
-		return kernels.Matrix{}, fmt.Errorf("tensor %q: %w", parts[0].t.Name, err)
-	}
-	return w, nil
-}
-
-// runOf is the index of the run [starts[i], starts[i+1]) holding r.
-func runOf(starts []int, r int) int {
-	i := 0
-	for r >= starts[i+1] {
-		i++
-	}
-	return i
 }
 
 // rope is the model's rotary frequencies. A file with the
@@ -604,7 +496,7 @@ func (gl *llamaGGUFLoader) rope() (rope, error) {
 	if err := gguf.DecodeFloat32(t.Type, raw, factors); err != nil {
 		return rope{}, fmt.Errorf("tensor %q: %w", t.Name, err)
 	}
-	gl.done(ggufPart{t: t, raw: raw})
+	gl.done(ggufPart{Part: weights.Part{Info: t, Raw: raw}})
 	if c.RopeScaling != nil {
 		want := llama3RopeFactors(c)
 		for i := range want {

@@ -78,11 +78,11 @@ func (m *Model) llamaGGUF(typ gguf.GGMLType, ftype uint32) ([]gguf.KV, []gguf.Te
 
 	var tensors []gguf.TensorData
 	add := func(name string, shape []int, t gguf.GGMLType, vals []float32) error {
-		data, err := gguf.EncodeFloat32(t, vals)
+		td, err := weights.Tensor(name, shape, t, vals)
 		if err != nil {
-			return fmt.Errorf("tensor %s: %w", name, err)
+			return err
 		}
-		tensors = append(tensors, gguf.TensorData{Name: name, Dims: ggufDims(shape), Type: t, Data: data})
+		tensors = append(tensors, td)
 		return nil
 	}
 	w := llamaWriter{m: m}
@@ -94,10 +94,7 @@ func (m *Model) llamaGGUF(typ gguf.GGMLType, ftype uint32) ([]gguf.KV, []gguf.Te
 		}
 		t := gguf.GGMLTypeF32
 		if len(p.shape) == 2 {
-			t = typ
-			if t == gguf.GGMLTypeQ8_0 && p.shape[1]%32 != 0 {
-				t = gguf.GGMLTypeF16
-			}
+			t = weights.MatrixType(typ, p.shape[1])
 		}
 		if err := add(p.gguf, p.shape, t, w.values(p)); err != nil {
 			return nil, nil, err
@@ -153,7 +150,7 @@ func (w *llamaWriter) values(p llamaParam) []float32 {
 		return vals
 	}
 	rows := p.shape[0]
-	return permuteRows(vals, rows, len(vals)/rows, func(r int) int { return ropeRow(r, rows, p.ropeHeads) }, func(r int) int { return r })
+	return weights.PermuteRows(vals, rows, len(vals)/rows, func(r int) int { return weights.RopeRow(r, rows, p.ropeHeads) }, func(r int) int { return r })
 }
 
 func (w *llamaWriter) layerValues(p llamaParam, b *block) []float32 {

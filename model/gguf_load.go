@@ -1,18 +1,14 @@
 package model
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"maps"
-	"math"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/llorch/llorch-check/gguf"
-	"github.com/llorch/llorch-check/kernels"
 	"github.com/llorch/llorch-check/weights"
 )
 
@@ -79,11 +75,14 @@ func loadGGUFFrom(ctx context.Context, data []byte, release func([]byte), opt Lo
 		}
 	}
 	// Whether output.weight is token_embd's copy is decided on the bytes
-	// before either is converted and released.
+	// before either is converted and released. llama.cpp's converter
+	// writes GPT-2's tied head as such a copy, and the model then keeps
+	// one matrix; anything else (a Q4_K_M file stores output.weight as
+	// Q6_K) is an LM head of its own.
 	out, hasOutput := f.Tensor(ggufOutput)
 	tied := false
 	if hasOutput {
-		if tied, err = sameGGUFTensor(f, out, params[0].gguf); err != nil {
+		if tied, err = weights.SameTensor(f, out, params[0].gguf); err != nil {
 			return nil, err
 		}
 		if raw, _ := f.TensorData(out.Name); tied && release != nil {
@@ -92,7 +91,7 @@ func loadGGUFFrom(ctx context.Context, data []byte, release func([]byte), opt Lo
 	}
 	types := map[string]bool{}
 	load := func(t gguf.TensorInfo, p gpt2Param) error {
-		if err := ggufTensorLoadable(t, p.ggufDims()); err != nil {
+		if err := weights.CheckTensor(t, p.ggufDims()); err != nil {
 			return err
 		}
 		raw, err := f.TensorData(t.Name)
@@ -128,34 +127,10 @@ func loadGGUFFrom(ctx context.Context, data []byte, release func([]byte), opt Lo
 		}
 	}
 	m.WeightsDType = strings.Join(slices.Sorted(maps.Keys(types)), "+")
-	if m.SourceSHA256, err = ggufSourceSHA256(f); err != nil {
+	if m.SourceSHA256, err = weights.SHA256(f, KeySourceSHA256); err != nil {
 		return nil, err
 	}
 	return m, nil
-}
-
-// ggufSourceSHA256 reads KeySourceSHA256, lower-cased; "" when absent.
-func ggufSourceSHA256(f *gguf.File) (string, error) {
-	v, ok := f.Get(KeySourceSHA256)
-	if !ok {
-		return "", nil
-	}
-	s, isStr := v.V.(string)
-	if !isStr || !isHexSHA256(s) {
-		return "", fmt.Errorf("key %s: want 64 hex digits, have %s %.80v", KeySourceSHA256, v.Type, v.V)
-	}
-	return strings.ToLower(s), nil
-}
-
-// ggufTensorLoadable checks t's type and dims.
-func ggufTensorLoadable(t gguf.TensorInfo, dims []uint64) error {
-	if !gguf.Decodable(t.Type) {
-		return fmt.Errorf("tensor %q: type %s is not supported (%s)", t.Name, t.Type, gguf.DecodableTypes)
-	}
-	if !slices.Equal(t.Dims, dims) {
-		return fmt.Errorf("tensor %q: dims %v contradict the hyper-parameters, which give %v (fastest-varying first)", t.Name, t.Dims, dims)
-	}
-	return nil
 }
 
 // storeGGUFTensor places tensor t's data raw in p's slot. A matrix of a
@@ -167,28 +142,14 @@ func ggufTensorLoadable(t gguf.TensorInfo, dims []uint64) error {
 // Everything else is converted to float32 (and rounded to float16 for a
 // Float16 model).
 func storeGGUFTensor(m *Model, p gpt2Param, t gguf.TensorInfo, raw []byte, release func([]byte)) error {
-	if g, ok := gguf.GroupsOf(t.Type); ok && p.dst.mat != nil && !m.Float16 {
+	if _, ok := gguf.GroupsOf(t.Type); ok && p.dst.mat != nil && !m.Float16 {
 		// The file's rows run along the reduction: Conv1D weights are
 		// stored [out][in] (p.transposed), the embedding [V][C].
 		rows, cols := p.shape[0], p.shape[1]
 		if p.transposed {
 			rows, cols = cols, rows
 		}
-		rowBytes := len(raw) / rows
-		const releaseRows = 256
-		w, err := kernels.Quantized(rows, cols, g, !p.transposed, func(r int, q []int8, f gguf.Factors) error {
-			if err := gguf.DecodeFactors(t.Type, raw[r*rowBytes:(r+1)*rowBytes], q, f); err != nil {
-				return err
-			}
-			if release != nil && (r+1)%releaseRows == 0 {
-				// All rows so far, not just the last ones: a page fault
-				// maps the page cache's neighbours too (fault-around,
-				// 64 KB), and so put back released pages just behind; a
-				// Q6_K output.weight had 18 MB resident that way.
-				release(raw[:(r+1)*rowBytes])
-			}
-			return nil
-		})
+		w, err := weights.Quantized([]weights.Part{{Info: t, Raw: raw, Rows: rows}}, cols, !p.transposed, release)
 		if err != nil {
 			return err
 		}
@@ -203,28 +164,6 @@ func storeGGUFTensor(m *Model, p gpt2Param, t gguf.TensorInfo, raw []byte, relea
 		vals = weights.Transpose(vals, p.shape[1], p.shape[0])
 	}
 	return p.dst.store(m, vals, t.Type.String())
-}
-
-// sameGGUFTensor says whether t is a copy of the named tensor: the same
-// type, dims and bytes. llama.cpp's converter writes GPT-2's tied head as
-// such a copy, and the model then keeps one matrix; anything else (a
-// Q4_K_M file stores output.weight as Q6_K) is an LM head of its own.
-// Comparing the file's bytes, not values in memory, keeps the answer
-// independent of --weight-dtype.
-func sameGGUFTensor(f *gguf.File, t gguf.TensorInfo, name string) (bool, error) {
-	u, ok := f.Tensor(name)
-	if !ok || t.Type != u.Type || !slices.Equal(t.Dims, u.Dims) {
-		return false, nil
-	}
-	a, err := f.TensorData(t.Name)
-	if err != nil {
-		return false, err
-	}
-	b, err := f.TensorData(u.Name)
-	if err != nil {
-		return false, err
-	}
-	return bytes.Equal(a, b), nil
 }
 
 // ggufConfig reads the gpt2.* hyper-parameters (a Llama-family file's:
@@ -251,7 +190,7 @@ func ggufConfig(f *gguf.File) (Config, error) {
 		{keyBlockCount, &c.NLayer},
 		{keyHeadCount, &c.NHead},
 	} {
-		if *s.dst, err = ggufDim(f, s.key); err != nil {
+		if *s.dst, err = weights.Dim(f, s.key); err != nil {
 			return Config{}, err
 		}
 	}
@@ -264,7 +203,7 @@ func ggufConfig(f *gguf.File) (Config, error) {
 	if c.NLayer > len(f.Tensors) {
 		return Config{}, fmt.Errorf("key %s: value %d is more blocks than the file's %d tensors can hold", keyBlockCount, c.NLayer, len(f.Tensors))
 	}
-	if c.LayerNormEpsilon, err = ggufFloat(f, keyLayerNormEps, 0); err != nil {
+	if c.LayerNormEpsilon, err = weights.PositiveFloat(f, keyLayerNormEps, 0); err != nil {
 		return Config{}, err
 	}
 	if err := ggufVocab(f, &c, 50256, 50256); err != nil {
@@ -291,77 +230,11 @@ func ggufVocab(f *gguf.File, c *Config, bos, eos int) error {
 		}
 	}
 	var err error
-	if c.BOSTokenID, err = ggufTokenID(f, keyBOS, bos, c.VocabSize); err != nil {
+	if c.BOSTokenID, err = weights.TokenID(f, keyBOS, bos, c.VocabSize); err != nil {
 		return err
 	}
-	c.EOSTokenID, err = ggufTokenID(f, keyEOS, eos, c.VocabSize)
+	c.EOSTokenID, err = weights.TokenID(f, keyEOS, eos, c.VocabSize)
 	return err
-}
-
-func ggufDim(f *gguf.File, key string) (int, error) {
-	n, err := f.Int(key)
-	if err != nil {
-		return 0, err
-	}
-	if n <= 0 || n > maxDim {
-		return 0, fmt.Errorf("key %s: value %d is out of range [1, %d]", key, n, maxDim)
-	}
-	return int(n), nil
-}
-
-// ggufFloat reads a positive float32 (an epsilon, a rope base) and
-// recovers the decimal it was rounded from (1e-5, not 9.99999974738e-06),
-// so a GGUF model computes exactly as the config.json it came from. An
-// absent key is def, or an error if def is 0.
-func ggufFloat(f *gguf.File, key string, def float64) (float64, error) {
-	v, ok := f.Get(key)
-	if !ok {
-		if def != 0 {
-			return def, nil
-		}
-		return 0, fmt.Errorf("%w: %s", gguf.ErrNoKey, key)
-	}
-	var x float64
-	switch y := v.V.(type) {
-	case float32:
-		x, _ = strconv.ParseFloat(strconv.FormatFloat(float64(y), 'g', -1, 32), 64)
-	case float64:
-		x = y
-	default:
-		return 0, fmt.Errorf("key %s: want float32, have %s %v", key, v.Type, v.V)
-	}
-	if !(x > 0) || math.IsInf(x, 0) {
-		return 0, fmt.Errorf("key %s: value %g must be a positive finite number", key, x)
-	}
-	return x, nil
-}
-
-// ggufTokenID reads an optional token id, def when absent (GPT-2's is
-// 50256).
-func ggufTokenID(f *gguf.File, key string, def, vocab int) (int, error) {
-	if _, ok := f.Get(key); !ok {
-		return def, nil
-	}
-	id, err := f.Int(key)
-	if err != nil {
-		return 0, err
-	}
-	if id < 0 || id >= int64(vocab) {
-		return 0, fmt.Errorf("key %s: value %d outside the vocabulary of %d", key, id, vocab)
-	}
-	return int(id), nil
-}
-
-func isHexSHA256(s string) bool {
-	if len(s) != 64 {
-		return false
-	}
-	for _, r := range s {
-		if !strings.ContainsRune("0123456789abcdefABCDEF", r) {
-			return false
-		}
-	}
-	return true
 }
 
 // ggufMatricesFloat16 says whether the file stores every weight matrix

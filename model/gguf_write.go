@@ -1,18 +1,9 @@
 package model
 
 import (
-	"fmt"
-
 	"github.com/llorch/llorch-check/gguf"
 	"github.com/llorch/llorch-check/weights"
 )
-
-// llama.cpp's llama_ftype values for general.file_type.
-var fileTypes = map[gguf.GGMLType]uint32{
-	gguf.GGMLTypeF32:  0, // LLAMA_FTYPE_ALL_F32
-	gguf.GGMLTypeF16:  1, // LLAMA_FTYPE_MOSTLY_F16
-	gguf.GGMLTypeQ8_0: 7, // LLAMA_FTYPE_MOSTLY_Q8_0
-}
 
 // GGUF returns the model as llama.cpp lays out its architecture (a
 // Llama-family model: llamaGGUF). For gpt2: the
@@ -28,9 +19,9 @@ var fileTypes = map[gguf.GGMLType]uint32{
 // position_embd stay F32 there and here. A Q8_0 matrix whose rows are not
 // whole blocks of 32 falls back to F16, as llama.cpp does.
 func (m *Model) GGUF(typ gguf.GGMLType) ([]gguf.KV, []gguf.TensorData, error) {
-	ftype, ok := fileTypes[typ]
-	if !ok {
-		return nil, nil, fmt.Errorf("GGUF tensor type %s is not supported (F32, F16, Q8_0)", typ)
+	ftype, err := weights.FileType(typ)
+	if err != nil {
+		return nil, nil, err
 	}
 	if m.Config.IsLlama() {
 		return m.llamaGGUF(typ, ftype)
@@ -52,27 +43,26 @@ func (m *Model) GGUF(typ gguf.GGMLType) ([]gguf.KV, []gguf.TensorData, error) {
 	}
 	var tensors []gguf.TensorData
 	for _, p := range m.gpt2Params() {
+		stored := p.stored()
 		t := gguf.GGMLTypeF32
-		if len(p.shape) == 2 && p.gguf != "position_embd.weight" {
-			t = typ
-			if t == gguf.GGMLTypeQ8_0 && p.ggufDims()[0]%32 != 0 {
-				t = gguf.GGMLTypeF16
-			}
+		if len(stored) == 2 && p.gguf != "position_embd.weight" {
+			t = weights.MatrixType(typ, stored[1])
 		}
 		vals := p.dst.float32s()
 		if p.transposed {
 			vals = weights.Transpose(vals, p.shape[0], p.shape[1])
 		}
-		data, err := gguf.EncodeFloat32(t, vals)
+		td, err := weights.Tensor(p.gguf, stored, t, vals)
 		if err != nil {
-			return nil, nil, fmt.Errorf("tensor %s: %w", p.gguf, err)
+			return nil, nil, err
 		}
-		tensors = append(tensors, gguf.TensorData{Name: p.gguf, Dims: p.ggufDims(), Type: t, Data: data})
+		tensors = append(tensors, td)
 		if p.gguf == "token_embd.weight" {
-			out := gguf.TensorData{Name: ggufOutput, Dims: p.ggufDims(), Type: t, Data: data}
+			out := td
+			out.Name = ggufOutput
 			if !m.TiedHead() {
-				if out.Data, err = gguf.EncodeFloat32(t, mat(&m.lmW).float32s()); err != nil {
-					return nil, nil, fmt.Errorf("tensor %s: %w", ggufOutput, err)
+				if out, err = weights.Tensor(ggufOutput, stored, t, mat(&m.lmW).float32s()); err != nil {
+					return nil, nil, err
 				}
 			}
 			tensors = append(tensors, out)

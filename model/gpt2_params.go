@@ -3,6 +3,8 @@ package model
 import (
 	"fmt"
 	"slices"
+
+	"github.com/llorch/llorch-check/weights"
 )
 
 // gpt2Param is one tensor of a GPT-2 checkpoint: its name in HF's layout
@@ -22,14 +24,17 @@ type gpt2Param struct {
 	dst        slot
 }
 
-// ggufDims is the tensor's GGUF ne: the stored row-major shape, reversed.
-func (p gpt2Param) ggufDims() []uint64 {
+// stored is the tensor's row-major shape in a GGUF file.
+func (p gpt2Param) stored() []int {
 	stored := slices.Clone(p.shape)
 	if p.transposed {
 		stored[0], stored[1] = stored[1], stored[0]
 	}
-	return ggufDims(stored)
+	return stored
 }
+
+// ggufDims is the tensor's GGUF ne: the stored shape, reversed.
+func (p gpt2Param) ggufDims() []uint64 { return weights.Dims(p.stored()) }
 
 // gpt2Params lists every parameter of GPT-2 in llama.cpp's order (HF's
 // too); m.Config and m.h must be set. position_embd is a matrix llama.cpp's
