@@ -19,7 +19,9 @@ func newTextStream(tok *tokenizer.Tokenizer, stops []string, eos []int) *textStr
 	if tok == nil {
 		return nil
 	}
-	return &textStream{dec: tok.NewStreamDecoder(), stop: stopMatcher{stops: stops}, eos: eos}
+	// A generation continues its prompt: a SentencePiece piece's leading
+	// space is text, as servers return it.
+	return &textStream{dec: tok.NewContinuationDecoder(), stop: stopMatcher{stops: stops}, eos: eos}
 }
 
 // add decodes id and returns the text it releases and the stop string it

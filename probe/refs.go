@@ -75,8 +75,10 @@ func loadCases(set *references.Set) ([]refCase, error) {
 
 // generatedText gives each generation without a text (a set written
 // without a Python tokenizer, as the Llama family's are) the text tok
-// decodes its ids to, the final EOS left out as for text the set records;
-// without tok those generations are compared by id only.
+// decodes its ids to as a continuation of the prompt (a SentencePiece
+// piece's leading space kept, as servers return it), the final EOS left
+// out as for text the set records; without tok those generations are
+// compared by id only.
 func generatedText(cases []refCase, tok *tokenizer.Tokenizer) error {
 	if tok == nil {
 		return nil
@@ -90,7 +92,7 @@ func generatedText(cases []refCase, tok *tokenizer.Tokenizer) error {
 		if g.StopReason == "eos" && len(ids) > 0 {
 			ids = ids[:len(ids)-1]
 		}
-		text, err := tok.Decode(ids)
+		text, err := tok.DecodeContinuation(ids)
 		if err != nil {
 			return fmt.Errorf("case %s: decoding the reference generation: %w", cases[i].ID, err)
 		}

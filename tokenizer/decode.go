@@ -7,7 +7,30 @@ import (
 
 // DecodeBytes returns the exact bytes the ids stand for. Tokens may end in
 // the middle of a UTF-8 character, so the result need not be valid UTF-8.
+// A SentencePiece vocabulary's dummy prefix (the space its first piece
+// carries) is dropped, as Hugging Face's decode does for a whole text.
 func (t *Tokenizer) DecodeBytes(ids []int) ([]byte, error) {
+	out, err := t.decodeBytes(ids)
+	if err == nil && t.stripSpace && len(out) > 0 && out[0] == ' ' {
+		out = out[1:] // SentencePiece's dummy prefix
+	}
+	return out, err
+}
+
+// DecodeContinuation is Decode of ids that continue a text, a generation
+// after its prompt: a SentencePiece piece's leading space is the space
+// between the prompt and it and is kept, as llama.cpp's, vLLM's and TGI's
+// servers return a completion.
+func (t *Tokenizer) DecodeContinuation(ids []int) (string, error) {
+	b, err := t.decodeBytes(ids)
+	if err != nil {
+		return "", err
+	}
+	out, _ := appendLossy(nil, b, true)
+	return string(out), nil
+}
+
+func (t *Tokenizer) decodeBytes(ids []int) ([]byte, error) {
 	var out []byte
 	for i, id := range ids {
 		b, err := t.idBytes(id)
@@ -15,9 +38,6 @@ func (t *Tokenizer) DecodeBytes(ids []int) ([]byte, error) {
 			return nil, fmt.Errorf("position %d: %w", i, err)
 		}
 		out = append(out, b...)
-	}
-	if t.stripSpace && len(out) > 0 && out[0] == ' ' {
-		out = out[1:] // SentencePiece's dummy prefix
 	}
 	return out, nil
 }
@@ -50,11 +70,18 @@ type StreamDecoder struct {
 	t       *Tokenizer
 	pending []byte // an incomplete UTF-8 character awaiting more bytes
 	started bool   // a byte has come out (for SentencePiece's dummy prefix)
+	cont    bool   // the stream continues a text: no dummy prefix to drop
 }
 
-// NewStreamDecoder starts an empty stream.
+// NewStreamDecoder starts an empty stream of a whole text, as Decode.
 func (t *Tokenizer) NewStreamDecoder() *StreamDecoder {
 	return &StreamDecoder{t: t}
+}
+
+// NewContinuationDecoder starts an empty stream of ids that continue a
+// text, as DecodeContinuation: a generation after its prompt.
+func (t *Tokenizer) NewContinuationDecoder() *StreamDecoder {
+	return &StreamDecoder{t: t, started: true, cont: true}
 }
 
 // Add appends one token and returns the text it completes, possibly "".
@@ -81,7 +108,7 @@ func (d *StreamDecoder) Add(id int) (string, error) {
 func (d *StreamDecoder) Flush() string {
 	out, _ := appendLossy(nil, d.pending, true)
 	d.pending = d.pending[:0]
-	d.started = false
+	d.started = d.cont
 	return string(out)
 }
 

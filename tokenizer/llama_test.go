@@ -253,3 +253,32 @@ func TestEncodePrompt(t *testing.T) {
 		require.Equal(t, tc.want[len(tc.want)-2:], tok.Encode("Hello."), tc.dir)
 	}
 }
+
+// A generation continues its prompt: SentencePiece's leading space is the
+// space after the prompt there, kept, where a whole text drops it.
+func TestDecodeContinuation(t *testing.T) {
+	tok, err := Load("../testdata/tiny-llama")
+	require.NoError(t, err)
+	ids := []int{15043, 29889} // "▁Hello" "."
+	whole, err := tok.Decode(ids)
+	require.NoError(t, err)
+	require.Equal(t, "Hello.", whole)
+	cont, err := tok.DecodeContinuation(ids)
+	require.NoError(t, err)
+	require.Equal(t, " Hello.", cont)
+	d := tok.NewContinuationDecoder()
+	for range 2 { // and again after Flush
+		var got string
+		for _, id := range ids {
+			s, err := d.Add(id)
+			require.NoError(t, err)
+			got += s
+		}
+		require.Equal(t, cont, got+d.Flush())
+	}
+	gpt2, err := Load("../testdata/tiny-gpt2")
+	require.NoError(t, err)
+	a, _ := gpt2.Decode([]int{15496, 13})
+	b, _ := gpt2.DecodeContinuation([]int{15496, 13})
+	require.Equal(t, a, b, "byte-level BPE has no dummy prefix")
+}
