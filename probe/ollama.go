@@ -74,7 +74,7 @@ func newOllamaEngine(p *prober) (*ollamaEngine, error) {
 	}
 	e := &ollamaEngine{p: p, tok: p.opt.Tokenizer, model: p.opt.Model, byKey: map[string]int{}}
 	for id := range e.tok.VocabSize() {
-		b, err := e.tok.DecodeBytes([]int{id})
+		b, err := e.tok.TokenBytes(id) // as the token reads in a generation: "▁naam" is " naam"
 		if err != nil || len(b) == 0 {
 			continue
 		}
@@ -132,8 +132,17 @@ func (e *ollamaEngine) lastRequest() string {
 }
 
 // text is the prompt text for tokens, when the reference's tokenizer
-// encodes it back to exactly those tokens.
+// encodes it back to exactly those tokens. A leading BOS the model's
+// tokenizer adds to every prompt (the Llama family's <s>) is left to the
+// server, which adds it as it encodes the text; prompt_eval_count still
+// counts it.
 func (e *ollamaEngine) text(tokens []int) (string, error) {
+	if bos, add := e.tok.BOS(); add && len(tokens) > 0 && tokens[0] == bos {
+		tokens = tokens[1:]
+		if len(tokens) == 0 {
+			return "", fmt.Errorf("%w: a prompt of only the BOS token is an empty text, which Ollama does not evaluate", errTextPrompt)
+		}
+	}
 	s, err := e.tok.Decode(tokens)
 	if err != nil {
 		return "", err

@@ -136,10 +136,13 @@ func TestRecordedFamilyEngines(t *testing.T) {
 		{recording{name: "llama-server-b4748-qwen2-f32", api: "llamacpp", family: "tiny-llama-qwen2"}, false, []int{9, 11}, ""},
 		{recording{name: "llama-server-b4748-qwen2-f32-kvf32", api: "llamacpp", family: "tiny-llama-qwen2"}, true, nil, ""},
 		{recording{name: "llama-server-b4748-llama-f32-kvf32", api: "llamacpp", family: "tiny-llama"}, false, nil, "generation probabilities"},
+		// Ollama adds the BOS to the text prompt itself; its default KV
+		// cache is F16 too.
+		{recording{name: "ollama-0.17.4-qwen2-f32", api: "ollama", model: "tiny-qwen2-f32", family: "tiny-llama-qwen2"}, false, []int{9, 11}, "text prompts"},
 	} {
 		t.Run(tc.r.name, func(t *testing.T) {
 			rep := replay(t, tc.r)
-			require.Equal(t, tc.r.api, rep.API.Name)
+			require.Equal(t, tc.r.api, rep.API.Name, rep.API.Chosen)
 			var failed []int
 			for _, r := range rep.Results {
 				if r.Status == checkpoints.StatusFailed && !slices.Contains(failed, r.Checkpoint) {

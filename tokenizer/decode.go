@@ -55,6 +55,10 @@ func (t *Tokenizer) Decode(ids []int) (string, error) {
 	return string(out), nil
 }
 
+// TokenBytes returns the exact bytes of one token, as it reads inside a
+// text: a SentencePiece piece's leading space included.
+func (t *Tokenizer) TokenBytes(id int) ([]byte, error) { return t.idBytes(id) }
+
 func (t *Tokenizer) idBytes(id int) ([]byte, error) {
 	if id < 0 || id >= len(t.tokens) || t.tokens[id] == nil {
 		return nil, fmt.Errorf("%w: %d (vocabulary size %d)", ErrInvalidID, id, len(t.tokens))
