@@ -85,7 +85,10 @@ step "PyTorch scripts' tests" torch "$PYTHON" -m unittest discover -s scripts -p
 step "verify-references" torch "$MAKE" -s verify-references
 step "verify-f16" torch "$MAKE" -s verify-f16
 step "verify-gguf" torch "$MAKE" -s verify-gguf
-step "go test -race ./..." - "$GO" test -race ./...
+# -timeout: the CLI package's tests (every family's default model, the
+# README's examples) take 6-7 minutes under -race on 2 cores, near go
+# test's default 10-minute limit when other packages run beside them.
+step "go test -race ./..." - "$GO" test -race -timeout 30m ./...
 step "kernels and model, pure-Go kernels (purego)" - "$GO" test -count=1 -tags purego ./kernels ./model
 step "kernels and model, LLORCH_KERNELS=avx2" - env LLORCH_KERNELS=avx2 "$GO" test -count=1 ./kernels ./model
 step "kernels and model, LLORCH_KERNELS=generic" - env LLORCH_KERNELS=generic "$GO" test -count=1 ./kernels ./model
