@@ -54,13 +54,17 @@ install:
 test:
 	@PYTHON=$(PYTHON) GO=$(GO) MAKE="$(MAKE)" bash scripts/test.sh
 
-# The same figures next to llama.cpp on the same GGUF files (F32, F16,
-# Q8_0, Q4_K_M of the 124M-shaped model): one table of ratios per format.
+# The same figures next to llama.cpp on the same GGUF files of each model
+# of MODELS (default: gpt2 smollm-135m qwen2.5-0.5b; GPT-2 124M-shaped
+# F32, F16, Q8_0, Q4_K_M, the Llama-family shapes F16, Q8_0, Q4_K_M, or
+# FORMATS for all): one table of ratios per model and format, then one
+# per model; MODELS=gpt2 prints GPT-2's tables alone, as before.
 bench-llamacpp:
 	PYTHON=$(PYTHON) bash scripts/bench/llamacpp.sh
 
-# Peak RSS of every weights format (HF, GGUF of every type) against the
-# file plus the KV cache in use, plus 10% (issue #14's bound).
+# Peak RSS of every weights format (HF, GGUF of every type) of each model
+# of MODELS against the file plus the KV cache in use, plus 10% (issue
+# #14's bound).
 .PHONY: bench-memory
 bench-memory:
 	PYTHON=$(PYTHON) bash scripts/bench/memory.sh

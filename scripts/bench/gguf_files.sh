@@ -1,32 +1,48 @@
 # Sourced by llamacpp.sh and memory.sh (with here, work, PYTHON and MODEL
-# set): the llama.cpp peer, the GPT-2 124M-shaped benchmark model, the
-# binaries both scripts run, and the model's GGUF files, each written once
-# into .cache/.
+# set): the llama.cpp peer, the binaries both scripts run, and each
+# benchmark model with its GGUF files, every one written once into .cache/.
+# The models, by name: gpt2, the GPT-2 124M-shaped model of make_model.py
+# (in $MODEL), and the Llama-family shapes of make_llama_model.py
+# (smollm-135m, qwen2.5-0.5b; in .cache/bench-NAME).
 
 test -d scripts/llamacpp/node_modules/node-llama-cpp || make -s peer-llamacpp
-if [ ! -f "$MODEL/config.json" ]; then
-  echo "bench: writing the benchmark model into $MODEL (once)" >&2
-  "$PYTHON" "$here/make_model.py" --out "$MODEL"
-fi
 go build -o "$work/gobench" ./scripts/bench/gobench
 go build -o "$work/llorch-check" ./cmd/llorch-check
 go build -tags llamacpp -o "$work/ggml" ./scripts/llamacpp/ggml
 gguf=.cache/bench-gguf
 mkdir -p "$gguf"
 
-# gguf_files TYPE...: $gguf/gpt2-TYPE.gguf for each, F32, F16 and Q8_0 as
-# convert writes them, the others as llama.cpp's own quantizer makes them
-# from the F32 file.
+# model_dir NAME: prints the HF directory of benchmark model NAME, writing
+# the model there first if it is not there yet.
+model_dir() {
+  local dir=.cache/bench-$1
+  [ "$1" = gpt2 ] && dir=$MODEL
+  if [ ! -f "$dir/config.json" ]; then
+    echo "bench: writing the benchmark model into $dir (once)" >&2
+    case $1 in
+      gpt2) "$PYTHON" "$here/make_model.py" --out "$dir" ;;
+      *) "$PYTHON" "$here/make_llama_model.py" --shape "$1" --out "$dir" ;;
+    esac
+  fi
+  echo "$dir"
+}
+
+# gguf_files NAME TYPE...: $gguf/NAME-TYPE.gguf for each, F32, F16 and
+# Q8_0 as convert writes them, the others as llama.cpp's own quantizer
+# makes them from the F32 file.
 gguf_files() {
-  local t file
+  local name=$1 t file dir
+  shift
   for t in "$@"; do
-    file="$gguf/gpt2-$t.gguf"
+    file="$gguf/$name-$t.gguf"
     [ -f "$file" ] && continue
+    dir=$(model_dir "$name")
     echo "bench: writing $file (once)" >&2
     case $t in
-      f32 | f16 | q8_0) "$work/llorch-check" convert --to gguf --type "$t" "$MODEL" "$file" >/dev/null ;;
-      *) gguf_files f32
-         "$work/ggml" quantize "$gguf/gpt2-f32.gguf" "$file" "$t" >/dev/null 2>&1 ;;
+      f32 | f16 | q8_0) "$work/llorch-check" convert --to gguf --type "$t" "$dir" "$file" >/dev/null ;;
+      *) gguf_files "$name" f32
+         "$work/ggml" quantize "$gguf/$name-f32.gguf" "$file.tmp" "$t" >/dev/null 2>&1
+         mv "$file.tmp" "$file" ;;
     esac
   done
 }

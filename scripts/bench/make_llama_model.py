@@ -95,10 +95,16 @@ def main():
     ap.add_argument("--shape", required=True, choices=sorted(SHAPES))
     ap.add_argument("--out", required=True)
     ap.add_argument("--seed", type=int, default=135)
+    ap.add_argument("--dtype", choices=("f32", "f16"), default="f32",
+                    help="f16 stores the weight matrices (embedding and projections) as float16, "
+                         "rounded from the same seeded values")
     a = ap.parse_args()
-    cfg = dict(SHAPES[a.shape], bos_token_id=1, eos_token_id=2, hidden_act="silu", torch_dtype="float32")
+    cfg = dict(SHAPES[a.shape], bos_token_id=1, eos_token_id=2, hidden_act="silu",
+               torch_dtype={"f32": "float32", "f16": "float16"}[a.dtype])
     os.makedirs(a.out, exist_ok=True)
     w = weights(np.random.default_rng(a.seed), cfg)
+    if a.dtype == "f16":
+        w = {k: v.astype("<f2") if v.ndim == 2 else v for k, v in w.items()}
     write_safetensors(os.path.join(a.out, "model.safetensors"), w)
     write_vocab_gguf(os.path.join(a.out, "tokenizer.gguf"), cfg["vocab_size"])
     # config.json last: its presence marks a complete model for the scripts.

@@ -1,14 +1,24 @@
 #!/usr/bin/env python3
-"""Prints llamacpp.sh's tables: per GGUF format, llorch-check's best figures
-next to llama.cpp's best over its thread settings, and the ratios
-(above 1: llorch-check is better), then issue #14's targets, each as
-llorch-check's figure over llama.cpp's, or its peak RSS over the file and
-the KV cache it holds."""
+"""Prints llamacpp.sh's tables: per model and GGUF format, llorch-check's
+best figures next to llama.cpp's best over its thread settings, and the
+ratios (above 1: llorch-check is better); when the run has more than
+GPT-2, one summary table of ratios per model (rows: formats); then issue
+#14's targets, each as llorch-check's figure over llama.cpp's, or its peak
+RSS over the file and the KV cache it holds.
+
+Usage: table_llamacpp.py WORK GGUF NAME=FORMAT,FORMAT... ...
+(WORK holds NAME-FORMAT.{go,peer}_{load,N}.json, GGUF the NAME-FORMAT.gguf
+files.)"""
 
 import glob
 import json
 import os
 import sys
+
+RATES = (("prefill 128 tokens (tokens/s)", "prefill_tps", "prefill 128"),
+         ("decode 64 tokens, batch 1 (tokens/s)", "decode1_tps", "decode batch 1"),
+         ("decode, 4 sequences (aggregate tokens/s)", "decode4_tps", "4 sequences"),
+         ("decode, 8 sequences (aggregate tokens/s)", "decode8_tps", "8 sequences"))
 
 
 def load(path):
@@ -25,45 +35,65 @@ def best(paths):
     return b
 
 
+def print_table(rows, indent="  ", ruled=True):
+    w = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    for i, r in enumerate(rows):
+        print(indent + "  ".join(c.ljust(w[j]) if j == 0 else c.rjust(w[j]) for j, c in enumerate(r)))
+        if i == 0 and ruled:
+            print(indent + "  ".join("-" * x for x in w))
+
+
+def report(work, gguf, name, f, prefix, targets):
+    """Prints one model and format's table, appends its targets and
+    returns its ratios by summary column."""
+    path = os.path.join(gguf, f"{name}-{f}.gguf")
+    stem = os.path.join(work, f"{name}-{f}")
+    go, peer = best(glob.glob(f"{stem}.go_[0-9]*.json")), best(glob.glob(f"{stem}.peer_[0-9]*.json"))
+    gl, pl = load(f"{stem}.go_load.json"), load(f"{stem}.peer_load.json")
+    peer_rss = pl["peak_rss"]
+    rows = [("figure", "llorch-check", "llama.cpp", "ratio")]
+    ratios = {}
+    for label, k, short in RATES:
+        r = go[k][0] / peer[k][0]
+        ratios[short] = r
+        rows.append((label, f"{go[k][0]:.1f}", f"{peer[k][0]:.1f}", f"{r:.2f}x"))
+        if k in ("prefill_tps", "decode1_tps", "decode8_tps"):
+            targets.append((f"{prefix}{f} {label.split(' (')[0]} >= 1.0x llama.cpp's", r, r >= 1.0))
+    rows.append(("model load (s, lower is better)", f"{gl['load_s']:.2f}", f"{pl['load_s']:.2f}",
+                 f"{pl['load_s'] / gl['load_s']:.2f}x"))
+    rows.append(("peak RSS (MB, lower is better)", f"{gl['peak_rss'] / 1e6:.0f}", f"{peer_rss / 1e6:.0f}",
+                 f"{peer_rss / gl['peak_rss']:.2f}x"))
+    ratios["peak RSS"] = peer_rss / gl["peak_rss"]
+    r = gl["peak_rss"] / peer_rss
+    targets.append((f"{prefix}{f} peak RSS <= 1.1x llama.cpp's", r, r <= 1.1))
+    bound = os.path.getsize(path) + gl["kv_bytes"]
+    r = gl["peak_rss"] / bound
+    targets.append((f"{prefix}{f} peak RSS <= 1.1x (file + KV cache in use, {bound / 1e6:.0f} MB)", r, r <= 1.1))
+    print()
+    print(f"{prefix}{f}: {path} ({os.path.getsize(path) / 1e6:.0f} MB)")
+    print(f"  llorch-check: {go['prefill_tps'][1]}")
+    print("  llama.cpp: " + pl["impl"].rsplit(",", 1)[0] + "; best thread count per figure: " +
+          ", ".join(f"{k[:-4]} {v[1].rsplit(', ', 1)[1].split()[0]}" for k, v in sorted(peer.items())))
+    print_table(rows)
+    return f"{f.upper()} ({os.path.getsize(path) / 1e6:.0f} MB)", ratios
+
+
 def main():
-    work, gguf, formats = sys.argv[1], sys.argv[2], sys.argv[3:]
+    work, gguf, specs = sys.argv[1], sys.argv[2], [s.split("=", 1) for s in sys.argv[3:]]
+    models = [(name, fs.split(",")) for name, fs in specs]
+    multi = [name for name, _ in models] != ["gpt2"]
     print("\n".join(open(os.path.join(work, "load.txt")).read().split("\n")).strip())
     print("ratio: llorch-check/llama.cpp for rates, llama.cpp/llorch-check for time and memory (above 1: llorch-check is better)")
-    targets = []
-    for f in formats:
-        path = os.path.join(gguf, f"gpt2-{f}.gguf")
-        go, peer = best(glob.glob(os.path.join(work, f"{f}.go_[0-9]*.json"))), \
-            best(glob.glob(os.path.join(work, f"{f}.peer_[0-9]*.json")))
-        gl, pl = load(os.path.join(work, f"{f}.go_load.json")), load(os.path.join(work, f"{f}.peer_load.json"))
-        peer_rss = pl["peak_rss"]
-        rows = [("figure", "llorch-check", "llama.cpp", "ratio")]
-        for label, k in (("prefill 128 tokens (tokens/s)", "prefill_tps"),
-                         ("decode 64 tokens, batch 1 (tokens/s)", "decode1_tps"),
-                         ("decode, 4 sequences (aggregate tokens/s)", "decode4_tps"),
-                         ("decode, 8 sequences (aggregate tokens/s)", "decode8_tps")):
-            rows.append((label, f"{go[k][0]:.1f}", f"{peer[k][0]:.1f}", f"{go[k][0] / peer[k][0]:.2f}x"))
-            if k in ("prefill_tps", "decode1_tps", "decode8_tps"):
-                r = go[k][0] / peer[k][0]
-                targets.append((f"{f} {label.split(' (')[0]} >= 1.0x llama.cpp's", r, r >= 1.0))
-        rows.append(("model load (s, lower is better)", f"{gl['load_s']:.2f}", f"{pl['load_s']:.2f}",
-                     f"{pl['load_s'] / gl['load_s']:.2f}x"))
-        rows.append(("peak RSS (MB, lower is better)", f"{gl['peak_rss'] / 1e6:.0f}", f"{peer_rss / 1e6:.0f}",
-                     f"{peer_rss / gl['peak_rss']:.2f}x"))
-        r = gl["peak_rss"] / peer_rss
-        targets.append((f"{f} peak RSS <= 1.1x llama.cpp's", r, r <= 1.1))
-        bound = os.path.getsize(path) + gl["kv_bytes"]
-        r = gl["peak_rss"] / bound
-        targets.append((f"{f} peak RSS <= 1.1x (file + KV cache in use, {bound / 1e6:.0f} MB)", r, r <= 1.1))
-        print()
-        print(f"{f}: {path} ({os.path.getsize(path) / 1e6:.0f} MB)")
-        print(f"  llorch-check: {go['prefill_tps'][1]}")
-        print("  llama.cpp: " + pl["impl"].rsplit(",", 1)[0] + "; best thread count per figure: " +
-              ", ".join(f"{k[:-4]} {v[1].rsplit(', ', 1)[1].split()[0]}" for k, v in sorted(peer.items())))
-        w = [max(len(r[i]) for r in rows) for i in range(4)]
-        for i, r in enumerate(rows):
-            print("  " + "  ".join(c.ljust(w[j]) if j == 0 else c.rjust(w[j]) for j, c in enumerate(r)))
-            if i == 0:
-                print("  " + "  ".join("-" * x for x in w))
+    targets, summaries = [], []
+    for name, formats in models:
+        prefix = f"{name} " if multi else ""
+        summaries.append((name, [report(work, gguf, name, f, prefix, targets) for f in formats]))
+    if multi:
+        for name, rows in summaries:
+            cols = [short for _, _, short in RATES] + ["peak RSS"]
+            print()
+            print(f"{name}: llorch-check/llama.cpp (peak RSS: llama.cpp/llorch-check), above 1 favours llorch-check")
+            print_table([[""] + cols] + [[label] + [f"{r[c]:.2f}x" for c in cols] for label, r in rows], ruled=False)
     print()
     for name, v, ok in targets:
         print(f"target {name}: {v:.2f}x {'MET' if ok else 'NOT MET'}")

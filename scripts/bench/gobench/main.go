@@ -49,8 +49,9 @@ func main() {
 		const prompt, steps = 4, 1
 		decode(ctx, m, 1, prompt, steps)
 		// The KV cache's positions in use: each is a key and a value of
-		// NEmbd floats per layer.
-		kv := (prompt + steps) * 2 * m.Config.NLayer * m.Config.NEmbd * 4
+		// KVHeads·HeadDim floats per layer (NEmbd for GPT-2; a grouped-
+		// query model such as Qwen2.5-0.5B holds 128 where NEmbd is 896).
+		kv := (prompt + steps) * 2 * m.Config.NLayer * m.Config.KVHeads() * m.Config.HeadDim() * 4
 		emit(map[string]any{"load_s": loadS, "peak_rss": procstat.PeakRSS(), "kv_bytes": kv})
 		return
 	}

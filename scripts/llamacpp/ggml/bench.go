@@ -39,6 +39,10 @@ static int32_t argmax(void *get, void *ctx, int32_t i, int32_t n_vocab) {
 	return best;
 }
 static void call1(void *f, void *a) { ((void (*)(void *))f)(a); }
+// n_vocab is llama_vocab_n_tokens(llama_model_get_vocab(model)).
+static int32_t n_vocab(void *get_vocab, void *n_tokens, void *model) {
+	return ((int32_t (*)(void *))n_tokens)(((void *(*)(void *))get_vocab)(model));
+}
 static void clear(void *get_memory, void *memory_clear, void *ctx) {
 	((void (*)(void *, _Bool))memory_clear)(((void *(*)(void *))get_memory)(ctx), 1);
 }
@@ -105,11 +109,25 @@ func (l *llama) loadModel(path string) error {
 func (l *llama) freeContext(ctx unsafe.Pointer) { C.call1(l.free, ctx) }
 func (l *llama) freeModel()                     { C.call1(l.modelFree, l.model) }
 
-// benchToks is gobench's fixed arithmetic sequence of ids.
-func benchToks(n, seed int) []int32 {
+// vocabSize is the loaded model's vocabulary size, as llama.cpp read it.
+func (l *llama) vocabSize() (int, error) {
+	s, err := open("libllama.v0.5.0.so", "llama_model_get_vocab", "llama_vocab_n_tokens")
+	if err != nil {
+		return 0, err
+	}
+	n := int(C.n_vocab(s[0], s[1], l.model))
+	if n <= 0 {
+		return 0, fmt.Errorf("llama.cpp reads a vocabulary of %d tokens", n)
+	}
+	return n, nil
+}
+
+// benchToks is gobench's fixed arithmetic sequence of ids, modulo the
+// vocabulary size (GPT-2's 50257, SmolLM's 49152, Qwen2.5's 151936).
+func benchToks(n, seed, vocab int) []int32 {
 	ids := make([]int32, n)
 	for i := range ids {
-		ids[i] = int32((seed*7919 + i*104729) % 50257)
+		ids[i] = int32((seed*7919 + i*104729) % vocab)
 	}
 	return ids
 }
@@ -141,15 +159,19 @@ func bench(args []string) error {
 	}
 	loadS := time.Since(start).Seconds()
 	defer l.freeModel()
+	vocab, err := l.vocabSize()
+	if err != nil {
+		return err
+	}
 	out := map[string]any{"impl": fmt.Sprintf("llama.cpp v0.5.0 C API (node-llama-cpp's prebuilt libraries), %d threads", *threads)}
 	if *mode == "load" {
-		if _, err := l.decodeRun(1, *prompt, 1, *threads); err != nil {
+		if _, err := l.decodeRun(1, *prompt, 1, *threads, vocab); err != nil {
 			return err
 		}
 		out["load_s"], out["peak_rss"], out["baseline_rss"] = loadS, procstat.PeakRSS(), baseline
 		return emitJSON(out)
 	}
-	if _, err := l.decodeRun(1, *prompt, 2, *threads); err != nil { // warm-up
+	if _, err := l.decodeRun(1, *prompt, 2, *threads, vocab); err != nil { // warm-up
 		return err
 	}
 	best := math.Inf(1)
@@ -160,7 +182,7 @@ func bench(args []string) error {
 	b := C.batch_new(l.batchInit, C.int32_t(*prefill))
 	for range 3 {
 		C.clear(l.getMemory, l.memoryClear, ctx)
-		ids := benchToks(*prefill, 0)
+		ids := benchToks(*prefill, 0, vocab)
 		b.n_tokens = C.int32_t(len(ids))
 		for i, t := range ids {
 			C.batch_set(&b, C.int32_t(i), C.int32_t(t), C.int32_t(i), 0, C.int8_t(boolInt(i == len(ids)-1)))
@@ -169,17 +191,17 @@ func bench(args []string) error {
 		if rc := C.decode(l.decode, ctx, b); rc != 0 {
 			return fmt.Errorf("llama_decode: %d", rc)
 		}
-		C.argmax(l.logitsIth, ctx, -1, 50257)
+		C.argmax(l.logitsIth, ctx, -1, C.int32_t(vocab))
 		best = min(best, time.Since(t).Seconds())
 	}
 	C.batch_free(l.batchFree, b)
 	C.call1(l.free, ctx)
 	out["prefill_tps"] = float64(*prefill) / best
-	d1, err := l.decodeRun(1, *prompt, *steps, *threads)
+	d1, err := l.decodeRun(1, *prompt, *steps, *threads, vocab)
 	if err != nil {
 		return err
 	}
-	d2, err := l.decodeRun(1, *prompt, *steps, *threads)
+	d2, err := l.decodeRun(1, *prompt, *steps, *threads, vocab)
 	if err != nil {
 		return err
 	}
@@ -189,7 +211,7 @@ func bench(args []string) error {
 		if err != nil {
 			return err
 		}
-		d, err := l.decodeRun(B, *prompt, *steps, *threads)
+		d, err := l.decodeRun(B, *prompt, *steps, *threads, vocab)
 		if err != nil {
 			return err
 		}
@@ -200,8 +222,8 @@ func bench(args []string) error {
 
 // decodeRun prefills B sequences with prompt tokens each, then times steps
 // decode steps of one token per sequence in one batch, each followed by
-// every sequence's greedy choice.
-func (l *llama) decodeRun(B, prompt, steps, threads int) (float64, error) {
+// every sequence's greedy choice over the vocab logits.
+func (l *llama) decodeRun(B, prompt, steps, threads, vocab int) (float64, error) {
 	ctx := C.context_new(l.ctxDefaults, l.ctxInit, l.setThreads, l.model, C.uint32_t(B*(prompt+steps+8)), C.uint32_t(max(prompt, B)), C.uint32_t(B), C.int32_t(threads))
 	if ctx == nil {
 		return 0, fmt.Errorf("llama_init_from_model failed")
@@ -210,7 +232,7 @@ func (l *llama) decodeRun(B, prompt, steps, threads int) (float64, error) {
 	b := C.batch_new(l.batchInit, C.int32_t(max(prompt, B)))
 	defer C.batch_free(l.batchFree, b)
 	for s := range B {
-		ids := benchToks(prompt, 1+s)
+		ids := benchToks(prompt, 1+s, vocab)
 		b.n_tokens = C.int32_t(len(ids))
 		for i, t := range ids {
 			C.batch_set(&b, C.int32_t(i), C.int32_t(t), C.int32_t(i), C.int32_t(s), C.int8_t(boolInt(i == len(ids)-1)))
@@ -221,7 +243,7 @@ func (l *llama) decodeRun(B, prompt, steps, threads int) (float64, error) {
 	}
 	next := make([][]int32, B)
 	for s := range next {
-		next[s] = benchToks(steps, 100+s)
+		next[s] = benchToks(steps, 100+s, vocab)
 	}
 	start := time.Now()
 	for step := range steps {
@@ -233,7 +255,7 @@ func (l *llama) decodeRun(B, prompt, steps, threads int) (float64, error) {
 			return 0, fmt.Errorf("llama_decode (step %d): %d", step, rc)
 		}
 		for s := range B {
-			C.argmax(l.logitsIth, ctx, C.int32_t(s), 50257)
+			C.argmax(l.logitsIth, ctx, C.int32_t(s), C.int32_t(vocab))
 		}
 	}
 	return time.Since(start).Seconds(), nil
