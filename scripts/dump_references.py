@@ -172,6 +172,12 @@ def load_cases(args):
             raise BadInput(f"{src}: case {cid!r}: 'prompt' must be a string")
         if "tokens" in c and not _ids(c["tokens"]):
             raise BadInput(f"{src}: case {cid!r}: 'tokens' must be a list of integers")
+    keep = getattr(args, "case", None)
+    if keep:
+        missing = [k for k in keep if k not in seen]
+        if missing:
+            raise BadInput(f"{src}: --case {missing[0]!r}: no such case (the file has {', '.join(sorted(seen))})")
+        cases = [c for c in cases if c["id"] in keep]
     for p in ll:
         if not (isinstance(p, dict) and isinstance(p.get("context"), str) and isinstance(p.get("continuation"), str)):
             raise BadInput(f"{src}: loglikelihood entry {p!r}: needs string 'context' and 'continuation'")
@@ -269,17 +275,21 @@ def load(args):
     """The model, its forward (a class taking (model, dtype)) and whether
     --weight-dtype f16 rounded it."""
     kind = model_type(args.model)
+    if kind in MODEL_TYPES or kind is None:
+        why = emulate.unsupported(args.emulate, kind or "gpt2")
+        if why:
+            raise BadInput(f"{why} ({args.model})")
+    # The float64 twin applies the same approximations: its truth is the
+    # emulated engine's function computed exactly, so the budget column
+    # still compares an engine with PyTorch float32 doing the same thing.
+    numerics = emulate.profile(args.emulate)
     if kind in llama_torch.ARCHS:
-        if args.emulate != "none":
-            raise BadInput(f"--emulate {args.emulate}: the emulated engine profiles are GPT-2's; "
-                           f"not implemented for model_type {kind!r} ({args.model})")
-        model, forward = llama_torch.load_model(args.model), llama_torch.Llama
+        model = llama_torch.load_model(args.model)
         model["tokenizer"] = None  # SentencePiece vocabularies: no Python tokenizer
+
+        def forward(m, dtype):
+            return llama_torch.Llama(m, dtype, numerics)
     elif kind in (None, "gpt2"):
-        # The float64 twin applies the same approximations: its truth is the
-        # emulated engine's function computed exactly, so the budget column
-        # still compares an engine with PyTorch float32 doing the same thing.
-        numerics = emulate.profile(args.emulate)
         model = load_model(args.model)
 
         def forward(m, dtype):
@@ -454,6 +464,9 @@ def main(argv=None):
     src.add_argument("--corpus", help="a UTF-8 text file: write a corpus set instead (references/FORMAT.md, "
                      "\"Corpus sets\"): next-token distributions over n_ctx-token chunks, as llama-perplexity scores them")
     ap.add_argument("--top-k", type=int, default=32, help="with --corpus: log-probabilities kept per position (default 32)")
+    ap.add_argument("--case", action="append", metavar="ID",
+                    help="with --cases: keep only the case ID (repeatable; the file's order; "
+                         "its loglikelihood pairs are all kept)")
     ap.add_argument("--n-generate", type=int, default=16, help="greedy tokens for checkpoint 12 (default 16)")
     ap.add_argument("--logits-rows", type=int, default=4,
                     help="keep this many rows of the full logits (first, evenly spaced, last); 0 keeps all")
@@ -465,12 +478,16 @@ def main(argv=None):
                     help="apply an engine's documented numerical approximations in the forward (scripts/emulate.py): "
                          "the reference that engine is validated against at the default tolerances; "
                          "llamacpp-cpu: ggml's float16 GELU table (F32 KV cache, flash attention off); "
-                         "llamacpp-cpu-f16kv: that and llama.cpp's default F16 KV cache")
+                         "llamacpp-cpu-f16kv: that and llama.cpp's default F16 KV cache (both GPT-2 only); "
+                         "f16-kv: K and V stored as float16, all arithmetic float32, as llorch-check serve "
+                         "--kv-cache-dtype f16 does (GPT-2 and the Llama family)")
     args = ap.parse_args(argv)
     if args.n_generate < 0:
         ap.error("--n-generate must be >= 0")
     if args.top_k < 1:
         ap.error("--top-k must be >= 1")
+    if args.case and not args.cases:
+        ap.error("--case picks cases of a --cases file; give --cases FILE")
 
     arithmetic.setup_torch()
     for k, v in arithmetic.overridden.items():

@@ -13,8 +13,16 @@ Profiles (docs/gguf.md, "llama.cpp's derived profile"):
                     attention still off): K and V stored as float16, and the
                     other operand of each attention matmul converted to
                     float16 as ggml's mul_mat does for an F16 first operand.
+  f16-kv            llorch-check's own float16 KV cache (serve
+                    --kv-cache-dtype f16): K and V rounded to float16 when
+                    the cache stores them, widened exactly when it is read;
+                    q, the scores, the softmax, the GELU and every product
+                    and sum stay float32 (float64 in the twin).
 
-Each step cites the ggml source it follows (llama.cpp as node-llama-cpp
+The llama.cpp profiles are GPT-2's (ggml's GELU table); f16-kv applies to
+GPT-2 and to the Llama family (llama_torch.Llama's numerics hook).
+
+Each llama.cpp step cites the ggml source it follows (llama.cpp as node-llama-cpp
 3.22.1 bundles it, release v0.5.0).
 """
 
@@ -22,6 +30,9 @@ import math
 
 import numpy as np
 import torch
+
+from gpt2_torch import gelu_new
+from llama_torch import ARCHS as LLAMA_ARCHS
 
 
 def to_f16(x):
@@ -77,6 +88,11 @@ class LlamaCppCPU:
     the softmax are rounded to float16 too. Products of float16 values are
     exact in float32; the sums stay float32."""
 
+    # ggml's GELU table is GPT-2's activation; llama.cpp's Llama-family
+    # graph (SiLU, its RoPE and RMSNorm kernels) is not emulated.
+    model_types = ("gpt2",)
+    only_because = "it emulates llama.cpp's GPT-2 graph (ggml's float16 GELU table)"
+
     def __init__(self, f16_kv=False):
         self.f16_kv = f16_kv
         self.table = torch.from_numpy(ggml_gelu_table().astype(np.float64))
@@ -97,9 +113,35 @@ class LlamaCppCPU:
         return to_f16(p) if self.f16_kv else p
 
 
+class F16KV:
+    """llorch-check's float16 KV cache (serve --kv-cache-dtype f16): the K
+    and V the cache stores are rounded to float16, nearest even (to_f16,
+    as for llama.cpp's F16 cache), when written, and widened exactly when
+    read, so every attention over the cache (the prefill's too) uses the
+    rounded values. Nothing else changes: q and the softmax probabilities
+    enter the matmuls unrounded, the scores, products and sums stay float32
+    (float64 in the twin, which rounds the same K and V directly from
+    float64), and the GELU is the plain one. GPT-2 and the Llama family
+    (there the cache holds k after RoPE and v, grouped: Hkv heads, before
+    GQA repeats them)."""
+
+    model_types = ("gpt2",) + LLAMA_ARCHS
+    gelu = staticmethod(gelu_new)  # gpt2_torch's own: this profile leaves the GELU alone
+
+    def cache(self, t):
+        return to_f16(t)
+
+    def kq_operand(self, q):
+        return q
+
+    def kqv_operand(self, p):
+        return p
+
+
 PROFILES = {
     "llamacpp-cpu": lambda: LlamaCppCPU(f16_kv=False),
     "llamacpp-cpu-f16kv": lambda: LlamaCppCPU(f16_kv=True),
+    "f16-kv": F16KV,
 }
 
 # What each profile says it applies, for the manifest.
@@ -108,6 +150,8 @@ DESCRIPTIONS = {
                     "x rounded to float16, |x| >= 10 passed through or zeroed",
     "llamacpp-cpu-f16kv": "llama.cpp CPU, F16 KV cache, flash attention off: GELU through ggml's float16 table; "
                           "K, V stored as float16; q and the softmax rounded to float16 for the attention matmuls",
+    "f16-kv": "llorch-check's float16 KV cache (llorch-check serve --kv-cache-dtype f16): K and V stored as float16 "
+              "(nearest even) and widened exactly when read; q, the scores, the softmax and all arithmetic float32",
 }
 
 
@@ -116,6 +160,18 @@ def profile(name):
     if name in (None, "none"):
         return None
     return PROFILES[name]()
+
+
+def unsupported(name, model_type):
+    """Why profile name cannot emulate a model of model_type, or None."""
+    if name in (None, "none"):
+        return None
+    p = PROFILES[name]()
+    if model_type in p.model_types:
+        return None
+    usable = [n for n in PROFILES if model_type in PROFILES[n]().model_types]
+    return (f"--emulate {name}: not implemented for model_type {model_type!r}: {p.only_because}; "
+            f"the profiles for {model_type!r} are {', '.join(usable) or 'none'}")
 
 
 assert math.isclose(float(_SQRT_2_OVER_PI), math.sqrt(2 / math.pi), rel_tol=1e-7)

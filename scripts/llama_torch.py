@@ -20,8 +20,8 @@ C/H: Qwen3), I intermediate_size, V vocab_size.
   2   i      q_norm       [H,T,D]    Qwen3 only: per-head RMSNorm of q, before RoPE
   2   i      k_norm       [Hkv,T,D]  Qwen3 only: per-head RMSNorm of k, before RoPE
   2   i      q_rope       [H,T,D]    q after RoPE (rotate_half)
-  2   i      k_rope       [Hkv,T,D]  k after RoPE: what the cache stores
-  3   i      k_cache      [Hkv,Tk,D] the grouped KV cache after this call
+  2   i      k_rope       [Hkv,T,D]  k after RoPE: what the cache stores (before numerics.cache)
+  3   i      k_cache      [Hkv,Tk,D] the grouped KV cache after this call (after numerics.cache)
   3   i      v_cache      [Hkv,Tk,D]
   4   i      scores       [H,T,Tk]   q·kᵀ·scale, masked entries = finfo.min added
   4   i      probs        [H,T,Tk]   softmax of scores
@@ -281,8 +281,13 @@ def inv_freq(cfg, dtype):
 class Llama:
     """One forward for the four families; probe sees every intermediate."""
 
-    def __init__(self, model, dtype):
+    def __init__(self, model, dtype, numerics=None):
         self.cfg = cfg = model["config"]
+        # An engine's approximations (emulate.py: its cache, kq_operand and
+        # kqv_operand hooks; the Llama family has no GELU), applied at the
+        # ops they replace, in this forward and its float64 twin alike;
+        # None is plain PyTorch.
+        self.numerics = numerics
         self.arch = cfg["model_type"]
         self.dtype = dtype
         # RMSNorm, rope tables and softmax: HF computes them in float32 at
@@ -374,6 +379,8 @@ class Llama:
             q, k = self._rope(q, cos, sin), self._rope(k, cos, sin)
             probe(2, i, "q_rope", q[0])
             probe(2, i, "k_rope", k[0])
+            if self.numerics is not None:  # what the cache stores: k after RoPE and v, Hkv heads
+                k, v = self.numerics.cache(k), self.numerics.cache(v)
             if past is not None:
                 k = torch.cat((past[i][0], k), dim=-2)
                 v = torch.cat((past[i][1], v), dim=-2)
@@ -381,11 +388,15 @@ class Llama:
             probe(3, i, "k_cache", k[0])
             probe(3, i, "v_cache", v[0])
             kr, vr = repeat_kv(k, H // Hkv), repeat_kv(v, H // Hkv)
+            if self.numerics is not None:
+                q = self.numerics.kq_operand(q)
             s = torch.matmul(q, kr.transpose(2, 3)) * self.scaling
             s = s + mask
             probe(4, i, "scores", s[0])
             pr = F.softmax(s, dim=-1, dtype=self.up).to(self.dtype)
             probe(4, i, "probs", pr[0])
+            if self.numerics is not None:
+                pr = self.numerics.kqv_operand(pr)
             o = torch.matmul(pr, vr).transpose(1, 2).contiguous().reshape(1, T, H * D)
             o = self._linear(o, p + "self_attn.o_proj")
             probe(5, i, "attn_out", o[0])

@@ -23,6 +23,7 @@ import torch  # noqa: E402
 import compare_references as cr  # noqa: E402
 import dump_references as dr  # noqa: E402
 import emulate  # noqa: E402
+import gpt2_torch  # noqa: E402
 import make_tiny_model as mtm  # noqa: E402
 
 SMALL = dict(seed=7, L=1, H=2, C=16, P=32)
@@ -307,6 +308,23 @@ class EmulateTest(unittest.TestCase):
         self.assertEqual(y.dtype, torch.float32)
         self.assertEqual(e.gelu(x.to(torch.float64)).dtype, torch.float64)
 
+    def test_f16_kv_rounds_only_the_cache(self):
+        """f16-kv: cache() is to_f16 (float32 and float64 alike), q and the
+        probabilities pass through untouched, the GELU is gpt2_torch's."""
+        e = emulate.profile("f16-kv")
+        g = torch.Generator().manual_seed(3)
+        for dtype in (torch.float32, torch.float64):
+            x = torch.randn(2, 5, 8, generator=g, dtype=dtype) * 3
+            c = e.cache(x)
+            self.assertEqual(c.dtype, dtype)
+            np.testing.assert_array_equal(c.numpy(), x.numpy().astype(np.float16).astype(c.numpy().dtype))
+            self.assertFalse(torch.equal(c, x))
+            self.assertIs(e.kq_operand(x), x)
+            self.assertIs(e.kqv_operand(x), x)
+            self.assertTrue(torch.equal(e.gelu(x), gpt2_torch.gelu_new(x)))
+        self.assertEqual(emulate.unsupported("f16-kv", "qwen2"), None)
+        self.assertEqual(emulate.unsupported("llamacpp-cpu-f16kv", "gpt2"), None)
+
     def test_float16_rounding_is_direct(self):
         # float64 -> float16 in one rounding: 1 + 2^-11 + 2^-40 is just above
         # a float16 midpoint; through float32 it would land on it and round
@@ -368,6 +386,59 @@ class DumperTest(unittest.TestCase):
                 np.testing.assert_array_equal(c, c.astype(np.float16).astype(c.dtype))
         k = self.load(out, "a/l00_k")
         self.assertFalse(np.array_equal(k, k.astype(np.float16).astype(np.float32)))
+
+    def test_emulate_f16_kv_profile(self):
+        """--emulate f16-kv (llorch-check's float16 KV cache): the cache
+        holds float16 values, float32 and twin alike, and differs from the
+        plain set's; everything before the attention is the plain set's;
+        q and the probabilities are not rounded to float16, unlike
+        llamacpp-cpu-f16kv's (which rounds q and the softmax for its
+        matmuls); the GELU is the plain tanh GELU, not ggml's table."""
+        plain, out = os.path.join(self.tmp, "plain-kv"), os.path.join(self.tmp, "f16-kv")
+        ggml = os.path.join(self.tmp, "ggml-kv")
+        self.assertEqual(self.dump(plain)[0], 0)
+        rc, msg = self.dump(out, "--emulate", "f16-kv")
+        self.assertEqual(rc, 0, msg)
+        self.assertEqual(self.dump(ggml, "--emulate", "llamacpp-cpu-f16kv")[0], 0)
+        g = json.loads(contents(out)["manifest.json"])["generator"]["emulates"]
+        self.assertEqual(g["profile"], "f16-kv")
+        self.assertIn("--kv-cache-dtype f16", g["applies"])
+        for f64 in (False, True):
+            for name in ("k_cache", "v_cache"):
+                c = self.load(out, "a/l00_" + name, f64)
+                np.testing.assert_array_equal(c, c.astype(np.float16).astype(c.dtype))
+                p = self.load(plain, "a/l00_" + name, f64)
+                self.assertFalse(np.array_equal(c, p), name)
+                # The layer's cache is its k, v rounded once, nearest even.
+                np.testing.assert_array_equal(c, p.astype(np.float16).astype(p.dtype))
+            for rel in ("a/embeddings", "a/l00_ln_1", "a/l00_q", "a/l00_k", "a/l00_v"):
+                np.testing.assert_array_equal(self.load(out, rel, f64), self.load(plain, rel, f64), rel)
+            for rel in ("a/l00_scores", "a/l00_probs", "a/l00_attn_out", "a/last_logits"):
+                self.assertFalse(np.array_equal(self.load(out, rel, f64), self.load(plain, rel, f64)), rel)
+        # q and the softmax stay float32: the scores of a float16 cache and
+        # an unrounded q differ from llamacpp-cpu-f16kv's, whose q is rounded.
+        s, s16 = self.load(out, "a/l00_scores"), self.load(ggml, "a/l00_scores")
+        causal = np.tril(np.ones(s.shape[-2:], dtype=bool))
+        self.assertFalse(np.array_equal(s[..., causal], s16[..., causal]))
+        np.testing.assert_array_equal(self.load(out, "a/l00_k_cache"), self.load(ggml, "a/l00_k_cache"))
+        self.assertFalse(np.array_equal(self.load(out, "a/l00_attn_out"), self.load(ggml, "a/l00_attn_out")))
+        # The GELU is the plain one: a table value check would fail somewhere.
+        table = set(emulate.ggml_gelu_table().astype(np.float64).tolist())
+        self.assertFalse(set(self.load(out, "a/l00_gelu").ravel().tolist()) <= table)
+
+    def test_case_option(self):
+        """--case keeps the named cases of the --cases file, and every pair."""
+        out = os.path.join(self.tmp, "one-case")
+        rc, msg = self.dump(out, "--case", "one")
+        self.assertEqual(rc, 0, msg)
+        m = json.loads(contents(out)["manifest.json"])
+        self.assertEqual([c["id"] for c in m["cases"]], ["one"])
+        self.assertEqual({e["case"] for e in m["tensors"]}, {"one"})
+        self.assertEqual(len(m["loglikelihood"]), 2)
+        self.assertEqual(sorted(os.listdir(out)), ["manifest.json", "one"])
+        rc, msg = self.dump(os.path.join(self.tmp, "never"), "--case", "nope")
+        self.assertEqual(rc, 2, msg)
+        self.assertIn("--case 'nope': no such case", msg)
 
     def test_rerun_identical_refuses_different_force_replaces(self):
         out = os.path.join(self.tmp, "refs")
@@ -589,12 +660,55 @@ class LlamaDumperTest(unittest.TestCase):
         m = json.loads(contents(c)["manifest.json"])["model"]
         self.assertEqual((m["weights_dtype"], m["matrices_held_as"]), ("F32", "float16"))
 
+    def test_emulate_f16_kv(self):
+        """--emulate f16-kv applies to the Llama family: the cache (k after
+        RoPE, v; Hkv heads, before GQA's repeat) holds the float16-rounded
+        values, in the float32 set and its twin; q_rope, k_rope and the
+        probabilities are not rounded; what precedes the attention is the
+        plain set's. qwen2 (biases, GQA 4:2) and qwen3 (q_norm, k_norm)."""
+        for name in ("tiny-llama-qwen2", "tiny-llama-qwen3"):
+            with self.subTest(model=name):
+                plain, out = os.path.join(self.tmp, name + "-plain"), os.path.join(self.tmp, name + "-f16kv")
+                self.assertEqual(self.dump(self.model(name), plain)[0], 0)
+                rc, msg = self.dump(self.model(name), out, "--emulate", "f16-kv")
+                self.assertEqual(rc, 0, msg)
+                m = json.loads(contents(out)["manifest.json"])
+                self.assertEqual(m["generator"]["emulates"]["profile"], "f16-kv")
+                load = (lambda d, rel, f64: np.load(os.path.join(d, rel + (".f64.npy" if f64 else ".npy"))))
+                for f64 in (False, True):
+                    for layer in range(2):
+                        for name_ in ("k_cache", "v_cache"):
+                            rel = f"hello/l{layer:02d}_{name_}"
+                            c = load(out, rel, f64)
+                            self.assertEqual(c.shape[0], 2)  # Hkv heads: rounded before repeat_kv
+                            np.testing.assert_array_equal(c, c.astype(np.float16).astype(c.dtype), rel)
+                            self.assertFalse(np.array_equal(c, load(plain, rel, f64)), rel)
+                        # k_rope is the cache's input, unrounded; the cache is it rounded once.
+                        kr = load(out, f"hello/l{layer:02d}_k_rope", f64)
+                        self.assertFalse(np.array_equal(kr, kr.astype(np.float16).astype(kr.dtype)))
+                        q = load(out, f"hello/l{layer:02d}_q_rope", f64)
+                        self.assertFalse(np.array_equal(q, q.astype(np.float16).astype(q.dtype)))
+                        p = load(out, f"hello/l{layer:02d}_probs", f64)
+                        self.assertFalse(np.array_equal(p, p.astype(np.float16).astype(p.dtype)))
+                    for name_ in ("k_cache", "v_cache"):  # layer 0's input is the plain set's: rounded once
+                        want = load(plain, "hello/l00_" + name_, f64)
+                        np.testing.assert_array_equal(load(out, "hello/l00_" + name_, f64),
+                                                      want.astype(np.float16).astype(want.dtype))
+                    for rel in ("hello/embeddings", "hello/l00_attn_norm", "hello/l00_q_rope", "hello/l00_k_rope",
+                                "hello/l00_v"):
+                        np.testing.assert_array_equal(load(out, rel, f64), load(plain, rel, f64), rel)
+                    for rel in ("hello/l00_scores", "hello/l00_attn_out", "hello/last_logits"):
+                        self.assertFalse(np.array_equal(load(out, rel, f64), load(plain, rel, f64)), rel)
+
     def test_bad_inputs_exit_2(self):
         out = os.path.join(self.tmp, "never")
         model = self.model("tiny-llama-qwen3")
-        rc, msg = self.dump(model, out, "--emulate", "llamacpp-cpu")
-        self.assertEqual(rc, 2, msg)
-        self.assertIn("model_type 'qwen3'", msg)
+        for prof in ("llamacpp-cpu", "llamacpp-cpu-f16kv"):
+            rc, msg = self.dump(model, out, "--emulate", prof)
+            self.assertEqual(rc, 2, msg)
+            self.assertIn(f"--emulate {prof}: not implemented for model_type 'qwen3'", msg)
+            self.assertIn("GELU", msg)
+            self.assertIn("f16-kv", msg)  # what the family can use
         rc, msg = run_quiet(dr.main, ["--model", model, "--prompt", "Hello", "--out", out])
         self.assertEqual(rc, 2, msg)
         self.assertIn("no Python tokenizer", msg)
