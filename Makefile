@@ -26,7 +26,7 @@ verify-gguf:
 	fi && \
 	PYTHON=$(PYTHON) GO=$(GO) bash scripts/verify_gguf.sh $$ggml
 
-.PHONY: run build install test lint bench bench-llamacpp bench-go bench-tokenizer fuzz test-scripts references verify-references verify-f16
+.PHONY: run build install test lint bench bench-llamacpp bench-serve bench-go bench-tokenizer fuzz test-scripts references verify-references verify-f16
 
 # The default GPT-2 model, then each Llama-family tiny model (LLAMA_MODELS)
 # against its own set in testdata/references, found beside it by name;
@@ -61,6 +61,14 @@ test:
 # per model; MODELS=gpt2 prints GPT-2's tables alone, as before.
 bench-llamacpp:
 	PYTHON=$(PYTHON) bash scripts/bench/llamacpp.sh
+
+# `serve` under 1, 8 and 32 concurrent streaming clients on loopback
+# (scripts/bench/serveload): plain, shared-prefix and long-prompt
+# scenarios, a row per level (tokens/s, TTFT and inter-token p50/p99,
+# errors, RSS); LLAMA_SERVER=/path/to/llama-server adds llama.cpp's server
+# on the same GGUF file and a table of ratios. Not run by CI.
+bench-serve:
+	PYTHON=$(PYTHON) GO=$(GO) bash scripts/bench/serve.sh
 
 # Peak RSS of every weights format (HF, GGUF of every type) of each model
 # of MODELS against the file plus the KV cache in use, plus 10% (issue
@@ -142,6 +150,8 @@ references:
 	$(PYTHON) scripts/make_tiny_model.py --out $(TINY_MODEL)
 	$(PYTHON) scripts/dump_references.py --model $(TINY_MODEL) --cases $(CASES) --out $(TINY_REFS) --force
 	$(PYTHON) scripts/dump_references.py --model $(TINY_MODEL) --corpus $(CORPUS) --top-k 32 --out $(TINY_CORPUS_REFS) --force
+	$(PYTHON) scripts/dump_references.py --model $(TINY_MODEL) --cases $(CASES) --case long --logits-rows 2 --emulate f16-kv --out testdata/references/tiny-gpt2-f16kv --force
+	$(PYTHON) scripts/dump_references.py --model testdata/tiny-llama-qwen2 $(LLAMA_REFS_ARGS) --emulate f16-kv --out testdata/references/tiny-llama-qwen2-f16kv --force
 	for m in $(LLAMA_MODELS); do \
 		$(PYTHON) scripts/dump_references.py --model testdata/$$m $(LLAMA_REFS_ARGS) --out testdata/references/$$m --force || exit 1; \
 	done
@@ -159,6 +169,10 @@ verify-references:
 		$(PYTHON) scripts/compare_references.py $(TINY_REFS) $$tmp/refs && \
 		$(PYTHON) scripts/dump_references.py --model $(TINY_MODEL) --corpus $(CORPUS) --top-k 32 --out $$tmp/corpus && \
 		$(PYTHON) scripts/compare_references.py $(TINY_CORPUS_REFS) $$tmp/corpus && \
+		$(PYTHON) scripts/dump_references.py --model $(TINY_MODEL) --cases $(CASES) --case long --logits-rows 2 --emulate f16-kv --out $$tmp/gpt2-f16kv && \
+		$(PYTHON) scripts/compare_references.py testdata/references/tiny-gpt2-f16kv $$tmp/gpt2-f16kv && \
+		$(PYTHON) scripts/dump_references.py --model testdata/tiny-llama-qwen2 $(LLAMA_REFS_ARGS) --emulate f16-kv --out $$tmp/qwen2-f16kv && \
+		$(PYTHON) scripts/compare_references.py testdata/references/tiny-llama-qwen2-f16kv $$tmp/qwen2-f16kv && \
 		for m in $(LLAMA_MODELS); do \
 			$(PYTHON) scripts/dump_references.py --model testdata/$$m $(LLAMA_REFS_ARGS) --out $$tmp/$$m && \
 			$(PYTHON) scripts/compare_references.py testdata/references/$$m $$tmp/$$m || exit 1; \
