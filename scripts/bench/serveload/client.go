@@ -25,6 +25,7 @@ type result struct {
 	req      request
 	status   int    // HTTP status; 0 when the request never got one
 	errKind  string // "" when the stream ended with [DONE]; else the errors column's key
+	errText  string // what went wrong, for the log
 	sent     time.Duration
 	chunks   []time.Duration // arrival of each chunk carrying text
 	end      time.Duration
@@ -98,7 +99,7 @@ func (c *client) stream(ctx context.Context, start time.Time, req request, onChu
 	res.sent = time.Since(start)
 	resp, err := c.post(ctx, "/v1/completions", body)
 	if err != nil {
-		res.errKind, res.end = "conn", time.Since(start)
+		res.errKind, res.errText, res.end = "conn", err.Error(), time.Since(start)
 		return res
 	}
 	defer resp.Body.Close()
@@ -106,8 +107,10 @@ func (c *client) stream(ctx context.Context, start time.Time, req request, onChu
 	if resp.StatusCode/100 != 2 {
 		// Drained so the connection is reused; the errors column counts
 		// by status (429 is the server's backpressure at --max-queue).
+		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
 		_, _ = io.Copy(io.Discard, resp.Body)
 		res.errKind, res.end = strconv.Itoa(resp.StatusCode), time.Since(start)
+		res.errText = resp.Status + ": " + string(bytes.TrimSpace(msg))
 		return res
 	}
 	done := false
@@ -148,9 +151,9 @@ func (c *client) stream(ctx context.Context, start time.Time, req request, onChu
 	}
 	switch {
 	case err != nil:
-		res.errKind = "stream"
+		res.errKind, res.errText = "stream", err.Error()
 	case !done:
-		res.errKind = "no-done" // the stream closed before data: [DONE]
+		res.errKind, res.errText = "no-done", "the stream closed before data: [DONE]"
 	}
 	return res
 }

@@ -44,7 +44,7 @@ func (s settings) scenarioSeed() uint64 {
 // shortRequest is request i of a level of n clients: a distinct prompt,
 // after the one shared prefix in the shared-prefix scenario.
 func (s settings) shortRequest(n, i int) request {
-	p := prompt(newRNG(s.scenarioSeed(), n, i), s.promptTokens)
+	p := prompt(newRNG(s.scenarioSeed(), kindShort, n, i), s.promptTokens)
 	if s.scenario == sharedPrefix {
 		p = s.prefix() + " " + p
 	}
@@ -54,12 +54,12 @@ func (s settings) shortRequest(n, i int) request {
 // prefix is the shared-prefix scenario's system text: the same for every
 // request of every level, as a deployment's system prompt would be.
 func (s settings) prefix() string {
-	return prompt(newRNG(s.scenarioSeed(), -1, 0), s.prefixTokens)
+	return prompt(newRNG(s.scenarioSeed(), kindPrefix, 0, 0), s.prefixTokens)
 }
 
 // longRequest is the long-prompt scenario's one long prompt of a level.
 func (s settings) longRequest(n int) request {
-	return request{prompt: prompt(newRNG(s.scenarioSeed(), n, -1), s.longTokens), maxTokens: s.maxTokens, long: true}
+	return request{prompt: prompt(newRNG(s.scenarioSeed(), kindLong, n, 0), s.longTokens), maxTokens: s.maxTokens, long: true}
 }
 
 // runLevel runs one level: n clients, each sending its next request as

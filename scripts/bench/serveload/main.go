@@ -12,6 +12,7 @@
 //
 //	serveload --url http://127.0.0.1:8080 --clients 1,8,32 --scenario plain
 //	serveload compare OURS.json PEER.json
+//	serveload freeport   (a free loopback port, for scripts/bench/serve.sh)
 //
 // Only the standard library, so it runs against any server without the
 // repository's packages behind it.
@@ -24,6 +25,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"strconv"
@@ -51,6 +53,15 @@ func main() {
 			fmt.Fprintln(os.Stderr, "serveload:", err)
 			os.Exit(1)
 		}
+		return
+	}
+	if len(os.Args) == 2 && os.Args[1] == "freeport" {
+		port, err := freePort()
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "serveload:", err)
+			os.Exit(1)
+		}
+		fmt.Println(port)
 		return
 	}
 	o, err := parseFlags(os.Args[1:])
@@ -122,9 +133,12 @@ func parseFlags(args []string) (options, error) {
 // run measures every level and prints the table (and the JSON).
 func run(ctx context.Context, o options, out, log io.Writer) error {
 	c := &client{
-		// One connection per client and no overall timeout: streams last
-		// as long as their tokens take; --timeout bounds each request.
-		http:   &http.Client{Timeout: o.timeout, Transport: &http.Transport{MaxIdleConnsPerHost: 256, DisableCompression: true}},
+		// A new connection a request: llama-server (cpp-httplib) closes a
+		// kept-alive connection after a few requests without saying so,
+		// and a POST sent on it fails with EOF; on loopback a connection
+		// costs well under a millisecond. No overall timeout: streams
+		// last as long as their tokens take; --timeout bounds each one.
+		http:   &http.Client{Timeout: o.timeout, Transport: &http.Transport{DisableKeepAlives: true, DisableCompression: true}},
 		url:    o.url,
 		apiKey: o.apiKey,
 		model:  o.model,
@@ -148,7 +162,7 @@ func run(ctx context.Context, o options, out, log io.Writer) error {
 	}
 	// One request first, not counted: the first request of a process
 	// pays for lazy set-up (page faults of the weights, buffers).
-	warm := c.stream(ctx, time.Now(), request{prompt: prompt(newRNG(o.scenarioSeed(), 0, 0), o.promptTokens), maxTokens: 4}, nil)
+	warm := c.stream(ctx, time.Now(), request{prompt: prompt(newRNG(o.scenarioSeed(), kindWarmUp, 0, 0), o.promptTokens), maxTokens: 4}, nil)
 	if !warm.ok() {
 		return fmt.Errorf("warm-up request failed: %s", warm.errKind)
 	}
@@ -165,6 +179,7 @@ func run(ctx context.Context, o options, out, log io.Writer) error {
 		fmt.Fprintf(log, "serveload: %s %s: %d clients, %d requests\n", o.label, o.scenario, n, o.requestsFor(n))
 		wall, rs := runLevel(ctx, c, o.settings, n)
 		l := summarize(n, wall, rs, o.settings)
+		logErrors(log, rs)
 		if o.pid > 0 {
 			rss, hwm, err := procMemory(o.pid)
 			if err != nil {
@@ -209,4 +224,30 @@ func fitContext(s *settings, ctxLen int, log io.Writer) error {
 		s.longTokens = room
 	}
 	return nil
+}
+
+// freePort asks the kernel for a free loopback port: llama-server takes
+// no --port 0, so serve.sh picks one for both servers this way (another
+// process could take it before the server binds; on loopback it does not).
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+// logErrors writes the first few failures of a level, one kind at a time
+// (a burst of 429s is one line, not ninety).
+func logErrors(log io.Writer, rs []result) {
+	seen := map[string]int{}
+	for _, r := range rs {
+		if r.ok() {
+			continue
+		}
+		if seen[r.errKind]++; seen[r.errKind] == 1 {
+			fmt.Fprintf(log, "serveload: error %s: %s\n", r.errKind, r.errText)
+		}
+	}
 }

@@ -45,9 +45,18 @@ func prompt(rng *rand.Rand, n int) string {
 	return b.String()
 }
 
-// newRNG is the seeded generator of one prompt: the scenario, the level
-// and the request index pick it, so a rerun sends the same prompts and no
-// two requests of a run (across levels too) send the same one.
-func newRNG(seed uint64, level, index int) *rand.Rand {
-	return rand.New(rand.NewPCG(seed, uint64(level)<<32|uint64(index)))
+// The kinds of prompt, each drawn from its own stream of the generator.
+const (
+	kindShort  = iota // a level's distinct prompts (or suffixes)
+	kindLong          // the long-prompt scenario's long prompt of a level
+	kindPrefix        // the shared-prefix scenario's one prefix
+	kindWarmUp        // the uncounted first request
+)
+
+// newRNG is the seeded generator of one prompt: the scenario (in seed),
+// the kind, the level and the request index pick it, so a rerun sends the
+// same prompts and no two requests of a run, across levels too, send the
+// same one (a repeated prompt is a cache hit for llama-server).
+func newRNG(seed uint64, kind, level, index int) *rand.Rand {
+	return rand.New(rand.NewPCG(seed, uint64(kind)<<56|uint64(level)<<28|uint64(index)))
 }

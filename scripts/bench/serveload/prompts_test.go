@@ -28,13 +28,29 @@ func TestPromptsAreDistinctAndSized(t *testing.T) {
 	tk, err := tokenizer.Load("../../../testdata/tiny-gpt2")
 	require.NoError(t, err)
 	seen := map[string]bool{}
-	for level, n := range map[int]int{1: 32, 8: 32, 32: 1000} {
-		for i := range 40 {
-			p := prompt(newRNG(1, level, i), n)
-			assert.False(t, seen[p], "prompt repeated")
-			seen[p] = true
-			// The first word has no space before it and may split.
-			assert.InDelta(t, n, len(tk.Encode(p)), 2, "level %d request %d", level, i)
+	for _, kind := range []int{kindShort, kindLong, kindPrefix, kindWarmUp} {
+		for _, level := range []int{0, 1, 8, 32} {
+			for i := range 40 {
+				// A prompt's first word is enough to tell them apart here.
+				p := prompt(newRNG(1, kind, level, i), 8)
+				assert.False(t, seen[p], "kind %d level %d request %d: prompt repeated", kind, level, i)
+				seen[p] = true
+			}
 		}
 	}
+	for _, n := range []int{32, 200, 1000} {
+		p := prompt(newRNG(1, kindLong, 8, 0), n)
+		// The first word has no space before it and may split.
+		assert.InDelta(t, n, len(tk.Encode(p)), 2, "%d words", n)
+	}
+	// The same seed and place draw the same prompt: reruns compare.
+	assert.Equal(t, prompt(newRNG(1, kindShort, 8, 3), 32), prompt(newRNG(1, kindShort, 8, 3), 32))
+	// Each level's long prompt is its own (the bug this test caught sent
+	// one long prompt at every level: a cache hit from the second on).
+	assert.NotEqual(t, settings{longTokens: 50}.longRequest(1).prompt, settings{longTokens: 50}.longRequest(8).prompt)
+	s := settings{scenario: sharedPrefix, prefixTokens: 50, promptTokens: 8}
+	a, b := s.shortRequest(8, 0).prompt, s.shortRequest(8, 1).prompt
+	assert.Equal(t, s.prefix(), a[:len(s.prefix())], "shared prefix first")
+	assert.Equal(t, a[:len(s.prefix())], b[:len(s.prefix())])
+	assert.NotEqual(t, a, b)
 }
