@@ -96,8 +96,13 @@ func kernelName() string {
 }
 
 // axpyPanel: y[i,0:n] += Σ_k x[i,k]·w[k,0:n] for i < m (strides in
-// elements). The assembly takes the largest part with n a multiple of 16
-// and k of 4; the edges go to the generic code.
+// elements). The assembly takes the part with k a multiple of 4, the last
+// n%16 columns through 16-wide scratch (axpyEdge), so that every column
+// is summed with fused multiply-adds however the columns are split: the
+// tile kernel's right edge and the panel path then give a column the same
+// bits, and a row the same bits in a decode step, a prefill or a prefix
+// reused (an unfused 8-column edge once made 64×128 products differ). The
+// last k%4 rows are fused the same way, through axpyRows.
 func axpyPanel(y []float32, ldy int, x []float32, ldx int, w []float32, ldw int, n, m, k int) {
 	if !useAVX2 || m == 0 {
 		axpyPanelGeneric(y, ldy, x, ldx, w, ldw, n, m, k)
@@ -112,11 +117,49 @@ func axpyPanel(y []float32, ldy int, x []float32, ldx int, w []float32, ldw int,
 		_ = w[(k4-1)*ldw+n16-1]
 		axpyPanelAVX2(unsafe.SliceData(y), ldy*4, unsafe.SliceData(x), ldx*4, unsafe.SliceData(w), ldw*4, n16, m, k4)
 	}
-	if k4 < k && n16 > 0 {
-		axpyPanelGeneric(y, ldy, x[k4:], ldx, w[k4*ldw:], ldw, n16, m, k-k4)
+	if n16 < n && k4 > 0 {
+		axpyEdge(y[n16:], ldy, x, ldx, w[n16:], ldw, n-n16, m, k4)
 	}
-	if n16 < n {
-		axpyPanelGeneric(y[n16:], ldy, x, ldx, w[n16:], ldw, n-n16, m, k)
+	if k4 < k {
+		axpyRows(y, ldy, x[k4:], ldx, w[k4*ldw:], ldw, n, m, k-k4)
+	}
+}
+
+// axpyRows is axpyPanel on k < 4 rows of w: x's and w's rows are copied
+// into scratch four deep, the rest zero, so that they too are fused
+// multiply-adds, as the tile kernel sums them.
+func axpyRows(y []float32, ldy int, x []float32, ldx int, w []float32, ldw int, n, m, k int) {
+	buf := getScratch(4 * (m + n))
+	defer scratch.Put(buf)
+	xb, wb := (*buf)[:4*m], (*buf)[4*m:4*(m+n)]
+	clear(*buf)
+	for i := range m {
+		copy(xb[i*4:i*4+k], x[i*ldx:i*ldx+k])
+	}
+	for r := range k {
+		copy(wb[r*n:(r+1)*n], w[r*ldw:r*ldw+n])
+	}
+	axpyPanel(y, ldy, xb, 4, wb, n, n, m, 4)
+}
+
+// axpyEdge is axpyPanelAVX2 on n < 16 columns (k a multiple of 4): y's
+// and w's columns are copied into 16-wide scratch, the rest zero, and y's
+// copied back.
+func axpyEdge(y []float32, ldy int, x []float32, ldx int, w []float32, ldw int, n, m, k int) {
+	buf := getScratch(16 * (m + k))
+	defer scratch.Put(buf)
+	yb, wb := (*buf)[:16*m], (*buf)[16*m:16*(m+k)]
+	clear(*buf)
+	for i := range m {
+		copy(yb[i*16:i*16+n], y[i*ldy:i*ldy+n])
+	}
+	for r := range k {
+		copy(wb[r*16:r*16+n], w[r*ldw:r*ldw+n])
+	}
+	_ = x[(m-1)*ldx+k-1]
+	axpyPanelAVX2(unsafe.SliceData(yb), 16*4, unsafe.SliceData(x), ldx*4, unsafe.SliceData(wb), 16*4, 16, m, k)
+	for i := range m {
+		copy(y[i*ldy:i*ldy+n], yb[i*16:i*16+n])
 	}
 }
 

@@ -76,10 +76,9 @@ const colChunk = 192
 // 124M shapes, where chains of kSum are level with it. The tile kernel
 // (prefill, batched decode) sums in registers; the panel kernel (decode,
 // and the tiles' edges) in acc. Both add a block in k order from zero, so
-// a sequence decoded in a batch gets the same bits as alone. (When K is not
-// a multiple of 4, as in no GGUF type or GPT-2 shape, the panel path sums
-// the last K%4 rows of a block's edge columns without fusing; the tiles
-// fuse them.)
+// a sequence decoded in a batch gets the same bits as alone, and every
+// multiply-add is fused in both, narrow edges and K%4 rows included
+// (axpyPanel), so a row's bits never depend on the rows beside it.
 //
 // Float16 weights go to the panel kernel's float16 twin, which widens
 // them as it loads them; for the tile kernel a block is widened into
