@@ -4,8 +4,10 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 
+	"github.com/llorch/llorch-check/gguf"
 	"github.com/stretchr/testify/require"
 )
 
@@ -207,6 +209,72 @@ func TestAttentionKernels(t *testing.T) {
 					want += float64(p[s]) * float64(v[s*D+d])
 				}
 				require.InDelta(t, want, out[d], 1e-4, "D=%d n=%d out %d", D, n, d)
+			}
+		}
+	}
+}
+
+// TestAttentionKernelsBlocked: keys and values held in blocks of a
+// multiple of 4 positions, scored and summed block after block, give the
+// bits of one contiguous piece (the paged KV cache relies on it).
+func TestAttentionKernelsBlocked(t *testing.T) {
+	r := rand.New(rand.NewPCG(33, 34))
+	for _, D := range []int{8, 64, 72} {
+		for _, B := range []int{4, 16} {
+			for _, n := range []int{1, 3, 4, 7, 16, 17, 64, 130} {
+				q, k, v := randSlice(r, D), randSlice(r, n*D), randSlice(r, n*D)
+				p := randSlice(r, n)
+				sc, out := make([]float32, n), make([]float32, D)
+				Scores(sc, q, k, D, n)
+				WeightedSum(out, p, v, D, n)
+				bsc, bout := make([]float32, n), make([]float32, D)
+				for s := 0; s < n; s += B {
+					nb := min(B, n-s)
+					Scores(bsc[s:], q, slices.Clone(k[s*D:(s+nb)*D]), D, nb)
+					AddWeightedSum(bout, p[s:], slices.Clone(v[s*D:(s+nb)*D]), D, nb)
+				}
+				require.Equal(t, sc, bsc, "D=%d B=%d n=%d scores", D, B, n)
+				require.Equal(t, out, bout, "D=%d B=%d n=%d weighted sum", D, B, n)
+			}
+		}
+	}
+}
+
+func TestWiden(t *testing.T) {
+	for _, n := range []int{0, 1, 7, 8, 33} {
+		src := make([]uint16, n)
+		for i := range src {
+			src[i] = uint16(0x3c00 + 37*i) // 1.0 and on
+		}
+		dst := make([]float32, n)
+		Widen(dst, src)
+		for i, h := range src {
+			require.Equal(t, gguf.Float16To32(h), dst[i], "n=%d element %d", n, i)
+		}
+	}
+}
+
+// TestMatMulRowsIndependent: a row's product has the same bits whatever
+// rows share the call (decode, prefill, a chunk of one, the suffix of a
+// reused prefix), for every weight layout and for widths whose tile edge
+// is narrower than the 16-column kernel (64×128: an 8-column edge).
+func TestMatMulRowsIndependent(t *testing.T) {
+	r := rand.New(rand.NewPCG(35, 36))
+	for _, sh := range [][2]int{{64, 128}, {64, 200}, {64, 256}, {128, 64}, {64, 96}, {70, 136}} {
+		K, N := sh[0], sh[1]
+		w := randSlice(r, K*N)
+		h, err := ToFloat16(w)
+		require.NoError(t, err)
+		slabbed, err := Slabbed(Float32(w), K, N)
+		require.NoError(t, err)
+		for name, m := range map[string]Matrix{"f32": Float32(w), "f16": Float16(h), "slabbed": slabbed} {
+			x := randSlice(r, 50*K)
+			all := make([]float32, 50*N)
+			MatMulAcc(all, x, m, 50, K, N)
+			for _, T := range []int{1, 2, 3, 4, 6, 9, 10} {
+				part := make([]float32, T*N)
+				MatMulAcc(part, x[(50-T)*K:], m, T, K, N)
+				require.Equal(t, all[(50-T)*N:], part, "%s %dx%d, last %d rows alone", name, K, N, T)
 			}
 		}
 	}
