@@ -11,8 +11,8 @@ import (
 type attnJob struct {
 	qkv           []float32 // [T,width]: q | k | v, heads side by side (qkvLayout)
 	out           []float32 // [T,H·D] merged heads, before c_proj
-	kc, vc        []float32 // the layer's cache K and V
 	cache         *Cache
+	layer         int
 	T, off, S     int
 	width, D, HD  int       // row widths of qkv and out, head width
 	group, nKV    int       // query heads per key/value head (grouped-query attention), key/value heads
@@ -45,11 +45,15 @@ func (j *attnJob) run(H int) {
 }
 
 // scratch takes one worker's buffers from the pools: the scores (unused
-// when the probe buffers hold them) and the softmax's float64 terms.
+// when the probe buffers hold them, else T·S, plus a block of widened keys
+// or values for a float16 cache) and the softmax's float64 terms.
 func (j *attnJob) scratch() (*[]float32, *[]float64) {
 	n := j.T * j.S
 	if j.scores != nil {
 		n = 0
+	}
+	if p := j.cache.seq.pool; p.f16 {
+		n += p.blockTokens * p.headDim
 	}
 	return scoreBuffers.get(n), expBuffers.get(j.S)
 }
@@ -59,13 +63,20 @@ func (j *attnJob) release(sc *[]float32, e64 *[]float64) {
 	expBuffers.put(e64)
 }
 
-// head computes head h. Without a probe, scratch holds the scores and then,
-// in place, the probabilities. Keys past the causal mask are never
-// multiplied, and a position gets the same bits in a prefill as in a
-// decode step (kernels.Scores, kernels.WeightedSum).
+// head computes head h block by block of the cache: every row's scores
+// against a block's keys, then the softmax of each row, then each row's
+// weighted sum, its values added block after block in key order. Without
+// a probe, scratch holds the scores and then, in place, the
+// probabilities. Keys past the causal mask are never multiplied, and a
+// position gets the same bits in a prefill as in a decode step, and in
+// blocks as in one piece (kernels.Scores, kernels.AddWeightedSum).
 func (j *attnJob) head(h int, scratch []float32, e64 []float64) {
 	T, S, D, W, HD := j.T, j.S, j.D, j.width, j.HD
-	sc, pr := scratch, scratch
+	n := T * S
+	if j.scores != nil {
+		n = 0
+	}
+	sc, pr, widened := scratch[:n], scratch[:n], scratch[n:]
 	if j.scores != nil {
 		sc = j.scores[h*T*S : (h+1)*T*S]
 		pr = j.probs[h*T*S : (h+1)*T*S]
@@ -74,16 +85,32 @@ func (j *attnJob) head(h int, scratch []float32, e64 []float64) {
 	if j.wrongGroup {
 		kv = h % j.nKV
 	}
-	k, v := j.cache.head(j.kc, kv, S), j.cache.head(j.vc, kv, S)
-	for t := range T {
-		visible := j.off + t + 1
+	visible := func(t int) int {
 		if j.noMask {
-			visible = S
+			return S
 		}
-		row := sc[t*S : (t+1)*S]
-		kernels.Scores(row, j.qkv[t*W+h*D:], k, D, visible)
-		softmaxRow(pr[t*S:(t+1)*S], row, visible, j.scale, j.mulScale, e64)
-		kernels.WeightedSum(j.out[t*HD+h*D:], pr[t*S:t*S+visible], v, D, visible)
+		return j.off + t + 1
+	}
+	B := j.cache.seq.pool.blockTokens
+	for i := 0; i*B < S; i++ {
+		k := j.cache.blockKV(j.layer, 0, kv, i, widened)
+		for t := range T {
+			if nv := min(visible(t)-i*B, B); nv > 0 {
+				kernels.Scores(sc[t*S+i*B:], j.qkv[t*W+h*D:], k, D, nv)
+			}
+		}
+	}
+	for t := range T {
+		softmaxRow(pr[t*S:(t+1)*S], sc[t*S:(t+1)*S], visible(t), j.scale, j.mulScale, e64)
+		clear(j.out[t*HD+h*D : t*HD+(h+1)*D])
+	}
+	for i := 0; i*B < S; i++ {
+		v := j.cache.blockKV(j.layer, 1, kv, i, widened)
+		for t := range T {
+			if nv := min(visible(t)-i*B, B); nv > 0 {
+				kernels.AddWeightedSum(j.out[t*HD+h*D:], pr[t*S+i*B:], v, D, nv)
+			}
+		}
 	}
 }
 

@@ -1,34 +1,53 @@
 package model
 
-import "fmt"
+import (
+	"fmt"
+	"runtime"
 
-// Cache holds the keys and values of the positions a sequence has seen so
-// far. Each layer stores K and V as [H, capacity, D], H the key/value heads
-// (fewer than the query heads under grouped-query attention), so that the
-// keys of one head are a contiguous [positions, D] matrix for the
-// attention GEMMs.
+	"github.com/llorch/llorch-check/gguf"
+	"github.com/llorch/llorch-check/kernels"
+)
+
+// Cache holds the keys and values of the positions one sequence has seen,
+// in blocks of its KVPool: a block is taken as the sequence grows into it
+// and given back by Reset, Truncate or Close (or when the cache is
+// garbage), so a cache holds memory for the positions it has, not for the
+// context. Blocks of a prompt prefix may be shared with other caches of a
+// prefix-caching pool (ReusePrefix); a shared block is never written, a
+// cache that must write into one copies it first.
 type Cache struct {
-	nLayer, nHead, headDim, capacity int
-	n                                int
-	k, v                             [][]float32
-	logits                           []float32 // DecodeBatch's result for this sequence, reused
+	seq      *kvSeq
+	n        int
+	capacity int
+	tokens   []int32   // the positions' tokens, when the pool caches prefixes
+	logits   []float32 // DecodeBatch's result for this sequence, reused
 }
 
-// NewCache returns an empty cache for up to NPositions positions.
+// kvSeq is what a cache holds in its pool, apart from the Cache itself so
+// that a cache dropped without Close gives its blocks back when collected.
+type kvSeq struct {
+	pool        *KVPool
+	blocks      []*kvBlock
+	reservation int // blocks this cache may grow to whatever the others take
+}
+
+// NewCache returns an empty cache for up to NPositions positions, on a
+// float32 pool of its own with no bound.
 func (m *Model) NewCache() *Cache {
-	cfg := m.Config
-	c := &Cache{nLayer: cfg.NLayer, nHead: cfg.KVHeads(), headDim: cfg.HeadDim(), capacity: cfg.NPositions}
-	size := c.nHead * cfg.NPositions * cfg.HeadDim()
-	c.k = make([][]float32, cfg.NLayer)
-	c.v = make([][]float32, cfg.NLayer)
-	for l := range c.k {
-		c.k[l] = make([]float32, size)
-		c.v[l] = make([]float32, size)
-	}
+	p, _ := m.NewKVPool(KVCacheOptions{}) // the defaults are valid
+	return p.NewCache()
+}
+
+// NewCache returns an empty cache of the pool, for up to the model's
+// context of positions.
+func (p *KVPool) NewCache() *Cache {
+	c := &Cache{seq: &kvSeq{pool: p}, capacity: p.capacity}
+	runtime.AddCleanup(c, (*kvSeq).close, c.seq)
 	return c
 }
 
-// CacheBytes is the memory of one full-context KV cache (NewCache).
+// CacheBytes is the memory a full-context float32 KV cache of one
+// sequence would hold: what a cache can grow to.
 func (c Config) CacheBytes() int64 {
 	return 2 * 4 * int64(c.NLayer) * int64(c.KVHeads()) * int64(c.NPositions) * int64(c.HeadDim())
 }
@@ -38,6 +57,9 @@ func (c *Cache) Len() int { return c.n }
 
 // Cap is the number of positions the cache can hold.
 func (c *Cache) Cap() int { return c.capacity }
+
+// Bytes is the memory of the blocks the cache holds, shared ones included.
+func (c *Cache) Bytes() int64 { return int64(len(c.seq.blocks)) * c.seq.pool.BlockBytes() }
 
 // stepLogits is the cache's logits buffer of v floats: reused every step,
 // because a fresh 200 KB a step cost ~0.8 ms in page faults here (the
@@ -49,56 +71,208 @@ func (c *Cache) stepLogits(v int) []float32 {
 	return c.logits
 }
 
-// Reset empties the cache without freeing its memory.
-func (c *Cache) Reset() { c.n = 0 }
+// Reset empties the cache and gives its blocks back to the pool (a
+// prefix-caching pool keeps the full ones for reuse). Its reservation
+// stays.
+func (c *Cache) Reset() {
+	c.n, c.tokens = 0, c.tokens[:0]
+	c.seq.shrink(0)
+}
 
-// Truncate keeps the first n positions.
+// Close empties the cache and ends its reservation.
+func (c *Cache) Close() {
+	c.n, c.tokens = 0, nil
+	c.seq.close()
+}
+
+// Truncate keeps the first n positions, giving back the blocks past them.
 func (c *Cache) Truncate(n int) error {
 	if n < 0 || n > c.n {
 		return fmt.Errorf("truncating cache to %d positions: it holds %d", n, c.n)
 	}
 	c.n = n
+	if c.seq.pool.prefix {
+		c.tokens = c.tokens[:n]
+	}
+	c.seq.shrink(c.seq.pool.blocksFor(n))
 	return nil
 }
 
-// Snapshot copies layer's keys and values as [H, Len, D] row-major slices.
-// An out-of-range layer gives nil slices.
-func (c *Cache) Snapshot(layer int) (k, v []float32) {
-	if layer < 0 || layer >= c.nLayer {
-		return nil, nil
+// Reserve makes sure the cache can grow to positions positions whatever
+// other caches of the pool take meanwhile, or returns ErrKVCacheFull at
+// once: a server reserves a request's prompt plus its new tokens when it
+// admits it, so that no sequence runs out of blocks half way. Memory is
+// still only taken as positions are written.
+func (c *Cache) Reserve(positions int) error {
+	p := c.seq.pool
+	want := p.blocksFor(min(positions, c.capacity))
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	held := len(c.seq.blocks)
+	next := p.reserved - max(c.seq.reservation, held) + max(want, held)
+	if p.maxBlocks > 0 && next > p.maxBlocks {
+		return fmt.Errorf("%w: %d positions need %d blocks of %d; %d of %d are promised to running sequences",
+			ErrKVCacheFull, positions, want, p.blockTokens, p.reserved-max(c.seq.reservation, held), p.maxBlocks)
 	}
-	return c.compact(c.k[layer]), c.compact(c.v[layer])
+	p.reserved, c.seq.reservation = next, want
+	return nil
 }
 
-func (c *Cache) compact(src []float32) []float32 {
-	D, stride := c.headDim, c.capacity*c.headDim
-	out := make([]float32, 0, c.nHead*c.n*D)
-	for h := 0; h < c.nHead; h++ {
-		out = append(out, src[h*stride:h*stride+c.n*D]...)
+// shrink keeps the first n blocks.
+func (s *kvSeq) shrink(n int) {
+	if n >= len(s.blocks) {
+		return
 	}
-	return out
+	p := s.pool
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	before := max(s.reservation, len(s.blocks))
+	// Last block first: kept blocks are evicted in the order they were
+	// given back, and a prefix's tail is worth less than its head (no
+	// block can be found without every block before it).
+	for i := len(s.blocks) - 1; i >= n; i-- {
+		p.unref(s.blocks[i])
+	}
+	clear(s.blocks[n:])
+	s.blocks = s.blocks[:n]
+	p.reserved += max(s.reservation, n) - before
 }
 
-// head returns the first n rows of layer's keys or values for head h.
-func (c *Cache) head(kv []float32, h, n int) []float32 {
-	start := h * c.capacity * c.headDim
-	return kv[start : start+n*c.headDim]
+func (s *kvSeq) close() {
+	s.shrink(0)
+	p := s.pool
+	p.mu.Lock()
+	p.reserved -= s.reservation
+	s.reservation = 0
+	p.mu.Unlock()
+}
+
+// grow makes blocks for positions up to n (exclusive) and makes the ones
+// positions from..n-1 fall in private, copying a shared or indexed block
+// before it is written. A block past the cache's reservation is only
+// taken if the pool's bound leaves room for it.
+func (s *kvSeq) grow(from, n int) error {
+	p := s.pool
+	first, need := from/p.blockTokens, p.blocksFor(n)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for i := first; i < min(need, len(s.blocks)); i++ {
+		if err := s.private(i); err != nil {
+			return err
+		}
+	}
+	for len(s.blocks) < need {
+		if p.maxBlocks > 0 && len(s.blocks) >= s.reservation && p.reserved >= p.maxBlocks {
+			return fmt.Errorf("%w: all %d blocks of %d positions are promised to running sequences",
+				ErrKVCacheFull, p.maxBlocks, p.blockTokens)
+		}
+		b, err := p.alloc()
+		if err != nil {
+			return err
+		}
+		if len(s.blocks) >= s.reservation {
+			p.reserved++
+		}
+		s.blocks = append(s.blocks, b)
+	}
+	return nil
+}
+
+// private makes block i the cache's alone: an indexed block it alone
+// references leaves the index; a shared one is copied. p.mu is held.
+func (s *kvSeq) private(i int) error {
+	p, b := s.pool, s.blocks[i]
+	if b.refs == 1 {
+		if b.tokens != nil {
+			delete(p.index, b.key)
+			b.tokens = nil
+		}
+		return nil
+	}
+	cp, err := p.alloc()
+	if err != nil {
+		return err
+	}
+	copy(cp.f32, b.f32)
+	copy(cp.f16, b.f16)
+	p.unref(b)
+	s.blocks[i] = cp
+	return nil
+}
+
+// at is where head h's K (kv 0) or V (kv 1) of layer l starts in a block.
+func (p *KVPool) at(l, kv, h int) int {
+	return ((l*2+kv)*p.nHead + h) * p.blockTokens * p.headDim
 }
 
 // store copies the new tokens' keys and values into layer l's cache at
 // positions off..off+T-1, from rows of qkv (q | k | v, heads side by side,
-// l.width floats a row).
+// l.width floats a row). A float16 pool rounds them to nearest even.
 func (c *Cache) store(l int, qkv []float32, lay qkvLayout, off, T int) {
-	D := c.headDim
-	for h := 0; h < c.nHead; h++ {
-		kh := c.head(c.k[l], h, off+T)
-		vh := c.head(c.v[l], h, off+T)
-		for t := 0; t < T; t++ {
-			src := qkv[t*lay.width:]
-			copy(kh[(off+t)*D:(off+t+1)*D], src[lay.k+h*D:lay.k+(h+1)*D])
-			copy(vh[(off+t)*D:(off+t+1)*D], src[lay.v+h*D:lay.v+(h+1)*D])
+	p := c.seq.pool
+	B, D := p.blockTokens, p.headDim
+	for t := range T {
+		pos := off + t
+		b, r := c.seq.blocks[pos/B], pos%B
+		src := qkv[t*lay.width:]
+		for h := range p.nHead {
+			k, v := p.at(l, 0, h)+r*D, p.at(l, 1, h)+r*D
+			ks, vs := src[lay.k+h*D:lay.k+(h+1)*D], src[lay.v+h*D:lay.v+(h+1)*D]
+			if p.f16 {
+				for d := range D {
+					b.f16[k+d], b.f16[v+d] = gguf.Float32To16(ks[d]), gguf.Float32To16(vs[d])
+				}
+				continue
+			}
+			copy(b.f32[k:k+D], ks)
+			copy(b.f32[v:v+D], vs)
 		}
 	}
+}
+
+// Snapshot copies layer's keys and values as [H, Len, D] row-major slices
+// (widened from float16 in a float16 pool). An out-of-range layer gives
+// nil slices.
+func (c *Cache) Snapshot(layer int) (k, v []float32) {
+	p := c.seq.pool
+	if layer < 0 || layer >= p.nLayer {
+		return nil, nil
+	}
+	return c.gather(layer, 0), c.gather(layer, 1)
+}
+
+func (c *Cache) gather(l, kv int) []float32 {
+	p := c.seq.pool
+	B, D := p.blockTokens, p.headDim
+	out := make([]float32, p.nHead*c.n*D)
+	for h := range p.nHead {
+		for i := 0; i*B < c.n; i++ {
+			n := min(B, c.n-i*B)
+			dst := out[(h*c.n+i*B)*D : (h*c.n+i*B+n)*D]
+			at := p.at(l, kv, h)
+			if p.f16 {
+				for j := range dst {
+					dst[j] = gguf.Float16To32(c.seq.blocks[i].f16[at+j])
+				}
+				continue
+			}
+			copy(dst, c.seq.blocks[i].f32[at:])
+		}
+	}
+	return out
+}
+
+// blockKV returns block i's keys (kv 0) or values (kv 1) of head h in
+// layer l as float32 [B, D], widened into buf in a float16 pool.
+func (c *Cache) blockKV(l, kv, h, i int, buf []float32) []float32 {
+	p := c.seq.pool
+	at, n := p.at(l, kv, h), p.blockTokens*p.headDim
+	b := c.seq.blocks[i]
+	if !p.f16 {
+		return b.f32[at : at+n]
+	}
+	kernels.Widen(buf[:n], b.f16[at:at+n])
+	return buf[:n]
 }
 
 // qkvLayout is where q, k and v sit in a row of the fused projection:

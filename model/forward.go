@@ -54,6 +54,14 @@ func (m *Model) forward(ctx context.Context, spans []span, tokens []int, probe P
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
+	for i, s := range spans {
+		if err := s.c.seq.grow(s.off, s.off+s.T); err != nil {
+			if len(spans) > 1 {
+				err = fmt.Errorf("sequence %d: %w", i, err)
+			}
+			return nil, err
+		}
+	}
 	ps := m.newPass(spans, tokens, probe)
 	defer passBuffers.put(ps.buf)
 	ps.embed(tokens)
@@ -72,7 +80,7 @@ func (m *Model) forward(ctx context.Context, spans []span, tokens []int, probe P
 	}
 	logits := ps.head(allRows, dst)
 	for _, s := range spans {
-		s.c.n = s.off + s.T
+		s.c.commit(tokens[s.row : s.row+s.T])
 	}
 	return logits, nil
 }
@@ -170,7 +178,7 @@ func (ps *pass) attend(l int, f blockFaults, proto attnJob) {
 	for _, s := range ps.spans {
 		job := proto
 		job.qkv, job.out = ps.qkv[s.row*W:], ps.att[s.row*HD:(s.row+s.T)*HD]
-		job.kc, job.vc, job.cache = s.c.k[l], s.c.v[l], s.c
+		job.layer, job.cache = l, s.c
 		job.T, job.off, job.S = s.T, s.off, s.off+s.T
 		job.width, job.D, job.HD = W, D, HD
 		job.group, job.nKV = H/c.KVHeads(), c.KVHeads()
@@ -225,7 +233,7 @@ func (m *Model) checkInput(c *Cache, tokens []int) error {
 	if c == nil {
 		return errors.New("forward: nil cache")
 	}
-	if c.nLayer != cfg.NLayer || c.nHead != cfg.KVHeads() || c.headDim != cfg.HeadDim() || c.capacity != cfg.NPositions {
+	if p := c.seq.pool; p.nLayer != cfg.NLayer || p.nHead != cfg.KVHeads() || p.headDim != cfg.HeadDim() || c.capacity != cfg.NPositions {
 		return errors.New("forward: cache was made for a model of a different shape")
 	}
 	if len(tokens) == 0 {

@@ -1,0 +1,207 @@
+package model
+
+import (
+	"container/list"
+	"errors"
+	"fmt"
+	"sync"
+)
+
+// ErrKVCacheFull is the answer to a reservation or a block the pool cannot
+// give without going past its bound.
+var ErrKVCacheFull = errors.New("KV cache full")
+
+// DefaultBlockTokens is the positions a KV block holds unless
+// KVCacheOptions says otherwise: vLLM's default, small enough that a
+// sequence wastes at most 15 positions, large enough that the attention
+// kernels run on whole 4-key panels and the bookkeeping stays negligible.
+const DefaultBlockTokens = 16
+
+// KVCacheOptions shape a KVPool.
+type KVCacheOptions struct {
+	// BlockTokens is the positions a block holds, a positive multiple of
+	// 4 (the attention kernels' key panel, so that keys held in blocks
+	// score and sum with the bits of one contiguous cache); 0 means
+	// DefaultBlockTokens.
+	BlockTokens int
+	// MaxTokens bounds the positions all the pool's caches hold at once;
+	// 0 leaves it unbounded.
+	MaxTokens int
+	// Float16 stores keys and values rounded to float16 (round to nearest
+	// even) and widens them exactly when read: half the memory, at the cost
+	// the reference profile f16-kv measures. The arithmetic stays float32.
+	Float16 bool
+	// PrefixCache keeps the blocks of finished sequences, found again by
+	// the tokens they hold, so a prompt that shares their prefix reuses
+	// them instead of recomputing it (Cache.ReusePrefix). Needs MaxTokens:
+	// kept blocks are evicted, least recently used first, only when the
+	// bound needs their room.
+	PrefixCache bool
+}
+
+// KVPool holds the keys and values of a model's sequences in blocks of
+// BlockTokens positions, allocated as a sequence grows and returned when
+// it ends, so memory follows the tokens held rather than sequences ×
+// context. A block holds, for each layer, K then V, each [Hkv, B, D], so
+// one head's keys in a block are a contiguous [B, D] matrix for the
+// attention kernels. It is safe for concurrent use by distinct caches.
+type KVPool struct {
+	nLayer, nHead, headDim, blockTokens int
+	capacity                            int // a cache's positions: the model's context
+	maxBlocks                           int // 0: unbounded
+	f16, prefix                         bool
+	blockElems                          int // floats (or halves) a block
+
+	mu       sync.Mutex
+	held     int                   // blocks allocated: referenced plus kept
+	reserved int                   // Σ over caches of max(reservation, blocks held)
+	nextID   uint64                // block ids are never reused, so a prefix key never names a stale parent
+	index    map[blockKey]*kvBlock // full blocks by their prefix, when prefix caching
+	idle     list.List             // kept blocks nobody references, least recently used at the front
+	stats    KVStats
+}
+
+// blockKey finds a full block by the block before it and its tokens' hash;
+// the tokens themselves are compared on every hit, so a hash collision
+// costs a recomputation, never wrong keys and values.
+type blockKey struct {
+	parent uint64
+	hash   uint64
+}
+
+// kvBlock is one block's memory and bookkeeping. Blocks in the index are
+// immutable: a cache writing into one gets a private copy first.
+type kvBlock struct {
+	id     uint64
+	f32    []float32
+	f16    []uint16
+	free   func()
+	refs   int
+	key    blockKey
+	tokens []int32       // the positions' tokens, once indexed
+	idle   *list.Element // in KVPool.idle while refs == 0
+}
+
+// KVStats are a pool's counters, for /health and metrics.
+type KVStats struct {
+	BlockTokens  int   `json:"block_tokens"`
+	BlockBytes   int64 `json:"block_bytes"`
+	MaxBlocks    int   `json:"max_blocks"`    // 0: unbounded
+	HeldBlocks   int   `json:"held_blocks"`   // allocated now: in use plus kept for reuse
+	IdleBlocks   int   `json:"idle_blocks"`   // kept for prefix reuse, evictable
+	Evictions    int64 `json:"evictions"`     // kept blocks given up for room
+	CachedTokens int64 `json:"cached_tokens"` // prompt positions served from kept blocks
+}
+
+// NewKVPool returns an empty pool for m's caches.
+func (m *Model) NewKVPool(opt KVCacheOptions) (*KVPool, error) {
+	cfg := m.Config
+	B := opt.BlockTokens
+	if B == 0 {
+		B = DefaultBlockTokens
+	}
+	if B < 0 || B%4 != 0 {
+		return nil, fmt.Errorf("KV cache block of %d positions: must be a positive multiple of 4", B)
+	}
+	if opt.MaxTokens < 0 {
+		return nil, fmt.Errorf("KV cache of %d positions: must not be negative", opt.MaxTokens)
+	}
+	if opt.PrefixCache && opt.MaxTokens == 0 {
+		return nil, errors.New("KV prefix cache without a bound on the positions held: it would keep every block")
+	}
+	p := &KVPool{
+		nLayer: cfg.NLayer, nHead: cfg.KVHeads(), headDim: cfg.HeadDim(), blockTokens: B,
+		capacity: cfg.NPositions, maxBlocks: (opt.MaxTokens + B - 1) / B, f16: opt.Float16, prefix: opt.PrefixCache,
+	}
+	p.blockElems = 2 * p.nLayer * p.nHead * B * p.headDim
+	if p.prefix {
+		p.index = make(map[blockKey]*kvBlock)
+	}
+	p.stats.BlockTokens, p.stats.BlockBytes, p.stats.MaxBlocks = B, p.BlockBytes(), p.maxBlocks
+	return p, nil
+}
+
+// BlockTokens is the positions a block holds.
+func (p *KVPool) BlockTokens() int { return p.blockTokens }
+
+// Float16 says the pool stores keys and values as float16.
+func (p *KVPool) Float16() bool { return p.f16 }
+
+// BlockBytes is the memory of one block.
+func (p *KVPool) BlockBytes() int64 {
+	if p.f16 {
+		return 2 * int64(p.blockElems)
+	}
+	return 4 * int64(p.blockElems)
+}
+
+// Stats returns the pool's counters.
+func (p *KVPool) Stats() KVStats {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	s := p.stats
+	s.HeldBlocks, s.IdleBlocks = p.held, p.idle.Len()
+	return s
+}
+
+// blocksFor is the blocks n positions need.
+func (p *KVPool) blocksFor(n int) int { return (n + p.blockTokens - 1) / p.blockTokens }
+
+// alloc returns a fresh block with one reference, evicting the least
+// recently used kept block when the bound is reached. p.mu is held.
+func (p *KVPool) alloc() (*kvBlock, error) {
+	if p.maxBlocks > 0 && p.held >= p.maxBlocks {
+		if p.idle.Len() == 0 {
+			return nil, fmt.Errorf("%w: all %d blocks of %d positions are in use", ErrKVCacheFull, p.maxBlocks, p.blockTokens)
+		}
+		p.drop(p.idle.Remove(p.idle.Front()).(*kvBlock))
+		p.stats.Evictions++
+	}
+	b := &kvBlock{refs: 1}
+	var err error
+	if p.f16 {
+		b.f16, b.free, err = mapHalves(p.blockElems)
+	} else {
+		b.f32, b.free, err = mapFloats(p.blockElems)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("KV cache block of %d bytes: %w", p.BlockBytes(), err)
+	}
+	p.nextID++
+	b.id = p.nextID
+	p.held++
+	return b, nil
+}
+
+// drop frees a block's memory and forgets it. p.mu is held.
+func (p *KVPool) drop(b *kvBlock) {
+	if b.tokens != nil {
+		delete(p.index, b.key)
+	}
+	b.free()
+	b.f32, b.f16, b.idle = nil, nil, nil
+	p.held--
+}
+
+// unref gives up one reference; the block is kept for reuse if it is
+// indexed, else freed. p.mu is held.
+func (p *KVPool) unref(b *kvBlock) {
+	b.refs--
+	if b.refs > 0 {
+		return
+	}
+	if b.tokens != nil && p.prefix {
+		b.idle = p.idle.PushBack(b)
+		return
+	}
+	p.drop(b)
+}
+
+// ref takes a reference on a block found in the index. p.mu is held.
+func (p *KVPool) ref(b *kvBlock) {
+	if b.refs == 0 {
+		p.idle.Remove(b.idle)
+		b.idle = nil
+	}
+	b.refs++
+}
