@@ -21,11 +21,12 @@ type captured struct {
 	keep    map[string]bool
 }
 
-// captureSpec says which tensors to keep, and whether to make checkpoint
-// 3's incremental run.
+// captureSpec says which tensors to keep, whether to make checkpoint 3's
+// incremental run, and the KV cache the forward runs on.
 type captureSpec struct {
 	names       map[string]bool
 	incremental bool
+	kv          model.KVCacheOptions // the zero value: float32, as m.NewCache
 }
 
 func (c *captured) get(name string, layer int) (model.Captured, bool) {
@@ -45,17 +46,23 @@ func (c *captured) put(t model.Captured) {
 // capture runs the production forward over tokens with a probe that keeps
 // the tensors spec names. With spec.incremental it also prefills T−1
 // tokens into a fresh cache, steps the last token, and records the cache
-// contents and that step's logits (checkpoint 3).
+// contents and that step's logits (checkpoint 3). Both runs use caches of
+// one pool made with spec.kv: with Float16 the cache holds float16 values,
+// and checkpoint 3 reports them widened.
 func capture(ctx context.Context, m *model.Model, tokens []int, spec captureSpec) (*captured, error) {
+	pool, err := m.NewKVPool(spec.kv)
+	if err != nil {
+		return nil, err
+	}
 	c := &captured{tensors: map[tensorKey]model.Captured{}, keep: spec.names}
 	probe := model.ProbeFunc(c.put)
-	if _, err := m.Forward(ctx, m.NewCache(), tokens, model.ForwardOptions{Probe: probe}); err != nil {
+	if _, err := m.Forward(ctx, pool.NewCache(), tokens, model.ForwardOptions{Probe: probe}); err != nil {
 		return nil, fmt.Errorf("forward: %w", err)
 	}
 	if !spec.incremental || len(tokens) < 2 {
 		return c, nil
 	}
-	cache := m.NewCache()
+	cache := pool.NewCache()
 	t := len(tokens)
 	if _, err := m.Forward(ctx, cache, tokens[:t-1], model.ForwardOptions{}); err != nil {
 		return nil, fmt.Errorf("prefill of %d tokens: %w", t-1, err)

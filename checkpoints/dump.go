@@ -36,6 +36,9 @@ func Dump(ctx context.Context, m *model.Model, src *references.Set, out string, 
 		Cases:         src.Manifest.Cases,
 		Sampling:      src.Manifest.Sampling,
 	}
+	if opt.KVCache.Float16 {
+		man.Generator["kv_cache"] = references.Float16
+	}
 	man.Model.Path, man.Model.WeightsSHA256, man.Model.WeightsDType = m.Dir, sha, m.WeightsDType
 	// Marked only when rounding changed the weights: an F16 file's set
 	// is the reference of that file however its matrices are held.
@@ -76,7 +79,7 @@ func (d *dumper) add(ti references.TensorInfo, data []float32) error {
 func (d *dumper) dumpCase(ctx context.Context, c references.Case) error {
 	forward := Selection{1: true, 2: true, 3: true, 4: true, 5: true, 6: true, 7: true, 8: true, 9: true}
 	tis := selectTensors(d.src, c.ID, Options{Checkpoints: forward})
-	got, err := capture(ctx, d.m, c.Tokens, captureFor(tis, tensors.LastLogits))
+	got, err := capture(ctx, d.m, c.Tokens, d.opt.captureFor(tis, tensors.LastLogits))
 	if err != nil {
 		return err
 	}
@@ -131,7 +134,7 @@ func (d *dumper) dumpGeneration(ctx context.Context, c references.Case) error {
 	if d.man.Generation == nil {
 		d.man.Generation = &references.Generation{N: gen.N}
 	}
-	res, err := greedyContinuation(ctx, d.m, c, gen.N, d.opt.Tokenizer)
+	res, err := greedyContinuation(ctx, d.m, c, gen.N, d.opt)
 	if err != nil {
 		return err
 	}
@@ -141,7 +144,11 @@ func (d *dumper) dumpGeneration(ctx context.Context, c references.Case) error {
 
 func (d *dumper) dumpLoglikelihood(ctx context.Context) error {
 	for i, ll := range d.src.Manifest.Loglikelihood {
-		got, err := generation.LoglikelihoodTokens(ctx, generation.NewModelDecoder(d.m), ll.ContextTokens, ll.ContinuationTokens)
+		dec, err := d.opt.decoder(d.m)
+		if err != nil {
+			return err
+		}
+		got, err := generation.LoglikelihoodTokens(ctx, dec, ll.ContextTokens, ll.ContinuationTokens)
 		if err != nil {
 			return fmt.Errorf("loglikelihood[%d]: %w", i, err)
 		}

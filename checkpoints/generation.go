@@ -10,7 +10,6 @@ import (
 	"github.com/llorch/llorch-check/model"
 	"github.com/llorch/llorch-check/references"
 	"github.com/llorch/llorch-check/sampling"
-	"github.com/llorch/llorch-check/tokenizer"
 )
 
 // checkGeneration decodes the reference's greedy continuation through the
@@ -26,7 +25,7 @@ func checkGeneration(ctx context.Context, m *model.Model, set *references.Set, c
 	}
 	want := gen.Results[i]
 	res := exactResult(12, "generation", c.ID, len(want.Tokens))
-	got, err := greedyContinuation(ctx, m, c, gen.N, opt.Tokenizer)
+	got, err := greedyContinuation(ctx, m, c, gen.N, opt)
 	if errors.Is(err, generation.ErrNoUsableLogits) {
 		return res.fail("%v", err), true, nil
 	}
@@ -47,8 +46,9 @@ func checkGeneration(ctx context.Context, m *model.Model, set *references.Set, c
 }
 
 // greedyContinuation decodes up to n greedy tokens through the KV cache,
-// stopping early at the context length as the reference script does.
-func greedyContinuation(ctx context.Context, m *model.Model, c references.Case, n int, tok *tokenizer.Tokenizer) (references.GenerationResult, error) {
+// stopping early at the context length as the reference script does,
+// on the options' KV cache.
+func greedyContinuation(ctx context.Context, m *model.Model, c references.Case, n int, opt Options) (references.GenerationResult, error) {
 	res := references.GenerationResult{Case: c.ID, Tokens: []int{}, StopReason: references.StopContextLength}
 	steps := min(n, m.Config.NPositions-len(c.Tokens))
 	if steps < 1 {
@@ -57,7 +57,12 @@ func greedyContinuation(ctx context.Context, m *model.Model, c references.Case, 
 	greedy := sampling.DefaultParams()
 	greedy.Temperature = 0
 	req := generation.Request{Prompt: c.Tokens, MaxTokens: steps, Params: greedy}
-	got, err := generation.Generate(ctx, generation.NewModelDecoder(m), tok, req, nil)
+	d, err := opt.decoder(m)
+	if err != nil {
+		return res, err
+	}
+	tok := opt.Tokenizer
+	got, err := generation.Generate(ctx, d, tok, req, nil)
 	if err != nil {
 		return res, fmt.Errorf("greedy generation: %w", err)
 	}

@@ -23,6 +23,12 @@ type Options struct {
 	Force       bool                             // Dump: replace an existing, different set
 	Tokenizer   *tokenizer.Tokenizer             // checks generated text and log-likelihood tokens; nil skips them with a failure
 	Cost        *Cost                            // a cost report, not a validation; Run decides (CostFor) when nil
+	// KVCache is the KV cache the Go forward runs on (Run, Dump): every
+	// pass of a case, prefill and decode steps alike, on fresh pools made
+	// with its Float16 and BlockTokens (MaxTokens and PrefixCache
+	// are ignored). The zero value is float32; Float16 needs a set of the
+	// f16-kv profile (CheckKVCache).
+	KVCache model.KVCacheOptions
 }
 
 // Report is everything one run found.
@@ -42,6 +48,9 @@ type Report struct {
 	// HeldAs is "float16" when the model's matrices are held as float16
 	// (model.LoadOptions.Float16), empty for float32.
 	HeldAs string `json:"matrices_held_as,omitempty"`
+	// KVCache is "float16" when the Go forward ran on a float16 KV cache
+	// (Options.KVCache), empty for float32.
+	KVCache string `json:"kv_cache,omitempty"`
 	// NotDumped lists, by checkpoint, what a partial dump (FORMAT.md,
 	// "Dumps from other engines") left out and diff therefore did not compare.
 	NotDumped map[int][]string `json:"not_dumped,omitempty"`
@@ -60,9 +69,8 @@ type Report struct {
 // the reference set. Errors are bad input (unreadable or mismatched files);
 // a numerical failure is a Report with Passed false.
 func Run(ctx context.Context, m *model.Model, set *references.Set, opt Options) (*Report, error) {
-	if e := set.Manifest.Emulates(); e != nil {
-		return nil, fmt.Errorf("%s applies %s's approximations (%s): it checks that engine's dumps (diff, bisect --dump) and servers (probe), not llorch-check's forward; use a plain reference set",
-			set.Dir, e.Profile, e.Applies)
+	if err := CheckKVCache(set, opt.KVCache); err != nil {
+		return nil, err
 	}
 	match, err := checkCompatible(m, set)
 	if err != nil {
@@ -87,6 +95,9 @@ func Run(ctx context.Context, m *model.Model, set *references.Set, opt Options) 
 		WeightsMatch: match, Emulates: set.Manifest.Emulates()}
 	if m.Float16 {
 		rep.HeldAs = references.Float16
+	}
+	if opt.KVCache.Float16 {
+		rep.KVCache = references.Float16
 	}
 	if m.Format == model.FormatGGUF {
 		rep.Model = m.WeightsPath
@@ -131,7 +142,7 @@ func runCase(ctx context.Context, m *model.Model, set *references.Set, c referen
 	wholeSeq := opt.Layer == nil // checkpoints 10–12 are not per layer
 	if len(wanted) > 0 || (wholeSeq && opt.Checkpoints[10]) {
 		progress(opt, "case %s (%d tokens): forward", c.ID, len(c.Tokens))
-		got, err := capture(ctx, m, c.Tokens, captureFor(wanted, tensors.LastLogits))
+		got, err := capture(ctx, m, c.Tokens, opt.captureFor(wanted, tensors.LastLogits))
 		if err != nil {
 			return nil, err
 		}
@@ -238,6 +249,13 @@ func selectTensors(set *references.Set, caseID string, opt Options) []references
 		out = append(out, ti)
 	}
 	return out
+}
+
+// captureFor is captureFor on the options' KV cache.
+func (o Options) captureFor(ts []references.TensorInfo, extra ...string) captureSpec {
+	spec := captureFor(ts, extra...)
+	spec.kv = o.kvCache()
+	return spec
 }
 
 // captureFor is what to capture for the tensors ts, plus extra names:

@@ -82,7 +82,11 @@ func checkLoglikelihood(ctx context.Context, m *model.Model, set *references.Set
 	for i, ll := range set.Manifest.Loglikelihood {
 		res := exactResult(9, "loglikelihood", fmt.Sprintf("loglikelihood[%d]", i), 1)
 		res.Atol, res.Rtol = tol.Atol, tol.Rtol
-		got, err := generation.LoglikelihoodTokens(ctx, generation.NewModelDecoder(m), ll.ContextTokens, ll.ContinuationTokens)
+		d, err := opt.decoder(m)
+		if err != nil {
+			return nil, err
+		}
+		got, err := generation.LoglikelihoodTokens(ctx, d, ll.ContextTokens, ll.ContinuationTokens)
 		if err != nil {
 			return nil, fmt.Errorf("loglikelihood[%d]: %w", i, err)
 		}

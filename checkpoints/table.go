@@ -88,6 +88,9 @@ func (r *Report) settingLines() []string {
 	if r.HeldAs != "" {
 		lines = append(lines, "weights:    matrices held as "+r.HeldAs)
 	}
+	if r.KVCache != "" {
+		lines = append(lines, "kv cache:   "+r.KVCache)
+	}
 	if e := r.Emulates; e != nil {
 		lines = append(lines, fmt.Sprintf("emulates:   %s, applied by the reference: %s", e.Profile, e.Applies))
 	}

@@ -39,6 +39,11 @@ type Emulation struct {
 	Applies string `json:"applies"`
 }
 
+// EmulationF16KV is the profile of llorch-check's own float16 KV cache
+// (model.KVCacheOptions.Float16): its sets check Go's forward with that
+// cache, not another engine.
+const EmulationF16KV = "f16-kv"
+
 // Emulates returns the set's emulation, or nil for plain PyTorch.
 func (m Manifest) Emulates() *Emulation {
 	e, _ := m.Generator["emulates"].(map[string]any)
