@@ -107,14 +107,26 @@ func openReferences(flag string) (*references.Set, error) {
 // without --references, the set named after the model in a references
 // directory beside it (testdata/tiny-llama's is
 // testdata/references/tiny-llama), as the repository keeps each default
-// model's set; the default set if there is none.
-func openModelReferences(flag, modelPath string) (*references.Set, error) {
+// model's set; the default set if there is none. With kv's float16 cache
+// it takes that set's f16-kv twin (NAME-f16kv) where there is one.
+func openModelReferences(flag, modelPath string, kv model.KVCacheOptions) (*references.Set, error) {
+	twin := func(dir string) string { return dir }
+	if kv.Float16 {
+		twin = f16KVBeside
+	}
 	if flag == "" && modelPath != "" {
 		name := strings.TrimSuffix(filepath.Base(filepath.Clean(modelPath)), ".gguf")
 		beside := filepath.Join(filepath.Dir(filepath.Clean(modelPath)), "references", name)
 		if st, err := os.Stat(beside); err == nil && st.IsDir() {
-			return references.Open(beside)
+			return references.Open(twin(beside))
 		}
 	}
-	return openReferences(flag)
+	if flag == "" {
+		dir, err := resolveDefault(defaultReferences)
+		if err != nil {
+			return nil, err
+		}
+		return references.Open(twin(dir))
+	}
+	return references.Open(flag)
 }

@@ -9,7 +9,7 @@ import (
 )
 
 func newDumpCmd() *cobra.Command {
-	var refs, out, fault string
+	var refs, out, fault, kvCacheDType string
 	var mf modelFlags
 	var force bool
 	cmd := &cobra.Command{
@@ -29,6 +29,10 @@ different set is refused unless --force.`,
 			if out == "" {
 				return fmt.Errorf("--out is required")
 			}
+			kv, err := parseKVCacheDType(kvCacheDType)
+			if err != nil {
+				return err
+			}
 			m, err := mf.load(cmd.Context())
 			if err != nil {
 				return err
@@ -36,7 +40,7 @@ different set is refused unless --force.`,
 			if err := injectFault(m, fault); err != nil {
 				return err
 			}
-			set, err := openModelReferences(refs, mf.path)
+			set, err := openModelReferences(refs, mf.path, kv)
 			if err != nil {
 				return err
 			}
@@ -46,7 +50,7 @@ different set is refused unless --force.`,
 			}
 			report, done := progressFunc(cmd.ErrOrStderr())
 			defer done()
-			opt := checkpoints.Options{Force: force, Tokenizer: tok, Progress: report}
+			opt := checkpoints.Options{Force: force, Tokenizer: tok, Progress: report, KVCache: kv}
 			if err := checkpoints.Dump(cmd.Context(), m, set, out, opt); err != nil {
 				return err
 			}
@@ -61,6 +65,7 @@ different set is refused unless --force.`,
 	fl.StringVar(&refs, "references", "", "reference set whose cases and tensors to dump (default "+defaultReferences+")")
 	fl.BoolVar(&force, "force", false, "replace an existing, different set")
 	fl.StringVar(&fault, "inject-fault", "", "self-test: inject a classic bug, NAME or NAME@LAYER ("+faultNames()+")")
+	registerKVCache(fl, &kvCacheDType)
 	return cmd
 }
 

@@ -18,6 +18,7 @@ import (
 // runFlags are shared by run and bisect.
 type runFlags struct {
 	checkpoint, references, format, junit, plot, fault string
+	kvCacheDType                                       string
 	model                                              modelFlags
 	layer                                              int
 	budget, atol, rtol                                 float64
@@ -44,6 +45,7 @@ func (f *runFlags) register(cmd *cobra.Command) {
 	fl.StringVar(&f.references, "references", "", "reference set directory (default "+defaultReferences+")")
 	fl.StringVar(&f.junit, "junit", "", "also write a JUnit XML report to this file")
 	fl.StringVar(&f.fault, "inject-fault", "", "self-test: inject a classic bug into the Go forward, NAME or NAME@LAYER ("+faultNames()+")")
+	registerKVCache(fl, &f.kvCacheDType)
 }
 
 func faultNames() string {
@@ -69,6 +71,9 @@ func (f *runFlags) options() (checkpoints.Options, error) {
 		return checkpoints.Options{}, fmt.Errorf("--tolerance: %w", err)
 	}
 	opt := checkpoints.Options{Checkpoints: sel, Budget: f.budget, Overrides: overrides}
+	if opt.KVCache, err = parseKVCacheDType(f.kvCacheDType); err != nil {
+		return opt, err
+	}
 	switch {
 	case f.layer < -1:
 		return opt, fmt.Errorf("--layer %d: want a layer index ≥ 0", f.layer)
@@ -148,7 +153,7 @@ func (f *runFlags) execRun(cmd *cobra.Command) (*checkpoints.Report, *model.Mode
 	if err := injectFault(m, f.fault); err != nil {
 		return nil, nil, err
 	}
-	set, err := openModelReferences(f.references, f.model.path)
+	set, err := openModelReferences(f.references, f.model.path, opt.KVCache)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -281,7 +286,7 @@ it: what a partial dump lacks is not compared.`,
 // execDiff compares the dump in dir with --references as diff does, for
 // bisect; the flags that configure Go's own forward do not apply to it.
 func (f *runFlags) execDiff(cmd *cobra.Command, dir string) (*checkpoints.Report, error) {
-	for _, name := range []string{"model", "weight-dtype", "inject-fault"} {
+	for _, name := range []string{"model", "weight-dtype", "inject-fault", "kv-cache-dtype"} {
 		if cmd.Flags().Changed(name) {
 			return nil, fmt.Errorf("--%s configures Go's forward; --dump %s bisects a dump instead", name, dir)
 		}

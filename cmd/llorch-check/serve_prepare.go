@@ -10,6 +10,7 @@ import (
 
 	"github.com/llorch/llorch-check/checkpoints"
 	"github.com/llorch/llorch-check/model"
+	"github.com/llorch/llorch-check/references"
 	"github.com/llorch/llorch-check/tokenizer"
 )
 
@@ -86,7 +87,8 @@ func dryRunServe(cmd *cobra.Command, f serveFlags) error {
 	if err != nil {
 		return err
 	}
-	rep, err := checkpoints.Run(cmd.Context(), m, set, checkpoints.Options{Tokenizer: tok})
+	// f32 until serve has --kv-cache-dtype; then parseKVCacheDType of it.
+	rep, err := selfCheck(cmd.Context(), m, tok, set, model.KVCacheOptions{})
 	if err != nil {
 		return err
 	}
@@ -95,4 +97,12 @@ func dryRunServe(cmd *cobra.Command, f serveFlags) error {
 		return errFailed
 	}
 	return nil
+}
+
+// selfCheck is serve's start-up validation: every checkpoint of set on
+// the KV cache serve runs with (kv: its pool's options; only the storage
+// type and block size matter here). A float16 cache needs a set of the
+// f16-kv profile and a float32 one a plain set (checkpoints.CheckKVCache).
+func selfCheck(ctx context.Context, m *model.Model, tok *tokenizer.Tokenizer, set *references.Set, kv model.KVCacheOptions) (*checkpoints.Report, error) {
+	return checkpoints.Run(ctx, m, set, checkpoints.Options{Tokenizer: tok, KVCache: kv})
 }

@@ -1,0 +1,43 @@
+package main
+
+import (
+	"fmt"
+	"os"
+
+	"github.com/llorch/llorch-check/model"
+	"github.com/llorch/llorch-check/references"
+	"github.com/spf13/pflag"
+)
+
+// kvCacheFlagUsage is --kv-cache-dtype's help, the same for every command
+// that runs the Go forward.
+const kvCacheFlagUsage = "KV cache of the Go forward: f32, or f16 (keys and values stored as float16, half the memory; validated against a set of the " + references.EmulationF16KV + " profile, e.g. testdata/references/tiny-gpt2-f16kv)"
+
+// registerKVCache adds --kv-cache-dtype (default f32) to fl.
+func registerKVCache(fl *pflag.FlagSet, dtype *string) {
+	fl.StringVar(dtype, "kv-cache-dtype", "f32", kvCacheFlagUsage)
+}
+
+// parseKVCacheDType is the KV cache --kv-cache-dtype asks for: f32 (the
+// zero value, as model.NewCache) or f16.
+func parseKVCacheDType(dtype string) (model.KVCacheOptions, error) {
+	switch dtype {
+	case "f32", "":
+		return model.KVCacheOptions{}, nil
+	case "f16":
+		return model.KVCacheOptions{Float16: true}, nil
+	}
+	return model.KVCacheOptions{}, fmt.Errorf("--kv-cache-dtype %q: want f32 or f16", dtype)
+}
+
+// f16KVSuffix names a model's set of the f16-kv profile beside its plain
+// set: testdata/references/tiny-gpt2-f16kv beside tiny-gpt2.
+const f16KVSuffix = "-f16kv"
+
+// f16KVBeside is dir's f16-kv twin when it exists (DIR-f16kv), else dir.
+func f16KVBeside(dir string) string {
+	if st, err := os.Stat(dir + f16KVSuffix); err == nil && st.IsDir() {
+		return dir + f16KVSuffix
+	}
+	return dir
+}
