@@ -50,12 +50,24 @@ func SlotBytes(m *model.Model) int64 {
 // ScoreRows runs tokens through m on cache c (reset first): the positions
 // before from without logits, then the rest in chunks of scoreChunk, each
 // position's logits passed to fn. Chunking changes no bits: every row of
-// the forward pass is computed on its own.
+// the forward pass is computed on its own; for the same reason positions
+// before from that a prefix-caching pool still holds (Cache.ReusePrefix)
+// are reused, not recomputed.
 func ScoreRows(ctx context.Context, m *model.Model, c *model.Cache, tokens []int, from int, fn func(j int, logits []float32) error) error {
+	_, err := scoreRows(ctx, m, c, tokens, from, fn)
+	return err
+}
+
+// scoreRows is ScoreRows, also returning the positions reused.
+func scoreRows(ctx context.Context, m *model.Model, c *model.Cache, tokens []int, from int, fn func(j int, logits []float32) error) (int, error) {
 	c.Reset()
+	reused := 0
 	if from > 0 {
-		if _, err := m.Forward(ctx, c, tokens[:from], model.ForwardOptions{}); err != nil {
-			return err
+		reused = c.ReusePrefix(tokens[:from+1])
+	}
+	if from > reused {
+		if _, err := m.Forward(ctx, c, tokens[reused:from], model.ForwardOptions{}); err != nil {
+			return reused, err
 		}
 	}
 	V := m.Config.VocabSize
@@ -63,15 +75,15 @@ func ScoreRows(ctx context.Context, m *model.Model, c *model.Cache, tokens []int
 		c1 := min(c0+scoreChunk, len(tokens))
 		rows, err := m.Forward(ctx, c, tokens[c0:c1], model.ForwardOptions{AllLogits: true})
 		if err != nil {
-			return err
+			return reused, err
 		}
 		for j := c0; j < c1; j++ {
 			if err := fn(j, rows[(j-c0)*V:(j-c0+1)*V]); err != nil {
-				return err
+				return reused, err
 			}
 		}
 	}
-	return nil
+	return reused, nil
 }
 
 // eosTokener is an optional Decoder capability: the model's end-of-text id.
@@ -100,23 +112,30 @@ type sequenceEnder interface {
 	EndSequence()
 }
 
-// ModelDecoder drives a *model.Model through one KV cache (NPositions
-// deep), its decode steps alone or through a Batcher; prefill and scoring
-// always run alone. Like the cache, it is for one sequence at a time: make
-// one per concurrent request.
+// ModelDecoder drives a *model.Model through one KV cache, its decode
+// steps alone or through a Batcher; prefill and scoring always run alone.
+// Like the cache, it is for one sequence at a time: make one per
+// concurrent request.
 type ModelDecoder struct {
 	m      *model.Model
 	cache  *model.Cache
 	batch  Batcher // nil: every step runs alone
 	joined bool
+	cached int // prompt positions the last Prefill or Rows reused
 }
 
-// NewModelDecoder returns a decoder whose steps run alone.
-func NewModelDecoder(m *model.Model) *ModelDecoder { return NewBatchedDecoder(m, nil) }
+// NewModelDecoder returns a decoder whose steps run alone, on a cache of
+// its own.
+func NewModelDecoder(m *model.Model) *ModelDecoder { return NewBatchedDecoder(m, nil, nil) }
 
-// NewBatchedDecoder returns a decoder whose steps go through b.
-func NewBatchedDecoder(m *model.Model, b Batcher) *ModelDecoder {
-	return &ModelDecoder{m: m, cache: m.NewCache(), batch: b}
+// NewBatchedDecoder returns a decoder whose cache comes from pool (nil: a
+// pool of its own) and whose steps go through b (nil: alone).
+func NewBatchedDecoder(m *model.Model, pool *model.KVPool, b Batcher) *ModelDecoder {
+	c := m.NewCache()
+	if pool != nil {
+		c = pool.NewCache()
+	}
+	return &ModelDecoder{m: m, cache: c, batch: b}
 }
 
 // EndSequence leaves the batcher: the sequence stopped stepping. It is safe
@@ -128,10 +147,33 @@ func (d *ModelDecoder) EndSequence() {
 	}
 }
 
+// Reserve promises the coming sequence positions positions of a bounded
+// pool, waiting while ctx lasts for running sequences to give blocks back
+// (a server calls it when a request starts, so that no sequence runs out
+// of blocks half way). An error wrapping model.ErrKVCacheFull means the
+// pool could never hold that many.
+func (d *ModelDecoder) Reserve(ctx context.Context, positions int) error {
+	return d.cache.ReserveWait(ctx, positions)
+}
+
+// Release gives the cache's blocks and reservation back to the pool: the
+// slot holding the decoder is idle. A prefix-caching pool keeps the full
+// blocks for the prompts that share them.
+func (d *ModelDecoder) Release() {
+	d.EndSequence()
+	d.cache.Close()
+}
+
+// CachedTokens is how many positions of the last prompt (Prefill, Rows)
+// came from the pool's prefix cache instead of a forward pass.
+func (d *ModelDecoder) CachedTokens() int { return d.cached }
+
+// Prefill runs the prompt after the longest prefix the pool still holds.
 func (d *ModelDecoder) Prefill(ctx context.Context, tokens []int) ([]float32, error) {
 	d.EndSequence()
 	d.cache.Reset()
-	return d.m.Forward(ctx, d.cache, tokens, model.ForwardOptions{})
+	d.cached = d.cache.ReusePrefix(tokens)
+	return d.m.Forward(ctx, d.cache, tokens[d.cached:], model.ForwardOptions{})
 }
 
 func (d *ModelDecoder) Step(ctx context.Context, token int) ([]float32, error) {
@@ -160,7 +202,9 @@ func (d *ModelDecoder) Step(ctx context.Context, token int) ([]float32, error) {
 // Rows is ScoreRows on the decoder's cache.
 func (d *ModelDecoder) Rows(ctx context.Context, tokens []int, from int, fn func(j int, logits []float32) error) error {
 	d.EndSequence()
-	return ScoreRows(ctx, d.m, d.cache, tokens, from, fn)
+	var err error
+	d.cached, err = scoreRows(ctx, d.m, d.cache, tokens, from, fn)
+	return err
 }
 
 // Probe runs tokens from an empty cache in chunks of scoreChunk positions
@@ -169,6 +213,10 @@ func (d *ModelDecoder) Rows(ctx context.Context, tokens []int, from int, fn func
 func (d *ModelDecoder) Probe(ctx context.Context, tokens []int, probe model.Probe) error {
 	d.EndSequence()
 	d.cache.Reset()
+	d.cached = 0
+	if err := d.cache.ReserveWait(ctx, len(tokens)); err != nil {
+		return err
+	}
 	for c0 := 0; c0 < len(tokens); c0 += scoreChunk {
 		c1 := min(c0+scoreChunk, len(tokens))
 		if _, err := d.m.Forward(ctx, d.cache, tokens[c0:c1], model.ForwardOptions{Probe: probe}); err != nil {

@@ -39,7 +39,7 @@ func TestBatchedDecoderMembership(t *testing.T) {
 	require.NoError(t, err)
 
 	b := &countingBatcher{m: m}
-	d := generation.NewBatchedDecoder(m, b)
+	d := generation.NewBatchedDecoder(m, nil, b)
 	res, err := generation.Generate(context.Background(), d, nil, req, nil)
 	require.NoError(t, err)
 	require.Equal(t, alone.Tokens, res.Tokens)

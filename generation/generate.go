@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/llorch/llorch-check/sampling"
 	"github.com/llorch/llorch-check/tokenizer"
@@ -69,6 +70,13 @@ func Generate(ctx context.Context, d Decoder, tok *tokenizer.Tokenizer, req Requ
 	if ctx.Err() != nil {
 		return cancelled()
 	}
+	if err := reserve(ctx, d, len(req.Prompt)+req.MaxTokens, "max_tokens"); err != nil {
+		if ctx.Err() != nil {
+			return cancelled()
+		}
+		return failed(err)
+	}
+	t0 := time.Now()
 	logits, err := d.Prefill(ctx, req.Prompt)
 	if err != nil {
 		if ctx.Err() != nil {
@@ -76,6 +84,7 @@ func Generate(ctx context.Context, d Decoder, tok *tokenizer.Tokenizer, req Requ
 		}
 		return failed(fmt.Errorf("prefill of %d tokens: %w", len(req.Prompt), err))
 	}
+	res.CachedTokens, res.PrefillTime = cachedTokens(d), time.Since(t0)
 	history := slices.Grow(slices.Clone(req.Prompt), req.MaxTokens)
 	for i := 0; ; i++ {
 		probs := sampling.Process(logits, history, req.Params)

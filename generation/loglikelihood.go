@@ -96,6 +96,9 @@ func LoglikelihoodTokens(ctx context.Context, d Decoder, ctxTokens, contTokens [
 // order, from chunked forward passes when the decoder can, else by prefill
 // and steps; no more than a chunk of rows is held at once.
 func eachRow(ctx context.Context, d Decoder, tokens []int, from int, fn func(j int, logits []float32) error) error {
+	if err := reserve(ctx, d, len(tokens), "prompt"); err != nil {
+		return err
+	}
 	if s, ok := d.(rowScorer); ok {
 		if err := s.Rows(ctx, tokens, from, fn); err != nil {
 			return fmt.Errorf("forward over %d tokens: %w", len(tokens), err)

@@ -2,6 +2,7 @@ package generation
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/llorch/llorch-check/sampling"
 )
@@ -74,6 +75,8 @@ type Result struct {
 	StopSequence string
 	Seed         uint64
 	PromptTokens int
+	CachedTokens int           // of PromptTokens, taken from the KV cache's prefix cache
+	PrefillTime  time.Duration // of the prompt's forward pass
 }
 
 // Validate checks a request against a model before anything runs, so that a

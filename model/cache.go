@@ -1,6 +1,8 @@
 package model
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"runtime"
 
@@ -114,8 +116,36 @@ func (c *Cache) Reserve(positions int) error {
 		return fmt.Errorf("%w: %d positions need %d blocks of %d; %d of %d are promised to running sequences",
 			ErrKVCacheFull, positions, want, p.blockTokens, p.reserved-max(c.seq.reservation, held), p.maxBlocks)
 	}
+	if next < p.reserved {
+		p.wake()
+	}
 	p.reserved, c.seq.reservation = next, want
 	return nil
+}
+
+// ReserveWait is Reserve that waits, while ctx lasts, for running
+// sequences to give blocks back. A reservation the whole pool could never
+// hold fails at once.
+func (c *Cache) ReserveWait(ctx context.Context, positions int) error {
+	p := c.seq.pool
+	if need := p.blocksFor(min(positions, c.capacity)); p.maxBlocks > 0 && need > p.maxBlocks {
+		return fmt.Errorf("%w: %d positions need %d blocks of %d; the pool holds %d (%d positions)",
+			ErrKVCacheFull, positions, need, p.blockTokens, p.maxBlocks, p.MaxTokens())
+	}
+	for {
+		p.mu.Lock()
+		freed := p.freed
+		p.mu.Unlock()
+		err := c.Reserve(positions)
+		if !errors.Is(err, ErrKVCacheFull) {
+			return err
+		}
+		select {
+		case <-freed:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
 }
 
 // shrink keeps the first n blocks.
@@ -136,6 +166,7 @@ func (s *kvSeq) shrink(n int) {
 	clear(s.blocks[n:])
 	s.blocks = s.blocks[:n]
 	p.reserved += max(s.reservation, n) - before
+	p.wake()
 }
 
 func (s *kvSeq) close() {
@@ -144,6 +175,7 @@ func (s *kvSeq) close() {
 	p.mu.Lock()
 	p.reserved -= s.reservation
 	s.reservation = 0
+	p.wake()
 	p.mu.Unlock()
 }
 

@@ -59,6 +59,7 @@ type KVPool struct {
 	index    map[blockKey]*kvBlock // full blocks by their prefix, when prefix caching
 	idle     list.List             // kept blocks nobody references, least recently used at the front
 	stats    KVStats
+	freed    chan struct{} // closed (and replaced) when blocks or promises are given back
 }
 
 // blockKey finds a full block by the block before it and its tokens' hash;
@@ -114,6 +115,7 @@ func (m *Model) NewKVPool(opt KVCacheOptions) (*KVPool, error) {
 		capacity: cfg.NPositions, maxBlocks: (opt.MaxTokens + B - 1) / B, f16: opt.Float16, prefix: opt.PrefixCache,
 	}
 	p.blockElems = 2 * p.nLayer * p.nHead * B * p.headDim
+	p.freed = make(chan struct{})
 	if p.prefix {
 		p.index = make(map[blockKey]*kvBlock)
 	}
@@ -121,8 +123,21 @@ func (m *Model) NewKVPool(opt KVCacheOptions) (*KVPool, error) {
 	return p, nil
 }
 
+// MaxTokens is the bound on the positions held, 0 if none.
+func (p *KVPool) MaxTokens() int { return p.maxBlocks * p.blockTokens }
+
+// wake tells the reservations waiting that room may have come back.
+// p.mu is held.
+func (p *KVPool) wake() {
+	close(p.freed)
+	p.freed = make(chan struct{})
+}
+
 // BlockTokens is the positions a block holds.
 func (p *KVPool) BlockTokens() int { return p.blockTokens }
+
+// PrefixCache says the pool keeps full blocks for prompts that share them.
+func (p *KVPool) PrefixCache() bool { return p.prefix }
 
 // Float16 says the pool stores keys and values as float16.
 func (p *KVPool) Float16() bool { return p.f16 }

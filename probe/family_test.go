@@ -32,7 +32,7 @@ func TestProbeFamilyServer(t *testing.T) {
 			m.InjectFault(fault, -1)
 		}
 		srv := server.New(server.Config{})
-		srv.SetModel(m, tok)
+		require.NoError(t, srv.SetModel(m, tok))
 		ts := httptest.NewServer(srv.Handler())
 		t.Cleanup(ts.Close)
 		return ts.URL

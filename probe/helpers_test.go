@@ -38,7 +38,7 @@ func serve(t *testing.T, fault model.Fault) string {
 	t.Helper()
 	m, tok := tinyModel(t, fault)
 	srv := server.New(server.Config{})
-	srv.SetModel(m, tok)
+	require.NoError(t, srv.SetModel(m, tok))
 	ts := httptest.NewServer(srv.Handler())
 	t.Cleanup(ts.Close)
 	return ts.URL

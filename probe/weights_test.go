@@ -83,7 +83,7 @@ func TestProbePerturbedLMHead(t *testing.T) {
 	tok, err := tokenizer.Load(dir)
 	require.NoError(t, err)
 	srv := server.New(server.Config{})
-	srv.SetModel(m, tok)
+	require.NoError(t, srv.SetModel(m, tok))
 	url := startServer(t, srv.Handler())
 	for _, api := range []string{"openai", "tgi"} {
 		endpoint := url

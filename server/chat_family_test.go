@@ -43,7 +43,7 @@ func TestChatFamilyTemplates(t *testing.T) {
 			require.NoError(t, err)
 			require.NotNil(t, own)
 			srv := server.New(server.Config{})
-			srv.SetModelChat(m, tok, own)
+			require.NoError(t, srv.SetModelChat(m, tok, own))
 			ts := serve(t, srv)
 
 			info := ts.call(t, "GET", "/v1/models/"+tc.model, nil, http.StatusOK)
@@ -70,7 +70,7 @@ func TestChatFamilyTemplates(t *testing.T) {
 		own, err := server.ModelChatTemplate(m)
 		require.NoError(t, err)
 		srv := server.New(server.Config{})
-		srv.SetModelChat(m, tok, own)
+		require.NoError(t, srv.SetModelChat(m, tok, own))
 		ts := serve(t, srv)
 		body := ts.call(t, "POST", "/v1/chat/completions", map[string]any{"messages": withSystem, "max_tokens": 2}, http.StatusBadRequest)
 		require.Contains(t, body["error"].(map[string]any)["message"], "Conversation roles must alternate user/assistant")

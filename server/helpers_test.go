@@ -58,7 +58,7 @@ func start(t *testing.T, cfg server.Config) *testServer {
 	t.Helper()
 	m, tok, _ := loadTiny(t)
 	srv := server.New(cfg)
-	srv.SetModel(m, tok)
+	require.NoError(t, srv.SetModel(m, tok))
 	return serve(t, srv)
 }
 

@@ -25,6 +25,7 @@ type metrics struct {
 	rejected      prometheus.Counter
 	cancellations *prometheus.CounterVec
 	batchSize     prometheus.Histogram
+	kv            *kvMetrics
 }
 
 func newMetrics(version string) *metrics {

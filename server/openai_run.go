@@ -207,6 +207,7 @@ func (s *Server) runChoice(ctx context.Context, e *engine, slot *Slot, job openA
 		return ch, err
 	}
 	total.CompletionTokens += len(res.Tokens)
+	total.addCached(e, res.CachedTokens)
 	ch.text += res.Text
 	ch.reason = finishReason(res.StopReason)
 	return ch, send("", nil, ch.reason)

@@ -185,7 +185,7 @@ func TestStartupValidation(t *testing.T) {
 	t.Run("passes", func(t *testing.T) {
 		m, tok, _ := loadTiny(t)
 		srv := server.New(server.Config{})
-		srv.SetModel(m, tok)
+		require.NoError(t, srv.SetModel(m, tok))
 		ts := serve(t, srv)
 		require.True(t, srv.Validate(context.Background(), set))
 		require.Equal(t, "ready", ts.call(t, "GET", "/readyz", nil, http.StatusOK)["status"])
@@ -204,7 +204,7 @@ func TestStartupValidation(t *testing.T) {
 		require.NoError(t, err)
 		m.InjectFault(model.FaultErfGELU, -1)
 		srv := server.New(server.Config{})
-		srv.SetModel(m, tok)
+		require.NoError(t, srv.SetModel(m, tok))
 		ts := serve(t, srv)
 		require.False(t, srv.Validate(context.Background(), set))
 		require.Equal(t, "validation_failed", ts.call(t, "GET", "/readyz", nil, http.StatusServiceUnavailable)["status"])
@@ -248,7 +248,7 @@ func TestLogsWithoutPrompt(t *testing.T) {
 	var buf syncBuf
 	m, tok, _ := loadTiny(t)
 	srv := server.New(server.Config{Logger: slog.New(slog.NewJSONHandler(&buf, nil))})
-	srv.SetModel(m, tok)
+	require.NoError(t, srv.SetModel(m, tok))
 	ts := serve(t, srv)
 	const secret = "my very private prompt"
 	resp := ts.do(t, "POST", "/generate", map[string]any{"prompts": []string{secret}, "max_tokens": 2}, "X-Request-ID", "rid-1")
@@ -285,7 +285,7 @@ func (s *syncBuf) String() string {
 func TestHealthKeepsServerDetailsBehindTheKey(t *testing.T) {
 	m, tok, set := loadTiny(t)
 	srv := server.New(server.Config{APIKey: "k"})
-	srv.SetModel(m, tok)
+	require.NoError(t, srv.SetModel(m, tok))
 	ts := serve(t, srv)
 	require.True(t, srv.Validate(context.Background(), set))
 	open := ts.call(t, "GET", "/health", nil, http.StatusOK)["validation"].(map[string]any)

@@ -48,9 +48,29 @@ func (s *Server) promptList(f *fields, name string, checkEach bool) ([]string, b
 }
 
 type usage struct {
-	PromptTokens     int `json:"prompt_tokens"`
-	CompletionTokens int `json:"completion_tokens"`
-	TotalTokens      int `json:"total_tokens"`
+	PromptTokens        int             `json:"prompt_tokens"`
+	CompletionTokens    int             `json:"completion_tokens"`
+	TotalTokens         int             `json:"total_tokens"`
+	PromptTokensDetails *promptTokenUse `json:"prompt_tokens_details,omitempty"`
+}
+
+// promptTokenUse is OpenAI's prompt_tokens_details: the prompt tokens the
+// KV prefix cache served, as vLLM and OpenAI report them. Present when the
+// server caches prefixes.
+type promptTokenUse struct {
+	CachedTokens int `json:"cached_tokens"`
+}
+
+// addCached counts n prompt tokens served from the prefix cache, when the
+// engine has one.
+func (u *usage) addCached(e *engine, n int) {
+	if !e.pool.PrefixCache() {
+		return
+	}
+	if u.PromptTokensDetails == nil {
+		u.PromptTokensDetails = &promptTokenUse{}
+	}
+	u.PromptTokensDetails.CachedTokens += n
 }
 
 // handleGenerate completes every prompt in order. The request holds one
@@ -91,6 +111,7 @@ func (s *Server) handleGenerate(w http.ResponseWriter, r *http.Request) {
 			out.Seeds = append(out.Seeds, res.Seed)
 			out.Usage.PromptTokens += len(req.Prompt)
 			out.Usage.CompletionTokens += len(res.Tokens)
+			out.Usage.addCached(e, res.CachedTokens)
 		}
 		out.Usage.TotalTokens = out.Usage.PromptTokens + out.Usage.CompletionTokens
 		writeJSON(w, http.StatusOK, out)
@@ -115,7 +136,7 @@ func (s *Server) handleLoglikelihood(w http.ResponseWriter, r *http.Request) {
 		}
 		for i := range min(len(prompts), len(conts)) {
 			c, t := generation.EncodePair(e.tok, prompts[i], conts[i])
-			f.check(generation.ValidatePair(c, t, e.m.Config.NPositions, e.m.Config.VocabSize),
+			f.check(generation.ValidatePair(c, t, e.positions(), e.m.Config.VocabSize),
 				map[string]string{"context": fmt.Sprintf("prompts[%d]", i), "continuation": fmt.Sprintf("continuations[%d]", i)})
 			pairs = append(pairs, pair{c, t})
 		}

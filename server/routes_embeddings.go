@@ -57,7 +57,7 @@ func (s *Server) handleEmbeddings(w http.ResponseWriter, r *http.Request) {
 	}
 	names := promptNames("input", len(inputs) == 1)
 	for i, in := range inputs {
-		f.check(generation.ValidatePrompt(in, e.m.Config.NPositions, e.m.Config.VocabSize), names(i))
+		f.check(generation.ValidatePrompt(in, e.positions(), e.m.Config.VocabSize), names(i))
 	}
 	if len(f.errs) > 0 {
 		writeOpenAIErrors(w, f.errs)

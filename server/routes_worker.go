@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/llorch/llorch-check/generation"
+	"github.com/llorch/llorch-check/model"
 )
 
 // workerDefaults are API.md's /execute defaults.
@@ -30,7 +31,32 @@ type healthResponse struct {
 	Draining        bool       `json:"draining"`
 	Running         int        `json:"running"`
 	Queued          int        `json:"queued"`
+	KVCache         *kvHealth  `json:"kv_cache,omitempty"`
 	Validation      Validation `json:"validation"`
+}
+
+// kvHealth is the KV cache's state: its bound, what running sequences
+// hold, what is kept for prefix reuse, and what reuse has saved.
+type kvHealth struct {
+	MaxTokens    int    `json:"max_tokens"`
+	BlockTokens  int    `json:"block_tokens"`
+	DType        string `json:"dtype"`
+	PrefixCache  bool   `json:"prefix_cache"`
+	UsedBlocks   int    `json:"used_blocks"`
+	IdleBlocks   int    `json:"idle_blocks"`
+	Bytes        int64  `json:"bytes"` // of the blocks allocated, used and kept
+	CachedTokens int64  `json:"cached_tokens"`
+}
+
+func newKVHealth(p *model.KVPool) *kvHealth {
+	st := p.Stats()
+	h := &kvHealth{MaxTokens: p.MaxTokens(), BlockTokens: st.BlockTokens, DType: "f32", PrefixCache: p.PrefixCache(),
+		UsedBlocks: st.HeldBlocks - st.IdleBlocks, IdleBlocks: st.IdleBlocks,
+		Bytes: int64(st.HeldBlocks) * st.BlockBytes, CachedTokens: st.CachedTokens}
+	if p.Float16() {
+		h.DType = "f16"
+	}
+	return h
 }
 
 // handleHealth is the orchestrator's view: 200 once the model can serve,
@@ -62,6 +88,7 @@ func (s *Server) handleHealth(w http.ResponseWriter, r *http.Request) {
 		h.SlotMemoryBytes, h.Parallel = generation.SlotBytes(e.m), s.cfg.Parallel
 		h.VocabSize = e.m.Config.VocabSize
 		h.ContextLength = e.m.Config.NPositions
+		h.KVCache = newKVHealth(e.pool)
 	}
 	status := http.StatusOK
 	switch s.state() {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"time"
 )
 
 var (
@@ -65,7 +66,11 @@ func (s *Server) runJob(w http.ResponseWriter, r *http.Request, id string, sk si
 		return
 	}
 	defer done()
+	queued := time.Now()
 	slot, err := s.sched.Acquire(ctx)
+	if err == nil {
+		s.metrics.kv.queueTime.Observe(time.Since(queued).Seconds())
+	}
 	switch {
 	case errors.Is(err, ErrQueueFull):
 		s.metrics.rejected.Inc()

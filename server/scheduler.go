@@ -91,6 +91,9 @@ func (s *Scheduler) Acquire(ctx context.Context) (*Slot, error) {
 
 // Release gives the slot to the longest waiter, or back to the free set.
 func (sl *Slot) Release() {
+	if sl.dec != nil {
+		sl.dec.Release() // an idle slot holds no KV blocks
+	}
 	s := sl.s
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -109,7 +112,7 @@ func (sl *Slot) Release() {
 // Decoder is the slot's decoder for e's model, made on first use.
 func (sl *Slot) Decoder(e *engine) *generation.ModelDecoder {
 	if sl.dec == nil {
-		sl.dec = generation.NewBatchedDecoder(e.m, e.batch)
+		sl.dec = generation.NewBatchedDecoder(e.m, e.pool, e.batch)
 	}
 	return sl.dec
 }

@@ -25,6 +25,9 @@ type Config struct {
 	ModelName      string        // reported in events and /v1/models; default: the model directory's name
 	WorkerID       string        // the orchestrator's name for this worker
 	Parallel       int           // sequences decoding at once
+	KVCacheTokens  int           // positions the KV cache holds for all sequences at once; 0: Parallel × context
+	KVCacheFloat16 bool          // keys and values stored as float16 (validated against an f16-kv reference set)
+	PrefixCache    bool          // keep finished prompts' KV blocks and reuse them for prompts sharing a prefix
 	MaxQueue       int           // requests waiting for a slot; more get 429
 	MaxBatch       int           // prompts per /generate or /loglikelihood request
 	RequestTimeout time.Duration // per request, queueing included; 0: none
@@ -43,6 +46,7 @@ type Config struct {
 func DefaultConfig() Config {
 	return Config{
 		Parallel:       4,
+		PrefixCache:    true,
 		MaxQueue:       16,
 		MaxBatch:       64,
 		RequestTimeout: 5 * time.Minute,
@@ -83,7 +87,17 @@ type engine struct {
 	tok   *tokenizer.Tokenizer
 	name  string
 	batch *batcher      // decode steps of every slot running on m
+	pool  *model.KVPool // every slot's keys and values
 	chat  ChatFormatter // Config.ChatTemplate, else the model's own, else DefaultChatTemplate
+}
+
+// positions is the most positions one request may use: the context, or
+// less when --kv-cache-tokens bounds the KV cache lower.
+func (e *engine) positions() int {
+	if n := e.pool.MaxTokens(); n > 0 && n < e.m.Config.NPositions {
+		return n
+	}
+	return e.m.Config.NPositions
 }
 
 // encode tokenizes user text as the generating routes take it: ordinary
@@ -129,6 +143,12 @@ func New(cfg Config) *Server {
 	}
 	s.stop, s.stopJobs = context.WithCancelCause(context.Background())
 	s.metrics = newMetrics(cfg.Version)
+	s.metrics.kv = registerKV(s.metrics.reg, func() (model.KVStats, bool) {
+		if e := s.engine.Load(); e != nil {
+			return e.pool.Stats(), true
+		}
+		return model.KVStats{}, false
+	})
 	s.sched = NewScheduler(cfg.Parallel, cfg.MaxQueue, s.metrics.schedulerChanged)
 	s.handler = s.routes()
 	return s
@@ -139,11 +159,13 @@ func (s *Server) Handler() http.Handler { return s.handler }
 
 // SetModel makes the model and tokenizer available to the routes. A server
 // without references is ready from here on.
-func (s *Server) SetModel(m *model.Model, tok *tokenizer.Tokenizer) { s.SetModelChat(m, tok, nil) }
+func (s *Server) SetModel(m *model.Model, tok *tokenizer.Tokenizer) error {
+	return s.SetModelChat(m, tok, nil)
+}
 
 // SetModelChat is SetModel with the model's own chat template
 // (ModelChatTemplate), which Config.ChatTemplate overrides; nil for none.
-func (s *Server) SetModelChat(m *model.Model, tok *tokenizer.Tokenizer, own ChatFormatter) {
+func (s *Server) SetModelChat(m *model.Model, tok *tokenizer.Tokenizer, own ChatFormatter) error {
 	var chat ChatFormatter = defaultChatTemplate
 	switch {
 	case s.cfg.ChatTemplate != nil:
@@ -155,10 +177,27 @@ func (s *Server) SetModelChat(m *model.Model, tok *tokenizer.Tokenizer, own Chat
 	if name == "" {
 		name = modelName(m.Dir)
 	}
+	pool, err := m.NewKVPool(s.kvOptions(m))
+	if err != nil {
+		return err
+	}
 	s.metrics.modelMemory.Set(float64(m.WeightsBytes()))
-	s.engine.Store(&engine{m: m, tok: tok, name: name, batch: newBatcher(m, s.metrics.observeBatch), chat: chat})
+	s.engine.Store(&engine{m: m, tok: tok, name: name, batch: newBatcher(m, s.metrics.observeBatch), pool: pool, chat: chat})
 	s.log.Info("model loaded", "model", name, "weights_bytes", m.WeightsBytes(),
-		"vocab_size", m.Config.VocabSize, "context_length", m.Config.NPositions)
+		"vocab_size", m.Config.VocabSize, "context_length", m.Config.NPositions,
+		"kv_cache_tokens", pool.MaxTokens(), "kv_block_bytes", pool.BlockBytes(), "prefix_cache", s.cfg.PrefixCache)
+	return nil
+}
+
+// kvOptions is the KV pool Config asks for on m: by default room for
+// every slot's full context, the most the slots could ever hold, so that
+// no request waits for blocks unless the operator bounds the pool lower.
+func (s *Server) kvOptions(m *model.Model) model.KVCacheOptions {
+	n := s.cfg.KVCacheTokens
+	if n <= 0 {
+		n = s.cfg.Parallel * m.Config.NPositions
+	}
+	return model.KVCacheOptions{MaxTokens: n, Float16: s.cfg.KVCacheFloat16, PrefixCache: s.cfg.PrefixCache}
 }
 
 // state says whether new work can be served and, if not, why.

@@ -248,8 +248,22 @@ func (f *fields) requests(e *engine, tmpl generation.Request, prompts [][]int, n
 		reqs[i] = tmpl
 		reqs[i].Prompt = p
 		f.check(reqs[i].Validate(n, V), names(i))
+		f.check(kvRule(e, reqs[i].Fit(n)), names(i))
 	}
 	return reqs
+}
+
+// kvRule refuses a generation the server's KV cache could never hold at
+// once (--kv-cache-tokens below the context): its prompt and max_tokens
+// together, as the context-length rule counts them.
+func kvRule(e *engine, r generation.Request) error {
+	max, need := e.pool.MaxTokens(), len(r.Prompt)+r.MaxTokens
+	if max == 0 || need <= max || need > e.m.Config.NPositions {
+		return nil // unbounded, fits, or already the context's error
+	}
+	return &generation.FieldError{Field: "max_tokens", Code: generation.CodeContextLength, Value: r.MaxTokens,
+		Message: fmt.Sprintf("prompt of %d tokens plus max_tokens %d needs %d positions; the server's KV cache holds %d for all sequences (--kv-cache-tokens)",
+			len(r.Prompt), r.MaxTokens, need, max)}
 }
 
 // promptNames puts prompt i's rules, the context's included, on list[i],

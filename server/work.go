@@ -74,6 +74,10 @@ func (s *Server) generate(ctx context.Context, e *engine, slot *Slot, req genera
 		return nil
 	})
 	s.metrics.promptTokens.Add(float64(len(req.Prompt)))
+	s.metrics.kv.cachedTokens.Add(float64(res.CachedTokens))
+	if res.PrefillTime > 0 {
+		s.metrics.kv.prefillTime.Observe(res.PrefillTime.Seconds())
+	}
 	if err == nil && res.StopReason == generation.StopCancelled {
 		err = errEnded
 	}

@@ -28,6 +28,9 @@ type serveFlags struct {
 	references, host, workerID, callbackURL, advertise     string
 	apiKey, modelName, cors                                string
 	port, parallel, maxQueue, maxBatch                     int
+	kvCacheTokens                                          int
+	kvCacheDType                                           string
+	prefixCache                                            bool
 	maxBody                                                int64
 	requestTimeout, shutdownTimeout, readTimeout           time.Duration
 	writeTimeout, idleTimeout, callbackTimeout, tokenDelay time.Duration
@@ -99,6 +102,9 @@ stderr, without prompt text. See docs/serve.md.`,
 	fl.BoolVar(&f.lenient, "lenient", false, "OpenAI routes ignore unknown request fields instead of answering 400 naming them")
 	fl.IntVar(&f.parallel, "parallel", d.Parallel, "sequences decoding at once")
 	fl.IntVar(&f.maxQueue, "max-queue", d.MaxQueue, "requests waiting for a slot; beyond it 429 with Retry-After")
+	fl.IntVar(&f.kvCacheTokens, "kv-cache-tokens", 0, "positions the KV cache holds for all sequences at once, in blocks of 16 taken as sequences grow and given back as they end; a request waits until its prompt + max_tokens fit (0: --parallel × the model's context)")
+	fl.StringVar(&f.kvCacheDType, "kv-cache-dtype", "f32", "f32, or f16: keys and values stored as float16, half the memory (validate it with an f16-kv reference set: run --kv-cache-dtype f16)")
+	fl.BoolVar(&f.prefixCache, "prefix-cache", d.PrefixCache, "keep finished prompts' KV blocks and start prompts that share their prefix from them, bit for bit the same logits (usage.prompt_tokens_details.cached_tokens)")
 	fl.IntVar(&f.maxBatch, "max-batch", d.MaxBatch, "prompts per /generate, /loglikelihood or /v1/completions request, inputs per /v1/embeddings")
 	fl.Int64Var(&f.maxBody, "max-body-bytes", d.MaxBodyBytes, "request body limit (413 beyond)")
 	fl.DurationVar(&f.requestTimeout, "request-timeout", d.RequestTimeout, "per-request limit, queueing included (0: none)")
@@ -126,6 +132,10 @@ func (f serveFlags) check() error {
 		return fmt.Errorf("--max-body-bytes %d: want ≥ 1", f.maxBody)
 	case f.parallel > maxParallel:
 		return fmt.Errorf("--parallel %d: at most %d", f.parallel, maxParallel)
+	case f.kvCacheTokens < 0:
+		return fmt.Errorf("--kv-cache-tokens %d: want ≥ 0 (0: --parallel × the model's context)", f.kvCacheTokens)
+	case f.kvCacheDType != "f32" && f.kvCacheDType != "f16":
+		return fmt.Errorf("--kv-cache-dtype %q: want f32 or f16", f.kvCacheDType)
 	}
 	if _, err := f.model.options(); err != nil {
 		return err
@@ -199,9 +209,10 @@ func (f serveFlags) modelChat(m *model.Model) (server.ChatFormatter, error) {
 // bounds it by the model's KV caches and the machine's memory.
 const maxParallel = 4096
 
-// checkMemory refuses a --parallel whose full-context KV caches (one per
-// slot, allocated on first use) cannot fit in this machine's memory next to
-// the weights: found at start-up, not when the slots fill under load.
+// checkMemory refuses a KV cache bound (--kv-cache-tokens, or --parallel
+// full contexts) that cannot fit in this machine's memory: blocks are only
+// taken as sequences grow, but the bound is what the server promises, so
+// it is found at start-up, not when the slots fill under load.
 func (f serveFlags) checkMemory(path string) error {
 	cfg, err := model.ReadConfig(path)
 	if err != nil {
@@ -211,10 +222,17 @@ func (f serveFlags) checkMemory(path string) error {
 	if total == 0 {
 		return nil
 	}
-	kv := int64(f.parallel) * cfg.CacheBytes()
+	tokens := int64(f.kvCacheTokens)
+	if tokens == 0 {
+		tokens = int64(f.parallel) * int64(cfg.NPositions)
+	}
+	kv := tokens * cfg.CacheBytes() / int64(cfg.NPositions)
+	if f.kvCacheDType == "f16" {
+		kv /= 2
+	}
 	if kv > total {
-		return fmt.Errorf("--parallel %d: %d full-context KV caches of %.1f MB need %.1f GB, more than this machine's %.1f GB",
-			f.parallel, f.parallel, float64(cfg.CacheBytes())/1e6, float64(kv)/1e9, float64(total)/1e9)
+		return fmt.Errorf("a KV cache of %d positions (--kv-cache-tokens, default --parallel %d × context %d) needs %.1f GB as %s, more than this machine's %.1f GB; bound it with --kv-cache-tokens",
+			tokens, f.parallel, cfg.NPositions, float64(kv)/1e9, f.kvCacheDType, float64(total)/1e9)
 	}
 	return nil
 }
@@ -271,6 +289,7 @@ func runServe(cmd *cobra.Command, f serveFlags) error {
 		MaxBatch: f.maxBatch, RequestTimeout: f.requestTimeout, MaxBodyBytes: f.maxBody,
 		WriteTimeout: f.writeTimeout, APIKey: f.apiKey, CORSOrigins: origins, TokenDelay: f.tokenDelay,
 		Lenient: f.lenient, ChatTemplate: chat, Version: version(), Logger: log,
+		KVCacheTokens: f.kvCacheTokens, KVCacheFloat16: f.kvCacheDType == "f16", PrefixCache: f.prefixCache,
 	}
 	srv := server.New(cfg)
 
@@ -380,14 +399,15 @@ func prepare(ctx context.Context, srv *server.Server, f serveFlags, log *slog.Lo
 		return err
 	}
 	if f.references == "" {
-		srv.SetModelChat(m, tok, chat)
-		return nil
+		return srv.SetModelChat(m, tok, chat)
 	}
 	set, err := openReferences(f.references)
 	if err != nil {
 		return err
 	}
-	srv.SetModelChat(m, tok, chat)
+	if err := srv.SetModelChat(m, tok, chat); err != nil {
+		return err
+	}
 	srv.Validate(ctx, set)
 	return nil
 }

@@ -103,7 +103,7 @@ func TestPageInChromium(t *testing.T) {
 	// A per-token delay makes the stream last long enough (16 × 30 ms) for
 	// the test to see the text grow while it is still running.
 	srv := server.New(server.Config{TokenDelay: 30 * time.Millisecond})
-	srv.SetModel(m, tok)
+	require.NoError(t, srv.SetModel(m, tok))
 	ts := httptest.NewServer(srv.Handler())
 	defer ts.Close()
 

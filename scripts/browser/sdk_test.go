@@ -89,7 +89,7 @@ func TestOpenAISDKInChromium(t *testing.T) {
 	defer other.Close()
 
 	srv := server.New(server.Config{APIKey: "k", CORSOrigins: []string{allowed.URL}})
-	srv.SetModel(m, tok)
+	require.NoError(t, srv.SetModel(m, tok))
 	api := httptest.NewServer(srv.Handler())
 	defer api.Close()
 

@@ -276,7 +276,9 @@ func startServer(o options) (string, func(), error) {
 		return "", nil, err
 	}
 	srv := server.New(server.Config{Parallel: o.parallel, MaxQueue: o.maxQueue, Logger: slog.New(slog.DiscardHandler)})
-	srv.SetModel(m, tok)
+	if err := srv.SetModel(m, tok); err != nil {
+		return "", nil, err
+	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return "", nil, err

@@ -1,0 +1,102 @@
+package server_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"io"
+	"net/http"
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/llorch/llorch-check/server"
+)
+
+func tokenPrompt(n, seed int) []int {
+	out := make([]int, n)
+	for i := range out {
+		out[i] = (i*7919 + seed*104729 + 13) % 50000
+	}
+	return out
+}
+
+// Prompts that share a prefix reuse its KV blocks: usage says how many
+// prompt tokens came from the cache, and the completions and their
+// log-probabilities are those of a server that recomputes everything.
+// Between requests the cache holds nothing for running sequences.
+func TestPrefixCacheSameAnswers(t *testing.T) {
+	on := start(t, server.Config{PrefixCache: true})
+	off := start(t, server.Config{})
+	a := tokenPrompt(60, 1)
+	b := append(append([]int(nil), a[:48]...), tokenPrompt(9, 2)...)
+	ask := func(ts *testServer, prompt []int) (map[string]any, map[string]any) {
+		out := ts.call(t, "POST", "/v1/completions", map[string]any{
+			"prompt": prompt, "max_tokens": 8, "temperature": 0, "logprobs": 5}, http.StatusOK)
+		return choice0(t, out), out["usage"].(map[string]any)
+	}
+	for _, tc := range []struct {
+		prompt []int
+		cached float64
+	}{
+		{a, 0},
+		{b, 48}, // three blocks of 16 shared with a
+		{a, 48}, // a's fourth block holds a[48:60] and a generated token, so only three match
+		{b, 48},
+	} {
+		got, u := ask(on, tc.prompt)
+		want, uOff := ask(off, tc.prompt)
+		require.Equal(t, want, got, "prompt of %d tokens", len(tc.prompt))
+		require.Equal(t, map[string]any{"cached_tokens": tc.cached}, u["prompt_tokens_details"], "prompt of %d tokens", len(tc.prompt))
+		require.NotContains(t, uOff, "prompt_tokens_details", "no prefix cache, no details")
+	}
+	kv := on.call(t, "GET", "/health", nil, http.StatusOK)["kv_cache"].(map[string]any)
+	require.EqualValues(t, 0, kv["used_blocks"], "an idle server's sequences hold no blocks")
+	require.Greater(t, kv["idle_blocks"], float64(0), "the prompts' blocks are kept")
+	require.EqualValues(t, 144, kv["cached_tokens"])
+	require.EqualValues(t, 4*128, kv["max_tokens"], "default: 4 slots × the tiny model's 128 positions")
+	kvOff := off.call(t, "GET", "/health", nil, http.StatusOK)["kv_cache"].(map[string]any)
+	require.EqualValues(t, 0, kvOff["used_blocks"])
+	require.EqualValues(t, 0, kvOff["idle_blocks"])
+	require.EqualValues(t, 0, kvOff["bytes"], "without a prefix cache an idle server holds no KV memory")
+
+	resp := on.do(t, "GET", "/metrics", nil)
+	body, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	require.NoError(t, err)
+	for _, line := range []string{"llorch_prompt_tokens_cached_total 144", "llorch_kv_cache_blocks_used 0", "llorch_queue_time_seconds_count 4", "llorch_prefill_time_seconds_count 4"} {
+		require.Contains(t, string(body), line+"\n")
+	}
+}
+
+// A bounded KV cache refuses a request it could never hold, naming the
+// field, and makes requests that fit one at a time wait for each other
+// instead of failing.
+func TestKVCacheBound(t *testing.T) {
+	ts := start(t, server.Config{Parallel: 3, MaxQueue: 4, KVCacheTokens: 64})
+	out := ts.call(t, "POST", "/v1/completions", map[string]any{
+		"prompt": tokenPrompt(10, 3), "max_tokens": 100, "temperature": 0}, http.StatusBadRequest)
+	e := out["error"].(map[string]any)
+	require.Equal(t, "prompt", e["param"], "the route reports context rules on the prompt")
+	require.Contains(t, e["message"], "plus max_tokens 100 needs 110 positions; the server's KV cache holds 64")
+
+	// Three requests of 48 positions (3 blocks of 16) where 4 blocks fit:
+	// they run one after another, none fails.
+	var wg sync.WaitGroup
+	status := make([]int, 3)
+	for i := range status {
+		body, err := json.Marshal(map[string]any{"prompt": tokenPrompt(8, 4+i), "max_tokens": 40, "temperature": 0})
+		require.NoError(t, err)
+		wg.Go(func() {
+			resp, err := http.Post(ts.URL+"/v1/completions", "application/json", bytes.NewReader(body))
+			if err == nil {
+				status[i] = resp.StatusCode
+				resp.Body.Close()
+			}
+		})
+	}
+	wg.Wait()
+	require.Equal(t, []int{200, 200, 200}, status)
+	kv := ts.call(t, "GET", "/health", nil, http.StatusOK)["kv_cache"].(map[string]any)
+	require.EqualValues(t, 0, kv["used_blocks"])
+}
