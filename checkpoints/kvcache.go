@@ -1,7 +1,6 @@
 package checkpoints
 
 import (
-	"context"
 	"fmt"
 
 	"github.com/llorch/llorch-check/generation"
@@ -42,46 +41,12 @@ func (o Options) kvCache() model.KVCacheOptions {
 }
 
 // decoder is the decoder checkpoints 9 and 12 run the model through: the
-// server's own (generation.ModelDecoder, a float32 cache) for the default
-// cache, else one on a cache of a pool made with the options' KVCache.
+// server's own, generation.ModelDecoder, on a pool made with the options'
+// KVCache.
 func (o Options) decoder(m *model.Model) (generation.Decoder, error) {
-	kv := o.kvCache()
-	if kv == (model.KVCacheOptions{}) {
-		return generation.NewModelDecoder(m), nil
-	}
-	pool, err := m.NewKVPool(kv)
+	pool, err := m.NewKVPool(o.kvCache())
 	if err != nil {
 		return nil, err
 	}
-	return &cacheDecoder{m: m, cache: pool.NewCache()}, nil
+	return generation.NewBatchedDecoder(m, pool, nil), nil
 }
-
-// cacheDecoder is generation.ModelDecoder's unbatched path on a cache of
-// the caller's pool: prefill and scoring through Forward, steps through
-// DecodeBatch, as ModelDecoder runs them alone.
-type cacheDecoder struct {
-	m     *model.Model
-	cache *model.Cache
-}
-
-func (d *cacheDecoder) Prefill(ctx context.Context, tokens []int) ([]float32, error) {
-	d.cache.Reset()
-	return d.m.Forward(ctx, d.cache, tokens, model.ForwardOptions{})
-}
-
-func (d *cacheDecoder) Step(ctx context.Context, token int) ([]float32, error) {
-	logits, err := d.m.DecodeBatch(ctx, []*model.Cache{d.cache}, []int{token})
-	if err != nil {
-		return nil, err
-	}
-	return logits[0], nil
-}
-
-// Rows is generation.ScoreRows on the decoder's cache, as ModelDecoder's.
-func (d *cacheDecoder) Rows(ctx context.Context, tokens []int, from int, fn func(j int, logits []float32) error) error {
-	return generation.ScoreRows(ctx, d.m, d.cache, tokens, from, fn)
-}
-
-func (d *cacheDecoder) ContextLength() int { return d.m.Config.NPositions }
-func (d *cacheDecoder) VocabSize() int     { return d.m.Config.VocabSize }
-func (d *cacheDecoder) EOS() []int         { return d.m.Config.EOSTokens() }

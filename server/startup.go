@@ -50,7 +50,7 @@ func (s *Server) Validate(ctx context.Context, set *references.Set) bool {
 	s.setValidation(Validation{Status: ValidationRunning, References: set.Dir})
 	start := time.Now()
 	s.log.Info("validating model against references", "references", set.Dir)
-	rep, err := checkpoints.Run(ctx, e.m, set, checkpoints.Options{Tokenizer: e.tok})
+	rep, err := checkpoints.Run(ctx, e.m, set, checkpoints.Options{Tokenizer: e.tok, KVCache: s.kvOptions(e.m)})
 	v := Validation{References: set.Dir, DurationSeconds: time.Since(start).Seconds()}
 	switch {
 	case err != nil:

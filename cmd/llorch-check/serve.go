@@ -134,8 +134,9 @@ func (f serveFlags) check() error {
 		return fmt.Errorf("--parallel %d: at most %d", f.parallel, maxParallel)
 	case f.kvCacheTokens < 0:
 		return fmt.Errorf("--kv-cache-tokens %d: want ≥ 0 (0: --parallel × the model's context)", f.kvCacheTokens)
-	case f.kvCacheDType != "f32" && f.kvCacheDType != "f16":
-		return fmt.Errorf("--kv-cache-dtype %q: want f32 or f16", f.kvCacheDType)
+	}
+	if _, err := parseKVCacheDType(f.kvCacheDType); err != nil {
+		return err
 	}
 	if _, err := f.model.options(); err != nil {
 		return err

@@ -87,8 +87,11 @@ func dryRunServe(cmd *cobra.Command, f serveFlags) error {
 	if err != nil {
 		return err
 	}
-	// f32 until serve has --kv-cache-dtype; then parseKVCacheDType of it.
-	rep, err := selfCheck(cmd.Context(), m, tok, set, model.KVCacheOptions{})
+	kv, err := parseKVCacheDType(f.kvCacheDType)
+	if err != nil {
+		return err
+	}
+	rep, err := selfCheck(cmd.Context(), m, tok, set, kv)
 	if err != nil {
 		return err
 	}
