@@ -168,12 +168,33 @@ func (d *ModelDecoder) Release() {
 // came from the pool's prefix cache instead of a forward pass.
 func (d *ModelDecoder) CachedTokens() int { return d.cached }
 
-// Prefill runs the prompt after the longest prefix the pool still holds.
+// chunkPrefiller is an optional Batcher capability: running a prompt
+// through the batches, in chunks beside the other sequences' decode steps
+// (the server's chunked prefill).
+type chunkPrefiller interface {
+	Prefill(ctx context.Context, c *model.Cache, tokens []int) ([]float32, error)
+}
+
+// Prefill runs the prompt after the longest prefix the pool still holds:
+// through the batcher when it takes prompts (the sequence joins it here,
+// so its chunks and then its steps batch with the others), else alone.
 func (d *ModelDecoder) Prefill(ctx context.Context, tokens []int) ([]float32, error) {
 	d.EndSequence()
 	d.cache.Reset()
 	d.cached = d.cache.ReusePrefix(tokens)
-	return d.m.Forward(ctx, d.cache, tokens[d.cached:], model.ForwardOptions{})
+	rest := tokens[d.cached:]
+	cp, ok := d.batch.(chunkPrefiller)
+	if !ok || len(rest) == 0 || len(tokens) > d.cache.Cap() || !inVocabulary(rest, d.m.Config.VocabSize) {
+		// A bad prompt would fail the whole batch; alone it fails alone.
+		return d.m.Forward(ctx, d.cache, rest, model.ForwardOptions{})
+	}
+	d.joined = true
+	d.batch.Join()
+	logits, err := cp.Prefill(ctx, d.cache, rest)
+	if err != nil {
+		d.EndSequence() // the others must not wait for it
+	}
+	return logits, err
 }
 
 func (d *ModelDecoder) Step(ctx context.Context, token int) ([]float32, error) {
@@ -229,3 +250,12 @@ func (d *ModelDecoder) Probe(ctx context.Context, tokens []int, probe model.Prob
 func (d *ModelDecoder) ContextLength() int { return d.m.Config.NPositions }
 func (d *ModelDecoder) VocabSize() int     { return d.m.Config.VocabSize }
 func (d *ModelDecoder) EOS() []int         { return d.m.Config.EOSTokens() }
+
+func inVocabulary(tokens []int, V int) bool {
+	for _, t := range tokens {
+		if t < 0 || t >= V {
+			return false
+		}
+	}
+	return true
+}

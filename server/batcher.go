@@ -32,6 +32,7 @@ const maxJoinWait = 50 * time.Millisecond
 // goroutine of its own, and a timer only while a wait is armed.
 type batcher struct {
 	m       *model.Model
+	chunk   int // prompt positions a step carries (chunked prefill); 0: prefill alone
 	observe func(batchSize int)
 
 	mu       sync.Mutex
@@ -44,9 +45,9 @@ type batcher struct {
 }
 
 type step struct {
-	cache *model.Cache
-	token int
-	done  chan stepResult // buffered: the batch never blocks on a reader
+	cache  *model.Cache
+	tokens []int           // one decode token, or a chunk of a prompt
+	done   chan stepResult // buffered: the batch never blocks on a reader
 }
 
 type stepResult struct {
@@ -54,8 +55,8 @@ type stepResult struct {
 	err    error
 }
 
-func newBatcher(m *model.Model, observe func(int)) *batcher {
-	return &batcher{m: m, observe: observe, lastStep: time.Millisecond}
+func newBatcher(m *model.Model, chunk int, observe func(int)) *batcher {
+	return &batcher{m: m, chunk: chunk, observe: observe, lastStep: time.Millisecond}
 }
 
 // Join and Leave bracket a sequence's decode loop; only members are
@@ -78,7 +79,33 @@ func (b *batcher) Leave() {
 // batch is already running it waits for that one step, because the batch
 // is writing the cache.
 func (b *batcher) Step(ctx context.Context, cache *model.Cache, token int) ([]float32, error) {
-	st := &step{cache: cache, token: token, done: make(chan stepResult, 1)}
+	return b.step(ctx, cache, []int{token})
+}
+
+// Prefill runs a prompt (what the prefix cache did not hold) through the
+// batches chunk by chunk, each chunk's rows in the same pass as the
+// running sequences' decode steps: a long prompt costs each of them a
+// chunk's time a step instead of a whole prefill beside them, and shares
+// their pass over the weights instead of a second one competing for the
+// cores. The caller is a member (Join). It returns the last position's
+// logits, in the cache's buffer. Chunking changes no bits: every row of a
+// pass is computed on its own.
+func (b *batcher) Prefill(ctx context.Context, cache *model.Cache, tokens []int) ([]float32, error) {
+	if b.chunk <= 0 {
+		return b.step(ctx, cache, tokens)
+	}
+	var logits []float32
+	for c0 := 0; c0 < len(tokens); c0 += b.chunk {
+		var err error
+		if logits, err = b.step(ctx, cache, tokens[c0:min(c0+b.chunk, len(tokens))]); err != nil {
+			return nil, err
+		}
+	}
+	return logits, nil
+}
+
+func (b *batcher) step(ctx context.Context, cache *model.Cache, tokens []int) ([]float32, error) {
+	st := &step{cache: cache, tokens: tokens, done: make(chan stepResult, 1)}
 	b.mu.Lock()
 	b.pending = append(b.pending, st)
 	b.maybeStart()
@@ -167,9 +194,9 @@ func (b *batcher) decode(batch []*step) (logits [][]float32, err error) {
 		}
 	}()
 	caches := make([]*model.Cache, len(batch))
-	tokens := make([]int, len(batch))
+	tokens := make([][]int, len(batch))
 	for i, st := range batch {
-		caches[i], tokens[i] = st.cache, st.token
+		caches[i], tokens[i] = st.cache, st.tokens
 	}
-	return b.m.DecodeBatch(context.Background(), caches, tokens)
+	return b.m.StepBatch(context.Background(), caches, tokens)
 }

@@ -28,6 +28,7 @@ type Config struct {
 	KVCacheTokens  int           // positions the KV cache holds for all sequences at once; 0: Parallel × context
 	KVCacheFloat16 bool          // keys and values stored as float16 (validated against an f16-kv reference set)
 	PrefixCache    bool          // keep finished prompts' KV blocks and reuse them for prompts sharing a prefix
+	PrefillChunk   int           // prompt positions a batched step carries beside the decode steps; 0: a prompt runs alone
 	MaxQueue       int           // requests waiting for a slot; more get 429
 	MaxBatch       int           // prompts per /generate or /loglikelihood request
 	RequestTimeout time.Duration // per request, queueing included; 0: none
@@ -47,6 +48,7 @@ func DefaultConfig() Config {
 	return Config{
 		Parallel:       4,
 		PrefixCache:    true,
+		PrefillChunk:   64,
 		MaxQueue:       16,
 		MaxBatch:       64,
 		RequestTimeout: 5 * time.Minute,
@@ -182,7 +184,7 @@ func (s *Server) SetModelChat(m *model.Model, tok *tokenizer.Tokenizer, own Chat
 		return err
 	}
 	s.metrics.modelMemory.Set(float64(m.WeightsBytes()))
-	s.engine.Store(&engine{m: m, tok: tok, name: name, batch: newBatcher(m, s.metrics.observeBatch), pool: pool, chat: chat})
+	s.engine.Store(&engine{m: m, tok: tok, name: name, batch: newBatcher(m, s.cfg.PrefillChunk, s.metrics.observeBatch), pool: pool, chat: chat})
 	s.log.Info("model loaded", "model", name, "weights_bytes", m.WeightsBytes(),
 		"vocab_size", m.Config.VocabSize, "context_length", m.Config.NPositions,
 		"kv_cache_tokens", pool.MaxTokens(), "kv_block_bytes", pool.BlockBytes(), "prefix_cache", s.cfg.PrefixCache)
