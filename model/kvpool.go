@@ -34,9 +34,13 @@ type KVCacheOptions struct {
 	// PrefixCache keeps the blocks of finished sequences, found again by
 	// the tokens they hold, so a prompt that shares their prefix reuses
 	// them instead of recomputing it (Cache.ReusePrefix). Needs MaxTokens:
-	// kept blocks are evicted, least recently used first, only when the
-	// bound needs their room.
+	// kept blocks are evicted, least recently used first, when the bound
+	// needs their room or when they pass PrefixCacheTokens.
 	PrefixCache bool
+	// PrefixCacheTokens bounds the positions kept for reuse by no running
+	// sequence, so that an idle server's memory is this much, not the
+	// whole bound; 0 leaves only MaxTokens.
+	PrefixCacheTokens int
 }
 
 // KVPool holds the keys and values of a model's sequences in blocks of
@@ -49,6 +53,7 @@ type KVPool struct {
 	nLayer, nHead, headDim, blockTokens int
 	capacity                            int // a cache's positions: the model's context
 	maxBlocks                           int // 0: unbounded
+	maxIdle                             int // kept blocks beyond it are evicted; 0: only maxBlocks bounds them
 	f16, prefix                         bool
 	blockElems                          int // floats (or halves) a block
 
@@ -104,15 +109,16 @@ func (m *Model) NewKVPool(opt KVCacheOptions) (*KVPool, error) {
 	if B < 0 || B%4 != 0 {
 		return nil, fmt.Errorf("KV cache block of %d positions: must be a positive multiple of 4", B)
 	}
-	if opt.MaxTokens < 0 {
-		return nil, fmt.Errorf("KV cache of %d positions: must not be negative", opt.MaxTokens)
+	if opt.MaxTokens < 0 || opt.PrefixCacheTokens < 0 {
+		return nil, fmt.Errorf("KV cache of %d positions, %d kept for reuse: must not be negative", opt.MaxTokens, opt.PrefixCacheTokens)
 	}
 	if opt.PrefixCache && opt.MaxTokens == 0 {
 		return nil, errors.New("KV prefix cache without a bound on the positions held: it would keep every block")
 	}
 	p := &KVPool{
 		nLayer: cfg.NLayer, nHead: cfg.KVHeads(), headDim: cfg.HeadDim(), blockTokens: B,
-		capacity: cfg.NPositions, maxBlocks: (opt.MaxTokens + B - 1) / B, f16: opt.Float16, prefix: opt.PrefixCache,
+		capacity: cfg.NPositions, maxBlocks: (opt.MaxTokens + B - 1) / B, maxIdle: (opt.PrefixCacheTokens + B - 1) / B,
+		f16: opt.Float16, prefix: opt.PrefixCache,
 	}
 	p.blockElems = 2 * p.nLayer * p.nHead * B * p.headDim
 	p.freed = make(chan struct{})
@@ -207,6 +213,10 @@ func (p *KVPool) unref(b *kvBlock) {
 	}
 	if b.tokens != nil && p.prefix {
 		b.idle = p.idle.PushBack(b)
+		if p.maxIdle > 0 && p.idle.Len() > p.maxIdle {
+			p.drop(p.idle.Remove(p.idle.Front()).(*kvBlock))
+			p.stats.Evictions++
+		}
 		return
 	}
 	p.drop(b)

@@ -214,6 +214,21 @@ func TestKVPoolFloat16(t *testing.T) {
 	}
 }
 
+// PrefixCacheTokens bounds what is kept for reuse: an idle pool holds
+// that much, a prefix's head rather than its tail.
+func TestKVPoolKeepsBoundedPrefix(t *testing.T) {
+	m, _ := testModel(t)
+	p := newPool(t, m, KVCacheOptions{BlockTokens: 4, MaxTokens: 32, PrefixCache: true, PrefixCacheTokens: 8})
+	c := p.NewCache()
+	prompt := testTokens(18, 6)
+	run(t, m, c, prompt, nil)
+	c.Reset()
+	s := p.Stats()
+	require.Equal(t, [3]int64{2, 2, 2}, [3]int64{int64(s.HeldBlocks), int64(s.IdleBlocks), s.Evictions},
+		"4 full blocks, 2 kept, the partial one freed")
+	require.Equal(t, 8, p.NewCache().ReusePrefix(prompt), "the first two blocks were kept")
+}
+
 func TestKVPoolOptions(t *testing.T) {
 	m, _ := testModel(t)
 	for _, tc := range []struct {
@@ -223,6 +238,7 @@ func TestKVPoolOptions(t *testing.T) {
 		{KVCacheOptions{BlockTokens: 6}, "block of 6 positions: must be a positive multiple of 4"},
 		{KVCacheOptions{BlockTokens: -4}, "block of -4 positions"},
 		{KVCacheOptions{MaxTokens: -1}, "KV cache of -1 positions"},
+		{KVCacheOptions{MaxTokens: 8, PrefixCache: true, PrefixCacheTokens: -4}, "-4 kept for reuse: must not be negative"},
 		{KVCacheOptions{PrefixCache: true}, "without a bound"},
 	} {
 		_, err := m.NewKVPool(tc.opt)

@@ -28,6 +28,7 @@ type Config struct {
 	KVCacheTokens  int           // positions the KV cache holds for all sequences at once; 0: Parallel × context
 	KVCacheFloat16 bool          // keys and values stored as float16 (validated against an f16-kv reference set)
 	PrefixCache    bool          // keep finished prompts' KV blocks and reuse them for prompts sharing a prefix
+	PrefixTokens   int           // positions kept for reuse by no running sequence; 0: one context
 	PrefillChunk   int           // prompt positions a batched step carries beside the decode steps; 0: a prompt runs alone
 	MaxQueue       int           // requests waiting for a slot; more get 429
 	MaxBatch       int           // prompts per /generate or /loglikelihood request
@@ -193,13 +194,19 @@ func (s *Server) SetModelChat(m *model.Model, tok *tokenizer.Tokenizer, own Chat
 
 // kvOptions is the KV pool Config asks for on m: by default room for
 // every slot's full context, the most the slots could ever hold, so that
-// no request waits for blocks unless the operator bounds the pool lower.
+// no request waits for blocks unless the operator bounds the pool lower,
+// and one context's worth of finished prompts kept for reuse, so that an
+// idle server holds that much and not the whole bound.
 func (s *Server) kvOptions(m *model.Model) model.KVCacheOptions {
 	n := s.cfg.KVCacheTokens
 	if n <= 0 {
 		n = s.cfg.Parallel * m.Config.NPositions
 	}
-	return model.KVCacheOptions{MaxTokens: n, Float16: s.cfg.KVCacheFloat16, PrefixCache: s.cfg.PrefixCache}
+	keep := s.cfg.PrefixTokens
+	if keep <= 0 {
+		keep = m.Config.NPositions
+	}
+	return model.KVCacheOptions{MaxTokens: n, Float16: s.cfg.KVCacheFloat16, PrefixCache: s.cfg.PrefixCache, PrefixCacheTokens: keep}
 }
 
 // state says whether new work can be served and, if not, why.

@@ -28,7 +28,7 @@ type serveFlags struct {
 	references, host, workerID, callbackURL, advertise     string
 	apiKey, modelName, cors                                string
 	port, parallel, maxQueue, maxBatch                     int
-	kvCacheTokens, prefillChunk                            int
+	kvCacheTokens, prefillChunk, prefixTokens              int
 	kvCacheDType                                           string
 	prefixCache                                            bool
 	maxBody                                                int64
@@ -104,6 +104,7 @@ stderr, without prompt text. See docs/serve.md.`,
 	fl.IntVar(&f.maxQueue, "max-queue", d.MaxQueue, "requests waiting for a slot; beyond it 429 with Retry-After")
 	fl.IntVar(&f.kvCacheTokens, "kv-cache-tokens", 0, "positions the KV cache holds for all sequences at once, in blocks of 16 taken as sequences grow and given back as they end; a request waits until its prompt + max_tokens fit (0: --parallel × the model's context)")
 	fl.StringVar(&f.kvCacheDType, "kv-cache-dtype", "f32", "f32, or f16: keys and values stored as float16, half the memory (validate it with an f16-kv reference set: run --kv-cache-dtype f16)")
+	fl.IntVar(&f.prefixTokens, "prefix-cache-tokens", 0, "positions of finished prompts kept for reuse while no request holds them, least recently used evicted first (0: the model's context)")
 	fl.IntVar(&f.prefillChunk, "prefill-chunk", d.PrefillChunk, "prompt positions a batched step carries beside the running sequences' decode steps (chunked prefill: a long prompt delays each stream by a chunk a step, not its whole prefill); 0: a prompt runs alone")
 	fl.BoolVar(&f.prefixCache, "prefix-cache", d.PrefixCache, "keep finished prompts' KV blocks and start prompts that share their prefix from them, bit for bit the same logits (usage.prompt_tokens_details.cached_tokens)")
 	fl.IntVar(&f.maxBatch, "max-batch", d.MaxBatch, "prompts per /generate, /loglikelihood or /v1/completions request, inputs per /v1/embeddings")
@@ -133,6 +134,8 @@ func (f serveFlags) check() error {
 		return fmt.Errorf("--max-body-bytes %d: want ≥ 1", f.maxBody)
 	case f.parallel > maxParallel:
 		return fmt.Errorf("--parallel %d: at most %d", f.parallel, maxParallel)
+	case f.prefixTokens < 0:
+		return fmt.Errorf("--prefix-cache-tokens %d: want ≥ 0 (0: the model's context)", f.prefixTokens)
 	case f.prefillChunk < 0:
 		return fmt.Errorf("--prefill-chunk %d: want ≥ 0 (0: a prompt runs alone)", f.prefillChunk)
 	case f.kvCacheTokens < 0:
@@ -294,7 +297,7 @@ func runServe(cmd *cobra.Command, f serveFlags) error {
 		WriteTimeout: f.writeTimeout, APIKey: f.apiKey, CORSOrigins: origins, TokenDelay: f.tokenDelay,
 		Lenient: f.lenient, ChatTemplate: chat, Version: version(), Logger: log,
 		KVCacheTokens: f.kvCacheTokens, KVCacheFloat16: f.kvCacheDType == "f16", PrefixCache: f.prefixCache,
-		PrefillChunk: f.prefillChunk,
+		PrefillChunk: f.prefillChunk, PrefixTokens: f.prefixTokens,
 	}
 	srv := server.New(cfg)
 
