@@ -3,6 +3,7 @@ package model
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"path/filepath"
 	"testing"
 
@@ -244,4 +245,123 @@ func TestKVPoolOptions(t *testing.T) {
 		_, err := m.NewKVPool(tc.opt)
 		require.ErrorContains(t, err, tc.want, fmt.Sprint(tc.opt))
 	}
+}
+
+// TestKVPoolRandomOps drives a bounded prefix-caching pool through random
+// sequences of what a server does (reserve, prefill with reuse, steps,
+// truncate, reset, close) and checks after every operation that the
+// pool's accounting matches the caches (blocks held, promised, kept) and
+// that every cache's keys and values are those of computing its tokens
+// from scratch.
+func TestKVPoolRandomOps(t *testing.T) {
+	m, _ := testModel(t)
+	ctx := context.Background()
+	const B, maxTok = 4, 64
+	p := newPool(t, m, KVCacheOptions{BlockTokens: B, MaxTokens: maxTok, PrefixCache: true, PrefixCacheTokens: 24})
+	type seq struct {
+		c      *Cache
+		tokens []int
+	}
+	seqs := make([]*seq, 4)
+	for i := range seqs {
+		seqs[i] = &seq{c: p.NewCache()}
+	}
+	r := rand.New(rand.NewPCG(77, 78))
+	// Prompts draw from a few shared stems so that prefixes repeat.
+	stems := [][]int{testTokens(20, 90), testTokens(20, 91)}
+	check := func(step int, op string) {
+		t.Helper()
+		held, promised := map[*kvBlock]bool{}, 0
+		for _, s := range seqs {
+			for _, b := range s.c.seq.blocks {
+				held[b] = true
+			}
+			promised += max(s.c.seq.reservation, len(s.c.seq.blocks))
+			require.Equal(t, len(s.tokens), s.c.Len(), "step %d %s", step, op)
+			require.Equal(t, p.blocksFor(s.c.Len()), len(s.c.seq.blocks), "step %d %s: blocks past the positions", step, op)
+		}
+		st := p.Stats()
+		require.Equal(t, len(held)+st.IdleBlocks, st.HeldBlocks, "step %d %s: blocks held", step, op)
+		require.Equal(t, promised, p.reserved, "step %d %s: blocks promised", step, op)
+		require.LessOrEqual(t, st.HeldBlocks, maxTok/B, "step %d %s", step, op)
+		require.LessOrEqual(t, st.IdleBlocks, 24/B, "step %d %s", step, op)
+		for b := range held {
+			require.Positive(t, b.refs, "step %d %s", step, op)
+		}
+	}
+	// Every cache holds what computing its tokens alone writes: reuse,
+	// copy-on-write and eviction never hand a sequence another's keys.
+	sameAsAlone := func(step int, op string) {
+		t.Helper()
+		for i, s := range seqs {
+			if len(s.tokens) == 0 {
+				continue
+			}
+			alone := newPool(t, m, KVCacheOptions{}).NewCache()
+			_, err := m.Forward(ctx, alone, s.tokens, ForwardOptions{})
+			require.NoError(t, err)
+			for l := range m.Config.NLayer {
+				k0, v0 := alone.Snapshot(l)
+				k1, v1 := s.c.Snapshot(l)
+				require.Equal(t, k0, k1, "step %d %s: sequence %d layer %d keys", step, op, i, l)
+				require.Equal(t, v0, v1, "step %d %s: sequence %d layer %d values", step, op, i, l)
+			}
+		}
+	}
+	counts := map[string]int{}
+	for step := range 1000 {
+		s := seqs[r.IntN(len(seqs))]
+		var op string
+		switch r.IntN(6) {
+		case 0, 1: // a new prompt: reserve, reuse, prefill
+			op = "prefill"
+			prompt := append(append([]int(nil), stems[r.IntN(2)][:4+r.IntN(16)]...), testTokens(1+r.IntN(6), uint64(step))...)
+			s.c.Reset()
+			s.tokens = nil
+			if err := s.c.Reserve(len(prompt) + 4); err != nil {
+				require.ErrorIs(t, err, ErrKVCacheFull)
+				op = "refused"
+				break
+			}
+			n := s.c.ReusePrefix(prompt)
+			_, err := m.Forward(ctx, s.c, prompt[n:], ForwardOptions{})
+			require.NoError(t, err, "step %d", step)
+			s.tokens = prompt
+		case 2: // a decode step within the reservation
+			op = "step"
+			if len(s.tokens) == 0 || s.c.Len() >= s.c.seq.reservation*B {
+				break
+			}
+			tok := r.IntN(m.Config.VocabSize)
+			_, err := m.DecodeBatch(ctx, []*Cache{s.c}, []int{tok})
+			require.NoError(t, err, "step %d", step)
+			s.tokens = append(s.tokens, tok)
+		case 3: // truncate, often into a block another sequence shares, and write there
+			op = "truncate"
+			n := r.IntN(len(s.tokens) + 1)
+			require.NoError(t, s.c.Truncate(n))
+			s.tokens = s.tokens[:n]
+			if n > 0 {
+				tok := r.IntN(m.Config.VocabSize)
+				_, err := m.DecodeBatch(ctx, []*Cache{s.c}, []int{tok})
+				require.NoError(t, err, "step %d", step)
+				s.tokens = append(s.tokens, tok)
+			}
+		case 4:
+			op = "reset"
+			s.c.Reset()
+			s.tokens = nil
+		case 5:
+			op = "close"
+			s.c.Close()
+			s.tokens = nil
+		}
+		check(step, op)
+		sameAsAlone(step, op)
+		counts[op]++
+	}
+	t.Logf("ops %v, pool %+v", counts, p.Stats())
+	require.Positive(t, counts["refused"], "the bound was never reached")
+	require.Positive(t, p.Stats().CachedTokens, "no prefix was reused")
+	require.Positive(t, p.Stats().Evictions, "nothing was evicted")
 }
