@@ -173,6 +173,7 @@ func (d *ModelDecoder) CachedTokens() int { return d.cached }
 // (the server's chunked prefill).
 type chunkPrefiller interface {
 	Prefill(ctx context.Context, c *model.Cache, tokens []int) ([]float32, error)
+	PrefillChunk() int // positions a step carries; 0: prompts run alone
 }
 
 // Prefill runs the prompt after the longest prefix the pool still holds:
@@ -184,7 +185,7 @@ func (d *ModelDecoder) Prefill(ctx context.Context, tokens []int) ([]float32, er
 	d.cached = d.cache.ReusePrefix(tokens)
 	rest := tokens[d.cached:]
 	cp, ok := d.batch.(chunkPrefiller)
-	if !ok || len(rest) == 0 || len(tokens) > d.cache.Cap() || !inVocabulary(rest, d.m.Config.VocabSize) {
+	if !ok || cp.PrefillChunk() <= 0 || len(rest) == 0 || len(tokens) > d.cache.Cap() || !inVocabulary(rest, d.m.Config.VocabSize) {
 		// A bad prompt would fail the whole batch; alone it fails alone.
 		return d.m.Forward(ctx, d.cache, rest, model.ForwardOptions{})
 	}

@@ -21,10 +21,12 @@ func mapBytes(n int) ([]byte, func(), error) {
 	return b, func() { _ = unix.Munmap(b) }, nil
 }
 
+// A mapping the system refuses (vm.max_map_count reached, say) falls back
+// to the Go heap: slower to give back, never a failed request.
 func mapFloats(n int) ([]float32, func(), error) {
 	b, free, err := mapBytes(4 * n)
 	if err != nil {
-		return nil, nil, err
+		return make([]float32, n), func() {}, nil
 	}
 	return unsafe.Slice((*float32)(unsafe.Pointer(&b[0])), n), free, nil
 }
@@ -32,7 +34,7 @@ func mapFloats(n int) ([]float32, func(), error) {
 func mapHalves(n int) ([]uint16, func(), error) {
 	b, free, err := mapBytes(2 * n)
 	if err != nil {
-		return nil, nil, err
+		return make([]uint16, n), func() {}, nil
 	}
 	return unsafe.Slice((*uint16)(unsafe.Pointer(&b[0])), n), free, nil
 }

@@ -91,18 +91,23 @@ func (b *batcher) Step(ctx context.Context, cache *model.Cache, token int) ([]fl
 // logits, in the cache's buffer. Chunking changes no bits: every row of a
 // pass is computed on its own.
 func (b *batcher) Prefill(ctx context.Context, cache *model.Cache, tokens []int) ([]float32, error) {
-	if b.chunk <= 0 {
-		return b.step(ctx, cache, tokens)
+	chunk := b.chunk
+	if chunk <= 0 {
+		chunk = len(tokens)
 	}
 	var logits []float32
-	for c0 := 0; c0 < len(tokens); c0 += b.chunk {
+	for c0 := 0; c0 < len(tokens); c0 += chunk {
 		var err error
-		if logits, err = b.step(ctx, cache, tokens[c0:min(c0+b.chunk, len(tokens))]); err != nil {
+		if logits, err = b.step(ctx, cache, tokens[c0:min(c0+chunk, len(tokens))]); err != nil {
 			return nil, err
 		}
 	}
 	return logits, nil
 }
+
+// PrefillChunk is the positions a step carries; 0 means prompts run
+// alone, outside the batches (generation.ModelDecoder asks).
+func (b *batcher) PrefillChunk() int { return b.chunk }
 
 func (b *batcher) step(ctx context.Context, cache *model.Cache, tokens []int) ([]float32, error) {
 	st := &step{cache: cache, tokens: tokens, done: make(chan stepResult, 1)}
