@@ -140,3 +140,30 @@ func TestChunkedPrefillSameAnswers(t *testing.T) {
 	}
 	require.Equal(t, want, answers(chunked))
 }
+
+// The choices of an n > 1 request share the prompt's blocks: the second
+// and later take the prompt's full blocks from the cache, and answer as
+// the first does.
+func TestChoicesSharePromptBlocks(t *testing.T) {
+	ts := start(t, server.Config{PrefixCache: true})
+	out := ts.call(t, "POST", "/v1/completions", map[string]any{
+		"prompt": tokenPrompt(40, 7), "max_tokens": 4, "temperature": 0, "n": 3}, http.StatusOK)
+	u := out["usage"].(map[string]any)
+	require.Equal(t, map[string]any{"cached_tokens": float64(2 * 32)}, u["prompt_tokens_details"],
+		"choices 2 and 3 reuse the prompt's two full blocks of 16")
+	ch := out["choices"].([]any)
+	require.Len(t, ch, 3)
+	for i := 1; i < 3; i++ {
+		require.Equal(t, ch[0].(map[string]any)["text"], ch[i].(map[string]any)["text"], "greedy choice %d", i)
+	}
+	// Sampled with a seed, choice k is the request with seed + k.
+	sampled := func(n, seed int) []any {
+		out := ts.call(t, "POST", "/v1/completions", map[string]any{
+			"prompt": tokenPrompt(20, 8), "max_tokens": 6, "temperature": 1, "seed": seed, "n": n}, http.StatusOK)
+		return out["choices"].([]any)
+	}
+	two := sampled(2, 5)
+	require.EqualValues(t, 1, two[1].(map[string]any)["index"])
+	require.Equal(t, sampled(1, 5)[0].(map[string]any)["text"], two[0].(map[string]any)["text"])
+	require.Equal(t, sampled(1, 6)[0].(map[string]any)["text"], two[1].(map[string]any)["text"])
+}

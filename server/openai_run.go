@@ -11,7 +11,7 @@ import (
 )
 
 // openAIJob is a parsed generating request of /v1/completions or
-// /v1/chat/completions: one choice per prompt, shared settings.
+// /v1/chat/completions: n choices per prompt, shared settings.
 type openAIJob struct {
 	reqs     []generation.Request // one per choice
 	texts    []string             // the prompts' text (decoded when given as ids)
@@ -22,6 +22,7 @@ type openAIJob struct {
 	tokenIDs bool // logprobs name tokens "token_id:N" (vLLM's return_tokens_as_token_ids)
 	logprobs bool
 	top      int // alternatives per token when logprobs
+	n        int // choices per prompt
 }
 
 // parseOpenAI reads what both generating OpenAI routes share: model, the
@@ -31,8 +32,13 @@ func (s *Server) parseOpenAI(e *engine, f *fields, d settingDefaults, known []st
 	var j openAIJob
 	f.model(e)
 	j.settings = f.settings(d, e.m.Config.VocabSize)
-	if v, ok := f.integer("n"); ok && v != 1 {
-		f.bad("n", "range", "only n=1 is supported", v)
+	j.n = 1
+	if v, ok := f.integer("n"); ok {
+		if v < 1 || v > int64(s.cfg.MaxBatch) {
+			f.bad("n", "range", fmt.Sprintf("must be 1..%d (--max-batch)", s.cfg.MaxBatch), v)
+		} else {
+			j.n = int(v)
+		}
 	}
 	if !s.cfg.Lenient {
 		f.unknown(known)
@@ -66,6 +72,28 @@ func (j *openAIJob) requests(f *fields, e *engine, name string, prompts [][]int)
 	tmpl := j.settings
 	tmpl.LogProbs, tmpl.TopLogProbs = j.logprobs, j.top
 	j.reqs = f.requests(e, tmpl, prompts, promptNames(name, len(prompts) == 1))
+	if j.n <= 1 || len(j.reqs) == 0 {
+		return
+	}
+	// n choices a prompt, in prompt order as OpenAI lists them. They run
+	// one after another in the job's slot, so each after the first starts
+	// from the prompt's blocks in the prefix cache. A request's seed gives
+	// choice k seed+k, so the choices differ and are reproducible.
+	reqs, texts := make([]generation.Request, 0, len(j.reqs)*j.n), make([]string, 0, len(j.texts)*j.n)
+	for p, r := range j.reqs {
+		for k := range j.n {
+			c := r
+			if r.Seed != nil {
+				seed := *r.Seed + uint64(k)
+				c.Seed = &seed
+			}
+			reqs = append(reqs, c)
+			if p < len(j.texts) {
+				texts = append(texts, j.texts[p])
+			}
+		}
+	}
+	j.reqs, j.texts = reqs, texts
 }
 
 // writeOpenAIErrors answers a request that failed validation; a model

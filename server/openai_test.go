@@ -195,7 +195,7 @@ func TestCompletionsErrors(t *testing.T) {
 	ts := start(t, server.Config{})
 	e := ts.call(t, "POST", "/v1/completions", map[string]any{"prompt": "x", "model": "gpt-4"}, http.StatusNotFound)
 	require.Equal(t, "model_not_found", e["error"].(map[string]any)["code"])
-	e = ts.call(t, "POST", "/v1/completions", map[string]any{"prompt": "x", "n": 2, "temperature": 3}, http.StatusBadRequest)
+	e = ts.call(t, "POST", "/v1/completions", map[string]any{"prompt": "x", "n": 0, "temperature": 3}, http.StatusBadRequest)
 	msg := e["error"].(map[string]any)["message"].(string)
 	require.Contains(t, msg, "n:")
 	require.Contains(t, msg, "temperature:")

@@ -93,7 +93,7 @@ test('embeddings: base64 (the SDK default) and float agree', async () => {
 });
 
 test('errors: the SDK raises its classes with param and code', async () => {
-  await assert.rejects(client.chat.completions.create({ model, messages, n: 2 }), (err) => {
+  await assert.rejects(client.chat.completions.create({ model, messages, n: 0 }), (err) => {
     assert.ok(err instanceof OpenAI.BadRequestError, err.constructor.name);
     assert.equal(err.status, 400);
     assert.equal(err.param, 'n');
