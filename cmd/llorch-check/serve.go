@@ -402,6 +402,7 @@ func prepare(ctx context.Context, srv *server.Server, f serveFlags, log *slog.Lo
 	if err != nil {
 		return err
 	}
+	tuneGC(m, log, os.Getenv("GOGC") != "")
 	chat, err := f.modelChat(m)
 	if err != nil {
 		return err
