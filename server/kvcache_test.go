@@ -149,8 +149,10 @@ func TestChoicesSharePromptBlocks(t *testing.T) {
 	out := ts.call(t, "POST", "/v1/completions", map[string]any{
 		"prompt": tokenPrompt(40, 7), "max_tokens": 4, "temperature": 0, "n": 3}, http.StatusOK)
 	u := out["usage"].(map[string]any)
-	require.Equal(t, map[string]any{"cached_tokens": float64(2 * 32)}, u["prompt_tokens_details"],
-		"choices 2 and 3 reuse the prompt's two full blocks of 16")
+	require.EqualValues(t, 40, u["prompt_tokens"], "the prompt counts once")
+	require.Equal(t, map[string]any{"cached_tokens": float64(0)}, u["prompt_tokens_details"], "the first choice found nothing cached")
+	kv := ts.call(t, "GET", "/health", nil, http.StatusOK)["kv_cache"].(map[string]any)
+	require.EqualValues(t, 2*32, kv["cached_tokens"], "choices 2 and 3 reused the prompt's two full blocks of 16")
 	ch := out["choices"].([]any)
 	require.Len(t, ch, 3)
 	for i := 1; i < 3; i++ {

@@ -206,7 +206,12 @@ func (s *Server) runChoice(ctx context.Context, e *engine, slot *Slot, job openA
 		}
 		return sse.data(shape.chunk(i, text, tokens, reason))
 	}
-	total.PromptTokens += len(prompt)
+	// A prompt counts once however many choices it has, as OpenAI and
+	// vLLM count it; so do the tokens of it the prefix cache served.
+	first := job.n <= 1 || i%job.n == 0
+	if first {
+		total.PromptTokens += len(prompt)
+	}
 	if job.echo {
 		ch.text = job.texts[i]
 		if job.logprobs {
@@ -235,7 +240,9 @@ func (s *Server) runChoice(ctx context.Context, e *engine, slot *Slot, job openA
 		return ch, err
 	}
 	total.CompletionTokens += len(res.Tokens)
-	total.addCached(e, res.CachedTokens)
+	if first {
+		total.addCached(e, res.CachedTokens)
+	}
 	ch.text += res.Text
 	ch.reason = finishReason(res.StopReason)
 	return ch, send("", nil, ch.reason)
