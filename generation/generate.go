@@ -86,8 +86,9 @@ func Generate(ctx context.Context, d Decoder, tok *tokenizer.Tokenizer, req Requ
 	}
 	res.CachedTokens, res.PrefillTime = cachedTokens(d), time.Since(t0)
 	history := slices.Grow(slices.Clone(req.Prompt), req.MaxTokens)
+	probs, scratch := make([]float32, len(logits)), make([]float64, len(logits)) // every token's, reused
 	for i := 0; ; i++ {
-		probs := sampling.Process(logits, history, req.Params)
+		probs = sampling.ProcessInto(probs, scratch, logits, history, req.Params)
 		var id int
 		if req.Params.Greedy() {
 			id = sampling.Argmax(probs)

@@ -120,3 +120,27 @@ func TestLogSoftmax(t *testing.T) {
 	require.InDelta(t, -math.Ln2, got[1], 1e-12)
 	require.True(t, math.IsInf(got[2], -1))
 }
+
+// ProcessInto gives Process's probabilities through reused buffers, and
+// greedy, temperature and penalty settings allocate nothing a token.
+func TestProcessIntoReusesBuffers(t *testing.T) {
+	logits := make([]float32, 1000)
+	for i := range logits {
+		logits[i] = float32((i*7919)%1000) / 100
+	}
+	history := []int{3, 5, 999}
+	dst, s := make([]float32, len(logits)), make([]float64, len(logits))
+	for _, p := range []sampling.Params{
+		{Temperature: 0, TopP: 1, RepetitionPenalty: 1},
+		{Temperature: 0.7, TopP: 1, RepetitionPenalty: 1},
+		{Temperature: 1, TopP: 1, RepetitionPenalty: 1.3, PresencePenalty: 0.5},
+		{Temperature: 0.9, TopK: 40, TopP: 0.9, RepetitionPenalty: 1},
+	} {
+		want := sampling.Process(logits, history, p)
+		require.Equal(t, want, sampling.ProcessInto(dst, s, logits, history, p), "%+v", p)
+		if p.TopK == 0 && p.TopP == 1 {
+			allocs := testing.AllocsPerRun(10, func() { sampling.ProcessInto(dst, s, logits, history, p) })
+			require.Zero(t, allocs, "%+v", p)
+		}
+	}
+}

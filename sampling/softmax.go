@@ -60,12 +60,17 @@ func LogSoftmax(logits []float32) []float64 {
 
 // softmax64 returns the softmax of s; −Inf entries get exactly 0.
 func softmax64(s []float64) []float64 {
-	out := make([]float64, len(s))
+	return softmax64Into(make([]float64, len(s)), s)
+}
+
+// softmax64Into writes the softmax of s into out, which may be s.
+func softmax64Into(out, s []float64) []float64 {
 	mx := math.Inf(-1)
 	for _, v := range s {
 		mx = math.Max(mx, v)
 	}
 	if math.IsInf(mx, -1) {
+		clear(out)
 		return out
 	}
 	sum := 0.0
