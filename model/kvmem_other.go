@@ -4,6 +4,6 @@ package model
 
 // Without mmap a block's memory is the Go heap's, returned to the system
 // when the garbage collector's scavenger gets to it.
-func mapFloats(n int) ([]float32, func(), error) { return make([]float32, n), func() {}, nil }
+func mapFloats(n int) ([]float32, func()) { return make([]float32, n), func() {} }
 
-func mapHalves(n int) ([]uint16, func(), error) { return make([]uint16, n), func() {}, nil }
+func mapHalves(n int) ([]uint16, func()) { return make([]uint16, n), func() {} }

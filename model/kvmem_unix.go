@@ -23,18 +23,18 @@ func mapBytes(n int) ([]byte, func(), error) {
 
 // A mapping the system refuses (vm.max_map_count reached, say) falls back
 // to the Go heap: slower to give back, never a failed request.
-func mapFloats(n int) ([]float32, func(), error) {
+func mapFloats(n int) ([]float32, func()) {
 	b, free, err := mapBytes(4 * n)
 	if err != nil {
-		return make([]float32, n), func() {}, nil
+		return make([]float32, n), func() {}
 	}
-	return unsafe.Slice((*float32)(unsafe.Pointer(&b[0])), n), free, nil
+	return unsafe.Slice((*float32)(unsafe.Pointer(&b[0])), n), free
 }
 
-func mapHalves(n int) ([]uint16, func(), error) {
+func mapHalves(n int) ([]uint16, func()) {
 	b, free, err := mapBytes(2 * n)
 	if err != nil {
-		return make([]uint16, n), func() {}, nil
+		return make([]uint16, n), func() {}
 	}
-	return unsafe.Slice((*uint16)(unsafe.Pointer(&b[0])), n), free, nil
+	return unsafe.Slice((*uint16)(unsafe.Pointer(&b[0])), n), free
 }

@@ -179,14 +179,10 @@ func (p *KVPool) alloc() (*kvBlock, error) {
 		p.stats.Evictions++
 	}
 	b := &kvBlock{refs: 1}
-	var err error
 	if p.f16 {
-		b.f16, b.free, err = mapHalves(p.blockElems)
+		b.f16, b.free = mapHalves(p.blockElems)
 	} else {
-		b.f32, b.free, err = mapFloats(p.blockElems)
-	}
-	if err != nil {
-		return nil, fmt.Errorf("KV cache block of %d bytes: %w", p.BlockBytes(), err)
+		b.f32, b.free = mapFloats(p.blockElems)
 	}
 	p.nextID++
 	b.id = p.nextID
