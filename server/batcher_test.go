@@ -30,9 +30,9 @@ func batchedSteps(t *testing.T, ts *testServer) int {
 			continue
 		}
 		switch name {
-		case `llorch_decode_batch_size_bucket{le="1"}`:
+		case `llorch_decode_batch_size_bucket{model_name="tiny-gpt2",le="1"}`:
 			ones, _ = strconv.Atoi(val)
-		case "llorch_decode_batch_size_count":
+		case `llorch_decode_batch_size_count{model_name="tiny-gpt2"}`:
 			all, _ = strconv.Atoi(val)
 		}
 	}

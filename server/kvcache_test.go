@@ -64,7 +64,8 @@ func TestPrefixCacheSameAnswers(t *testing.T) {
 	body, err := io.ReadAll(resp.Body)
 	resp.Body.Close()
 	require.NoError(t, err)
-	for _, line := range []string{"llorch_prompt_tokens_cached_total 144", "llorch_kv_cache_blocks_used 0", "llorch_queue_time_seconds_count 4", "llorch_prefill_time_seconds_count 4"} {
+	for _, line := range []string{`llorch_prompt_tokens_cached_total{model_name="tiny-gpt2"} 144`, `llorch_kv_cache_blocks_used{model_name="tiny-gpt2"} 0`,
+		`llorch_request_queue_time_seconds_count{model_name="tiny-gpt2"} 4`, `llorch_request_prefill_time_seconds_count{model_name="tiny-gpt2"} 4`} {
 		require.Contains(t, string(body), line+"\n")
 	}
 }

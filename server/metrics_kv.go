@@ -1,64 +1,76 @@
 package server
 
 import (
-	"github.com/llorch/llorch-check/model"
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/llorch/llorch-check/model"
 )
 
-// kvMetrics are what operators of llama.cpp and vLLM watch in a server
-// under load: how full the KV cache is, how much of the prompts the prefix
-// cache served, and where a request's time before its first token went.
-type kvMetrics struct {
-	cachedTokens prometheus.Counter
-	queueTime    prometheus.Histogram
-	prefillTime  prometheus.Histogram
+// modelGauges are the served model's state, read at each scrape and
+// labelled with its name: what operators of llama.cpp and vLLM watch in a
+// server under load (requests running and waiting, how full the KV cache
+// is, evictions of kept prefixes) and the weights' memory. Before a model
+// is loaded there is none to report.
+type modelGauges struct {
+	served func() *engine
+	sched  *Scheduler
+	descs  []modelGauge
 }
 
-// registerKV adds the KV-cache and latency metrics to reg; stats reads the
-// loaded model's pool (false before a model is loaded).
-func registerKV(reg *prometheus.Registry, stats func() (model.KVStats, bool)) *kvMetrics {
-	k := &kvMetrics{
-		cachedTokens: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "llorch_prompt_tokens_cached_total", Help: "Prompt tokens taken from the KV prefix cache instead of a forward pass.",
-		}),
-		queueTime: prometheus.NewHistogram(prometheus.HistogramOpts{
-			Name: "llorch_queue_time_seconds", Help: "Time a request waited in the queue for a slot.",
-			Buckets: prometheus.ExponentialBuckets(0.0001, 2.5, 14),
-		}),
-		prefillTime: prometheus.NewHistogram(prometheus.HistogramOpts{
-			Name: "llorch_prefill_time_seconds", Help: "Time of a prompt's forward pass (after the prefix cache).",
-			Buckets: prometheus.ExponentialBuckets(0.0005, 2, 16),
-		}),
+type modelGauge struct {
+	desc  *prometheus.Desc
+	kind  prometheus.ValueType
+	value func(e *engine, kv model.KVStats, running, queued int) float64
+}
+
+func newModelGauges(served func() *engine, sched *Scheduler) *modelGauges {
+	g := &modelGauges{served: served, sched: sched}
+	add := func(name, help string, kind prometheus.ValueType, v func(e *engine, kv model.KVStats, running, queued int) float64) {
+		g.descs = append(g.descs, modelGauge{prometheus.NewDesc(name, help, []string{modelLabel}, nil), kind, v})
 	}
-	gauge := func(name, help string, v func(model.KVStats) float64) prometheus.Collector {
-		return prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: name, Help: help}, func() float64 {
-			s, ok := stats()
-			if !ok {
+	gauge := prometheus.GaugeValue
+	add("llorch_running_requests", "Requests holding a slot.", gauge,
+		func(_ *engine, _ model.KVStats, running, _ int) float64 { return float64(running) })
+	add("llorch_queue_depth", "Requests waiting for a slot.", gauge,
+		func(_ *engine, _ model.KVStats, _, queued int) float64 { return float64(queued) })
+	add("llorch_model_memory_bytes", "Bytes of model weights held in memory (as --weight-dtype holds them: float32, float16 or quantised matrices).", gauge,
+		func(e *engine, _ model.KVStats, _, _ int) float64 { return float64(e.m.WeightsBytes()) })
+	add("llorch_kv_cache_usage_ratio", "Share of the KV cache's blocks held by running sequences (kept prefix blocks excluded).", gauge,
+		func(_ *engine, s model.KVStats, _, _ int) float64 {
+			if s.MaxBlocks == 0 {
 				return 0
 			}
-			return v(s)
+			return float64(s.HeldBlocks-s.IdleBlocks) / float64(s.MaxBlocks)
 		})
+	add("llorch_kv_cache_blocks_used", "KV cache blocks held by running sequences.", gauge,
+		func(_ *engine, s model.KVStats, _, _ int) float64 { return float64(s.HeldBlocks - s.IdleBlocks) })
+	add("llorch_kv_cache_blocks_idle", "KV cache blocks kept for prefix reuse, evictable.", gauge,
+		func(_ *engine, s model.KVStats, _, _ int) float64 { return float64(s.IdleBlocks) })
+	add("llorch_kv_cache_bytes", "Memory of the KV cache blocks allocated (used and kept).", gauge,
+		func(_ *engine, s model.KVStats, _, _ int) float64 { return float64(int64(s.HeldBlocks) * s.BlockBytes) })
+	add("llorch_kv_cache_evictions_total", "Kept prefix blocks evicted to make room.", prometheus.CounterValue,
+		func(_ *engine, s model.KVStats, _, _ int) float64 { return float64(s.Evictions) })
+	return g
+}
+
+func (g *modelGauges) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range g.descs {
+		ch <- d.desc
 	}
-	reg.MustRegister(k.cachedTokens, k.queueTime, k.prefillTime,
-		gauge("llorch_kv_cache_usage_ratio", "Share of the KV cache's blocks held by running sequences (kept prefix blocks excluded).",
-			func(s model.KVStats) float64 {
-				if s.MaxBlocks == 0 {
-					return 0
-				}
-				return float64(s.HeldBlocks-s.IdleBlocks) / float64(s.MaxBlocks)
-			}),
-		gauge("llorch_kv_cache_blocks_used", "KV cache blocks held by running sequences.",
-			func(s model.KVStats) float64 { return float64(s.HeldBlocks - s.IdleBlocks) }),
-		gauge("llorch_kv_cache_blocks_idle", "KV cache blocks kept for prefix reuse, evictable.",
-			func(s model.KVStats) float64 { return float64(s.IdleBlocks) }),
-		gauge("llorch_kv_cache_bytes", "Memory of the KV cache blocks allocated (used and kept).",
-			func(s model.KVStats) float64 { return float64(int64(s.HeldBlocks) * s.BlockBytes) }),
-		prometheus.NewCounterFunc(prometheus.CounterOpts{
-			Name: "llorch_kv_cache_evictions_total", Help: "Kept prefix blocks evicted to make room.",
-		}, func() float64 {
-			s, _ := stats()
-			return float64(s.Evictions)
-		}),
-	)
-	return k
+}
+
+func (g *modelGauges) Collect(ch chan<- prometheus.Metric) {
+	e := g.served()
+	if e == nil {
+		return
+	}
+	kv := e.pool.Stats()
+	running, queued := g.sched.Stats()
+	for _, d := range g.descs {
+		m, err := prometheus.NewConstMetric(d.desc, d.kind, d.value(e, kv, running, queued), e.name)
+		if err != nil {
+			m = prometheus.NewInvalidMetric(d.desc, err)
+		}
+		ch <- m
+	}
 }

@@ -199,9 +199,10 @@ func (s *Server) cors(w http.ResponseWriter, r *http.Request) bool {
 	return true
 }
 
-// route wraps one route's handler: metrics under its pattern, auth unless
-// open, the body limit.
+// route wraps one route's handler: metrics under its method and path,
+// auth unless open, the body limit.
 func (s *Server) route(pattern string, open bool, h http.HandlerFunc) http.Handler {
+	method, path := routeLabels(pattern)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
 		rec := findRecorder(w)
@@ -210,8 +211,8 @@ func (s *Server) route(pattern string, open bool, h http.HandlerFunc) http.Handl
 			if outcome == "" {
 				outcome = outcomeForStatus(rec.status)
 			}
-			s.metrics.requests.WithLabelValues(pattern, outcome).Inc()
-			s.metrics.duration.WithLabelValues(pattern).Observe(time.Since(start).Seconds())
+			s.metrics.requests.WithLabelValues(method, path, outcome).Inc()
+			s.metrics.duration.WithLabelValues(method, path).Observe(time.Since(start).Seconds())
 		}()
 		if !open && !s.authorized(r) {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="llorch"`)
@@ -232,6 +233,22 @@ func (s *Server) route(pattern string, open bool, h http.HandlerFunc) http.Handl
 		}
 		h(w, r)
 	})
+}
+
+// routeLabels are a mux pattern's method and path as the metrics label
+// them, the path as API.md writes it rather than in ServeMux's syntax:
+// "GET /v1/models/{id...}" is GET and /v1/models/{id}, "GET /{$}" GET and /.
+func routeLabels(pattern string) (method, path string) {
+	method, path, ok := strings.Cut(pattern, " ")
+	if !ok {
+		return "", pattern
+	}
+	path = strings.ReplaceAll(path, "{$}", "")
+	path = strings.ReplaceAll(path, "...}", "}")
+	if path == "" {
+		path = "/"
+	}
+	return method, path
 }
 
 func findRecorder(w http.ResponseWriter) *recorder {

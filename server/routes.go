@@ -6,7 +6,7 @@ import (
 )
 
 // routes is the whole API of API.md, each route under its own pattern
-// (the pattern is the metrics' route label).
+// (its method and path are the metrics' labels, see routeLabels).
 func (s *Server) routes() http.Handler {
 	mux := http.NewServeMux()
 	handle := func(pattern string, open bool, h http.HandlerFunc) {

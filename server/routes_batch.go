@@ -152,7 +152,7 @@ func (s *Server) handleLoglikelihood(w http.ResponseWriter, r *http.Request) {
 		}{LL: []float64{}, IsGreedy: []bool{}}
 		for _, p := range pairs {
 			res, err := generation.LoglikelihoodTokens(ctx, slot.Decoder(e), p.ctx, p.cont)
-			s.metrics.promptTokens.Add(float64(len(p.ctx) + len(p.cont)))
+			e.obs.promptTokens.Add(float64(len(p.ctx) + len(p.cont)))
 			if err != nil {
 				return err
 			}

@@ -71,7 +71,7 @@ func (s *Server) handleEmbeddings(w http.ResponseWriter, r *http.Request) {
 			if err != nil {
 				return err
 			}
-			s.metrics.promptTokens.Add(float64(len(in)))
+			e.obs.promptTokens.Add(float64(len(in)))
 			tokens += len(in)
 			data = append(data, embedding{Object: "embedding", Index: i, Embedding: encodeEmbedding(vec, format)})
 		}

@@ -68,8 +68,8 @@ func (s *Server) runJob(w http.ResponseWriter, r *http.Request, id string, sk si
 	defer done()
 	queued := time.Now()
 	slot, err := s.sched.Acquire(ctx)
-	if err == nil {
-		s.metrics.kv.queueTime.Observe(time.Since(queued).Seconds())
+	if e := s.engine.Load(); err == nil && e != nil {
+		e.obs.queueTime.Observe(time.Since(queued).Seconds())
 	}
 	switch {
 	case errors.Is(err, ErrQueueFull):

@@ -92,6 +92,7 @@ type engine struct {
 	batch *batcher      // decode steps of every slot running on m
 	pool  *model.KVPool // every slot's keys and values
 	chat  ChatFormatter // Config.ChatTemplate, else the model's own, else DefaultChatTemplate
+	obs   *modelMetrics // the metrics of its work, labelled with its name
 }
 
 // positions is the most positions one request may use: the context, or
@@ -146,13 +147,8 @@ func New(cfg Config) *Server {
 	}
 	s.stop, s.stopJobs = context.WithCancelCause(context.Background())
 	s.metrics = newMetrics(cfg.Version)
-	s.metrics.kv = registerKV(s.metrics.reg, func() (model.KVStats, bool) {
-		if e := s.engine.Load(); e != nil {
-			return e.pool.Stats(), true
-		}
-		return model.KVStats{}, false
-	})
-	s.sched = NewScheduler(cfg.Parallel, cfg.MaxQueue, s.metrics.schedulerChanged)
+	s.sched = NewScheduler(cfg.Parallel, cfg.MaxQueue, nil)
+	s.metrics.reg.MustRegister(newModelGauges(s.engine.Load, s.sched))
 	s.handler = s.routes()
 	return s
 }
@@ -184,8 +180,9 @@ func (s *Server) SetModelChat(m *model.Model, tok *tokenizer.Tokenizer, own Chat
 	if err != nil {
 		return err
 	}
-	s.metrics.modelMemory.Set(float64(m.WeightsBytes()))
-	s.engine.Store(&engine{m: m, tok: tok, name: name, batch: newBatcher(m, s.cfg.PrefillChunk, s.metrics.observeBatch), pool: pool, chat: chat})
+	obs := s.metrics.forModel(name)
+	batch := newBatcher(m, s.cfg.PrefillChunk, func(n int) { obs.batchSize.Observe(float64(n)) })
+	s.engine.Store(&engine{m: m, tok: tok, name: name, batch: batch, pool: pool, chat: chat, obs: obs})
 	s.log.Info("model loaded", "model", name, "weights_bytes", m.WeightsBytes(),
 		"vocab_size", m.Config.VocabSize, "context_length", m.Config.NPositions,
 		"kv_cache_tokens", pool.MaxTokens(), "kv_block_bytes", pool.BlockBytes(), "prefix_cache", s.cfg.PrefixCache)

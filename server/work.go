@@ -62,21 +62,21 @@ func (s *Server) generate(ctx context.Context, e *engine, slot *Slot, req genera
 		}
 		now := time.Now()
 		if t.Index == 0 {
-			s.metrics.ttft.Observe(now.Sub(start).Seconds())
+			e.obs.ttft.Observe(now.Sub(start).Seconds())
 		} else {
-			s.metrics.interToken.Observe(now.Sub(last).Seconds())
+			e.obs.interToken.Observe(now.Sub(last).Seconds())
 		}
 		last = now
-		s.metrics.generated.Inc()
+		e.obs.generated.Inc()
 		if onToken != nil {
 			return onToken(t)
 		}
 		return nil
 	})
-	s.metrics.promptTokens.Add(float64(len(req.Prompt)))
-	s.metrics.kv.cachedTokens.Add(float64(res.CachedTokens))
+	e.obs.promptTokens.Add(float64(len(req.Prompt)))
+	e.obs.cachedTokens.Add(float64(res.CachedTokens))
 	if res.PrefillTime > 0 {
-		s.metrics.kv.prefillTime.Observe(res.PrefillTime.Seconds())
+		e.obs.prefillTime.Observe(res.PrefillTime.Seconds())
 	}
 	if err == nil && res.StopReason == generation.StopCancelled {
 		err = errEnded

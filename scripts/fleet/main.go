@@ -274,7 +274,7 @@ func completionsServed(w *worker) int {
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
 	total := 0
-	re := regexp.MustCompile(`(?m)^llorch_requests_total\{[^}]*route="POST /v1/completions"[^}]*\} (\d+)`)
+	re := regexp.MustCompile(`(?m)^llorch_requests_total\{[^}]*method="POST",[^}]*route="/v1/completions"[^}]*\} (\d+)`)
 	for _, m := range re.FindAllSubmatch(b, -1) {
 		n, _ := strconv.Atoi(string(m[1]))
 		total += n

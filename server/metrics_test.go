@@ -1,0 +1,91 @@
+package server_test
+
+import (
+	"io"
+	"net/http"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/llorch/llorch-check/server"
+)
+
+// scrape returns the server's /metrics text.
+func scrape(t *testing.T, ts *testServer) string {
+	t.Helper()
+	resp := ts.do(t, "GET", "/metrics", nil)
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	return string(b)
+}
+
+// TestMetricsRouteLabels: a route is labelled by its method and its path
+// as API.md writes it, never by ServeMux's pattern syntax ({$}, {id...}).
+func TestMetricsRouteLabels(t *testing.T) {
+	ts := start(t, server.Config{})
+	cases := []struct {
+		method, path string
+		status       int
+		want         string
+	}{
+		{"GET", "/", http.StatusOK, `llorch_requests_total{method="GET",outcome="ok",route="/"} 1`},
+		{"GET", "/v1/models/tiny-gpt2", http.StatusOK, `llorch_requests_total{method="GET",outcome="ok",route="/v1/models/{id}"} 1`},
+		{"GET", "/v1/models/other", http.StatusNotFound, `llorch_requests_total{method="GET",outcome="client_error",route="/v1/models/{id}"} 1`},
+		{"GET", "/v1/models", http.StatusOK, `llorch_requests_total{method="GET",outcome="ok",route="/v1/models"} 1`},
+		{"GET", "/healthz", http.StatusOK, `llorch_request_duration_seconds_count{method="GET",route="/healthz"} 1`},
+	}
+	for _, c := range cases {
+		resp := ts.do(t, c.method, c.path, nil)
+		resp.Body.Close()
+		require.Equal(t, c.status, resp.StatusCode, c.path)
+	}
+	text := scrape(t, ts)
+	for _, c := range cases {
+		require.Contains(t, text, c.want+"\n", "%s %s", c.method, c.path)
+	}
+	require.NotContains(t, text, "{$}")
+	require.NotContains(t, text, "...}")
+	require.NotContains(t, text, `route="GET `)
+}
+
+// TestMetricsModelLabel: every metric of the model's work carries the
+// served model's name as model_name, vLLM's label, and the queue and
+// prefill times have vLLM's names.
+func TestMetricsModelLabel(t *testing.T) {
+	ts := start(t, server.Config{ModelName: "tiny"})
+	ts.call(t, "POST", "/generate", map[string]any{"prompts": []string{"Hi"}, "max_tokens": 3, "temperature": 0}, http.StatusOK)
+	text := scrape(t, ts)
+	for _, want := range []string{
+		`llorch_prompt_tokens_total{model_name="tiny"} 1`,
+		`llorch_generated_tokens_total{model_name="tiny"} 3`,
+		`llorch_prompt_tokens_cached_total{model_name="tiny"} 0`,
+		`llorch_time_to_first_token_seconds_count{model_name="tiny"} 1`,
+		`llorch_inter_token_latency_seconds_count{model_name="tiny"} 2`,
+		`llorch_request_queue_time_seconds_count{model_name="tiny"} 1`,
+		`llorch_request_prefill_time_seconds_count{model_name="tiny"} 1`,
+		`llorch_decode_batch_size_count{model_name="tiny"} 2`,
+		`llorch_running_requests{model_name="tiny"} 0`,
+		`llorch_queue_depth{model_name="tiny"} 0`,
+		`llorch_model_memory_bytes{model_name="tiny"} `,
+		`llorch_kv_cache_usage_ratio{model_name="tiny"} 0`,
+		`llorch_kv_cache_blocks_used{model_name="tiny"} 0`,
+		`llorch_kv_cache_blocks_idle{model_name="tiny"} `,
+		`llorch_kv_cache_bytes{model_name="tiny"} `,
+		`llorch_kv_cache_evictions_total{model_name="tiny"} 0`,
+	} {
+		require.Contains(t, text, "\n"+want, "want %s", want)
+	}
+}
+
+// TestMetricsBeforeTheModel: a server still loading reports its HTTP
+// metrics and no model series (there is no name to label them with).
+func TestMetricsBeforeTheModel(t *testing.T) {
+	ts := serve(t, server.New(server.Config{}))
+	resp := ts.do(t, "GET", "/healthz", nil)
+	resp.Body.Close()
+	text := scrape(t, ts)
+	require.Contains(t, text, `llorch_requests_total{method="GET",outcome="ok",route="/healthz"} 1`)
+	require.NotContains(t, text, "model_name=")
+}
