@@ -1,9 +1,14 @@
 package server_test
 
 import (
+	"context"
+	"encoding/json"
 	"io"
+	"log/slog"
 	"net/http"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -88,4 +93,55 @@ func TestMetricsBeforeTheModel(t *testing.T) {
 	text := scrape(t, ts)
 	require.Contains(t, text, `llorch_requests_total{method="GET",outcome="ok",route="/healthz"} 1`)
 	require.NotContains(t, text, "model_name=")
+}
+
+// holdSlot starts a stream, job "holder", that holds a slot until it is
+// cancelled (/cancel), so what happens to other requests meanwhile does
+// not depend on timing.
+func holdSlot(t *testing.T, ts *testServer) *stream {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	holder := ts.execute(t, ctx, map[string]any{"job_id": "holder", "prompt": "Hi", "max_tokens": 100})
+	name, _ := holder.next(t)
+	require.Equal(t, "started", name)
+	return holder
+}
+
+// TestRejectionsCountedAndLoggedOnce: every 429 is counted, but only the
+// first of a burst is logged (the rest go into a summary per interval),
+// so an overload cannot flood the log.
+func TestRejectionsCountedAndLoggedOnce(t *testing.T) {
+	var buf syncBuf
+	m, tok, _ := loadTiny(t)
+	srv := server.New(server.Config{Parallel: 1, MaxQueue: 0, TokenDelay: 20 * time.Millisecond,
+		Logger: slog.New(slog.NewJSONHandler(&buf, nil))})
+	require.NoError(t, srv.SetModel(m, tok))
+	ts := serve(t, srv)
+	holder := holdSlot(t, ts)
+
+	const refused = 5
+	for range refused {
+		out := ts.call(t, "POST", "/generate", map[string]any{"prompts": []string{"Hello"}, "max_tokens": 2}, http.StatusTooManyRequests)
+		require.Equal(t, "QUEUE_FULL", out["error"].(map[string]any)["code"])
+	}
+	ts.call(t, "POST", "/cancel", map[string]any{"job_id": "holder"}, http.StatusAccepted)
+	holder.run2(t)
+
+	text := scrape(t, ts)
+	require.Contains(t, text, "\nllorch_rejected_requests_total 5\n")
+	require.Contains(t, text, `llorch_requests_total{method="POST",outcome="rejected",route="/generate"} 5`+"\n")
+	logged := 0
+	for line := range strings.SplitSeq(strings.TrimSpace(buf.String()), "\n") {
+		var rec struct {
+			Level, Msg string
+			Status     int
+		}
+		require.NoError(t, json.Unmarshal([]byte(line), &rec), line)
+		if rec.Status == http.StatusTooManyRequests {
+			logged++
+			require.Equal(t, "WARN", rec.Level)
+		}
+	}
+	require.Equal(t, 1, logged, "the first 429 of the burst is logged, the other %d are counted for the summary", refused-1)
 }

@@ -157,9 +157,16 @@ func (s *Server) outer(next http.Handler) http.Handler {
 				level = slog.LevelDebug
 			}
 			// Never the body: prompts stay out of the logs.
-			s.log.Log(r.Context(), level, "request", "request_id", id, "method", r.Method, "path", r.URL.Path,
+			attrs := []any{"request_id", id, "method", r.Method, "path", r.URL.Path,
 				"status", rec.status, "outcome", outcome, "bytes", rec.bytes,
-				"duration_ms", float64(time.Since(start).Microseconds())/1000, "remote", r.RemoteAddr)
+				"duration_ms", float64(time.Since(start).Microseconds()) / 1000, "remote", r.RemoteAddr}
+			if rec.status == http.StatusTooManyRequests {
+				// An overload refuses as fast as clients retry: the first
+				// refusal, then a count per interval.
+				s.rejections.event(r.Context(), "request", attrs...)
+				return
+			}
+			s.log.Log(r.Context(), level, "request", attrs...)
 		}()
 		if s.cors(rec, r) {
 			return

@@ -123,11 +123,7 @@ func TestBackpressure(t *testing.T) {
 	ts := start(t, server.Config{Parallel: 1, MaxQueue: 1, TokenDelay: 20 * time.Millisecond})
 	// A stream holds the only slot until it is cancelled, so what happens
 	// to the burst does not depend on timing.
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	holder := ts.execute(t, ctx, map[string]any{"job_id": "holder", "prompt": "Hi", "max_tokens": 100})
-	name, _ := holder.next(t)
-	require.Equal(t, "started", name)
+	holder := holdSlot(t, ts)
 
 	const burst = 6
 	type result struct {

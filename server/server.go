@@ -117,9 +117,11 @@ type Server struct {
 	log     *slog.Logger
 	metrics *metrics
 	sched   *Scheduler
-	jobs    *jobs
-	started time.Time
-	handler http.Handler
+	// rejections logs 429s: the first of a burst, then a count per interval.
+	rejections *burstLog
+	jobs       *jobs
+	started    time.Time
+	handler    http.Handler
 
 	engine   atomic.Pointer[engine]
 	draining atomic.Bool
@@ -147,6 +149,7 @@ func New(cfg Config) *Server {
 	}
 	s.stop, s.stopJobs = context.WithCancelCause(context.Background())
 	s.metrics = newMetrics(cfg.Version)
+	s.rejections = newBurstLog(s.log, slog.LevelWarn, "more requests refused with 429 (queue full), not logged one by one")
 	s.sched = NewScheduler(cfg.Parallel, cfg.MaxQueue, nil)
 	s.metrics.reg.MustRegister(newModelGauges(s.engine.Load, s.sched))
 	s.handler = s.routes()
