@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 
 	"github.com/llorch/llorch-check/gguf"
+	"github.com/llorch/llorch-check/internal/regularfile"
 )
 
 // TemplateFile is the file beside tokenizer_config.json in which newer
@@ -23,7 +24,7 @@ const TemplateFile = "chat_template.jinja"
 // returns carry the tokens; set AddGenerationPrompt before Render. Without a
 // template the error wraps ErrNoTemplate.
 func FromTokenizerConfig(path string) (*Template, Options, error) {
-	raw, err := os.ReadFile(path)
+	raw, err := regularfile.ReadFile(path)
 	if err != nil {
 		return nil, Options{}, fmt.Errorf("chat: %w", err)
 	}
@@ -57,7 +58,7 @@ func FromTokenizerConfig(path string) (*Template, Options, error) {
 // errors: the chat_template.jinja beside path, or path's chat_template.
 func configTemplate(path string, field json.RawMessage) (src, from string, err error) {
 	jinjaPath := filepath.Join(filepath.Dir(path), TemplateFile)
-	switch b, err := os.ReadFile(jinjaPath); {
+	switch b, err := regularfile.ReadFile(jinjaPath); {
 	case err == nil:
 		return string(b), "chat: " + jinjaPath, nil
 	case !errors.Is(err, os.ErrNotExist):

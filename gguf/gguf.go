@@ -16,8 +16,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"slices"
+
+	"github.com/llorch/llorch-check/internal/regularfile"
 )
 
 // Magic is the first four bytes of every GGUF file.
@@ -71,7 +72,7 @@ func (t TensorInfo) Elements() uint64 {
 // Open reads the GGUF file at path. The file stays open for tensor data
 // access until Close.
 func Open(path string) (*File, error) {
-	fd, err := os.Open(path)
+	fd, err := regularfile.Open(path)
 	if err != nil {
 		return nil, err
 	}

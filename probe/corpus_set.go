@@ -3,9 +3,9 @@ package probe
 import (
 	"encoding/json"
 	"fmt"
-	"os"
 	"path/filepath"
 
+	"github.com/llorch/llorch-check/internal/regularfile"
 	"github.com/llorch/llorch-check/references"
 )
 
@@ -44,7 +44,7 @@ type corpusSet struct {
 func openCorpus(dir string, set *references.Set) (*corpusSet, error) {
 	c := &corpusSet{dir: dir}
 	path := filepath.Join(dir, corpusFile)
-	data, err := os.ReadFile(path)
+	data, err := regularfile.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("--corpus %s: %w (a corpus set is written by scripts/dump_references.py --corpus FILE.txt)", dir, err)
 	}

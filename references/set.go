@@ -9,6 +9,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/llorch/llorch-check/internal/regularfile"
 )
 
 // maxManifestSize guards against reading a huge file named manifest.json;
@@ -46,7 +48,7 @@ func Open(dir string) (*Set, error) {
 }
 
 func readManifest(root *os.Root) ([]byte, error) {
-	f, err := root.Open(ManifestFile)
+	f, err := regularfile.OpenIn(root, ManifestFile)
 	if err != nil {
 		return nil, unwrapPath(err)
 	}
@@ -72,7 +74,7 @@ func checkFiles(root *os.Root, dir string, m Manifest) error {
 		case err != nil:
 			p.addErr(&Error{Path: full, Err: fmt.Errorf("listed as %s in %s: %w", field, ManifestFile, unwrapPath(err))})
 		case !fi.Mode().IsRegular():
-			p.addErr(&Error{Path: full, Err: fmt.Errorf("listed as %s in %s: not a regular file", field, ManifestFile)})
+			p.addErr(&Error{Path: full, Err: fmt.Errorf("listed as %s in %s: a %s, not a regular file", field, ManifestFile, regularfile.Kind(fi.Mode()))})
 		}
 	}
 	for i, t := range m.Tensors {
@@ -129,7 +131,7 @@ func readTensor[T npyFloat](dir, rel string, shape []int) ([]T, error) {
 		return nil, &Error{Path: dir, Err: unwrapPath(err)}
 	}
 	defer root.Close()
-	f, err := root.Open(filepath.FromSlash(rel))
+	f, err := regularfile.OpenIn(root, filepath.FromSlash(rel))
 	if err != nil {
 		return nil, &Error{Path: full, Err: unwrapPath(err)}
 	}
@@ -137,9 +139,6 @@ func readTensor[T npyFloat](dir, rel string, shape []int) ([]T, error) {
 	fi, err := f.Stat()
 	if err != nil {
 		return nil, &Error{Path: full, Err: unwrapPath(err)}
-	}
-	if !fi.Mode().IsRegular() {
-		return nil, &Error{Path: full, Err: errors.New("not a regular file")}
 	}
 	data, _, err := decodeNPY[T](f, fi.Size(), shape)
 	if err != nil {
@@ -169,7 +168,7 @@ func (s *Set) CheckWeights(weightsPath string) error {
 // FileSHA256 is the lower-case hex sha256 of a file, as recorded in
 // model.weights_sha256. Errors wrap ErrInvalid.
 func FileSHA256(path string) (string, error) {
-	f, err := os.Open(path)
+	f, err := regularfile.Open(path)
 	if err != nil {
 		return "", &Error{Path: path, Err: unwrapPath(err)}
 	}

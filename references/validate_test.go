@@ -206,7 +206,7 @@ func TestOpenInvalid(t *testing.T) {
 			p := filepath.Join(dir, "hello", "l1_gelu.npy")
 			require.NoError(t, os.Remove(p))
 			require.NoError(t, os.Mkdir(p, 0o755))
-		}, want: []string{"l1_gelu.npy: listed as tensors[5].file in manifest.json: not a regular file"}},
+		}, want: []string{"l1_gelu.npy: listed as tensors[5].file in manifest.json: a directory, not a regular file"}},
 		{name: "symlink out of the set", files: func(t *testing.T, dir string) {
 			outside := filepath.Join(t.TempDir(), "outside.npy")
 			require.NoError(t, os.WriteFile(outside, nil, 0o644))

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 
 	"github.com/llorch/llorch-check/gguf"
+	"github.com/llorch/llorch-check/internal/regularfile"
 )
 
 // llama.cpp's llama_token_type values GGUFKeys writes.
@@ -33,7 +34,7 @@ func GGUFKeys(dir string, vocabSize int) ([]gguf.KV, error) {
 		return nil, fmt.Errorf("%s: %d tokens with ids up to %d, the model's vocabulary is %d; GGUF needs ids 0..%d, each once",
 			vocabPath, len(vocab), len(tokens)-1, vocabSize, vocabSize-1)
 	}
-	data, err := os.ReadFile(mergesPath)
+	data, err := regularfile.ReadFile(mergesPath)
 	if err != nil {
 		return nil, fmt.Errorf("tokenizer: %w (GGUF conversion needs vocab.json and merges.txt)", err)
 	}
@@ -68,7 +69,7 @@ func GGUFKeys(dir string, vocabSize int) ([]gguf.KV, error) {
 
 // readJSON decodes a JSON file, naming it in errors.
 func readJSON(path string, dst any) error {
-	data, err := os.ReadFile(path)
+	data, err := regularfile.ReadFile(path)
 	if errors.Is(err, os.ErrNotExist) {
 		return fmt.Errorf("tokenizer: %w (GGUF conversion needs vocab.json and merges.txt)", err)
 	}

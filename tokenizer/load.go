@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/llorch/llorch-check/gguf"
+	"github.com/llorch/llorch-check/internal/regularfile"
 )
 
 // Load finds the tokenizer of a model directory, trying in order
@@ -90,15 +91,17 @@ func ForModel(dir, ggufFile string) (*Tokenizer, error) {
 	return tok, nil
 }
 
+// exists says whether path is there and not a directory: a special file
+// is then refused by name where it is read, not passed over.
 func exists(path string) bool {
 	st, err := os.Stat(path)
-	return err == nil && st.Mode().IsRegular()
+	return err == nil && !st.IsDir()
 }
 
 // LoadFiles loads GPT-2's vocab.json (token -> id) and merges.txt (one
 // "left right" pair per line in rank order, after a "#version" line).
 func LoadFiles(vocabPath, mergesPath string) (*Tokenizer, error) {
-	data, err := os.ReadFile(vocabPath)
+	data, err := regularfile.ReadFile(vocabPath)
 	if err != nil {
 		return nil, fmt.Errorf("tokenizer: %w", err)
 	}
@@ -110,7 +113,7 @@ func LoadFiles(vocabPath, mergesPath string) (*Tokenizer, error) {
 	if err != nil {
 		return nil, err
 	}
-	data, err = os.ReadFile(mergesPath)
+	data, err = regularfile.ReadFile(mergesPath)
 	if err != nil {
 		return nil, fmt.Errorf("tokenizer: %w", err)
 	}

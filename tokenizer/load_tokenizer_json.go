@@ -4,7 +4,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
+
+	"github.com/llorch/llorch-check/internal/regularfile"
 )
 
 // LoadTokenizerJSON loads a Hugging Face fast-tokenizer file whose model
@@ -15,7 +16,7 @@ import (
 // rejected rather than silently ignored. Its added tokens are special
 // tokens, matched by EncodeSpecial only.
 func LoadTokenizerJSON(path string) (*Tokenizer, error) {
-	data, err := os.ReadFile(path)
+	data, err := regularfile.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("tokenizer: %w", err)
 	}

@@ -5,13 +5,15 @@ package weights
 import (
 	"fmt"
 	"os"
+
+	"github.com/llorch/llorch-check/internal/regularfile"
 )
 
 // Map falls back to reading the whole file where mmap is unavailable.
 func Map(path string) ([]byte, func() error, error) {
-	b, err := os.ReadFile(path)
+	b, err := regularfile.ReadFile(path)
 	if err != nil {
-		return nil, nil, fmt.Errorf("reading %s: %w", path, err)
+		return nil, nil, fmt.Errorf("reading weights: %w", err)
 	}
 	return b, func() error { return nil }, nil
 }

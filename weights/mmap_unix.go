@@ -4,25 +4,23 @@ package weights
 
 import (
 	"fmt"
-	"os"
 	"syscall"
+
+	"github.com/llorch/llorch-check/internal/regularfile"
 )
 
 // Map maps path read-only so that converting the weights never needs the
 // raw file and its float32 copy on the heap at the same time. unmap ends
 // the mapping; nothing converted from it may alias it.
 func Map(path string) (data []byte, unmap func() error, err error) {
-	f, err := os.Open(path)
+	f, err := regularfile.Open(path)
 	if err != nil {
-		return nil, nil, fmt.Errorf("opening %s: %w", path, err)
+		return nil, nil, fmt.Errorf("opening weights: %w", err)
 	}
 	defer f.Close()
 	st, err := f.Stat()
 	if err != nil {
 		return nil, nil, fmt.Errorf("stat %s: %w", path, err)
-	}
-	if !st.Mode().IsRegular() {
-		return nil, nil, fmt.Errorf("%s is a %s, not a weights file", path, kind(st.Mode()))
 	}
 	size := st.Size()
 	if size == 0 {
@@ -37,11 +35,4 @@ func Map(path string) (data []byte, unmap func() error, err error) {
 	}
 	adviseMapping(b)
 	return b, func() error { return syscall.Munmap(b) }, nil
-}
-
-func kind(m os.FileMode) string {
-	if m.IsDir() {
-		return "directory"
-	}
-	return "special file (" + m.Type().String() + ")"
 }

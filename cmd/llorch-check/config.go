@@ -5,12 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"slices"
 	"strings"
 
 	"github.com/spf13/pflag"
 	"go.yaml.in/yaml/v3"
+
+	"github.com/llorch/llorch-check/internal/regularfile"
 )
 
 // Where a setting's value came from, highest precedence first.
@@ -69,7 +70,7 @@ func readSettingsFile(file string, fl *pflag.FlagSet, skip []string) (map[string
 	if file == "" {
 		return nil, nil
 	}
-	data, err := os.ReadFile(file)
+	data, err := regularfile.ReadFile(file)
 	if err != nil {
 		return nil, fmt.Errorf("--config: %w", err)
 	}

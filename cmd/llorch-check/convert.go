@@ -122,6 +122,9 @@ type convertStats struct {
 }
 
 func convertToGGUF(dir, out string, typ gguf.GGMLType, name, tokPath string) (convertStats, error) {
+	if err := checkModelPath(dir); err != nil {
+		return convertStats{}, err
+	}
 	if model.IsGGUF(dir) {
 		return convertStats{}, fmt.Errorf("%s is already GGUF; convert reads an HF model directory", dir)
 	}

@@ -52,7 +52,7 @@ func (f modelFlags) load(ctx context.Context) (*model.Model, error) {
 	if err != nil {
 		return nil, err
 	}
-	path, err := pathOrDefault(f.path, defaultModel)
+	path, err := modelPath(f.path)
 	if err != nil {
 		return nil, err
 	}

@@ -19,6 +19,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/llorch/llorch-check/internal/regularfile"
 	"github.com/llorch/llorch-check/model"
 	"github.com/llorch/llorch-check/server"
 )
@@ -174,7 +175,7 @@ func (f serveFlags) loadChatTemplate() (server.ChatFormatter, error) {
 	if f.chatTemplate == "" {
 		return nil, nil
 	}
-	b, err := os.ReadFile(f.chatTemplate)
+	b, err := regularfile.ReadFile(f.chatTemplate)
 	if err != nil {
 		return nil, fmt.Errorf("--chat-template: %w", err)
 	}
@@ -201,7 +202,7 @@ func (f serveFlags) modelChat(m *model.Model) (server.ChatFormatter, error) {
 	if !f.jinjaTemplate() {
 		return own, nil
 	}
-	b, err := os.ReadFile(f.chatTemplate)
+	b, err := regularfile.ReadFile(f.chatTemplate)
 	if err != nil {
 		return nil, fmt.Errorf("--chat-template: %w", err)
 	}
@@ -271,11 +272,11 @@ func runServe(cmd *cobra.Command, f serveFlags) error {
 	}
 	log := slog.New(slog.NewJSONHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: level}))
 	// Everything the flags decide is checked before the port is bound.
-	modelPath, err := pathOrDefault(f.model.path, defaultModel)
+	path, err := modelPath(f.model.path)
 	if err != nil {
 		return err
 	}
-	if err := f.checkMemory(modelPath); err != nil {
+	if err := f.checkMemory(path); err != nil {
 		return err
 	}
 	if ip := net.ParseIP(f.host); f.apiKey == "" && (ip == nil || !ip.IsLoopback()) && f.host != "localhost" {

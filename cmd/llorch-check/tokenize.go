@@ -13,7 +13,7 @@ import (
 
 // loadTokenizer loads the tokenizer of --model, or of the default model.
 func loadTokenizer(flag string) (*tokenizer.Tokenizer, error) {
-	dir, err := pathOrDefault(flag, defaultModel)
+	dir, err := modelPath(flag)
 	if err != nil {
 		return nil, err
 	}

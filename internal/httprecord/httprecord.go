@@ -15,11 +15,11 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"os"
 	"strings"
 	"sync"
 
 	"github.com/llorch/llorch-check/internal/atomicfile"
+	"github.com/llorch/llorch-check/internal/regularfile"
 )
 
 // Exchange is one request and the answer it got.
@@ -122,7 +122,7 @@ func (r *Recorder) WriteFile(path string) error {
 
 // Read reads a recording.
 func Read(path string) ([]Exchange, error) {
-	f, err := os.Open(path)
+	f, err := regularfile.Open(path)
 	if err != nil {
 		return nil, err
 	}

@@ -1,0 +1,7 @@
+//go:build !unix
+
+package regularfile
+
+import "os"
+
+const readFlags = os.O_RDONLY
