@@ -26,6 +26,9 @@ type metrics struct {
 	duration      *prometheus.HistogramVec
 	rejected      prometheus.Counter
 	cancellations *prometheus.CounterVec
+	connsRefused  prometheus.Counter
+	openConns     prometheus.Gauge
+	maxConns      prometheus.Gauge
 
 	promptTokens *prometheus.CounterVec
 	generated    *prometheus.CounterVec
@@ -59,6 +62,15 @@ func newMetrics(version string) *metrics {
 		cancellations: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "llorch_cancelled_requests_total", Help: "Requests ended early, by cause (cancel, disconnect, timeout).",
 		}, []string{"cause"}),
+		connsRefused: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "llorch_connections_refused_total", Help: "Connections refused with 503 because --max-connections were open.",
+		}),
+		openConns: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "llorch_open_connections", Help: "Connections open under the --max-connections cap.",
+		}),
+		maxConns: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "llorch_max_connections", Help: "The cap on open connections (--max-connections); 0: none.",
+		}),
 
 		promptTokens: counter("llorch_prompt_tokens_total", "Prompt tokens processed."),
 		generated:    counter("llorch_generated_tokens_total", "Tokens generated."),
@@ -78,7 +90,7 @@ func newMetrics(version string) *metrics {
 		Name: "llorch_build_info", Help: "Build information; the value is always 1.",
 	}, []string{"version", "goversion"})
 	build.WithLabelValues(version, runtime.Version()).Set(1)
-	m.reg.MustRegister(m.requests, m.duration, m.rejected, m.cancellations,
+	m.reg.MustRegister(m.requests, m.duration, m.rejected, m.cancellations, m.connsRefused, m.openConns, m.maxConns,
 		m.promptTokens, m.generated, m.cachedTokens, m.ttft, m.interToken, m.queueTime, m.prefillTime, m.batchSize,
 		build, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m

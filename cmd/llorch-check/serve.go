@@ -29,6 +29,7 @@ type serveFlags struct {
 	references, host, workerID, callbackURL, advertise     string
 	apiKey, modelName, cors                                string
 	port, parallel, maxQueue, maxBatch                     int
+	maxConnections                                         int // --max-connections; 0: from the open-file limit
 	kvCacheTokens, prefillChunk, prefixTokens              int
 	kvCacheDType                                           string
 	prefixCache                                            bool
@@ -103,6 +104,7 @@ stderr, without prompt text. See docs/serve.md.`,
 	fl.BoolVar(&f.lenient, "lenient", false, "OpenAI routes ignore unknown request fields instead of answering 400 naming them")
 	fl.IntVar(&f.parallel, "parallel", d.Parallel, "sequences decoding at once")
 	fl.IntVar(&f.maxQueue, "max-queue", d.MaxQueue, "requests waiting for a slot; beyond it 429 with Retry-After")
+	fl.IntVar(&f.maxConnections, "max-connections", 0, fmt.Sprintf("connections open at once; beyond it a connection is answered 503 TOO_MANY_CONNECTIONS and closed (0: the open-file limit less %d, at most %d)", connectionReserve, maxDefaultConnections))
 	fl.IntVar(&f.kvCacheTokens, "kv-cache-tokens", 0, "positions the KV cache holds for all sequences at once, in blocks of 16 taken as sequences grow and given back as they end; a request waits until its prompt + max_tokens fit (0: --parallel × the model's context)")
 	fl.StringVar(&f.kvCacheDType, "kv-cache-dtype", "f32", "f32, or f16: keys and values stored as float16, half the memory (validate it with an f16-kv reference set: run --kv-cache-dtype f16)")
 	fl.IntVar(&f.prefixTokens, "prefix-cache-tokens", 0, "positions of finished prompts kept for reuse while no request holds them, least recently used evicted first (0: the model's context)")
@@ -131,6 +133,8 @@ func (f serveFlags) check() error {
 		return fmt.Errorf("--max-queue %d: want ≥ 0", f.maxQueue)
 	case f.maxBatch < 1:
 		return fmt.Errorf("--max-batch %d: want ≥ 1", f.maxBatch)
+	case f.maxConnections < 0:
+		return fmt.Errorf("--max-connections %d: want ≥ 0 (0: from the open-file limit)", f.maxConnections)
 	case f.maxBody < 1:
 		return fmt.Errorf("--max-body-bytes %d: want ≥ 1", f.maxBody)
 	case f.parallel > maxParallel:
@@ -306,6 +310,8 @@ func runServe(cmd *cobra.Command, f serveFlags) error {
 	if err != nil {
 		return fmt.Errorf("--host %s --port %d: %w", f.host, f.port, err)
 	}
+	maxConns := f.connectionCap(log)
+	ln = srv.LimitConnections(ln, maxConns)
 	hs := &http.Server{
 		Handler:           srv.Handler(),
 		ReadHeaderTimeout: 10 * time.Second,
@@ -317,7 +323,7 @@ func runServe(cmd *cobra.Command, f serveFlags) error {
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- hs.Serve(ln) }()
 	addr := ln.Addr().String()
-	log.Info("listening", "addr", addr, "auth", cfg.APIKey != "", "parallel", f.parallel, "max_queue", f.maxQueue)
+	log.Info("listening", "addr", addr, "auth", cfg.APIKey != "", "parallel", f.parallel, "max_queue", f.maxQueue, "max_connections", maxConns)
 
 	// Loading and validation run while the listener already answers health
 	// checks (503 "loading"), so an orchestrator sees the worker come up.
