@@ -31,7 +31,7 @@ var chatUnsupported = []struct {
 
 // chatDefaults are OpenAI's for chat: without max_tokens a reply runs
 // until it stops or fills the context; at least one token.
-var chatDefaults = settingDefaults{maxTokens: maxMaxTokens, minMaxTokens: 1, temperature: 1.0}
+var chatDefaults = settingDefaults{maxTokens: untilContext, minMaxTokens: 1, temperature: 1.0}
 
 // chatRoles are the message roles a plain template can render.
 var chatRoles = []string{"system", "developer", "user", "assistant"}

@@ -176,6 +176,22 @@ func (f *fields) intIn(name string, lo, hi, def int64) int64 {
 	return v
 }
 
+// atLeast reads an integer ≥ lo, or def when absent. Its upper bound is
+// the model's, not a constant: the context-length rule (generation's)
+// judges it with the prompt, so that every value too large gets the one
+// message naming the context.
+func (f *fields) atLeast(name string, lo, def int64) int64 {
+	v, ok := f.integer(name)
+	if !ok {
+		return def
+	}
+	if v < lo {
+		f.bad(name, "range", fmt.Sprintf("must be ≥ %d", lo), v)
+		return def
+	}
+	return v
+}
+
 // floatIn reads a number in [lo, hi] (or (lo, hi] with openLo), or def.
 func (f *fields) floatIn(name string, lo, hi float64, openLo bool, def float64) float64 {
 	v, ok := f.number(name)
@@ -285,14 +301,16 @@ type settingDefaults struct {
 	temperature             float64
 }
 
-const maxMaxTokens = 2048
+// untilContext is a default max_tokens that generates until the context
+// is full (Request.Fit shrinks it to the room the prompt leaves).
+const untilContext = math.MaxInt32
 
 // settings reads max_tokens, the sampling processors, seed and stop into a
 // request without a prompt; generation's Validate judges what the wire
 // form cannot (the context, the stop strings).
 func (f *fields) settings(d settingDefaults, vocabSize int) generation.Request {
 	return generation.Request{
-		MaxTokens:        int(f.intIn("max_tokens", int64(d.minMaxTokens), maxMaxTokens, int64(d.maxTokens))),
+		MaxTokens:        int(f.atLeast("max_tokens", int64(d.minMaxTokens), int64(d.maxTokens))),
 		DefaultMaxTokens: !f.present("max_tokens"),
 		AllowEmpty:       d.minMaxTokens == 0,
 		Params: sampling.Params{
