@@ -86,21 +86,11 @@ themselves).`,
 // weights it reads, and would change what the directory loads as), and an
 // existing file is replaced only with force.
 func checkConvertTarget(in, out string, force bool) error {
-	absIn, err := filepath.Abs(in)
+	absIn, absOut, err := realPaths(in, out)
 	if err != nil {
 		return err
 	}
-	absOut, err := filepath.Abs(out)
-	if err != nil {
-		return err
-	}
-	if real, err := filepath.EvalSymlinks(absIn); err == nil {
-		absIn = real
-	}
-	if real, err := filepath.EvalSymlinks(filepath.Dir(absOut)); err == nil {
-		absOut = filepath.Join(real, filepath.Base(absOut))
-	}
-	if rel, err := filepath.Rel(absIn, absOut); err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+	if within(absOut, absIn) {
 		return fmt.Errorf("%s: the output lies inside the input model directory %s; write it elsewhere", out, in)
 	}
 	switch fi, err := os.Stat(out); {

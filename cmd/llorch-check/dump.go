@@ -21,7 +21,7 @@ processors on the set's own last logits, as run does), the greedy
 continuation and the log-likelihoods in the same layout (float32, no
 float64 twins), so that two builds, or a build and PyTorch, can be compared
 with llorch-check diff. The directory is written atomically; an existing,
-different set is refused unless --force.`,
+different set is refused unless --force, and the set dumped from always.`,
 		Example: `  llorch-check dump --out /tmp/go-refs
   llorch-check diff testdata/references/tiny-gpt2 /tmp/go-refs`,
 		Args: cobra.NoArgs,
@@ -42,6 +42,9 @@ different set is refused unless --force.`,
 			}
 			set, err := openModelReferences(refs, mf.path, kv)
 			if err != nil {
+				return err
+			}
+			if err := checkDumpTarget(out, set.Dir); err != nil {
 				return err
 			}
 			tok, err := modelTokenizer(m)
@@ -67,6 +70,21 @@ different set is refused unless --force.`,
 	fl.StringVar(&fault, "inject-fault", "", "self-test: inject a classic bug, NAME or NAME@LAYER ("+faultNames()+")")
 	registerKVCache(fl, &kvCacheDType)
 	return cmd
+}
+
+// checkDumpTarget refuses an --out that is the reference set dump reads
+// its cases from (through any symbolic link), lies inside it or holds it:
+// with --force, Go's own output would replace PyTorch's set, float64 twins
+// and all.
+func checkDumpTarget(out, refs string) error {
+	absOut, absRefs, err := realPaths(out, refs)
+	if err != nil {
+		return err
+	}
+	if within(absOut, absRefs) || within(absRefs, absOut) {
+		return fmt.Errorf("--out %s would overwrite %s, the reference set this dump reads (--references); write it elsewhere", out, refs)
+	}
+	return nil
 }
 
 func newDiffCmd() *cobra.Command {
