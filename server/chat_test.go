@@ -163,7 +163,7 @@ func TestChatParametersRejected(t *testing.T) {
 		{"json output", map[string]any{"response_format": map[string]any{"type": "json_object"}}, "response_format"},
 		{"top_logprobs without logprobs", map[string]any{"top_logprobs": 2}, "top_logprobs"},
 		{"both max fields, unequal", map[string]any{"max_tokens": 2, "max_completion_tokens": 3}, "max_completion_tokens"},
-		{"max_completion_tokens too large", map[string]any{"max_completion_tokens": 5000}, "max_completion_tokens"},
+		{"max_completion_tokens beyond the context", map[string]any{"max_completion_tokens": 5000}, "messages"},
 		{"beyond the context", map[string]any{"max_tokens": 128}, "messages"},
 		{"unknown field", map[string]any{"top_a": 0.5}, "top_a"},
 		{"stream_options without stream", map[string]any{"stream_options": map[string]any{"include_usage": true}}, "stream_options"},
