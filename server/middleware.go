@@ -184,7 +184,7 @@ func (s *Server) cors(w http.ResponseWriter, r *http.Request) bool {
 		h := w.Header()
 		h.Set("Access-Control-Allow-Origin", origin)
 		h.Add("Vary", "Origin")
-		h.Set("Access-Control-Expose-Headers", "X-Request-ID, Retry-After")
+		h.Set("Access-Control-Expose-Headers", "X-Request-ID, Retry-After, X-Unused-Fields")
 	}
 	if r.Method != http.MethodOptions || r.Header.Get("Access-Control-Request-Method") == "" {
 		return false

@@ -26,9 +26,10 @@ type openAIJob struct {
 }
 
 // parseOpenAI reads what both generating OpenAI routes share: model, the
-// sampling settings, n, stream and stream_options, and the fields the
-// route knows (the rest are a 400 naming them unless --lenient).
-func (s *Server) parseOpenAI(e *engine, f *fields, d settingDefaults, known []string) openAIJob {
+// sampling settings, n, stream and stream_options; the route's known
+// fields are read by it, its unused ones accepted (extraFields), the rest
+// are a 400 naming them unless --lenient.
+func (s *Server) parseOpenAI(e *engine, f *fields, d settingDefaults, known []string, unused []unusedField) openAIJob {
 	var j openAIJob
 	f.model(e)
 	j.settings = f.settings(d, e.m.Config.VocabSize)
@@ -40,9 +41,7 @@ func (s *Server) parseOpenAI(e *engine, f *fields, d settingDefaults, known []st
 			j.n = int(v)
 		}
 	}
-	if !s.cfg.Lenient {
-		f.unknown(known)
-	}
+	s.extraFields(f, known, unused)
 	j.stream, _ = f.boolean("stream")
 	if f.present("stream_options") {
 		var opt struct {

@@ -14,9 +14,10 @@ import (
 )
 
 // chatFields are the /v1/chat/completions parameters this server reads;
-// chatUnsupported are OpenAI's that it refuses unless at a neutral value.
+// chatUnsupported are OpenAI's that it refuses unless at a neutral value,
+// chatUnused (extrafields.go) those it accepts and does not use.
 var chatFields = append(slices.Clip(samplingFields), "messages", "max_completion_tokens", "logprobs", "top_logprobs",
-	"response_format", "tools", "tool_choice", "parallel_tool_calls", "functions", "function_call", "store")
+	"response_format", "modalities", "tools", "tool_choice", "functions", "function_call", "audio", "web_search_options")
 
 var chatUnsupported = []struct {
 	name, why string
@@ -26,7 +27,8 @@ var chatUnsupported = []struct {
 	{"tool_choice", "is not supported: GPT-2 cannot call tools", []string{`"none"`}},
 	{"functions", "is not supported: GPT-2 cannot call functions", []string{"[]"}},
 	{"function_call", "is not supported: GPT-2 cannot call functions", []string{`"none"`}},
-	{"store", "is not supported: completions are not stored", []string{"false"}},
+	{"audio", "is not supported: this server answers in text only", nil},
+	{"web_search_options", "is not supported: this server cannot search the web", nil},
 }
 
 // chatDefaults are OpenAI's for chat: without max_tokens a reply runs
@@ -71,12 +73,19 @@ func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	renamed := f.alias("max_completion_tokens", "max_tokens")
-	job := s.parseOpenAI(e, f, chatDefaults, chatFields)
+	job := s.parseOpenAI(e, f, chatDefaults, chatFields, chatUnused)
 	if renamed {
 		f.rename("max_tokens", "max_completion_tokens")
 	}
 	for _, u := range chatUnsupported {
 		f.unsupported(u.name, u.why, u.neutral...)
+	}
+	if modalities, ok := f.strings("modalities"); ok {
+		if slices.ContainsFunc(modalities, func(m string) bool { return m != "text" }) {
+			f.bad("modalities", "unsupported", `only ["text"] is supported: this server answers in text only`, modalities)
+		} else {
+			f.unused = append(f.unused, "modalities")
+		}
 	}
 	if f.present("response_format") {
 		var rf struct{ Type string }
@@ -98,6 +107,7 @@ func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) {
 		job.texts, prompts = []string{prompt}, [][]int{ids}
 	}
 	job.requests(f, e, "messages", prompts)
+	s.setUnusedHeader(w, r, f)
 	if len(f.errs) > 0 {
 		writeOpenAIErrors(w, f.errs)
 		return
@@ -171,11 +181,13 @@ func (s *Server) chatMessage(f *fields, name string, m map[string]json.RawMessag
 	default:
 		sub.bad("content", "type", `must be a string or an array of {"type": "text", "text": ...} parts`, nil)
 	}
-	if !s.cfg.Lenient {
-		for _, k := range slices.Sorted(maps.Keys(m)) {
-			if !slices.Contains([]string{"role", "content", "name"}, k) && sub.present(k) {
-				sub.bad(k, "unsupported", "is not supported in a message (only role, content and name)", nil)
-			}
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		switch {
+		case slices.Contains([]string{"role", "content", "name"}, k) || !sub.present(k):
+		case s.cfg.Lenient:
+			f.ignored = append(f.ignored, "messages[]."+k)
+		default:
+			sub.bad(k, "unsupported", "is not supported in a message (only role, content and name)", nil)
 		}
 	}
 	for _, e := range sub.errs {

@@ -13,8 +13,9 @@ import (
 	"github.com/llorch/llorch-check/tensors"
 )
 
-// embeddingFields are the /v1/embeddings parameters this server reads.
-var embeddingFields = []string{"model", "input", "encoding_format", "dimensions", "user"}
+// embeddingFields are the /v1/embeddings parameters this server reads
+// (and user, accepted and not used).
+var embeddingFields = []string{"model", "input", "encoding_format", "dimensions"}
 
 type embedding struct {
 	Object    string `json:"object"`
@@ -52,13 +53,12 @@ func (s *Server) handleEmbeddings(w http.ResponseWriter, r *http.Request) {
 	if d, ok := f.integer("dimensions"); ok && d != int64(C) {
 		f.bad("dimensions", "unsupported", fmt.Sprintf("must be %d: the model's hidden size (no truncation)", C), d)
 	}
-	if !s.cfg.Lenient {
-		f.unknown(embeddingFields)
-	}
+	s.extraFields(f, embeddingFields, []unusedField{userField})
 	names := promptNames("input", len(inputs) == 1)
 	for i, in := range inputs {
 		f.check(generation.ValidatePrompt(in, e.positions(), e.m.Config.VocabSize), names(i))
 	}
+	s.setUnusedHeader(w, r, f)
 	if len(f.errs) > 0 {
 		writeOpenAIErrors(w, f.errs)
 		return

@@ -14,11 +14,10 @@ import (
 var openAIDefaults = settingDefaults{maxTokens: 16, minMaxTokens: 0, temperature: 1.0}
 
 // samplingFields are the parameters both generating OpenAI routes read:
-// OpenAI's (user is an end-user id for abuse monitoring, accepted and
-// not used) and the sampling extensions vLLM also takes.
+// OpenAI's and the sampling extensions vLLM also takes.
 var samplingFields = []string{"model", "max_tokens", "temperature", "top_p", "top_k", "min_p",
 	"repetition_penalty", "presence_penalty", "frequency_penalty", "logit_bias", "seed", "stop", "n",
-	"stream", "stream_options", "user"}
+	"stream", "stream_options"}
 
 // completionFields are those of /v1/completions.
 // return_tokens_as_token_ids is vLLM's: tokens named "token_id:N", so a
@@ -49,7 +48,7 @@ func (s *Server) handleCompletions(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	job := s.parseOpenAI(e, f, openAIDefaults, completionFields)
+	job := s.parseOpenAI(e, f, openAIDefaults, completionFields, []unusedField{userField})
 	texts, prompts := s.promptsField(e, f, "prompt")
 	job.texts = texts
 	if v, ok := f.integer("best_of"); ok && v != 1 {
@@ -63,6 +62,7 @@ func (s *Server) handleCompletions(w http.ResponseWriter, r *http.Request) {
 		job.logprobs, job.top = true, max(n, 1) // so the argmax is always listed
 	}
 	job.requests(f, e, "prompt", prompts)
+	s.setUnusedHeader(w, r, f)
 	if len(f.errs) > 0 {
 		writeOpenAIErrors(w, f.errs)
 		return

@@ -119,6 +119,7 @@ type Server struct {
 	sched   *Scheduler
 	// rejections logs 429s: the first of a burst, then a count per interval.
 	rejections *burstLog
+	ignored    *ignoredFields // unknown request fields --lenient has logged
 	jobs       *jobs
 	started    time.Time
 	handler    http.Handler
@@ -149,6 +150,7 @@ func New(cfg Config) *Server {
 	}
 	s.stop, s.stopJobs = context.WithCancelCause(context.Background())
 	s.metrics = newMetrics(cfg.Version)
+	s.ignored = &ignoredFields{log: s.log, seen: map[string]bool{}}
 	s.rejections = newBurstLog(s.log, slog.LevelWarn, "more requests refused with 429 (queue full), not logged one by one")
 	s.sched = NewScheduler(cfg.Parallel, cfg.MaxQueue, nil)
 	s.metrics.reg.MustRegister(newModelGauges(s.engine.Load, s.sched))

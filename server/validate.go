@@ -58,8 +58,10 @@ func decodeBody(r *http.Request) (*fields, *requestError) {
 
 // fields reads typed values out of a JSON object, collecting every error.
 type fields struct {
-	raw  map[string]json.RawMessage
-	errs []FieldError
+	raw     map[string]json.RawMessage
+	errs    []FieldError
+	unused  []string // OpenAI's fields given, accepted and not used (extraFields)
+	ignored []string // unknown fields given and ignored (--lenient)
 }
 
 // unknown reports every field not in known as a 400 naming it: a
