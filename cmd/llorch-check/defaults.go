@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	llorchcheck "github.com/llorch/llorch-check"
 	"github.com/llorch/llorch-check/model"
 	"github.com/llorch/llorch-check/references"
 	"github.com/llorch/llorch-check/tokenizer"
@@ -14,10 +15,11 @@ import (
 )
 
 // The project's default tiny model and its committed reference set,
-// relative to the repository root.
+// relative to the repository root; outside a clone, the copies built into
+// the binary.
 const (
-	defaultModel      = "testdata/tiny-gpt2"
-	defaultReferences = "testdata/references/tiny-gpt2"
+	defaultModel      = llorchcheck.BuiltinModel
+	defaultReferences = llorchcheck.BuiltinReferences
 )
 
 // modelFlags pick a model and how it is held in memory, the same way for
@@ -28,7 +30,7 @@ type modelFlags struct {
 }
 
 func (f *modelFlags) register(fl *pflag.FlagSet) {
-	fl.StringVar(&f.path, "model", "", "HF-layout model directory or .gguf file (default "+defaultModel+")")
+	fl.StringVar(&f.path, "model", "", "HF-layout model directory or .gguf file (default "+defaultModel+", or outside a clone the copy built into the binary)")
 	fl.StringVar(&f.weightDType, "weight-dtype", "auto", "hold the weight matrices as f32, or f16 (half the memory and decode traffic, float32 arithmetic); auto: f16 where the file stores them as float16, losing nothing, else f32 (quantised files stay quantised)")
 }
 
@@ -60,7 +62,8 @@ func (f modelFlags) load(ctx context.Context) (*model.Model, error) {
 }
 
 // resolveDefault finds a default path from the working directory or any
-// parent, so the defaults work from anywhere inside a clone.
+// parent, so the defaults work from anywhere inside a clone; outside one,
+// the default model and reference set are the binary's own (builtin).
 func resolveDefault(rel string) (string, error) {
 	dir, err := os.Getwd()
 	if err != nil {
@@ -73,6 +76,9 @@ func resolveDefault(rel string) (string, error) {
 		}
 		parent := filepath.Dir(dir)
 		if parent == dir {
+			if isBuiltin(rel) {
+				return builtin.path(rel)
+			}
 			return "", fmt.Errorf("default %s not found in this directory or its parents: run inside a llorch-check clone or pass the path", rel)
 		}
 		dir = parent

@@ -43,7 +43,7 @@ func execute(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	case errors.Is(err, errFailed):
 		return exitFailed
 	}
-	fmt.Fprintf(root.ErrOrStderr(), "llorch-check: %v\n", err)
+	fmt.Fprintf(root.ErrOrStderr(), "llorch-check: %s\n", builtin.display(err.Error()))
 	return exitBadInput
 }
 

@@ -149,6 +149,9 @@ func runProbe(cmd *cobra.Command, f probeFlags) error {
 	opt.Progress = report
 	rep, err := probe.Run(cmd.Context(), set, opt)
 	done()
+	if rep != nil {
+		rep.References = builtin.display(rep.References)
+	}
 	if rec != nil {
 		if werr := rec.WriteFile(f.record); werr != nil {
 			return errors.Join(err, fmt.Errorf("--record %s: %w", f.record, werr))

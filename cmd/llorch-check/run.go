@@ -172,6 +172,7 @@ func (f *runFlags) execRun(cmd *cobra.Command) (*checkpoints.Report, *model.Mode
 	if err != nil {
 		return nil, nil, err
 	}
+	rep.Model, rep.References = builtin.display(rep.Model), builtin.display(rep.References)
 	if f.junit != "" {
 		if err := atomicfile.Write(f.junit, rep.WriteJUnit); err != nil {
 			return nil, nil, err

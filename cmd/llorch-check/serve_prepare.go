@@ -78,7 +78,7 @@ func dryRunServe(cmd *cobra.Command, f serveFlags) error {
 		fmt.Fprintf(out, "dry-run: chat template %s\n", chat.Name())
 	}
 	fmt.Fprintf(out, "dry-run: model %s loaded (%s, %d MB of weights), tokenizer and warm-up ok\n",
-		m.WeightsPath, m.WeightsDType, m.WeightsBytes()>>20)
+		builtin.display(m.WeightsPath), m.WeightsDType, m.WeightsBytes()>>20)
 	if f.references == "" {
 		fmt.Fprintln(out, "dry-run: no --references: nothing validated")
 		return nil
@@ -95,7 +95,7 @@ func dryRunServe(cmd *cobra.Command, f serveFlags) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(out, "dry-run: against %s: %s\n", set.Dir, rep.Verdict())
+	fmt.Fprintf(out, "dry-run: against %s: %s\n", builtin.display(set.Dir), rep.Verdict())
 	if !rep.Passed {
 		return errFailed
 	}

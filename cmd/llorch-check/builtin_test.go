@@ -1,0 +1,80 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// TestBuiltinDefaultsOutsideClone runs the command lines a user of an
+// installed binary runs first, in a directory with no clone above it: the
+// defaults are the binary's own, and run passes as make run does in a
+// clone, naming them as built in.
+func TestBuiltinDefaultsOutsideClone(t *testing.T) {
+	dir := t.TempDir()
+	t.Chdir(dir)
+	for d := dir; ; d = filepath.Dir(d) {
+		_, err := os.Stat(filepath.Join(d, defaultModel))
+		require.True(t, os.IsNotExist(err), "%s holds %s: not outside a clone", d, defaultModel)
+		if filepath.Dir(d) == d {
+			break
+		}
+	}
+	cache := t.TempDir()
+	t.Setenv("XDG_CACHE_HOME", cache)
+
+	tests := []struct {
+		args []string
+		want []string // lines of stdout, in order
+	}{
+		{[]string{"run"}, []string{
+			"model:      (built in) tiny-gpt2",
+			"references: (built in) references/tiny-gpt2",
+			"weights:    matrices held as float16",
+			"PASS: 124 checks passed, 0 failed",
+		}},
+		{[]string{"run", "--checkpoint", "12", "--format", "json"}, []string{
+			`"model": "(built in) tiny-gpt2",`,
+			`"references": "(built in) references/tiny-gpt2",`,
+		}},
+		{[]string{"tokenize", "Hello world"}, []string{"15496 995"}},
+		{[]string{"detokenize", "15496,995"}, []string{"Hello world"}},
+		{[]string{"generate", "--prompt", "The ship left port", "--max-tokens", "8", "--temperature", "0"}, []string{
+			" praying transporter Tower tomat Tower tomatlasses Harmon",
+		}},
+		{[]string{"serve", "--dry-run"}, []string{
+			"dry-run: model (built in) tiny-gpt2/model.safetensors loaded (F16, 6 MB of weights), tokenizer and warm-up ok",
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
+			code, out, stderr := runCLI(t, tt.args...)
+			require.Equal(t, exitOK, code, stderr)
+			lines := strings.Split(out, "\n")
+			for _, w := range tt.want {
+				i := indexLine(lines, w)
+				require.GreaterOrEqual(t, i, 0, "no line %q in\n%s", w, out)
+				lines = lines[i+1:]
+			}
+			require.NotContains(t, out+stderr, cache, "a path of the copy is shown")
+		})
+	}
+
+	// An error names the built-in set as such, not its copy.
+	code, _, stderr := runCLI(t, "run", "--kv-cache-dtype", "f16")
+	require.Equal(t, exitBadInput, code)
+	require.Contains(t, stderr, "--kv-cache-dtype f16: (built in) references/tiny-gpt2 is a plain reference set")
+	require.NotContains(t, stderr, cache)
+}
+
+func indexLine(lines []string, want string) int {
+	for i, l := range lines {
+		if strings.TrimSpace(l) == strings.TrimSpace(want) {
+			return i
+		}
+	}
+	return -1
+}
