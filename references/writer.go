@@ -197,35 +197,53 @@ func (w *Writer) checkListed(m Manifest) error {
 	return nil
 }
 
+// The filesystem operations that put a set in place; tests stand in for
+// them to kill the process between them.
+var (
+	rename   = os.Rename
+	exchange = exchangeDirs
+)
+
 // moveIntoPlace renames the temporary directory to the destination. An
 // existing set (checked again: it may have appeared since NewWriter) is
-// first renamed aside and only deleted once the new one is in place.
+// swapped with the new one in one step where the system can (Linux's
+// renameat2 RENAME_EXCHANGE), so a process killed at any point leaves one
+// complete set there; the old one, now under the temporary name, is
+// deleted after, or by CleanStale if the process dies first. Elsewhere it
+// is renamed aside and only deleted once the new one is in place.
 func (w *Writer) moveIntoPlace() error {
 	if err := checkTarget(w.dir, w.force); err != nil {
 		return err
 	}
-	old := ""
-	if _, err := os.Lstat(w.dir); err == nil {
-		old = w.tmp + ".old"
-		if err := os.Rename(w.dir, old); err != nil {
+	if _, err := os.Lstat(w.dir); err != nil {
+		if err := rename(w.tmp, w.dir); err != nil {
 			return err
 		}
+		return syncDir(filepath.Dir(w.dir))
 	}
-	if err := os.Rename(w.tmp, w.dir); err != nil {
-		if old != "" {
-			if rerr := os.Rename(old, w.dir); rerr != nil {
-				return fmt.Errorf("%w; restoring the previous set also failed, it is at %s: %v", err, old, rerr)
-			}
+	switch err := exchange(w.tmp, w.dir); {
+	case err == nil:
+		if err := syncDir(filepath.Dir(w.dir)); err != nil {
+			return err
+		}
+		return os.RemoveAll(w.tmp)
+	case !errors.Is(err, errors.ErrUnsupported):
+		return err
+	}
+	old := w.tmp + ".old"
+	if err := rename(w.dir, old); err != nil {
+		return err
+	}
+	if err := rename(w.tmp, w.dir); err != nil {
+		if rerr := rename(old, w.dir); rerr != nil {
+			return fmt.Errorf("%w; restoring the previous set also failed, it is at %s: %v", err, old, rerr)
 		}
 		return err
 	}
 	if err := syncDir(filepath.Dir(w.dir)); err != nil {
 		return err
 	}
-	if old != "" {
-		return os.RemoveAll(old)
-	}
-	return nil
+	return os.RemoveAll(old)
 }
 
 // Abort removes everything written so far. It is safe to call more than

@@ -3,6 +3,7 @@ package references
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -287,4 +288,27 @@ func TestWriterCleansAbandonedTemps(t *testing.T) {
 	defer w.Abort()
 	_, err = os.Stat(stale)
 	require.True(t, os.IsNotExist(err), "abandoned temporary set left behind")
+}
+
+// TestWriterReplaceWithoutExchange: where directories cannot be swapped in
+// one step, an existing set is still replaced (renamed aside, the new one
+// in, the old one deleted) and nothing is left beside it.
+func TestWriterReplaceWithoutExchange(t *testing.T) {
+	defer func(f func(a, b string) error) { exchange = f }(exchange)
+	exchange = func(a, b string) error { return fmt.Errorf("exchange: %w", errors.ErrUnsupported) }
+	older := validManifest()
+	older.Generator = map[string]any{"script": "older"}
+	dir := writeSet(t, older)
+	w, err := NewWriter(dir, true)
+	require.NoError(t, err)
+	defer w.Abort()
+	m := validManifest()
+	for _, ti := range m.Tensors {
+		require.NoError(t, w.AddTensor(ti, values(ti.Shape)))
+	}
+	require.NoError(t, w.Commit(m))
+	s, err := Open(dir)
+	require.NoError(t, err)
+	require.Equal(t, "go test", s.Manifest.Generator["script"])
+	require.Equal(t, []string{"set"}, dirNames(t, filepath.Dir(dir)))
 }
