@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"sync"
@@ -46,7 +47,7 @@ func (s *Server) LimitConnections(ln net.Listener, max int) net.Listener {
 		len(body), retryAfterSeconds, body)
 	return &limitListener{Listener: ln, max: int64(max), refusal: resp, s: s,
 		refusing: make(chan struct{}, maxRefusing),
-		log:      newBurstLog(s.log, s.rejections.level, "more connections refused over --max-connections, not logged one by one")}
+		log:      newBurstLog(s.log, slog.LevelWarn, "more connections refused over --max-connections, not logged one by one")}
 }
 
 type limitListener struct {

@@ -243,8 +243,9 @@ func (s *Server) route(pattern string, open bool, h http.HandlerFunc) http.Handl
 }
 
 // routeLabels are a mux pattern's method and path as the metrics label
-// them, the path as API.md writes it rather than in ServeMux's syntax:
-// "GET /v1/models/{id...}" is GET and /v1/models/{id}, "GET /{$}" GET and /.
+// them, the path as the API's documentation writes it rather than in
+// ServeMux's syntax: "GET /v1/models/{id...}" is GET and /v1/models/{id},
+// "GET /{$}" GET and /.
 func routeLabels(pattern string) (method, path string) {
 	method, path, ok := strings.Cut(pattern, " ")
 	if !ok {
