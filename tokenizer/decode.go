@@ -3,6 +3,8 @@ package tokenizer
 import (
 	"fmt"
 	"unicode/utf8"
+
+	"github.com/llorch/llorch-check/internal/utf8seq"
 )
 
 // DecodeBytes returns the exact bytes the ids stand for. Tokens may end in
@@ -132,7 +134,7 @@ func appendLossy(dst, src []byte, final bool) ([]byte, int) {
 			i++
 			continue
 		}
-		n, lo, hi := seqShape(c)
+		n, lo, hi := utf8seq.Shape(c)
 		if n == 0 {
 			dst = append(dst, "\uFFFD"...)
 			i++
@@ -156,27 +158,4 @@ func appendLossy(dst, src []byte, final bool) ([]byte, int) {
 		i += k
 	}
 	return dst, i
-}
-
-// seqShape gives, for a lead byte, the length of its sequence and the range
-// allowed for the second byte (Table 3-7, "Well-Formed UTF-8 Byte
-// Sequences"); n is 0 if c cannot start a sequence.
-func seqShape(c byte) (n int, lo, hi byte) {
-	switch {
-	case c >= 0xC2 && c <= 0xDF:
-		return 2, 0x80, 0xBF
-	case c == 0xE0:
-		return 3, 0xA0, 0xBF
-	case c >= 0xE1 && c <= 0xEC, c == 0xEE, c == 0xEF:
-		return 3, 0x80, 0xBF
-	case c == 0xED:
-		return 3, 0x80, 0x9F
-	case c == 0xF0:
-		return 4, 0x90, 0xBF
-	case c >= 0xF1 && c <= 0xF3:
-		return 4, 0x80, 0xBF
-	case c == 0xF4:
-		return 4, 0x80, 0x8F
-	}
-	return 0, 0, 0
 }

@@ -1,0 +1,631 @@
+package grammar
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+)
+
+// The JSON rules every schema grammar builds on, after llama.cpp's
+// json-schema-to-grammar: whitespace is at most one space or a newline
+// and 20 indents, numbers have at most 16 digits a part and 2 of
+// exponent, so that what a model writes parses as float64 everywhere.
+var jsonRules = []struct{ name, body string }{
+	{"space", `| " " | "\n" [ \t]{0,20}`},
+	{"boolean", `("true" | "false") space`},
+	{"null", `"null" space`},
+	{"integral-part", `[0] | [1-9] [0-9]{0,15}`},
+	{"decimal-part", `[0-9]{1,16}`},
+	{"integer", `("-"? integral-part) space`},
+	{"number", `("-"? integral-part) ("." decimal-part)? ([eE] [-+]? [0-9]{1,2})? space`},
+	{"char", `[^"\\\x7F\x00-\x1F] | [\\] (["\\/bfnrt] | "u" [0-9a-fA-F]{4})`},
+	{"string", `"\"" char* "\"" space`},
+	{"value", `object | array | string | number | boolean | null`},
+	{"object", `"{" space ( string ":" space value ("," space string ":" space value)* )? "}" space`},
+	{"array", `"[" space ( value ("," space value)* )? "]" space`},
+}
+
+var (
+	jsonObjectOnce sync.Once
+	jsonObject     *Grammar
+)
+
+// JSONObject is the grammar of any JSON object (OpenAI's response_format
+// {"type": "json_object"}), optionally followed by whitespace.
+func JSONObject() *Grammar {
+	jsonObjectOnce.Do(func() {
+		var b strings.Builder
+		b.WriteString("root ::= object\n")
+		for _, r := range jsonRules {
+			fmt.Fprintf(&b, "%s ::= %s\n", r.name, r.body)
+		}
+		g, err := Parse(b.String())
+		if err != nil {
+			panic("grammar: the built-in JSON grammar does not parse: " + err.Error())
+		}
+		jsonObject = g
+	})
+	return jsonObject
+}
+
+// SchemaError is a JSON schema FromJSONSchema cannot turn into a grammar:
+// Path is the JSON pointer of the schema at fault.
+type SchemaError struct {
+	Path, Message string
+}
+
+func (e *SchemaError) Error() string {
+	return fmt.Sprintf("JSON schema at %s: %s", e.Path, e.Message)
+}
+
+// unsupportedKeywords constrain values in ways a grammar here does not
+// express; a schema using one is refused rather than half obeyed.
+var unsupportedKeywords = []string{
+	"pattern", "format", "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum",
+	"multipleOf", "patternProperties", "minProperties", "maxProperties", "uniqueItems",
+	"contains", "not", "if", "then", "else", "dependentRequired", "dependentSchemas",
+	"prefixItems", "propertyNames", "unevaluatedProperties", "unevaluatedItems", "contentEncoding",
+}
+
+// maxRepeat is the largest minItems, maxItems, minLength or maxLength
+// taken (each is that many copies of a rule).
+const maxRepeat = 1000
+
+// FromJSONSchema compiles a JSON schema into the grammar of the JSON
+// texts it accepts: type (and lists of types), properties in schema order
+// with required ones first, additionalProperties, items, minItems,
+// maxItems, minLength, maxLength, enum, const, anyOf, oneOf, a one-schema
+// allOf, and $ref into $defs or definitions. Annotations (title,
+// description, default, ...) are ignored; keywords that would constrain
+// values in other ways (pattern, format, minimum, ...) are a SchemaError.
+func FromJSONSchema(schema []byte) (*Grammar, error) {
+	v, err := decodeOrdered(schema)
+	if err != nil {
+		return nil, &SchemaError{Path: "#", Message: "not JSON: " + err.Error()}
+	}
+	c := &converter{root: v, rules: map[string]string{}}
+	c.use("space") // every literal is followed by it
+	body, err := c.visit(v, "#", "root", 0)
+	if err != nil {
+		return nil, err
+	}
+	c.define("root", body)
+	var b strings.Builder
+	for _, name := range c.order {
+		fmt.Fprintf(&b, "%s ::= %s\n", name, c.rules[name])
+	}
+	g, err := Parse(b.String())
+	if err != nil {
+		return nil, &SchemaError{Path: "#", Message: err.Error()}
+	}
+	return g, nil
+}
+
+type converter struct {
+	root  any
+	rules map[string]string
+	order []string
+	names map[string]bool
+}
+
+func (c *converter) define(name, body string) {
+	if _, ok := c.rules[name]; !ok {
+		c.order = append(c.order, name)
+	}
+	c.rules[name] = body
+}
+
+// use makes sure a JSON rule (and those it uses) is defined.
+func (c *converter) use(name string) string {
+	for _, r := range jsonRules {
+		if r.name == name {
+			if _, ok := c.rules[name]; ok {
+				return name
+			}
+			c.define(name, r.body)
+			for _, dep := range regexp.MustCompile(`[a-z][a-z-]*`).FindAllString(stripLiterals(r.body), -1) {
+				if dep != name {
+					c.use(dep)
+				}
+			}
+		}
+	}
+	return name
+}
+
+// stripLiterals drops quoted literals and classes from a rule body, so
+// what remains names rules only.
+func stripLiterals(s string) string {
+	return regexp.MustCompile(`"(\\.|[^"\\])*"|\[(\\.|[^\]\\])*\]|\{[0-9,]*\}`).ReplaceAllString(s, " ")
+}
+
+// fresh returns an unused rule name from base.
+func (c *converter) fresh(base string) string {
+	base = regexp.MustCompile(`[^a-zA-Z0-9-]+`).ReplaceAllString(base, "-")
+	name := base
+	for i := 2; ; i++ {
+		if _, ok := c.rules[name]; !ok && !c.reserved(name) {
+			c.define(name, "")
+			return name
+		}
+		name = fmt.Sprintf("%s-%d", base, i)
+	}
+}
+
+func (c *converter) reserved(name string) bool {
+	for _, r := range jsonRules {
+		if r.name == name {
+			return true
+		}
+	}
+	return name == "root"
+}
+
+// literal is GBNF for the JSON text of v, then space.
+func literal(v any) string {
+	return gbnfString(string(marshal(plain(v)))) + " space"
+}
+
+// marshal is v's JSON text as written by a model: <, > and & as they are.
+func marshal(v any) []byte {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(v) // decodeOrdered's values always encode
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n"))
+}
+
+// gbnfString quotes s as a GBNF literal.
+func gbnfString(s string) string {
+	var b strings.Builder
+	b.WriteByte('"')
+	for _, r := range s {
+		switch {
+		case r == '"' || r == '\\':
+			b.WriteByte('\\')
+			b.WriteRune(r)
+		case r < 0x20 || r == 0x7F:
+			fmt.Fprintf(&b, `\x%02X`, r)
+		default:
+			b.WriteRune(r)
+		}
+	}
+	b.WriteByte('"')
+	return b.String()
+}
+
+const maxDepth = 64
+
+// visit returns a GBNF expression for schema s at path.
+func (c *converter) visit(s any, path, name string, depth int) (string, error) {
+	if depth > maxDepth {
+		return "", &SchemaError{Path: path, Message: fmt.Sprintf("nested deeper than %d", maxDepth)}
+	}
+	switch s := s.(type) {
+	case bool:
+		if !s {
+			return "", &SchemaError{Path: path, Message: "false accepts nothing"}
+		}
+		return c.use("value"), nil
+	case *object:
+		return c.visitObject(s, path, name, depth)
+	}
+	return "", &SchemaError{Path: path, Message: "a schema must be an object or a boolean"}
+}
+
+func (c *converter) visitObject(s *object, path, name string, depth int) (string, error) {
+	for _, k := range unsupportedKeywords {
+		if _, ok := s.get(k); ok {
+			return "", &SchemaError{Path: path + "/" + k, Message: fmt.Sprintf("the keyword %q is not supported by constrained decoding here", k)}
+		}
+	}
+	if ref, ok := s.get("$ref"); ok {
+		return c.ref(ref, path+"/$ref", depth)
+	}
+	if v, ok := s.get("const"); ok {
+		return literal(v), nil
+	}
+	if v, ok := s.get("enum"); ok {
+		list, ok := v.([]any)
+		if !ok || len(list) == 0 {
+			return "", &SchemaError{Path: path + "/enum", Message: "must be a non-empty array"}
+		}
+		alts := make([]string, len(list))
+		for i, e := range list {
+			alts[i] = literal(e)
+		}
+		return "(" + strings.Join(alts, " | ") + ")", nil
+	}
+	for _, k := range []string{"anyOf", "oneOf", "allOf"} {
+		v, ok := s.get(k)
+		if !ok {
+			continue
+		}
+		list, ok := v.([]any)
+		if !ok || len(list) == 0 || k == "allOf" && len(list) != 1 {
+			msg := "must be a non-empty array"
+			if k == "allOf" {
+				msg = "is supported with exactly one schema"
+			}
+			return "", &SchemaError{Path: path + "/" + k, Message: msg}
+		}
+		alts := make([]string, len(list))
+		for i, e := range list {
+			var err error
+			if alts[i], err = c.visit(e, fmt.Sprintf("%s/%s/%d", path, k, i), fmt.Sprintf("%s-%d", name, i), depth+1); err != nil {
+				return "", err
+			}
+		}
+		return "(" + strings.Join(alts, " | ") + ")", nil
+	}
+	var types []string
+	switch t, _ := s.get("type"); t := t.(type) {
+	case nil:
+		if _, ok := s.get("properties"); ok {
+			types = []string{"object"}
+		} else if _, ok := s.get("items"); ok {
+			types = []string{"array"}
+		}
+	case string:
+		types = []string{t}
+	case []any:
+		for _, e := range t {
+			name, ok := e.(string)
+			if !ok {
+				return "", &SchemaError{Path: path + "/type", Message: "must be a type name or a list of them"}
+			}
+			types = append(types, name)
+		}
+	default:
+		return "", &SchemaError{Path: path + "/type", Message: "must be a type name or a list of them"}
+	}
+	if len(types) == 0 {
+		return c.use("value"), nil
+	}
+	alts := make([]string, len(types))
+	for i, t := range types {
+		var err error
+		if alts[i], err = c.visitType(s, t, path, name, depth); err != nil {
+			return "", err
+		}
+	}
+	if len(alts) == 1 {
+		return alts[0], nil
+	}
+	return "(" + strings.Join(alts, " | ") + ")", nil
+}
+
+func (c *converter) visitType(s *object, t, path, name string, depth int) (string, error) {
+	switch t {
+	case "boolean", "null", "integer", "number":
+		return c.use(t), nil
+	case "string":
+		lo, hi, err := bounds(s, path, "minLength", "maxLength")
+		if err != nil {
+			return "", err
+		}
+		if lo == 0 && hi < 0 {
+			return c.use("string"), nil
+		}
+		return `"\"" ` + repeat(c.use("char"), lo, hi) + ` "\"" ` + c.use("space"), nil
+	case "array":
+		return c.array(s, path, name, depth)
+	case "object":
+		return c.object(s, path, name, depth)
+	}
+	return "", &SchemaError{Path: path + "/type", Message: fmt.Sprintf("unknown type %q (string, number, integer, boolean, null, array, object)", t)}
+}
+
+// bounds reads a pair of count keywords (absent: 0 and -1, no bound).
+func bounds(s *object, path, loKey, hiKey string) (lo, hi int, err error) {
+	read := func(key string, def int) (int, error) {
+		v, ok := s.get(key)
+		if !ok {
+			return def, nil
+		}
+		n, ok := v.(json.Number)
+		i, err := strconv.Atoi(string(n))
+		if !ok || err != nil || i < 0 || i > maxRepeat {
+			return 0, &SchemaError{Path: path + "/" + key, Message: fmt.Sprintf("must be an integer 0..%d", maxRepeat)}
+		}
+		return i, nil
+	}
+	if lo, err = read(loKey, 0); err != nil {
+		return 0, 0, err
+	}
+	if hi, err = read(hiKey, -1); err != nil {
+		return 0, 0, err
+	}
+	if hi >= 0 && hi < lo {
+		return 0, 0, &SchemaError{Path: path + "/" + hiKey, Message: fmt.Sprintf("%d is below %s %d", hi, loKey, lo)}
+	}
+	return lo, hi, nil
+}
+
+// repeat is GBNF for item lo to hi times (hi < 0: no bound).
+func repeat(item string, lo, hi int) string {
+	switch {
+	case hi < 0 && lo == 0:
+		return item + "*"
+	case hi < 0:
+		return fmt.Sprintf("%s{%d,}", item, lo)
+	case lo == hi:
+		return fmt.Sprintf("%s{%d}", item, lo)
+	}
+	return fmt.Sprintf("%s{%d,%d}", item, lo, hi)
+}
+
+func (c *converter) array(s *object, path, name string, depth int) (string, error) {
+	item := c.use("value")
+	if v, ok := s.get("items"); ok {
+		var err error
+		if item, err = c.visit(v, path+"/items", name+"-item", depth+1); err != nil {
+			return "", err
+		}
+		rule := c.fresh(name + "-item")
+		c.define(rule, item)
+		item = rule
+	}
+	lo, hi, err := bounds(s, path, "minItems", "maxItems")
+	if err != nil {
+		return "", err
+	}
+	open, sp := `"[" `+c.use("space"), `"]" space`
+	if hi == 0 {
+		return open + " " + sp, nil
+	}
+	// item ("," space item){lo-1, hi-1}, optional as a whole when lo is 0.
+	more := repeat(`("," space `+item+`)`, max(lo-1, 0), max(hi-1, -1))
+	list := item + " " + more
+	if lo == 0 {
+		list = "(" + list + ")?"
+	}
+	return open + " " + list + " " + sp, nil
+}
+
+func (c *converter) object(s *object, path, name string, depth int) (string, error) {
+	props, _ := s.get("properties")
+	po, _ := props.(*object)
+	if props != nil && po == nil {
+		return "", &SchemaError{Path: path + "/properties", Message: "must be an object"}
+	}
+	required := map[string]bool{}
+	if v, ok := s.get("required"); ok {
+		list, ok := v.([]any)
+		if !ok {
+			return "", &SchemaError{Path: path + "/required", Message: "must be an array of property names"}
+		}
+		for _, e := range list {
+			k, ok := e.(string)
+			if !ok {
+				return "", &SchemaError{Path: path + "/required", Message: "must be an array of property names"}
+			}
+			if po == nil || !slices.Contains(po.keys, k) {
+				return "", &SchemaError{Path: path + "/required", Message: fmt.Sprintf("%q is not among the properties", k)}
+			}
+			required[k] = true
+		}
+	}
+	// Extra properties: absent or true any value, a schema that schema's,
+	// false none.
+	extra := ""
+	switch ap, ok := s.get("additionalProperties"); {
+	case !ok || ap == true:
+		extra = c.use("value")
+	case ap == false:
+	default:
+		var err error
+		if extra, err = c.visit(ap, path+"/additionalProperties", name+"-additional", depth+1); err != nil {
+			return "", err
+		}
+	}
+	if po == nil && extra == c.use("value") {
+		return c.use("object"), nil
+	}
+	var req, opt []string // key-value rules
+	if po != nil {
+		for _, k := range po.keys {
+			body, err := c.visit(po.vals[k], path+"/properties/"+k, name+"-"+k, depth+1)
+			if err != nil {
+				return "", err
+			}
+			kv := c.fresh(name + "-" + k + "-kv")
+			c.define(kv, literal(k)+` ":" space `+body)
+			if required[k] {
+				req = append(req, kv)
+			} else {
+				opt = append(opt, kv)
+			}
+		}
+	}
+	if extra != "" {
+		kv := c.fresh(name + "-additional-kv")
+		c.define(kv, c.use("string")+` ":" space `+extra)
+		star := c.fresh(name + "-additional")
+		c.define(star, kv+` ("," space `+kv+`)*`)
+		opt = append(opt, star)
+	}
+	// The optional ones in order, any of them left out: opt(i) is a
+	// non-empty list of those from i on.
+	optList := ""
+	for i := len(opt) - 1; i >= 0; i-- {
+		rule := c.fresh(fmt.Sprintf("%s-rest-%d", name, i))
+		body := opt[i]
+		if optList != "" {
+			body = fmt.Sprintf(`%s ("," space %s)? | %s`, opt[i], optList, optList)
+		}
+		c.define(rule, body)
+		optList = rule
+	}
+	var b strings.Builder
+	b.WriteString(`"{" ` + c.use("space"))
+	for i, kv := range req {
+		if i > 0 {
+			b.WriteString(` "," space`)
+		}
+		b.WriteString(" " + kv)
+	}
+	switch {
+	case optList != "" && len(req) > 0:
+		b.WriteString(` ("," space ` + optList + `)?`)
+	case optList != "":
+		b.WriteString(" " + optList + "?")
+	}
+	b.WriteString(` "}" space`)
+	return b.String(), nil
+}
+
+// ref is the rule for a $ref into the root's $defs or definitions.
+func (c *converter) ref(v any, path string, depth int) (string, error) {
+	ref, _ := v.(string)
+	var key, def string
+	for _, prefix := range []string{"#/$defs/", "#/definitions/"} {
+		if strings.HasPrefix(ref, prefix) {
+			key, def = strings.TrimSuffix(prefix[2:], "/"), ref[len(prefix):]
+		}
+	}
+	if ref == "#" {
+		key = "#"
+	}
+	if key == "" {
+		return "", &SchemaError{Path: path, Message: fmt.Sprintf("%q: only references to #, #/$defs/NAME and #/definitions/NAME are supported", ref)}
+	}
+	rule := "ref-" + regexp.MustCompile(`[^a-zA-Z0-9-]+`).ReplaceAllString(def, "-")
+	if key == "#" {
+		rule = "ref-root"
+	}
+	if c.names == nil {
+		c.names = map[string]bool{}
+	}
+	if c.names[ref] {
+		return rule, nil
+	}
+	target := c.root
+	if key != "#" {
+		defs, _ := c.root.(*object)
+		var table any
+		if defs != nil {
+			table, _ = defs.get(key)
+		}
+		t, _ := table.(*object)
+		if t == nil {
+			return "", &SchemaError{Path: path, Message: fmt.Sprintf("%q: the schema has no %s", ref, key)}
+		}
+		var ok bool
+		if target, ok = t.get(def); !ok {
+			return "", &SchemaError{Path: path, Message: fmt.Sprintf("%q: %s has no %q", ref, key, def)}
+		}
+	}
+	c.names[ref] = true
+	c.define(rule, "")
+	body, err := c.visit(target, ref, rule, depth+1)
+	if err != nil {
+		return "", err
+	}
+	c.define(rule, body)
+	return rule, nil
+}
+
+// object is a JSON object that keeps its keys' order (a schema's
+// properties are generated in the order it lists them).
+type object struct {
+	keys []string
+	vals map[string]any
+}
+
+func (o *object) get(k string) (any, bool) {
+	v, ok := o.vals[k]
+	return v, ok
+}
+
+// decodeOrdered parses JSON into *object, []any, string, json.Number,
+// bool and nil.
+func decodeOrdered(data []byte) (any, error) {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	v, err := decodeValue(dec)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := dec.Token(); err == nil {
+		return nil, fmt.Errorf("more than one value")
+	}
+	return v, nil
+}
+
+func decodeValue(dec *json.Decoder) (any, error) {
+	t, err := dec.Token()
+	if err != nil {
+		return nil, err
+	}
+	switch t := t.(type) {
+	case json.Delim:
+		switch t {
+		case '{':
+			o := &object{vals: map[string]any{}}
+			for dec.More() {
+				kt, err := dec.Token()
+				if err != nil {
+					return nil, err
+				}
+				k := kt.(string) // the decoder only gives strings as keys
+				v, err := decodeValue(dec)
+				if err != nil {
+					return nil, err
+				}
+				if _, dup := o.vals[k]; !dup {
+					o.keys = append(o.keys, k)
+				}
+				o.vals[k] = v
+			}
+			_, err := dec.Token() // }
+			return o, err
+		case '[':
+			list := []any{}
+			for dec.More() {
+				v, err := decodeValue(dec)
+				if err != nil {
+					return nil, err
+				}
+				list = append(list, v)
+			}
+			_, err := dec.Token() // ]
+			return list, err
+		}
+		return nil, fmt.Errorf("unexpected %v", t)
+	}
+	return t, nil
+}
+
+// plain turns decodeOrdered's values back into what encoding/json writes,
+// keys in their order.
+func plain(v any) any {
+	switch v := v.(type) {
+	case *object:
+		var b bytes.Buffer
+		b.WriteByte('{')
+		for i, k := range v.keys {
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			kb, vb := marshal(k), marshal(plain(v.vals[k]))
+			b.Write(kb)
+			b.WriteByte(':')
+			b.Write(vb)
+		}
+		b.WriteByte('}')
+		return json.RawMessage(b.Bytes())
+	case []any:
+		out := make([]any, len(v))
+		for i, e := range v {
+			out[i] = plain(e)
+		}
+		return out
+	}
+	return v
+}

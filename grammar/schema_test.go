@@ -1,0 +1,246 @@
+package grammar
+
+import (
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"testing"
+	"unicode/utf8"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestFromJSONSchema(t *testing.T) {
+	for _, tc := range []struct {
+		name, schema string
+		yes, no      []string
+	}{
+		{"any", `{}`, []string{`1`, `"x"`, `{"a":[]}`, `null`}, []string{``, `x`}},
+		{"true", `true`, []string{`[1]`}, []string{`[1`}},
+		{"integer", `{"type":"integer"}`, []string{`0`, `-12`, `1234567890123456`}, []string{`1.5`, `01`, `12345678901234567`, `"1"`}},
+		{"number", `{"type":"number"}`, []string{`0.5`, `-3e+10`, `2E-7`}, []string{`.5`, `1e`, `1e100`}},
+		{"type list", `{"type":["string","null"]}`, []string{`"a"`, `null`}, []string{`1`}},
+		{"string lengths", `{"type":"string","minLength":2,"maxLength":3}`, []string{`"ab"`, `"a\"c"`, `"中文字"`}, []string{`"a"`, `"abcd"`}},
+		{"enum", `{"enum":["red",1,null,{"a":[true]}]}`, []string{`"red"`, `1`, `null`, `{"a":[true]}`}, []string{`"blue"`, `{"a":[false]}`, `{ "a":[true]}`}},
+		{"const", `{"const":"a<b&c"}`, []string{`"a<b&c"`}, []string{`"a\u003cb&c"`}},
+		{"anyOf", `{"anyOf":[{"type":"integer"},{"type":"array","items":{"type":"string"}}]}`, []string{`3`, `["a","b"]`, `[]`}, []string{`[1]`, `"a"`}},
+		{"array bounds", `{"type":"array","items":{"type":"integer"},"minItems":1,"maxItems":2}`, []string{`[1]`, `[1, 2]`}, []string{`[]`, `[1,2,3]`}},
+		{"array exact", `{"type":"array","minItems":2,"maxItems":2}`, []string{`[1,"x"]`}, []string{`[1]`, `[1,2,3]`}},
+		{"array none", `{"type":"array","maxItems":0}`, []string{`[]`}, []string{`[1]`}},
+		{
+			"object", `{"type":"object","properties":{"name":{"type":"string"},"age":{"type":"integer"},"ok":{"type":"boolean"}},"required":["age"],"additionalProperties":false}`,
+			[]string{`{"age":1}`, `{"age": 1, "name": "x"}`, `{"age":1,"ok":true}`, `{"age":1,"name":"x","ok":false}`, "{\n  \"age\": 1\n}"},
+			[]string{`{}`, `{"name":"x"}`, `{"age":1,"extra":2}`, `{"age":1,}`, `{"age":"1"}`},
+		},
+		{
+			"optional only", `{"properties":{"a":{"type":"integer"},"b":{"type":"integer"}},"additionalProperties":false}`,
+			[]string{`{}`, `{"a":1}`, `{"b":2}`, `{"a":1,"b":2}`}, []string{`{,"b":2}`, `{"a":1,}`, `{"c":1}`},
+		},
+		{
+			"additional properties", `{"type":"object","properties":{"a":{"type":"integer"}},"additionalProperties":{"type":"string"}}`,
+			[]string{`{"a":1,"x":"y"}`, `{"x":"y","z":"w"}`, `{}`}, []string{`{"x":1}`},
+		},
+		{
+			"refs and recursion", `{"$defs":{"node":{"type":"object","properties":{"v":{"type":"integer"},"kids":{"type":"array","items":{"$ref":"#/$defs/node"}}},"required":["v"],"additionalProperties":false}},"$ref":"#/$defs/node"}`,
+			[]string{`{"v":1}`, `{"v":1,"kids":[{"v":2,"kids":[]},{"v":3}]}`}, []string{`{"v":1,"kids":[{}]}`},
+		},
+		{"definitions", `{"definitions":{"x":{"type":"null"}},"type":"array","items":{"$ref":"#/definitions/x"}}`, []string{`[null, null]`}, []string{`[1]`}},
+		{"annotations ignored", `{"title":"T","description":"d","default":1,"examples":[1],"$schema":"x","type":"integer"}`, []string{`1`}, []string{`"1"`}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			g, err := FromJSONSchema([]byte(tc.schema))
+			require.NoError(t, err)
+			for _, s := range tc.yes {
+				assert.True(t, g.Matches([]byte(s)), "%s should match\n%s", s, g)
+			}
+			for _, s := range tc.no {
+				assert.False(t, g.Matches([]byte(s)), "%s should not match\n%s", s, g)
+			}
+		})
+	}
+}
+
+func TestFromJSONSchemaErrors(t *testing.T) {
+	for _, tc := range []struct{ name, schema, want string }{
+		{"not JSON", `{`, "JSON schema at #: not JSON"},
+		{"false", `false`, "false accepts nothing"},
+		{"pattern", `{"type":"object","properties":{"a":{"type":"string","pattern":"x+"}}}`, `JSON schema at #/properties/a/pattern: the keyword "pattern" is not supported`},
+		{"minimum", `{"type":"integer","minimum":0}`, `"minimum" is not supported`},
+		{"unknown type", `{"type":"text"}`, `unknown type "text"`},
+		{"bad type", `{"type":3}`, "must be a type name"},
+		{"required missing", `{"properties":{"a":{}},"required":["b"]}`, `"b" is not among the properties`},
+		{"bad ref", `{"$ref":"http://x"}`, "only references to #"},
+		{"missing def", `{"$ref":"#/$defs/x"}`, "the schema has no $defs"},
+		{"bounds", `{"type":"string","minLength":3,"maxLength":2}`, "2 is below minLength 3"},
+		{"too long", `{"type":"string","maxLength":100000}`, "must be an integer 0..1000"},
+		{"allOf", `{"allOf":[{},{}]}`, "is supported with exactly one schema"},
+		{"empty enum", `{"enum":[]}`, "must be a non-empty array"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := FromJSONSchema([]byte(tc.schema))
+			require.Error(t, err)
+			assert.Contains(t, err.Error(), tc.want)
+		})
+	}
+}
+
+// TestSchemaSentencesValidate walks random paths through schema grammars
+// one byte at a time, every byte drawn from what the mask allows, and
+// checks each finished text with encoding/json and a validator written
+// apart from the grammar: whatever a model picks, the text it ends with
+// parses and satisfies the schema.
+func TestSchemaSentencesValidate(t *testing.T) {
+	tokens := make([][]byte, 257)
+	for b := range 256 {
+		tokens[b] = []byte{byte(b)}
+	}
+	const eos = 256
+	v := NewVocab(tokens, []int{eos}, nil)
+	schemas := []string{
+		`{"type":"object","properties":{"name":{"type":"string","maxLength":5},"age":{"type":"integer"},"score":{"type":"number"},"tags":{"type":"array","items":{"enum":["a","b",null]},"maxItems":3},"ok":{"type":["boolean","null"]}},"required":["name","tags"],"additionalProperties":false}`,
+		`{"type":"array","items":{"anyOf":[{"type":"integer"},{"type":"string","minLength":1,"maxLength":2}]},"minItems":1,"maxItems":4}`,
+		`{"$defs":{"n":{"type":"object","properties":{"v":{"const":7},"k":{"type":"array","items":{"$ref":"#/$defs/n"},"maxItems":2}},"required":["v"],"additionalProperties":false}},"$ref":"#/$defs/n"}`,
+	}
+	r := rand.New(rand.NewPCG(3, 4))
+	for si, src := range schemas {
+		g, err := FromJSONSchema([]byte(src))
+		require.NoError(t, err)
+		var schema any
+		require.NoError(t, json.Unmarshal([]byte(src), &schema))
+		for trial := range 30 {
+			m := g.NewMatcher()
+			var text []byte
+			for len(text) < 400 {
+				mask := m.Mask(v)
+				var ids []int
+				for id := range 257 {
+					if Allowed(mask, id) {
+						ids = append(ids, id)
+					}
+				}
+				require.NotEmpty(t, ids, "schema %d: dead end after %q", si, text)
+				id := ids[r.IntN(len(ids))]
+				// Lean towards closing: end when allowed, and prefer
+				// structure over more characters half the time.
+				if Allowed(mask, eos) {
+					id = eos
+				} else if r.IntN(2) == 0 {
+					for _, c := range []int{'}', ']', '"', ','} {
+						if Allowed(mask, c) {
+							id = c
+							break
+						}
+					}
+				}
+				if id == eos {
+					break
+				}
+				require.NoError(t, m.Accept(tokens[id]))
+				text = append(text, tokens[id]...)
+			}
+			require.True(t, m.Complete(), "schema %d trial %d: unfinished %q", si, trial, text)
+			require.True(t, utf8.Valid(text), "%q", text)
+			var got any
+			require.NoError(t, json.Unmarshal(text, &got), "schema %d: %q", si, text)
+			defs, _ := schema.(map[string]any)["$defs"].(map[string]any)
+			require.NoError(t, validate(schema, got, defs, "#"), "schema %d: %s", si, text)
+		}
+	}
+}
+
+// validate checks v against the schema subset the tests use.
+func validate(s, v any, defs map[string]any, at string) error {
+	sm, _ := s.(map[string]any)
+	if ref, ok := sm["$ref"].(string); ok {
+		return validate(defs[ref[len("#/$defs/"):]], v, defs, at)
+	}
+	if c, ok := sm["const"]; ok {
+		if fmt.Sprint(c) != fmt.Sprint(v) {
+			return fmt.Errorf("%s: %v is not the const %v", at, v, c)
+		}
+		return nil
+	}
+	if e, ok := sm["enum"].([]any); ok {
+		if !slices.ContainsFunc(e, func(x any) bool { return fmt.Sprint(x) == fmt.Sprint(v) }) {
+			return fmt.Errorf("%s: %v is not in the enum", at, v)
+		}
+		return nil
+	}
+	if alts, ok := sm["anyOf"].([]any); ok {
+		for _, a := range alts {
+			if validate(a, v, defs, at) == nil {
+				return nil
+			}
+		}
+		return fmt.Errorf("%s: %v matches no anyOf", at, v)
+	}
+	types := []any{sm["type"]}
+	if list, ok := sm["type"].([]any); ok {
+		types = list
+	}
+	for _, ty := range types {
+		if err := validateType(sm, ty, v, defs, at); err == nil {
+			return nil
+		}
+	}
+	return fmt.Errorf("%s: %v is not of type %v", at, v, sm["type"])
+}
+
+func validateType(sm map[string]any, ty, v any, defs map[string]any, at string) error {
+	switch ty {
+	case "null":
+		if v != nil {
+			return fmt.Errorf("not null")
+		}
+	case "boolean":
+		if _, ok := v.(bool); !ok {
+			return fmt.Errorf("not boolean")
+		}
+	case "number", "integer":
+		f, ok := v.(float64)
+		if !ok || ty == "integer" && f != float64(int64(f)) {
+			return fmt.Errorf("not %s", ty)
+		}
+	case "string":
+		s, ok := v.(string)
+		n := utf8.RuneCountInString(s)
+		if !ok || sm["maxLength"] != nil && float64(n) > sm["maxLength"].(float64) || sm["minLength"] != nil && float64(n) < sm["minLength"].(float64) {
+			return fmt.Errorf("not a string of the lengths")
+		}
+	case "array":
+		a, ok := v.([]any)
+		if !ok || sm["maxItems"] != nil && float64(len(a)) > sm["maxItems"].(float64) || sm["minItems"] != nil && float64(len(a)) < sm["minItems"].(float64) {
+			return fmt.Errorf("not an array of the lengths")
+		}
+		for i, e := range a {
+			if err := validate(sm["items"], e, defs, fmt.Sprintf("%s/%d", at, i)); err != nil {
+				return err
+			}
+		}
+	case "object":
+		o, ok := v.(map[string]any)
+		if !ok {
+			return fmt.Errorf("not an object")
+		}
+		props, _ := sm["properties"].(map[string]any)
+		for _, k := range sm["required"].([]any) {
+			if _, ok := o[k.(string)]; !ok {
+				return fmt.Errorf("%s: %s missing", at, k)
+			}
+		}
+		for k, e := range o {
+			ps, ok := props[k]
+			if !ok {
+				return fmt.Errorf("%s: extra property %s", at, k)
+			}
+			if err := validate(ps, e, defs, at+"/"+k); err != nil {
+				return err
+			}
+		}
+	default:
+		return fmt.Errorf("type %v", ty)
+	}
+	return nil
+}
