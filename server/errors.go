@@ -113,6 +113,10 @@ func writeFieldErrors(w http.ResponseWriter, fam family, errs []FieldError) {
 
 // writeRequestError writes a body-level failure of decodeBody.
 func writeRequestError(w http.ResponseWriter, fam family, re *requestError) {
+	if len(re.fields) > 0 {
+		writeFieldErrors(w, fam, re.fields)
+		return
+	}
 	if re.status == http.StatusBadRequest {
 		writeFieldErrors(w, fam, []FieldError{{Field: "body", Constraint: re.constraint, Message: re.message}})
 		return

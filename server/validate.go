@@ -25,6 +25,7 @@ type requestError struct {
 	code       string
 	constraint string
 	message    string
+	fields     []FieldError // a 400 naming fields, such as text that is not UTF-8
 }
 
 // decodeBody reads a JSON object body field by field, so that validation
@@ -52,6 +53,9 @@ func decodeBody(r *http.Request) (*fields, *requestError) {
 			msg += ": " + err.Error()
 		}
 		return nil, &requestError{status: http.StatusBadRequest, constraint: "json_object", message: msg + "; want one JSON object"}
+	}
+	if errs := invalidText(body, raw); len(errs) > 0 {
+		return nil, &requestError{status: http.StatusBadRequest, fields: errs}
 	}
 	return &fields{raw: raw}, nil
 }
