@@ -39,6 +39,9 @@ func Generate(ctx context.Context, d Decoder, tok *tokenizer.Tokenizer, req Requ
 	if tok == nil && len(req.Stop) > 0 {
 		return Result{}, &FieldError{Field: "stop", Code: CodeUnsupported, Message: "stop strings need a tokenizer to decode the generated text"}
 	}
+	if tok == nil && req.Grammar != nil {
+		return Result{}, &FieldError{Field: "grammar", Code: CodeUnsupported, Message: "a grammar needs a tokenizer to spell the tokens"}
+	}
 	if e, ok := d.(sequenceEnder); ok {
 		defer e.EndSequence()
 	}
@@ -52,6 +55,10 @@ func Generate(ctx context.Context, d Decoder, tok *tokenizer.Tokenizer, req Requ
 	eos := []int{EOSToken}
 	if e, ok := d.(eosTokener); ok {
 		eos = e.EOS()
+	}
+	var cons *constraint
+	if req.Grammar != nil {
+		cons = newConstraint(req.Grammar, tok, eos)
 	}
 	sampler := sampling.NewSampler(seed)
 	text := newTextStream(tok, req.Stop, eos)
@@ -88,7 +95,13 @@ func Generate(ctx context.Context, d Decoder, tok *tokenizer.Tokenizer, req Requ
 	history := slices.Grow(slices.Clone(req.Prompt), req.MaxTokens)
 	probs, scratch := make([]float32, len(logits)), make([]float64, len(logits)) // every token's, reused
 	for i := 0; ; i++ {
-		probs = sampling.ProcessInto(probs, scratch, logits, history, req.Params)
+		in := logits
+		if cons != nil {
+			if in, err = cons.logits(logits); err != nil {
+				return failed(fmt.Errorf("token %d: %w", i, err))
+			}
+		}
+		probs = sampling.ProcessInto(probs, scratch, in, history, req.Params)
 		var id int
 		if req.Params.Greedy() {
 			id = sampling.Argmax(probs)
@@ -101,6 +114,11 @@ func Generate(ctx context.Context, d Decoder, tok *tokenizer.Tokenizer, req Requ
 		res.Tokens = append(res.Tokens, id)
 		history = append(history, id)
 		isEOS := slices.Contains(eos, id)
+		if cons != nil && !isEOS {
+			if err := cons.accept(id); err != nil { // the mask allowed it: a bug, not bad input
+				return failed(fmt.Errorf("token %d (id %d): %w", i, id, err))
+			}
+		}
 		final := isEOS || len(res.Tokens) == req.MaxTokens
 		piece, matched, err := text.add(id, final)
 		if err != nil {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/llorch/llorch-check/grammar"
 	"github.com/llorch/llorch-check/sampling"
 )
 
@@ -40,6 +41,11 @@ type Request struct {
 	// them. Off by default because it costs a log-softmax per token.
 	LogProbs    bool
 	TopLogProbs int
+	// Grammar, if set, constrains the generated text to its sentences:
+	// each step gives the tokens that cannot continue one probability 0
+	// (the others keep their odds), and end of text is allowed only once
+	// the text is whole (constrain.go).
+	Grammar *grammar.Grammar
 }
 
 // Token is one generated token as it is streamed. Text is the text this

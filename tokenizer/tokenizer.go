@@ -151,6 +151,17 @@ func sortSpecial(s []specialToken) {
 // VocabSize is one more than the largest token id.
 func (t *Tokenizer) VocabSize() int { return len(t.tokens) }
 
+// SpecialIDs are the ids of the special tokens (tokenizer.json's added
+// tokens, GGUF's control and user-defined ones, GPT-2's <|endoftext|>),
+// whose text stands for something other than itself.
+func (t *Tokenizer) SpecialIDs() []int {
+	ids := make([]int, len(t.special))
+	for i, sp := range t.special {
+		ids[i] = int(sp.id)
+	}
+	return ids
+}
+
 // EOT is the id of <|endoftext|> (or the file's end-of-text token), or -1.
 func (t *Tokenizer) EOT() int { return t.eot }
 
