@@ -82,5 +82,3 @@ func TestSamplingMaskKeepsOdds(t *testing.T) {
 	}
 	require.GreaterOrEqual(t, checked, 6, "the default set's sampling tensors")
 }
-
-
