@@ -5,7 +5,7 @@ import (
 	"strings"
 )
 
-// routes is the whole API of API.md, each route under its own pattern
+// routes is the whole API of docs/api.md, each route under its own pattern
 // (its method and path are the metrics' labels, see routeLabels).
 func (s *Server) routes() http.Handler {
 	mux := http.NewServeMux()
@@ -54,7 +54,7 @@ func jsonMisses(mux *http.ServeMux) http.Handler {
 			}
 		}
 		if len(allow) == 0 {
-			writeError(w, http.StatusNotFound, codeNotFound, "no route "+r.URL.Path+"; see API.md", "")
+			writeError(w, http.StatusNotFound, codeNotFound, "no route "+r.URL.Path+"; see docs/api.md", "")
 			return
 		}
 		w.Header().Set("Allow", strings.Join(allow, ", "))

@@ -44,7 +44,7 @@ type tokenLogProbJSON struct {
 	Top     []tokenLogProbJSON `json:"top,omitempty"`
 }
 
-// defaultMaxTokens is the worker API's default (API.md).
+// defaultMaxTokens is the worker API's default (docs/api.md).
 const defaultMaxTokens = 100
 
 func newGenerateCmd() *cobra.Command {

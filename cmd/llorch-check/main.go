@@ -14,7 +14,7 @@ import (
 	"github.com/spf13/cobra"
 )
 
-// Exit codes of SPEC.md section 4.
+// Exit codes of docs/spec.md, section 4.
 const (
 	exitOK       = 0
 	exitFailed   = 1 // a checkpoint failed

@@ -54,7 +54,7 @@ func newServeCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "serve [--model DIR] [--port N] [flags]",
 		Short: "Serve the model over HTTP: worker, batch and OpenAI-compatible APIs",
-		Long: `serve loads the model and answers the HTTP API of API.md: the worker API
+		Long: `serve loads the model and answers the HTTP API of docs/api.md: the worker API
 (/health, /execute as Server-Sent Events, /cancel), the batch API
 (/generate, /loglikelihood, /healthz, /readyz), an OpenAI-compatible API
 (/v1/completions, /v1/chat/completions, /v1/embeddings, /v1/models,

@@ -1,0 +1,114 @@
+package llorchcheck
+
+import (
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// userDocs are the documents a user of the repository reads: the README,
+// docs/ and the reference-set format.
+func userDocs(t *testing.T) []string {
+	t.Helper()
+	docs, err := filepath.Glob(filepath.Join("docs", "*.md"))
+	require.NoError(t, err)
+	require.Contains(t, docs, filepath.Join("docs", "spec.md"))
+	require.Contains(t, docs, filepath.Join("docs", "api.md"))
+	return append([]string{"README.md", filepath.Join("references", "FORMAT.md")}, docs...)
+}
+
+// mdLink is a Markdown link's target: [text](target) or [text](<target>).
+var mdLink = regexp.MustCompile(`\]\(<?([^)<>\s]+)>?\)`)
+
+// TestDocLinksResolve: every relative link of the user documents names a
+// file or directory of the repository.
+func TestDocLinksResolve(t *testing.T) {
+	for _, doc := range userDocs(t) {
+		t.Run(doc, func(t *testing.T) {
+			data, err := os.ReadFile(doc)
+			require.NoError(t, err)
+			links := 0
+			for _, m := range mdLink.FindAllStringSubmatch(string(data), -1) {
+				target := m[1]
+				if strings.Contains(target, "://") || strings.HasPrefix(target, "#") || strings.HasPrefix(target, "mailto:") {
+					continue
+				}
+				target, _, _ = strings.Cut(target, "#")
+				path := filepath.Join(filepath.Dir(doc), filepath.FromSlash(target))
+				require.True(t, filepath.IsLocal(path), "%s links %s, outside the repository", doc, m[1])
+				_, err := os.Stat(path)
+				require.NoError(t, err, "%s links %s", doc, m[1])
+				links++
+			}
+			if doc == "README.md" {
+				require.Greater(t, links, 10, "the link pattern found too few links in README.md")
+			}
+		})
+	}
+}
+
+// outside names the contract files this repository does not hold: the
+// project's ../shared/SPEC.md and ../shared/API.md. The repository's own
+// are docs/spec.md and docs/api.md (lower case).
+var outside = regexp.MustCompile(`\.\./shared|\bSPEC\.md|\bAPI\.md`)
+
+// TestNoContractOutsideTheRepository: no user document, --help text or
+// HTTP answer sends a user to a file the repository does not hold, and
+// every docs/ file a message names exists.
+func TestNoContractOutsideTheRepository(t *testing.T) {
+	for _, doc := range userDocs(t) {
+		data, err := os.ReadFile(doc)
+		require.NoError(t, err)
+		for i, line := range strings.Split(string(data), "\n") {
+			require.False(t, outside.MatchString(line), "%s:%d refers to a file outside the repository: %s", doc, i+1, line)
+		}
+	}
+	docPath := regexp.MustCompile(`docs/[a-z0-9-]+\.md`)
+	literals := 0
+	err := filepath.WalkDir(".", func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && path != "." && (strings.HasPrefix(d.Name(), ".") || d.Name() == "testdata" || d.Name() == "node_modules") {
+			return filepath.SkipDir
+		}
+		if d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
+			return nil
+		}
+		fset := token.NewFileSet()
+		f, err := parser.ParseFile(fset, path, nil, parser.SkipObjectResolution)
+		if err != nil {
+			return err
+		}
+		ast.Inspect(f, func(n ast.Node) bool {
+			lit, ok := n.(*ast.BasicLit)
+			if !ok || lit.Kind != token.STRING {
+				return true
+			}
+			s, err := strconv.Unquote(lit.Value)
+			if err != nil {
+				return true
+			}
+			literals++
+			pos := fset.Position(lit.Pos())
+			require.False(t, outside.MatchString(s), "%s: a message refers to a file outside the repository: %q", pos, s)
+			for _, p := range docPath.FindAllString(s, -1) {
+				_, err := os.Stat(filepath.FromSlash(p))
+				require.NoError(t, err, "%s names %s", pos, p)
+			}
+			return true
+		})
+		return nil
+	})
+	require.NoError(t, err)
+	require.Greater(t, literals, 1000, "too few string literals read")
+}
