@@ -1,10 +1,14 @@
 package main
 
 import (
+	"context"
+	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 )
@@ -62,6 +66,32 @@ func TestBuiltinDefaultsOutsideClone(t *testing.T) {
 			require.NotContains(t, out+stderr, cache, "a path of the copy is shown")
 		})
 	}
+
+	// serve starts on the built-in model and answers.
+	t.Run("serve", func(t *testing.T) {
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		cmd := newServeCmd()
+		logs := &syncBuffer{}
+		cmd.SetArgs([]string{"--port", "0"})
+		cmd.SetOut(io.Discard)
+		cmd.SetErr(logs)
+		cmd.SilenceUsage, cmd.SilenceErrors = true, true
+		errc := make(chan error, 1)
+		go func() { errc <- cmd.ExecuteContext(ctx) }()
+		base := "http://" + listenAddr(t, logs)
+		require.Eventually(t, func() bool { return readyzStatus(base) == http.StatusOK }, 30*time.Second, 10*time.Millisecond, logs.String())
+		resp, err := http.Post(base+"/tokenize", "application/json", strings.NewReader(`{"prompt":"Hello world"}`))
+		require.NoError(t, err)
+		body, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		require.NoError(t, err)
+		require.Equal(t, http.StatusOK, resp.StatusCode, string(body))
+		require.Contains(t, string(body), `"tokens":[15496,995]`)
+		cancel()
+		require.NoError(t, <-errc)
+		require.NotContains(t, logs.String(), cache, "a path of the copy is logged")
+	})
 
 	// An error names the built-in set as such, not its copy.
 	code, _, stderr := runCLI(t, "run", "--kv-cache-dtype", "f16")
