@@ -35,16 +35,7 @@ func TestChatFamilyTemplates(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.model, func(t *testing.T) {
-			m, err := model.LoadWith(fixture.FamilyModel(tc.model), model.LoadOptions{Float16IfStored: true})
-			require.NoError(t, err)
-			tok, err := tokenizer.Load(m.Dir)
-			require.NoError(t, err)
-			own, err := server.ModelChatTemplate(m)
-			require.NoError(t, err)
-			require.NotNil(t, own)
-			srv := server.New(server.Config{})
-			require.NoError(t, srv.SetModelChat(m, tok, own))
-			ts := serve(t, srv)
+			ts, m, tok := familyServer(t, tc.model)
 
 			info := ts.call(t, "GET", "/v1/models/"+tc.model, nil, http.StatusOK)
 			require.Equal(t, "tokenizer_config.json", info["chat_template"])
@@ -63,16 +54,23 @@ func TestChatFamilyTemplates(t *testing.T) {
 	}
 
 	t.Run("raised", func(t *testing.T) {
-		m, err := model.Load(fixture.FamilyModel("tiny-llama"))
-		require.NoError(t, err)
-		tok, err := tokenizer.Load(m.Dir)
-		require.NoError(t, err)
-		own, err := server.ModelChatTemplate(m)
-		require.NoError(t, err)
-		srv := server.New(server.Config{})
-		require.NoError(t, srv.SetModelChat(m, tok, own))
-		ts := serve(t, srv)
+		ts, _, _ := familyServer(t, "tiny-llama")
 		body := ts.call(t, "POST", "/v1/chat/completions", map[string]any{"messages": withSystem, "max_tokens": 2}, http.StatusBadRequest)
 		require.Contains(t, body["error"].(map[string]any)["message"], "Conversation roles must alternate user/assistant")
 	})
+}
+
+// familyServer serves a Llama-family tiny model with its own chat template.
+func familyServer(t *testing.T, name string) (*testServer, *model.Model, *tokenizer.Tokenizer) {
+	t.Helper()
+	m, err := model.LoadWith(fixture.FamilyModel(name), model.LoadOptions{Float16IfStored: true})
+	require.NoError(t, err)
+	tok, err := tokenizer.Load(m.Dir)
+	require.NoError(t, err)
+	own, err := server.ModelChatTemplate(m)
+	require.NoError(t, err)
+	require.NotNil(t, own)
+	srv := server.New(server.Config{})
+	require.NoError(t, srv.SetModelChat(m, tok, own))
+	return serve(t, srv), m, tok
 }

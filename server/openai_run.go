@@ -173,7 +173,13 @@ func (s *Server) runOpenAI(w http.ResponseWriter, r *http.Request, e *engine, jo
 		var total usage
 		var choices []choiceResult
 		for i := range job.reqs {
-			ch, err := s.runChoice(ctx, e, slot, job, i, shape, sse, &total)
+			var emit emitFunc
+			if sse != nil {
+				emit = func(text string, tokens []scoredToken, reason string) error {
+					return sse.data(shape.chunk(i, text, tokens, reason))
+				}
+			}
+			ch, err := s.runChoice(ctx, e, slot, job, i, emit, &total)
 			if err != nil {
 				return err
 			}
@@ -192,18 +198,23 @@ func (s *Server) runOpenAI(w http.ResponseWriter, r *http.Request, e *engine, jo
 	})
 }
 
+// emitFunc streams a piece of a choice: its text and scored tokens, or
+// with reason set its end.
+type emitFunc func(text string, tokens []scoredToken, reason string) error
+
 // runChoice produces choice i: prompt log-probabilities when echo asks for
-// them, then the generated tokens, streamed as chunks when sse is set.
+// them, then the generated tokens, each piece passed to emit when the
+// answer is streamed (emit set).
 func (s *Server) runChoice(ctx context.Context, e *engine, slot *Slot, job openAIJob, i int,
-	shape openAIShape, sse *sseWriter, total *usage) (choiceResult, error) {
+	emit emitFunc, total *usage) (choiceResult, error) {
 	var ch choiceResult
 	req := job.reqs[i]
 	prompt := req.Prompt
 	send := func(text string, tokens []scoredToken, reason string) error {
-		if sse == nil {
+		if emit == nil {
 			return nil
 		}
-		return sse.data(shape.chunk(i, text, tokens, reason))
+		return emit(text, tokens, reason)
 	}
 	// A prompt counts once however many choices it has, as OpenAI and
 	// vLLM count it; so do the tokens of it the prefix cache served.

@@ -24,6 +24,7 @@ func (s *Server) routes() http.Handler {
 	// OpenAI-compatible API.
 	handle("POST /v1/completions", false, s.handleCompletions)
 	handle("POST /v1/chat/completions", false, s.handleChat)
+	handle("POST /v1/responses", false, s.handleResponses)
 	handle("POST /v1/embeddings", false, s.handleEmbeddings)
 	handle("GET /v1/models", false, s.handleModels)
 	handle("GET /v1/models/{id...}", false, s.handleModel)

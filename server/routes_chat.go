@@ -99,11 +99,7 @@ func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) {
 		f.bad("top_logprobs", "requires", "needs logprobs: true", job.top)
 	}
 	var prompts [][]int
-	if prompt, ok := s.chatPrompt(e, f); ok {
-		ids := e.encode(prompt)
-		if e.chat.Special() { // the template wrote the special tokens itself
-			ids = e.tok.EncodeSpecial(prompt)
-		}
+	if prompt, ids, ok := s.chatPrompt(e, f); ok {
 		job.texts, prompts = []string{prompt}, [][]int{ids}
 	}
 	job.requests(f, e, "messages", prompts)
@@ -121,49 +117,73 @@ func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) {
 }
 
 // chatPrompt reads messages and renders them with the chat template.
-func (s *Server) chatPrompt(e *engine, f *fields) (string, bool) {
+func (s *Server) chatPrompt(e *engine, f *fields) (string, []int, bool) {
 	var raw []map[string]json.RawMessage
 	if !f.decode("messages", "an array of message objects", &raw) {
 		if !f.present("messages") {
 			f.bad("messages", "required", "is required", nil)
 		}
-		return "", false
+		return "", nil, false
 	}
 	if len(raw) == 0 {
 		f.bad("messages", "length", "must hold at least one message", nil)
-		return "", false
+		return "", nil, false
 	}
 	n := len(f.errs)
 	var msgs []ChatMessage
 	for i, m := range raw {
-		msgs = append(msgs, s.chatMessage(f, fmt.Sprintf("messages[%d]", i), m))
+		msgs = append(msgs, s.chatMessage(f, fmt.Sprintf("messages[%d]", i), m, chatMessageForm))
 	}
 	if len(f.errs) > n {
-		return "", false
+		return "", nil, false
 	}
+	return f.renderChat(e, "messages", msgs)
+}
+
+// renderChat renders msgs with the model's chat template into the prompt
+// and its tokens (the template's special tokens as single ids when it
+// writes them itself); errors are name's. /v1/chat/completions and
+// /v1/responses both build their prompts here.
+func (f *fields) renderChat(e *engine, name string, msgs []ChatMessage) (string, []int, bool) {
 	prompt, err := e.chat.Format(msgs)
 	if err != nil {
 		msg := err.Error()
 		if re, ok := errors.AsType[*chat.RaisedError](err); ok {
 			msg = "the model's chat template refuses the conversation: " + re.Message
 		}
-		f.bad("messages", "template", msg, nil)
-		return "", false
+		f.bad(name, "template", msg, nil)
+		return "", nil, false
 	}
-	f.checkPrompt("messages", prompt)
-	return prompt, true
+	f.checkPrompt(name, prompt)
+	ids := e.encode(prompt)
+	if e.chat.Special() {
+		ids = e.tok.EncodeSpecial(prompt)
+	}
+	return prompt, ids, true
 }
 
+// messageForm is what a route's messages may hold beside role and
+// content: the types of the content parts that carry text, and other keys.
+type messageForm struct {
+	parts []string
+	keys  []string
+}
+
+// chatMessageForm is chat's: text parts and an optional name.
+var chatMessageForm = messageForm{parts: []string{"text"}, keys: []string{"name"}}
+
 // chatMessage reads one message: a role, content as a string or as text
-// parts, an optional name; other keys must be null.
-func (s *Server) chatMessage(f *fields, name string, m map[string]json.RawMessage) ChatMessage {
+// parts, and form's other keys (a name on chat); other keys must be null.
+func (s *Server) chatMessage(f *fields, name string, m map[string]json.RawMessage, form messageForm) ChatMessage {
 	sub := &fields{raw: m}
 	var msg ChatMessage
 	msg.Role, _ = sub.str("role", true)
 	if msg.Role != "" && !slices.Contains(chatRoles, msg.Role) {
 		sub.bad("role", "enum", "must be one of "+strings.Join(chatRoles, ", ")+" (tool messages need tools, which llorch-check does not serve)", msg.Role)
 	}
-	msg.Name, _ = sub.str("name", false)
+	if slices.Contains(form.keys, "name") {
+		msg.Name, _ = sub.str("name", false)
+	}
 	var parts []struct{ Type, Text string }
 	switch {
 	case !sub.present("content"):
@@ -172,22 +192,24 @@ func (s *Server) chatMessage(f *fields, name string, m map[string]json.RawMessag
 	case json.Unmarshal(m["content"], &parts) == nil:
 		var texts []string
 		for j, p := range parts {
-			if p.Type != "text" {
-				sub.bad(fmt.Sprintf("content[%d].type", j), "unsupported", "only text parts are supported", p.Type)
+			if !slices.Contains(form.parts, p.Type) {
+				sub.bad(fmt.Sprintf("content[%d].type", j), "unsupported", "only "+strings.Join(form.parts, " and ")+" parts are supported", p.Type)
 			}
 			texts = append(texts, p.Text)
 		}
 		msg.Content = strings.Join(texts, "\n")
 	default:
-		sub.bad("content", "type", `must be a string or an array of {"type": "text", "text": ...} parts`, nil)
+		sub.bad("content", "type", fmt.Sprintf(`must be a string or an array of {"type": %q, "text": ...} parts`, form.parts[0]), nil)
 	}
+	keys := append([]string{"role", "content"}, form.keys...)
+	list, _, _ := strings.Cut(name, "[")
 	for _, k := range slices.Sorted(maps.Keys(m)) {
 		switch {
-		case slices.Contains([]string{"role", "content", "name"}, k) || !sub.present(k):
+		case slices.Contains(keys, k) || !sub.present(k):
 		case s.cfg.Lenient:
-			f.ignored = append(f.ignored, "messages[]."+k)
+			f.ignored = append(f.ignored, list+"[]."+k)
 		default:
-			sub.bad(k, "unsupported", "is not supported in a message (only role, content and name)", nil)
+			sub.bad(k, "unsupported", "is not supported in a message (only "+strings.Join(keys[:len(keys)-1], ", ")+" and "+keys[len(keys)-1]+")", nil)
 		}
 	}
 	for _, e := range sub.errs {

@@ -1,0 +1,572 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/llorch/llorch-check/generation"
+)
+
+// responsesFields are the /v1/responses parameters this server reads:
+// OpenAI's and the sampling extensions the other OpenAI routes take.
+// max_tokens and n are chat's: a client's own are refused (chatOnly), and
+// max_output_tokens is read under max_tokens's name by the shared
+// settings.
+var responsesFields = append(slices.Clip(samplingFields), "input", "instructions", "max_output_tokens", "text",
+	"include", "top_logprobs", "truncation", "tools", "tool_choice", "previous_response_id", "conversation",
+	"background", "prompt")
+
+// responsesUnused are OpenAI's Responses fields accepted and not used:
+// nothing is stored, there is one service tier, the model neither reasons
+// nor calls tools.
+var responsesUnused = append(pickUnused(chatUnused, "user", "metadata", "store", "safety_identifier",
+	"prompt_cache_key", "prompt_cache_retention", "service_tier", "parallel_tool_calls"),
+	objectField("reasoning"), objectField("prompt_cache_options"),
+	unusedField{"max_tool_calls", "an integer", func() any { return new(int64) }})
+
+// pickUnused are the fields of list with the given names.
+func pickUnused(list []unusedField, names ...string) []unusedField {
+	var out []unusedField
+	for _, u := range list {
+		if slices.Contains(names, u.name) {
+			out = append(out, u)
+		}
+	}
+	return out
+}
+
+// responsesUnsupported are the Responses fields refused unless at a
+// neutral value.
+var responsesUnsupported = []struct {
+	name, why string
+	neutral   []string
+}{
+	{"tools", "is not supported: this server does not call tools", []string{"[]"}},
+	{"tool_choice", `is not supported: this server does not call tools (only "auto" and "none")`, []string{`"auto"`, `"none"`}},
+	{"previous_response_id", "is not supported: this server stores no responses; send the conversation in input", nil},
+	{"conversation", "is not supported: this server stores no conversations; send the conversation in input", nil},
+	{"background", "is not supported: a response is generated during its request", []string{"false"}},
+	{"prompt", "is not supported: this server stores no prompt templates; send the prompt in input and instructions", nil},
+}
+
+// chatOnly are chat's names that parseOpenAI reads and the Responses API
+// does not have, and what to send instead.
+var chatOnly = []struct{ name, why string }{
+	{"max_tokens", "is not a parameter of /v1/responses: its name here is max_output_tokens"},
+	{"n", "is not a parameter of /v1/responses: a response has one output"},
+}
+
+// responsesIncludable are the values of include: the logprobs of the
+// output text, and the rest, which concern items (tool calls, images,
+// reasoning) this server never produces, so there is nothing to include.
+var responsesIncludable = []string{"message.output_text.logprobs", "reasoning.encrypted_content",
+	"file_search_call.results", "web_search_call.results", "web_search_call.action.sources",
+	"message.input_image.image_url", "computer_call_output.output.image_url", "code_interpreter_call.outputs"}
+
+// responsesMessage is what an input message may hold: a Responses message
+// item (type "message", an id and status when it is an earlier output)
+// with input_text or output_text parts.
+var responsesMessage = messageForm{parts: []string{"input_text", "output_text"}, keys: []string{"type", "id", "status", "phase"}}
+
+// handleResponses is OpenAI's Responses API for text: input and
+// instructions rendered by the chat template as /v1/chat/completions
+// renders messages, one assistant message out, streamed as the Responses
+// API's events when asked.
+func (s *Server) handleResponses(w http.ResponseWriter, r *http.Request) {
+	e, f, ok := s.beginRequest(w, r, familyOpenAI)
+	if !ok {
+		return
+	}
+	var refused []string
+	for _, c := range chatOnly {
+		if _, sent := f.raw[c.name]; sent {
+			delete(f.raw, c.name)
+			refused = append(refused, c.name)
+		}
+	}
+	renamed := f.alias("max_output_tokens", "max_tokens")
+	job := s.parseOpenAI(e, f, chatDefaults, responsesFields, responsesUnused)
+	if renamed {
+		f.rename("max_tokens", "max_output_tokens")
+	}
+	for _, c := range chatOnly {
+		switch {
+		case !slices.Contains(refused, c.name):
+		case s.cfg.Lenient:
+			f.ignored = append(f.ignored, c.name)
+		default:
+			f.bad(c.name, "unknown", c.why, nil)
+		}
+	}
+	for _, u := range responsesUnsupported {
+		f.unsupported(u.name, u.why, u.neutral...)
+	}
+	resp := newResponseObject(r, e, job.settings)
+	resp.Text.Verbosity = f.responsesText(resp.Text.Verbosity)
+	job.logprobs, job.top = f.responsesLogprobs()
+	resp.TopLogprobs = job.top
+	if mode, ok := f.str("truncation", false); ok {
+		if mode != "auto" && mode != "disabled" {
+			f.bad("truncation", "enum", `must be "auto" or "disabled"`, mode)
+		} else {
+			f.unused = append(f.unused, "truncation") // nothing is ever truncated: input beyond the context is a 400
+		}
+	}
+	resp.echo(f)
+	var prompts [][]int
+	if msgs, ok := s.responsesInput(f); ok {
+		if prompt, ids, ok := f.renderChat(e, "input", msgs); ok {
+			job.texts, prompts = []string{prompt}, [][]int{ids}
+		}
+	}
+	job.requests(f, e, "input", prompts)
+	s.setUnusedHeader(w, r, f)
+	if len(f.errs) > 0 {
+		writeOpenAIErrors(w, f.errs)
+		return
+	}
+	s.runResponse(w, r, e, job, &responseShape{resp: resp, e: e, logprobs: job.logprobs})
+}
+
+// responsesInput reads instructions (a system message first) and input: a
+// string (one user message) or a list of message items.
+func (s *Server) responsesInput(f *fields) ([]ChatMessage, bool) {
+	var msgs []ChatMessage
+	if instructions, ok := f.str("instructions", false); ok && instructions != "" {
+		msgs = append(msgs, ChatMessage{Role: "system", Content: instructions})
+	}
+	var text string
+	var items []map[string]json.RawMessage
+	switch {
+	case !f.present("input"):
+		f.bad("input", "required", "is required", nil)
+		return nil, false
+	case json.Unmarshal(f.raw["input"], &text) == nil:
+		if text == "" {
+			f.bad("input", "length", "must not be empty", text)
+			return nil, false
+		}
+		return append(msgs, ChatMessage{Role: "user", Content: text}), true
+	case json.Unmarshal(f.raw["input"], &items) != nil:
+		f.bad("input", "type", "must be a string or an array of message items", nil)
+		return nil, false
+	case len(items) == 0:
+		f.bad("input", "length", "must hold at least one item", nil)
+		return nil, false
+	}
+	n := len(f.errs)
+	for i, item := range items {
+		name := fmt.Sprintf("input[%d]", i)
+		var typ string
+		if raw, ok := item["type"]; ok && json.Unmarshal(raw, &typ) != nil {
+			f.bad(name+".type", "type", "must be a string", json.RawMessage(item["type"]))
+			continue
+		}
+		if typ != "" && typ != "message" {
+			f.bad(name+".type", "unsupported", itemRefusal(typ), typ)
+			continue
+		}
+		msgs = append(msgs, s.chatMessage(f, name, item, responsesMessage))
+	}
+	return msgs, len(f.errs) == n
+}
+
+// itemRefusal says why an input item other than a message is refused.
+func itemRefusal(typ string) string {
+	switch {
+	case typ == "item_reference":
+		return "refers to a stored item, and this server stores no responses: send the item itself " +
+			"(the AI SDK sends references unless providerOptions.openai.store is false)"
+	case strings.HasSuffix(typ, "_call") || strings.HasSuffix(typ, "_call_output"):
+		return "is not supported: this server does not call tools"
+	}
+	return `is not supported: only message items (type "message", or role and content) are read`
+}
+
+// responsesText reads text: its format (only {"type": "text"} for now)
+// and verbosity, accepted and unused; it returns the verbosity to echo.
+func (f *fields) responsesText(verbosity string) string {
+	var text map[string]json.RawMessage
+	if !f.decode("text", `an object like {"format": {"type": "text"}}`, &text) {
+		return verbosity
+	}
+	sub := &fields{raw: text}
+	var format struct {
+		Type string `json:"type"`
+	}
+	switch {
+	case !sub.present("format"):
+	case json.Unmarshal(text["format"], &format) != nil:
+		sub.bad("format", "type", `must be an object like {"type": "text"}`, json.RawMessage(text["format"]))
+	case format.Type == "json_object" || format.Type == "json_schema":
+		sub.bad("format", "unsupported", fmt.Sprintf(`type %q is not yet supported on /v1/responses; use {"type": "text"}`, format.Type),
+			json.RawMessage(text["format"]))
+	case format.Type != "text":
+		sub.bad("format.type", "enum", `must be "text", "json_object" or "json_schema"`, format.Type)
+	}
+	if v, ok := sub.str("verbosity", false); ok {
+		if slices.Contains([]string{"low", "medium", "high"}, v) {
+			verbosity = v
+			f.unused = append(f.unused, "text.verbosity") // a hint to OpenAI's models; this one's replies are as long as max_output_tokens lets them be
+		} else {
+			sub.bad("verbosity", "enum", `must be "low", "medium" or "high"`, v)
+		}
+	}
+	sub.unknown([]string{"format", "verbosity"})
+	for _, e := range sub.errs {
+		e.Field = "text." + e.Field
+		f.errs = append(f.errs, e)
+	}
+	return verbosity
+}
+
+// responsesLogprobs reads include and top_logprobs: the output text's
+// log-probabilities when include names them, with top_logprobs
+// alternatives a token.
+func (f *fields) responsesLogprobs() (logprobs bool, top int) {
+	include, _ := f.strings("include")
+	for i, v := range include {
+		switch {
+		case v == responsesIncludable[0]:
+			logprobs = true
+		case !slices.Contains(responsesIncludable, v):
+			f.bad(fmt.Sprintf("include[%d]", i), "enum", "must be one of "+strings.Join(responsesIncludable, ", "), v)
+		}
+	}
+	top = int(f.intIn("top_logprobs", 0, maxLogprobs, 0))
+	if top > 0 && !logprobs {
+		f.bad("top_logprobs", "requires", `needs include: ["message.output_text.logprobs"]`, top)
+	}
+	return logprobs, top
+}
+
+// responseObject is the Responses API's response: the answer without
+// stream, and the snapshot the stream's lifecycle events carry. Beside
+// the output it echoes the request's settings, as OpenAI does.
+type responseObject struct {
+	ID                 string             `json:"id"`
+	Object             string             `json:"object"`
+	CreatedAt          int64              `json:"created_at"`
+	Status             string             `json:"status"`
+	Background         bool               `json:"background"`
+	Error              *responseError     `json:"error"`
+	IncompleteDetails  *incompleteDetails `json:"incomplete_details"`
+	Instructions       *string            `json:"instructions"`
+	MaxOutputTokens    *int               `json:"max_output_tokens"`
+	Metadata           map[string]string  `json:"metadata"`
+	Model              string             `json:"model"`
+	Output             []responseMessage  `json:"output"`
+	ParallelToolCalls  bool               `json:"parallel_tool_calls"`
+	PreviousResponseID *string            `json:"previous_response_id"`
+	Reasoning          responseReasoning  `json:"reasoning"`
+	ServiceTier        string             `json:"service_tier"`
+	Store              bool               `json:"store"`
+	Temperature        float64            `json:"temperature"`
+	Text               responseTextConfig `json:"text"`
+	ToolChoice         string             `json:"tool_choice"`
+	Tools              []struct{}         `json:"tools"`
+	TopLogprobs        int                `json:"top_logprobs"`
+	TopP               float64            `json:"top_p"`
+	Truncation         string             `json:"truncation"`
+	Usage              *responseUsage     `json:"usage"`
+}
+
+type responseError struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
+}
+
+type incompleteDetails struct {
+	Reason string `json:"reason"`
+}
+
+// responseReasoning is the reasoning configuration echoed: none, the
+// model does not reason.
+type responseReasoning struct {
+	Effort  *string `json:"effort"`
+	Summary *string `json:"summary"`
+}
+
+type responseTextConfig struct {
+	Format    responseFormat `json:"format"`
+	Verbosity string         `json:"verbosity"`
+}
+
+type responseFormat struct {
+	Type string `json:"type"`
+}
+
+// responseMessage is the one output item, the assistant's message.
+type responseMessage struct {
+	ID      string       `json:"id"`
+	Type    string       `json:"type"`
+	Status  string       `json:"status"`
+	Role    string       `json:"role"`
+	Content []outputText `json:"content"`
+}
+
+type outputText struct {
+	Type        string            `json:"type"`
+	Text        string            `json:"text"`
+	Annotations []struct{}        `json:"annotations"`
+	Logprobs    []responseLogprob `json:"logprobs"`
+}
+
+// responseLogprob is one output token's log-probability, its UTF-8 bytes
+// and its most probable alternatives.
+type responseLogprob struct {
+	Token       string        `json:"token"`
+	Bytes       []int         `json:"bytes"`
+	Logprob     float64       `json:"logprob"`
+	TopLogprobs []chatLogprob `json:"top_logprobs"`
+}
+
+type responseUsage struct {
+	InputTokens         int            `json:"input_tokens"`
+	InputTokensDetails  promptTokenUse `json:"input_tokens_details"`
+	OutputTokens        int            `json:"output_tokens"`
+	OutputTokensDetails struct {
+		ReasoningTokens int `json:"reasoning_tokens"`
+	} `json:"output_tokens_details"`
+	TotalTokens int `json:"total_tokens"`
+}
+
+// newResponseObject is the response in progress: no output yet, the
+// request's effective settings.
+func newResponseObject(r *http.Request, e *engine, settings generation.Request) responseObject {
+	return responseObject{
+		ID: "resp_" + requestID(r.Context()), Object: "response", CreatedAt: time.Now().Unix(), Status: "in_progress",
+		Metadata: map[string]string{}, Model: e.name, Output: []responseMessage{}, ParallelToolCalls: true,
+		ServiceTier: "default", Temperature: settings.Params.Temperature, TopP: settings.Params.TopP,
+		Text: responseTextConfig{Format: responseFormat{Type: "text"}, Verbosity: "medium"}, ToolChoice: "auto",
+		Tools: []struct{}{}, Truncation: "disabled",
+	}
+}
+
+// echo copies what the request set of what the response reports: its
+// instructions, max_output_tokens, metadata, parallel_tool_calls and
+// tool_choice (the fields are valid by now, or already reported).
+func (o *responseObject) echo(f *fields) {
+	if v, ok := f.str("instructions", false); ok {
+		o.Instructions = &v
+	}
+	if f.present("max_output_tokens") {
+		var n int
+		if json.Unmarshal(f.raw["max_output_tokens"], &n) == nil {
+			o.MaxOutputTokens = &n
+		}
+	}
+	_ = json.Unmarshal(f.raw["metadata"], &o.Metadata)
+	_ = json.Unmarshal(f.raw["parallel_tool_calls"], &o.ParallelToolCalls)
+	_ = json.Unmarshal(f.raw["tool_choice"], &o.ToolChoice)
+}
+
+// responseShape writes a response: as one object, or as the Responses
+// API's stream of events, numbered in order.
+type responseShape struct {
+	resp     responseObject
+	e        *engine
+	logprobs bool
+	seq      int
+	text     strings.Builder // streamed so far, for a stream that fails
+}
+
+const responseOutputIndex, responseContentIndex = 0, 0
+
+func (rs *responseShape) itemID() string { return "msg_" + strings.TrimPrefix(rs.resp.ID, "resp_") }
+
+// message is the output message with status and the part.
+func (rs *responseShape) message(status string, part *outputText) responseMessage {
+	m := responseMessage{ID: rs.itemID(), Type: "message", Status: status, Role: "assistant", Content: []outputText{}}
+	if part != nil {
+		m.Content = append(m.Content, *part)
+	}
+	return m
+}
+
+func newOutputText(text string, logprobs []responseLogprob) outputText {
+	return outputText{Type: "output_text", Text: text, Annotations: []struct{}{}, Logprobs: logprobs}
+}
+
+// event writes one event of the stream: data holds its type and sequence
+// number beside fields.
+func (rs *responseShape) event(sse *sseWriter, typ string, fields map[string]any) error {
+	fields["type"], fields["sequence_number"] = typ, rs.seq
+	rs.seq++
+	return sse.event(typ, fields)
+}
+
+// part is the event fields naming the output text part.
+func (rs *responseShape) part(fields map[string]any) map[string]any {
+	fields["item_id"], fields["output_index"], fields["content_index"] = rs.itemID(), responseOutputIndex, responseContentIndex
+	return fields
+}
+
+// begin opens the stream: the response created and in progress, its
+// message and the message's text part added, still empty.
+func (rs *responseShape) begin(sse *sseWriter) error {
+	empty := newOutputText("", []responseLogprob{})
+	for _, ev := range []struct {
+		typ    string
+		fields map[string]any
+	}{
+		{"response.created", map[string]any{"response": rs.resp}},
+		{"response.in_progress", map[string]any{"response": rs.resp}},
+		{"response.output_item.added", map[string]any{"output_index": responseOutputIndex, "item": rs.message("in_progress", nil)}},
+		{"response.content_part.added", rs.part(map[string]any{"part": empty})},
+	} {
+		if err := rs.event(sse, ev.typ, ev.fields); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// delta streams a piece of the output text (a token may release none, or
+// only its log-probability); the end is written by end.
+func (rs *responseShape) delta(sse *sseWriter, text string, tokens []scoredToken) error {
+	logprobs := rs.logprobsOf(tokens)
+	if text == "" && len(logprobs) == 0 {
+		return nil
+	}
+	rs.text.WriteString(text)
+	return rs.event(sse, "response.output_text.delta", rs.part(map[string]any{"delta": text, "logprobs": logprobs}))
+}
+
+// finish completes the response with the choice and the usage:
+// completed, or incomplete when max_output_tokens (or the context) cut
+// it short.
+func (rs *responseShape) finish(ch choiceResult, u usage) {
+	status := "completed"
+	if ch.reason == finishReason(generation.StopMaxTokens) {
+		status = "incomplete"
+		rs.resp.IncompleteDetails = &incompleteDetails{Reason: "max_output_tokens"}
+	}
+	part := newOutputText(ch.text, rs.logprobsOf(ch.tokens))
+	rs.resp.Status = status
+	rs.resp.Output = []responseMessage{rs.message(status, &part)}
+	ru := &responseUsage{InputTokens: u.PromptTokens, OutputTokens: u.CompletionTokens, TotalTokens: u.TotalTokens}
+	if u.PromptTokensDetails != nil {
+		ru.InputTokensDetails = *u.PromptTokensDetails
+	}
+	rs.resp.Usage = ru
+}
+
+// end closes a finished stream: the text, its part and the message done,
+// then the response completed or incomplete, the stream's last event.
+func (rs *responseShape) end(sse *sseWriter) error {
+	item := rs.resp.Output[0]
+	part := item.Content[0]
+	for _, ev := range []struct {
+		typ    string
+		fields map[string]any
+	}{
+		{"response.output_text.done", rs.part(map[string]any{"text": part.Text, "logprobs": part.Logprobs})},
+		{"response.content_part.done", rs.part(map[string]any{"part": part})},
+		{"response.output_item.done", map[string]any{"output_index": responseOutputIndex, "item": item}},
+		{"response." + rs.resp.Status, map[string]any{"response": rs.resp}},
+	} {
+		if err := rs.event(sse, ev.typ, ev.fields); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// fail ends a stream that could not finish: an error event (the SDKs
+// raise it), then the response failed, with the text streamed so far, as
+// the stream's last event.
+func (rs *responseShape) fail(sse *sseWriter, end jobEnd) {
+	typ := "timeout_error"
+	if end.code == codeShutdown || end.code == codeInference {
+		typ = "server_error"
+	}
+	// OpenAI's SDK reads code, message and param beside type; the AI SDK
+	// reads them under error.
+	apiErr := apiError{Message: end.message, Type: typ, Code: end.code}
+	if rs.event(sse, "error", map[string]any{"code": end.code, "message": end.message, "param": nil, "error": apiErr}) != nil {
+		return
+	}
+	part := newOutputText(rs.text.String(), []responseLogprob{})
+	rs.resp.Status = "failed"
+	rs.resp.Error = &responseError{Code: end.code, Message: end.message}
+	rs.resp.Output = []responseMessage{rs.message("incomplete", &part)}
+	_ = rs.event(sse, "response.failed", map[string]any{"response": rs.resp})
+}
+
+// logprobsOf lists tokens' log-probabilities when the request asked for
+// them (none otherwise: an empty list, as OpenAI sends).
+func (rs *responseShape) logprobsOf(tokens []scoredToken) []responseLogprob {
+	out := []responseLogprob{}
+	if !rs.logprobs {
+		return out
+	}
+	c := chatShape{e: rs.e}
+	for _, t := range tokens {
+		lp := c.tokenLogprob(t.id, *t.logprob)
+		alts := make([]chatLogprob, 0, len(t.top))
+		for _, a := range t.top {
+			alts = append(alts, c.tokenLogprob(a.ID, a.LogProb))
+		}
+		out = append(out, responseLogprob{Token: lp.Token, Bytes: lp.Bytes, Logprob: lp.Logprob, TopLogprobs: alts})
+	}
+	return out
+}
+
+// responseStream is the sink of a streamed response: before the stream
+// opened a status, after it the failure events.
+type responseStream struct {
+	stream
+	shape *responseShape
+}
+
+func (k *responseStream) ended(w http.ResponseWriter, end jobEnd) {
+	if k.sse == nil {
+		jsonAnswer{}.ended(w, end)
+		return
+	}
+	k.shape.fail(k.sse, end)
+}
+
+// runResponse runs the job's one generation in a slot and writes it
+// through rs, as one object or as the stream of events.
+func (s *Server) runResponse(w http.ResponseWriter, r *http.Request, e *engine, job openAIJob, rs *responseShape) {
+	var sk sink = jsonAnswer{}
+	var st *responseStream
+	if job.stream {
+		st = &responseStream{stream: stream{timeout: s.cfg.WriteTimeout}, shape: rs}
+		sk = st
+	}
+	s.runJob(w, r, "", sk, func(ctx context.Context, slot *Slot) error {
+		var emit emitFunc
+		if st != nil {
+			sse := st.open(w)
+			if err := rs.begin(sse); err != nil {
+				return err
+			}
+			emit = func(text string, tokens []scoredToken, reason string) error {
+				if reason != "" {
+					return nil // the end events follow once the usage is known
+				}
+				return rs.delta(sse, text, tokens)
+			}
+		}
+		var total usage
+		ch, err := s.runChoice(ctx, e, slot, job, 0, emit, &total)
+		if err != nil {
+			return err
+		}
+		total.TotalTokens = total.PromptTokens + total.CompletionTokens
+		rs.finish(ch, total)
+		if st == nil {
+			writeJSON(w, http.StatusOK, rs.resp)
+			return nil
+		}
+		return rs.end(st.sse)
+	})
+}
