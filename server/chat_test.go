@@ -160,7 +160,7 @@ func TestChatParametersRejected(t *testing.T) {
 		{"n of 0", map[string]any{"n": 0}, "n"},
 		{"n above --max-batch", map[string]any{"n": 65}, "n"},
 		{"tools", map[string]any{"tools": []any{map[string]any{"type": "function"}}}, "tools"},
-		{"json output", map[string]any{"response_format": map[string]any{"type": "json_object"}}, "response_format"},
+		{"unknown output format", map[string]any{"response_format": map[string]any{"type": "xml"}}, "response_format.type"},
 		{"top_logprobs without logprobs", map[string]any{"top_logprobs": 2}, "top_logprobs"},
 		{"both max fields, unequal", map[string]any{"max_tokens": 2, "max_completion_tokens": 3}, "max_completion_tokens"},
 		{"max_completion_tokens beyond the context", map[string]any{"max_completion_tokens": 5000}, "messages"},

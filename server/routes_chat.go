@@ -17,7 +17,7 @@ import (
 // chatUnsupported are OpenAI's that it refuses unless at a neutral value,
 // chatUnused (extrafields.go) those it accepts and does not use.
 var chatFields = append(slices.Clip(samplingFields), "messages", "max_completion_tokens", "logprobs", "top_logprobs",
-	"response_format", "modalities", "tools", "tool_choice", "functions", "function_call", "audio", "web_search_options")
+	"response_format", "grammar", "json_schema", "modalities", "tools", "tool_choice", "functions", "function_call", "audio", "web_search_options")
 
 var chatUnsupported = []struct {
 	name, why string
@@ -87,12 +87,7 @@ func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) {
 			f.unused = append(f.unused, "modalities")
 		}
 	}
-	if f.present("response_format") {
-		var rf struct{ Type string }
-		if json.Unmarshal(f.raw["response_format"], &rf) != nil || rf.Type != "text" {
-			f.bad("response_format", "unsupported", `only {"type": "text"} is supported: GPT-2 has no constrained decoding`, json.RawMessage(f.raw["response_format"]))
-		}
-	}
+	job.settings.Grammar = f.constraint()
 	job.logprobs, _ = f.boolean("logprobs")
 	job.top = int(f.intIn("top_logprobs", 0, maxLogprobs, 0))
 	if job.top > 0 && !job.logprobs {

@@ -22,7 +22,8 @@ var samplingFields = []string{"model", "max_tokens", "temperature", "top_p", "to
 // completionFields are those of /v1/completions.
 // return_tokens_as_token_ids is vLLM's: tokens named "token_id:N", so a
 // client gets ids where text would merge tokens that decode alike.
-var completionFields = append(slices.Clip(samplingFields), "prompt", "best_of", "echo", "logprobs", "suffix", "return_tokens_as_token_ids")
+var completionFields = append(slices.Clip(samplingFields), "prompt", "best_of", "echo", "logprobs", "suffix", "return_tokens_as_token_ids",
+	"response_format", "grammar", "json_schema")
 
 // maxLogprobs bounds logprobs (OpenAI allows 5; lm-eval asks for 1..5).
 const maxLogprobs = 20
@@ -57,6 +58,7 @@ func (s *Server) handleCompletions(w http.ResponseWriter, r *http.Request) {
 	f.unsupported("suffix", "is not supported: GPT-2 has no insertion mode", `""`)
 	job.echo, _ = f.boolean("echo")
 	job.tokenIDs, _ = f.boolean("return_tokens_as_token_ids")
+	job.settings.Grammar = f.constraint()
 	if f.present("logprobs") {
 		n := int(f.intIn("logprobs", 0, maxLogprobs, 0))
 		job.logprobs, job.top = true, max(n, 1) // so the argmax is always listed

@@ -149,6 +149,7 @@ func (s *Server) handleExecute(w http.ResponseWriter, r *http.Request) {
 		f.checkPrompt("prompt", prompt)
 	}
 	req := f.settings(workerDefaults, e.m.Config.VocabSize)
+	req.Grammar = f.constraint()
 	if hasPrompt && f.ok("prompt") {
 		// User text: "<|endoftext|>" in a prompt is characters, not the
 		// control token (docs/serve.md, tokenization).

@@ -1,0 +1,150 @@
+package server_test
+
+import (
+	"encoding/json"
+	"net/http"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/llorch/llorch-check/server"
+)
+
+// personSchema is what the structured-output tests ask for: every kind of
+// value, bounded so that a random model's text ends within the context.
+var personSchema = map[string]any{
+	"type": "object",
+	"properties": map[string]any{
+		"name":  map[string]any{"type": "string", "maxLength": 6},
+		"age":   map[string]any{"type": "integer"},
+		"tags":  map[string]any{"type": "array", "items": map[string]any{"enum": []any{"a", "b"}}, "maxItems": 2},
+		"happy": map[string]any{"type": "boolean"},
+	},
+	"required":             []any{"name", "age", "tags", "happy"},
+	"additionalProperties": false,
+}
+
+// checkPerson parses text as personSchema's JSON, strictly.
+func checkPerson(t *testing.T, text string) {
+	t.Helper()
+	var p struct {
+		Name  *string
+		Age   *int64
+		Tags  *[]string
+		Happy *bool
+	}
+	dec := json.NewDecoder(strings.NewReader(text))
+	dec.DisallowUnknownFields()
+	require.NoError(t, dec.Decode(&p), "text %q", text)
+	require.True(t, p.Name != nil && p.Age != nil && p.Tags != nil && p.Happy != nil, "text %q", text)
+	assert.LessOrEqual(t, len([]rune(*p.Name)), 6)
+	assert.LessOrEqual(t, len(*p.Tags), 2)
+	for _, tag := range *p.Tags {
+		assert.Contains(t, []string{"a", "b"}, tag)
+	}
+}
+
+// TestStructuredOutput: response_format json_schema with n 2 and a seed
+// on chat (whole and streamed), json_object on completions, a GBNF grammar
+// on completions and /execute, json_schema on /execute: every text is in
+// the language asked for and ends on end of text.
+func TestStructuredOutput(t *testing.T) {
+	ts := start(t, server.Config{})
+	rf := map[string]any{"type": "json_schema", "json_schema": map[string]any{"name": "person", "strict": true, "schema": personSchema}}
+	for seed := range 3 {
+		out := ts.call(t, "POST", "/v1/chat/completions", map[string]any{
+			"messages": chatMessages, "n": 2, "seed": seed, "max_tokens": 80, "response_format": rf}, http.StatusOK)
+		choices := out["choices"].([]any)
+		require.Len(t, choices, 2)
+		for _, c := range choices {
+			c := c.(map[string]any)
+			assert.Equal(t, "stop", c["finish_reason"])
+			checkPerson(t, c["message"].(map[string]any)["content"].(string))
+		}
+	}
+	chunks := streamChunks(t, ts, "/v1/chat/completions", map[string]any{
+		"messages": chatMessages, "seed": 7, "max_tokens": 80, "response_format": rf, "stream": true})
+	var text strings.Builder
+	for _, c := range chunks {
+		for _, ch := range c["choices"].([]any) {
+			if s, ok := ch.(map[string]any)["delta"].(map[string]any)["content"].(string); ok {
+				text.WriteString(s)
+			}
+		}
+	}
+	checkPerson(t, text.String())
+
+	obj := ts.call(t, "POST", "/v1/completions", map[string]any{
+		"prompt": "JSON:", "seed": 1, "max_tokens": 100, "response_format": map[string]any{"type": "json_object"}}, http.StatusOK)
+	c := choice0(t, obj)
+	if c["finish_reason"] == "stop" { // a free-form object may not close within the tokens
+		var v map[string]any
+		require.NoError(t, json.Unmarshal([]byte(c["text"].(string)), &v), "text %q", c["text"])
+	} else {
+		assert.True(t, strings.HasPrefix(strings.TrimSpace(c["text"].(string)), "{"), "text %q", c["text"])
+	}
+
+	gbnf := `root ::= "The answer is " [0-9]{1,3} "."`
+	cmpl := ts.call(t, "POST", "/v1/completions", map[string]any{
+		"prompt": "Q:", "temperature": 0, "max_tokens": 20, "grammar": gbnf}, http.StatusOK)
+	c = choice0(t, cmpl)
+	assert.Regexp(t, regexp.MustCompile(`^The answer is [0-9]{1,3}\.$`), c["text"])
+	assert.Equal(t, "stop", c["finish_reason"])
+
+	_, tokens, terminal, end := ts.execute(t, t.Context(), map[string]any{
+		"job_id": "g1", "prompt": "Q:", "max_tokens": 20, "grammar": gbnf}).run(t)
+	require.Equal(t, "end", terminal)
+	assert.Equal(t, "eos", end["stop_reason"])
+	assert.Regexp(t, regexp.MustCompile(`^The answer is [0-9]{1,3}\.$`), tokenText(tokens))
+
+	_, tokens, terminal, _ = ts.execute(t, t.Context(), map[string]any{
+		"job_id": "g2", "prompt": "Q:", "max_tokens": 80, "seed": 3, "json_schema": personSchema}).run(t)
+	require.Equal(t, "end", terminal)
+	checkPerson(t, tokenText(tokens))
+}
+
+// TestStructuredOutputRefused: what cannot be honoured is a 400 naming
+// the field, on the OpenAI routes and /execute.
+func TestStructuredOutputRefused(t *testing.T) {
+	ts := start(t, server.Config{})
+	for _, c := range []struct {
+		name  string
+		body  map[string]any
+		param string
+		msg   string
+	}{
+		{"unknown type", map[string]any{"response_format": map[string]any{"type": "xml"}}, "response_format.type", `must be "text", "json_object" or "json_schema"`},
+		{"not an object", map[string]any{"response_format": "json"}, "response_format", "must be an object"},
+		{"no schema", map[string]any{"response_format": map[string]any{"type": "json_schema", "json_schema": map[string]any{"name": "x"}}}, "response_format.json_schema.schema", "is required"},
+		{"pattern", map[string]any{"response_format": map[string]any{"type": "json_schema", "json_schema": map[string]any{"name": "x",
+			"schema": map[string]any{"type": "string", "pattern": "^a+$"}}}}, "response_format.json_schema.schema", `keyword "pattern" is not supported`},
+		{"bad grammar", map[string]any{"grammar": `root ::= foo`}, "grammar", `rule "foo" is used but never defined`},
+		{"grammar not a string", map[string]any{"grammar": 3}, "grammar", ""},
+		{"two constraints", map[string]any{"grammar": `root ::= "a"`, "response_format": map[string]any{"type": "json_object"}}, "grammar", "give one of"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			for _, route := range []string{"/v1/chat/completions", "/v1/completions"} {
+				body := map[string]any{"messages": chatMessages, "prompt": "Hi", "max_tokens": 4}
+				if route == "/v1/completions" {
+					delete(body, "messages")
+				} else {
+					delete(body, "prompt")
+				}
+				for k, v := range c.body {
+					body[k] = v
+				}
+				e := ts.call(t, "POST", route, body, http.StatusBadRequest)["error"].(map[string]any)
+				assert.Equal(t, c.param, e["param"], "%s: %s", route, e["message"])
+				assert.Contains(t, e["message"], c.msg, route)
+			}
+		})
+	}
+	resp := ts.call(t, "POST", "/execute", map[string]any{"job_id": "x", "prompt": "Hi", "json_schema": map[string]any{"type": "integer", "minimum": 0}}, http.StatusBadRequest)
+	errs := resp["errors"].([]any)
+	require.Len(t, errs, 1)
+	assert.Equal(t, "json_schema", errs[0].(map[string]any)["field"])
+	assert.Contains(t, errs[0].(map[string]any)["message"], `"minimum" is not supported`)
+}
