@@ -88,6 +88,12 @@ func TestBuiltinDefaultsOutsideClone(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, http.StatusOK, resp.StatusCode, string(body))
 		require.Contains(t, string(body), `"tokens":[15496,995]`)
+
+		// probe checks it against the built-in reference set.
+		code, out, stderr := runCLI(t, "probe", "--endpoint", base)
+		require.Equal(t, exitOK, code, out+stderr)
+		require.Contains(t, out, "references: (built in) references/tiny-gpt2")
+		require.NotContains(t, out+stderr, cache, "a path of the copy is shown")
 		cancel()
 		require.NoError(t, <-errc)
 		require.NotContains(t, logs.String(), cache, "a path of the copy is logged")

@@ -151,6 +151,9 @@ func runProbe(cmd *cobra.Command, f probeFlags) error {
 	done()
 	if rep != nil {
 		rep.References = builtin.display(rep.References)
+		for i, n := range rep.Next {
+			rep.Next[i] = builtin.display(n)
+		}
 	}
 	if rec != nil {
 		if werr := rec.WriteFile(f.record); werr != nil {
