@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"os/exec"
 	"strings"
 	"syscall"
@@ -134,16 +135,76 @@ func TestServeDrainPastDeadline(t *testing.T) {
 }
 
 // TestServeSecondSignalForcesExit: a second SIGTERM does not wait for the
-// drain.
+// drain, yet every open stream still ends with exactly one final event.
 func TestServeSecondSignalForcesExit(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the binary")
 	}
-	cmd, base, _ := serveProcess(t, "--token-delay", "50ms", "--shutdown-timeout", "60s")
-	_, worker := post(t, base+"/execute", `{"job_id":"long","prompt":"Hello.","max_tokens":100,"temperature":0}`)
-	require.Equal(t, "started", nextLine(worker, "event: "))
+	cmd, base, logs := serveProcess(t, "--token-delay", "50ms", "--shutdown-timeout", "60s")
+	worker, openai := openStreams(t, base)
 	require.NoError(t, cmd.Process.Signal(syscall.SIGTERM))
 	require.Eventually(t, func() bool { return readyzStatus(base) == http.StatusServiceUnavailable }, 5*time.Second, 5*time.Millisecond)
 	require.NoError(t, cmd.Process.Signal(syscall.SIGTERM))
+	requireOneShutdownEvent(t, worker, openai)
 	require.NotEqual(t, 0, waitExit(t, cmd, 5*time.Second))
+	require.Contains(t, logs.String(), "second signal")
+}
+
+// TestServeCallbackFailureEndsStreams: serve gives up when the ready
+// callback never succeeds; the streams it already serves still end with
+// exactly one final event, not cut.
+func TestServeCallbackFailureEndsStreams(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary")
+	}
+	orch := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.WriteHeader(http.StatusInternalServerError)
+	}))
+	defer orch.Close()
+	cmd, base, logs := serveProcess(t, "--token-delay", "50ms", "--callback-url", orch.URL, "--callback-timeout", "2s")
+	worker, openai := openStreams(t, base)
+	requireOneShutdownEvent(t, worker, openai)
+	require.NotEqual(t, 0, waitExit(t, cmd, 10*time.Second))
+	require.Contains(t, logs.String(), "--callback-url")
+}
+
+// openStreams starts a worker and an OpenAI stream of 100 tokens each and
+// reads their first event.
+func openStreams(t *testing.T, base string) (worker, openai *bufio.Scanner) {
+	t.Helper()
+	_, worker = post(t, base+"/execute", `{"job_id":"long","prompt":"Hello.","max_tokens":100,"temperature":0}`)
+	require.Equal(t, "started", nextLine(worker, "event: "))
+	_, openai = post(t, base+"/v1/completions", `{"prompt":"Hello.","max_tokens":100,"temperature":0,"stream":true}`)
+	require.NotEmpty(t, nextLine(openai, "data: "))
+	return worker, openai
+}
+
+// requireOneShutdownEvent reads both streams to their end: the worker's
+// has exactly one final event, an error SHUTDOWN; the OpenAI one exactly
+// one error chunk SHUTDOWN and one [DONE].
+func requireOneShutdownEvent(t *testing.T, worker, openai *bufio.Scanner) {
+	t.Helper()
+	var final []string
+	data := ""
+	for name := nextLine(worker, "event: "); name != ""; name = nextLine(worker, "event: ") {
+		if name == "end" || name == "error" {
+			final = append(final, name)
+			data = nextLine(worker, "data: ")
+		}
+	}
+	require.Equal(t, []string{"error"}, final, "exactly one final event")
+	require.Contains(t, data, `"code":"SHUTDOWN"`)
+	var errs, dones int
+	for d := nextLine(openai, "data: "); d != ""; d = nextLine(openai, "data: ") {
+		switch {
+		case d == "[DONE]":
+			dones++
+		case strings.Contains(d, `"error"`):
+			errs++
+			data = d
+		}
+	}
+	require.Equal(t, 1, errs, "exactly one error chunk")
+	require.Equal(t, 1, dones, "exactly one [DONE]")
+	require.Contains(t, data, `"code":"SHUTDOWN"`)
 }

@@ -63,8 +63,10 @@ Prometheus and a page at / to try the model by hand.
 
 With --references DIR, every checkpoint runs at start-up and the server is
 ready only if all pass. SIGTERM or SIGINT turns readiness off, lets work in
-flight finish (up to --shutdown-timeout) and exits 0. Logs are JSON lines on
-stderr, without prompt text. See docs/serve.md.`,
+flight finish (up to --shutdown-timeout) and exits 0; what is still running
+then, or at a second signal, ends with SHUTDOWN (a stream's final error
+event). Logs are JSON lines on stderr, without prompt text. See
+docs/serve.md.`,
 		Example: `  llorch-check serve --port 8080
   llorch-check serve --model ~/gpt2 --host 0.0.0.0 --port 8080 --parallel 8 --references refs/gpt2
   LLORCH_API_KEY=secret llorch-check serve --callback-url http://orchestrator/workers/ready --worker-id w1`,
@@ -342,7 +344,7 @@ func runServe(cmd *cobra.Command, f serveFlags) error {
 		case err := <-ready:
 			ready = nil
 			if err != nil {
-				shutdown(hs, time.Second)
+				stopServing(srv, hs, time.Second)
 				return err
 			}
 			if f.callbackURL != "" && srv.Ready() {
@@ -355,7 +357,7 @@ func runServe(cmd *cobra.Command, f serveFlags) error {
 		case err := <-callbackErr:
 			callbackErr = nil
 			if err != nil && cmd.Context().Err() == nil {
-				shutdown(hs, time.Second)
+				stopServing(srv, hs, time.Second)
 				return err
 			}
 			continue
@@ -382,7 +384,16 @@ func runServe(cmd *cobra.Command, f serveFlags) error {
 		log.Info("stopped")
 		return nil
 	case sig := <-again:
-		log.Error("second signal: exiting without waiting for work in flight", "signal", sig.String())
+		// Work in flight still ends with its one final answer (a stream's
+		// error event SHUTDOWN): Drain, its deadline gone, ends every job
+		// and waits a moment for those answers to go out. A third signal
+		// does not wait for that either.
+		log.Error("second signal: ending work in flight with SHUTDOWN and exiting", "signal", sig.String())
+		cancel()
+		select {
+		case <-drained:
+		case <-again:
+		}
 		_ = hs.Close()
 		return fmt.Errorf("%s received twice: stopped without draining", sig)
 	}
@@ -391,6 +402,16 @@ func runServe(cmd *cobra.Command, f serveFlags) error {
 func deadline(ctx context.Context) time.Time {
 	d, _ := ctx.Deadline()
 	return d
+}
+
+// stopServing stops the server outside a drain by signal: work in flight
+// gets until timeout to finish, then ends with SHUTDOWN (a stream's final
+// error event) before the connections close.
+func stopServing(srv *server.Server, hs *http.Server, timeout time.Duration) {
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	_ = srv.Drain(ctx)
+	shutdown(hs, time.Second)
 }
 
 func shutdown(hs *http.Server, timeout time.Duration) {
