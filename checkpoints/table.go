@@ -160,14 +160,29 @@ func (e *Element) got() string {
 	if e == nil {
 		return "-"
 	}
-	return fmt.Sprintf("%.6g", float64(e.Got))
+	return fmt.Sprintf("%.*g", e.digits(), float64(e.Got))
 }
 
 func (e *Element) want() string {
 	if e == nil {
 		return "-"
 	}
-	return fmt.Sprintf("%.6g", float64(e.Want))
+	return fmt.Sprintf("%.*g", e.digits(), float64(e.Want))
+}
+
+// digits is how many significant digits got and want print with: six, or
+// as many more as it takes for two different values to print differently
+// (-109.9123 and -109.9118, not -109.912 twice); 17 tell any two float64
+// values apart.
+func (e *Element) digits() int {
+	got, want := float64(e.Got), float64(e.Want)
+	p := 6
+	for ; p < 17 && got != want; p++ {
+		if fmt.Sprintf("%.*g", p, got) != fmt.Sprintf("%.*g", p, want) {
+			break
+		}
+	}
+	return p
 }
 
 func layerString(l *int) string {
