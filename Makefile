@@ -256,10 +256,11 @@ test-browser:
 		CHROMIUM="$(CHROMIUM)" $(GO) test -tags browser -count=1 -v ./scripts/browser; \
 	fi
 
-# The official OpenAI Node SDK (pinned in scripts/openai-compat/package.json,
-# installed by npm ci) against a real serve of the tiny model: completions,
-# chat, streaming, embeddings, error classes. With CI=true a missing npm
-# is a failure.
+# The official OpenAI Node SDK and the Vercel AI SDK's OpenAI provider
+# (pinned in scripts/openai-compat/package.json, installed by npm ci)
+# against a real serve of the tiny model: completions, chat, responses,
+# streaming, embeddings, error classes. With CI=true a missing npm is a
+# failure.
 .PHONY: test-openai-compat
 test-openai-compat:
 	@if ! command -v npm >/dev/null 2>&1; then \

@@ -78,6 +78,62 @@ test('chat: message, logprobs, and the same text streamed with usage', async () 
   assert.equal(final.choices[0].message.content, choice.message.content);
 });
 
+test('responses: output text and usage, the same text streamed and through the stream helper', async () => {
+  const params = { model, instructions: 'Be brief.', input: 'Hello', max_output_tokens: 6, temperature: 0 };
+  const r = await client.responses.create(params);
+  assert.equal(r.object, 'response');
+  assert.match(r.id, /^resp_/);
+  assert.equal(r.status, 'incomplete');
+  assert.equal(r.incomplete_details.reason, 'max_output_tokens');
+  assert.equal(r.usage.output_tokens, 6);
+  assert.equal(r.usage.total_tokens, r.usage.input_tokens + 6);
+  assert.equal(r.output[0].type, 'message');
+  // output_text is the SDK's own sum of the output's text parts.
+  assert.equal(r.output_text, r.output[0].content[0].text);
+  // instructions and input are the chat messages, rendered alike.
+  const c = await client.chat.completions.create({ model, messages, max_tokens: 6, temperature: 0 });
+  assert.equal(r.output_text, c.choices[0].message.content);
+  assert.equal(r.usage.input_tokens, c.usage.prompt_tokens);
+
+  const stream = await client.responses.create({ ...params, stream: true });
+  let text = '';
+  const types = [];
+  let last;
+  for await (const event of stream) {
+    assert.equal(event.sequence_number, types.length);
+    types.push(event.type);
+    if (event.type === 'response.output_text.delta') text += event.delta;
+    last = event;
+  }
+  assert.equal(text, r.output_text);
+  assert.deepEqual(types.slice(0, 4), ['response.created', 'response.in_progress', 'response.output_item.added', 'response.content_part.added']);
+  assert.equal(last.type, 'response.incomplete');
+  assert.equal(last.response.usage.output_tokens, 6);
+
+  const final = await client.responses.stream(params).finalResponse();
+  assert.equal(final.output_text, r.output_text);
+  assert.equal(final.status, 'incomplete');
+});
+
+test('responses: what this server cannot do raises the SDK error classes naming the field', async () => {
+  await assert.rejects(client.responses.create({ model, input: 'Hi', previous_response_id: 'resp_1' }), (err) => {
+    assert.ok(err instanceof OpenAI.BadRequestError, err.constructor.name);
+    assert.equal(err.param, 'previous_response_id');
+    assert.match(err.message, /stores no responses/);
+    return true;
+  });
+  await assert.rejects(client.responses.create({ model, input: 'Hi', tools: [{ type: 'function', name: 'f', parameters: {} }] }), (err) => {
+    assert.ok(err instanceof OpenAI.BadRequestError);
+    assert.equal(err.param, 'tools');
+    return true;
+  });
+  await assert.rejects(client.responses.create({ model: 'gpt-4o', input: 'Hi' }), (err) => {
+    assert.ok(err instanceof OpenAI.NotFoundError);
+    assert.equal(err.code, 'model_not_found');
+    return true;
+  });
+});
+
 test('embeddings: base64 (the SDK default) and float agree', async () => {
   const input = ['Hello.', 'The ship left port'];
   const b64 = await client.embeddings.create({ model, input });

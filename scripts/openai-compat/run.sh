@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # The OpenAI SDK compatibility suite: builds llorch-check, serves the tiny
-# model on a free loopback port with an API key, installs the pinned SDK
-# (npm ci) and runs compat.test.mjs against it. Exit status is the suite's.
+# model on a free loopback port with an API key, installs the pinned SDKs
+# (npm ci, again whenever package-lock.json is newer than the install) and
+# runs compat.test.mjs (the openai SDK) and ai-sdk.test.mjs (the Vercel AI
+# SDK's OpenAI provider) against it. Exit status is the suite's.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
@@ -14,7 +16,7 @@ cleanup() {
 trap cleanup EXIT
 
 (cd "$root" && ${GO:-go} build -o "$work/llorch-check" ./cmd/llorch-check)
-[ -d "$here/node_modules/openai" ] || npm ci --prefix "$here" --no-audit --no-fund --loglevel=error
+[ "$here/node_modules/.package-lock.json" -nt "$here/package-lock.json" ] || npm ci --prefix "$here" --no-audit --no-fund --loglevel=error
 
 key=compat-key
 "$work/llorch-check" serve --model "$root/testdata/tiny-gpt2" --port 0 --api-key "$key" 2>"$work/serve.log" &
@@ -29,4 +31,4 @@ done
 curl -fs "http://$addr/readyz" >/dev/null || { echo "openai-compat: serve not ready:" >&2; cat "$work/serve.log" >&2; exit 1; }
 
 cd "$here"
-OPENAI_BASE_URL="http://$addr/v1" OPENAI_API_KEY="$key" node --test compat.test.mjs
+OPENAI_BASE_URL="http://$addr/v1" OPENAI_API_KEY="$key" node --test compat.test.mjs ai-sdk.test.mjs

@@ -1,0 +1,81 @@
+// The Vercel AI SDK's default OpenAI provider against a running
+// `llorch-check serve`: openai('model') calls the Responses API
+// (/v1/responses) since AI SDK 5; provider.chat('model') calls chat
+// completions, for comparison. OPENAI_BASE_URL is the server's /v1.
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { APICallError, generateText, streamText } from 'ai';
+import { createOpenAI } from '@ai-sdk/openai';
+
+const baseURL = process.env.OPENAI_BASE_URL;
+assert.ok(baseURL, 'OPENAI_BASE_URL must name the server, e.g. http://127.0.0.1:8080/v1');
+const model = process.env.OPENAI_MODEL ?? 'tiny-gpt2';
+const paths = [];
+const openai = createOpenAI({
+  baseURL,
+  apiKey: process.env.OPENAI_API_KEY ?? 'none',
+  fetch: (url, init) => {
+    paths.push(new URL(url).pathname);
+    return fetch(url, init);
+  },
+});
+const settings = { system: 'Be brief.', prompt: 'Hello', maxOutputTokens: 6, temperature: 0, maxRetries: 0 };
+
+// chat is what the chat completions route answers to the same prompt.
+async function chat() {
+  const c = await generateText({ model: openai.chat(model), ...settings });
+  assert.equal(paths.at(-1), '/v1/chat/completions');
+  return c;
+}
+
+test('generateText: the default provider calls /v1/responses and reads text, finish reason and usage', async () => {
+  const r = await generateText({ model: openai(model), ...settings });
+  assert.equal(paths.at(-1), '/v1/responses');
+  assert.deepEqual(r.warnings, []);
+  assert.equal(r.finishReason, 'length');
+  assert.equal(r.usage.outputTokens, 6);
+  assert.equal(r.usage.totalTokens, r.usage.inputTokens + 6);
+  assert.match(r.providerMetadata.openai.responseId, /^resp_/);
+  const c = await chat();
+  assert.equal(r.text, c.text);
+  assert.equal(r.usage.inputTokens, c.usage.inputTokens);
+});
+
+test('streamText: the same text, finish reason and usage from the Responses events', async () => {
+  const errors = [];
+  const s = streamText({ model: openai(model), ...settings, onError: ({ error }) => errors.push(error) });
+  let text = '';
+  for await (const delta of s.textStream) text += delta;
+  assert.equal(paths.at(-1), '/v1/responses');
+  assert.deepEqual(errors, []);
+  assert.equal(await s.finishReason, 'length');
+  assert.equal((await s.usage).outputTokens, 6);
+  assert.equal(text, (await chat()).text);
+  assert.equal(await s.text, text);
+});
+
+test('a conversation: earlier replies sent back as text with store: false; by reference (the default) a 400 that says so', async () => {
+  const first = await generateText({ model: openai(model), ...settings });
+  const messages = [{ role: 'user', content: 'Hello' }, ...first.response.messages, { role: 'user', content: 'Again' }];
+  const again = await generateText({ model: openai(model), messages, maxOutputTokens: 4, temperature: 0, maxRetries: 0,
+    providerOptions: { openai: { store: false } } });
+  assert.equal(again.usage.outputTokens, 4);
+  assert.ok(again.usage.inputTokens > first.usage.inputTokens);
+
+  await assert.rejects(generateText({ model: openai(model), messages, maxOutputTokens: 4, maxRetries: 0 }), (err) => {
+    assert.ok(APICallError.isInstance(err), err.constructor.name);
+    assert.equal(err.statusCode, 400);
+    assert.match(err.message, /store is false/);
+    return true;
+  });
+});
+
+test('errors: what this server cannot do is an APICallError naming the field', async () => {
+  await assert.rejects(generateText({ model: openai(model), prompt: 'Hi', maxRetries: 0,
+    providerOptions: { openai: { previousResponseId: 'resp_1' } } }), (err) => {
+    assert.ok(APICallError.isInstance(err), err.constructor.name);
+    assert.equal(err.statusCode, 400);
+    assert.match(err.message, /previous_response_id: is not supported: this server stores no responses/);
+    return true;
+  });
+});
