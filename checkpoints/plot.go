@@ -20,6 +20,10 @@ import (
 // PlotFormats are the image formats WritePlot can write.
 var PlotFormats = map[string]bool{"svg": true, "png": true, "pdf": true}
 
+// otherFonts is how much wider than its own font the plot leaves room for
+// its legend to be set by another renderer.
+const otherFonts = 1.4
+
 // plotFloor keeps exact matches (error 0) drawable on a log axis.
 const plotFloor = 1e-6
 
@@ -50,6 +54,7 @@ func (r *Report) WritePlot(w io.Writer, nLayer int, format string) error {
 	}
 	sort.Ints(nums)
 	var args []any
+	labels := []string{"tolerance (1)"}
 	lo, hi := 0.0, 0.0 // the tolerance line (10^0) is always in view
 	for _, n := range nums {
 		cp, _ := ByNumber(n)
@@ -57,7 +62,9 @@ func (r *Report) WritePlot(w io.Writer, nLayer int, format string) error {
 			series[n][i].Y = math.Log10(series[n][i].Y)
 			lo, hi = math.Min(lo, series[n][i].Y), math.Max(hi, series[n][i].Y)
 		}
-		args = append(args, fmt.Sprintf("%d %s", n, cp.Name), series[n])
+		label := fmt.Sprintf("%d %s", n, cp.Name)
+		labels = append(labels, label)
+		args = append(args, label, series[n])
 	}
 	if err := plotutil.AddLinePoints(p, args...); err != nil {
 		return err
@@ -66,7 +73,7 @@ func (r *Report) WritePlot(w io.Writer, nLayer int, format string) error {
 	tol.Dashes = []vg.Length{vg.Points(4), vg.Points(3)}
 	tol.Width = vg.Points(1.5)
 	p.Add(tol)
-	p.Legend.Add("tolerance (1)", tol)
+	p.Legend.Add(labels[0], tol)
 	// Whole decades around the data, one spare above so a failing point
 	// stands clear of the line.
 	p.Y.Min, p.Y.Max = math.Floor(lo), math.Ceil(hi)+1
@@ -80,7 +87,15 @@ func (r *Report) WritePlot(w io.Writer, nLayer int, format string) error {
 	legend := p.Legend
 	p.Legend = plot.NewLegend()
 	legend.Top, legend.Left = true, true
-	strip := legend.Rectangle(dc).Size().X + vg.Points(24)
+	// Renderers without Liberation Serif set the text in a font of their
+	// own: DejaVu Serif, Linux's usual one, sets the labels 29% wider than
+	// they are laid out here (rsvg-convert cut "11 Sampling distribut"),
+	// so the strip leaves room for the widest one set wider by otherFonts.
+	var widest vg.Length
+	for _, l := range labels {
+		widest = max(widest, legend.TextStyle.Width(l))
+	}
+	strip := legend.Rectangle(dc).Size().X + widest*(otherFonts-1) + vg.Points(24)
 	p.Draw(draw.Crop(dc, 0, -strip, 0, 0))
 	legend.Draw(draw.Crop(dc, width-strip+vg.Points(12), 0, 0, -vg.Points(36)))
 	_, err = c.WriteTo(w)

@@ -43,3 +43,33 @@ func TestPlotLayout(t *testing.T) {
 	require.NotContains(t, xs, "1e-3", "the y axis starts below the data's decade")
 	require.NotContains(t, xs, "1e2")
 }
+
+// TestPlotLegendRoomForOtherFonts: a renderer without Liberation Serif
+// sets the legend in its own font, DejaVu Serif on most Linux systems,
+// 27-29% wider for these labels (rsvg-convert cut "11 Sampling
+// distribut"): every entry still ends inside the picture at 1.3 times its
+// laid-out width.
+func TestPlotLegendRoomForOtherFonts(t *testing.T) {
+	r := &Report{}
+	for _, cp := range All() {
+		for l := range 2 {
+			r.Results = append(r.Results, Result{Checkpoint: cp.Number, Name: "t", Layer: &l, TolRatio: 0.5, stats: &Stats{}})
+		}
+	}
+	var buf bytes.Buffer
+	require.NoError(t, r.WritePlot(&buf, 2, "svg"))
+	style := plot.NewLegend().TextStyle
+	entries := 0
+	for _, m := range svgText.FindAllStringSubmatch(buf.String(), -1) {
+		if !legendEntry.MatchString(m[2]) {
+			continue
+		}
+		entries++
+		x, err := strconv.ParseFloat(m[1], 64)
+		require.NoError(t, err)
+		require.LessOrEqual(t, x+1.3*style.Width(m[2]).Points(), 9*72.0, "legend entry %q set 30%% wider runs off the picture", m[2])
+	}
+	require.Equal(t, len(All())+1, entries, "every checkpoint and the tolerance line in the legend")
+}
+
+var legendEntry = regexp.MustCompile(`^(\d+ .+|tolerance \(1\))$`)
