@@ -26,12 +26,12 @@ type generateFlags struct {
 
 // generateJSON is the --json document: generated tokens and text only.
 type generateJSON struct {
-	Tokens       []int  `json:"tokens"`
-	Text         string `json:"text"`
-	StopReason   string `json:"stop_reason"`
-	StopSequence string `json:"stop_sequence,omitempty"`
-	Seed         uint64 `json:"seed"`
-	PromptTokens int    `json:"prompt_tokens"`
+	Tokens       []int   `json:"tokens"`
+	Text         string  `json:"text"`
+	StopReason   string  `json:"stop_reason"`
+	StopSequence string  `json:"stop_sequence,omitempty"`
+	Seed         *uint64 `json:"seed,omitempty"` // none for greedy decoding
+	PromptTokens int     `json:"prompt_tokens"`
 	// With --logprobs: per generated token, its log-probability under the
 	// raw distribution (before the logit processors) and the most probable
 	// alternatives, most probable first.
@@ -56,16 +56,16 @@ func newGenerateCmd() *cobra.Command {
 		Long: `Continue a prompt with the Go GPT-2, streaming the generated text to stdout
 as each token is chosen (the prompt is not echoed). Sampling follows Hugging
 Face's logit processors: repetition penalty, temperature, top-k, top-p, min-p.
-A temperature below 1e-6 is greedy. The seed (drawn when not given) and the
-stop reason go to stderr; with the same seed, prompt and settings the output
-is the same on every machine.
+A temperature below 1e-6 is greedy. The seed (drawn when not given; greedy
+decoding has none) and the stop reason go to stderr; with the same seed,
+prompt and settings the output is the same on every machine.
 
 Generation stops at <|endoftext|>, after --max-tokens, or where the text
 reaches a --stop string (not included). Without --max-tokens it generates up
 to 100 tokens, fewer when the context has less room; an explicit --max-tokens
 must fit beside the prompt in the model's context. With --json, stdout is one document:
-{"tokens", "text", "stop_reason", "stop_sequence" (when one matched), "seed",
-"prompt_tokens"}.`,
+{"tokens", "text", "stop_reason", "stop_sequence" (when one matched), "seed"
+(unless greedy), "prompt_tokens"}.`,
 		Example: `  llorch-check generate --prompt "Once upon a time" --max-tokens 40 --temperature 0.8 --seed 7
   llorch-check generate --tokens 15496,13 --max-tokens 16 --temperature 0 --json
   llorch-check generate --prompt "Q: 2+2?" --max-tokens 32 --stop "\n" --stop "Q:"`,
@@ -125,8 +125,13 @@ func runGenerate(cmd *cobra.Command, f generateFlags) error {
 		req.Seed = &f.seed
 	}
 	// Seeded now rather than by Generate so the seed prints before the text.
+	// Greedy decoding draws nothing: its seed would mean nothing, and is
+	// not reported.
 	req = req.Seeded()
-	seed := *req.Seed
+	seed := req.Seed
+	if req.Params.Greedy() {
+		seed = nil
+	}
 	d := generation.NewModelDecoder(m)
 	if err := req.Validate(d.ContextLength(), d.VocabSize()); err != nil {
 		return err
@@ -153,7 +158,11 @@ func runGenerate(cmd *cobra.Command, f generateFlags) error {
 	}
 	streamed := 0 // bytes of text written so far
 	if !f.asJSON {
-		fmt.Fprintf(stderr, "seed %d, %d prompt tokens\n", seed, len(prompt))
+		if seed != nil {
+			fmt.Fprintf(stderr, "seed %d, %d prompt tokens\n", *seed, len(prompt))
+		} else {
+			fmt.Fprintf(stderr, "greedy, %d prompt tokens\n", len(prompt))
+		}
 		onToken = func(t generation.Token) error {
 			streamed += len(t.Text)
 			return writeFlushed(stdout, t.Text)
@@ -165,7 +174,7 @@ func runGenerate(cmd *cobra.Command, f generateFlags) error {
 	}
 	if f.asJSON {
 		doc := generateJSON{Tokens: res.Tokens, Text: res.Text, StopReason: res.StopReason,
-			StopSequence: res.StopSequence, Seed: res.Seed, PromptTokens: res.PromptTokens, LogProbs: logprobs}
+			StopSequence: res.StopSequence, Seed: seed, PromptTokens: res.PromptTokens, LogProbs: logprobs}
 		if doc.Tokens == nil {
 			doc.Tokens = []int{}
 		}

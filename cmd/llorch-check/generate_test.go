@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"strings"
@@ -61,8 +62,38 @@ func TestGenerateGreedyMatchesReference(t *testing.T) {
 	out, stderr, err := runGenerateCLI(t, "--prompt", *c.Prompt, "--max-tokens", "16", "--temperature", "0")
 	require.NoError(t, err)
 	require.Equal(t, *want.Text+"\n", out, "stdout is the generated text only")
-	require.Contains(t, stderr, "seed ")
+	require.Contains(t, stderr, fmt.Sprintf("greedy, %d prompt tokens", len(c.Tokens)))
 	require.Contains(t, stderr, "16 tokens, stop: max_tokens")
+}
+
+// TestGenerateReportsSeedOnlyWhenSampling: greedy decoding draws nothing,
+// so neither stderr nor --json reports a seed for it, given or drawn;
+// sampling reports the seed it used.
+func TestGenerateReportsSeedOnlyWhenSampling(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		args     []string
+		wantSeed bool
+	}{
+		{"greedy", []string{"--temperature", "0"}, false},
+		{"greedy with a seed", []string{"--temperature", "0", "--seed", "7"}, false},
+		{"sampled", []string{"--temperature", "0.8"}, true},
+		{"sampled with a seed", []string{"--temperature", "0.8", "--seed", "7"}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			args := append([]string{"--prompt", "Hello.", "--max-tokens", "2"}, tc.args...)
+			_, stderr, err := runGenerateCLI(t, args...)
+			require.NoError(t, err)
+			require.Equal(t, tc.wantSeed, strings.Contains(stderr, "seed"), "stderr: %s", stderr)
+			require.Equal(t, !tc.wantSeed, strings.Contains(stderr, "greedy, 2 prompt tokens"), "stderr: %s", stderr)
+			out, _, err := runGenerateCLI(t, append(args, "--json")...)
+			require.NoError(t, err)
+			var doc map[string]any
+			require.NoError(t, json.Unmarshal([]byte(out), &doc))
+			_, hasSeed := doc["seed"]
+			require.Equal(t, tc.wantSeed, hasSeed, "document: %s", out)
+		})
+	}
 }
 
 func TestGenerateStop(t *testing.T) {
@@ -84,10 +115,12 @@ func TestGenerateSeed(t *testing.T) {
 	a := generateJSONDoc(t, append(args, "--seed", "42")...)
 	b := generateJSONDoc(t, append(args, "--seed", "42")...)
 	require.Equal(t, a, b, "same seed, same output")
-	require.EqualValues(t, 42, a.Seed)
+	require.NotNil(t, a.Seed)
+	require.EqualValues(t, 42, *a.Seed)
 
 	drawn := generateJSONDoc(t, args...)
-	replay := generateJSONDoc(t, append(args, "--seed", jsonNumber(drawn.Seed))...)
+	require.NotNil(t, drawn.Seed, "a drawn seed is reported")
+	replay := generateJSONDoc(t, append(args, "--seed", jsonNumber(*drawn.Seed))...)
 	require.Equal(t, drawn.Tokens, replay.Tokens, "the reported seed replays the generation")
 
 	if testing.Short() {
