@@ -310,12 +310,14 @@ func TestResponsesFields(t *testing.T) {
 		{"tools", map[string]any{"input": "Hi", "tools": []any{map[string]any{"type": "function", "name": "f"}}}, "tools", "does not call tools"},
 		{"tool_choice required", map[string]any{"input": "Hi", "tool_choice": "required"}, "tool_choice", "does not call tools"},
 		{"background", map[string]any{"input": "Hi", "background": true}, "background", "generated during its request"},
-		{"json_object", map[string]any{"input": "Hi", "text": map[string]any{"format": map[string]any{"type": "json_object"}}},
-			"text.format", `"json_object" is not yet supported on /v1/responses`},
-		{"json_schema", map[string]any{"input": "Hi", "text": map[string]any{"format": map[string]any{"type": "json_schema",
-			"name": "r", "schema": map[string]any{"type": "object"}}}}, "text.format", `"json_schema" is not yet supported on /v1/responses`},
 		{"format of another type", map[string]any{"input": "Hi", "text": map[string]any{"format": map[string]any{"type": "xml"}}},
-			"text.format.type", "must be"},
+			"text.format.type", `must be "text", "json_object" or "json_schema"`},
+		{"format not an object", map[string]any{"input": "Hi", "text": map[string]any{"format": "json"}}, "text.format", "must be an object"},
+		{"json_schema without a schema", map[string]any{"input": "Hi", "text": map[string]any{"format": map[string]any{"type": "json_schema", "name": "x"}}},
+			"text.format.schema", "is required"},
+		{"json_schema of an unsupported keyword", map[string]any{"input": "Hi", "text": map[string]any{"format": map[string]any{"type": "json_schema",
+			"name": "x", "schema": map[string]any{"type": "string", "pattern": "^a+$"}}}}, "text.format.schema", `keyword "pattern" is not supported`},
+		{"text of another key", map[string]any{"input": "Hi", "text": map[string]any{"style": "terse"}}, "text.style", "only format and verbosity"},
 		{"verbosity", map[string]any{"input": "Hi", "text": map[string]any{"verbosity": "loud"}}, "text.verbosity", "must be"},
 		{"item_reference", map[string]any{"input": []any{map[string]any{"type": "item_reference", "id": "msg_1"}}},
 			"input[0].type", "stores no responses"},
@@ -372,5 +374,44 @@ func TestResponsesFamilyTemplate(t *testing.T) {
 			require.Equal(t, chat["usage"].(map[string]any)["prompt_tokens"], resp["usage"].(map[string]any)["input_tokens"])
 			require.Equal(t, choice0(t, chat)["message"].(map[string]any)["content"], responseText(t, resp))
 		})
+	}
+}
+
+// TestResponsesStructuredOutput: text.format json_schema (the Responses
+// API's flat form) constrains the output to the schema, for every seed
+// and streamed, finishing completed; json_object to a JSON object; the
+// format is echoed as given.
+func TestResponsesStructuredOutput(t *testing.T) {
+	ts := start(t, server.Config{})
+	format := map[string]any{"type": "json_schema", "name": "person", "strict": true, "schema": personSchema}
+	for seed := range 3 {
+		out := ts.call(t, "POST", "/v1/responses", map[string]any{"input": chatMessages, "seed": seed, "max_output_tokens": 80,
+			"text": map[string]any{"format": format}}, http.StatusOK)
+		require.Equal(t, "completed", out["status"])
+		checkPerson(t, responseText(t, out))
+		echoed, err := json.Marshal(out["text"].(map[string]any)["format"])
+		require.NoError(t, err)
+		want, err := json.Marshal(format)
+		require.NoError(t, err)
+		require.JSONEq(t, string(want), string(echoed))
+	}
+	events := responseEvents(t, ts, map[string]any{"input": "Hello", "seed": 7, "max_output_tokens": 80,
+		"text": map[string]any{"format": format}, "stream": true})
+	var text strings.Builder
+	for _, ev := range events {
+		if ev["type"] == "response.output_text.delta" {
+			text.WriteString(ev["delta"].(string))
+		}
+	}
+	checkPerson(t, text.String())
+	require.Equal(t, "response.completed", events[len(events)-1]["type"])
+
+	obj := ts.call(t, "POST", "/v1/responses", map[string]any{"input": "JSON:", "seed": 1, "max_output_tokens": 100,
+		"text": map[string]any{"format": map[string]any{"type": "json_object"}}}, http.StatusOK)
+	if obj["status"] == "completed" { // a free-form object may not close within the tokens
+		var v map[string]any
+		require.NoError(t, json.Unmarshal([]byte(responseText(t, obj)), &v), "text %q", responseText(t, obj))
+	} else {
+		require.True(t, strings.HasPrefix(strings.TrimSpace(responseText(t, obj)), "{"), "text %q", responseText(t, obj))
 	}
 }

@@ -4,12 +4,14 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/http"
 	"slices"
 	"strings"
 	"time"
 
 	"github.com/llorch/llorch-check/generation"
+	"github.com/llorch/llorch-check/grammar"
 )
 
 // responsesFields are the /v1/responses parameters this server reads:
@@ -107,7 +109,7 @@ func (s *Server) handleResponses(w http.ResponseWriter, r *http.Request) {
 		f.unsupported(u.name, u.why, u.neutral...)
 	}
 	resp := newResponseObject(r, e, job.settings)
-	resp.Text.Verbosity = f.responsesText(resp.Text.Verbosity)
+	job.settings.Grammar = f.responsesText(&resp.Text)
 	job.logprobs, job.top = f.responsesLogprobs()
 	resp.TopLogprobs = job.top
 	if mode, ok := f.str("truncation", false); ok {
@@ -188,41 +190,70 @@ func itemRefusal(typ string) string {
 	return `is not supported: only message items (type "message", or role and content) are read`
 }
 
-// responsesText reads text: its format (only {"type": "text"} for now)
-// and verbosity, accepted and unused; it returns the verbosity to echo.
-func (f *fields) responsesText(verbosity string) string {
+// responsesText reads text into the response's text configuration: its
+// format, {"type": "text"}, or JSON (an object, or text matching a
+// schema) as a grammar constraining the generation; and its verbosity,
+// accepted and unused.
+func (f *fields) responsesText(config *responseTextConfig) *grammar.Grammar {
 	var text map[string]json.RawMessage
 	if !f.decode("text", `an object like {"format": {"type": "text"}}`, &text) {
-		return verbosity
+		return nil
 	}
 	sub := &fields{raw: text}
-	var format struct {
-		Type string `json:"type"`
-	}
-	switch {
-	case !sub.present("format"):
-	case json.Unmarshal(text["format"], &format) != nil:
-		sub.bad("format", "type", `must be an object like {"type": "text"}`, json.RawMessage(text["format"]))
-	case format.Type == "json_object" || format.Type == "json_schema":
-		sub.bad("format", "unsupported", fmt.Sprintf(`type %q is not yet supported on /v1/responses; use {"type": "text"}`, format.Type),
-			json.RawMessage(text["format"]))
-	case format.Type != "text":
-		sub.bad("format.type", "enum", `must be "text", "json_object" or "json_schema"`, format.Type)
+	var g *grammar.Grammar
+	if sub.present("format") {
+		g = sub.responsesFormat(text["format"])
+		if len(sub.errs) == 0 {
+			config.Format = text["format"]
+		}
 	}
 	if v, ok := sub.str("verbosity", false); ok {
 		if slices.Contains([]string{"low", "medium", "high"}, v) {
-			verbosity = v
+			config.Verbosity = v
 			f.unused = append(f.unused, "text.verbosity") // a hint to OpenAI's models; this one's replies are as long as max_output_tokens lets them be
 		} else {
 			sub.bad("verbosity", "enum", `must be "low", "medium" or "high"`, v)
 		}
 	}
-	sub.unknown([]string{"format", "verbosity"})
+	for _, k := range slices.Sorted(maps.Keys(text)) {
+		if k != "format" && k != "verbosity" {
+			sub.bad(k, "unknown", "is not a field of text (only format and verbosity)", nil)
+		}
+	}
 	for _, e := range sub.errs {
 		e.Field = "text." + e.Field
 		f.errs = append(f.errs, e)
 	}
-	return verbosity
+	return g
+}
+
+// responsesFormat reads text.format: {"type": "text"}, {"type":
+// "json_object"} or {"type": "json_schema", "name": ..., "schema": {...},
+// "strict": ...} (the Responses API's flat form of chat's
+// response_format). Every schema is followed strictly, as on chat.
+func (f *fields) responsesFormat(raw json.RawMessage) *grammar.Grammar {
+	var format struct {
+		Type   string          `json:"type"`
+		Schema json.RawMessage `json:"schema"`
+	}
+	if json.Unmarshal(raw, &format) != nil {
+		f.bad("format", "type", `must be an object like {"type": "json_object"}`, json.RawMessage(raw))
+		return nil
+	}
+	switch format.Type {
+	case "text":
+		return nil
+	case "json_object":
+		return grammar.JSONObject()
+	case "json_schema":
+		if len(format.Schema) == 0 || string(format.Schema) == "null" {
+			f.bad("format.schema", "required", "is required with type json_schema", nil)
+			return nil
+		}
+		return f.schema("format.schema", format.Schema)
+	}
+	f.bad("format.type", "enum", `must be "text", "json_object" or "json_schema"`, format.Type)
+	return nil
 }
 
 // responsesLogprobs reads include and top_logprobs: the output text's
@@ -292,13 +323,11 @@ type responseReasoning struct {
 	Summary *string `json:"summary"`
 }
 
+// responseTextConfig is the text configuration echoed: the format as
+// the request gave it.
 type responseTextConfig struct {
-	Format    responseFormat `json:"format"`
-	Verbosity string         `json:"verbosity"`
-}
-
-type responseFormat struct {
-	Type string `json:"type"`
+	Format    json.RawMessage `json:"format"`
+	Verbosity string          `json:"verbosity"`
 }
 
 // responseMessage is the one output item, the assistant's message.
@@ -343,7 +372,7 @@ func newResponseObject(r *http.Request, e *engine, settings generation.Request) 
 		ID: "resp_" + requestID(r.Context()), Object: "response", CreatedAt: time.Now().Unix(), Status: "in_progress",
 		Metadata: map[string]string{}, Model: e.name, Output: []responseMessage{}, ParallelToolCalls: true,
 		ServiceTier: "default", Temperature: settings.Params.Temperature, TopP: settings.Params.TopP,
-		Text: responseTextConfig{Format: responseFormat{Type: "text"}, Verbosity: "medium"}, ToolChoice: "auto",
+		Text: responseTextConfig{Format: json.RawMessage(`{"type":"text"}`), Verbosity: "medium"}, ToolChoice: "auto",
 		Tools: []struct{}{}, Truncation: "disabled",
 	}
 }

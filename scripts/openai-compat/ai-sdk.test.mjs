@@ -4,8 +4,9 @@
 // completions, for comparison. OPENAI_BASE_URL is the server's /v1.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { APICallError, generateText, streamText } from 'ai';
+import { APICallError, generateObject, generateText, streamObject, streamText } from 'ai';
 import { createOpenAI } from '@ai-sdk/openai';
+import { z } from 'zod';
 
 const baseURL = process.env.OPENAI_BASE_URL;
 assert.ok(baseURL, 'OPENAI_BASE_URL must name the server, e.g. http://127.0.0.1:8080/v1');
@@ -52,6 +53,23 @@ test('streamText: the same text, finish reason and usage from the Responses even
   assert.equal((await s.usage).outputTokens, 6);
   assert.equal(text, (await chat()).text);
   assert.equal(await s.text, text);
+});
+
+test('generateObject and streamObject: text.format json_schema from a zod schema, the object parsed by the SDK', async () => {
+  const schema = z.object({ name: z.string().max(6), age: z.number(), happy: z.boolean() });
+  const params = { model: openai(model), schema, prompt: 'A person:', maxOutputTokens: 100, maxRetries: 0 };
+  for (let i = 0; i < 3; i++) {
+    const r = await generateObject(params);
+    assert.equal(paths.at(-1), '/v1/responses');
+    assert.equal(r.finishReason, 'stop');
+    assert.deepEqual(Object.keys(r.object).sort(), ['age', 'happy', 'name']);
+  }
+  const s = streamObject(params);
+  let partials = 0;
+  for await (const _ of s.partialObjectStream) partials++;
+  assert.ok(partials > 1, 'the object arrives in pieces');
+  assert.equal(typeof (await s.object).happy, 'boolean');
+  assert.equal(await s.finishReason, 'stop');
 });
 
 test('a conversation: earlier replies sent back as text with store: false; by reference (the default) a 400 that says so', async () => {

@@ -4,6 +4,8 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import OpenAI from 'openai';
+import { zodTextFormat } from 'openai/helpers/zod';
+import { z } from 'zod';
 
 const baseURL = process.env.OPENAI_BASE_URL;
 assert.ok(baseURL, 'OPENAI_BASE_URL must name the server, e.g. http://127.0.0.1:8080/v1');
@@ -113,6 +115,16 @@ test('responses: output text and usage, the same text streamed and through the s
   const final = await client.responses.stream(params).finalResponse();
   assert.equal(final.output_text, r.output_text);
   assert.equal(final.status, 'incomplete');
+});
+
+test('responses: structured output through the SDK parse helper and a zod schema', async () => {
+  const Person = z.object({ name: z.string().max(6), happy: z.boolean() });
+  for (let i = 0; i < 3; i++) {
+    const r = await client.responses.parse({ model, input: 'A person:', max_output_tokens: 60, text: { format: zodTextFormat(Person, 'person') } });
+    assert.equal(r.status, 'completed');
+    assert.deepEqual(Object.keys(r.output_parsed).sort(), ['happy', 'name']);
+    assert.equal(r.text.format.name, 'person');
+  }
 });
 
 test('responses: what this server cannot do raises the SDK error classes naming the field', async () => {
