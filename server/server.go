@@ -22,7 +22,7 @@ import (
 // Config holds the operator's settings. Zero values get the defaults of
 // DefaultConfig where one exists.
 type Config struct {
-	ModelName      string        // reported in events and /v1/models; default: the model directory's name
+	ModelName      string        // reported in events and /v1/models; default: the model directory's name, or the GGUF file's without .gguf
 	WorkerID       string        // the orchestrator's name for this worker
 	Parallel       int           // sequences decoding at once
 	KVCacheTokens  int           // positions the KV cache holds for all sequences at once; 0: Parallel × context
@@ -179,7 +179,7 @@ func (s *Server) SetModelChat(m *model.Model, tok *tokenizer.Tokenizer, own Chat
 	}
 	name := s.cfg.ModelName
 	if name == "" {
-		name = modelName(m.Dir)
+		name = modelName(m)
 	}
 	pool, err := m.NewKVPool(s.kvOptions(m))
 	if err != nil {

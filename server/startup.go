@@ -3,9 +3,11 @@ package server
 import (
 	"context"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/llorch/llorch-check/checkpoints"
+	"github.com/llorch/llorch-check/model"
 	"github.com/llorch/llorch-check/references"
 )
 
@@ -92,7 +94,12 @@ func (s *Server) validationSummary() Validation {
 	return s.validation
 }
 
-// modelName is the served model's id: its directory's name.
-func modelName(dir string) string {
-	return filepath.Base(filepath.Clean(dir))
+// modelName is the served model's id: an HF model's directory name, a
+// GGUF file's name without .gguf (not the name of the directory holding
+// it, which says nothing of the model).
+func modelName(m *model.Model) string {
+	if m.Format == model.FormatGGUF {
+		return strings.TrimSuffix(filepath.Base(m.WeightsPath), ".gguf")
+	}
+	return filepath.Base(filepath.Clean(m.Dir))
 }

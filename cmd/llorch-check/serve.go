@@ -100,7 +100,7 @@ docs/serve.md.`,
 	fl.StringVar(&f.advertise, "advertise-url", "", "the URL the orchestrator reaches this worker at (default http://HOST:PORT)")
 	fl.DurationVar(&f.callbackTimeout, "callback-timeout", 2*time.Minute, "give up on the ready callback after this long and exit non-zero")
 	fl.StringVar(&f.apiKey, "api-key", "", "require Authorization: Bearer KEY (default $LLORCH_API_KEY)")
-	fl.StringVar(&f.modelName, "model-name", "", "model id in responses and /v1/models (default the model directory's name)")
+	fl.StringVar(&f.modelName, "model-name", "", "model id in responses and /v1/models (default the model directory's name, or the GGUF file's without .gguf)")
 	fl.StringVar(&f.cors, "cors-origins", "", "comma-separated origins allowed by CORS, or *")
 	fl.StringVar(&f.chatTemplate, "chat-template", "", "chat template FILE rendering /v1/chat/completions messages into the prompt: Jinja (.jinja, as Hugging Face's chat_template, with the model's bos and eos tokens) or Go text/template (default: the model's own template from tokenizer_config.json or GGUF tokenizer.chat_template; plain \"role: content\" lines, then \"assistant:\", for a model without one)")
 	fl.BoolVar(&f.lenient, "lenient", false, "OpenAI routes ignore unknown request fields instead of answering 400 naming them")
