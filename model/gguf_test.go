@@ -284,6 +284,11 @@ func TestLoadGGUFUntiedOutput(t *testing.T) {
 	g, err := loadGGUFBytes(context.Background(), img, LoadOptions{})
 	require.NoError(t, err)
 	require.False(t, g.TiedHead())
+	// A step reads the untied head, not the embedding it takes a row of;
+	// the tied model's head is its embedding, read whole.
+	V, C := int64(g.Config.VocabSize), int64(g.Config.NEmbd)
+	require.Equal(t, g.WeightsBytes()-4*V*C-4*int64(g.Config.NPositions)*C, g.DecodeBytes())
+	require.Equal(t, m.WeightsBytes()-4*int64(m.Config.NPositions)*C, m.DecodeBytes())
 	tokens := []int{3, 14, 15, 92}
 	want, err := m.Forward(context.Background(), m.NewCache(), tokens, ForwardOptions{})
 	require.NoError(t, err)

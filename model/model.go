@@ -98,6 +98,18 @@ func (m *Model) WeightsBytes() int64 {
 	return n
 }
 
+// DecodeBytes is what one decode step reads of the weights: every block's
+// matrices, vectors and the LM head, not the embedding tables a step takes
+// one row of (the token embedding when the head is untied, the position
+// embedding). A decode rate times it is the weight bandwidth achieved.
+func (m *Model) DecodeBytes() int64 {
+	n := m.WeightsBytes() - 4*int64(len(m.wpe))
+	if !m.TiedHead() {
+		n -= m.wte.Bytes()
+	}
+	return n
+}
+
 // RoundedToFloat16 says some weight matrix was rounded to float16 on load
 // (Float16 on a file that stores it otherwise); an F16 file's matrices
 // held as float16 were not.

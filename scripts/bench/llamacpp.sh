@@ -48,6 +48,10 @@ done
 gobench_flags() { [ "$1" = f16 ] && echo -f16 || true; }
 
 echo "load average before the runs: $(cut -d' ' -f1-3 /proc/loadavg)" >"$work/load.txt"
+# The machine's read bandwidth, before and after (best kept), against which
+# each decode's weight bandwidth is printed.
+echo "bench: read bandwidth" >&2
+"$work/gobench" -mode bandwidth >"$work/bandwidth_0.json"
 for name in $MODELS; do
   tag= # progress lines name the model when the run has more than GPT-2
   [ "$MODELS" = gpt2 ] || tag="$name "
@@ -67,5 +71,6 @@ for name in $MODELS; do
     done
   done
 done
+"$work/gobench" -mode bandwidth >"$work/bandwidth_1.json"
 echo "load average after the runs: $(cut -d' ' -f1-3 /proc/loadavg)" >>"$work/load.txt"
 "$PYTHON" "$here/table_llamacpp.py" "$work" "$gguf" "${specs[@]}"

@@ -38,6 +38,10 @@ fi
 go build -o "$work/gobench" ./scripts/bench/gobench
 
 echo "load average before the runs: $(cut -d' ' -f1-3 /proc/loadavg)" >&2
+# The machine's read bandwidth, before and after (best kept): what each
+# decode's weight bandwidth is measured against.
+echo "bench: read bandwidth" >&2
+"$work/gobench" -mode bandwidth >"$work/bandwidth_0.json"
 # Warm the page cache so that both load times measure the same thing.
 cat "$MODEL/model.safetensors" >/dev/null
 echo "bench: load time and peak RSS" >&2
@@ -63,5 +67,6 @@ for cfg in $PEER_CONFIGS; do
   fi
   i=$((i + 1))
 done
+"$work/gobench" -mode bandwidth >"$work/bandwidth_1.json"
 echo "load average after the runs: $(cut -d' ' -f1-3 /proc/loadavg)" >"$work/load.txt"
 "$PYTHON" "$here/table.py" "$work" "$MODEL/model.safetensors"

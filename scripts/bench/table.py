@@ -67,6 +67,29 @@ def show(title, t):
             print("  ".join("-" * x for x in w))
 
 
+def read_bandwidth(work):
+    """The best read bandwidth (bytes/s) of gobench -mode bandwidth's runs: {threads: rate}."""
+    best = {}
+    for f in glob.glob(os.path.join(work, "bandwidth_*.json")):
+        for k, v in json.load(open(f)).items():
+            if k.startswith("read_gbps_"):
+                t = int(k[len("read_gbps_"):])
+                best[t] = max(best.get(t, 0), v * 1e9)
+    return best
+
+
+def bandwidth_line(label, rate, bw):
+    """A decode's weight bandwidth (bytes/s) next to the machine's best read bandwidth."""
+    line = f"{label} streams {rate / 1e9:.1f} GB/s of weights"
+    if bw:
+        t = max(bw)
+        line += f": {rate / bw[t] * 100:.0f}% of this machine's read bandwidth ({bw[t] / 1e9:.1f} GB/s, {t} threads"
+        if 1 in bw and t != 1:
+            line += f"; {bw[1] / 1e9:.1f} GB/s with 1"
+        line += ")"
+    return line
+
+
 def main():
     work, weights = sys.argv[1], sys.argv[2]
     size = os.path.getsize(weights)
@@ -91,14 +114,17 @@ def main():
         shown = f"{gl['peak_rss'] / size:.2f}x" if "RSS" in name else f"{v:.2f}x"
         print(f"target {name}: {shown} {'MET' if v >= want else 'NOT MET'}")
     # Decode streams every weight once per token: the bytes a step reads
-    # over its time is the bandwidth it reached (weights file ~ weights).
-    print(f"Go float32 decode batch 1 streams {g['decode1_tps'] * size / 1e9:.1f} GB/s of weights")
+    # (gobench's decode_bytes) times the rate is the bandwidth it reached,
+    # next to what this machine can read at all (gobench -mode bandwidth).
+    bw = read_bandwidth(work)
+    print(bandwidth_line("Go float32 decode batch 1", g["decode1_tps"] * g["decode_bytes"], bw))
+    print(bandwidth_line("PyTorch float32 decode batch 1", best["decode1_tps"][0] * g["decode_bytes"], bw))
     if half:
         _, h, hbest, hl = half
         print(f"Go float16 decode batch 1: {h['decode1_tps'] / best['decode1_tps'][0]:.2f}x PyTorch float32, "
               f"{h['decode1_tps'] / hbest['decode1_tps'][0]:.2f}x PyTorch bfloat16, "
-              f"{h['decode1_tps'] / g['decode1_tps']:.2f}x Go float32; "
-              f"streams {h['decode1_tps'] * size / 2e9:.1f} GB/s of float16 weights")
+              f"{h['decode1_tps'] / g['decode1_tps']:.2f}x Go float32")
+        print(bandwidth_line("Go float16 decode batch 1", h["decode1_tps"] * h["decode_bytes"], bw))
         print(f"Go float16 peak RSS: {hl['peak_rss'] / size:.2f}x the float32 weights file")
 
 

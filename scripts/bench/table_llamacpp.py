@@ -15,6 +15,10 @@ import json
 import os
 import sys
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from gguf_io import read_gguf  # noqa: E402
+from table import bandwidth_line, read_bandwidth  # noqa: E402
+
 RATES = (("prefill 128 tokens (tokens/s)", "prefill_tps", "prefill 128"),
          ("decode 64 tokens, batch 1 (tokens/s)", "decode1_tps", "decode batch 1"),
          ("decode, 4 sequences (aggregate tokens/s)", "decode4_tps", "4 sequences"),
@@ -41,6 +45,15 @@ def print_table(rows, indent="  ", ruled=True):
         print(indent + "  ".join(c.ljust(w[j]) if j == 0 else c.rjust(w[j]) for j, c in enumerate(r)))
         if i == 0 and ruled:
             print(indent + "  ".join("-" * x for x in w))
+
+
+def step_bytes(path):
+    """The bytes of the file's tensors one llama.cpp decode step reads:
+    all but the embedding tables it takes a row of (token_embd when the
+    file has an output.weight, position_embd)."""
+    _, tensors, _ = read_gguf(path)
+    skip = {"position_embd.weight"} | ({"token_embd.weight"} if "output.weight" in tensors else set())
+    return sum(len(b) for n, (_, _, b) in tensors.items() if n not in skip)
 
 
 def report(work, gguf, name, f, prefix, targets):
@@ -75,7 +88,17 @@ def report(work, gguf, name, f, prefix, targets):
     print("  llama.cpp: " + pl["impl"].rsplit(",", 1)[0] + "; best thread count per figure: " +
           ", ".join(f"{k[:-4]} {v[1].rsplit(', ', 1)[1].split()[0]}" for k, v in sorted(peer.items())))
     print_table(rows)
+    # Each decode's weight bandwidth: the bytes a step reads (llorch-check's
+    # as it holds them, llama.cpp's the file's) times its rate.
+    bw = read_bandwidth(work)
+    print("  " + bandwidth_line("llorch-check decode batch 1", go["decode1_tps"][0] * gobytes(stem), bw))
+    print("  " + bandwidth_line("llama.cpp decode batch 1", peer["decode1_tps"][0] * step_bytes(path), bw))
     return f"{f.upper()} ({os.path.getsize(path) / 1e6:.0f} MB)", ratios
+
+
+def gobytes(stem):
+    """gobench's decode_bytes for the model and format of stem."""
+    return load(glob.glob(f"{stem}.go_[0-9]*.json")[0])["decode_bytes"]
 
 
 def main():

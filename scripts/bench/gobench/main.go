@@ -1,7 +1,8 @@
 // Command gobench measures the model package exactly as peer_torch.py
 // measures PyTorch, on the same weights and token ids, and prints one JSON
-// line. Modes: "load" (load time, peak RSS after one decode step) and "run"
-// (prefill, batch-1 decode, batched decode). Best-of repetitions, as the
+// line. Modes: "load" (load time, peak RSS after one decode step), "run"
+// (prefill, batch-1 decode, batched decode, and the weight bytes a decode
+// step reads) and "bandwidth" (the machine's read bandwidth, no model). Best-of repetitions, as the
 // peer does, because the machine is shared.
 package main
 
@@ -37,6 +38,10 @@ func main() {
 	auto := flag.Bool("auto", false, "hold them as float16 if the file stores them so (--weight-dtype auto)")
 	flag.Parse()
 
+	if *mode == "bandwidth" {
+		emit(readBandwidth())
+		return
+	}
 	start := time.Now()
 	m, err := model.LoadWith(*dir, model.LoadOptions{Float16: *f16, Float16IfStored: *auto})
 	if err != nil {
@@ -70,7 +75,8 @@ func main() {
 	if *f16 {
 		held = "weights held as float16"
 	}
-	out := map[string]any{"impl": fmt.Sprintf("%s GOMAXPROCS=%d %s, %s", runtime.Version(), runtime.GOMAXPROCS(0), kernels.Name(), held)}
+	out := map[string]any{"impl": fmt.Sprintf("%s GOMAXPROCS=%d %s, %s", runtime.Version(), runtime.GOMAXPROCS(0), kernels.Name(), held),
+		"decode_bytes": m.DecodeBytes()}
 	if *only == "" || *only == "prefill" {
 		ids := toks(*prefill, 0)
 		best := math.Inf(1)
