@@ -351,6 +351,25 @@ func TestResponsesFields(t *testing.T) {
 	require.Equal(t, "model_not_found", e["code"])
 }
 
+// TestResponsesLenient: with --lenient, chat's max_tokens and n and
+// unknown fields (a message's too) are ignored, not used: one output of
+// max_output_tokens tokens, and X-Unused-Fields names what was ignored.
+func TestResponsesLenient(t *testing.T) {
+	ts := start(t, server.Config{Lenient: true})
+	resp := ts.do(t, "POST", "/v1/responses", map[string]any{"input": []map[string]any{{"role": "user", "content": "Hi", "name": "ann"}},
+		"max_output_tokens": 3, "max_tokens": 9, "n": 2, "top_a": 1, "temperature": 0})
+	b, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	require.NoError(t, err)
+	require.Equal(t, http.StatusOK, resp.StatusCode, "%s", b)
+	require.ElementsMatch(t, []string{"input[].name", "max_tokens", "n", "top_a"}, strings.Split(resp.Header.Get("X-Unused-Fields"), ", "))
+	var out map[string]any
+	require.NoError(t, json.Unmarshal(b, &out))
+	require.EqualValues(t, 3, out["usage"].(map[string]any)["output_tokens"])
+	require.EqualValues(t, 3, out["max_output_tokens"])
+	responseText(t, out)
+}
+
 // TestResponsesFamilyTemplate: on a model with its own chat template,
 // instructions and input are rendered as chat renders the same messages
 // (special tokens as single ids), and a conversation the template refuses
