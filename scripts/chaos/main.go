@@ -1,8 +1,10 @@
-// Command chaos runs the hostile-client probes of the hardening issue
-// against a real `llorch-check serve` process on loopback and prints one
-// line per probe: what was expected, what was observed, and the server's
-// resident memory after it (and its peak so far). Every probe is bounded
-// in count and time. Exit 1 if any probe saw the unexpected.
+// Command chaos runs the hostile-client probes of the hardening issues
+// against a real `llorch-check serve` process on loopback, and the hostile
+// inputs of the command line (special files, dump over its own set or
+// killed mid-way) against the binary, and prints one line per probe: what
+// was expected, what was observed, and the server's resident memory after
+// it (and its peak so far). Every probe is bounded in count and time.
+// Exit 1 if any probe saw the unexpected. Run it from the repository root.
 //
 // Usage: go run ./scripts/chaos [-short] [-bin PATH]
 // (without -bin it builds ./cmd/llorch-check into a temp dir).
@@ -15,6 +17,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net/http"
 	"os"
 	"os/exec"
@@ -26,7 +29,12 @@ import (
 	"time"
 
 	"github.com/llorch/llorch-check/internal/procstat"
+	"github.com/llorch/llorch-check/references"
 )
+
+// binPath is the binary under test, for the probes that run their own
+// process.
+var binPath string
 
 type server struct {
 	cmd  *exec.Cmd
@@ -55,6 +63,7 @@ func main() {
 			fatal(fmt.Errorf("building llorch-check: %v\n%s", err, out))
 		}
 	}
+	binPath = *bin
 	s, err := start(*bin, "--parallel", "2", "--max-queue", "4", "--token-delay", "5ms", "--shutdown-timeout", "300ms",
 		"--max-body-bytes", "65536")
 	if err != nil {
@@ -92,6 +101,11 @@ var probes = []probe{
 	{"slow reader", "stream completes, server healthy", slowReader},
 	// [T,V] logits would be 4 × 127 × 50257 × 4 B = 102 MB.
 	{"scoring 127 tokens x4", "200, RSS grows < 60 MB", scoring},
+	{"invalid UTF-8 on every route", "400 naming the field, constraint utf8", invalidUTF8},
+	{"named pipe as a model file", "exit 2 naming it, never blocked", namedPipes},
+	{"dump over its --references", "exit 2, the set untouched", dumpOverReferences},
+	{"dump killed at random", "a complete set there after each kill", dumpKilled},
+	{"second SIGTERM mid-stream", "one final event, SHUTDOWN; exit != 0", secondSignal},
 	{"drain past the deadline", "SHUTDOWN event, exit != 0", drainPastDeadline},
 }
 
@@ -281,30 +295,210 @@ func scoring(s *server, _ bool) (string, bool) {
 }
 
 func drainPastDeadline(s *server, _ bool) (string, bool) {
-	resp, err := http.Post(s.base+"/execute", "application/json", strings.NewReader(`{"job_id":"last","prompt":"Hello.","max_tokens":120}`))
+	r, closeStream, err := s.stream(`{"job_id":"last","prompt":"Hello.","max_tokens":120}`)
 	if err != nil {
 		return err.Error(), false
 	}
-	defer resp.Body.Close()
-	r := bufio.NewReader(resp.Body)
-	r.ReadString('\n')
+	defer closeStream()
 	if err := s.cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		return err.Error(), false
 	}
 	body, _ := io.ReadAll(r)
-	done := make(chan error, 1)
-	go func() { done <- s.cmd.Wait() }()
-	code := 0
-	select {
-	case err := <-done:
-		if ee, ok := err.(*exec.ExitError); ok {
-			code = ee.ExitCode()
-		}
-	case <-time.After(10 * time.Second):
+	code, ok := s.exit()
+	if !ok {
 		return "did not exit", false
 	}
 	shutdown := strings.Contains(string(body), "SHUTDOWN")
 	return fmt.Sprintf("SHUTDOWN event: %v, exit %d", shutdown, code), shutdown && code != 0
+}
+
+// stream starts an /execute stream and reads its first line.
+func (s *server) stream(body string) (*bufio.Reader, func() error, error) {
+	resp, err := http.Post(s.base+"/execute", "application/json", strings.NewReader(body))
+	if err != nil {
+		return nil, nil, err
+	}
+	r := bufio.NewReader(resp.Body)
+	_, err = r.ReadString('\n')
+	return r, resp.Body.Close, err
+}
+
+// exit waits up to 10 s for the server to exit and returns its exit code.
+func (s *server) exit() (int, bool) {
+	done := make(chan error, 1)
+	go func() { done <- s.cmd.Wait() }()
+	select {
+	case err := <-done:
+		if ee, ok := err.(*exec.ExitError); ok {
+			return ee.ExitCode(), true
+		}
+		return 0, true
+	case <-time.After(10 * time.Second):
+		return 0, false
+	}
+}
+
+func invalidUTF8(s *server, _ bool) (string, bool) {
+	for _, c := range []struct{ path, body, field string }{
+		{"/execute", `{"job_id":"u8","prompt":"Hello ` + "\xff" + `","max_tokens":2}`, "prompt"},
+		{"/cancel", `{"job_id":"` + "\xfe" + `"}`, "job_id"},
+		{"/generate", `{"prompts":["ok","` + "\xe2\x82" + `"],"max_tokens":2}`, "prompts[1]"},
+		{"/loglikelihood", `{"prompts":["The"],"continuations":[" ` + "\xff" + `"]}`, "continuations[0]"},
+		{"/v1/completions", `{"prompt":"Hi \udc80","max_tokens":2}`, "prompt"},
+		{"/v1/chat/completions", `{"messages":[{"role":"user","content":"caf` + "\xe9" + `"}],"max_tokens":2}`, "messages[0].content"},
+		{"/v1/embeddings", `{"input":"` + "\x80" + `"}`, "input"},
+		{"/tokenize", `{"prompt":"` + "\xf0\x9f" + `"}`, "prompt"},
+	} {
+		code, body := s.post(c.path, c.body)
+		named := strings.Contains(body, `"field":"`+c.field+`"`) || strings.Contains(body, `"param":"`+c.field+`"`)
+		if code != http.StatusBadRequest || !named || !strings.Contains(body, "valid UTF-8") {
+			return fmt.Sprintf("%s: %d %.60q", c.path, code, body), false
+		}
+	}
+	return "8 routes: 400 naming the field", true
+}
+
+// namedPipes puts a named pipe no one writes to in place of each file of a
+// model and runs generate on it: each must be refused (exit 2) naming it,
+// not hang in open().
+func namedPipes(_ *server, _ bool) (string, bool) {
+	for _, name := range []string{"config.json", "model.safetensors", "vocab.json"} {
+		dir, err := copyDir("testdata/tiny-gpt2")
+		if err != nil {
+			return err.Error(), false
+		}
+		defer os.RemoveAll(filepath.Dir(dir))
+		fifo := filepath.Join(dir, name)
+		if err := os.Remove(fifo); err != nil {
+			return err.Error(), false
+		}
+		if err := syscall.Mkfifo(fifo, 0o644); err != nil {
+			return err.Error(), false
+		}
+		code, stderr := runCLI(10*time.Second, "generate", "--model", dir, "--prompt", "Hi", "--max-tokens", "1")
+		if code != 2 || !strings.Contains(stderr, fifo) {
+			return fmt.Sprintf("%s: exit %d, %.60s", name, code, stderr), false
+		}
+	}
+	return "3 files refused, exit 2", true
+}
+
+func dumpOverReferences(_ *server, _ bool) (string, bool) {
+	refs, err := copyDir("testdata/references/tiny-gpt2")
+	if err != nil {
+		return err.Error(), false
+	}
+	defer os.RemoveAll(filepath.Dir(refs))
+	before, err := os.ReadFile(filepath.Join(refs, references.ManifestFile))
+	if err != nil {
+		return err.Error(), false
+	}
+	code, stderr := runCLI(time.Minute, "dump", "--model", "testdata/tiny-gpt2", "--references", refs, "--out", refs, "--force")
+	after, err := os.ReadFile(filepath.Join(refs, references.ManifestFile))
+	untouched := err == nil && bytes.Equal(before, after)
+	return fmt.Sprintf("exit %d, untouched: %v", code, untouched), code == 2 && untouched && strings.Contains(stderr, "--references")
+}
+
+// dumpKilled replaces a set with dump --force and kills it (SIGKILL) at a
+// random moment of the run, again and again: the set must open after each.
+func dumpKilled(_ *server, short bool) (string, bool) {
+	dir, err := os.MkdirTemp("", "chaos-dump-")
+	if err != nil {
+		return err.Error(), false
+	}
+	defer os.RemoveAll(dir)
+	out := filepath.Join(dir, "set")
+	dump := func() *exec.Cmd {
+		return exec.Command(binPath, "dump", "--model", "testdata/tiny-gpt2", "--references", "testdata/references/tiny-gpt2", "--out", out, "--force")
+	}
+	start := time.Now()
+	if b, err := dump().CombinedOutput(); err != nil {
+		return fmt.Sprintf("first dump: %v %.60s", err, b), false
+	}
+	took := time.Since(start)
+	n := 20
+	if short {
+		n = 6
+	}
+	for i := range n {
+		cmd := dump()
+		if err := cmd.Start(); err != nil {
+			return err.Error(), false
+		}
+		time.Sleep(time.Duration(rand.Int64N(int64(took) * 11 / 10)))
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+		if _, err := references.Open(out); err != nil {
+			return fmt.Sprintf("kill %d: %v", i+1, err), false
+		}
+	}
+	return fmt.Sprintf("%d kills, set complete after each", n), true
+}
+
+// secondSignal sends a server with a stream open SIGTERM twice: the
+// stream still ends with exactly one final event, an error SHUTDOWN.
+func secondSignal(_ *server, _ bool) (string, bool) {
+	s, err := start(binPath, "--token-delay", "50ms", "--shutdown-timeout", "60s")
+	if err != nil {
+		return err.Error(), false
+	}
+	defer s.cmd.Process.Kill()
+	r, closeStream, err := s.stream(`{"job_id":"twice","prompt":"Hello.","max_tokens":100}`)
+	if err != nil {
+		return err.Error(), false
+	}
+	defer closeStream()
+	_ = s.cmd.Process.Signal(syscall.SIGTERM)
+	for range 100 {
+		if resp, err := http.Get(s.base + "/readyz"); err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusServiceUnavailable {
+				break
+			}
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	_ = s.cmd.Process.Signal(syscall.SIGTERM)
+	body, _ := io.ReadAll(r)
+	final := strings.Count(string(body), "event: end") + strings.Count(string(body), "event: error")
+	code, ok := s.exit()
+	if !ok {
+		return "did not exit", false
+	}
+	shutdown := strings.Contains(string(body), "SHUTDOWN")
+	return fmt.Sprintf("%d final events, SHUTDOWN: %v, exit %d", final, shutdown, code), final == 1 && shutdown && code != 0
+}
+
+// runCLI runs the binary, killed after limit, and returns its exit code
+// (-1 if it had to be killed) and stderr.
+func runCLI(limit time.Duration, args ...string) (int, string) {
+	cmd := exec.Command(binPath, args...)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		return -1, err.Error()
+	}
+	timer := time.AfterFunc(limit, func() { _ = cmd.Process.Kill() })
+	defer timer.Stop()
+	err := cmd.Wait()
+	if ee, ok := err.(*exec.ExitError); ok {
+		if ee.ExitCode() < 0 {
+			return -1, "killed after " + limit.String() + ": " + stderr.String()
+		}
+		return ee.ExitCode(), stderr.String()
+	}
+	return 0, stderr.String()
+}
+
+// copyDir copies a directory of regular files into a temporary directory
+// of its own, which the caller removes (filepath.Dir of the copy).
+func copyDir(src string) (string, error) {
+	dst, err := os.MkdirTemp("", "chaos-copy-")
+	if err != nil {
+		return "", err
+	}
+	dst = filepath.Join(dst, filepath.Base(src))
+	return dst, os.CopyFS(dst, os.DirFS(src))
 }
 
 func fatal(err error) {
