@@ -47,6 +47,10 @@ func TestFromJSONSchema(t *testing.T) {
 			[]string{`{"v":1}`, `{"v":1,"kids":[{"v":2,"kids":[]},{"v":3}]}`}, []string{`{"v":1,"kids":[{}]}`},
 		},
 		{"definitions", `{"definitions":{"x":{"type":"null"}},"type":"array","items":{"$ref":"#/definitions/x"}}`, []string{`[null, null]`}, []string{`[1]`}},
+		{"non-negative", `{"type":"integer","minimum":0}`, []string{`0`, `12`}, []string{`-1`, `-0`}},
+		{"zod's integer", `{"type":"integer","minimum":-9007199254740991,"maximum":9007199254740991}`,
+			[]string{`123456789012345`, `-5`}, []string{`1234567890123456`, `1.5`}},
+		{"bounded number", `{"type":"number","exclusiveMinimum":-1,"maximum":100}`, []string{`99.5`, `0`, `7`}, []string{`100`, `-1`, `1e1`}},
 		{"annotations ignored", `{"title":"T","description":"d","default":1,"examples":[1],"$schema":"x","type":"integer"}`, []string{`1`}, []string{`"1"`}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -67,7 +71,10 @@ func TestFromJSONSchemaErrors(t *testing.T) {
 		{"not JSON", `{`, "JSON schema at #: not JSON"},
 		{"false", `false`, "false accepts nothing"},
 		{"pattern", `{"type":"object","properties":{"a":{"type":"string","pattern":"x+"}}}`, `JSON schema at #/properties/a/pattern: the keyword "pattern" is not supported`},
-		{"minimum", `{"type":"integer","minimum":0}`, `"minimum" is not supported`},
+		{"minimum above 0", `{"type":"integer","minimum":1}`, "bounds [1, +Inf] are not supported"},
+		{"narrow", `{"type":"number","maximum":0.5}`, "bounds [-Inf, 0.5] are not supported"},
+		{"bounds without a type", `{"minimum":0}`, `numeric bounds need "type": "integer" or "number"`},
+		{"bound not a number", `{"type":"integer","maximum":"9"}`, "#/maximum: must be a number"},
 		{"unknown type", `{"type":"text"}`, `unknown type "text"`},
 		{"bad type", `{"type":3}`, "must be a type name"},
 		{"required missing", `{"properties":{"a":{}},"required":["b"]}`, `"b" is not among the properties`},
