@@ -80,9 +80,10 @@ const maxRepeat = 1000
 // texts it accepts: type (and lists of types), properties in schema order
 // with required ones first, additionalProperties, items, minItems,
 // maxItems, minLength, maxLength, enum, const, anyOf, oneOf, a one-schema
-// allOf, and $ref into $defs or definitions. Annotations (title,
-// description, default, ...) are ignored; keywords that would constrain
-// values in other ways (pattern, format, minimum, ...) are a SchemaError.
+// allOf, $ref into $defs or definitions, and numeric bounds a count of
+// digits keeps to (number). Annotations (title, description, default,
+// ...) are ignored; keywords that would constrain values in other ways
+// (pattern, format, multipleOf, ...) are a SchemaError.
 func FromJSONSchema(schema []byte) (*Grammar, error) {
 	v, err := decodeOrdered(schema)
 	if err != nil {
