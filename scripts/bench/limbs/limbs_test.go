@@ -80,7 +80,8 @@ func BenchmarkLimbs(b *testing.B) {
 			}
 			slabs, per := m.N/64, m.K/group*4*256
 			chunk := (slabs + threads - 1) / threads // contiguous shares, as MatMulAcc streams
-			for b.Loop() {                           // split stays out: vectorised, it is ~1 µs a row
+			// split stays out of the loop: vectorised, it is ~1 µs a row.
+			for b.Loop() {
 				var wg sync.WaitGroup
 				for w := range threads {
 					wg.Go(func() {
