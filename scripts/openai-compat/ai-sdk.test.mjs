@@ -72,6 +72,17 @@ test('generateObject and streamObject: text.format json_schema from a zod schema
   assert.equal(await s.finishReason, 'stop');
 });
 
+test('generateObject through chat completions (response_format json_schema), an integer field: zod bounds it by ±(2^53−1)', async () => {
+  const schema = z.object({ age: z.number().int(), happy: z.boolean() });
+  for (let i = 0; i < 3; i++) {
+    const r = await generateObject({ model: openai.chat(model), schema, prompt: 'A person:', maxOutputTokens: 60, maxRetries: 0, seed: i });
+    assert.equal(paths.at(-1), '/v1/chat/completions');
+    assert.equal(r.finishReason, 'stop');
+    assert.ok(Number.isSafeInteger(r.object.age), JSON.stringify(r.object));
+    assert.equal(typeof r.object.happy, 'boolean');
+  }
+});
+
 test('a conversation: earlier replies sent back as text with store: false; by reference (the default) a 400 that says so', async () => {
   const first = await generateText({ model: openai(model), ...settings });
   const messages = [{ role: 'user', content: 'Hello' }, ...first.response.messages, { role: 'user', content: 'Again' }];

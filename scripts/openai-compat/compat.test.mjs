@@ -80,6 +80,33 @@ test('chat: message, logprobs, and the same text streamed with usage', async () 
   assert.equal(final.choices[0].message.content, choice.message.content);
 });
 
+test('chat: structured output, response_format json_schema with n: 2, every choice JSON of the schema', async () => {
+  const schema = {
+    type: 'object',
+    properties: { name: { type: 'string', maxLength: 6 }, age: { type: 'integer' }, happy: { type: 'boolean' } },
+    required: ['name', 'age', 'happy'],
+    additionalProperties: false,
+  };
+  for (const seed of [1, 2, 3]) {
+    const c = await client.chat.completions.create({
+      model, messages, n: 2, seed, max_tokens: 80,
+      response_format: { type: 'json_schema', json_schema: { name: 'person', schema, strict: true } },
+    });
+    assert.equal(c.choices.length, 2);
+    for (const choice of c.choices) {
+      assert.equal(choice.finish_reason, 'stop');
+      const p = JSON.parse(choice.message.content);
+      assert.deepEqual(Object.keys(p).sort(), ['age', 'happy', 'name']);
+      assert.ok(typeof p.name === 'string' && [...p.name].length <= 6, choice.message.content);
+      assert.ok(Number.isInteger(p.age), choice.message.content);
+      assert.equal(typeof p.happy, 'boolean');
+    }
+  }
+  // json_object: any object; the SDK's parse helper with a zod schema.
+  const o = await client.chat.completions.create({ model, messages, seed: 4, max_tokens: 100, response_format: { type: 'json_object' } });
+  if (o.choices[0].finish_reason === 'stop') assert.equal(typeof JSON.parse(o.choices[0].message.content), 'object');
+});
+
 test('responses: output text and usage, the same text streamed and through the stream helper', async () => {
   const params = { model, instructions: 'Be brief.', input: 'Hello', max_output_tokens: 6, temperature: 0 };
   const r = await client.responses.create(params);
