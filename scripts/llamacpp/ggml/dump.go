@@ -6,12 +6,12 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"math"
 	"os"
 	"strings"
 	"unsafe"
 
 	"github.com/llorch/llorch-check/references"
+	"github.com/llorch/llorch-check/sampling"
 	"github.com/llorch/llorch-check/tensors"
 )
 
@@ -315,29 +315,10 @@ func (d *dumper) addLogits(caseID string, all []float32, T int, rows []int) erro
 	if err := d.add(caseID, tensors.Checkpoint(tensors.LastLogits), -1, tensors.LastLogits, []int{V}, nil, last); err != nil {
 		return err
 	}
-	lp := logSoftmax(last)
+	lp := sampling.LogSoftmax(last) // float64: adds no rounding of its own to llama.cpp's logits
 	out := make([]float32, V)
 	for i, x := range lp {
 		out[i] = float32(x)
 	}
 	return d.add(caseID, tensors.Checkpoint(tensors.LastLogprobs), -1, tensors.LastLogprobs, []int{V}, nil, out)
-}
-
-// logSoftmax in float64, so that the log-probabilities add no rounding of
-// their own to llama.cpp's logits.
-func logSoftmax(x []float32) []float64 {
-	mx := math.Inf(-1)
-	for _, v := range x {
-		mx = max(mx, float64(v))
-	}
-	var s float64
-	for _, v := range x {
-		s += math.Exp(float64(v) - mx)
-	}
-	lse := mx + math.Log(s)
-	out := make([]float64, len(x))
-	for i, v := range x {
-		out[i] = float64(v) - lse
-	}
-	return out
 }

@@ -18,6 +18,8 @@ import (
 	"syscall"
 	"time"
 	"unsafe"
+
+	"github.com/llorch/llorch-check/sampling"
 )
 
 // eosToken is GPT-2's <|endoftext|>; greedy generation stops after it.
@@ -161,7 +163,7 @@ func (s *shim) complete(req completionRequest, maxTokens int) (map[string]any, e
 			lp.TopLogprobs = append(lp.TopLogprobs, nil)
 			return
 		}
-		ls := logSoftmax(logits)
+		ls := sampling.LogSoftmax(logits)
 		v := ls[tok]
 		lp.TokenLogprobs = append(lp.TokenLogprobs, &v)
 		lp.TopLogprobs = append(lp.TopLogprobs, s.top(ls, req.Logprobs))
