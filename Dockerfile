@@ -1,6 +1,9 @@
 # llorch-check serve as a container: the Go build, then a scratch runtime
 # holding only the static binary, the default tiny model and its reference
-# set, run as a non-root user. With a registry: `docker build .`. Offline
+# set, run as a non-root user. The binary is built with -tags nobuiltin:
+# the image holds the defaults as files, so the binary need not carry its
+# own copy (37 MB), nor write one out (the root file system may be
+# read-only). With a registry: `docker build .`. Offline
 # (`make image`), the build stage is replaced by a binary built on the
 # host: `podman build --build-context build=DIR`, DIR holding out/llorch-check.
 ARG GO_VERSION=1.26
@@ -11,7 +14,7 @@ RUN go mod download
 COPY . .
 ARG VERSION=dev
 ARG COMMIT=unknown
-RUN CGO_ENABLED=0 go build -trimpath -buildvcs=false \
+RUN CGO_ENABLED=0 go build -trimpath -buildvcs=false -tags nobuiltin \
     -ldflags "-s -w -X main.linkVersion=${VERSION} -X main.linkCommit=${COMMIT}" \
     -o /out/llorch-check ./cmd/llorch-check
 

@@ -9,7 +9,6 @@ package llorchcheck
 import (
 	"bytes"
 	"crypto/sha256"
-	"embed"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -28,15 +27,6 @@ const (
 	builtinVocab      = "testdata/gpt2-vocab"
 )
 
-// The tiny model's vocab.json and merges.txt are GPT-2's, byte for byte
-// (scripts/make_tiny_model.py copies them), so the binary holds them once,
-// from testdata/gpt2-vocab.
-//
-//go:embed testdata/tiny-gpt2/config.json testdata/tiny-gpt2/model.safetensors testdata/tiny-gpt2/README.md
-//go:embed testdata/references/tiny-gpt2
-//go:embed testdata/gpt2-vocab/vocab.json testdata/gpt2-vocab/merges.txt testdata/gpt2-vocab/LICENSE testdata/gpt2-vocab/SOURCE.md
-var builtin embed.FS
-
 // sharedVocab are the model's files read from the vocabulary directory.
 var sharedVocab = []string{"vocab.json", "merges.txt"}
 
@@ -45,6 +35,9 @@ var sharedVocab = []string{"vocab.json", "merges.txt"}
 func BuiltinFiles(dir string) ([]string, error) {
 	if dir != BuiltinModel && dir != BuiltinReferences {
 		return nil, fmt.Errorf("%s is not built in (%s and %s are)", dir, BuiltinModel, BuiltinReferences)
+	}
+	if !carried {
+		return nil, errors.New("this binary was built without them (-tags nobuiltin)")
 	}
 	var files []string
 	err := fs.WalkDir(builtin, dir, func(p string, d fs.DirEntry, err error) error {

@@ -18,7 +18,7 @@ trap 'rm -rf "$ctx"' EXIT
 version=$(git describe --tags --always --dirty 2>/dev/null || echo dev)
 commit=$(git rev-parse --short=12 HEAD 2>/dev/null || echo unknown)
 mkdir -p "$ctx/out"
-CGO_ENABLED=0 "$GO" build -trimpath -buildvcs=false \
+CGO_ENABLED=0 "$GO" build -trimpath -buildvcs=false -tags nobuiltin \
   -ldflags "-s -w -X main.linkVersion=$version -X main.linkCommit=$commit" \
   -o "$ctx/out/llorch-check" ./cmd/llorch-check
 args=(build --target runtime --build-arg "VERSION=$version" --build-arg "COMMIT=$commit" -t "$tag")
