@@ -19,6 +19,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/llorch/llorch-check/internal/procstat"
 	"github.com/llorch/llorch-check/internal/regularfile"
 	"github.com/llorch/llorch-check/model"
 	"github.com/llorch/llorch-check/server"
@@ -232,7 +233,7 @@ func (f serveFlags) checkMemory(path string) error {
 	if err != nil {
 		return err
 	}
-	total := memTotal()
+	total := procstat.MemTotal()
 	if total == 0 {
 		return nil
 	}
@@ -249,23 +250,6 @@ func (f serveFlags) checkMemory(path string) error {
 			tokens, f.parallel, cfg.NPositions, float64(kv)/1e9, f.kvCacheDType, float64(total)/1e9)
 	}
 	return nil
-}
-
-// memTotal is MemTotal of /proc/meminfo in bytes, 0 when unknown.
-func memTotal() int64 {
-	b, err := os.ReadFile("/proc/meminfo")
-	if err != nil {
-		return 0
-	}
-	for line := range strings.SplitSeq(string(b), "\n") {
-		if rest, ok := strings.CutPrefix(line, "MemTotal:"); ok {
-			kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64)
-			if err == nil {
-				return kb * 1024
-			}
-		}
-	}
-	return 0
 }
 
 func runServe(cmd *cobra.Command, f serveFlags) error {

@@ -1,5 +1,6 @@
-// Package procstat reads a Linux process's memory figures from
-// /proc/PID/status, for the benchmarks and probes that compare them.
+// Package procstat reads Linux's memory figures: a process's from
+// /proc/PID/status, for the benchmarks and probes that compare them, and
+// the machine's from /proc/meminfo, for serve's start-up bound.
 package procstat
 
 import (
@@ -36,4 +37,28 @@ func Memory(pid int) (rss, peak int64) {
 func PeakRSS() int64 {
 	_, peak := Memory(os.Getpid())
 	return peak
+}
+
+// MemTotal is the machine's memory, MemTotal of /proc/meminfo, in bytes;
+// 0 when unknown (no /proc, or no such line).
+func MemTotal() int64 {
+	b, err := os.ReadFile("/proc/meminfo")
+	if err != nil {
+		return 0
+	}
+	return memTotal(string(b))
+}
+
+// memTotal is the MemTotal line of a /proc/meminfo text in bytes, 0 if it
+// has none that parses.
+func memTotal(meminfo string) int64 {
+	for line := range strings.SplitSeq(meminfo, "\n") {
+		if rest, ok := strings.CutPrefix(line, "MemTotal:"); ok {
+			kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64)
+			if err == nil {
+				return kb * 1024
+			}
+		}
+	}
+	return 0
 }

@@ -24,3 +24,21 @@ func TestMemory(t *testing.T) {
 	rss, peak = Memory(1 << 30)
 	require.Zero(t, rss+peak, "no such process")
 }
+
+func TestMemTotal(t *testing.T) {
+	for _, c := range []struct {
+		name, meminfo string
+		want          int64
+	}{
+		{"linux", "MemTotal:       16303472 kB\nMemFree:         8151736 kB\n", 16303472 * 1024},
+		{"not first", "MemFree: 1 kB\nMemTotal: 2 kB\n", 2048},
+		{"absent", "MemFree: 1 kB\n", 0},
+		{"unparsable", "MemTotal: lots kB\n", 0},
+		{"empty", "", 0},
+	} {
+		require.Equal(t, c.want, memTotal(c.meminfo), c.name)
+	}
+	if runtime.GOOS == "linux" {
+		require.Greater(t, MemTotal(), int64(64<<20), "this machine's")
+	}
+}
