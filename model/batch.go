@@ -33,6 +33,21 @@ func (m *Model) DecodeBatch(ctx context.Context, caches []*Cache, tokens []int) 
 	return m.StepBatch(ctx, caches, steps)
 }
 
+// WarmUp is one short decode, as a request makes it: a two-token prefill
+// of the EOS token and one step, through the batched path a server's
+// scheduler uses (DecodeBatch), on a cache it then drops. The first
+// requests then do not pay for faulting the weights in and growing the
+// scratch pools; nothing a later call computes changes.
+func (m *Model) WarmUp(ctx context.Context) error {
+	c := m.NewCache()
+	eos := m.Config.EOSTokenID
+	if _, err := m.Forward(ctx, c, []int{eos, eos}, ForwardOptions{}); err != nil {
+		return err
+	}
+	_, err := m.DecodeBatch(ctx, []*Cache{c}, []int{eos})
+	return err
+}
+
 // StepBatch is DecodeBatch with any number of tokens a sequence: a
 // server's step that carries a chunk of a prompt's prefill beside the
 // decode steps of the running sequences, so the chunk's rows and theirs

@@ -126,3 +126,21 @@ func TestDecodeBatchReusesLogits(t *testing.T) {
 		}
 	}
 }
+
+// TestWarmUp: the warm-up decode succeeds, stops with its context, and
+// leaves every later answer as it was.
+func TestWarmUp(t *testing.T) {
+	m, _ := testModel(t)
+	toks := testTokens(5, 7)
+	cold, err := m.Forward(context.Background(), m.NewCache(), toks, ForwardOptions{})
+	require.NoError(t, err)
+	cold = append([]float32(nil), cold...)
+	require.NoError(t, m.WarmUp(context.Background()))
+	warm, err := m.Forward(context.Background(), m.NewCache(), toks, ForwardOptions{})
+	require.NoError(t, err)
+	require.Equal(t, cold, warm)
+
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	require.ErrorIs(t, m.WarmUp(ctx), context.Canceled)
+}

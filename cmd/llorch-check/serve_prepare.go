@@ -36,23 +36,11 @@ func loadServed(ctx context.Context, f serveFlags, log *slog.Logger) (*model.Mod
 		return nil, nil, fmt.Errorf("--model %s: no tokenizer (vocab.json + merges.txt or tokenizer.json); serve needs one for text", m.Dir)
 	}
 	start := time.Now()
-	if err := warmUp(ctx, m); err != nil {
+	if err := m.WarmUp(ctx); err != nil {
 		return nil, nil, fmt.Errorf("warm-up: %w", err)
 	}
 	log.Info("warm-up done", "duration_seconds", time.Since(start).Seconds())
 	return m, tok, nil
-}
-
-// warmUp is one short decode: a two-token prefill and one step, as a
-// request would make them, through the batched path the scheduler uses.
-func warmUp(ctx context.Context, m *model.Model) error {
-	c := m.NewCache()
-	eos := m.Config.EOSTokenID
-	if _, err := m.Forward(ctx, c, []int{eos, eos}, model.ForwardOptions{}); err != nil {
-		return err
-	}
-	_, err := m.DecodeBatch(ctx, []*model.Cache{c}, []int{eos})
-	return err
 }
 
 // dryRunServe is serve --dry-run: everything serve checks and loads, and
