@@ -4,9 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math"
 	"slices"
 
+	"github.com/llorch/llorch-check/sampling"
 	"github.com/llorch/llorch-check/tensors"
 )
 
@@ -221,7 +221,7 @@ func (ps *pass) head(allRows bool, dst []float32) []float32 {
 		last := logits[(rows-1)*V:]
 		ps.p.emit(tensors.Logits, NoLayer, logits, R, V)
 		ps.p.emit(tensors.LastLogits, NoLayer, last, V)
-		ps.p.emit(tensors.LastLogprobs, NoLayer, logSoftmax(last), V)
+		ps.p.emit(tensors.LastLogprobs, NoLayer, logSoftmax32(last), V)
 	}
 	return logits
 }
@@ -261,20 +261,13 @@ func splitHeads(dst, qkv []float32, width, col, T, H, D int) {
 	}
 }
 
-// logSoftmax returns x − logsumexp(x), accumulated in float64.
-func logSoftmax(x []float32) []float32 {
-	mx := float32(math.Inf(-1))
-	for _, v := range x {
-		mx = max(mx, v)
-	}
-	var sum float64
-	for _, v := range x {
-		sum += math.Exp(float64(v) - float64(mx))
-	}
-	lse := float64(mx) + math.Log(sum)
-	out := make([]float32, len(x))
-	for i, v := range x {
-		out[i] = float32(float64(v) - lse)
+// logSoftmax32 is sampling.LogSoftmax (accumulated in float64) rounded to
+// float32 once, at the end.
+func logSoftmax32(x []float32) []float32 {
+	lp := sampling.LogSoftmax(x)
+	out := make([]float32, len(lp))
+	for i, v := range lp {
+		out[i] = float32(v)
 	}
 	return out
 }

@@ -130,7 +130,7 @@ func (rc *refCase) loadRows(set *references.Set) error {
 		rc.Rows = append(rc.Rows, pos)
 		rc.RowLP = append(rc.RowLP, sampling.LogSoftmax(want[i*V:(i+1)*V]))
 		if truth != nil {
-			rc.RowTruth = append(rc.RowTruth, logSoftmax64(truth[i*V:(i+1)*V]))
+			rc.RowTruth = append(rc.RowTruth, sampling.LogSoftmax(truth[i*V:(i+1)*V]))
 		}
 	}
 	return nil
@@ -142,23 +142,6 @@ func (rc *refCase) prompt(api string) (string, error) {
 		return "", fmt.Errorf("case %s has token ids but no prompt text, and the %s API takes text", rc.ID, api)
 	}
 	return *rc.Prompt, nil
-}
-
-func logSoftmax64(row []float64) []float64 {
-	m := math.Inf(-1)
-	for _, v := range row {
-		m = max(m, v)
-	}
-	sum := 0.0
-	for _, v := range row {
-		sum += math.Exp(v - m)
-	}
-	lse := m + math.Log(sum)
-	out := make([]float64, len(row))
-	for i, v := range row {
-		out[i] = v - lse
-	}
-	return out
 }
 
 // topValues returns the k largest of row, largest first.

@@ -34,8 +34,11 @@ func argmax64(s []float64) int {
 
 // LogSoftmax returns log(softmax(logits)) accumulated in float64, so that a
 // sum of many log-probabilities (log-likelihood) carries no float32 error of
-// ours. −Inf logits give −Inf.
-func LogSoftmax(logits []float32) []float64 {
+// ours. −Inf logits give −Inf. It is the one log-softmax: the model's
+// last_logprobs (rounded to float32 once, at the end), generation's
+// log-likelihood and logprobs, probe's reference rows (float32 logits and
+// the float64 truth) and llama.cpp's dump all call it.
+func LogSoftmax[F float32 | float64](logits []F) []float64 {
 	out := make([]float64, len(logits))
 	mx := math.Inf(-1)
 	for _, v := range logits {
