@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/llorch/llorch-check/gguf"
+	"github.com/llorch/llorch-check/kernels"
 	"github.com/llorch/llorch-check/weights"
 )
 
@@ -154,6 +155,22 @@ func storeGGUFTensor(m *Model, p gpt2Param, t gguf.TensorInfo, raw []byte, relea
 			return err
 		}
 		*p.dst.mat = w
+		return nil
+	}
+	if t.Type == gguf.GGMLTypeF16 && p.dst.mat != nil && m.Float16 {
+		// Float16 held as float16: the file's bits, moved, not widened
+		// to float32 and rounded back (the same bits, a fifth of an F16
+		// file's load).
+		bits, err := weights.Float16View(raw, int(t.Elements()))
+		if err != nil {
+			return fmt.Errorf("tensor %q: %w", t.Name, err)
+		}
+		if p.transposed {
+			bits = weights.Transpose(bits, p.shape[1], p.shape[0])
+		} else {
+			bits = slices.Clone(bits)
+		}
+		*p.dst.mat = kernels.Float16(bits)
 		return nil
 	}
 	vals := make([]float32, t.Elements())
