@@ -3,6 +3,8 @@ package model
 import (
 	"fmt"
 	"math"
+	"strconv"
+	"strings"
 )
 
 // Fault is a deliberate, classic implementation bug of GPT-2 or of the
@@ -64,6 +66,40 @@ func ParseFault(name string) (Fault, error) {
 		}
 	}
 	return FaultNone, fmt.Errorf("unknown fault %q (want one of %v)", name, faultNames[1:])
+}
+
+// FaultNames are the faults' names, FaultNone aside, in order, joined by
+// ", ": what --inject-fault takes.
+func FaultNames() string {
+	return strings.Join(faultNames[1:], ", ")
+}
+
+// InjectFaultSpec parses spec, a fault's name alone (every block) or
+// NAME@LAYER (one block), and injects it (InjectFault); an empty spec
+// injects nothing. A fault with no counterpart in this model's family
+// (Fault.AppliesTo) or a layer it does not have is an error naming spec,
+// and leaves the model as it was.
+func (m *Model) InjectFaultSpec(spec string) error {
+	if spec == "" {
+		return nil
+	}
+	name, layerStr, hasLayer := strings.Cut(spec, "@")
+	fault, err := ParseFault(name)
+	if err != nil {
+		return fmt.Errorf("%q: %w", spec, err)
+	}
+	if !fault.AppliesTo(m.Config) {
+		return fmt.Errorf("%q: the fault has no counterpart in a %s model (%d query heads, %d KV heads)",
+			spec, m.Config.ModelType, m.Config.NHead, m.Config.KVHeads())
+	}
+	layer := -1
+	if hasLayer {
+		if layer, err = strconv.Atoi(layerStr); err != nil || layer < 0 || layer >= m.Config.NLayer {
+			return fmt.Errorf("%q: layer must be 0..%d", spec, m.Config.NLayer-1)
+		}
+	}
+	m.InjectFault(fault, layer)
+	return nil
 }
 
 func (f Fault) String() string {

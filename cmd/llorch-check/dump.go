@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/llorch/llorch-check/checkpoints"
+	"github.com/llorch/llorch-check/model"
 	"github.com/llorch/llorch-check/references"
 	"github.com/spf13/cobra"
 )
@@ -67,7 +68,7 @@ different set is refused unless --force, and the set dumped from always.`,
 	mf.register(fl)
 	fl.StringVar(&refs, "references", "", "reference set whose cases and tensors to dump (default "+defaultReferences+")")
 	fl.BoolVar(&force, "force", false, "replace an existing, different set")
-	fl.StringVar(&fault, "inject-fault", "", "self-test: inject a classic bug, NAME or NAME@LAYER ("+faultNames()+")")
+	fl.StringVar(&fault, "inject-fault", "", "self-test: inject a classic bug, NAME or NAME@LAYER ("+model.FaultNames()+")")
 	registerKVCache(fl, &kvCacheDType)
 	return cmd
 }

@@ -5,7 +5,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 
 	"github.com/llorch/llorch-check/checkpoints"
@@ -44,12 +43,8 @@ func (f *runFlags) register(cmd *cobra.Command) {
 	f.model.register(fl)
 	fl.StringVar(&f.references, "references", "", "reference set directory (default "+defaultReferences+")")
 	fl.StringVar(&f.junit, "junit", "", "also write a JUnit XML report to this file")
-	fl.StringVar(&f.fault, "inject-fault", "", "self-test: inject a classic bug into the Go forward, NAME or NAME@LAYER ("+faultNames()+")")
+	fl.StringVar(&f.fault, "inject-fault", "", "self-test: inject a classic bug into the Go forward, NAME or NAME@LAYER ("+model.FaultNames()+")")
 	registerKVCache(fl, &f.kvCacheDType)
-}
-
-func faultNames() string {
-	return "erf-gelu, transposed-proj, no-causal-mask, attn-scale, layernorm-eps, no-residual"
 }
 
 func (f *runFlags) options() (checkpoints.Options, error) {
@@ -83,27 +78,11 @@ func (f *runFlags) options() (checkpoints.Options, error) {
 	return opt, nil
 }
 
-// injectFault parses NAME[@LAYER] and applies it to m.
+// injectFault applies --inject-fault's NAME[@LAYER] to m.
 func injectFault(m *model.Model, spec string) error {
-	if spec == "" {
-		return nil
+	if err := m.InjectFaultSpec(spec); err != nil {
+		return fmt.Errorf("--inject-fault %w", err)
 	}
-	name, layerStr, hasLayer := strings.Cut(spec, "@")
-	fault, err := model.ParseFault(name)
-	if err != nil {
-		return fmt.Errorf("--inject-fault: %w", err)
-	}
-	if !fault.AppliesTo(m.Config) {
-		return fmt.Errorf("--inject-fault %q: the fault has no counterpart in a %s model (%d query heads, %d KV heads)",
-			spec, m.Config.ModelType, m.Config.NHead, m.Config.KVHeads())
-	}
-	layer := -1
-	if hasLayer {
-		if layer, err = strconv.Atoi(layerStr); err != nil || layer < 0 || layer >= m.Config.NLayer {
-			return fmt.Errorf("--inject-fault %q: layer must be 0..%d", spec, m.Config.NLayer-1)
-		}
-	}
-	m.InjectFault(fault, layer)
 	return nil
 }
 

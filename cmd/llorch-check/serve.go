@@ -93,7 +93,7 @@ docs/serve.md.`,
 	fl.BoolVar(&f.printConfig, "print-config", false, "print every setting, its value and where it came from (flag, env, file, default), then exit")
 	fl.BoolVar(&f.dryRun, "dry-run", false, "load the model, validate it against --references, exit 0 (passed), 1 (failed) or 2 (bad input) without listening")
 	fl.StringVar(&f.references, "references", "", "validate against this reference set at start-up; unready until it passes")
-	fl.StringVar(&f.fault, "inject-fault", "", "self-test for probe: serve a model with a classic bug, NAME or NAME@LAYER ("+faultNames()+")")
+	fl.StringVar(&f.fault, "inject-fault", "", "self-test for probe: serve a model with a classic bug, NAME or NAME@LAYER ("+model.FaultNames()+")")
 	fl.StringVar(&f.host, "host", "127.0.0.1", "address to listen on")
 	fl.IntVar(&f.port, "port", 8080, "port to listen on (0: any free port, logged)")
 	fl.StringVar(&f.workerID, "worker-id", "", "this worker's id, sent in the ready callback")

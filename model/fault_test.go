@@ -1,0 +1,50 @@
+package model
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// TestInjectFaultSpec: NAME and NAME@LAYER inject the fault where they
+// say; an unknown name, a fault of the other family and a layer the model
+// lacks are errors naming the spec, and change nothing.
+func TestInjectFaultSpec(t *testing.T) {
+	gpt2 := Config{NLayer: 2, NHead: 4}
+	llama := Config{ModelType: "llama", NLayer: 2, NHead: 4, Llama: Llama{NKVHead: 2}}
+	for _, c := range []struct {
+		name  string
+		cfg   Config
+		spec  string
+		fault Fault
+		layer int
+		err   string
+	}{
+		{"none", gpt2, "", FaultNone, -1, ""},
+		{"every block", gpt2, "attn-scale", FaultAttnScale, -1, ""},
+		{"one block", gpt2, "erf-gelu@1", FaultErfGELU, 1, ""},
+		{"llama's", llama, "gqa-repeat@0", FaultGQARepeat, 0, ""},
+		{"unknown", gpt2, "bogus@1", FaultNone, -1, `"bogus@1": unknown fault "bogus"`},
+		{"other family", llama, "erf-gelu", FaultNone, -1, `"erf-gelu": the fault has no counterpart in a llama model (4 query heads, 2 KV heads)`},
+		{"no grouped heads", Config{ModelType: "llama", NLayer: 2, NHead: 4}, "gqa-repeat", FaultNone, -1, "no counterpart in a llama model (4 query heads, 4 KV heads)"},
+		{"past the last", gpt2, "attn-scale@2", FaultNone, -1, `"attn-scale@2": layer must be 0..1`},
+		{"negative", gpt2, "attn-scale@-1", FaultNone, -1, "layer must be 0..1"},
+		{"not a number", gpt2, "attn-scale@x", FaultNone, -1, "layer must be 0..1"},
+	} {
+		m := &Model{Config: c.cfg, faultLayer: -1}
+		err := m.InjectFaultSpec(c.spec)
+		if c.err != "" {
+			require.ErrorContains(t, err, c.err, c.name)
+		} else {
+			require.NoError(t, err, c.name)
+		}
+		require.Equal(t, c.fault, m.fault, c.name)
+		require.Equal(t, c.layer, m.faultLayer, c.name)
+	}
+}
+
+// FaultNames lists every fault ParseFault takes, and only those.
+func TestFaultNames(t *testing.T) {
+	require.Equal(t, "erf-gelu, transposed-proj, no-causal-mask, attn-scale, layernorm-eps, no-residual, "+
+		"rope-layout, rmsnorm-f16-upcast, gqa-repeat, swiglu-swap", FaultNames())
+}
