@@ -345,6 +345,17 @@ func (gl *llamaGGUFLoader) load(p llamaParam, t gguf.TensorInfo) error {
 			return gl.quantised(pt)
 		}
 	}
+	if len(p.shape) == 2 && gl.ld.m.Float16 && t.Type == gguf.GGMLTypeF16 {
+		// Float16 held as float16: the file's bits, not widened to
+		// float32 and rounded back (the same bits).
+		h, err := pt.Float16s()
+		if err != nil {
+			return err
+		}
+		gl.done(pt)
+		gl.ld.place(pt.p, nil, h)
+		return nil
+	}
 	vals, err := pt.Float32s()
 	if err != nil {
 		return err

@@ -2,6 +2,7 @@ package weights
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/llorch/llorch-check/gguf"
 	"github.com/llorch/llorch-check/kernels"
@@ -27,7 +28,27 @@ func (p Part) Float32s() ([]float32, error) {
 	if p.RopeHeads == 0 {
 		return vals, nil
 	}
-	return PermuteRows(vals, p.Rows, len(vals)/p.Rows, func(r int) int { return r }, func(r int) int { return RopeRow(r, p.Rows, p.RopeHeads) }), nil
+	return unrope(p, vals), nil
+}
+
+// Float16s is an F16 part's float16 bits in HF's row order, copied from
+// the file's pages (which the caller may then release) without passing
+// through float32.
+func (p Part) Float16s() ([]uint16, error) {
+	bits, err := Float16View(p.Raw, int(p.Info.Elements()))
+	if err != nil {
+		return nil, fmt.Errorf("tensor %q: %w", p.Info.Name, err)
+	}
+	if p.RopeHeads == 0 {
+		return slices.Clone(bits), nil
+	}
+	return unrope(p, bits), nil
+}
+
+// unrope is vals (p's rows, the file's order) in HF's row order: llama.cpp's
+// converter permutes q and k for its rope.
+func unrope[T float32 | uint16](p Part, vals []T) []T {
+	return PermuteRows(vals, p.Rows, len(vals)/p.Rows, func(r int) int { return r }, func(r int) int { return RopeRow(r, p.Rows, p.RopeHeads) })
 }
 
 // releaseRows is how many rows Quantized decodes between two releases.
@@ -94,8 +115,8 @@ func RopeRow(r, rows, heads int) int {
 
 // PermuteRows returns a copy of a [rows,cols] tensor with its rows
 // permuted: out[to(r)] = in[from(r)].
-func PermuteRows(vals []float32, rows, cols int, to, from func(int) int) []float32 {
-	out := make([]float32, len(vals))
+func PermuteRows[T float32 | uint16](vals []T, rows, cols int, to, from func(int) int) []T {
+	out := make([]T, len(vals))
 	for r := range rows {
 		copy(out[to(r)*cols:(to(r)+1)*cols], vals[from(r)*cols:(from(r)+1)*cols])
 	}
