@@ -13,6 +13,7 @@ import (
 
 	"github.com/llorch/llorch-check/generation"
 	"github.com/llorch/llorch-check/grammar"
+	"github.com/llorch/llorch-check/internal/fixture/tiny"
 	"github.com/llorch/llorch-check/sampling"
 )
 
@@ -20,7 +21,7 @@ import (
 // seeds, writes JSON that parses and matches the schema every time, and
 // ends on end of text once the object is whole.
 func TestGenerateJSONSchema(t *testing.T) {
-	m, tok, _ := loadTiny(t)
+	m, tok, _ := tiny.Load(t)
 	schema := `{"type":"object","properties":{
 		"name":{"type":"string","maxLength":8},
 		"age":{"type":"integer"},
@@ -83,7 +84,7 @@ func TestGenerateGrammarNeedsTokenizer(t *testing.T) {
 // the argmax among the allowed tokens is taken at every step and the
 // generation ends on end of text when the object closes.
 func TestGenerateGrammarForcesItsText(t *testing.T) {
-	_, tok, _ := loadTiny(t)
+	_, tok, _ := tiny.Load(t)
 	g, err := grammar.Parse(`root ::= "{\"a\":1}"`)
 	require.NoError(t, err)
 	want := tok.Encode("!")[0] // never allowed

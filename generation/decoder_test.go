@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/llorch/llorch-check/generation"
+	"github.com/llorch/llorch-check/internal/fixture/tiny"
 	"github.com/llorch/llorch-check/model"
 )
 
@@ -33,7 +34,7 @@ func (b *countingBatcher) Step(ctx context.Context, c *model.Cache, token int) (
 // so no batch waits on a sequence that has stopped; its tokens are those
 // of the unbatched decoder.
 func TestBatchedDecoderMembership(t *testing.T) {
-	m, _, _ := loadTiny(t)
+	m, _, _ := tiny.Load(t)
 	req := generation.Request{Prompt: []int{15496, 13}, MaxTokens: 4, Params: greedy}
 	alone, err := generation.Generate(context.Background(), generation.NewModelDecoder(m), nil, req, nil)
 	require.NoError(t, err)

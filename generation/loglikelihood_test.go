@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/llorch/llorch-check/generation"
+	"github.com/llorch/llorch-check/internal/fixture/tiny"
 )
 
 func bytesReader(b []byte) io.Reader { return bytes.NewReader(b) }
@@ -58,7 +59,7 @@ func mustDecode(t *testing.T, ids []int) string {
 // TestLoglikelihoodTruncation: a pair longer than the context is scored on
 // its last n_positions+1 tokens, as lm-eval truncates.
 func TestLoglikelihoodTruncation(t *testing.T) {
-	m, tok, _ := loadTiny(t)
+	m, tok, _ := tiny.Load(t)
 	d := generation.NewModelDecoder(m)
 	n := d.ContextLength()
 	var long []int

@@ -7,24 +7,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/llorch/llorch-check/internal/fixture"
-	"github.com/llorch/llorch-check/model"
+	"github.com/llorch/llorch-check/internal/fixture/tiny"
 	"github.com/llorch/llorch-check/sampling"
-	"github.com/llorch/llorch-check/tokenizer"
 )
-
-func loadTinyInternal(t *testing.T) (*model.Model, *tokenizer.Tokenizer, struct{}) {
-	t.Helper()
-	m, err := model.Load(fixture.TinyModel())
-	if err != nil {
-		t.Fatal(err)
-	}
-	tok, err := tokenizer.Load(fixture.TinyModel())
-	if err != nil {
-		t.Fatal(err)
-	}
-	return m, tok, struct{}{}
-}
 
 func TestTopLogProbsOrderAndTies(t *testing.T) {
 	lp := []float64{-2, -1, -1, -3, -0.5}
@@ -44,7 +29,7 @@ func TestTopLogProbsOrderAndTies(t *testing.T) {
 }
 
 func TestPromptLogProbsMatchLoglikelihood(t *testing.T) {
-	m, tok, _ := loadTinyInternal(t)
+	m, tok, _ := tiny.Load(t)
 	d := NewModelDecoder(m)
 	prompt := tok.Encode("The capital of France is Paris")
 	got, err := PromptLogProbs(context.Background(), d, prompt, 1)
@@ -68,7 +53,7 @@ func TestPromptLogProbsMatchLoglikelihood(t *testing.T) {
 }
 
 func TestGenerateLogProbs(t *testing.T) {
-	m, tok, _ := loadTinyInternal(t)
+	m, tok, _ := tiny.Load(t)
 	req := Request{Prompt: tok.Encode("Hello."), MaxTokens: 3, Params: sampling.Params{}, LogProbs: true, TopLogProbs: 2}
 	_, err := Generate(context.Background(), NewModelDecoder(m), tok, req, func(tk Token) error {
 		if len(tk.TopLogProbs) != 2 || tk.TopLogProbs[0].ID != tk.ID || tk.TopLogProbs[0].LogProb != tk.LogProb {
@@ -84,7 +69,7 @@ func TestGenerateLogProbs(t *testing.T) {
 // TestScoringChunksChangeNoBits: scoring a long input in chunks of a few
 // positions (bounded memory) gives exactly the numbers of one pass.
 func TestScoringChunksChangeNoBits(t *testing.T) {
-	m, _, _ := loadTinyInternal(t)
+	m, _, _ := tiny.Load(t)
 	tokens := make([]int, 110)
 	for i := range tokens {
 		tokens[i] = (i*7919 + 13) % m.Config.VocabSize

@@ -8,28 +8,15 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/llorch/llorch-check/generation"
-	"github.com/llorch/llorch-check/internal/fixture"
-	"github.com/llorch/llorch-check/model"
+	"github.com/llorch/llorch-check/internal/fixture/tiny"
 	"github.com/llorch/llorch-check/references"
 	"github.com/llorch/llorch-check/sampling"
-	"github.com/llorch/llorch-check/tokenizer"
 )
-
-func loadTiny(t *testing.T) (*model.Model, *tokenizer.Tokenizer, *references.Set) {
-	t.Helper()
-	m, err := model.Load(fixture.TinyModel())
-	require.NoError(t, err)
-	tok, err := tokenizer.Load(fixture.TinyModel())
-	require.NoError(t, err)
-	set, err := references.Open(fixture.TinyReferences())
-	require.NoError(t, err)
-	return m, tok, set
-}
 
 // TestGreedyGenerationMatchesReferences is checkpoint 12: greedy tokens,
 // text and stop reason of every committed case.
 func TestGreedyGenerationMatchesReferences(t *testing.T) {
-	m, tok, set := loadTiny(t)
+	m, tok, set := tiny.Load(t)
 	gen := set.Manifest.Generation
 	require.NotNil(t, gen)
 	require.Len(t, gen.Results, 3)
@@ -55,7 +42,7 @@ func TestGreedyGenerationMatchesReferences(t *testing.T) {
 // tokenization exactly, the score within 1e-4, is_greedy exactly, through
 // both the one-pass model decoder and the prefill+step fallback.
 func TestLoglikelihoodMatchesReferences(t *testing.T) {
-	m, tok, set := loadTiny(t)
+	m, tok, set := tiny.Load(t)
 	require.NotEmpty(t, set.Manifest.Loglikelihood)
 	decoders := map[string]generation.Decoder{
 		"model":    generation.NewModelDecoder(m),

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/llorch/llorch-check/generation"
+	"github.com/llorch/llorch-check/internal/fixture/tiny"
 	"github.com/llorch/llorch-check/model"
 	"github.com/llorch/llorch-check/sampling"
 )
@@ -30,7 +31,7 @@ func sampleTiny(t *testing.T, m *model.Model, seed *uint64) generation.Result {
 }
 
 func TestSeedDeterminism(t *testing.T) {
-	m, _, _ := loadTiny(t)
+	m, _, _ := tiny.Load(t)
 	seed := uint64(1234)
 	a, b := sampleTiny(t, m, &seed), sampleTiny(t, m, &seed)
 	require.Equal(t, a.Tokens, b.Tokens, "same seed, same tokens")
@@ -52,7 +53,7 @@ func TestSeedAcrossProcesses(t *testing.T) {
 	if v := os.Getenv(seedChildEnv); v != "" {
 		seed, err := strconv.ParseUint(v, 10, 64)
 		require.NoError(t, err)
-		m, _, _ := loadTiny(t)
+		m, _, _ := tiny.Load(t)
 		require.NoError(t, json.NewEncoder(os.Stdout).Encode(sampleTiny(t, m, &seed).Tokens))
 		return
 	}
@@ -68,7 +69,7 @@ func TestSeedAcrossProcesses(t *testing.T) {
 	dec := json.NewDecoder(bytesReader(out))
 	require.NoError(t, dec.Decode(&child), "child output: %s", out)
 
-	m, _, _ := loadTiny(t)
+	m, _, _ := tiny.Load(t)
 	require.Equal(t, sampleTiny(t, m, &seed).Tokens, child)
 }
 

@@ -13,6 +13,8 @@ import (
 	"unsafe"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/llorch/llorch-check/internal/fixture"
 )
 
 // testCfg is the small model the unit tests build: big enough to have
@@ -123,15 +125,7 @@ func encodeSafetensors(t testing.TB, ts []stTensor) []byte {
 			"data_offsets": []int{len(data), len(data) + len(raw)}}
 		data = append(data, raw...)
 	}
-	return encodeRaw(t, header, data)
-}
-
-func encodeRaw(t testing.TB, header map[string]any, data []byte) []byte {
-	h, err := json.Marshal(header)
-	require.NoError(t, err)
-	out := binary.LittleEndian.AppendUint64(nil, uint64(len(h)))
-	out = append(out, h...)
-	return append(out, data...)
+	return fixture.Safetensors(t, header, data)
 }
 
 // writeModel writes config.json and model.safetensors into a fresh dir.

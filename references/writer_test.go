@@ -2,16 +2,16 @@ package references
 
 import (
 	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/llorch/llorch-check/internal/fixture"
 )
 
 func TestWriterRoundTrip(t *testing.T) {
@@ -31,7 +31,7 @@ func TestWriterRoundTrip(t *testing.T) {
 	want := m
 	normalize(&want)
 	// Generator went through JSON: compare it as JSON.
-	require.JSONEq(t, mustJSON(t, want), mustJSON(t, s.Manifest))
+	require.JSONEq(t, fixture.MustJSON(t, want), fixture.MustJSON(t, s.Manifest))
 	for _, ti := range s.Manifest.Tensors {
 		got, err := s.Tensor(ti)
 		require.NoError(t, err)
@@ -264,13 +264,6 @@ func dirNames(t *testing.T, dir string) []string {
 		names = append(names, e.Name())
 	}
 	return names
-}
-
-func mustJSON(t *testing.T, v any) string {
-	t.Helper()
-	var b strings.Builder
-	require.NoError(t, json.NewEncoder(&b).Encode(v))
-	return b.String()
 }
 
 // TestWriterCleansAbandonedTemps: a dump killed mid-way leaves its hidden

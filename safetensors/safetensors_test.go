@@ -2,20 +2,13 @@ package safetensors
 
 import (
 	"encoding/binary"
-	"encoding/json"
 	"math"
 	"testing"
 
 	"github.com/stretchr/testify/require"
-)
 
-func encodeRaw(t testing.TB, header map[string]any, data []byte) []byte {
-	h, err := json.Marshal(header)
-	require.NoError(t, err)
-	out := binary.LittleEndian.AppendUint64(nil, uint64(len(h)))
-	out = append(out, h...)
-	return append(out, data...)
-}
+	"github.com/llorch/llorch-check/internal/fixture"
+)
 
 func f32Bytes(x []float32) []byte {
 	b := make([]byte, 4*len(x))
@@ -63,44 +56,44 @@ func TestParseSafetensorsErrors(t *testing.T) {
 			return append(binary.LittleEndian.AppendUint64(nil, 4), "{}{}"...)
 		}, []string{"trailing"}},
 		{"offsets outside data", func(t *testing.T) []byte {
-			return encodeRaw(t, map[string]any{"a": entry("F32", []int{4}, 8, 24)}, data16)
+			return fixture.Safetensors(t, map[string]any{"a": entry("F32", []int{4}, 8, 24)}, data16)
 		}, []string{`"a"`, "outside the 16-byte data section"}},
 		{"negative offset", func(t *testing.T) []byte {
-			return encodeRaw(t, map[string]any{"a": entry("F32", []int{1}, -4, 0)}, data16)
+			return fixture.Safetensors(t, map[string]any{"a": entry("F32", []int{1}, -4, 0)}, data16)
 		}, []string{`"a"`, "outside"}},
 		{"reversed offsets", func(t *testing.T) []byte {
-			return encodeRaw(t, map[string]any{"a": entry("F32", []int{0}, 8, 4)}, data16)
+			return fixture.Safetensors(t, map[string]any{"a": entry("F32", []int{0}, 8, 4)}, data16)
 		}, []string{`"a"`, "outside"}},
 		{"offsets not matching shape", func(t *testing.T) []byte {
-			return encodeRaw(t, map[string]any{"a": entry("F32", []int{2, 2}, 0, 12)}, data16)
+			return fixture.Safetensors(t, map[string]any{"a": entry("F32", []int{2, 2}, 0, 12)}, data16)
 		}, []string{`"a"`, "hold 12 bytes", "needs 4×4"}},
 		{"offsets not matching dtype", func(t *testing.T) []byte {
-			return encodeRaw(t, map[string]any{"a": entry("F16", []int{4}, 0, 16)}, data16)
+			return fixture.Safetensors(t, map[string]any{"a": entry("F16", []int{4}, 0, 16)}, data16)
 		}, []string{`"a"`, "needs 4×2"}},
 		{"overflowing shape", func(t *testing.T) []byte {
-			return encodeRaw(t, map[string]any{"a": entry("F32", []int{1 << 62, 1 << 62, 4}, 0, 16)}, data16)
+			return fixture.Safetensors(t, map[string]any{"a": entry("F32", []int{1 << 62, 1 << 62, 4}, 0, 16)}, data16)
 		}, []string{`"a"`, "hold 16 bytes"}},
 		{"negative dim", func(t *testing.T) []byte {
-			return encodeRaw(t, map[string]any{"a": entry("F32", []int{-1}, 0, 0)}, data16)
+			return fixture.Safetensors(t, map[string]any{"a": entry("F32", []int{-1}, 0, 0)}, data16)
 		}, []string{`"a"`, "negative"}},
 		{"overlapping tensors", func(t *testing.T) []byte {
-			return encodeRaw(t, map[string]any{"a": entry("F32", []int{3}, 0, 12), "b": entry("F32", []int{2}, 8, 16)}, data16)
+			return fixture.Safetensors(t, map[string]any{"a": entry("F32", []int{3}, 0, 12), "b": entry("F32", []int{2}, 8, 16)}, data16)
 		}, []string{`"b"`, `"a"`, "overlaps"}},
 		{"unknown dtype", func(t *testing.T) []byte {
-			return encodeRaw(t, map[string]any{"a": entry("I64", []int{2}, 0, 16)}, data16)
+			return fixture.Safetensors(t, map[string]any{"a": entry("I64", []int{2}, 0, 16)}, data16)
 		}, []string{`"a"`, "I64"}},
 		{"missing field", func(t *testing.T) []byte {
-			return encodeRaw(t, map[string]any{"a": map[string]any{"dtype": "F32", "shape": []int{4}}}, data16)
+			return fixture.Safetensors(t, map[string]any{"a": map[string]any{"dtype": "F32", "shape": []int{4}}}, data16)
 		}, []string{`"a"`, "data_offsets"}},
 		{"three offsets", func(t *testing.T) []byte {
-			return encodeRaw(t, map[string]any{"a": map[string]any{"dtype": "F32", "shape": []int{1}, "data_offsets": []int{0, 4, 8}}}, data16)
+			return fixture.Safetensors(t, map[string]any{"a": map[string]any{"dtype": "F32", "shape": []int{1}, "data_offsets": []int{0, 4, 8}}}, data16)
 		}, []string{`"a"`, "two entries"}},
 		{"duplicate name", func(t *testing.T) []byte {
 			h := `{"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]},"a":{"dtype":"F32","shape":[1],"data_offsets":[4,8]}}`
 			return append(append(binary.LittleEndian.AppendUint64(nil, uint64(len(h))), h...), data16...)
 		}, []string{`"a"`, "twice"}},
 		{"bad metadata", func(t *testing.T) []byte {
-			return encodeRaw(t, map[string]any{"__metadata__": 3}, nil)
+			return fixture.Safetensors(t, map[string]any{"__metadata__": 3}, nil)
 		}, []string{"__metadata__"}},
 	}
 	for _, tt := range tests {
@@ -115,7 +108,7 @@ func TestParseSafetensorsErrors(t *testing.T) {
 }
 
 func TestParseSafetensorsValid(t *testing.T) {
-	b := encodeRaw(t, map[string]any{
+	b := fixture.Safetensors(t, map[string]any{
 		"__metadata__": map[string]string{"format": "pt"},
 		"b":            entry("F32", []int{2}, 8, 16),
 		"a":            entry("F32", []int{2}, 0, 8),
@@ -182,8 +175,8 @@ func TestHalfConversions(t *testing.T) {
 }
 
 func FuzzParse(f *testing.F) {
-	f.Add(encodeRaw(f, map[string]any{"__metadata__": map[string]string{"format": "pt"}, "w": entry("F32", []int{2, 2}, 0, 16)}, f32Bytes([]float32{1, -2, 3.5, 0})))
-	f.Add(encodeRaw(f, map[string]any{"a": entry("F16", []int{2}, 0, 4), "b": entry("BF16", []int{1, 1}, 4, 6)}, make([]byte, 6)))
+	f.Add(fixture.Safetensors(f, map[string]any{"__metadata__": map[string]string{"format": "pt"}, "w": entry("F32", []int{2, 2}, 0, 16)}, f32Bytes([]float32{1, -2, 3.5, 0})))
+	f.Add(fixture.Safetensors(f, map[string]any{"a": entry("F16", []int{2}, 0, 4), "b": entry("BF16", []int{1, 1}, 4, 6)}, make([]byte, 6)))
 	f.Add([]byte{})
 	f.Add(binary.LittleEndian.AppendUint64(nil, 2))
 	f.Fuzz(func(t *testing.T, b []byte) {

@@ -6,12 +6,13 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/llorch/llorch-check/internal/fixture/tiny"
 	"github.com/llorch/llorch-check/server"
 )
 
 func TestGenerateInOrder(t *testing.T) {
 	ts := start(t, server.Config{})
-	_, _, set := loadTiny(t)
+	_, _, set := tiny.Load(t)
 	gen := set.Manifest.Generation
 	var prompts, want []string
 	promptTokens, completionTokens := 0, 0
@@ -47,7 +48,7 @@ func TestGenerateSeeded(t *testing.T) {
 // reference set's pairs within 1e-4.
 func TestLoglikelihoodMatchesReferences(t *testing.T) {
 	ts := start(t, server.Config{})
-	_, _, set := loadTiny(t)
+	_, _, set := tiny.Load(t)
 	var prompts, conts []string
 	for _, p := range set.Manifest.Loglikelihood {
 		prompts = append(prompts, p.Context)
@@ -66,7 +67,7 @@ func TestLoglikelihoodMatchesReferences(t *testing.T) {
 // tokens must report is_greedy true.
 func TestLoglikelihoodGreedy(t *testing.T) {
 	ts := start(t, server.Config{})
-	_, _, set := loadTiny(t)
+	_, _, set := tiny.Load(t)
 	r := set.Manifest.Generation.Results[0]
 	c, _ := set.Case(r.Case)
 	out := ts.call(t, "POST", "/loglikelihood", map[string]any{

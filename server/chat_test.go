@@ -8,6 +8,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/llorch/llorch-check/internal/fixture/tiny"
 	"github.com/llorch/llorch-check/server"
 )
 
@@ -111,7 +112,7 @@ func TestChatIsCompletionOfTheTemplate(t *testing.T) {
 // (OpenAI's chat default), and max_tokens 0 is refused.
 func TestChatDefaultLength(t *testing.T) {
 	ts := start(t, server.Config{})
-	m, _, _ := loadTiny(t)
+	m, _, _ := tiny.Load(t)
 	out := ts.call(t, "POST", "/v1/chat/completions", map[string]any{"messages": chatMessages,
 		"logit_bias": map[string]int{"50256": -100}}, http.StatusOK)
 	u := out["usage"].(map[string]any)
@@ -128,7 +129,7 @@ func TestChatTemplate(t *testing.T) {
 	require.NoError(t, err)
 	ts := start(t, server.Config{ChatTemplate: tmpl})
 	const rendered = "<system>Be brief.</system><user>Hello</user><assistant>"
-	_, tok, _ := loadTiny(t)
+	_, tok, _ := tiny.Load(t)
 	out := ts.call(t, "POST", "/v1/chat/completions", map[string]any{"messages": chatMessages, "max_tokens": 1}, http.StatusOK)
 	require.EqualValues(t, len(tok.Encode(rendered)), out["usage"].(map[string]any)["prompt_tokens"])
 	model := ts.call(t, "GET", "/v1/models/tiny-gpt2", nil, http.StatusOK)

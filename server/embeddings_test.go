@@ -11,6 +11,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/llorch/llorch-check/internal/fixture/tiny"
 	"github.com/llorch/llorch-check/model"
 	"github.com/llorch/llorch-check/server"
 )
@@ -56,7 +57,7 @@ func vector(t *testing.T, v any) []float64 {
 // float or base64; an input longer than one scoring chunk too.
 func TestEmbeddings(t *testing.T) {
 	ts := start(t, server.Config{})
-	m, tok, _ := loadTiny(t)
+	m, tok, _ := tiny.Load(t)
 	long := strings.Repeat("The ship left port at dawn. ", 10)
 	texts := []string{"Hello.", long}
 	want := [][]float64{meanLNF(t, m, tok.Encode(texts[0])), meanLNF(t, m, tok.Encode(texts[1]))}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/llorch/llorch-check/internal/fixture/tiny"
 	"github.com/llorch/llorch-check/server"
 )
 
@@ -121,7 +122,7 @@ func TestOpenAIFieldsAcceptedAndUnused(t *testing.T) {
 // request, up to a bound on the names; X-Unused-Fields lists them.
 func TestLenientLogsIgnoredFieldsOnce(t *testing.T) {
 	var buf syncBuf
-	m, tok, _ := loadTiny(t)
+	m, tok, _ := tiny.Load(t)
 	srv := server.New(server.Config{Lenient: true, Logger: slog.New(slog.NewJSONHandler(&buf, nil))})
 	require.NoError(t, srv.SetModel(m, tok))
 	ts := serve(t, srv)

@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/llorch/llorch-check/generation"
+	"github.com/llorch/llorch-check/internal/fixture/tiny"
 	"github.com/llorch/llorch-check/sampling"
 	"github.com/llorch/llorch-check/server"
 )
@@ -19,7 +20,7 @@ import (
 // rule itself, or stops checking it, fails here.
 func TestRoutesReportGenerationRules(t *testing.T) {
 	ts := start(t, server.Config{})
-	m, tok, _ := loadTiny(t)
+	m, tok, _ := tiny.Load(t)
 	n, V := m.Config.NPositions, m.Config.VocabSize
 	words := func(k int) string { return strings.Repeat(" word", k) } // k tokens
 	// rule returns the one FieldError a validator gives.

@@ -8,43 +8,14 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"runtime"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/llorch/llorch-check/internal/fixture"
-	"github.com/llorch/llorch-check/model"
-	"github.com/llorch/llorch-check/references"
+	"github.com/llorch/llorch-check/internal/fixture/tiny"
 	"github.com/llorch/llorch-check/server"
-	"github.com/llorch/llorch-check/tokenizer"
 )
-
-var tiny struct {
-	once sync.Once
-	m    *model.Model
-	tok  *tokenizer.Tokenizer
-	set  *references.Set
-	err  error
-}
-
-// loadTiny loads the default model once per test binary; the model is
-// read-only after loading, so every test server shares it.
-func loadTiny(t *testing.T) (*model.Model, *tokenizer.Tokenizer, *references.Set) {
-	t.Helper()
-	tiny.once.Do(func() {
-		if tiny.m, tiny.err = model.Load(fixture.TinyModel()); tiny.err != nil {
-			return
-		}
-		if tiny.tok, tiny.err = tokenizer.Load(fixture.TinyModel()); tiny.err != nil {
-			return
-		}
-		tiny.set, tiny.err = references.Open(fixture.TinyReferences())
-	})
-	require.NoError(t, tiny.err)
-	return tiny.m, tiny.tok, tiny.set
-}
 
 type testServer struct {
 	*server.Server
@@ -56,7 +27,7 @@ type testServer struct {
 // start serves the tiny model on a loopback port, as production does.
 func start(t *testing.T, cfg server.Config) *testServer {
 	t.Helper()
-	m, tok, _ := loadTiny(t)
+	m, tok, _ := tiny.Load(t)
 	srv := server.New(cfg)
 	require.NoError(t, srv.SetModel(m, tok))
 	return serve(t, srv)

@@ -2,7 +2,6 @@ package server_test
 
 import (
 	"cmp"
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"slices"
@@ -11,6 +10,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/llorch/llorch-check/internal/fixture"
+	"github.com/llorch/llorch-check/internal/fixture/tiny"
 	"github.com/llorch/llorch-check/server"
 )
 
@@ -37,14 +38,14 @@ func lmevalChoices(t *testing.T, out map[string]any) []map[string]any {
 // and greedy flags equal PyTorch's.
 func TestLMEvalLoglikelihoodBatch(t *testing.T) {
 	ts := start(t, server.Config{})
-	_, _, set := loadTiny(t)
+	_, _, set := tiny.Load(t)
 	pairs := set.Manifest.Loglikelihood
 	var prompts [][]int
 	for _, p := range pairs {
 		prompts = append(prompts, slices.Concat(p.ContextTokens, p.ContinuationTokens))
 	}
 	body := fmt.Sprintf(`{"model": "tiny-gpt2", "prompt": %s, "temperature": 0, "max_tokens": 1, "logprobs": 1, "seed": 1234, "echo": true}`,
-		mustJSON(t, prompts))
+		fixture.MustJSON(t, prompts))
 	out := ts.call(t, "POST", "/v1/completions", []byte(body), http.StatusOK)
 	choices := lmevalChoices(t, out)
 	require.Len(t, choices, len(pairs))
@@ -75,7 +76,7 @@ func TestLMEvalLoglikelihoodBatch(t *testing.T) {
 // reference text, cut at the first stop string.
 func TestLMEvalGenerate(t *testing.T) {
 	ts := start(t, server.Config{})
-	_, _, set := loadTiny(t)
+	_, _, set := tiny.Load(t)
 	r := set.Manifest.Generation.Results[1]
 	c, _ := set.Case(r.Case)
 	words := strings.Fields(*r.Text)
@@ -86,15 +87,15 @@ func TestLMEvalGenerate(t *testing.T) {
 			want = want[:i]
 		}
 		require.Equal(t, until[0] == mid, len(want) < len(*r.Text), "only the mid-text stop cuts")
-		stop := mustJSON(t, until)
+		stop := fixture.MustJSON(t, until)
 		n := len(r.Tokens)
 		for _, req := range []struct{ route, body, field string }{
 			{"/v1/completions", fmt.Sprintf(`{"prompt": [%s], "model": "tiny-gpt2", "max_tokens": %d, "temperature": 0, "stop": %s, "seed": 1234}`,
-				mustJSON(t, *c.Prompt), n, stop), "text"},
+				fixture.MustJSON(t, *c.Prompt), n, stop), "text"},
 			{"/v1/chat/completions", fmt.Sprintf(`{"messages": [{"role": "user", "content": %s}], "model": "tiny-gpt2", "max_tokens": %d, "temperature": 0, "stop": %s, "seed": 1234}`,
-				mustJSON(t, *c.Prompt), n, stop), "message"},
+				fixture.MustJSON(t, *c.Prompt), n, stop), "message"},
 			{"/v1/chat/completions", fmt.Sprintf(`{"messages": [{"role": "user", "content": %s}], "model": "tiny-gpt2", "max_completion_tokens": %d, "temperature": 0, "stop": %s, "seed": 1234}`,
-				mustJSON(t, *c.Prompt), n, stop), "message"},
+				fixture.MustJSON(t, *c.Prompt), n, stop), "message"},
 		} {
 			out := ts.call(t, "POST", req.route, []byte(req.body), http.StatusOK)
 			ch := lmevalChoices(t, out)[0]
@@ -111,11 +112,4 @@ func TestLMEvalGenerate(t *testing.T) {
 			require.Equal(t, want, got, req.body)
 		}
 	}
-}
-
-func mustJSON(t *testing.T, v any) string {
-	t.Helper()
-	b, err := json.Marshal(v)
-	require.NoError(t, err)
-	return string(b)
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/llorch/llorch-check/internal/fixture/tiny"
 	"github.com/llorch/llorch-check/server"
 )
 
@@ -113,7 +114,7 @@ func holdSlot(t *testing.T, ts *testServer) *stream {
 // so an overload cannot flood the log.
 func TestRejectionsCountedAndLoggedOnce(t *testing.T) {
 	var buf syncBuf
-	m, tok, _ := loadTiny(t)
+	m, tok, _ := tiny.Load(t)
 	srv := server.New(server.Config{Parallel: 1, MaxQueue: 0, TokenDelay: 20 * time.Millisecond,
 		Logger: slog.New(slog.NewJSONHandler(&buf, nil))})
 	require.NoError(t, srv.SetModel(m, tok))

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/llorch/llorch-check/gguf"
+	"github.com/llorch/llorch-check/internal/fixture/tiny"
 	"github.com/llorch/llorch-check/model"
 	"github.com/llorch/llorch-check/server"
 )
@@ -17,7 +18,7 @@ import (
 // the directory holding it (once "gguf", for any file kept in gguf/), in
 // /health and /v1/models; an HF model after its directory.
 func TestModelNamedAfterGGUFFile(t *testing.T) {
-	m, tok, _ := loadTiny(t)
+	m, tok, _ := tiny.Load(t)
 	kv, tensors, err := m.GGUF(gguf.GGMLTypeF32)
 	require.NoError(t, err)
 	path := filepath.Join(t.TempDir(), "gguf", "tiny-f32.gguf")

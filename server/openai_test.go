@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/llorch/llorch-check/generation"
+	"github.com/llorch/llorch-check/internal/fixture/tiny"
 	"github.com/llorch/llorch-check/server"
 )
 
@@ -41,7 +42,7 @@ func floats(t *testing.T, v any) []*float64 {
 // sum(token_logprobs[ctxlen:-1]), greedy from top_logprobs.
 func TestCompletionsLMEvalRequest(t *testing.T) {
 	ts := start(t, server.Config{})
-	_, _, set := loadTiny(t)
+	_, _, set := tiny.Load(t)
 	for i, p := range set.Manifest.Loglikelihood {
 		ids := slices.Concat(p.ContextTokens, p.ContinuationTokens)
 		out := ts.call(t, "POST", "/v1/completions", map[string]any{
@@ -82,7 +83,7 @@ func TestCompletionsLMEvalRequest(t *testing.T) {
 
 func TestCompletionsEchoPromptOnly(t *testing.T) {
 	ts := start(t, server.Config{})
-	_, _, set := loadTiny(t)
+	_, _, set := tiny.Load(t)
 	p := set.Manifest.Loglikelihood[1] // "The capital of France is" + " Paris"
 	out := ts.call(t, "POST", "/v1/completions", map[string]any{
 		"prompt": p.Context + p.Continuation, "max_tokens": 0, "echo": true, "logprobs": 0,
@@ -101,7 +102,7 @@ func TestCompletionsEchoPromptOnly(t *testing.T) {
 
 func TestCompletionsGreedy(t *testing.T) {
 	ts := start(t, server.Config{})
-	_, _, set := loadTiny(t)
+	_, _, set := tiny.Load(t)
 	r := set.Manifest.Generation.Results[1]
 	c, _ := set.Case(r.Case)
 	// Text prompt and token-id prompt give the same completion.
@@ -132,7 +133,7 @@ func TestCompletionsMultiplePrompts(t *testing.T) {
 
 func TestCompletionsStream(t *testing.T) {
 	ts := start(t, server.Config{})
-	_, _, set := loadTiny(t)
+	_, _, set := tiny.Load(t)
 	r := set.Manifest.Generation.Results[2]
 	c, _ := set.Case(r.Case)
 	resp := ts.do(t, "POST", "/v1/completions", map[string]any{
@@ -211,7 +212,7 @@ func TestCompletionsErrors(t *testing.T) {
 // same text stay apart; text and offsets are as without it.
 func TestCompletionsTokenIDs(t *testing.T) {
 	ts := start(t, server.Config{})
-	_, _, set := loadTiny(t)
+	_, _, set := tiny.Load(t)
 	r := set.Manifest.Generation.Results[1]
 	c, _ := set.Case(r.Case)
 	body := map[string]any{"prompt": c.Tokens, "max_tokens": 4, "temperature": 0, "logprobs": 3, "echo": true}

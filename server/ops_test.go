@@ -14,10 +14,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/llorch/llorch-check/internal/fixture"
+	"github.com/llorch/llorch-check/internal/fixture/tiny"
 	"github.com/llorch/llorch-check/model"
 	"github.com/llorch/llorch-check/server"
-	"github.com/llorch/llorch-check/tokenizer"
 )
 
 func TestAuth(t *testing.T) {
@@ -177,9 +176,9 @@ func (st *stream) run2(t *testing.T) (int, []map[string]any, string, map[string]
 }
 
 func TestStartupValidation(t *testing.T) {
-	_, _, set := loadTiny(t)
+	_, _, set := tiny.Load(t)
 	t.Run("passes", func(t *testing.T) {
-		m, tok, _ := loadTiny(t)
+		m, tok, _ := tiny.Load(t)
 		srv := server.New(server.Config{})
 		require.NoError(t, srv.SetModel(m, tok))
 		ts := serve(t, srv)
@@ -194,10 +193,7 @@ func TestStartupValidation(t *testing.T) {
 	})
 	t.Run("fails", func(t *testing.T) {
 		// A model of its own: the fault must not reach the shared one.
-		m, err := model.Load(fixture.TinyModel())
-		require.NoError(t, err)
-		tok, err := tokenizer.Load(fixture.TinyModel())
-		require.NoError(t, err)
+		m, tok := tiny.Fresh(t)
 		m.InjectFault(model.FaultErfGELU, -1)
 		srv := server.New(server.Config{})
 		require.NoError(t, srv.SetModel(m, tok))
@@ -242,7 +238,7 @@ func TestDrainRefusesNewWork(t *testing.T) {
 // the prompt text.
 func TestLogsWithoutPrompt(t *testing.T) {
 	var buf syncBuf
-	m, tok, _ := loadTiny(t)
+	m, tok, _ := tiny.Load(t)
 	srv := server.New(server.Config{Logger: slog.New(slog.NewJSONHandler(&buf, nil))})
 	require.NoError(t, srv.SetModel(m, tok))
 	ts := serve(t, srv)
@@ -279,7 +275,7 @@ func (s *syncBuf) String() string {
 // reference set but not its path, and never an internal error's text;
 // a caller with the API key sees them.
 func TestHealthKeepsServerDetailsBehindTheKey(t *testing.T) {
-	m, tok, set := loadTiny(t)
+	m, tok, set := tiny.Load(t)
 	srv := server.New(server.Config{APIKey: "k"})
 	require.NoError(t, srv.SetModel(m, tok))
 	ts := serve(t, srv)

@@ -7,6 +7,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/llorch/llorch-check/internal/fixture/tiny"
 	"github.com/llorch/llorch-check/server"
 )
 
@@ -47,7 +48,7 @@ func TestHealthWhileLoading(t *testing.T) {
 // PyTorch's greedy text.
 func TestExecuteGreedyMatchesReferences(t *testing.T) {
 	ts := start(t, server.Config{})
-	_, _, set := loadTiny(t)
+	_, _, set := tiny.Load(t)
 	gen := set.Manifest.Generation
 	for _, want := range gen.Results {
 		c, ok := set.Case(want.Case)
@@ -93,7 +94,7 @@ func TestExecuteSeedsReproduce(t *testing.T) {
 
 func TestExecuteStopSequence(t *testing.T) {
 	ts := start(t, server.Config{})
-	_, _, set := loadTiny(t)
+	_, _, set := tiny.Load(t)
 	want := *set.Manifest.Generation.Results[0].Text // "Beast praying praying ..."
 	c, _ := set.Case(set.Manifest.Generation.Results[0].Case)
 	_, tokens, terminal, end := ts.execute(t, context.Background(), map[string]any{

@@ -7,15 +7,10 @@ import (
 	"testing"
 
 	"github.com/llorch/llorch-check/gguf"
+	"github.com/llorch/llorch-check/internal/fixture"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
-
-func copyFile(t *testing.T, src, dst string) {
-	data, err := os.ReadFile(src)
-	require.NoError(t, err)
-	require.NoError(t, os.WriteFile(dst, data, 0o644))
-}
 
 func writeFile(t *testing.T, path, text string) {
 	require.NoError(t, os.WriteFile(path, []byte(text), 0o644))
@@ -28,19 +23,19 @@ func TestLoadSearchOrder(t *testing.T) {
 		setup func(t *testing.T, dir string)
 	}{
 		{"vocab and merges", func(t *testing.T, dir string) {
-			copyFile(t, vocabJSON, filepath.Join(dir, "vocab.json"))
-			copyFile(t, mergesTxt, filepath.Join(dir, "merges.txt"))
+			fixture.CopyFile(t, vocabJSON, filepath.Join(dir, "vocab.json"))
+			fixture.CopyFile(t, mergesTxt, filepath.Join(dir, "merges.txt"))
 			// Checked first: a broken tokenizer.json is never read.
 			writeFile(t, filepath.Join(dir, "tokenizer.json"), "{")
 		}},
 		{"tokenizer.json", func(t *testing.T, dir string) {
 			tokenizerJSONFromFiles(t, dir)
-			copyFile(t, vocabJSON, filepath.Join(dir, "vocab.json")) // no merges.txt
+			fixture.CopyFile(t, vocabJSON, filepath.Join(dir, "vocab.json")) // no merges.txt
 		}},
 		{"gguf", func(t *testing.T, dir string) {
 			// A GGUF without tokenizer metadata is passed over.
 			writeFile(t, filepath.Join(dir, "a.gguf"), "GGUF\x03\x00\x00\x00"+string(make([]byte, 16)))
-			copyFile(t, peerGGUF, filepath.Join(dir, "b.gguf"))
+			fixture.CopyFile(t, peerGGUF, filepath.Join(dir, "b.gguf"))
 		}},
 	}
 	for _, c := range cases {
@@ -65,7 +60,7 @@ func TestLoadErrors(t *testing.T) {
 	}{
 		{"empty dir", func(*testing.T, string) {}, ErrNoTokenizer, "looked for vocab.json + merges.txt"},
 		{"vocab without merges", func(t *testing.T, dir string) {
-			copyFile(t, vocabJSON, filepath.Join(dir, "vocab.json"))
+			fixture.CopyFile(t, vocabJSON, filepath.Join(dir, "vocab.json"))
 		}, ErrNoTokenizer, "must both be present"},
 		{"bad vocab json", func(t *testing.T, dir string) {
 			writeFile(t, filepath.Join(dir, "vocab.json"), `{"a": 0`)
@@ -80,11 +75,11 @@ func TestLoadErrors(t *testing.T) {
 			writeFile(t, filepath.Join(dir, "merges.txt"), "")
 		}, ErrFormat, "lacks the token for byte 0x00"},
 		{"merge of unknown token", func(t *testing.T, dir string) {
-			copyFile(t, vocabJSON, filepath.Join(dir, "vocab.json"))
+			fixture.CopyFile(t, vocabJSON, filepath.Join(dir, "vocab.json"))
 			writeFile(t, filepath.Join(dir, "merges.txt"), "#version: 0.2\nĠ t\nzzzz q\n")
 		}, ErrFormat, `merge 1 "zzzz q"`},
 		{"malformed merge line", func(t *testing.T, dir string) {
-			copyFile(t, vocabJSON, filepath.Join(dir, "vocab.json"))
+			fixture.CopyFile(t, vocabJSON, filepath.Join(dir, "vocab.json"))
 			writeFile(t, filepath.Join(dir, "merges.txt"), "#version: 0.2\nĠ t\nabc\n")
 		}, ErrFormat, "merges.txt:3"},
 		{"tokenizer.json add_prefix_space", func(t *testing.T, dir string) {

@@ -229,10 +229,10 @@ func TestBadInputExitsTwo(t *testing.T) {
 		{"truncated npy", func(t *testing.T, _, refs string) { truncate(t, filepath.Join(refs, "story", "l00_ln_1.npy"), 200) },
 			func(string, string) string { return "l00_ln_1.npy" }},
 		{"npy of the wrong dtype", func(t *testing.T, _, refs string) {
-			copyFile(t, filepath.Join(refs, "story", "l00_ln_2.f64.npy"), filepath.Join(refs, "story", "l00_ln_2.npy"))
+			fixture.CopyFile(t, filepath.Join(refs, "story", "l00_ln_2.f64.npy"), filepath.Join(refs, "story", "l00_ln_2.npy"))
 		}, func(string, string) string { return "l00_ln_2.npy" }},
 		{"npy of the wrong shape", func(t *testing.T, _, refs string) {
-			copyFile(t, filepath.Join(refs, "hello", "l00_ln_2.npy"), filepath.Join(refs, "story", "l00_ln_2.npy"))
+			fixture.CopyFile(t, filepath.Join(refs, "hello", "l00_ln_2.npy"), filepath.Join(refs, "story", "l00_ln_2.npy"))
 		}, func(string, string) string { return "l00_ln_2.npy" }},
 		{"NaN in a reference", func(t *testing.T, _, refs string) {
 			fixture.SetNPYElement(t, filepath.Join(refs, "story", "l01_attn_out.npy"), 5, func(float32) float32 { return float32(math.NaN()) })
@@ -308,13 +308,6 @@ func TestHelpSaysWhatEachCommandDoes(t *testing.T) {
 func truncate(t *testing.T, path string, size int64) {
 	t.Helper()
 	require.NoError(t, os.Truncate(path, size))
-}
-
-func copyFile(t *testing.T, src, dst string) {
-	t.Helper()
-	b, err := os.ReadFile(src)
-	require.NoError(t, err)
-	require.NoError(t, os.WriteFile(dst, b, 0o644))
 }
 
 // TestVersion: --version names the build and the kernels in use, which a
