@@ -161,6 +161,8 @@ func TestLoadGGUFFile(t *testing.T) {
 	assert.Equal(t, sha, g.SourceSHA256, "lower-cased")
 	assert.Equal(t, FormatGGUF, g.Format)
 	assert.Equal(t, FormatHF, m.Format)
+	assert.Equal(t, path, g.Path(), "a GGUF model's is its file")
+	assert.Equal(t, m.Dir, m.Path(), "an HF model's is its directory")
 	assert.Empty(t, m.SourceSHA256)
 
 	_, err = Load(filepath.Join(dir, "missing.gguf"))

@@ -48,6 +48,15 @@ type Model struct {
 	faultLayer int
 }
 
+// Path is where the model was loaded from: the GGUF file, or the HF
+// model directory.
+func (m *Model) Path() string {
+	if m.Format == FormatGGUF {
+		return m.WeightsPath
+	}
+	return m.Dir
+}
+
 // block holds one transformer layer. Matrices are held [in,out], HF
 // Conv1D's layout, so that y = x·W + b needs no transpose. The Llama
 // family's layers fill the same roles: its q/k/v projections are held as

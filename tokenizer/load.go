@@ -63,19 +63,21 @@ func Load(dir string) (*Tokenizer, error) {
 		ErrNoTokenizer, dir, hint)
 }
 
-// ForModel is the tokenizer that goes with a model: for a GGUF model
-// (ggufFile not empty) its own file's metadata, never another file that
-// happens to share its directory; for an HF model its directory's files
-// (Load). Without one it returns nil and no error: only text needs a
-// tokenizer, and the commands that need text say so.
-func ForModel(dir, ggufFile string) (*Tokenizer, error) {
-	if ggufFile == "" {
-		tok, err := Load(dir)
+// ForModel is the tokenizer that goes with the model at path, as
+// model.Load takes it: a file is a GGUF model, whose tokenizer is its own
+// metadata, never another file that happens to share its directory; a
+// directory is an HF model, whose tokenizer is its files (Load). Without
+// one it returns nil and no error: only text needs a tokenizer, and the
+// commands that need text say so.
+func ForModel(path string) (*Tokenizer, error) {
+	if st, err := os.Stat(path); err != nil || st.IsDir() {
+		tok, err := Load(path)
 		if errors.Is(err, ErrNoTokenizer) {
 			return nil, nil
 		}
 		return tok, err
 	}
+	ggufFile := path
 	f, err := gguf.Open(ggufFile)
 	if err != nil {
 		return nil, err

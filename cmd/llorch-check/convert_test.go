@@ -99,7 +99,7 @@ func TestConvertMetadata(t *testing.T) {
 
 	m, err := modelFlags{path: path, weightDType: "f32"}.load(context.Background())
 	require.NoError(t, err)
-	tok, err := modelTokenizer(m)
+	tok, err := tokenizer.ForModel(m.Path())
 	require.NoError(t, err)
 	require.NotNil(t, tok, "a GGUF model's tokenizer is its own metadata")
 	assert.Equal(t, []int{15496, 13}, tok.Encode("Hello."))
@@ -116,7 +116,7 @@ func TestGGUFModelWithoutTokenizer(t *testing.T) {
 	require.NoError(t, gguf.WriteFile(path, kv, ts))
 	g, err := modelFlags{path: path, weightDType: "f32"}.load(context.Background())
 	require.NoError(t, err)
-	tok, err := modelTokenizer(g)
+	tok, err := tokenizer.ForModel(g.Path())
 	require.NoError(t, err)
 	assert.Nil(t, tok)
 }

@@ -10,7 +10,6 @@ import (
 	llorchcheck "github.com/llorch/llorch-check"
 	"github.com/llorch/llorch-check/model"
 	"github.com/llorch/llorch-check/references"
-	"github.com/llorch/llorch-check/tokenizer"
 	"github.com/spf13/pflag"
 )
 
@@ -91,14 +90,6 @@ func pathOrDefault(flag, rel string) (string, error) {
 		return flag, nil
 	}
 	return resolveDefault(rel)
-}
-
-// modelTokenizer is the tokenizer that goes with m (tokenizer.ForModel).
-func modelTokenizer(m *model.Model) (*tokenizer.Tokenizer, error) {
-	if m.Format == model.FormatGGUF {
-		return tokenizer.ForModel(m.Dir, m.WeightsPath)
-	}
-	return tokenizer.ForModel(m.Dir, "")
 }
 
 func openReferences(flag string) (*references.Set, error) {

@@ -6,6 +6,7 @@ import (
 	"github.com/llorch/llorch-check/checkpoints"
 	"github.com/llorch/llorch-check/model"
 	"github.com/llorch/llorch-check/references"
+	"github.com/llorch/llorch-check/tokenizer"
 	"github.com/spf13/cobra"
 )
 
@@ -48,7 +49,7 @@ different set is refused unless --force, and the set dumped from always.`,
 			if err := checkDumpTarget(out, set.Dir); err != nil {
 				return err
 			}
-			tok, err := modelTokenizer(m)
+			tok, err := tokenizer.ForModel(m.Path())
 			if err != nil {
 				return err
 			}

@@ -97,7 +97,7 @@ func runGenerate(cmd *cobra.Command, f generateFlags) error {
 		return err
 	}
 	// Only text needs the tokenizer: --tokens without --stop runs without one.
-	tok, err := modelTokenizer(m)
+	tok, err := tokenizer.ForModel(m.Path())
 	if err != nil {
 		return err
 	}

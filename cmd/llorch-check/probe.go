@@ -192,10 +192,7 @@ func probeTokenizer(flag string, set *references.Set) (*tokenizer.Tokenizer, err
 		}
 		return nil, err
 	}
-	if st, err := os.Stat(path); err == nil && !st.IsDir() {
-		return tokenizer.ForModel(filepath.Dir(path), path)
-	}
-	return tokenizer.ForModel(path, "")
+	return tokenizer.ForModel(path)
 }
 
 // canary probes every f.every until ctx ends; a failed or erroring run is

@@ -11,6 +11,7 @@ import (
 	"github.com/llorch/llorch-check/internal/atomicfile"
 	"github.com/llorch/llorch-check/model"
 	"github.com/llorch/llorch-check/references"
+	"github.com/llorch/llorch-check/tokenizer"
 	"github.com/spf13/cobra"
 )
 
@@ -141,7 +142,7 @@ func (f *runFlags) execRun(cmd *cobra.Command) (*checkpoints.Report, *model.Mode
 			return nil, nil, err
 		}
 	}
-	if opt.Tokenizer, err = modelTokenizer(m); err != nil {
+	if opt.Tokenizer, err = tokenizer.ForModel(m.Path()); err != nil {
 		return nil, nil, err
 	}
 	report, done := progressFunc(cmd.ErrOrStderr())

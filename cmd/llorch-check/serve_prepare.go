@@ -28,7 +28,7 @@ func loadServed(ctx context.Context, f serveFlags, log *slog.Logger) (*model.Mod
 	if f.fault != "" {
 		log.Warn("serving a deliberately broken model (--inject-fault): its answers are wrong", "fault", f.fault)
 	}
-	tok, err := modelTokenizer(m)
+	tok, err := tokenizer.ForModel(m.Path())
 	if err != nil {
 		return nil, nil, err
 	}
