@@ -12,24 +12,27 @@ func (s *Server) routes() http.Handler {
 	handle := func(pattern string, open bool, h http.HandlerFunc) {
 		mux.Handle(pattern, s.route(pattern, open, h))
 	}
+	model := func(pattern string, fam family, read modelRead) {
+		handle(pattern, false, s.modelRoute(fam, read))
+	}
 	// Worker API.
 	handle("GET /health", true, s.handleHealth)
-	handle("POST /execute", false, s.handleExecute)
+	model("POST /execute", familyWorker, s.handleExecute)
 	handle("POST /cancel", false, s.handleCancel)
 	// Batch API.
-	handle("POST /generate", false, s.handleGenerate)
-	handle("POST /loglikelihood", false, s.handleLoglikelihood)
+	model("POST /generate", familyWorker, s.handleGenerate)
+	model("POST /loglikelihood", familyWorker, s.handleLoglikelihood)
 	handle("GET /healthz", true, s.handleHealthz)
 	handle("GET /readyz", true, s.handleReadyz)
 	// OpenAI-compatible API.
-	handle("POST /v1/completions", false, s.handleCompletions)
-	handle("POST /v1/chat/completions", false, s.handleChat)
-	handle("POST /v1/responses", false, s.handleResponses)
-	handle("POST /v1/embeddings", false, s.handleEmbeddings)
+	model("POST /v1/completions", familyOpenAI, s.handleCompletions)
+	model("POST /v1/chat/completions", familyOpenAI, s.handleChat)
+	model("POST /v1/responses", familyOpenAI, s.handleResponses)
+	model("POST /v1/embeddings", familyOpenAI, s.handleEmbeddings)
 	handle("GET /v1/models", false, s.handleModels)
 	handle("GET /v1/models/{id...}", false, s.handleModel)
-	handle("POST /tokenize", false, s.handleTokenize)
-	handle("POST /detokenize", false, s.handleDetokenize)
+	model("POST /tokenize", familyOpenAI, s.handleTokenize)
+	model("POST /detokenize", familyOpenAI, s.handleDetokenize)
 	// Operations.
 	handle("GET /metrics", false, s.metrics.handler().ServeHTTP)
 	// The page is static and holds no data, and a browser cannot send a
@@ -38,6 +41,42 @@ func (s *Server) routes() http.Handler {
 	handle("GET /{$}", true, s.handlePage)
 	mux.Handle("/", jsonMisses(mux))
 	return s.outer(mux)
+}
+
+// modelRead reads a model route's fields from f, adding an error for each
+// one at fault, and returns the route's work, which runs only when there
+// are none.
+type modelRead func(w http.ResponseWriter, r *http.Request, e *engine, f *fields) (work func())
+
+// modelRoute is the skeleton every model route shares. The engine must be
+// ready and the body valid JSON; read reads the route's fields and returns
+// its work. Then an OpenAI route names the fields it did not use
+// (X-Unused-Fields); every field error is one 400 in the route family's
+// shape, and without errors the work runs.
+func (s *Server) modelRoute(fam family, read modelRead) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		e, ok := s.readyEngine(w)
+		if !ok {
+			return
+		}
+		f, rerr := decodeBody(r)
+		if rerr != nil {
+			writeRequestError(w, fam, rerr)
+			return
+		}
+		work := read(w, r, e, f)
+		if fam == familyOpenAI {
+			s.setUnusedHeader(w, r, f)
+		}
+		switch {
+		case len(f.errs) == 0:
+			work()
+		case fam == familyOpenAI:
+			writeOpenAIErrors(w, f.errs)
+		default:
+			writeFieldErrors(w, fam, f.errs)
+		}
+	}
 }
 
 // jsonMisses is the catch-all route: what no other route matches gets the

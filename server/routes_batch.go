@@ -76,11 +76,7 @@ func (u *usage) addCached(e *engine, n int) {
 // handleGenerate completes every prompt in order. The request holds one
 // slot and runs its prompts one after another, so a batch counts as one
 // sequence against --parallel and cannot starve other clients of slots.
-func (s *Server) handleGenerate(w http.ResponseWriter, r *http.Request) {
-	e, f, ok := s.beginRequest(w, r, familyWorker)
-	if !ok {
-		return
-	}
+func (s *Server) handleGenerate(w http.ResponseWriter, r *http.Request, e *engine, f *fields) func() {
 	prompts, _ := s.promptList(f, "prompts", true)
 	tmpl := f.settings(batchDefaults, e.m.Config.VocabSize)
 	var encoded [][]int
@@ -90,42 +86,36 @@ func (s *Server) handleGenerate(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	reqs := f.requests(e, tmpl, encoded, promptNames("prompts", false))
-	if len(f.errs) > 0 {
-		writeFieldErrors(w, familyWorker, f.errs)
-		return
-	}
-	s.runJob(w, r, "", jsonAnswer{}, func(ctx context.Context, slot *Slot) error {
-		out := struct {
-			Completions   []string `json:"completions"`
-			FinishReasons []string `json:"finish_reasons"`
-			Seeds         []uint64 `json:"seeds"`
-			Usage         usage    `json:"usage"`
-		}{}
-		for _, req := range reqs {
-			res, err := s.generate(ctx, e, slot, req, nil)
-			if err != nil {
-				return err
+	return func() {
+		s.runJob(w, r, "", jsonAnswer{}, func(ctx context.Context, slot *Slot) error {
+			out := struct {
+				Completions   []string `json:"completions"`
+				FinishReasons []string `json:"finish_reasons"`
+				Seeds         []uint64 `json:"seeds"`
+				Usage         usage    `json:"usage"`
+			}{}
+			for _, req := range reqs {
+				res, err := s.generate(ctx, e, slot, req, nil)
+				if err != nil {
+					return err
+				}
+				out.Completions = append(out.Completions, res.Text)
+				out.FinishReasons = append(out.FinishReasons, res.StopReason)
+				out.Seeds = append(out.Seeds, res.Seed)
+				out.Usage.PromptTokens += len(req.Prompt)
+				out.Usage.CompletionTokens += len(res.Tokens)
+				out.Usage.addCached(e, res.CachedTokens)
 			}
-			out.Completions = append(out.Completions, res.Text)
-			out.FinishReasons = append(out.FinishReasons, res.StopReason)
-			out.Seeds = append(out.Seeds, res.Seed)
-			out.Usage.PromptTokens += len(req.Prompt)
-			out.Usage.CompletionTokens += len(res.Tokens)
-			out.Usage.addCached(e, res.CachedTokens)
-		}
-		out.Usage.TotalTokens = out.Usage.PromptTokens + out.Usage.CompletionTokens
-		writeJSON(w, http.StatusOK, out)
-		return nil
-	})
+			out.Usage.TotalTokens = out.Usage.PromptTokens + out.Usage.CompletionTokens
+			writeJSON(w, http.StatusOK, out)
+			return nil
+		})
+	}
 }
 
 // handleLoglikelihood scores each continuation after its prompt, tokenized
 // as lm-evaluation-harness does (generation.EncodePair).
-func (s *Server) handleLoglikelihood(w http.ResponseWriter, r *http.Request) {
-	e, f, ok := s.beginRequest(w, r, familyWorker)
-	if !ok {
-		return
-	}
+func (s *Server) handleLoglikelihood(w http.ResponseWriter, r *http.Request, e *engine, f *fields) func() {
 	prompts, okP := s.promptList(f, "prompts", false)
 	conts, okC := s.promptList(f, "continuations", false)
 	type pair struct{ ctx, cont []int }
@@ -141,25 +131,23 @@ func (s *Server) handleLoglikelihood(w http.ResponseWriter, r *http.Request) {
 			pairs = append(pairs, pair{c, t})
 		}
 	}
-	if len(f.errs) > 0 {
-		writeFieldErrors(w, familyWorker, f.errs)
-		return
-	}
-	s.runJob(w, r, "", jsonAnswer{}, func(ctx context.Context, slot *Slot) error {
-		out := struct {
-			LL       []float64 `json:"ll"`
-			IsGreedy []bool    `json:"is_greedy"`
-		}{LL: []float64{}, IsGreedy: []bool{}}
-		for _, p := range pairs {
-			res, err := generation.LoglikelihoodTokens(ctx, slot.Decoder(e), p.ctx, p.cont)
-			e.obs.promptTokens.Add(float64(len(p.ctx) + len(p.cont)))
-			if err != nil {
-				return err
+	return func() {
+		s.runJob(w, r, "", jsonAnswer{}, func(ctx context.Context, slot *Slot) error {
+			out := struct {
+				LL       []float64 `json:"ll"`
+				IsGreedy []bool    `json:"is_greedy"`
+			}{LL: []float64{}, IsGreedy: []bool{}}
+			for _, p := range pairs {
+				res, err := generation.LoglikelihoodTokens(ctx, slot.Decoder(e), p.ctx, p.cont)
+				e.obs.promptTokens.Add(float64(len(p.ctx) + len(p.cont)))
+				if err != nil {
+					return err
+				}
+				out.LL = append(out.LL, res.LL)
+				out.IsGreedy = append(out.IsGreedy, res.IsGreedy)
 			}
-			out.LL = append(out.LL, res.LL)
-			out.IsGreedy = append(out.IsGreedy, res.IsGreedy)
-		}
-		writeJSON(w, http.StatusOK, out)
-		return nil
-	})
+			writeJSON(w, http.StatusOK, out)
+			return nil
+		})
+	}
 }

@@ -67,11 +67,7 @@ type chatChoice struct {
 
 // handleChat is OpenAI's chat completions: the messages rendered by the
 // chat template into one prompt, then the completions pipeline.
-func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) {
-	e, f, ok := s.beginRequest(w, r, familyOpenAI)
-	if !ok {
-		return
-	}
+func (s *Server) handleChat(w http.ResponseWriter, r *http.Request, e *engine, f *fields) func() {
 	renamed := f.alias("max_completion_tokens", "max_tokens")
 	job := s.parseOpenAI(e, f, chatDefaults, chatFields, chatUnused)
 	if renamed {
@@ -98,17 +94,14 @@ func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) {
 		job.texts, prompts = []string{prompt}, [][]int{ids}
 	}
 	job.requests(f, e, "messages", prompts)
-	s.setUnusedHeader(w, r, f)
-	if len(f.errs) > 0 {
-		writeOpenAIErrors(w, f.errs)
-		return
+	return func() {
+		base := newOpenAIBase(r, e, "chatcmpl-")
+		base.Object = "chat.completion"
+		if job.stream {
+			base.Object = "chat.completion.chunk"
+		}
+		s.runOpenAI(w, r, e, job, &chatShape{base: base, e: e, logprobs: job.logprobs, started: map[int]bool{}})
 	}
-	base := newOpenAIBase(r, e, "chatcmpl-")
-	base.Object = "chat.completion"
-	if job.stream {
-		base.Object = "chat.completion.chunk"
-	}
-	s.runOpenAI(w, r, e, job, &chatShape{base: base, e: e, logprobs: job.logprobs, started: map[int]bool{}})
 }
 
 // chatPrompt reads messages and renders them with the chat template.

@@ -38,11 +38,7 @@ type embeddingResponse struct {
 // handleEmbeddings is OpenAI's embeddings: per input, the mean over its
 // positions of GPT-2's final hidden state (the output of ln_f, what the
 // LM head reads), not normalised.
-func (s *Server) handleEmbeddings(w http.ResponseWriter, r *http.Request) {
-	e, f, ok := s.beginRequest(w, r, familyOpenAI)
-	if !ok {
-		return
-	}
+func (s *Server) handleEmbeddings(w http.ResponseWriter, r *http.Request, e *engine, f *fields) func() {
 	f.model(e)
 	_, inputs := s.promptsField(e, f, "input")
 	format, _ := f.str("encoding_format", false)
@@ -58,27 +54,24 @@ func (s *Server) handleEmbeddings(w http.ResponseWriter, r *http.Request) {
 	for i, in := range inputs {
 		f.check(generation.ValidatePrompt(in, e.positions(), e.m.Config.VocabSize), names(i))
 	}
-	s.setUnusedHeader(w, r, f)
-	if len(f.errs) > 0 {
-		writeOpenAIErrors(w, f.errs)
-		return
-	}
-	s.runJob(w, r, "", jsonAnswer{}, func(ctx context.Context, slot *Slot) error {
-		data := []embedding{}
-		tokens := 0
-		for i, in := range inputs {
-			vec, err := slot.embed(ctx, e, in)
-			if err != nil {
-				return err
+	return func() {
+		s.runJob(w, r, "", jsonAnswer{}, func(ctx context.Context, slot *Slot) error {
+			data := []embedding{}
+			tokens := 0
+			for i, in := range inputs {
+				vec, err := slot.embed(ctx, e, in)
+				if err != nil {
+					return err
+				}
+				e.obs.promptTokens.Add(float64(len(in)))
+				tokens += len(in)
+				data = append(data, embedding{Object: "embedding", Index: i, Embedding: encodeEmbedding(vec, format)})
 			}
-			e.obs.promptTokens.Add(float64(len(in)))
-			tokens += len(in)
-			data = append(data, embedding{Object: "embedding", Index: i, Embedding: encodeEmbedding(vec, format)})
-		}
-		writeJSON(w, http.StatusOK, embeddingResponse{Object: "list", Data: data, Model: e.name,
-			Usage: embeddingUsage{PromptTokens: tokens, TotalTokens: tokens}})
-		return nil
-	})
+			writeJSON(w, http.StatusOK, embeddingResponse{Object: "list", Data: data, Model: e.name,
+				Usage: embeddingUsage{PromptTokens: tokens, TotalTokens: tokens}})
+			return nil
+		})
+	}
 }
 
 // encodeEmbedding is vec as OpenAI sends it: a JSON array, or with

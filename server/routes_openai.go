@@ -44,11 +44,7 @@ type completionChoice struct {
 
 // handleCompletions is OpenAI's legacy completions endpoint, enough for
 // SDKs, benchmarkers and lm-evaluation-harness local-completions.
-func (s *Server) handleCompletions(w http.ResponseWriter, r *http.Request) {
-	e, f, ok := s.beginRequest(w, r, familyOpenAI)
-	if !ok {
-		return
-	}
+func (s *Server) handleCompletions(w http.ResponseWriter, r *http.Request, e *engine, f *fields) func() {
 	job := s.parseOpenAI(e, f, openAIDefaults, completionFields, []unusedField{userField})
 	texts, prompts := s.promptsField(e, f, "prompt")
 	job.texts = texts
@@ -64,14 +60,11 @@ func (s *Server) handleCompletions(w http.ResponseWriter, r *http.Request) {
 		job.logprobs, job.top = true, max(n, 1) // so the argmax is always listed
 	}
 	job.requests(f, e, "prompt", prompts)
-	s.setUnusedHeader(w, r, f)
-	if len(f.errs) > 0 {
-		writeOpenAIErrors(w, f.errs)
-		return
+	return func() {
+		base := newOpenAIBase(r, e, "cmpl-")
+		base.Object = "text_completion"
+		s.runOpenAI(w, r, e, job, &completionShape{base: base, e: e, job: job, offsets: map[int]int{}})
 	}
-	base := newOpenAIBase(r, e, "cmpl-")
-	base.Object = "text_completion"
-	s.runOpenAI(w, r, e, job, &completionShape{base: base, e: e, job: job, offsets: map[int]int{}})
 }
 
 // completionShape writes the legacy text_completion form.
@@ -212,29 +205,19 @@ func (s *Server) modelInfo(e *engine) modelInfo {
 // handleTokenize encodes as the generating routes do (ordinary text);
 // "special": true encodes "<|endoftext|>" as the control token, as
 // /loglikelihood does.
-func (s *Server) handleTokenize(w http.ResponseWriter, r *http.Request) {
-	e, f, ok := s.beginRequest(w, r, familyOpenAI)
-	if !ok {
-		return
-	}
+func (s *Server) handleTokenize(w http.ResponseWriter, r *http.Request, e *engine, f *fields) func() {
 	prompt, _ := f.str("prompt", true)
 	special, _ := f.boolean("special")
-	if len(f.errs) > 0 {
-		writeFieldErrors(w, familyOpenAI, f.errs)
-		return
+	return func() {
+		tokens := e.encode(prompt)
+		if special {
+			tokens = e.tok.EncodeSpecial(prompt)
+		}
+		writeJSON(w, http.StatusOK, map[string]any{"tokens": tokens, "count": len(tokens), "max_model_len": e.m.Config.NPositions})
 	}
-	tokens := e.encode(prompt)
-	if special {
-		tokens = e.tok.EncodeSpecial(prompt)
-	}
-	writeJSON(w, http.StatusOK, map[string]any{"tokens": tokens, "count": len(tokens), "max_model_len": e.m.Config.NPositions})
 }
 
-func (s *Server) handleDetokenize(w http.ResponseWriter, r *http.Request) {
-	e, f, ok := s.beginRequest(w, r, familyOpenAI)
-	if !ok {
-		return
-	}
+func (s *Server) handleDetokenize(w http.ResponseWriter, r *http.Request, e *engine, f *fields) func() {
 	var ids []int
 	if !f.decode("tokens", "a list of token ids", &ids) && !f.present("tokens") {
 		f.bad("tokens", "required", "is required", nil)
@@ -242,14 +225,12 @@ func (s *Server) handleDetokenize(w http.ResponseWriter, r *http.Request) {
 	for i, id := range ids {
 		f.rule(generation.TokenRule(fmt.Sprintf("tokens[%d]", i), id, e.m.Config.VocabSize))
 	}
-	if len(f.errs) > 0 {
-		writeFieldErrors(w, familyOpenAI, f.errs)
-		return
+	return func() {
+		text, err := e.tok.Decode(ids)
+		if err != nil {
+			writeError(w, http.StatusBadRequest, codeInvalidRequest, err.Error(), "tokens")
+			return
+		}
+		writeJSON(w, http.StatusOK, map[string]string{"prompt": text})
 	}
-	text, err := e.tok.Decode(ids)
-	if err != nil {
-		writeError(w, http.StatusBadRequest, codeInvalidRequest, err.Error(), "tokens")
-		return
-	}
-	writeJSON(w, http.StatusOK, map[string]string{"prompt": text})
 }

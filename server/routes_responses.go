@@ -79,11 +79,7 @@ var responsesMessage = messageForm{parts: []string{"input_text", "output_text"},
 // instructions rendered by the chat template as /v1/chat/completions
 // renders messages, one assistant message out, streamed as the Responses
 // API's events when asked.
-func (s *Server) handleResponses(w http.ResponseWriter, r *http.Request) {
-	e, f, ok := s.beginRequest(w, r, familyOpenAI)
-	if !ok {
-		return
-	}
+func (s *Server) handleResponses(w http.ResponseWriter, r *http.Request, e *engine, f *fields) func() {
 	var refused []string
 	for _, c := range chatOnly {
 		if _, sent := f.raw[c.name]; sent {
@@ -127,12 +123,9 @@ func (s *Server) handleResponses(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	job.requests(f, e, "input", prompts)
-	s.setUnusedHeader(w, r, f)
-	if len(f.errs) > 0 {
-		writeOpenAIErrors(w, f.errs)
-		return
+	return func() {
+		s.runResponse(w, r, e, job, &responseShape{resp: resp, e: e, logprobs: job.logprobs})
 	}
-	s.runResponse(w, r, e, job, &responseShape{resp: resp, e: e, logprobs: job.logprobs})
 }
 
 // responsesInput reads instructions (a system message first) and input: a

@@ -135,11 +135,7 @@ type errorEvent struct {
 
 // handleExecute streams one generation as Server-Sent Events: started,
 // one token event per sampled token, then exactly one end or error.
-func (s *Server) handleExecute(w http.ResponseWriter, r *http.Request) {
-	e, f, ok := s.beginRequest(w, r, familyWorker)
-	if !ok {
-		return
-	}
+func (s *Server) handleExecute(w http.ResponseWriter, r *http.Request, e *engine, f *fields) func() {
 	jobID, ok := f.str("job_id", true)
 	if ok {
 		checkJobID(f, jobID)
@@ -156,33 +152,31 @@ func (s *Server) handleExecute(w http.ResponseWriter, r *http.Request) {
 		req.Prompt = e.encode(prompt)
 	}
 	f.check(req.Validate(e.m.Config.NPositions, e.m.Config.VocabSize), nil)
-	if len(f.errs) > 0 {
-		writeFieldErrors(w, familyWorker, f.errs)
-		return
-	}
-	req = req.Seeded() // the started event announces it
+	return func() {
+		req = req.Seeded() // the started event announces it
 
-	sk := &workerStream{stream{timeout: s.cfg.WriteTimeout}}
-	s.runJob(w, r, jobID, sk, func(ctx context.Context, slot *Slot) error {
-		sse := sk.open(w)
-		_ = sse.event("started", startedEvent{Type: "started", JobID: jobID, Model: e.name,
-			StartedAt: time.Now().UTC().Format(time.RFC3339Nano), Seed: *req.Seed, PromptTokens: len(req.Prompt)})
-		start := time.Now()
-		res, err := s.generate(ctx, e, slot, req, func(t generation.Token) error {
-			return sse.event("token", tokenEvent{Type: "token", Text: t.Text, Index: t.Index, ID: t.ID})
+		sk := &workerStream{stream{timeout: s.cfg.WriteTimeout}}
+		s.runJob(w, r, jobID, sk, func(ctx context.Context, slot *Slot) error {
+			sse := sk.open(w)
+			_ = sse.event("started", startedEvent{Type: "started", JobID: jobID, Model: e.name,
+				StartedAt: time.Now().UTC().Format(time.RFC3339Nano), Seed: *req.Seed, PromptTokens: len(req.Prompt)})
+			start := time.Now()
+			res, err := s.generate(ctx, e, slot, req, func(t generation.Token) error {
+				return sse.event("token", tokenEvent{Type: "token", Text: t.Text, Index: t.Index, ID: t.ID})
+			})
+			if err != nil {
+				return err
+			}
+			var matched *string
+			if res.StopSequence != "" {
+				matched = &res.StopSequence
+			}
+			_ = sse.event("end", endEvent{Type: "end", TokensOut: len(res.Tokens),
+				DecodeTimeMS: float64(time.Since(start).Microseconds()) / 1000,
+				StopReason:   res.StopReason, StopSequenceMatched: matched})
+			return nil
 		})
-		if err != nil {
-			return err
-		}
-		var matched *string
-		if res.StopSequence != "" {
-			matched = &res.StopSequence
-		}
-		_ = sse.event("end", endEvent{Type: "end", TokensOut: len(res.Tokens),
-			DecodeTimeMS: float64(time.Since(start).Microseconds()) / 1000,
-			StopReason:   res.StopReason, StopSequenceMatched: matched})
-		return nil
-	})
+	}
 }
 
 // checkJobID holds job ids to what X-Request-ID allows (1..128 printable

@@ -8,21 +8,6 @@ import (
 	"github.com/llorch/llorch-check/generation"
 )
 
-// beginRequest is the start of every model route: the engine must be
-// ready and the body valid JSON. On failure it has written the response.
-func (s *Server) beginRequest(w http.ResponseWriter, r *http.Request, fam family) (*engine, *fields, bool) {
-	e, ok := s.readyEngine(w)
-	if !ok {
-		return nil, nil, false
-	}
-	f, rerr := decodeBody(r)
-	if rerr != nil {
-		writeRequestError(w, fam, rerr)
-		return nil, nil, false
-	}
-	return e, f, true
-}
-
 const msgDraining = "the server is shutting down and takes no new work"
 
 // readyEngine returns the model if new work may start, else answers 503.
