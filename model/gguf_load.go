@@ -134,7 +134,7 @@ func loadGGUFFrom(ctx context.Context, data []byte, release func([]byte), opt Lo
 	return m, nil
 }
 
-// storeGGUFTensor places tensor t's data raw in p's slot. A matrix of a
+// storeGGUFTensor places tensor t's data raw in p's dst. A matrix of a
 // quantised type stays quantised (unless the model holds float16), its
 // rows decoded straight into the kernels' layout, releasing (if release
 // is not nil) the rows read so far every so often: the largest tensor's

@@ -21,7 +21,7 @@ type gpt2Param struct {
 	hf, gguf   string
 	shape      []int
 	transposed bool
-	dst        slot
+	dst        dest
 }
 
 // stored is the tensor's row-major shape in a GGUF file.
