@@ -6,7 +6,7 @@ import (
 	"strconv"
 )
 
-// FieldError names one bad field of a request (API.md validation errors).
+// FieldError names one bad field of a request (API.md's field errors).
 type FieldError struct {
 	Field      string `json:"field"`
 	Constraint string `json:"constraint"`
@@ -14,8 +14,8 @@ type FieldError struct {
 	Value      any    `json:"value,omitempty"`
 }
 
-// apiError is the one shape of every error that is not a field
-// validation: OpenAI's, so that SDKs and the worker clients parse one form.
+// apiError is the one shape of every error that is not about the
+// request's fields: OpenAI's, so that SDKs and the worker clients parse one form.
 type apiError struct {
 	Message string  `json:"message"`
 	Type    string  `json:"type"`
@@ -85,7 +85,7 @@ func writeError(w http.ResponseWriter, status int, code, message, param string) 
 	writeJSON(w, status, map[string]any{"error": e})
 }
 
-// family selects the validation error shape of a route: the worker and
+// family selects the field error shape of a route: the worker and
 // batch APIs list every field ({"errors":[...]}); the OpenAI API has one
 // error object, whose message names every field.
 type family int

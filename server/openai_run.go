@@ -95,7 +95,7 @@ func (j *openAIJob) requests(f *fields, e *engine, name string, prompts [][]int)
 	j.reqs, j.texts = reqs, texts
 }
 
-// writeOpenAIErrors answers a request that failed validation; a model
+// writeOpenAIErrors answers a request with fields at fault; a model
 // that is not served is OpenAI's 404.
 func writeOpenAIErrors(w http.ResponseWriter, errs []FieldError) {
 	if errs[0].Constraint == "exists" {

@@ -11,6 +11,8 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -192,6 +194,16 @@ func (s *Server) SetModelChat(m *model.Model, tok *tokenizer.Tokenizer, own Chat
 		"vocab_size", m.Config.VocabSize, "context_length", m.Config.NPositions,
 		"kv_cache_tokens", pool.MaxTokens(), "kv_block_bytes", pool.BlockBytes(), "prefix_cache", s.cfg.PrefixCache)
 	return nil
+}
+
+// modelName is the served model's id: an HF model's directory name, a
+// GGUF file's name without .gguf (not the name of the directory holding
+// it, which says nothing of the model).
+func modelName(m *model.Model) string {
+	if m.Format == model.FormatGGUF {
+		return strings.TrimSuffix(filepath.Base(m.WeightsPath), ".gguf")
+	}
+	return filepath.Base(filepath.Clean(m.Dir))
 }
 
 // kvOptions is the KV pool Config asks for on m: by default room for

@@ -26,7 +26,7 @@ func fieldsOf(t *testing.T, out map[string]any) []string {
 	return names
 }
 
-func TestExecuteValidationNamesEachField(t *testing.T) {
+func TestExecuteFieldErrorsNameEachField(t *testing.T) {
 	ts := start(t, server.Config{})
 	ok := func() map[string]any { return map[string]any{"job_id": "v", "prompt": "Hi", "max_tokens": 2} }
 	cases := []struct {
@@ -75,7 +75,7 @@ func TestExecuteValidationNamesEachField(t *testing.T) {
 	require.ElementsMatch(t, []string{"max_tokens", "temperature"}, fieldsOf(t, out))
 }
 
-func TestBatchValidation(t *testing.T) {
+func TestBatchFieldErrors(t *testing.T) {
 	ts := start(t, server.Config{MaxBatch: 2})
 	out := ts.call(t, "POST", "/generate", map[string]any{"prompts": []string{"a", "b", "c"}}, http.StatusBadRequest)
 	require.Equal(t, []string{"prompts"}, fieldsOf(t, out))

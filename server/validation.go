@@ -3,11 +3,9 @@ package server
 import (
 	"context"
 	"path/filepath"
-	"strings"
 	"time"
 
 	"github.com/llorch/llorch-check/checkpoints"
-	"github.com/llorch/llorch-check/model"
 	"github.com/llorch/llorch-check/references"
 )
 
@@ -92,14 +90,4 @@ func (s *Server) validationSummary() Validation {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.validation
-}
-
-// modelName is the served model's id: an HF model's directory name, a
-// GGUF file's name without .gguf (not the name of the directory holding
-// it, which says nothing of the model).
-func modelName(m *model.Model) string {
-	if m.Format == model.FormatGGUF {
-		return strings.TrimSuffix(filepath.Base(m.WeightsPath), ".gguf")
-	}
-	return filepath.Base(filepath.Clean(m.Dir))
 }
