@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"math"
 	"unsafe"
+
+	"github.com/llorch/llorch-check/internal/ggmlnum"
 )
 
 // Q8_0 is ggml's block_q8_0: per 32 consecutive values along the
@@ -136,65 +138,10 @@ func byteLen(t GGMLType, n int) (int, error) {
 }
 
 // Float16To32 converts IEEE binary16 exactly, subnormals, infinities and
-// NaN payloads included.
-func Float16To32(h uint16) float32 {
-	sign := uint32(h>>15) << 31
-	exp := uint32(h>>10) & 0x1f
-	mant := uint32(h) & 0x3ff
-	switch {
-	case exp == 0x1f:
-		return math.Float32frombits(sign | 0xff<<23 | mant<<13)
-	case exp == 0 && mant == 0:
-		return math.Float32frombits(sign)
-	case exp == 0: // subnormal: normalise into float32's wider exponent range
-		e := uint32(127 - 15 + 1)
-		for mant&0x400 == 0 {
-			mant <<= 1
-			e--
-		}
-		mant &= 0x3ff
-		return math.Float32frombits(sign | e<<23 | mant<<13)
-	}
-	return math.Float32frombits(sign | (exp+127-15)<<23 | mant<<13)
-}
+// NaN payloads included (ggmlnum.Float16To32).
+func Float16To32(h uint16) float32 { return ggmlnum.Float16To32(h) }
 
 // Float32To16 rounds to the nearest binary16, ties to even, as numpy's
 // astype(float16) and ggml's GGML_FP32_TO_FP16 do; overflow gives ±Inf and
-// NaN stays NaN.
-func Float32To16(f float32) uint16 {
-	b := math.Float32bits(f)
-	sign := uint16(b>>16) & 0x8000
-	exp := int32(b>>23) & 0xff
-	mant := b & 0x7fffff
-	if exp == 0xff { // Inf or NaN; keep NaN quiet and non-zero
-		if mant != 0 {
-			return sign | 0x7e00 | uint16(mant>>13)
-		}
-		return sign | 0x7c00
-	}
-	e := exp - 127 + 15
-	switch {
-	case e >= 0x1f:
-		return sign | 0x7c00
-	case e <= 0:
-		// Subnormal or zero: shift the mantissa, with its implicit bit, right.
-		if e < -10 {
-			return sign
-		}
-		m := mant | 0x800000
-		shift := uint32(14 - e)
-		half := uint32(1) << (shift - 1)
-		r := m >> shift
-		rem := m & (1<<shift - 1)
-		if rem > half || (rem == half && r&1 == 1) {
-			r++ // may carry into the smallest normal, which is still right
-		}
-		return sign | uint16(r)
-	}
-	r := uint32(e)<<10 | mant>>13
-	rem := mant & 0x1fff
-	if rem > 0x1000 || (rem == 0x1000 && r&1 == 1) {
-		r++ // a carry into the exponent is correct rounding, up to Inf
-	}
-	return sign | uint16(r)
-}
+// NaN stays NaN (ggmlnum.Float32To16).
+func Float32To16(f float32) uint16 { return ggmlnum.Float32To16(f) }

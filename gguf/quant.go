@@ -3,6 +3,8 @@ package gguf
 import (
 	"encoding/binary"
 	"fmt"
+
+	"github.com/llorch/llorch-check/internal/ggmlnum"
 )
 
 // Dequantisation of the ggml block types that llama.cpp's quantizer writes
@@ -18,38 +20,19 @@ import (
 // float; kernels that keep a model quantised use the same decomposition.
 
 // Groups is how a block type decomposes: Size elements per scale, whether
-// each group has an offset, and the integers' range [Min, Min+2^Bits).
-// Super elements (one block) share the float16 factors D and DM; with
-// Factored, each group also has small integers A and B, and its scale is
-// D·A and its offset DM·B, each rounded to float32 (the K types: a
-// super-block of 256 with 6- or 8-bit sub-block scales); without, they are
-// D and DM themselves.
-type Groups struct {
-	Size     int
-	Offset   bool
-	Bits     int
-	Min      int
-	Super    int
-	Factored bool
-}
+// each group has an offset, the integers' range and the float16 factors
+// they share (ggmlnum.Groups).
+type Groups = ggmlnum.Groups
 
-// Factors is the scales of whole blocks as a file stores them: D and DM
-// (nil without offsets) per block, A and B (nil without Factored, B nil
-// without offsets) per group.
-type Factors struct {
-	D, DM []uint16
-	A, B  []int8
-}
+// Factors is the scales of whole blocks as a file stores them
+// (ggmlnum.Factors).
+type Factors = ggmlnum.Factors
 
 // Scale is a group's float32 scale (or offset) from its block's float16
 // factor d and, for the factored types, its integer a: ggml's float32
-// product, which the dequantisers form before scaling the integers.
-func Scale(d uint16, a int8, factored bool) float32 {
-	if !factored {
-		return Float16To32(d)
-	}
-	return float32(Float16To32(d) * float32(a))
-}
+// product, which the dequantisers form before scaling the integers
+// (ggmlnum.Scale).
+func Scale(d uint16, a int8, factored bool) float32 { return ggmlnum.Scale(d, a, factored) }
 
 type groupDecoder struct {
 	Groups
@@ -59,14 +42,14 @@ type groupDecoder struct {
 }
 
 var groupDecoders = map[GGMLType]groupDecoder{
-	GGMLTypeQ8_0: {Groups{32, false, 8, -128, 32, false}, decodeQ8_0},
-	GGMLTypeQ4_0: {Groups{32, false, 4, -8, 32, false}, decodeQ4_0},
-	GGMLTypeQ4_1: {Groups{32, true, 4, 0, 32, false}, decodeQ4_1},
-	GGMLTypeQ5_0: {Groups{32, false, 5, -16, 32, false}, decodeQ5_0},
-	GGMLTypeQ5_1: {Groups{32, true, 5, 0, 32, false}, decodeQ5_1},
-	GGMLTypeQ4_K: {Groups{32, true, 4, 0, 256, true}, decodeQ4K},
-	GGMLTypeQ5_K: {Groups{32, true, 5, 0, 256, true}, decodeQ5K},
-	GGMLTypeQ6_K: {Groups{16, false, 6, -32, 256, true}, decodeQ6K},
+	GGMLTypeQ8_0: {Groups{Size: 32, Offset: false, Bits: 8, Min: -128, Super: 32, Factored: false}, decodeQ8_0},
+	GGMLTypeQ4_0: {Groups{Size: 32, Offset: false, Bits: 4, Min: -8, Super: 32, Factored: false}, decodeQ4_0},
+	GGMLTypeQ4_1: {Groups{Size: 32, Offset: true, Bits: 4, Min: 0, Super: 32, Factored: false}, decodeQ4_1},
+	GGMLTypeQ5_0: {Groups{Size: 32, Offset: false, Bits: 5, Min: -16, Super: 32, Factored: false}, decodeQ5_0},
+	GGMLTypeQ5_1: {Groups{Size: 32, Offset: true, Bits: 5, Min: 0, Super: 32, Factored: false}, decodeQ5_1},
+	GGMLTypeQ4_K: {Groups{Size: 32, Offset: true, Bits: 4, Min: 0, Super: 256, Factored: true}, decodeQ4K},
+	GGMLTypeQ5_K: {Groups{Size: 32, Offset: true, Bits: 5, Min: 0, Super: 256, Factored: true}, decodeQ5K},
+	GGMLTypeQ6_K: {Groups{Size: 16, Offset: false, Bits: 6, Min: -32, Super: 256, Factored: true}, decodeQ6K},
 }
 
 // GroupsOf says how type t decomposes; false for the float types.
@@ -76,15 +59,10 @@ func GroupsOf(t GGMLType) (Groups, bool) {
 }
 
 // GroupValue is ggml's float for integer q of a group with scale s and,
-// when the type has offsets, offset o. The conversions stop Go from fusing
-// the product and the sum into one FMA, as the C code, compiled without
-// contraction, does not.
+// when the type has offsets, offset o, each step rounded to float32, never
+// fused (ggmlnum.GroupValue).
 func GroupValue(q int8, s, o float32, offset bool) float32 {
-	v := float32(float32(q) * s)
-	if offset {
-		v = float32(v + o)
-	}
-	return v
+	return ggmlnum.GroupValue(q, s, o, offset)
 }
 
 // DecodeFactors decodes raw, whole blocks of type t, into each element's
@@ -142,7 +120,7 @@ func DecodeGroups(t GGMLType, raw []byte, q []int8, s, o []float32) error {
 	if err := DecodeFactors(t, raw, q, f); err != nil {
 		return err
 	}
-	f.scales(g.Groups, s, o)
+	scales(f, g.Groups, s, o)
 	return nil
 }
 
@@ -162,7 +140,7 @@ func newFactors(g Groups, n int) Factors {
 }
 
 // scales forms each group's scale (and offset) from f.
-func (f Factors) scales(g Groups, s, o []float32) {
+func scales(f Factors, g Groups, s, o []float32) {
 	per := g.Super / g.Size
 	for i := range s {
 		var a, b int8
@@ -193,7 +171,7 @@ func decodeBlocks(t GGMLType, raw []byte, dst []float32) {
 			dm = &f.DM[0]
 		}
 		g.decode(q, &f.D[0], dm, f.A, f.B, raw[b*size:(b+1)*size])
-		f.scales(g.Groups, s, o)
+		scales(f, g.Groups, s, o)
 		out := dst[b*n : (b+1)*n]
 		for i, v := range q {
 			out[i] = GroupValue(v, s[i/g.Size], o[i/g.Size], g.Offset)

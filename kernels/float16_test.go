@@ -6,7 +6,7 @@ import (
 	"math/rand/v2"
 	"testing"
 
-	"github.com/llorch/llorch-check/gguf"
+	"github.com/llorch/llorch-check/internal/ggmlnum"
 	"github.com/stretchr/testify/require"
 )
 
@@ -21,7 +21,7 @@ func TestWidenBlockExhaustive(t *testing.T) {
 	for i := range 1 << 16 {
 		r, j := i/n, i%n
 		src[r*lds+j] = uint16(i)
-		want[r*n+j] = gguf.Float16To32(uint16(i))
+		want[r*n+j] = ggmlnum.Float16To32(uint16(i))
 	}
 	got := make([]float32, rows*n)
 	widenBlock(got, src, lds, rows, n)
@@ -40,8 +40,8 @@ func halfMatrix(r *rand.Rand, n int) (Matrix, []float32) {
 	h := make([]uint16, n)
 	f := make([]float32, n)
 	for i := range h {
-		h[i] = gguf.Float32To16(float32(r.NormFloat64()))
-		f[i] = gguf.Float16To32(h[i])
+		h[i] = ggmlnum.Float32To16(float32(r.NormFloat64()))
+		f[i] = ggmlnum.Float16To32(h[i])
 	}
 	return Float16(h), f
 }

@@ -451,7 +451,7 @@ var useAVX512BW = useAVX512 && cpu.X86.HasAVX512BW
 // a block unpacks them to int8 for the AVX2 int8 kernels.
 var nibbleKernels = useAVX512
 
-// scaleRows: dst[g*slab+c] = gguf.Scale(d[c], a[g*slab+c]) for g < n,
+// scaleRows: dst[g*slab+c] = ggmlnum.Scale(d[c], a[g*slab+c]) for g < n,
 // c < slab.
 func scaleRows(dst []float32, d []uint16, a []int8, n int) {
 	if !useF16C || n == 0 {

@@ -7,7 +7,7 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/llorch/llorch-check/gguf"
+	"github.com/llorch/llorch-check/internal/ggmlnum"
 	"github.com/stretchr/testify/require"
 )
 
@@ -249,7 +249,7 @@ func TestWiden(t *testing.T) {
 		dst := make([]float32, n)
 		Widen(dst, src)
 		for i, h := range src {
-			require.Equal(t, gguf.Float16To32(h), dst[i], "n=%d element %d", n, i)
+			require.Equal(t, ggmlnum.Float16To32(h), dst[i], "n=%d element %d", n, i)
 		}
 	}
 }

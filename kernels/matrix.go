@@ -5,7 +5,7 @@ import (
 	"math"
 	"sync"
 
-	"github.com/llorch/llorch-check/gguf"
+	"github.com/llorch/llorch-check/internal/ggmlnum"
 )
 
 // Matrix is a row-major weight matrix held as float32, as IEEE binary16
@@ -107,7 +107,7 @@ func ToFloat16(vals []float32) ([]uint16, error) {
 // rather than a silent infinity.
 func RoundFloat16(dst []uint16, vals []float32, first int) error {
 	for i, v := range vals {
-		h := gguf.Float32To16(v)
+		h := ggmlnum.Float32To16(v)
 		if h&0x7fff == 0x7c00 && !math.IsInf(float64(v), 0) {
 			return fmt.Errorf("element %d is %g, beyond float16's range (±65504); load the model as float32", first+i, v)
 		}
@@ -122,7 +122,7 @@ func widenBlockGeneric(dst []float32, src []uint16, lds, rows, n int) {
 	for r := 0; r < rows; r++ {
 		d, s := dst[r*n:(r+1)*n], src[r*lds:r*lds+n]
 		for j, h := range s {
-			d[j] = gguf.Float16To32(h)
+			d[j] = ggmlnum.Float16To32(h)
 		}
 	}
 }

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"sync"
 
-	"github.com/llorch/llorch-check/gguf"
+	"github.com/llorch/llorch-check/internal/ggmlnum"
 )
 
 // quant is a quantised matrix held at about its file's size: one small
@@ -14,7 +14,7 @@ import (
 // super-block of rows and, for ggml's K types, a small integer a (and b)
 // for every group of rows. A weight's value is ggml's: the group's scale
 // d·a rounded to float32, times the integer, rounded, plus the offset
-// dm·b, rounded (gguf.Scale, gguf.GroupValue). The kernels form those
+// dm·b, rounded (ggmlnum.Scale, ggmlnum.GroupValue). The kernels form those
 // floats from the factors a block at a time and use each weight as the
 // float32 kernels use a loaded one, so a quantised matrix gives the bits
 // of float32 weights holding its values while a decode step streams the
@@ -39,7 +39,7 @@ type quant struct {
 	min        int8     // the smallest integer, which a stored 0 stands for
 	d, dm      []uint16 // [N/slab][K/super][slab]; dm nil without offsets
 	a, b       []int8   // [N/slab][K/group][slab]; nil unless factored, b nil without offsets
-	g          gguf.Groups
+	g          ggmlnum.Groups
 	k, n       int
 	transposed bool // the matrix is the transpose of the storage: [N][K]
 }
@@ -50,14 +50,15 @@ const slab = 64
 // Quantized builds a matrix from a quantised tensor as a file stores it:
 // rows rows of cols elements, each run of g.Size elements along a row
 // sharing a scale (and an offset, if g.Offset), formed from factors as
-// gguf.Factors describes. decodeRow fills row r's integers (cols) and
+// ggmlnum.Factors describes (gguf.Groups and gguf.Factors are these
+// types). decodeRow fills row r's integers (cols) and
 // factors (cols/g.Super block factors, cols/g.Size group factors), as
 // gguf.DecodeFactors does. The kernels keep the transpose, [cols][rows],
 // so that the reduction runs along the file's rows: transposed false makes
 // the matrix that transpose (a GGUF [out][in] weight becomes HF Conv1D's
 // [in,out], read by MatMulAcc), true keeps the file's own layout (the
 // token embedding [V][C], read by MatMulT and Row).
-func Quantized(rows, cols int, g gguf.Groups, transposed bool, decodeRow func(r int, q []int8, f gguf.Factors) error) (Matrix, error) {
+func Quantized(rows, cols int, g ggmlnum.Groups, transposed bool, decodeRow func(r int, q []int8, f ggmlnum.Factors) error) (Matrix, error) {
 	switch {
 	case g.Size <= 0 || g.Size%4 != 0 || g.Super < g.Size || g.Super%g.Size != 0 || cols%g.Super != 0:
 		return Matrix{}, fmt.Errorf("kernels: groups of %d in blocks of %d do not divide rows of %d into multiples of 4", g.Size, g.Super, cols)
@@ -91,11 +92,11 @@ func Quantized(rows, cols int, g gguf.Groups, transposed bool, decodeRow func(r 
 	// A slab's rows are decoded together and written out column by
 	// column, so the transpose writes runs of slab bytes.
 	q := make([]int8, slab*K)
-	f := gguf.Factors{D: make([]uint16, slab*B), DM: make([]uint16, slab*B), A: make([]int8, slab*G), B: make([]int8, slab*G)}
+	f := ggmlnum.Factors{D: make([]uint16, slab*B), DM: make([]uint16, slab*B), A: make([]int8, slab*G), B: make([]int8, slab*G)}
 	for r0 := 0; r0 < N; r0 += slab {
 		nr := min(slab, N-r0)
 		for i := range nr {
-			fi := gguf.Factors{D: f.D[i*B : (i+1)*B]}
+			fi := ggmlnum.Factors{D: f.D[i*B : (i+1)*B]}
 			if g.Offset {
 				fi.DM = f.DM[i*B : (i+1)*B]
 			}
@@ -240,9 +241,9 @@ func (w *quant) scale(k, j int) (s, o float32) {
 			b = w.b[w.groupIndex(k, j)]
 		}
 	}
-	s = gguf.Scale(w.d[w.blockIndex(k, j)], a, w.g.Factored)
+	s = ggmlnum.Scale(w.d[w.blockIndex(k, j)], a, w.g.Factored)
 	if w.dm != nil {
-		o = gguf.Scale(w.dm[w.blockIndex(k, j)], b, w.g.Factored)
+		o = ggmlnum.Scale(w.dm[w.blockIndex(k, j)], b, w.g.Factored)
 	}
 	return s, o
 }
@@ -250,7 +251,7 @@ func (w *quant) scale(k, j int) (s, o float32) {
 // value is the weight at storage row k, column j.
 func (w *quant) value(k, j int) float32 {
 	s, o := w.scale(k, j)
-	return gguf.GroupValue(w.integer(k, j), s, o, w.dm != nil)
+	return ggmlnum.GroupValue(w.integer(k, j), s, o, w.dm != nil)
 }
 
 // float32s is the matrix's values in its own layout.
@@ -382,12 +383,12 @@ func (w *quant) formScales(s, o []float32, g0, g1, j0 int) {
 	}
 }
 
-// scaleRowsGeneric: dst[g*slab+c] = gguf.Scale(d[c], a[g*slab+c]) for
+// scaleRowsGeneric: dst[g*slab+c] = ggmlnum.Scale(d[c], a[g*slab+c]) for
 // g < n, c < slab.
 func scaleRowsGeneric(dst []float32, d []uint16, a []int8, n int) {
 	for g := range n {
 		for c, f := range d[:slab] {
-			dst[g*slab+c] = gguf.Scale(f, a[g*slab+c], true)
+			dst[g*slab+c] = ggmlnum.Scale(f, a[g*slab+c], true)
 		}
 	}
 }
@@ -417,7 +418,7 @@ func (b *block) value(r, c int) float32 {
 	if b.o != nil {
 		o = b.o[g]
 	}
-	return gguf.GroupValue(q, b.s[g], o, b.o != nil)
+	return ggmlnum.GroupValue(q, b.s[g], o, b.o != nil)
 }
 
 // dequantGeneric: dst[r*ldd+j] = the weight at block row r0+r, column c+j,

@@ -7,7 +7,7 @@ import (
 	"math/rand/v2"
 	"testing"
 
-	"github.com/llorch/llorch-check/gguf"
+	"github.com/llorch/llorch-check/internal/ggmlnum"
 	"github.com/stretchr/testify/require"
 )
 
@@ -15,34 +15,34 @@ import (
 // integers and each row's factors.
 type nativeQuant struct {
 	rows, cols int
-	g          gguf.Groups
+	g          ggmlnum.Groups
 	q          []int8
-	f          gguf.Factors
+	f          ggmlnum.Factors
 }
 
 // The integer ranges and factoring of the ggml types: Q8_0's 8 bits,
 // Q4_0's 4 from -8, Q5_0's 5 from -16 (plain), Q4_K's 4 and Q5_K's 5
 // from 0 with offsets, Q6_K's 6 from -32 (factored).
 var (
-	eightBits = gguf.Groups{Bits: 8, Min: -128}
-	q40Bits   = gguf.Groups{Bits: 4, Min: -8}
-	q50Bits   = gguf.Groups{Bits: 5, Min: -16}
-	fourBits  = gguf.Groups{Bits: 4, Min: 0, Factored: true}
-	fiveBits  = gguf.Groups{Bits: 5, Min: 0, Factored: true}
-	sixBits   = gguf.Groups{Bits: 6, Min: -32, Factored: true}
+	eightBits = ggmlnum.Groups{Bits: 8, Min: -128}
+	q40Bits   = ggmlnum.Groups{Bits: 4, Min: -8}
+	q50Bits   = ggmlnum.Groups{Bits: 5, Min: -16}
+	fourBits  = ggmlnum.Groups{Bits: 4, Min: 0, Factored: true}
+	fiveBits  = ggmlnum.Groups{Bits: 5, Min: 0, Factored: true}
+	sixBits   = ggmlnum.Groups{Bits: 6, Min: -32, Factored: true}
 )
 
 // typeCases are the integer widths and factorings the tests run, with and
 // without offsets.
 var typeCases = []struct {
 	offset bool
-	bits   gguf.Groups
+	bits   ggmlnum.Groups
 }{{false, sixBits}, {true, sixBits}, {false, q40Bits}, {true, fourBits}, {true, fiveBits}, {false, q50Bits}, {true, eightBits}}
 
 // randomQuant draws integers in the range of bits, float16 factors and,
 // for factored types, int8 group factors; a factored type's blocks are
 // bits.Super or else the largest of 4, 2 or 1 groups that divides cols.
-func randomQuant(r *rand.Rand, rows, cols, group int, offset bool, bits gguf.Groups) nativeQuant {
+func randomQuant(r *rand.Rand, rows, cols, group int, offset bool, bits ggmlnum.Groups) nativeQuant {
 	g := bits
 	g.Size, g.Offset = group, offset
 	if g.Super == 0 || !g.Factored {
@@ -60,7 +60,7 @@ func randomQuant(r *rand.Rand, rows, cols, group int, offset bool, bits gguf.Gro
 	for i := range n.q {
 		n.q[i] = int8(r.IntN(1<<g.Bits) + g.Min)
 	}
-	half := func() uint16 { return gguf.Float32To16(float32(r.NormFloat64() / 64)) }
+	half := func() uint16 { return ggmlnum.Float32To16(float32(r.NormFloat64() / 64)) }
 	blocks, groups := rows*cols/g.Super, rows*cols/g.Size
 	for range blocks {
 		n.f.D = append(n.f.D, half())
@@ -77,7 +77,7 @@ func randomQuant(r *rand.Rand, rows, cols, group int, offset bool, bits gguf.Gro
 	return n
 }
 
-func (n nativeQuant) decodeRow(r int, q []int8, f gguf.Factors) error {
+func (n nativeQuant) decodeRow(r int, q []int8, f ggmlnum.Factors) error {
 	copy(q, n.q[r*n.cols:(r+1)*n.cols])
 	b, g := n.cols/n.g.Super, n.cols/n.g.Size
 	copy(f.D, n.f.D[r*b:(r+1)*b])
@@ -106,9 +106,9 @@ func (n nativeQuant) value(r, c int) float32 {
 		}
 	}
 	if n.g.Offset {
-		o = gguf.Scale(n.f.DM[bl], b, n.g.Factored)
+		o = ggmlnum.Scale(n.f.DM[bl], b, n.g.Factored)
 	}
-	return gguf.GroupValue(n.q[i], gguf.Scale(n.f.D[bl], a, n.g.Factored), o, n.g.Offset)
+	return ggmlnum.GroupValue(n.q[i], ggmlnum.Scale(n.f.D[bl], a, n.g.Factored), o, n.g.Offset)
 }
 
 // transposed is the tensor's values as a float32 [cols][rows] matrix,
@@ -149,24 +149,24 @@ func TestQuantizedLayout(t *testing.T) {
 		require.Equal(t, kn[7*n.rows:8*n.rows], n.matrix(t, false).Row(make([]float32, n.rows), 7, n.rows))
 		require.EqualValues(t, n.rows*n.cols, n.matrix(t, false).Len())
 	}
-	q8 := gguf.Groups{Size: 32, Super: 32, Bits: 8, Min: -128}
+	q8 := ggmlnum.Groups{Size: 32, Super: 32, Bits: 8, Min: -128}
 	bad := errors.New("bad block")
 	for _, c := range []struct {
 		name string
 		cols int
-		g    gguf.Groups
+		g    ggmlnum.Groups
 		want string
 	}{
-		{"groups that do not divide a row", 30, gguf.Groups{Size: 16, Super: 16, Bits: 8, Min: -128}, "do not divide"},
-		{"blocks that do not divide a row", 32, gguf.Groups{Size: 16, Super: 48, Bits: 8, Min: -128, Factored: true}, "do not divide"},
-		{"unfactored blocks of several groups", 64, gguf.Groups{Size: 16, Super: 32, Bits: 8, Min: -128}, "unfactored"},
-		{"integers beyond int8", 32, gguf.Groups{Size: 32, Super: 32, Bits: 8, Min: -127}, "not held"},
-		{"7-bit integers", 32, gguf.Groups{Size: 32, Super: 32, Bits: 7, Min: -64}, "not held"},
+		{"groups that do not divide a row", 30, ggmlnum.Groups{Size: 16, Super: 16, Bits: 8, Min: -128}, "do not divide"},
+		{"blocks that do not divide a row", 32, ggmlnum.Groups{Size: 16, Super: 48, Bits: 8, Min: -128, Factored: true}, "do not divide"},
+		{"unfactored blocks of several groups", 64, ggmlnum.Groups{Size: 16, Super: 32, Bits: 8, Min: -128}, "unfactored"},
+		{"integers beyond int8", 32, ggmlnum.Groups{Size: 32, Super: 32, Bits: 8, Min: -127}, "not held"},
+		{"7-bit integers", 32, ggmlnum.Groups{Size: 32, Super: 32, Bits: 7, Min: -64}, "not held"},
 	} {
 		_, err := Quantized(4, c.cols, c.g, false, nil)
 		require.ErrorContains(t, err, c.want, c.name)
 	}
-	_, err := Quantized(4, 32, q8, false, func(int, []int8, gguf.Factors) error { return bad })
+	_, err := Quantized(4, 32, q8, false, func(int, []int8, ggmlnum.Factors) error { return bad })
 	require.ErrorIs(t, err, bad)
 	wide := randomQuant(r, 4, 32, 32, false, sixBits)
 	wide.g.Bits, wide.g.Min = 4, 0
@@ -181,7 +181,7 @@ func TestQuantizedLayout(t *testing.T) {
 func TestQuantBytes(t *testing.T) {
 	r := rand.New(rand.NewPCG(3, 4))
 	for _, c := range []struct {
-		g          gguf.Groups
+		g          ggmlnum.Groups
 		group      int
 		offset     bool
 		bitsWeight float64
@@ -214,7 +214,7 @@ func TestUnpackAndScaleRows(t *testing.T) {
 	}
 	d, a := make([]uint16, slab), make([]int8, 9*slab)
 	for i := range d {
-		d[i] = gguf.Float32To16(float32(r.NormFloat64()))
+		d[i] = ggmlnum.Float32To16(float32(r.NormFloat64()))
 	}
 	d[3], d[4] = 0x0001, 0x8400 // a subnormal, a negative normal
 	for i := range a {
@@ -274,7 +274,7 @@ func TestQuantMatMulT(t *testing.T) {
 }
 
 func BenchmarkMatmulDecodeQuant(b *testing.B) {
-	for _, bits := range []gguf.Groups{sixBits, fiveBits, fourBits, eightBits} {
+	for _, bits := range []ggmlnum.Groups{sixBits, fiveBits, fourBits, eightBits} {
 		b.Run(fmt.Sprintf("bits=%d", bits.Bits), func(b *testing.B) {
 			r := rand.New(rand.NewPCG(1, 1))
 			const K, N = 768, 3072
