@@ -43,6 +43,26 @@ func (s *Server) routes() http.Handler {
 	return s.outer(mux)
 }
 
+// readyEngine returns the model if new work may start, else answers 503.
+func (s *Server) readyEngine(w http.ResponseWriter) (*engine, bool) {
+	msg := ""
+	code := codeNotReady
+	switch s.state() {
+	case stateReady:
+		return s.engine.Load(), true
+	case stateDraining:
+		code, msg = codeDraining, msgDraining
+	case stateLoading:
+		msg = "the model is loading"
+	case stateValidating:
+		msg = "the model is being validated against its references"
+	case stateFailed:
+		msg = "the model failed validation against its references; see /health"
+	}
+	writeError(w, http.StatusServiceUnavailable, code, msg, "")
+	return nil, false
+}
+
 // modelRead reads a model route's fields from f, adding an error for each
 // one at fault, and returns the route's work, which runs only when there
 // are none.

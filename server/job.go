@@ -1,0 +1,364 @@
+// The job lifecycle: every model route's work runs as one job (runJob):
+// its context and the causes that end it, admission (draining, the queue,
+// a slot), the worker API's registry of job ids (/cancel), and an early
+// end classified once (endJob) and told in each wire format (the sinks).
+
+package server
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/llorch/llorch-check/generation"
+)
+
+var (
+	// errEnded is work cut short by its job's context (a generation that
+	// came back cancelled): endJob reads the cause from the context.
+	errEnded = errors.New("job ended")
+	// errTimeout is the cause of a job context that hit --request-timeout.
+	errTimeout = errors.New("request timeout")
+)
+
+// Causes of a job's context ending, so a stream can tell /cancel from a
+// timeout from a client that went away.
+var (
+	errCancelled    = errors.New("cancelled by /cancel")
+	errDisconnected = errors.New("client disconnected")
+	errShutdown     = errors.New("the server shut down")
+)
+
+const msgDraining = "the server is shutting down and takes no new work"
+
+// stage is how far a job got before it ended.
+type stage int
+
+const (
+	stageArrival stage = iota // cancelled before it arrived (worker job ids)
+	stageQueued               // waiting for a slot
+	stageRunning
+)
+
+// jobEnd is how a job that did not finish ended, decided once for every
+// wire format: its API error code, message and metrics outcome.
+type jobEnd struct {
+	stage   stage
+	code    string // CANCELLED, TIMEOUT, SHUTDOWN or INFERENCE_FAILED
+	message string
+	outcome string
+}
+
+// sink is a wire format's way of telling its client that a job ended
+// early: worker events, an OpenAI stream, or a JSON error status.
+type sink interface {
+	ended(w http.ResponseWriter, end jobEnd)
+}
+
+// runJob runs work in a slot as one job: its context (client, timeout,
+// /cancel by id when id is set, shutdown), admission (refused while
+// draining, 429 beyond the queue) and its end. Work writes its own answer;
+// a job that ends early (before it started, while queued or midway, by
+// cancel, timeout, shutdown or failure) is classified by endJob and told
+// by sk, and a client that is gone is told nothing.
+func (s *Server) runJob(w http.ResponseWriter, r *http.Request, id string, sk sink, work func(context.Context, *Slot) error) {
+	ctx, cancel := s.jobContext(r)
+	defer cancel(nil)
+	if id != "" {
+		if !s.jobs.add(id, cancel) {
+			writeError(w, http.StatusConflict, codeConflict, "job "+id+" is already running", "job_id")
+			return
+		}
+		defer s.jobs.remove(id)
+		if ctx.Err() != nil { // cancelled before it arrived: nothing runs
+			s.jobs.remove(id) // before the client hears, so it may reuse the id
+			s.endJob(w, r, ctx, id, sk, stageArrival, ctx.Err())
+			return
+		}
+	}
+	done, ok := s.enter()
+	if !ok {
+		writeError(w, http.StatusServiceUnavailable, codeDraining, msgDraining, "")
+		return
+	}
+	defer done()
+	queued := time.Now()
+	slot, err := s.sched.Acquire(ctx)
+	if e := s.engine.Load(); err == nil && e != nil {
+		e.obs.queueTime.Observe(time.Since(queued).Seconds())
+	}
+	switch {
+	case errors.Is(err, ErrQueueFull):
+		s.metrics.rejected.Inc()
+		writeError(w, http.StatusTooManyRequests, codeQueueFull, "all slots are busy and the queue is full; retry later", "")
+		return
+	case err != nil:
+		s.endJob(w, r, ctx, id, sk, stageQueued, err)
+		return
+	}
+	defer slot.Release()
+	if id != "" {
+		s.jobs.started(id)
+	}
+	if err := work(ctx, slot); err != nil {
+		s.endJob(w, r, ctx, id, sk, stageRunning, err)
+	}
+}
+
+// jobContext is the request's context plus --request-timeout; it ends when
+// the client disconnects, the timeout passes or the job is cancelled, and
+// context.Cause tells which.
+func (s *Server) jobContext(r *http.Request) (context.Context, context.CancelCauseFunc) {
+	ctx, cancel := context.WithCancelCause(r.Context())
+	unhook := context.AfterFunc(s.stop, func() { cancel(errShutdown) })
+	end := func(cause error) { unhook(); cancel(cause) }
+	if s.cfg.RequestTimeout > 0 {
+		tctx, tcancel := context.WithTimeoutCause(ctx, s.cfg.RequestTimeout, errTimeout)
+		return tctx, func(cause error) { end(cause); tcancel() }
+	}
+	return ctx, end
+}
+
+// generate runs one sequence in slot, timing tokens for the metrics and
+// applying the demo token delay. A generation cut short by its job's end
+// is errEnded, for runJob to report.
+func (s *Server) generate(ctx context.Context, e *engine, slot *Slot, req generation.Request,
+	onToken func(generation.Token) error) (generation.Result, error) {
+	start := time.Now()
+	last := start
+	res, err := generation.Generate(ctx, slot.Decoder(e), e.tok, req, func(t generation.Token) error {
+		if s.cfg.TokenDelay > 0 {
+			select {
+			case <-ctx.Done():
+				return nil // Generate sees ctx and ends the sequence as cancelled
+			case <-time.After(s.cfg.TokenDelay):
+			}
+		}
+		now := time.Now()
+		if t.Index == 0 {
+			e.obs.ttft.Observe(now.Sub(start).Seconds())
+		} else {
+			e.obs.interToken.Observe(now.Sub(last).Seconds())
+		}
+		last = now
+		e.obs.generated.Inc()
+		if onToken != nil {
+			return onToken(t)
+		}
+		return nil
+	})
+	e.obs.promptTokens.Add(float64(len(req.Prompt)))
+	e.obs.cachedTokens.Add(float64(res.CachedTokens))
+	if res.PrefillTime > 0 {
+		e.obs.prefillTime.Observe(res.PrefillTime.Seconds())
+	}
+	if err == nil && res.StopReason == generation.StopCancelled {
+		err = errEnded
+	}
+	return res, err
+}
+
+// endCause classifies why a job context ended: the API error code and
+// the metrics outcome.
+func (s *Server) endCause(ctx context.Context) (code, outcome string) {
+	cause := context.Cause(ctx)
+	switch {
+	case errors.Is(cause, errShutdown):
+		code, outcome = codeShutdown, outcomeShutdown
+	case errors.Is(cause, errCancelled):
+		code, outcome = codeCancelled, outcomeCancelled
+	case errors.Is(cause, errTimeout), errors.Is(cause, context.DeadlineExceeded):
+		code, outcome = codeTimeout, outcomeTimeout
+	default:
+		code, outcome = codeCancelled, outcomeDisconnected
+	}
+	s.metrics.cancellations.WithLabelValues(outcome).Inc()
+	return code, outcome
+}
+
+// endJob classifies why a job ended early and has sk tell the client.
+func (s *Server) endJob(w http.ResponseWriter, r *http.Request, ctx context.Context, id string, sk sink, st stage, err error) {
+	end := jobEnd{stage: st}
+	switch {
+	case errors.Is(err, errWrite):
+		s.endCause(ctx)
+		setOutcome(w, outcomeDisconnected)
+		return
+	case ctx.Err() != nil || errors.Is(err, context.Canceled):
+		end.code, end.outcome = s.endCause(ctx)
+		end.message = endMessage(end.code)
+	default:
+		s.log.Error("job failed", "request_id", requestID(r.Context()), "job_id", id, "path", r.URL.Path, "error", err)
+		end.code, end.outcome, end.message = codeInference, outcomeServerError, err.Error()
+	}
+	sk.ended(w, end)
+	setOutcome(w, end.outcome)
+}
+
+func endMessage(code string) string {
+	switch code {
+	case codeTimeout:
+		return "the request exceeded the server's request timeout"
+	case codeShutdown:
+		return "the server shut down before the job finished; retry on another worker"
+	}
+	return "the job was cancelled"
+}
+
+// jobs maps the worker API's job ids to the cancel functions of their
+// requests, and remembers for a while the ids /cancel named before any job
+// had them: a cancel that overtakes its /execute must still win.
+type jobs struct {
+	mu      sync.Mutex
+	cancels map[string]*job
+	early   map[string]time.Time // ids cancelled before their job arrived
+}
+
+type job struct {
+	cancel  context.CancelCauseFunc
+	running bool // holds a slot (false: queued)
+}
+
+// Bounds of the early-cancel memory: long enough for any client's
+// cancel/execute race, small enough that a flood of ids cannot grow it.
+const (
+	earlyCancelTTL = 10 * time.Minute
+	earlyCancelMax = 10000
+)
+
+func newJobs() *jobs {
+	return &jobs{cancels: map[string]*job{}, early: map[string]time.Time{}}
+}
+
+// add registers id; false when a job with that id is already running.
+// A job whose id was cancelled early starts cancelled.
+func (j *jobs) add(id string, cancel context.CancelCauseFunc) bool {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if _, dup := j.cancels[id]; dup {
+		return false
+	}
+	j.cancels[id] = &job{cancel: cancel}
+	if t, ok := j.early[id]; ok {
+		delete(j.early, id)
+		if time.Since(t) < earlyCancelTTL {
+			cancel(errCancelled)
+		}
+	}
+	return true
+}
+
+// started marks id as holding a slot.
+func (j *jobs) started(id string) {
+	j.mu.Lock()
+	if jb, ok := j.cancels[id]; ok {
+		jb.running = true
+	}
+	j.mu.Unlock()
+}
+
+func (j *jobs) remove(id string) {
+	j.mu.Lock()
+	delete(j.cancels, id)
+	j.mu.Unlock()
+}
+
+// cancel ends job id and says whether it was running or queued;
+// cancelling an unknown or finished job is not an error (API.md:
+// idempotent), and an unknown id is remembered so that its job, should it
+// arrive next, starts cancelled.
+func (j *jobs) cancel(id string) (running, queued bool) {
+	j.mu.Lock()
+	jb, ok := j.cancels[id]
+	if !ok {
+		j.rememberEarly(id)
+		j.mu.Unlock()
+		return false, false
+	}
+	running = jb.running
+	j.mu.Unlock()
+	jb.cancel(errCancelled)
+	return running, !running
+}
+
+// rememberEarly records id, dropping expired entries, and the oldest when
+// full. j.mu is held.
+func (j *jobs) rememberEarly(id string) {
+	now := time.Now()
+	if len(j.early) >= earlyCancelMax {
+		oldest, at := "", now
+		for k, t := range j.early {
+			if now.Sub(t) >= earlyCancelTTL {
+				delete(j.early, k)
+			} else if t.Before(at) {
+				oldest, at = k, t
+			}
+		}
+		if len(j.early) >= earlyCancelMax {
+			delete(j.early, oldest)
+		}
+	}
+	j.early[id] = now
+}
+
+// jsonAnswer is the sink of every route that answers with one JSON
+// document (batch, embeddings, OpenAI without stream): an error status in
+// the one error shape. 499 is nginx's "client closed the request": nobody
+// reads it, but logs and metrics do.
+type jsonAnswer struct{}
+
+func (jsonAnswer) ended(w http.ResponseWriter, end jobEnd) {
+	status := map[string]int{codeTimeout: http.StatusGatewayTimeout, codeShutdown: http.StatusServiceUnavailable,
+		codeInference: http.StatusInternalServerError}[end.code]
+	code := end.code
+	if status == 0 {
+		status, code = 499, codeCancelled
+	}
+	writeError(w, status, code, end.message, "")
+}
+
+// stream is an SSE response opened on first use, so a job that ends
+// before it runs can still answer with a status.
+type stream struct {
+	sse     *sseWriter
+	timeout time.Duration
+}
+
+func (k *stream) open(w http.ResponseWriter) *sseWriter {
+	if k.sse == nil {
+		k.sse = startSSE(w, k.timeout)
+	}
+	return k.sse
+}
+
+// workerStream is /execute's sink: an error event, the stream's one
+// terminal event, saying how far the job got.
+type workerStream struct{ stream }
+
+func (k *workerStream) ended(w http.ResponseWriter, end jobEnd) {
+	if end.stage == stageQueued && end.code == codeShutdown {
+		jsonAnswer{}.ended(w, end) // never started: a plain 503 to retry elsewhere
+		return
+	}
+	msg := map[stage]string{stageArrival: "ended before it started: ", stageQueued: "ended while queued: "}[end.stage] + end.message
+	_ = k.open(w).event("error", errorEvent{Type: "error", Code: end.code, Message: msg})
+}
+
+// openAIStream is the OpenAI routes' sink with stream: a final error chunk
+// and [DONE]; before the stream opened (ended while queued), a status.
+type openAIStream struct{ stream }
+
+func (k *openAIStream) ended(w http.ResponseWriter, end jobEnd) {
+	if k.sse == nil {
+		jsonAnswer{}.ended(w, end)
+		return
+	}
+	typ := "timeout_error"
+	if end.code == codeShutdown || end.code == codeInference {
+		typ = "server_error"
+	}
+	_ = k.sse.data(map[string]any{"error": apiError{Message: end.message, Type: typ, Code: end.code}})
+	_ = k.sse.write("data: [DONE]\n\n")
+}
