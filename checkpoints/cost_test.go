@@ -66,13 +66,9 @@ func TestOptionsTolerance(t *testing.T) {
 func convertTiny(t *testing.T, typ gguf.GGMLType, sourceSHA string) *model.Model {
 	t.Helper()
 	m, _ := openDefault(t)
-	kv, ts, err := m.GGUF(typ)
-	require.NoError(t, err)
-	if sourceSHA != "" {
-		kv = append(kv, gguf.KV{Key: model.KeySourceSHA256, Value: gguf.Value{Type: gguf.TypeString, V: sourceSHA}})
-	}
 	path := filepath.Join(t.TempDir(), "tiny.gguf")
-	require.NoError(t, gguf.WriteFile(path, kv, ts))
+	_, err := m.WriteGGUF(path, model.GGUFFile{Type: typ, SourceSHA256: sourceSHA})
+	require.NoError(t, err)
 	g, err := model.Load(path)
 	require.NoError(t, err)
 	return g

@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/llorch/llorch-check/gguf"
+	"github.com/llorch/llorch-check/tokenizer"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -58,7 +59,7 @@ func llamaImage(t testing.TB, m *Model, typ gguf.GGMLType, vocab string, edit gg
 	t.Helper()
 	kv, ts, err := m.GGUF(typ)
 	require.NoError(t, err)
-	tok, err := GGUFTokenizerKeys(vocab)
+	tok, err := tokenizer.FileGGUFKeys(vocab)
 	require.NoError(t, err)
 	kv = WithTokenizer(kv, tok)
 	if edit != nil {

@@ -231,23 +231,3 @@ func WithTokenizer(kv, tok []gguf.KV) []gguf.KV {
 	}
 	return append(out, tail...)
 }
-
-// GGUFTokenizerKeys reads the tokenizer.* keys of a GGUF file, in its
-// order, for WithTokenizer; an error if it has no tokenizer.ggml.tokens.
-func GGUFTokenizerKeys(path string) ([]gguf.KV, error) {
-	f, err := gguf.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	if _, ok := f.Get(keyTokens); !ok {
-		return nil, fmt.Errorf("%s: no %s: not a tokenizer GGUF", path, keyTokens)
-	}
-	var tok []gguf.KV
-	for _, e := range f.KV {
-		if strings.HasPrefix(e.Key, "tokenizer.") {
-			tok = append(tok, e)
-		}
-	}
-	return tok, nil
-}

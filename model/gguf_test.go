@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/llorch/llorch-check/gguf"
+	"github.com/llorch/llorch-check/tokenizer"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -468,5 +469,79 @@ func TestLoadGGUFQuantizedKept(t *testing.T) {
 	}
 	for i := range wantLogits {
 		require.InDelta(t, wantLogits[i], gotLogits[i], 1e-5*math.Max(1, math.Abs(float64(wantLogits[i]))), "logit %d", i)
+	}
+}
+
+// TestWriteGGUF: the written file holds the model's keys and tensors with
+// general.name second, the tokenizer's keys in their order (GPT-2's after
+// the model's, the Llama family's among them), llorch's source keys last
+// when given and none of the three when not; it loads back, and the
+// summary is the file's.
+func TestWriteGGUF(t *testing.T) {
+	gpt2, _ := testModel(t)
+	llama := loadLlamaTiny(t, "tiny-llama")
+	llamaTok, err := tokenizer.FileGGUFKeys(llamaSPMVocab)
+	require.NoError(t, err)
+	gpt2Tok := []gguf.KV{gguf.StringKV("tokenizer.ggml.model", "gpt2"), gguf.StringKV("tokenizer.ggml.pre", "gpt-2")}
+	sha := strings.Repeat("0f", 32)
+	for _, c := range []struct {
+		name  string
+		m     *Model
+		file  GGUFFile
+		types string
+	}{
+		{"bare", gpt2, GGUFFile{Type: gguf.GGMLTypeF32}, "29 F32"},
+		{"gpt2", gpt2, GGUFFile{Type: gguf.GGMLTypeF16, Name: "tiny", Tokenizer: gpt2Tok, SourceSHA256: sha}, "19 F32, 10 F16"},
+		{"llama", llama, GGUFFile{Type: gguf.GGMLTypeQ8_0, Name: "tiny-llama", Tokenizer: llamaTok, SourceSHA256: sha}, "5 F32, 16 Q8_0"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "m.gguf")
+			w, err := c.m.WriteGGUF(path, c.file)
+			require.NoError(t, err)
+			fi, err := os.Stat(path)
+			require.NoError(t, err)
+			f, err := gguf.Open(path)
+			require.NoError(t, err)
+			defer f.Close()
+			require.Equal(t, GGUFWritten{Tensors: len(f.Tensors), Types: c.types, Bytes: fi.Size()}, w)
+
+			var keys []string
+			for _, e := range f.KV {
+				keys = append(keys, e.Key)
+			}
+			own, _, err := c.m.GGUF(c.file.Type)
+			require.NoError(t, err)
+			want := map[string]bool{}
+			for _, e := range slices.Concat(own, c.file.Tokenizer) {
+				want[e.Key] = true
+			}
+			require.Equal(t, keyArchitecture, keys[0])
+			if c.file.Name != "" {
+				require.Equal(t, "general.name", keys[1])
+				name, err := f.String("general.name")
+				require.NoError(t, err)
+				require.Equal(t, c.file.Name, name)
+				want["general.name"] = true
+			}
+			if c.file.SourceSHA256 != "" {
+				require.Equal(t, []string{KeySourceSHA256, KeySourceDType}, keys[len(keys)-2:])
+				got, err := f.String(KeySourceSHA256)
+				require.NoError(t, err)
+				require.Equal(t, sha, got)
+				want[KeySourceSHA256], want[KeySourceDType] = true, true
+			}
+			require.Len(t, keys, len(want), "each key once")
+			for _, k := range keys {
+				require.True(t, want[k], "%s is the model's, the tokenizer's or the file's", k)
+			}
+			last := -1
+			for _, e := range c.file.Tokenizer {
+				i := slices.Index(keys, e.Key)
+				require.Greater(t, i, last, "%s in the tokenizer's order", e.Key)
+				last = i
+			}
+			_, err = Load(path)
+			require.NoError(t, err)
+		})
 	}
 }

@@ -1,9 +1,78 @@
 package model
 
 import (
+	"fmt"
+	"os"
+	"slices"
+	"strings"
+
 	"github.com/llorch/llorch-check/gguf"
 	"github.com/llorch/llorch-check/weights"
 )
+
+// GGUFFile is what a GGUF file written from a model (WriteGGUF) holds
+// beside the model's own keys and tensors (GGUF).
+type GGUFFile struct {
+	Type gguf.GGMLType // the 2-D matrices' type: F32, F16 or Q8_0 (GGUF)
+	Name string        // general.name, after general.architecture; none when empty
+
+	// Tokenizer are the tokenizer.* keys: GPT-2's follow the model's keys,
+	// the Llama family's take their places among them (WithTokenizer).
+	Tokenizer []gguf.KV
+
+	// SourceSHA256 is the sha256 of the HF weights the model was loaded
+	// from; when set it is written last, with their dtype
+	// (KeySourceSHA256, KeySourceDType), so that reference sets made from
+	// those weights accept the file.
+	SourceSHA256 string
+}
+
+// GGUFWritten is what WriteGGUF wrote.
+type GGUFWritten struct {
+	Tensors int
+	Types   string // the tensors by type, as "98 F32, 50 F16"
+	Bytes   int64  // the file's size
+}
+
+// WriteGGUF writes the model as a GGUF file at path, atomically
+// (gguf.WriteFile), in llama.cpp's converter's order: architecture, name,
+// hyper-parameters, tokenizer, then llorch's own keys.
+func (m *Model) WriteGGUF(path string, f GGUFFile) (GGUFWritten, error) {
+	kv, tensors, err := m.GGUF(f.Type)
+	if err != nil {
+		return GGUFWritten{}, err
+	}
+	if f.Name != "" {
+		kv = slices.Insert(kv, 1, gguf.StringKV("general.name", f.Name))
+	}
+	if m.Config.IsLlama() {
+		kv = WithTokenizer(kv, f.Tokenizer)
+	} else {
+		kv = append(kv, f.Tokenizer...)
+	}
+	if f.SourceSHA256 != "" {
+		kv = append(kv, gguf.StringKV(KeySourceSHA256, f.SourceSHA256), gguf.StringKV(KeySourceDType, m.WeightsDType))
+	}
+	if err := gguf.WriteFile(path, kv, tensors); err != nil {
+		return GGUFWritten{}, err
+	}
+	w := GGUFWritten{Tensors: len(tensors)}
+	counts := map[gguf.GGMLType]int{}
+	for _, t := range tensors {
+		counts[t.Type]++
+	}
+	var parts []string
+	for _, t := range []gguf.GGMLType{gguf.GGMLTypeF32, gguf.GGMLTypeF16, gguf.GGMLTypeQ8_0} {
+		if counts[t] > 0 {
+			parts = append(parts, fmt.Sprintf("%d %s", counts[t], t))
+		}
+	}
+	w.Types = strings.Join(parts, ", ")
+	if fi, err := os.Stat(path); err == nil {
+		w.Bytes = fi.Size()
+	}
+	return w, nil
+}
 
 // GGUF returns the model as llama.cpp lays out its architecture (a
 // Llama-family model: llamaGGUF). For gpt2: the

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 
 	"github.com/llorch/llorch-check/gguf"
 	"github.com/llorch/llorch-check/internal/regularfile"
@@ -65,6 +67,67 @@ func GGUFKeys(dir string, vocabSize int) ([]gguf.KV, error) {
 		kv = append(kv, gguf.Uint32KV("tokenizer.ggml.unknown_token_id", uint32(eot)))
 	}
 	return kv, nil
+}
+
+// ConvertKeys are the tokenizer.* keys a GGUF file converted from the HF
+// model in dir carries. GPT-2's are built from its vocab.json and
+// merges.txt (GGUFKeys). The Llama family's (llama true) are copied from
+// a tokenizer GGUF (FileGGUFKeys): from, or else the first *.gguf (by
+// name) in dir that has them, as Load finds an HF model's tokenizer, such
+// as llama.cpp's vocabulary file ggml-vocab-*.gguf; converting
+// tokenizer.json is not implemented. Either must hold vocabSize tokens.
+func ConvertKeys(dir, from string, vocabSize int, llama bool) ([]gguf.KV, error) {
+	if !llama {
+		return GGUFKeys(dir, vocabSize)
+	}
+	if from == "" {
+		ggufs, _ := filepath.Glob(filepath.Join(dir, "*.gguf"))
+		slices.Sort(ggufs)
+		for _, p := range ggufs {
+			if f, err := gguf.Open(p); err == nil {
+				_, ok := f.Get("tokenizer.ggml.tokens")
+				f.Close()
+				if ok {
+					from = p
+					break
+				}
+			}
+		}
+	}
+	if from == "" {
+		return nil, fmt.Errorf("%s has no tokenizer GGUF (a *.gguf holding tokenizer.ggml.* keys, such as llama.cpp's vocabulary file ggml-vocab-*.gguf): "+
+			"give one with --tokenizer; converting tokenizer.json for the Llama family is not implemented", dir)
+	}
+	tok, err := FileGGUFKeys(from)
+	if err != nil {
+		return nil, err
+	}
+	for _, e := range tok {
+		if a, ok := e.Value.V.(gguf.Array); ok && e.Key == "tokenizer.ggml.tokens" && a.Len() != vocabSize {
+			return nil, fmt.Errorf("%s: %d tokens, the model's vocabulary is %d", from, a.Len(), vocabSize)
+		}
+	}
+	return tok, nil
+}
+
+// FileGGUFKeys reads the tokenizer.* keys of a GGUF file, in its order;
+// an error if it has no tokenizer.ggml.tokens.
+func FileGGUFKeys(path string) ([]gguf.KV, error) {
+	f, err := gguf.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	if _, ok := f.Get("tokenizer.ggml.tokens"); !ok {
+		return nil, fmt.Errorf("%s: no tokenizer.ggml.tokens: not a tokenizer GGUF", path)
+	}
+	var tok []gguf.KV
+	for _, e := range f.KV {
+		if strings.HasPrefix(e.Key, "tokenizer.") {
+			tok = append(tok, e)
+		}
+	}
+	return tok, nil
 }
 
 // readJSON decodes a JSON file, naming it in errors.

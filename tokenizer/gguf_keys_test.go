@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
+	"strconv"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -91,4 +92,56 @@ func TestForModel(t *testing.T) {
 	require.Nil(t, tok)
 	_, err = ForModel(filepath.Join(dir, "absent"))
 	require.ErrorContains(t, err, "absent", "a path not there is an error naming it")
+}
+
+// TestConvertKeys: GPT-2's keys are built from the vocabulary files; the
+// Llama family's are a tokenizer GGUF's, given or the first in the
+// directory (by name) that has them; a directory without one, a file
+// without them and a vocabulary of another size are errors naming them.
+func TestConvertKeys(t *testing.T) {
+	gpt2Dir := filepath.Join("..", "testdata", "gpt2-vocab")
+	vocab := filepath.Join("..", "testdata", "tokenizer", "llama-spm", "ggml-vocab-llama-spm.gguf")
+	llamaKeys, err := FileGGUFKeys(vocab)
+	require.NoError(t, err)
+	n := 0
+	for _, e := range llamaKeys {
+		if e.Key == "tokenizer.ggml.tokens" {
+			n = e.Value.V.(gguf.Array).Len()
+		}
+	}
+	require.Positive(t, n)
+	gpt2Keys, err := GGUFKeys(gpt2Dir, 50257)
+	require.NoError(t, err)
+
+	bare := t.TempDir() // a.gguf has no tokenizer keys
+	require.NoError(t, gguf.WriteFile(filepath.Join(bare, "a.gguf"), []gguf.KV{gguf.StringKV("general.architecture", "llama")}, nil))
+	found := t.TempDir() // a.gguf bare, then b.gguf the vocabulary
+	require.NoError(t, gguf.WriteFile(filepath.Join(found, "a.gguf"), []gguf.KV{gguf.StringKV("general.architecture", "llama")}, nil))
+	b, err := os.ReadFile(vocab)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(filepath.Join(found, "b.gguf"), b, 0o644))
+
+	for _, c := range []struct {
+		name, dir, from string
+		vocab           int
+		llama           bool
+		want            []gguf.KV
+		err             string
+	}{
+		{"gpt2", gpt2Dir, "", 50257, false, gpt2Keys, ""},
+		{"gpt2 other size", gpt2Dir, "", 50000, false, nil, "the model's vocabulary is 50000"},
+		{"llama given", bare, vocab, n, true, llamaKeys, ""},
+		{"llama found", found, "", n, true, llamaKeys, ""},
+		{"llama none", bare, "", n, true, nil, bare + " has no tokenizer GGUF"},
+		{"llama not a tokenizer", found, filepath.Join(found, "a.gguf"), n, true, nil, "a.gguf: no tokenizer.ggml.tokens"},
+		{"llama other size", found, "", n + 1, true, nil, "b.gguf: " + strconv.Itoa(n) + " tokens, the model's vocabulary is " + strconv.Itoa(n+1)},
+	} {
+		got, err := ConvertKeys(c.dir, c.from, c.vocab, c.llama)
+		if c.err != "" {
+			require.ErrorContains(t, err, c.err, c.name)
+			continue
+		}
+		require.NoError(t, err, c.name)
+		require.Equal(t, c.want, got, c.name)
+	}
 }

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 
 	"github.com/llorch/llorch-check/gguf"
@@ -62,12 +61,12 @@ themselves).`,
 			if err := checkConvertTarget(args[0], args[1], force); err != nil {
 				return err
 			}
-			st, err := convertToGGUF(args[0], args[1], t, name, tok)
+			w, sha, err := convertToGGUF(args[0], args[1], t, name, tok)
 			if err != nil {
 				return err
 			}
 			_, err = fmt.Fprintf(cmd.OutOrStdout(), "wrote %s: %s, %d tensors (%s), %d bytes; source sha256 %s\n",
-				args[1], t, st.tensors, st.types, st.bytes, st.sourceSHA)
+				args[1], t, w.Tensors, w.Types, w.Bytes, sha)
 			return err
 		},
 	}
@@ -104,104 +103,31 @@ func checkConvertTarget(in, out string, force bool) error {
 	return nil
 }
 
-type convertStats struct {
-	tensors   int
-	types     string
-	bytes     int64
-	sourceSHA string
-}
-
-func convertToGGUF(dir, out string, typ gguf.GGMLType, name, tokPath string) (convertStats, error) {
+// convertToGGUF is convert's work: the HF model in dir, its tokenizer
+// and the sha256 of its weights written as a GGUF file at out.
+func convertToGGUF(dir, out string, typ gguf.GGMLType, name, tokPath string) (w model.GGUFWritten, sourceSHA string, err error) {
 	if err := checkModelPath(dir); err != nil {
-		return convertStats{}, err
+		return w, "", err
 	}
 	if model.IsGGUF(dir) {
-		return convertStats{}, fmt.Errorf("%s is already GGUF; convert reads an HF model directory", dir)
+		return w, "", fmt.Errorf("%s is already GGUF; convert reads an HF model directory", dir)
 	}
 	m, err := model.Load(dir)
 	if err != nil {
-		return convertStats{}, err
+		return w, "", err
 	}
 	sha, err := references.FileSHA256(m.WeightsPath)
 	if err != nil {
-		return convertStats{}, err
+		return w, "", err
 	}
-	arch, tensors, err := m.GGUF(typ)
+	tok, err := tokenizer.ConvertKeys(dir, tokPath, m.Config.VocabSize, m.Config.IsLlama())
 	if err != nil {
-		return convertStats{}, err
+		return w, "", err
 	}
 	if name == "" {
 		abs, _ := filepath.Abs(dir)
 		name = filepath.Base(abs)
 	}
-	// llama.cpp's order: architecture (m.GGUF's first key), name,
-	// hyper-parameters, tokenizer.
-	kv := slices.Insert(arch, 1, gguf.StringKV("general.name", name))
-	if m.Config.IsLlama() {
-		tok, err := llamaTokenizerKeys(dir, tokPath, m.Config.VocabSize)
-		if err != nil {
-			return convertStats{}, err
-		}
-		kv = model.WithTokenizer(kv, tok)
-	} else {
-		tok, err := tokenizer.GGUFKeys(dir, m.Config.VocabSize)
-		if err != nil {
-			return convertStats{}, err
-		}
-		kv = append(kv, tok...)
-	}
-	kv = append(kv, gguf.StringKV(model.KeySourceSHA256, sha), gguf.StringKV(model.KeySourceDType, m.WeightsDType))
-	if err := gguf.WriteFile(out, kv, tensors); err != nil {
-		return convertStats{}, err
-	}
-	st := convertStats{tensors: len(tensors), sourceSHA: sha}
-	counts := map[gguf.GGMLType]int{}
-	for _, t := range tensors {
-		counts[t.Type]++
-	}
-	var parts []string
-	for _, t := range []gguf.GGMLType{gguf.GGMLTypeF32, gguf.GGMLTypeF16, gguf.GGMLTypeQ8_0} {
-		if counts[t] > 0 {
-			parts = append(parts, fmt.Sprintf("%d %s", counts[t], t))
-		}
-	}
-	st.types = strings.Join(parts, ", ")
-	if fi, err := os.Stat(out); err == nil {
-		st.bytes = fi.Size()
-	}
-	return st, nil
-}
-
-// llamaTokenizerKeys are the tokenizer.* keys a Llama-family GGUF copies:
-// from path, or from the first *.gguf (by name) in the model directory
-// that has them, as tokenizer.Load finds an HF model's tokenizer.
-func llamaTokenizerKeys(dir, path string, vocab int) ([]gguf.KV, error) {
-	if path == "" {
-		ggufs, _ := filepath.Glob(filepath.Join(dir, "*.gguf"))
-		slices.Sort(ggufs)
-		for _, p := range ggufs {
-			if f, err := gguf.Open(p); err == nil {
-				_, ok := f.Get("tokenizer.ggml.tokens")
-				f.Close()
-				if ok {
-					path = p
-					break
-				}
-			}
-		}
-	}
-	if path == "" {
-		return nil, fmt.Errorf("%s has no tokenizer GGUF (a *.gguf holding tokenizer.ggml.* keys, such as llama.cpp's vocabulary file ggml-vocab-*.gguf): "+
-			"give one with --tokenizer; converting tokenizer.json for the Llama family is not implemented", dir)
-	}
-	tok, err := model.GGUFTokenizerKeys(path)
-	if err != nil {
-		return nil, err
-	}
-	for _, e := range tok {
-		if a, ok := e.Value.V.(gguf.Array); ok && e.Key == "tokenizer.ggml.tokens" && a.Len() != vocab {
-			return nil, fmt.Errorf("%s: %d tokens, the model's vocabulary is %d", path, a.Len(), vocab)
-		}
-	}
-	return tok, nil
+	w, err = m.WriteGGUF(out, model.GGUFFile{Type: typ, Name: name, Tokenizer: tok, SourceSHA256: sha})
+	return w, sha, err
 }

@@ -110,10 +110,9 @@ func TestConvertMetadata(t *testing.T) {
 func TestGGUFModelWithoutTokenizer(t *testing.T) {
 	m, err := model.Load(fixture.TinyModel())
 	require.NoError(t, err)
-	kv, ts, err := m.GGUF(gguf.GGMLTypeF32)
-	require.NoError(t, err)
 	path := filepath.Join(t.TempDir(), "bare.gguf")
-	require.NoError(t, gguf.WriteFile(path, kv, ts))
+	_, err = m.WriteGGUF(path, model.GGUFFile{Type: gguf.GGMLTypeF32})
+	require.NoError(t, err)
 	g, err := modelFlags{path: path, weightDType: "f32"}.load(context.Background())
 	require.NoError(t, err)
 	tok, err := tokenizer.ForModel(g.Path())
