@@ -57,7 +57,8 @@ sys.exit(dump_references.main(sys.argv[1:]))
 
 
 def environment(**kv):
-    env = {k: v for k, v in os.environ.items() if k not in arithmetic.PINS and k != arithmetic.MODE_VAR}
+    env = {k: v for k, v in os.environ.items()
+           if k not in arithmetic.PINS and k not in (arithmetic.MODE_VAR, arithmetic.NUMPY_VAR)}
     env.update(kv)
     return env
 
@@ -162,3 +163,29 @@ class ReproducibilityTest(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+NUMPY_SIMD = """
+import sys
+sys.path.insert(0, {here!r})
+import arithmetic
+import numpy as np
+from numpy.core._multiarray_umath import __cpu_features__ as have
+print(" ".join(sorted(k for k in arithmetic.NUMPY_AVX512 if have.get(k))))  # the dispatch targets
+"""
+
+
+class NumpyDispatchTest(unittest.TestCase):
+    """numpy's AVX-512 kernels for float64 exp, expm1 and log1p give other
+    last bits than its AVX2 ones (the corpus set's KL values on Zen 4 and
+    Intel), so the pins turn them off wherever the CPU has them."""
+
+    def test_pinned_numpy_takes_no_avx512_kernel(self):
+        r = subprocess.run([sys.executable, "-c", NUMPY_SIMD.format(here=HERE)], env=environment(),
+                           capture_output=True, text=True, check=True)
+        self.assertEqual(r.stdout.strip(), "", "numpy still dispatches to AVX-512 under the pins")
+
+    def test_native_mode_leaves_numpy_alone(self):
+        r = subprocess.run([sys.executable, "-c", NUMPY_SIMD.format(here=HERE)],
+                           env=environment(**{arithmetic.MODE_VAR: "native"}), capture_output=True, text=True, check=True)
+        self.assertEqual(bool(r.stdout.strip()), AVX512, r.stdout)
