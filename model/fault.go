@@ -74,6 +74,21 @@ func FaultNames() string {
 	return strings.Join(faultNames[1:], ", ")
 }
 
+// ParseFaultSpec is the fault a spec, NAME or NAME@LAYER, names (an
+// error naming spec if none); FaultNone for an empty spec. Whether the
+// fault and the layer fit a model is InjectFaultSpec's to say.
+func ParseFaultSpec(spec string) (Fault, error) {
+	if spec == "" {
+		return FaultNone, nil
+	}
+	name, _, _ := strings.Cut(spec, "@")
+	fault, err := ParseFault(name)
+	if err != nil {
+		return FaultNone, fmt.Errorf("%q: %w", spec, err)
+	}
+	return fault, nil
+}
+
 // InjectFaultSpec parses spec, a fault's name alone (every block) or
 // NAME@LAYER (one block), and injects it (InjectFault); an empty spec
 // injects nothing. A fault with no counterpart in this model's family
@@ -83,11 +98,11 @@ func (m *Model) InjectFaultSpec(spec string) error {
 	if spec == "" {
 		return nil
 	}
-	name, layerStr, hasLayer := strings.Cut(spec, "@")
-	fault, err := ParseFault(name)
+	fault, err := ParseFaultSpec(spec)
 	if err != nil {
-		return fmt.Errorf("%q: %w", spec, err)
+		return err
 	}
+	_, layerStr, hasLayer := strings.Cut(spec, "@")
 	if !fault.AppliesTo(m.Config) {
 		return fmt.Errorf("%q: the fault has no counterpart in a %s model (%d query heads, %d KV heads)",
 			spec, m.Config.ModelType, m.Config.NHead, m.Config.KVHeads())

@@ -43,6 +43,31 @@ func TestInjectFaultSpec(t *testing.T) {
 	}
 }
 
+// TestParseFaultSpec: the fault a spec names, before any model is there
+// to check its layer against.
+func TestParseFaultSpec(t *testing.T) {
+	for _, c := range []struct {
+		spec  string
+		fault Fault
+		err   string
+	}{
+		{"", FaultNone, ""},
+		{"attn-scale", FaultAttnScale, ""},
+		{"swiglu-swap@3", FaultSwiGLUSwap, ""},
+		{"erf-gelu@x", FaultErfGELU, ""},
+		{"bogus@1", FaultNone, `"bogus@1": unknown fault "bogus"`},
+		{"@1", FaultNone, `"@1": unknown fault ""`},
+	} {
+		f, err := ParseFaultSpec(c.spec)
+		if c.err != "" {
+			require.ErrorContains(t, err, c.err, c.spec)
+		} else {
+			require.NoError(t, err, c.spec)
+		}
+		require.Equal(t, c.fault, f, c.spec)
+	}
+}
+
 // FaultNames lists every fault ParseFault takes, and only those.
 func TestFaultNames(t *testing.T) {
 	require.Equal(t, "erf-gelu, transposed-proj, no-causal-mask, attn-scale, layernorm-eps, no-residual, "+

@@ -155,10 +155,8 @@ func (f serveFlags) check() error {
 	if _, err := f.model.options(); err != nil {
 		return err
 	}
-	if name, _, _ := strings.Cut(f.fault, "@"); f.fault != "" {
-		if _, err := model.ParseFault(name); err != nil {
-			return fmt.Errorf("--inject-fault: %w", err)
-		}
+	if _, err := model.ParseFaultSpec(f.fault); err != nil {
+		return fmt.Errorf("--inject-fault %w", err)
 	}
 	for _, d := range []struct {
 		flag string

@@ -71,7 +71,7 @@ func TestServeFlagsRejected(t *testing.T) {
 		{"--parallel", "0"}, {"--port", "70000"}, {"--max-queue", "-1"}, {"--log-level", "loud"},
 		{"--shutdown-timeout", "-1s"}, {"--read-timeout", "-2s"}, {"--weight-dtype", "f8"}, {"--parallel", "100000"},
 		{"--parallel", "2", "--model", big},
-		{"--chat-template", filepath.Join(big, "missing.tmpl")}, {"--chat-template", badTemplate},
+		{"--chat-template", filepath.Join(big, "missing.tmpl")}, {"--chat-template", badTemplate}, {"--inject-fault", "bogus@1"},
 	} {
 		cmd := newServeCmd()
 		cmd.SetArgs(args)
