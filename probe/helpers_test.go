@@ -11,6 +11,7 @@ import (
 
 	"github.com/llorch/llorch-check/generation"
 	"github.com/llorch/llorch-check/internal/fixture"
+	"github.com/llorch/llorch-check/internal/fixture/tiny"
 	"github.com/llorch/llorch-check/model"
 	"github.com/llorch/llorch-check/references"
 	"github.com/llorch/llorch-check/sampling"
@@ -22,13 +23,10 @@ import (
 // FaultNone.
 func tinyModel(t *testing.T, fault model.Fault) (*model.Model, *tokenizer.Tokenizer) {
 	t.Helper()
-	m, err := model.Load(fixture.TinyModel())
-	require.NoError(t, err)
+	m, tok := tiny.Fresh(t)
 	if fault != model.FaultNone {
 		m.InjectFault(fault, -1)
 	}
-	tok, err := tokenizer.Load(fixture.TinyModel())
-	require.NoError(t, err)
 	return m, tok
 }
 

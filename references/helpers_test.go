@@ -9,6 +9,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/llorch/llorch-check/internal/fixture"
 )
 
 // The tests use a toy model small enough to write every shape by hand.
@@ -109,14 +111,7 @@ func writeManifestJSON(t *testing.T, dir string, data []byte) {
 // missing key.
 func mutateJSON(t *testing.T, dir string, f func(m map[string]any)) {
 	t.Helper()
-	data, err := os.ReadFile(filepath.Join(dir, ManifestFile))
-	require.NoError(t, err)
-	var m map[string]any
-	require.NoError(t, json.Unmarshal(data, &m))
-	f(m)
-	data, err = json.Marshal(m)
-	require.NoError(t, err)
-	writeManifestJSON(t, dir, data)
+	fixture.EditJSON(t, filepath.Join(dir, ManifestFile), f)
 }
 
 // at walks a decoded JSON document: at(m, "tensors", 0) is the first tensor.
