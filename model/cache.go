@@ -54,6 +54,17 @@ func (c Config) CacheBytes() int64 {
 	return 2 * 4 * int64(c.NLayer) * int64(c.KVHeads()) * int64(c.NPositions) * int64(c.HeadDim())
 }
 
+// KVCacheBytes is the memory tokens positions of KV cache hold, stored as
+// opt says (float16: half of float32's): what a pool bounded at tokens
+// can grow to, known before any weights are read.
+func (c Config) KVCacheBytes(tokens int64, opt KVCacheOptions) int64 {
+	kv := tokens * c.CacheBytes() / int64(c.NPositions)
+	if opt.Float16 {
+		kv /= 2
+	}
+	return kv
+}
+
 // Len is the number of positions held.
 func (c *Cache) Len() int { return c.n }
 

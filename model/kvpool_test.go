@@ -365,3 +365,30 @@ func TestKVPoolRandomOps(t *testing.T) {
 	require.Positive(t, p.Stats().CachedTokens, "no prefix was reused")
 	require.Positive(t, p.Stats().Evictions, "nothing was evicted")
 }
+
+// TestKVCacheBytes: a bound's memory is its blocks' as a pool holds them,
+// float32 or float16, grouped heads or not.
+func TestKVCacheBytes(t *testing.T) {
+	gpt2 := Config{NPositions: 64, NEmbd: 32, NLayer: 2, NHead: 4}
+	gqa := Config{ModelType: "llama", NPositions: 64, NEmbd: 32, NLayer: 2, NHead: 4, Llama: Llama{NKVHead: 2}}
+	for _, c := range []struct {
+		name   string
+		cfg    Config
+		tokens int64
+		opt    KVCacheOptions
+		want   int64
+	}{
+		{"a context", gpt2, 64, KVCacheOptions{}, gpt2.CacheBytes()},
+		{"one block", gpt2, 16, KVCacheOptions{}, 2 * 4 * 2 * 4 * 16 * 8},
+		{"float16", gpt2, 16, KVCacheOptions{Float16: true}, 2 * 2 * 2 * 4 * 16 * 8},
+		{"grouped", gqa, 16, KVCacheOptions{}, 2 * 4 * 2 * 2 * 16 * 8},
+		{"contexts", gpt2, 3 * 64, KVCacheOptions{Float16: true}, 3 * gpt2.CacheBytes() / 2},
+	} {
+		require.Equal(t, c.want, c.cfg.KVCacheBytes(c.tokens, c.opt), c.name)
+		if c.tokens == DefaultBlockTokens {
+			p, err := (&Model{Config: c.cfg}).NewKVPool(c.opt)
+			require.NoError(t, err)
+			require.Equal(t, p.BlockBytes(), c.cfg.KVCacheBytes(c.tokens, c.opt), "%s: a pool's block", c.name)
+		}
+	}
+}

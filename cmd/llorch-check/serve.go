@@ -239,10 +239,11 @@ func (f serveFlags) checkMemory(path string) error {
 	if tokens == 0 {
 		tokens = int64(f.parallel) * int64(cfg.NPositions)
 	}
-	kv := tokens * cfg.CacheBytes() / int64(cfg.NPositions)
-	if f.kvCacheDType == "f16" {
-		kv /= 2
+	opt, err := parseKVCacheDType(f.kvCacheDType)
+	if err != nil {
+		return err
 	}
+	kv := cfg.KVCacheBytes(tokens, opt)
 	if kv > total {
 		return fmt.Errorf("a KV cache of %d positions (--kv-cache-tokens, default --parallel %d × context %d) needs %.1f GB as %s, more than this machine's %.1f GB; bound it with --kv-cache-tokens",
 			tokens, f.parallel, cfg.NPositions, float64(kv)/1e9, f.kvCacheDType, float64(total)/1e9)
