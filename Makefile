@@ -118,6 +118,8 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz FuzzDecodeFloat32 -fuzztime $(FUZZTIME) -fuzzminimizetime 3s ./gguf
 	$(GO) test -run '^$$' -fuzz FuzzLoadGGUF -fuzztime $(FUZZTIME) -fuzzminimizetime 3s ./model
 	$(GO) test -run '^$$' -fuzz FuzzEncode -fuzztime $(FUZZTIME) -fuzzminimizetime 3s ./tokenizer
+	$(GO) test -run '^$$' -fuzz FuzzParse -fuzztime $(FUZZTIME) -fuzzminimizetime 3s ./grammar
+	$(GO) test -run '^$$' -fuzz FuzzFromJSONSchema -fuzztime $(FUZZTIME) -fuzzminimizetime 3s ./grammar
 	$(GO) test -run '^$$' -fuzz FuzzDecode -fuzztime $(FUZZTIME) -fuzzminimizetime 3s ./tokenizer
 	$(GO) test -run '^$$' -fuzz FuzzLlamaFamilyEncode -fuzztime $(FUZZTIME) -fuzzminimizetime 3s ./tokenizer
 	$(GO) test -run '^$$' -fuzz FuzzLlama3Pieces -fuzztime $(FUZZTIME) -fuzzminimizetime 3s ./tokenizer

@@ -110,7 +110,11 @@ type parser struct {
 	ids     map[string]int32
 	defined map[string]bool
 	gen     int // generated rules, for repetitions and groups
+	depth   int // of the group being read
 }
+
+// maxNesting bounds groups within groups (the parser recurses on each).
+const maxNesting = 1000
 
 func (p *parser) errorf(format string, args ...any) error {
 	line, col := 1, 1
@@ -270,9 +274,13 @@ func (p *parser) sequence(nested bool) ([]elem, error) {
 			}
 			seq = append(seq, e)
 		case c == '(':
+			if p.depth++; p.depth > maxNesting {
+				return nil, p.errorf("groups nested deeper than %d", maxNesting)
+			}
 			p.pos++
 			p.space(true)
 			alts, err := p.alternatives(true)
+			p.depth--
 			if err != nil {
 				return nil, err
 			}
@@ -330,6 +338,9 @@ func (p *parser) repetition(item []elem) (elem, error) {
 	}
 	// x{lo,hi}: lo copies, then hi-lo optional ones nested (x (x (x)?)?)?,
 	// or x* for an open end: star ::= x star | ε.
+	if copies := max(lo, hi, 1); len(p.g.elems)+len(item)*copies > maxElems {
+		return elem{}, p.errorf("the grammar grows past %d elements (%d copies of %d)", maxElems, copies, len(item))
+	}
 	var tail elem
 	switch {
 	case hi < 0:
@@ -352,6 +363,10 @@ func (p *parser) repetition(item []elem) (elem, error) {
 	}
 	return p.fresh("rep", [][]elem{seq}), nil
 }
+
+// maxElems bounds a compiled grammar: repetitions copy their item, so a
+// request's grammar could otherwise ask for gigabytes.
+const maxElems = 1 << 20
 
 func (p *parser) bounds() (lo, hi int, err error) {
 	num := func() (int, bool) {

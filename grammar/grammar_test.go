@@ -26,6 +26,8 @@ func TestParseErrors(t *testing.T) {
 		{"repeats nothing", `root ::= *`, "repeats nothing"},
 		{"bad bounds", `root ::= "a"{3,2}`, "is not 0 ≤ m ≤ n"},
 		{"huge bounds", `root ::= "a"{5000}`, "is not 0 ≤ m ≤ n ≤ 1000"},
+		{"nested too deep", `root ::= ` + strings.Repeat("(", 1001) + `"a"` + strings.Repeat(")", 1001), "groups nested deeper than 1000"},
+		{"grows too large", `root ::= "` + strings.Repeat("x", 2000) + `"{1000}`, "grows past 1048576 elements (1000 copies of 2000)"},
 		{"missing ::=", `root "a"`, "expected ::="},
 		{"unclosed group", `root ::= ("a" | "b"`, "expected )"},
 	} {
