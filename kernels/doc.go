@@ -6,4 +6,12 @@
 // summation order, so the bits a forward pass produces do not depend on
 // batch size, and a lower-precision matrix gives the bits of float32
 // weights holding the same values.
+//
+// The files are laid out as math/big's: reference.go holds the pure-Go
+// body of every kernel, the pure-Go build's kernels and the assembly's
+// specification; kernels_amd64.go declares the assembly and dispatches
+// between it and those bodies, kernels_generic.go is the pure-Go build's
+// dispatch. Neither calls anything above it: the matrices, their blocking
+// and the parallel loops (matrix.go, matmul.go, quant.go, slabs.go) call
+// down into them.
 package kernels

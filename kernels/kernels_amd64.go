@@ -9,61 +9,66 @@ import (
 	"golang.org/x/sys/cpu"
 )
 
-// The AVX2+FMA kernels of kernels_amd64.s, used when the CPU has both and
-// LLORCH_KERNELS is not "generic" (which forces the pure-Go kernels, to
-// compare them on one machine).
+// Dispatch: each kernel the rest of the package calls runs this CPU's
+// assembly (kernels_amd64.s) on what the assembly takes and
+// the reference bodies (reference.go) on the rest. This file calls nothing
+// else of the package. A kernel named ...Kernel does only the part its
+// assembly takes and says how much (none on a CPU without it); its caller
+// finishes the rest, as the pure-Go build's does all of it.
+
+// The AVX2+FMA kernels, used when the CPU has both and LLORCH_KERNELS is
+// not "generic" (which forces the pure-Go kernels, to compare them on one
+// machine).
 var useAVX2 = cpu.X86.HasAVX2 && cpu.X86.HasFMA && os.Getenv("LLORCH_KERNELS") != "generic"
+
+// useF16C says whether float16 weights are widened by VCVTPH2PS.
+var useF16C = useAVX2 && cpu.X86.HasF16C
+
+// useAVX512 selects the 512-bit tile kernel for prefill (LLORCH_KERNELS=avx2
+// keeps the 256-bit one, to compare).
+var useAVX512 = useAVX2 && cpu.X86.HasAVX512F && os.Getenv("LLORCH_KERNELS") != "avx2"
+
+// useAVX512BW: the byte-lane kernels that unpack 5- and 6-bit integers.
+var useAVX512BW = useAVX512 && cpu.X86.HasAVX512BW
+
+// nibbleKernels: the AVX-512 kernels read nibbles as they are; elsewhere
+// a block unpacks them to int8 for the AVX2 int8 kernels.
+var nibbleKernels = useAVX512
+
+// slabKernels: the AVX-512 kernels that take a quantised block's whole
+// slab through all its rows in one call (block.axpySlab).
+var slabKernels = useAVX512
+
+// fusedUnpack: the slab kernel that unpacks 5- and 6-bit integers a group
+// at a time as it goes (axpySlabQHKernel).
+var fusedUnpack = useAVX512BW
+
+func kernelName() string {
+	if useAVX512 {
+		return "avx2+fma, avx512 tiles"
+	}
+	if useAVX2 {
+		return "avx2+fma"
+	}
+	return "generic"
+}
+
+// Panels, float32 and float16 weights.
 
 //go:noescape
 func axpyPanelAVX2(y *float32, ldyb int, x *float32, ldxb int, w *float32, ldwb int, n, m, k int)
 
 //go:noescape
-func dotPanelAVX2(h *float32, ldhb int, m int, w *float32, ldwb int, n int, out *float32, ldob int)
-
-//go:noescape
-func gemm4x24AVX2(c *float32, ldcb int, a *float32, ldab int, b *float32, ldbb int, k int)
-
-//go:noescape
-func gemm4x48AVX512(c *float32, ldcb int, a *float32, ldab int, b *float32, ldbb int, k int)
-
-//go:noescape
-func widenF16AVX512(dst *float32, lddb int, src *uint16, ldsb int, rows, n int)
-
-//go:noescape
-func widenF16F16C(dst *float32, lddb int, src *uint16, ldsb int, rows, n int)
-
-//go:noescape
 func axpyPanelF16AVX2(y *float32, ldyb int, x *float32, ldxb int, w *uint16, ldwb int, n, m, k int)
+
+//go:noescape
+func dotPanelAVX2(h *float32, ldhb int, m int, w *float32, ldwb int, n int, out *float32, ldob int)
 
 //go:noescape
 func dotPanelF16AVX2(h *float32, ldhb int, m int, w *uint16, ldwb int, n int, out *float32, ldob int)
 
 //go:noescape
 func addVecAVX2(dst, src *float32, n int)
-
-//go:noescape
-func axpySlabAVX2(y *float32, ldyb int, x *float32, ldxb int, w *float32, m, k int)
-
-//go:noescape
-func axpySlabF16AVX2(y *float32, ldyb int, x *float32, ldxb int, w *uint16, m, k int)
-
-// axpySlab is axpyPanel (or axpyPanel16) on one full slab, n = ldw = slab:
-// y[i,0:64] += Σ x[i,k']·w[k',0:64] for i < m.
-func (s *slabs) axpySlab(y []float32, ldy int, x []float32, ldx int, at, m, k int) {
-	if !useAVX2 || m == 0 || k == 0 {
-		s.axpySlabGeneric(y, ldy, x, ldx, at, m, k)
-		return
-	}
-	_ = y[(m-1)*ldy+slab-1]
-	_ = x[(m-1)*ldx+k-1]
-	if s.f16 != nil {
-		_ = s.f16[at+k*slab-1]
-		axpySlabF16AVX2(unsafe.SliceData(y), ldy*4, unsafe.SliceData(x), ldx*4, &s.f16[at], m, k)
-		return
-	}
-	_ = s.f32[at+k*slab-1]
-	axpySlabAVX2(unsafe.SliceData(y), ldy*4, unsafe.SliceData(x), ldx*4, &s.f32[at], m, k)
-}
 
 // Add: dst[i] += src[i] for i < len(src).
 func Add(dst, src []float32) {
@@ -78,21 +83,20 @@ func Add(dst, src []float32) {
 	addGeneric(dst[n16:n], src[n16:])
 }
 
-// useF16C says whether float16 weights are widened by VCVTPH2PS.
-var useF16C = useAVX2 && cpu.X86.HasF16C
-
-// useAVX512 selects the 512-bit tile kernel for prefill (LLORCH_KERNELS=avx2
-// keeps the 256-bit one, to compare).
-var useAVX512 = useAVX2 && cpu.X86.HasAVX512F && os.Getenv("LLORCH_KERNELS") != "avx2"
-
-func kernelName() string {
-	if useAVX512 {
-		return "avx2+fma, avx512 tiles"
+// axpyPanelBulk runs kern, the panel kernel for w's type, on the part of
+// axpyPanel's product it takes, n&^15 columns by k&^3 rows, and returns
+// that part's size.
+func axpyPanelBulk[W weight](kern func(y *float32, ldyb int, x *float32, ldxb int, w *W, ldwb int, n, m, k int), y []float32, ldy int, x []float32, ldx int, w []W, ldw int, n, m, k int) (n16, k4 int) {
+	n16, k4 = n&^15, k&^3
+	if n16 > 0 && k4 > 0 {
+		// The last elements touched, so that a bad stride panics here
+		// instead of corrupting memory in the assembly.
+		_ = y[(m-1)*ldy+n16-1]
+		_ = x[(m-1)*ldx+k4-1]
+		_ = w[(k4-1)*ldw+n16-1]
+		kern(unsafe.SliceData(y), ldy*4, unsafe.SliceData(x), ldx*4, unsafe.SliceData(w), ldw*int(unsafe.Sizeof(w[0])), n16, m, k4)
 	}
-	if useAVX2 {
-		return "avx2+fma"
-	}
-	return "generic"
+	return n16, k4
 }
 
 // axpyPanel: y[i,0:n] += Σ_k x[i,k]·w[k,0:n] for i < m (strides in
@@ -108,21 +112,23 @@ func axpyPanel(y []float32, ldy int, x []float32, ldx int, w []float32, ldw int,
 		axpyPanelGeneric(y, ldy, x, ldx, w, ldw, n, m, k)
 		return
 	}
-	n16, k4 := n&^15, k&^3
-	if n16 > 0 && k4 > 0 {
-		// The last elements touched, so that a bad stride panics here
-		// instead of corrupting memory in the assembly.
-		_ = y[(m-1)*ldy+n16-1]
-		_ = x[(m-1)*ldx+k4-1]
-		_ = w[(k4-1)*ldw+n16-1]
-		axpyPanelAVX2(unsafe.SliceData(y), ldy*4, unsafe.SliceData(x), ldx*4, unsafe.SliceData(w), ldw*4, n16, m, k4)
-	}
+	n16, k4 := axpyPanelBulk(axpyPanelAVX2, y, ldy, x, ldx, w, ldw, n, m, k)
 	if n16 < n && k4 > 0 {
 		axpyEdge(y[n16:], ldy, x, ldx, w[n16:], ldw, n-n16, m, k4)
 	}
 	if k4 < k {
 		axpyRows(y, ldy, x[k4:], ldx, w[k4*ldw:], ldw, n, m, k-k4)
 	}
+}
+
+// axpyPanel16Kernel is the part of axpyPanel16 (float16 weights, widened
+// in the kernel by VCVTPH2PS) that the assembly takes, as axpyPanelBulk;
+// (0, 0) without F16C.
+func axpyPanel16Kernel(y []float32, ldy int, x []float32, ldx int, w []uint16, ldw int, n, m, k int) (n16, k4 int) {
+	if !useF16C || m == 0 {
+		return 0, 0
+	}
+	return axpyPanelBulk(axpyPanelF16AVX2, y, ldy, x, ldx, w, ldw, n, m, k)
 }
 
 // axpyRows is axpyPanel on k < 4 rows of w: x's and w's rows are copied
@@ -163,26 +169,45 @@ func axpyEdge(y []float32, ldy int, x []float32, ldx int, w []float32, ldw int, 
 	}
 }
 
+// dotPanelBulk runs kern, the dot kernel for w's type, on dotPanel's
+// first n&^15 columns and returns that count.
+func dotPanelBulk[W weight](kern func(h *float32, ldhb int, m int, w *W, ldwb int, n int, out *float32, ldob int), h []float32, ldh, m int, w []W, ldw, n int, out []float32, ldo int) int {
+	n16 := n &^ 15
+	_ = h[(m-1)*ldh+n-1]
+	_ = w[3*ldw+n-1]
+	_ = out[(m-1)*ldo+3]
+	kern(unsafe.SliceData(h), ldh*4, m, unsafe.SliceData(w), ldw*int(unsafe.Sizeof(w[0])), n16, unsafe.SliceData(out), ldo*4)
+	return n16
+}
+
 // dotPanel: out[i*ldo+r] = h[i,0:n]·w[r,0:n] for r < 4, i < m.
 func dotPanel(h []float32, ldh, m int, w []float32, ldw, n int, out []float32, ldo int) {
 	if !useAVX2 || m == 0 {
 		dotPanelGeneric(h, ldh, m, w, ldw, n, out, ldo)
 		return
 	}
-	n16 := n &^ 15
-	_ = h[(m-1)*ldh+n-1]
-	_ = w[3*ldw+n-1]
-	_ = out[(m-1)*ldo+3]
-	dotPanelAVX2(unsafe.SliceData(h), ldh*4, m, unsafe.SliceData(w), ldw*4, n16, unsafe.SliceData(out), ldo*4)
+	n16 := dotPanelBulk(dotPanelAVX2, h, ldh, m, w, ldw, n, out, ldo)
 	if n16 < n {
-		for i := 0; i < m; i++ {
-			hi := h[i*ldh+n16 : i*ldh+n]
-			for r := 0; r < 4; r++ {
-				out[i*ldo+r] += dotGeneric(hi, w[r*ldw+n16:r*ldw+n])
-			}
-		}
+		addDots(h[n16:], ldh, m, w[n16:], ldw, n-n16, out, ldo)
 	}
 }
+
+// dotPanel16Kernel is dotPanel16 (4 float16 weight rows, widened in the
+// kernel) on its first n16 columns; ok false, nothing done, without F16C.
+func dotPanel16Kernel(h []float32, ldh, m int, w []uint16, ldw, n int, out []float32, ldo int) (n16 int, ok bool) {
+	if !useF16C || m == 0 {
+		return 0, false
+	}
+	return dotPanelBulk(dotPanelF16AVX2, h, ldh, m, w, ldw, n, out, ldo), true
+}
+
+// Tiles.
+
+//go:noescape
+func gemm4x24AVX2(c *float32, ldcb int, a *float32, ldab int, b *float32, ldbb int, k int)
+
+//go:noescape
+func gemm4x48AVX512(c *float32, ldcb int, a *float32, ldab int, b *float32, ldbb int, k int)
 
 // hasTileKernel says whether gemmTiles has a register-blocked kernel.
 var hasTileKernel = useAVX2
@@ -222,6 +247,14 @@ func gemmTiles(c []float32, ldc int, a []float32, lda int, b []float32, ldb int,
 	}
 }
 
+// Float16.
+
+//go:noescape
+func widenF16AVX512(dst *float32, lddb int, src *uint16, ldsb int, rows, n int)
+
+//go:noescape
+func widenF16F16C(dst *float32, lddb int, src *uint16, ldsb int, rows, n int)
+
 // widenBlock: dst[r*n+j] = float32(src[r*lds+j]) for r < rows, j < n. The
 // assembly takes the largest multiple of its vector width; the rest of each
 // row goes to the generic code.
@@ -250,52 +283,41 @@ func widenBlock(dst []float32, src []uint16, lds, rows, n int) {
 	}
 }
 
-// axpyPanel16 is axpyPanel with float16 weights, widened in the kernel
-// (VCVTPH2PS); the edges are widened first and go to the float32 code.
-func axpyPanel16(y []float32, ldy int, x []float32, ldx int, w []uint16, ldw int, n, m, k int) {
-	if !useF16C || m == 0 {
-		axpyPanelWidened(y, ldy, x, ldx, w, ldw, n, m, k)
-		return
+// Slabs: one full slab of float32 or float16 weights.
+
+//go:noescape
+func axpySlabAVX2(y *float32, ldyb int, x *float32, ldxb int, w *float32, m, k int)
+
+//go:noescape
+func axpySlabF16AVX2(y *float32, ldyb int, x *float32, ldxb int, w *uint16, m, k int)
+
+// axpySlabBulk runs kern, the slab kernel for w's type, as axpyPanel on one
+// full slab, n = ldw = slab: y[i,0:64] += Σ x[i,k']·w[k',0:64] for i < m.
+// It reports false, doing nothing, where there is no kernel.
+func axpySlabBulk[W weight](kern func(y *float32, ldyb int, x *float32, ldxb int, w *W, m, k int), y []float32, ldy int, x []float32, ldx int, w []W, m, k int) bool {
+	if !useAVX2 || m == 0 || k == 0 {
+		return false
 	}
-	n16, k4 := n&^15, k&^3
-	if n16 > 0 && k4 > 0 {
-		_ = y[(m-1)*ldy+n16-1]
-		_ = x[(m-1)*ldx+k4-1]
-		_ = w[(k4-1)*ldw+n16-1]
-		axpyPanelF16AVX2(unsafe.SliceData(y), ldy*4, unsafe.SliceData(x), ldx*4, unsafe.SliceData(w), ldw*2, n16, m, k4)
-	}
-	if k4 < k && n16 > 0 {
-		axpyPanelWidened(y, ldy, x[k4:], ldx, w[k4*ldw:], ldw, n16, m, k-k4)
-	}
-	if n16 < n {
-		axpyPanelWidened(y[n16:], ldy, x, ldx, w[n16:], ldw, n-n16, m, k)
-	}
+	_ = y[(m-1)*ldy+slab-1]
+	_ = x[(m-1)*ldx+k-1]
+	_ = w[k*slab-1]
+	kern(unsafe.SliceData(y), ldy*4, unsafe.SliceData(x), ldx*4, unsafe.SliceData(w), m, k)
+	return true
 }
 
-// dotPanel16 is dotPanel with 4 float16 weight rows, widened in the kernel.
-func dotPanel16(h []float32, ldh, m int, w []uint16, ldw, n int, out []float32, ldo int) {
-	if !useF16C || m == 0 {
-		dotPanelWidened(h, ldh, m, w, ldw, n, out, ldo)
-		return
-	}
-	n16 := n &^ 15
-	_ = h[(m-1)*ldh+n-1]
-	_ = w[3*ldw+n-1]
-	_ = out[(m-1)*ldo+3]
-	dotPanelF16AVX2(unsafe.SliceData(h), ldh*4, m, unsafe.SliceData(w), ldw*2, n16, unsafe.SliceData(out), ldo*4)
-	if n16 < n {
-		buf := getScratch(4 * (n - n16))
-		defer scratch.Put(buf)
-		rest := *buf
-		widenBlock(rest, w[n16:], ldw, 4, n-n16)
-		for i := 0; i < m; i++ {
-			hi := h[i*ldh+n16 : i*ldh+n]
-			for r := 0; r < 4; r++ {
-				out[i*ldo+r] += dotGeneric(hi, rest[r*(n-n16):(r+1)*(n-n16)])
-			}
-		}
-	}
+// axpySlabKernel is axpySlabBulk on float32 weights.
+func axpySlabKernel(y []float32, ldy int, x []float32, ldx int, w []float32, m, k int) bool {
+	return axpySlabBulk(axpySlabAVX2, y, ldy, x, ldx, w, m, k)
 }
+
+// axpySlab16Kernel is axpySlabBulk on float16 weights.
+func axpySlab16Kernel(y []float32, ldy int, x []float32, ldx int, w []uint16, m, k int) bool {
+	return axpySlabBulk(axpySlabF16AVX2, y, ldy, x, ldx, w, m, k)
+}
+
+// Quantised: a block's integers q (int8 rows a slab apart) or nibbles q4
+// (rows slab/2 apart, + min), and the float32 scale and offset rows s and
+// o (o nil without offsets) of its groups.
 
 //go:noescape
 func axpyPanelQAVX2(y *float32, ldyb int, x *float32, ldxb int, q *int8, ldqb int, s, o *float32, n, m, k int)
@@ -312,43 +334,47 @@ func dequantQ4AVX512(dst *float32, lddb int, q *byte, s, o *float32, min, rows, 
 //go:noescape
 func dequantQAVX2(dst *float32, lddb int, q *int8, ldqb int, s, o *float32, rows, n int)
 
-// axpyPiece is axpyPanel on block rows r0..r0+k (one group), columns
-// c..c+n of its slab: the assembly takes 16-column multiples of 4 rows,
-// the edges go through float32 scratch.
-func (b *block) axpyPiece(y []float32, ldy int, x []float32, ldx int, r0, c, n, m, k int) {
-	b.unpack()
-	if b.q4 != nil {
-		b.axpyPiece4(y, ldy, x, ldx, r0, c, n, m, k)
-		return
-	}
+//go:noescape
+func scaleRowsAVX512(dst *float32, d *uint16, a *int8, n int)
+
+//go:noescape
+func scaleRowsAVX2(dst *float32, d *uint16, a *int8, n int)
+
+//go:noescape
+func unpackRows2AVX512(dst *int8, lo, hi *byte, min, k int)
+
+//go:noescape
+func unpackRows1AVX512(dst *int8, lo, hi *byte, min, k int)
+
+//go:noescape
+func unpackRowsAVX2(dst *int8, lo, hi *byte, hbits, min, k int)
+
+// axpyPieceKernel is the part of axpyPanel on one group's rows of a
+// block, integers q from the piece's first row and column, s and o that
+// row's scales from the same column, that the assembly takes: n&^15
+// columns by k&^3 rows, whose size it returns; (0, 0) without AVX2.
+func axpyPieceKernel(y []float32, ldy int, x []float32, ldx int, q []int8, s, o []float32, n, m, k int) (n16, k4 int) {
 	if !useAVX2 || m == 0 {
-		b.axpyPieceWidened(y, ldy, x, ldx, r0, c, n, m, k)
-		return
+		return 0, 0
 	}
-	n16, k4 := n&^15, k&^3
+	n16, k4 = n&^15, k&^3
 	if n16 > 0 && k4 > 0 {
 		_ = y[(m-1)*ldy+n16-1]
 		_ = x[(m-1)*ldx+k4-1]
-		_ = b.q[(r0+k4-1)*slab+c+n16-1]
-		s, o := b.scaleRow(r0, c)
+		_ = q[(k4-1)*slab+n16-1]
 		_ = s[n16-1]
 		n32 := 0
 		if useAVX512 {
 			n32 = n &^ 31
 			if n32 > 0 {
-				axpyPanelQAVX512(unsafe.SliceData(y), ldy*4, unsafe.SliceData(x), ldx*4, &b.q[r0*slab+c], slab, &s[0], at(o, 0), n32, m, k4)
+				axpyPanelQAVX512(unsafe.SliceData(y), ldy*4, unsafe.SliceData(x), ldx*4, &q[0], slab, &s[0], at(o, 0), n32, m, k4)
 			}
 		}
 		if n32 < n16 {
-			axpyPanelQAVX2(&y[n32], ldy*4, unsafe.SliceData(x), ldx*4, &b.q[r0*slab+c+n32], slab, &s[n32], at(o, n32), n16-n32, m, k4)
+			axpyPanelQAVX2(&y[n32], ldy*4, unsafe.SliceData(x), ldx*4, &q[n32], slab, &s[n32], at(o, n32), n16-n32, m, k4)
 		}
 	}
-	if k4 < k && n16 > 0 {
-		b.axpyPieceWidened(y, ldy, x[k4:], ldx, r0+k4, c, n16, m, k-k4)
-	}
-	if n16 < n {
-		b.axpyPieceWidened(y[n16:], ldy, x, ldx, r0, c+n16, n-n16, m, k)
-	}
+	return n16, k4
 }
 
 // at is &o[i], or nil for no offsets (the kernels' signal).
@@ -359,28 +385,22 @@ func at(o []float32, i int) *float32 {
 	return &o[i]
 }
 
-// dequantPiece: dst[r*ldd+j] = the weight at block row r0+r, column c+j,
-// for r < rows (one group), j < n.
-func (b *block) dequantPiece(dst []float32, ldd, r0, c, rows, n int) {
-	b.unpack()
-	if b.q4 != nil {
-		b.dequantPiece4(dst, ldd, r0, c, rows, n)
-		return
-	}
+// dequantPieceKernel writes dst[r*ldd+j] = the weight of integer
+// q[r*slab+j] (a piece of one group's rows, as axpyPieceKernel's) for r <
+// rows and the j < n&^15 the assembly takes; it returns that count, 0
+// without AVX2.
+func dequantPieceKernel(dst []float32, ldd int, q []int8, s, o []float32, rows, n int) int {
 	nv := 0
 	if useAVX2 {
 		nv = n &^ 15
 	}
 	if nv > 0 && rows > 0 {
 		_ = dst[(rows-1)*ldd+nv-1]
-		_ = b.q[(r0+rows-1)*slab+c+nv-1]
-		s, o := b.scaleRow(r0, c)
+		_ = q[(rows-1)*slab+nv-1]
 		_ = s[nv-1]
-		dequantQAVX2(unsafe.SliceData(dst), ldd*4, &b.q[r0*slab+c], slab, &s[0], at(o, 0), rows, nv)
+		dequantQAVX2(unsafe.SliceData(dst), ldd*4, &q[0], slab, &s[0], at(o, 0), rows, nv)
 	}
-	if nv < n {
-		b.dequantGeneric(dst[nv:], ldd, r0, c+nv, rows, n-nv)
-	}
+	return nv
 }
 
 // nibbleStrip is how many columns from c the nibble kernels take: a whole
@@ -397,59 +417,33 @@ func nibbleStrip(c, n int) int {
 	return 0
 }
 
-// axpyPiece4 is axpyPiece on nibbles: AVX-512 for the slab's strip, the
-// rest (and other CPUs) through float32 scratch.
-func (b *block) axpyPiece4(y []float32, ldy int, x []float32, ldx int, r0, c, n, m, k int) {
+// axpyPiece4Kernel is axpyPieceKernel on nibbles q4 from the piece's
+// first row, s and o from the slab's first column: AVX-512 takes the
+// slab's strip from column c (nibbleStrip), whose width it returns.
+func axpyPiece4Kernel(y []float32, ldy int, x []float32, ldx int, q4 []byte, s, o []float32, min int8, c, n, m, k int) int {
 	nv := nibbleStrip(c, n)
 	if nv > 0 && m > 0 && k > 0 {
 		_ = y[(m-1)*ldy+nv-1]
 		_ = x[(m-1)*ldx+k-1]
-		_ = b.q4[(r0+k)*slab/2-1]
-		s, o := b.scaleRow(r0, 0)
+		_ = q4[k*slab/2-1]
 		_ = s[nv-1]
-		axpyPanelQ4AVX512(unsafe.SliceData(y), ldy*4, unsafe.SliceData(x), ldx*4, &b.q4[r0*slab/2], &s[0], at(o, 0), int(b.min), nv, m, k)
+		axpyPanelQ4AVX512(unsafe.SliceData(y), ldy*4, unsafe.SliceData(x), ldx*4, &q4[0], &s[0], at(o, 0), int(min), nv, m, k)
 	}
-	if nv < n {
-		b.axpyPieceWidened(y[nv:], ldy, x, ldx, r0, c+nv, n-nv, m, k)
-	}
+	return nv
 }
 
-// dequantPiece4 is dequantPiece on nibbles.
-func (b *block) dequantPiece4(dst []float32, ldd, r0, c, rows, n int) {
+// dequantPiece4Kernel is dequantPieceKernel on nibbles, as
+// axpyPiece4Kernel takes them.
+func dequantPiece4Kernel(dst []float32, ldd int, q4 []byte, s, o []float32, min int8, c, rows, n int) int {
 	nv := nibbleStrip(c, n)
 	if nv > 0 && rows > 0 {
 		_ = dst[(rows-1)*ldd+nv-1]
-		_ = b.q4[(r0+rows)*slab/2-1]
-		s, o := b.scaleRow(r0, 0)
+		_ = q4[rows*slab/2-1]
 		_ = s[nv-1]
-		dequantQ4AVX512(unsafe.SliceData(dst), ldd*4, &b.q4[r0*slab/2], &s[0], at(o, 0), int(b.min), rows, nv)
+		dequantQ4AVX512(unsafe.SliceData(dst), ldd*4, &q4[0], &s[0], at(o, 0), int(min), rows, nv)
 	}
-	if nv < n {
-		b.dequantGeneric(dst[nv:], ldd, r0, c+nv, rows, n-nv)
-	}
+	return nv
 }
-
-//go:noescape
-func scaleRowsAVX512(dst *float32, d *uint16, a *int8, n int)
-
-//go:noescape
-func unpackRows2AVX512(dst *int8, lo, hi *byte, min, k int)
-
-//go:noescape
-func unpackRows1AVX512(dst *int8, lo, hi *byte, min, k int)
-
-//go:noescape
-func scaleRowsAVX2(dst *float32, d *uint16, a *int8, n int)
-
-//go:noescape
-func unpackRowsAVX2(dst *int8, lo, hi *byte, hbits, min, k int)
-
-// useAVX512BW: the byte-lane kernels that unpack 5- and 6-bit integers.
-var useAVX512BW = useAVX512 && cpu.X86.HasAVX512BW
-
-// nibbleKernels: the AVX-512 kernels read nibbles as they are; elsewhere
-// a block unpacks them to int8 for the AVX2 int8 kernels.
-var nibbleKernels = useAVX512
 
 // scaleRows: dst[g*slab+c] = ggmlnum.Scale(d[c], a[g*slab+c]) for g < n,
 // c < slab.
@@ -488,6 +482,83 @@ func unpackRows(dst []int8, lo, hi []byte, hbits int, min int8, k int) {
 	}
 	unpackRows1AVX512(&dst[0], &lo[0], &hi[0], int(min), k)
 }
+
+// Quantised slabs: a block's whole slab through all its k rows, whole
+// groups (first row 0), in one call.
+
+//go:noescape
+func axpySlabQAVX512(y *float32, ldyb int, x *float32, ldxb int, q *int8, s, o *float32, group, groups, m int)
+
+//go:noescape
+func axpySlabQRows4AVX512(y *float32, ldyb int, x *float32, ldxb int, q *int8, s, o *float32, group, groups int)
+
+//go:noescape
+func axpySlabQ4Rows4AVX512(y *float32, ldyb int, x *float32, ldxb int, q *byte, s, o *float32, min, group, groups int)
+
+//go:noescape
+func axpySlabQHAVX512(y, x *float32, lo, hi *byte, s, o *float32, buf *int8, hbits, min, group, groups int)
+
+//go:noescape
+func axpySlabQ4AVX512(y *float32, ldyb int, x *float32, ldxb int, q *byte, s, o *float32, min, group, groups, m int)
+
+// slabOperands checks the operands every slab kernel reads (m rows of y
+// and x, the scale and offset rows of k/group groups) and returns the
+// group count.
+func slabOperands(y []float32, ldy int, x []float32, ldx int, s, o []float32, group, m, k int) int {
+	G := k / group
+	_ = y[(m-1)*ldy+slab-1]
+	_ = x[(m-1)*ldx+k-1]
+	_ = s[G*slab-1]
+	if o != nil {
+		_ = o[G*slab-1]
+	}
+	return G
+}
+
+// axpySlabQ4Kernel is axpyPanel on a nibble block's slab: four rows of
+// y at a time share each weight formed, then the rest.
+func axpySlabQ4Kernel(y []float32, ldy int, x []float32, ldx int, q4 []byte, s, o []float32, min int8, group, m, k int) {
+	G := slabOperands(y, ldy, x, ldx, s, o, group, m, k)
+	_ = q4[k*slab/2-1]
+	q, i := &q4[0], 0
+	for ; i+4 <= m; i += 4 {
+		axpySlabQ4Rows4AVX512(&y[i*ldy], ldy*4, &x[i*ldx], ldx*4, q, &s[0], at(o, 0), int(min), group, G)
+	}
+	if i < m {
+		axpySlabQ4AVX512(&y[i*ldy], ldy*4, &x[i*ldx], ldx*4, q, &s[0], at(o, 0), int(min), group, G, m-i)
+	}
+}
+
+// axpySlabQHKernel is axpyPanel on a packed 5- or 6-bit block's slab
+// (nibbles lo, hbits more bits each in hi), one row of y at a time: each
+// group's rows are unpacked just before their FMAs, into buf (a group's
+// rows of int8), which stays in L1, so that the stream of packed integers
+// overlaps the arithmetic.
+func axpySlabQHKernel(y []float32, ldy int, x []float32, ldx int, lo, hi []byte, s, o []float32, buf []int8, hbits int, min int8, group, m, k int) {
+	G := slabOperands(y, ldy, x, ldx, s, o, group, m, k)
+	_ = lo[k*slab/2-1]
+	_ = hi[k*slab*hbits/8-1]
+	_ = buf[group*slab-1]
+	for i := range m {
+		axpySlabQHAVX512(&y[i*ldy], &x[i*ldx], &lo[0], &hi[0], &s[0], at(o, 0), &buf[0], hbits, int(min), group, G)
+	}
+}
+
+// axpySlabQKernel is axpyPanel on an int8 block's slab: four rows of y
+// at a time share each weight formed, then the rest.
+func axpySlabQKernel(y []float32, ldy int, x []float32, ldx int, q8 []int8, s, o []float32, group, m, k int) {
+	G := slabOperands(y, ldy, x, ldx, s, o, group, m, k)
+	_ = q8[k*slab-1]
+	q, i := &q8[0], 0
+	for ; i+4 <= m; i += 4 {
+		axpySlabQRows4AVX512(&y[i*ldy], ldy*4, &x[i*ldx], ldx*4, q, &s[0], at(o, 0), group, G)
+	}
+	if i < m {
+		axpySlabQAVX512(&y[i*ldy], ldy*4, &x[i*ldx], ldx*4, q, &s[0], at(o, 0), group, G, m-i)
+	}
+}
+
+// GELU and exp.
 
 //go:noescape
 func geluAVX2(x *float32, n int) int
@@ -531,71 +602,4 @@ func gelu(x []float32) {
 		}
 	}
 	geluGeneric(x[n4:])
-}
-
-//go:noescape
-func axpySlabQAVX512(y *float32, ldyb int, x *float32, ldxb int, q *int8, s, o *float32, group, groups, m int)
-
-//go:noescape
-func axpySlabQRows4AVX512(y *float32, ldyb int, x *float32, ldxb int, q *int8, s, o *float32, group, groups int)
-
-//go:noescape
-func axpySlabQ4Rows4AVX512(y *float32, ldyb int, x *float32, ldxb int, q *byte, s, o *float32, min, group, groups int)
-
-//go:noescape
-func axpySlabQHAVX512(y, x *float32, lo, hi *byte, s, o *float32, buf *int8, hbits, min, group, groups int)
-
-//go:noescape
-func axpySlabQ4AVX512(y *float32, ldyb int, x *float32, ldxb int, q *byte, s, o *float32, min, group, groups, m int)
-
-// axpySlab is axpyPanel on the block's full slab strip through all its
-// k rows, whole groups, in one kernel call; it reports false, doing
-// nothing, where there is no such kernel.
-func (b *block) axpySlab(y []float32, ldy int, x []float32, ldx int, m, k int) bool {
-	if !useAVX512 || m == 0 || k == 0 || b.first != 0 || k%b.group != 0 {
-		return false
-	}
-	G := k / b.group
-	_ = y[(m-1)*ldy+slab-1]
-	_ = x[(m-1)*ldx+k-1]
-	_ = b.s[G*slab-1]
-	if b.o != nil {
-		_ = b.o[G*slab-1]
-	}
-	s, o := &b.s[0], at(b.o, 0)
-	if b.q4 != nil {
-		_ = b.q4[k*slab/2-1]
-		q, i := &b.q4[0], 0
-		for ; i+4 <= m; i += 4 {
-			axpySlabQ4Rows4AVX512(&y[i*ldy], ldy*4, &x[i*ldx], ldx*4, q, s, o, int(b.min), b.group, G)
-		}
-		if i < m {
-			axpySlabQ4AVX512(&y[i*ldy], ldy*4, &x[i*ldx], ldx*4, q, s, o, int(b.min), b.group, G, m-i)
-		}
-		return true
-	}
-	if b.q == nil && m < 4 && useAVX512BW {
-		// Each group's rows unpacked just before their FMAs, into a
-		// scratch that stays in L1, so that the stream of packed
-		// integers overlaps the arithmetic.
-		if len(b.buf.q) < b.group*slab {
-			b.buf.q = make([]int8, max(b.group, kSum)*slab)
-		}
-		_ = b.lo[k*slab/2-1]
-		_ = b.hi[k*slab*b.hbits/8-1]
-		for i := range m {
-			axpySlabQHAVX512(&y[i*ldy], &x[i*ldx], &b.lo[0], &b.hi[0], s, o, &b.buf.q[0], b.hbits, int(b.min), b.group, G)
-		}
-		return true
-	}
-	b.unpack()
-	_ = b.q[k*slab-1]
-	q, i := &b.q[0], 0
-	for ; i+4 <= m; i += 4 { // four rows share each weight formed
-		axpySlabQRows4AVX512(&y[i*ldy], ldy*4, &x[i*ldx], ldx*4, q, s, o, b.group, G)
-	}
-	if i < m {
-		axpySlabQAVX512(&y[i*ldy], ldy*4, &x[i*ldx], ldx*4, q, s, o, b.group, G, m-i)
-	}
-	return true
 }

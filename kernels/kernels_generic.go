@@ -2,7 +2,9 @@
 
 package kernels
 
-// The pure-Go build (non-amd64, or -tags purego): the generic kernels only.
+// The pure-Go build (non-amd64, or -tags purego): the reference bodies
+// (reference.go) only. The ...Kernel functions, which on amd64 do the part
+// their assembly takes, do nothing and say so; their callers do it all.
 
 func kernelName() string { return "generic" }
 
@@ -31,20 +33,36 @@ func widenBlock(dst []float32, src []uint16, lds, rows, n int) {
 	widenBlockGeneric(dst, src, lds, rows, n)
 }
 
-func axpyPanel16(y []float32, ldy int, x []float32, ldx int, w []uint16, ldw int, n, m, k int) {
-	axpyPanelWidened(y, ldy, x, ldx, w, ldw, n, m, k)
+func axpyPanel16Kernel(y []float32, ldy int, x []float32, ldx int, w []uint16, ldw int, n, m, k int) (n16, k4 int) {
+	return 0, 0
 }
 
-func dotPanel16(h []float32, ldh, m int, w []uint16, ldw, n int, out []float32, ldo int) {
-	dotPanelWidened(h, ldh, m, w, ldw, n, out, ldo)
+func dotPanel16Kernel(h []float32, ldh, m int, w []uint16, ldw, n int, out []float32, ldo int) (n16 int, ok bool) {
+	return 0, false
 }
 
-func (b *block) axpyPiece(y []float32, ldy int, x []float32, ldx int, r0, c, n, m, k int) {
-	b.axpyPieceWidened(y, ldy, x, ldx, r0, c, n, m, k)
+func axpySlabKernel(y []float32, ldy int, x []float32, ldx int, w []float32, m, k int) bool {
+	return false
 }
 
-func (b *block) dequantPiece(dst []float32, ldd, r0, c, rows, n int) {
-	b.dequantGeneric(dst, ldd, r0, c, rows, n)
+func axpySlab16Kernel(y []float32, ldy int, x []float32, ldx int, w []uint16, m, k int) bool {
+	return false
+}
+
+func axpyPieceKernel(y []float32, ldy int, x []float32, ldx int, q []int8, s, o []float32, n, m, k int) (n16, k4 int) {
+	return 0, 0
+}
+
+func dequantPieceKernel(dst []float32, ldd int, q []int8, s, o []float32, rows, n int) int {
+	return 0
+}
+
+func axpyPiece4Kernel(y []float32, ldy int, x []float32, ldx int, q4 []byte, s, o []float32, min int8, c, n, m, k int) int {
+	return 0
+}
+
+func dequantPiece4Kernel(dst []float32, ldd int, q4 []byte, s, o []float32, min int8, c, rows, n int) int {
+	return 0
 }
 
 func scaleRows(dst []float32, d []uint16, a []int8, n int) { scaleRowsGeneric(dst, d, a, n) }
@@ -56,14 +74,22 @@ func unpackRows(dst []int8, lo, hi []byte, hbits int, min int8, k int) {
 	unpackRowsGeneric(dst, lo, hi, hbits, min, k)
 }
 
-func (s *slabs) axpySlab(y []float32, ldy int, x []float32, ldx int, at, m, k int) {
-	s.axpySlabGeneric(y, ldy, x, ldx, at, m, k)
+// slabKernels, fusedUnpack: no quantised slab kernels; block.axpySlab
+// reports false and matmulPanel goes piece by piece.
+const slabKernels, fusedUnpack = false, false
+
+func axpySlabQ4Kernel(y []float32, ldy int, x []float32, ldx int, q4 []byte, s, o []float32, min int8, group, m, k int) {
+	panic("axpySlabQ4Kernel: no slab kernel in this build")
+}
+
+func axpySlabQHKernel(y []float32, ldy int, x []float32, ldx int, lo, hi []byte, s, o []float32, buf []int8, hbits int, min int8, group, m, k int) {
+	panic("axpySlabQHKernel: no slab kernel in this build")
+}
+
+func axpySlabQKernel(y []float32, ldy int, x []float32, ldx int, q8 []int8, s, o []float32, group, m, k int) {
+	panic("axpySlabQKernel: no slab kernel in this build")
 }
 
 func gelu(x []float32) { geluGeneric(x) }
 
 func expShifted(dst []float64, src []float32, sub float32) { expShiftedGeneric(dst, src, sub) }
-
-func (b *block) axpySlab(y []float32, ldy int, x []float32, ldx int, m, k int) bool {
-	return false
-}

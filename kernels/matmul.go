@@ -157,12 +157,6 @@ func matmulCols(dst, x []float32, w Matrix, M, K, N, j0, j1 int) {
 	}
 }
 
-func addGeneric(dst, src []float32) {
-	for i, v := range src {
-		dst[i] += v
-	}
-}
-
 // addRows adds rows [rows,n] of a (stride n) into dst (stride ldd).
 func addRows(dst []float32, ldd int, a []float32, n, rows int) {
 	for i := range rows {
@@ -204,18 +198,33 @@ const slabPanelMaxRows = 8
 // weights is 24 KiB, within L1 (a 48-column one 48 KiB, L1 on Zen 5).
 const kTile = 256
 
-// axpyPanelGeneric is the reference semantics of axpyPanel:
-// y[i,0:n] += Σ_{k'<k} x[i,k']·w[k',0:n] for i < m, strides in elements.
-func axpyPanelGeneric(y []float32, ldy int, x []float32, ldx int, w []float32, ldw int, n, m, k int) {
-	for i := 0; i < m; i++ {
-		yi := y[i*ldy : i*ldy+n]
-		for kk := 0; kk < k; kk++ {
-			a := x[i*ldx+kk]
-			wk := w[kk*ldw : kk*ldw+n]
-			for j := range yi {
-				yi[j] += a * wk[j]
-			}
-		}
+// axpyPanel16 is axpyPanel with float16 weights: the kernel widens them
+// as it loads them (VCVTPH2PS); the edges are widened first and go to the
+// float32 code.
+func axpyPanel16(y []float32, ldy int, x []float32, ldx int, w []uint16, ldw int, n, m, k int) {
+	n16, k4 := axpyPanel16Kernel(y, ldy, x, ldx, w, ldw, n, m, k)
+	if k4 < k && n16 > 0 {
+		axpyPanelWidened(y, ldy, x[k4:], ldx, w[k4*ldw:], ldw, n16, m, k-k4)
+	}
+	if n16 < n {
+		axpyPanelWidened(y[n16:], ldy, x, ldx, w[n16:], ldw, n-n16, m, k)
+	}
+}
+
+// dotPanel16 is dotPanel with 4 float16 weight rows, widened in the
+// kernel; the columns it leaves are widened first.
+func dotPanel16(h []float32, ldh, m int, w []uint16, ldw, n int, out []float32, ldo int) {
+	n16, ok := dotPanel16Kernel(h, ldh, m, w, ldw, n, out, ldo)
+	if !ok {
+		dotPanelWidened(h, ldh, m, w, ldw, n, out, ldo)
+		return
+	}
+	if n16 < n {
+		buf := getScratch(4 * (n - n16))
+		defer scratch.Put(buf)
+		rest := *buf
+		widenBlock(rest, w[n16:], ldw, 4, n-n16)
+		addDots(h[n16:], ldh, m, rest, n-n16, n-n16, out, ldo)
 	}
 }
 
@@ -238,31 +247,4 @@ func dotPanelWidened(h []float32, ldh, m int, w []uint16, ldw, n int, out []floa
 	defer scratch.Put(buf)
 	widenBlock(*buf, w, ldw, 4, n)
 	dotPanel(h, ldh, m, *buf, n, n, out, ldo)
-}
-
-// dotPanelGeneric is the reference semantics of dotPanel:
-// out[i*ldo+r] = h[i,0:n]·w[r*ldw:r*ldw+n] for r < 4, i < m.
-func dotPanelGeneric(h []float32, ldh, m int, w []float32, ldw, n int, out []float32, ldo int) {
-	for i := 0; i < m; i++ {
-		hi := h[i*ldh : i*ldh+n]
-		for r := 0; r < 4; r++ {
-			out[i*ldo+r] = dotGeneric(hi, w[r*ldw:r*ldw+n])
-		}
-	}
-}
-
-func dotGeneric(a, b []float32) float32 {
-	b = b[:len(a)]
-	var s0, s1, s2, s3 float32
-	i := 0
-	for ; i+4 <= len(a); i += 4 {
-		s0 += a[i] * b[i]
-		s1 += a[i+1] * b[i+1]
-		s2 += a[i+2] * b[i+2]
-		s3 += a[i+3] * b[i+3]
-	}
-	for ; i < len(a); i++ {
-		s0 += a[i] * b[i]
-	}
-	return (s0 + s1) + (s2 + s3)
 }

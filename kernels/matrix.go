@@ -3,7 +3,6 @@ package kernels
 import (
 	"fmt"
 	"math"
-	"sync"
 
 	"github.com/llorch/llorch-check/internal/ggmlnum"
 )
@@ -114,30 +113,4 @@ func RoundFloat16(dst []uint16, vals []float32, first int) error {
 		dst[i] = h
 	}
 	return nil
-}
-
-// widenBlockGeneric is the reference semantics of widenBlock:
-// dst[r*n+j] = float32(src[r*lds+j]) for r < rows, j < n.
-func widenBlockGeneric(dst []float32, src []uint16, lds, rows, n int) {
-	for r := 0; r < rows; r++ {
-		d, s := dst[r*n:(r+1)*n], src[r*lds:r*lds+n]
-		for j, h := range s {
-			d[j] = ggmlnum.Float16To32(h)
-		}
-	}
-}
-
-// scratch holds float32 copies of float16 weight blocks, one buffer per
-// goroutine at a time.
-var scratch = sync.Pool{New: func() any { return new([]float32) }}
-
-// getScratch returns a pooled buffer of at least n floats; give it back
-// with scratch.Put.
-func getScratch(n int) *[]float32 {
-	p := scratch.Get().(*[]float32)
-	if cap(*p) < n {
-		*p = make([]float32, n)
-	}
-	*p = (*p)[:n]
-	return p
 }

@@ -44,9 +44,6 @@ type quant struct {
 	transposed bool // the matrix is the transpose of the storage: [N][K]
 }
 
-// slab is the column width of a quant slab: 64 bytes of integers a row.
-const slab = 64
-
 // Quantized builds a matrix from a quantised tensor as a file stores it:
 // rows rows of cols elements, each run of g.Size elements along a row
 // sharing a scale (and an offset, if g.Offset), formed from factors as
@@ -211,17 +208,6 @@ func (w *quant) integer(k, j int) int8 {
 	return int8(packed(w.q4[r*slab/2:], w.qh[r*hw:], w.hbits, c)) + w.min
 }
 
-// packed is column c's stored integer (q − min) in a packed slab row: its
-// nibble from lo and, with hbits, the bits above from hi.
-func packed(lo, hi []byte, hbits, c int) byte {
-	u := lo[c%(slab/2)] >> (4 * (c / (slab / 2))) & 0xf
-	if hbits > 0 {
-		hw := slab * hbits / 8
-		u |= hi[c%hw] >> (hbits * (c / hw)) & (1<<hbits - 1) << 4
-	}
-	return u
-}
-
 // blockIndex is the index in d and dm of storage row k's block, column j.
 func (w *quant) blockIndex(k, j int) int {
 	return (j/slab*(w.k/w.g.Super)+k/w.g.Super)*slab + j%slab
@@ -383,27 +369,6 @@ func (w *quant) formScales(s, o []float32, g0, g1, j0 int) {
 	}
 }
 
-// scaleRowsGeneric: dst[g*slab+c] = ggmlnum.Scale(d[c], a[g*slab+c]) for
-// g < n, c < slab.
-func scaleRowsGeneric(dst []float32, d []uint16, a []int8, n int) {
-	for g := range n {
-		for c, f := range d[:slab] {
-			dst[g*slab+c] = ggmlnum.Scale(f, a[g*slab+c], true)
-		}
-	}
-}
-
-// unpackRowsGeneric: dst row r = the k rows' integers from their nibbles
-// lo and higher bits hi (hbits each; none, and hi nil, for 4 bits), + min.
-func unpackRowsGeneric(dst []int8, lo, hi []byte, hbits int, min int8, k int) {
-	hw := slab * hbits / 8
-	for r := range k {
-		for c := range slab {
-			dst[r*slab+c] = int8(packed(lo[r*slab/2:], hi[r*hw:], hbits, c)) + min
-		}
-	}
-}
-
 // value is the weight at row r, column c of the block.
 func (b *block) value(r, c int) float32 {
 	b.unpack()
@@ -495,6 +460,75 @@ func (w *quant) matmulPanel(dst, x []float32, M, K, N, j0, j1 int) {
 		}
 		c0 += nn
 	}
+}
+
+// axpyPiece is axpyPanel on block rows r0..r0+k (one group), columns
+// c..c+n of its slab: the assembly takes 16-column multiples of 4 rows
+// (axpyPieceKernel; AVX-512 a whole strip of nibbles, axpyPiece4), the
+// rest goes through float32 scratch.
+func (b *block) axpyPiece(y []float32, ldy int, x []float32, ldx int, r0, c, n, m, k int) {
+	b.unpack()
+	if b.q4 != nil {
+		b.axpyPiece4(y, ldy, x, ldx, r0, c, n, m, k)
+		return
+	}
+	s, o := b.scaleRow(r0, c)
+	n16, k4 := axpyPieceKernel(y, ldy, x, ldx, b.q[r0*slab+c:], s, o, n, m, k)
+	if k4 < k && n16 > 0 {
+		b.axpyPieceWidened(y, ldy, x[k4:], ldx, r0+k4, c, n16, m, k-k4)
+	}
+	if n16 < n {
+		b.axpyPieceWidened(y[n16:], ldy, x, ldx, r0, c+n16, n-n16, m, k)
+	}
+}
+
+// axpyPiece4 is axpyPiece on nibbles.
+func (b *block) axpyPiece4(y []float32, ldy int, x []float32, ldx int, r0, c, n, m, k int) {
+	s, o := b.scaleRow(r0, 0)
+	nv := axpyPiece4Kernel(y, ldy, x, ldx, b.q4[r0*slab/2:], s, o, b.min, c, n, m, k)
+	if nv < n {
+		b.axpyPieceWidened(y[nv:], ldy, x, ldx, r0, c+nv, n-nv, m, k)
+	}
+}
+
+// dequantPiece: dst[r*ldd+j] = the weight at block row r0+r, column c+j,
+// for r < rows (one group), j < n: the assembly's columns
+// (dequantPieceKernel, dequantPiece4Kernel), then the rest in Go.
+func (b *block) dequantPiece(dst []float32, ldd, r0, c, rows, n int) {
+	b.unpack()
+	var nv int
+	if b.q4 != nil {
+		s, o := b.scaleRow(r0, 0)
+		nv = dequantPiece4Kernel(dst, ldd, b.q4[r0*slab/2:], s, o, b.min, c, rows, n)
+	} else {
+		s, o := b.scaleRow(r0, c)
+		nv = dequantPieceKernel(dst, ldd, b.q[r0*slab+c:], s, o, rows, n)
+	}
+	if nv < n {
+		b.dequantGeneric(dst[nv:], ldd, r0, c+nv, rows, n-nv)
+	}
+}
+
+// axpySlab is axpyPanel on the block's full slab strip through all its
+// k rows, whole groups, in one kernel call; it reports false, doing
+// nothing, where there is no such kernel.
+func (b *block) axpySlab(y []float32, ldy int, x []float32, ldx int, m, k int) bool {
+	if !slabKernels || m == 0 || k == 0 || b.first != 0 || k%b.group != 0 {
+		return false
+	}
+	switch {
+	case b.q4 != nil:
+		axpySlabQ4Kernel(y, ldy, x, ldx, b.q4, b.s, b.o, b.min, b.group, m, k)
+	case b.q == nil && m < 4 && fusedUnpack:
+		if len(b.buf.q) < b.group*slab {
+			b.buf.q = make([]int8, max(b.group, kSum)*slab)
+		}
+		axpySlabQHKernel(y, ldy, x, ldx, b.lo, b.hi, b.s, b.o, b.buf.q, b.hbits, b.min, b.group, m, k)
+	default:
+		b.unpack()
+		axpySlabQKernel(y, ldy, x, ldx, b.q, b.s, b.o, b.group, m, k) // four rows share each weight formed
+	}
+	return true
 }
 
 // axpyPieceWidened is axpyPiece through float32 scratch: the pure-Go

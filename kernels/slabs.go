@@ -158,11 +158,17 @@ func (s *slabs) matmulPanel(dst, x []float32, M, K, N, j0, j1 int) {
 	}
 }
 
-// axpySlabGeneric is axpySlab through the panel kernels.
-func (s *slabs) axpySlabGeneric(y []float32, ldy int, x []float32, ldx int, at, m, k int) {
+// axpySlab is axpyPanel on one full slab from storage index at, n = ldw
+// = slab: y[i,0:64] += Σ x[i,k']·w[k',0:64] for i < m; through the panel
+// kernels where there is no slab kernel.
+func (s *slabs) axpySlab(y []float32, ldy int, x []float32, ldx int, at, m, k int) {
 	if s.f16 != nil {
-		axpyPanel16(y, ldy, x, ldx, s.f16[at:], slab, slab, m, k)
+		if !axpySlab16Kernel(y, ldy, x, ldx, s.f16[at:], m, k) {
+			axpyPanel16(y, ldy, x, ldx, s.f16[at:], slab, slab, m, k)
+		}
 		return
 	}
-	axpyPanel(y, ldy, x, ldx, s.f32[at:], slab, slab, m, k)
+	if !axpySlabKernel(y, ldy, x, ldx, s.f32[at:], m, k) {
+		axpyPanel(y, ldy, x, ldx, s.f32[at:], slab, slab, m, k)
+	}
 }
