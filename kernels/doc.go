@@ -11,7 +11,12 @@
 // body of every kernel, the pure-Go build's kernels and the assembly's
 // specification; kernels_amd64.go declares the assembly and dispatches
 // between it and those bodies, kernels_generic.go is the pure-Go build's
-// dispatch. Neither calls anything above it: the matrices, their blocking
-// and the parallel loops (matrix.go, matmul.go, quant.go, slabs.go) call
-// down into them.
+// dispatch. The assembly is one file a kernel family: panels_amd64.s
+// (float32 and float16 panels), tiles_amd64.s (prefill's register tiles),
+// float16_amd64.s (widening), quant_amd64.s (quantised blocks: panels,
+// dequantisation, scales, unpacking), slabs_amd64.s (whole slabs, float
+// and quantised) and exp_amd64.s (GELU and exp); unpack_amd64.h holds
+// what quant and slabs share. Neither dispatch file calls anything above
+// it: the matrices, their blocking and the parallel loops (matrix.go,
+// matmul.go, quant.go, slabs.go) call down into them.
 package kernels

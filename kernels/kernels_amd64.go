@@ -10,7 +10,7 @@ import (
 )
 
 // Dispatch: each kernel the rest of the package calls runs this CPU's
-// assembly (kernels_amd64.s) on what the assembly takes and
+// assembly (one .s file a family, named below) on what the assembly takes and
 // the reference bodies (reference.go) on the rest. This file calls nothing
 // else of the package. A kernel named ...Kernel does only the part its
 // assembly takes and says how much (none on a CPU without it); its caller
@@ -53,7 +53,7 @@ func kernelName() string {
 	return "generic"
 }
 
-// Panels, float32 and float16 weights.
+// Panels (panels_amd64.s), float32 and float16 weights.
 
 //go:noescape
 func axpyPanelAVX2(y *float32, ldyb int, x *float32, ldxb int, w *float32, ldwb int, n, m, k int)
@@ -201,7 +201,7 @@ func dotPanel16Kernel(h []float32, ldh, m int, w []uint16, ldw, n int, out []flo
 	return dotPanelBulk(dotPanelF16AVX2, h, ldh, m, w, ldw, n, out, ldo), true
 }
 
-// Tiles.
+// Tiles (tiles_amd64.s).
 
 //go:noescape
 func gemm4x24AVX2(c *float32, ldcb int, a *float32, ldab int, b *float32, ldbb int, k int)
@@ -247,7 +247,7 @@ func gemmTiles(c []float32, ldc int, a []float32, lda int, b []float32, ldb int,
 	}
 }
 
-// Float16.
+// Float16 (float16_amd64.s).
 
 //go:noescape
 func widenF16AVX512(dst *float32, lddb int, src *uint16, ldsb int, rows, n int)
@@ -283,7 +283,7 @@ func widenBlock(dst []float32, src []uint16, lds, rows, n int) {
 	}
 }
 
-// Slabs: one full slab of float32 or float16 weights.
+// Slabs (slabs_amd64.s): one full slab of float32 or float16 weights.
 
 //go:noescape
 func axpySlabAVX2(y *float32, ldyb int, x *float32, ldxb int, w *float32, m, k int)
@@ -315,9 +315,9 @@ func axpySlab16Kernel(y []float32, ldy int, x []float32, ldx int, w []uint16, m,
 	return axpySlabBulk(axpySlabF16AVX2, y, ldy, x, ldx, w, m, k)
 }
 
-// Quantised: a block's integers q (int8 rows a slab apart) or nibbles q4
-// (rows slab/2 apart, + min), and the float32 scale and offset rows s and
-// o (o nil without offsets) of its groups.
+// Quantised (quant_amd64.s): a block's integers q (int8 rows a slab
+// apart) or nibbles q4 (rows slab/2 apart, + min), and the float32 scale
+// and offset rows s and o (o nil without offsets) of its groups.
 
 //go:noescape
 func axpyPanelQAVX2(y *float32, ldyb int, x *float32, ldxb int, q *int8, ldqb int, s, o *float32, n, m, k int)
@@ -483,8 +483,8 @@ func unpackRows(dst []int8, lo, hi []byte, hbits int, min int8, k int) {
 	unpackRows1AVX512(&dst[0], &lo[0], &hi[0], int(min), k)
 }
 
-// Quantised slabs: a block's whole slab through all its k rows, whole
-// groups (first row 0), in one call.
+// Quantised slabs (slabs_amd64.s): a block's whole slab through all its
+// k rows, whole groups (first row 0), in one call.
 
 //go:noescape
 func axpySlabQAVX512(y *float32, ldyb int, x *float32, ldxb int, q *int8, s, o *float32, group, groups, m int)
@@ -558,7 +558,7 @@ func axpySlabQKernel(y []float32, ldy int, x []float32, ldx int, q8 []int8, s, o
 	}
 }
 
-// GELU and exp.
+// GELU and exp (exp_amd64.s).
 
 //go:noescape
 func geluAVX2(x *float32, n int) int
