@@ -39,6 +39,34 @@ GLOBL geludata<>(SB), RODATA, $144
 // polynomial of r = a/16 squared four times, times 2^k), into Y1; Y2–Y5
 // and X3 are scratch, Y11 holds 2, Y12 1 and X13 the exponent bias. Valid
 // for |a| ≤ 700, which the callers check.
+// EXPTERM is one Horner step of EXPPD's polynomial in Y1 (sum in Y5):
+// Y5 = Y5·Y1 + the coefficient at geludata<>+off.
+#define EXPTERM(off) \
+	VBROADCASTSD geludata<>+off(SB), Y4; \
+	VFMADD213PD  Y4, Y1, Y5
+
+// EXPSQUARE is one of EXPPD's four squarings, math.Exp's y·(y+2) step.
+#define EXPSQUARE \
+	VMULPD       Y5, Y1, Y1; \
+	VADDPD       Y11, Y1, Y5
+
+// EXPCONSTS loads EXPPD's constants and the range check's: Y15 |.| mask,
+// Y14 700, X13 the exponent bias, Y12 1, Y11 2.
+#define EXPCONSTS \
+	VBROADCASTSD geludata<>+128(SB), Y15; \
+	VBROADCASTSD geludata<>+16(SB), Y14; \
+	VPBROADCASTD geludata<>+136(SB), X13; \
+	VBROADCASTSD geludata<>+112(SB), Y12; \
+	VBROADCASTSD geludata<>+120(SB), Y11
+
+// INRANGE jumps to out unless every a in Y1 is within ±700 (not NaN).
+#define INRANGE(out) \
+	VANDPD    Y15, Y1, Y2; \
+	VCMPPD    $6, Y14, Y2, Y2; \
+	VMOVMSKPD Y2, BX; \
+	TESTQ     BX, BX; \
+	JNZ       out
+
 #define EXPPD \
 	VBROADCASTSD geludata<>+24(SB), Y2; \
 	VMULPD       Y1, Y2, Y2; \
@@ -51,27 +79,17 @@ GLOBL geludata<>(SB), RODATA, $144
 	VBROADCASTSD geludata<>+48(SB), Y4; \
 	VMULPD       Y4, Y1, Y1; \
 	VBROADCASTSD geludata<>+56(SB), Y5; \
-	VBROADCASTSD geludata<>+64(SB), Y4; \
-	VFMADD213PD  Y4, Y1, Y5; \
-	VBROADCASTSD geludata<>+72(SB), Y4; \
-	VFMADD213PD  Y4, Y1, Y5; \
-	VBROADCASTSD geludata<>+80(SB), Y4; \
-	VFMADD213PD  Y4, Y1, Y5; \
-	VBROADCASTSD geludata<>+88(SB), Y4; \
-	VFMADD213PD  Y4, Y1, Y5; \
-	VBROADCASTSD geludata<>+96(SB), Y4; \
-	VFMADD213PD  Y4, Y1, Y5; \
-	VBROADCASTSD geludata<>+104(SB), Y4; \
-	VFMADD213PD  Y4, Y1, Y5; \
+	EXPTERM(64); \
+	EXPTERM(72); \
+	EXPTERM(80); \
+	EXPTERM(88); \
+	EXPTERM(96); \
+	EXPTERM(104); \
 	VFMADD213PD  Y12, Y1, Y5; \
-	VMULPD       Y5, Y1, Y1; \
-	VADDPD       Y11, Y1, Y5; \
-	VMULPD       Y5, Y1, Y1; \
-	VADDPD       Y11, Y1, Y5; \
-	VMULPD       Y5, Y1, Y1; \
-	VADDPD       Y11, Y1, Y5; \
-	VMULPD       Y5, Y1, Y1; \
-	VADDPD       Y11, Y1, Y5; \
+	EXPSQUARE; \
+	EXPSQUARE; \
+	EXPSQUARE; \
+	EXPSQUARE; \
 	VFMADD213PD  Y12, Y5, Y1; \
 	VPADDD       X13, X3, X3; \
 	VPMOVZXDQ    X3, Y3; \
@@ -82,11 +100,7 @@ TEXT ·geluAVX2(SB), NOSPLIT, $0-24
 	MOVQ x+0(FP), DI
 	MOVQ n+8(FP), CX
 	XORQ AX, AX
-	VBROADCASTSD geludata<>+128(SB), Y15 // |.| mask
-	VBROADCASTSD geludata<>+16(SB), Y14  // 700
-	VPBROADCASTD geludata<>+136(SB), X13 // exponent bias
-	VBROADCASTSD geludata<>+112(SB), Y12 // 1
-	VBROADCASTSD geludata<>+120(SB), Y11 // 2
+	EXPCONSTS
 
 gblock:
 	CMPQ AX, CX
@@ -99,11 +113,7 @@ gblock:
 	VADDPD    Y1, Y0, Y1                 // u = f + …
 	VBROADCASTSD geludata<>+8(SB), Y2
 	VMULPD    Y1, Y2, Y1                 // a
-	VANDPD    Y15, Y1, Y2
-	VCMPPD    $6, Y14, Y2, Y2            // |a| > 700 or NaN (NLE_US)
-	VMOVMSKPD Y2, BX
-	TESTQ     BX, BX
-	JNZ       gdone
+	INRANGE(gdone)                       // |a| > 700 or NaN (NLE_US): stop
 
 	EXPPD                                // e = math.Exp(a)
 
@@ -132,22 +142,14 @@ TEXT ·expShiftedAVX2(SB), NOSPLIT, $0-40
 	VBROADCASTSD X10, Y10
 	MOVQ         n+24(FP), CX
 	XORQ         AX, AX
-	VBROADCASTSD geludata<>+128(SB), Y15 // |.| mask
-	VBROADCASTSD geludata<>+16(SB), Y14  // 700
-	VPBROADCASTD geludata<>+136(SB), X13 // exponent bias
-	VBROADCASTSD geludata<>+112(SB), Y12 // 1
-	VBROADCASTSD geludata<>+120(SB), Y11 // 2
+	EXPCONSTS
 
 eblock:
 	CMPQ      AX, CX
 	JGE       edone
 	VCVTPS2PD (SI)(AX*4), Y1
 	VSUBPD    Y10, Y1, Y1                // a
-	VANDPD    Y15, Y1, Y2
-	VCMPPD    $6, Y14, Y2, Y2            // |a| > 700 or NaN (NLE_US)
-	VMOVMSKPD Y2, BX
-	TESTQ     BX, BX
-	JNZ       edone
+	INRANGE(edone)
 	EXPPD
 	VMOVUPD   Y1, (DI)(AX*8)
 	ADDQ      $4, AX

@@ -7,292 +7,173 @@
 // (dotPanel, dotPanel16), and Add. Dispatch in kernels_amd64.go, the
 // pure-Go bodies in reference.go.
 
-// func axpyPanelAVX2(y *float32, ldyb int, x *float32, ldxb int, w *float32, ldwb int, n, m, k int)
-//
-// For each block of 4 weight rows kb..kb+3 (k a multiple of 4) and each of
-// the m rows i of y and x (strides in bytes):
+// Each panel kernel is written once, as a macro, and expanded for float32
+// weights and for float16 ones, which VCVTPH2PS widens as they are
+// loaded: the same FMAs into the same accumulators in the same order, so
+// the two give the same bits. The arguments name what differs:
+//   WSHIFT  log2 of a weight's bytes (2 or 1): n columns are n<<WSHIFT
+//           bytes of a weight row
+//   YSCALE  a float32's bytes per weight byte (1 or 2): the index scale of
+//           y's (h's) rows against CX, which steps through w
+//   WSTEP   a weight row's bytes per 16 columns (64 or 32)
+//   AXPYW, DOTW2  the weights' loads and FMAs, below
+
+// AXPYW32 and AXPYW16 (rw, xr, t0, t1): y's 16 columns in Y4:Y5 += xr ·
+// weight row rw's, float16 widened through scratch t0:t1 first.
+#define AXPYW32(rw, xr, t0, t1) \
+	VFMADD231PS (rw)(CX*1), xr, Y4 \
+	VFMADD231PS 32(rw)(CX*1), xr, Y5
+
+#define AXPYW16(rw, xr, t0, t1) \
+	VCVTPH2PS   (rw)(CX*1), t0 \
+	VCVTPH2PS   16(rw)(CX*1), t1 \
+	VFMADD231PS t0, xr, Y4 \
+	VFMADD231PS t1, xr, Y5
+
+// AXPYPANEL is axpyPanelAVX2's body. For each block of 4 weight rows
+// kb..kb+3 (k a multiple of 4) and each of the m rows i of y and x
+// (strides in bytes):
 //   y[i,0:n] += x[i,kb]*w[kb,0:n] + x[i,kb+1]*w[kb+1,0:n] + ...   (n a multiple of 16)
 // Each weight row is read contiguously (from memory for i = 0, then from
 // L1 for the other rows), and y accumulates in k order, the same order for
-// every m: batching never changes a sequence's result.
-TEXT ·axpyPanelAVX2(SB), NOSPLIT, $0-72
-	MOVQ y+0(FP), DI
-	MOVQ x+16(FP), SI
-	MOVQ w+32(FP), R8
-	MOVQ n+48(FP), DX
-	SHLQ $2, DX
-	JZ   done
-	MOVQ k+64(FP), AX
-	SHRQ $2, AX
-	JZ   done
-
-kblock:
-	MOVQ ldwb+40(FP), BX
-	LEAQ (R8)(BX*1), R9
-	LEAQ (R8)(BX*2), R10
-	LEAQ (R9)(BX*2), R11
-	MOVQ DI, BX               // y row i
-	MOVQ SI, R12              // x row i, column kb
-	MOVQ m+56(FP), R13
-
-mrow:
-	VBROADCASTSS 0(R12), Y0
-	VBROADCASTSS 4(R12), Y1
-	VBROADCASTSS 8(R12), Y2
-	VBROADCASTSS 12(R12), Y3
-	XORQ         CX, CX
-
-loop16:
-	VMOVUPS     (BX)(CX*1), Y4
-	VMOVUPS     32(BX)(CX*1), Y5
-	VFMADD231PS (R8)(CX*1), Y0, Y4
-	VFMADD231PS 32(R8)(CX*1), Y0, Y5
-	VFMADD231PS (R9)(CX*1), Y1, Y4
-	VFMADD231PS 32(R9)(CX*1), Y1, Y5
-	VFMADD231PS (R10)(CX*1), Y2, Y4
-	VFMADD231PS 32(R10)(CX*1), Y2, Y5
-	VFMADD231PS (R11)(CX*1), Y3, Y4
-	VFMADD231PS 32(R11)(CX*1), Y3, Y5
-	VMOVUPS     Y4, (BX)(CX*1)
-	VMOVUPS     Y5, 32(BX)(CX*1)
-	ADDQ        $64, CX
-	CMPQ        CX, DX
-	JL          loop16
-
-	ADDQ ldyb+8(FP), BX
-	ADDQ ldxb+24(FP), R12
-	DECQ R13
-	JNZ  mrow
-
-	ADDQ $16, SI
-	MOVQ ldwb+40(FP), BX
-	SHLQ $2, BX
-	ADDQ BX, R8
-	DECQ AX
-	JNZ  kblock
-
-done:
-	VZEROUPPER
+// every m: batching never changes a sequence's result. BX walks y's row i,
+// R12 x's row i from column kb; R8-R11 are the block's 4 weight rows.
+#define AXPYPANEL(WSHIFT, YSCALE, WSTEP, AXPYW) \
+	MOVQ y+0(FP), DI \
+	MOVQ x+16(FP), SI \
+	MOVQ w+32(FP), R8 \
+	MOVQ n+48(FP), DX \
+	SHLQ $WSHIFT, DX \
+	JZ   done \
+	MOVQ k+64(FP), AX \
+	SHRQ $2, AX \
+	JZ   done \
+kblock: \
+	MOVQ ldwb+40(FP), BX \
+	LEAQ (R8)(BX*1), R9 \
+	LEAQ (R8)(BX*2), R10 \
+	LEAQ (R9)(BX*2), R11 \
+	MOVQ DI, BX \
+	MOVQ SI, R12 \
+	MOVQ m+56(FP), R13 \
+mrow: \
+	VBROADCASTSS 0(R12), Y0 \
+	VBROADCASTSS 4(R12), Y1 \
+	VBROADCASTSS 8(R12), Y2 \
+	VBROADCASTSS 12(R12), Y3 \
+	XORQ         CX, CX \
+loop16: \
+	VMOVUPS (BX)(CX*YSCALE), Y4 \
+	VMOVUPS 32(BX)(CX*YSCALE), Y5 \
+	AXPYW(R8, Y0, Y6, Y7) \
+	AXPYW(R9, Y1, Y8, Y9) \
+	AXPYW(R10, Y2, Y6, Y7) \
+	AXPYW(R11, Y3, Y8, Y9) \
+	VMOVUPS Y4, (BX)(CX*YSCALE) \
+	VMOVUPS Y5, 32(BX)(CX*YSCALE) \
+	ADDQ    $WSTEP, CX \
+	CMPQ    CX, DX \
+	JL      loop16 \
+	ADDQ ldyb+8(FP), BX \
+	ADDQ ldxb+24(FP), R12 \
+	DECQ R13 \
+	JNZ  mrow \
+	ADDQ $16, SI \
+	MOVQ ldwb+40(FP), BX \
+	SHLQ $2, BX \
+	ADDQ BX, R8 \
+	DECQ AX \
+	JNZ  kblock \
+done: \
+	VZEROUPPER \
 	RET
+
+// DOTW32 and DOTW16 (ra, rb, a0, a1, b0, b1): the products of h's 16
+// columns in Y8:Y9 with weight rows ra and rb, added to a0:a1 and b0:b1;
+// float16 widened through Y10-Y13 first.
+#define DOTW32(ra, rb, a0, a1, b0, b1) \
+	VFMADD231PS (ra)(CX*1), Y8, a0 \
+	VFMADD231PS 32(ra)(CX*1), Y9, a1 \
+	VFMADD231PS (rb)(CX*1), Y8, b0 \
+	VFMADD231PS 32(rb)(CX*1), Y9, b1
+
+#define DOTW16(ra, rb, a0, a1, b0, b1) \
+	VCVTPH2PS   (ra)(CX*1), Y10 \
+	VCVTPH2PS   16(ra)(CX*1), Y11 \
+	VCVTPH2PS   (rb)(CX*1), Y12 \
+	VCVTPH2PS   16(rb)(CX*1), Y13 \
+	VFMADD231PS Y10, Y8, a0 \
+	VFMADD231PS Y11, Y9, a1 \
+	VFMADD231PS Y12, Y8, b0 \
+	VFMADD231PS Y13, Y9, b1
+
+// DOTPANEL is dotPanelAVX2's body: out[i*ldo + r] = h[i,0:n]·w[r,0:n] for
+// the 4 weight rows r and the m rows i of h (strides in bytes; n a
+// multiple of 16). The 4 rows of w (R8-R11) stream from memory for i = 0
+// and come from L1 for the other rows. Two accumulators per row (even and
+// odd 8-lane chunks) hide the FMA latency: row r's sum is in
+// Y(2r)+Y(2r+1), and the end reduces the four to one XMM of four lanes,
+// lane r = row r ([r0 r0 r1 r1 | r0 r0 r1 r1], [r2 r2 r3 r3 | ...], then
+// [r0 r1 r2 r3 | r0 r1 r2 r3]).
+#define DOTPANEL(WSHIFT, YSCALE, WSTEP, DOTW2) \
+	MOVQ h+0(FP), SI \
+	MOVQ w+24(FP), R8 \
+	MOVQ ldwb+32(FP), BX \
+	LEAQ (R8)(BX*1), R9 \
+	LEAQ (R8)(BX*2), R10 \
+	LEAQ (R9)(BX*2), R11 \
+	MOVQ n+40(FP), DX \
+	SHLQ $WSHIFT, DX \
+	MOVQ out+48(FP), DI \
+	MOVQ m+16(FP), R13 \
+	TESTQ R13, R13 \
+	JZ   dotdone \
+dotrow: \
+	VXORPS Y0, Y0, Y0 \
+	VXORPS Y1, Y1, Y1 \
+	VXORPS Y2, Y2, Y2 \
+	VXORPS Y3, Y3, Y3 \
+	VXORPS Y4, Y4, Y4 \
+	VXORPS Y5, Y5, Y5 \
+	VXORPS Y6, Y6, Y6 \
+	VXORPS Y7, Y7, Y7 \
+	XORQ   CX, CX \
+	TESTQ  DX, DX \
+	JZ     dotsum \
+dotloop: \
+	VMOVUPS (SI)(CX*YSCALE), Y8 \
+	VMOVUPS 32(SI)(CX*YSCALE), Y9 \
+	DOTW2(R8, R9, Y0, Y1, Y2, Y3) \
+	DOTW2(R10, R11, Y4, Y5, Y6, Y7) \
+	ADDQ    $WSTEP, CX \
+	CMPQ    CX, DX \
+	JL      dotloop \
+dotsum: \
+	VADDPS       Y1, Y0, Y0 \
+	VADDPS       Y3, Y2, Y2 \
+	VADDPS       Y5, Y4, Y4 \
+	VADDPS       Y7, Y6, Y6 \
+	VHADDPS      Y2, Y0, Y0 \
+	VHADDPS      Y6, Y4, Y4 \
+	VHADDPS      Y4, Y0, Y0 \
+	VEXTRACTF128 $1, Y0, X1 \
+	VADDPS       X1, X0, X0 \
+	VMOVUPS      X0, (DI) \
+	ADDQ ldhb+8(FP), SI \
+	ADDQ ldob+56(FP), DI \
+	DECQ R13 \
+	JNZ  dotrow \
+dotdone: \
+	VZEROUPPER \
+	RET
+
+// func axpyPanelAVX2(y *float32, ldyb int, x *float32, ldxb int, w *float32, ldwb int, n, m, k int)
+TEXT ·axpyPanelAVX2(SB), NOSPLIT, $0-72
+	AXPYPANEL(2, 1, 64, AXPYW32)
 
 // func axpyPanelF16AVX2(y *float32, ldyb int, x *float32, ldxb int, w *uint16, ldwb int, n, m, k int)
-//
-// axpyPanelAVX2 with float16 weights, widened by VCVTPH2PS as they are
-// loaded: the same FMAs in the same order, so the same bits as float32
-// weights of the same values, from half the memory traffic.
 TEXT ·axpyPanelF16AVX2(SB), NOSPLIT, $0-72
-	MOVQ y+0(FP), DI
-	MOVQ x+16(FP), SI
-	MOVQ w+32(FP), R8
-	MOVQ n+48(FP), DX
-	SHLQ $1, DX               // bytes of float16 per weight row segment
-	JZ   hdone
-	MOVQ k+64(FP), AX
-	SHRQ $2, AX
-	JZ   hdone
-
-hkblock:
-	MOVQ ldwb+40(FP), BX
-	LEAQ (R8)(BX*1), R9
-	LEAQ (R8)(BX*2), R10
-	LEAQ (R9)(BX*2), R11
-	MOVQ DI, BX
-	MOVQ SI, R12
-	MOVQ m+56(FP), R13
-
-hmrow:
-	VBROADCASTSS 0(R12), Y0
-	VBROADCASTSS 4(R12), Y1
-	VBROADCASTSS 8(R12), Y2
-	VBROADCASTSS 12(R12), Y3
-	XORQ         CX, CX
-
-hloop16:
-	VMOVUPS     (BX)(CX*2), Y4
-	VMOVUPS     32(BX)(CX*2), Y5
-	VCVTPH2PS   (R8)(CX*1), Y6
-	VCVTPH2PS   16(R8)(CX*1), Y7
-	VFMADD231PS Y6, Y0, Y4
-	VFMADD231PS Y7, Y0, Y5
-	VCVTPH2PS   (R9)(CX*1), Y8
-	VCVTPH2PS   16(R9)(CX*1), Y9
-	VFMADD231PS Y8, Y1, Y4
-	VFMADD231PS Y9, Y1, Y5
-	VCVTPH2PS   (R10)(CX*1), Y6
-	VCVTPH2PS   16(R10)(CX*1), Y7
-	VFMADD231PS Y6, Y2, Y4
-	VFMADD231PS Y7, Y2, Y5
-	VCVTPH2PS   (R11)(CX*1), Y8
-	VCVTPH2PS   16(R11)(CX*1), Y9
-	VFMADD231PS Y8, Y3, Y4
-	VFMADD231PS Y9, Y3, Y5
-	VMOVUPS     Y4, (BX)(CX*2)
-	VMOVUPS     Y5, 32(BX)(CX*2)
-	ADDQ        $32, CX
-	CMPQ        CX, DX
-	JL          hloop16
-
-	ADDQ ldyb+8(FP), BX
-	ADDQ ldxb+24(FP), R12
-	DECQ R13
-	JNZ  hmrow
-
-	ADDQ $16, SI
-	MOVQ ldwb+40(FP), BX
-	SHLQ $2, BX
-	ADDQ BX, R8
-	DECQ AX
-	JNZ  hkblock
-
-hdone:
-	VZEROUPPER
-	RET
-
-// func dotPanelAVX2(h *float32, ldhb int, m int, w *float32, ldwb int, n int, out *float32, ldob int)
-//
-// out[i*ldo + r] = h[i,0:n]·w[r,0:n] for the 4 weight rows r and the m rows
-// i of h (strides in bytes; n a multiple of 16). The 4 rows of w stream from
-// memory for i = 0 and come from L1 for the other rows. Two accumulators
-// per row (even and odd 8-lane chunks) hide the FMA latency.
-TEXT ·dotPanelAVX2(SB), NOSPLIT, $0-64
-	MOVQ h+0(FP), SI
-	MOVQ w+24(FP), R8
-	MOVQ ldwb+32(FP), BX
-	LEAQ (R8)(BX*1), R9
-	LEAQ (R8)(BX*2), R10
-	LEAQ (R9)(BX*2), R11
-	MOVQ n+40(FP), DX
-	SHLQ $2, DX
-	MOVQ out+48(FP), DI
-	MOVQ m+16(FP), R13
-	TESTQ R13, R13
-	JZ   dotdone
-
-dotrow:
-	VXORPS Y0, Y0, Y0
-	VXORPS Y1, Y1, Y1
-	VXORPS Y2, Y2, Y2
-	VXORPS Y3, Y3, Y3
-	VXORPS Y4, Y4, Y4
-	VXORPS Y5, Y5, Y5
-	VXORPS Y6, Y6, Y6
-	VXORPS Y7, Y7, Y7
-	XORQ   CX, CX
-	TESTQ  DX, DX
-	JZ     dotsum
-
-dotloop:
-	VMOVUPS     (SI)(CX*1), Y8
-	VMOVUPS     32(SI)(CX*1), Y9
-	VFMADD231PS (R8)(CX*1), Y8, Y0
-	VFMADD231PS 32(R8)(CX*1), Y9, Y1
-	VFMADD231PS (R9)(CX*1), Y8, Y2
-	VFMADD231PS 32(R9)(CX*1), Y9, Y3
-	VFMADD231PS (R10)(CX*1), Y8, Y4
-	VFMADD231PS 32(R10)(CX*1), Y9, Y5
-	VFMADD231PS (R11)(CX*1), Y8, Y6
-	VFMADD231PS 32(R11)(CX*1), Y9, Y7
-	ADDQ        $64, CX
-	CMPQ        CX, DX
-	JL          dotloop
-
-dotsum:
-	// Row r's sum is in Y(2r)+Y(2r+1); reduce the four to one XMM of
-	// four lanes, lane r = row r.
-	VADDPS       Y1, Y0, Y0
-	VADDPS       Y3, Y2, Y2
-	VADDPS       Y5, Y4, Y4
-	VADDPS       Y7, Y6, Y6
-	VHADDPS      Y2, Y0, Y0        // [r0 r0 r1 r1 | r0 r0 r1 r1]
-	VHADDPS      Y6, Y4, Y4        // [r2 r2 r3 r3 | ...]
-	VHADDPS      Y4, Y0, Y0        // [r0 r1 r2 r3 | r0 r1 r2 r3]
-	VEXTRACTF128 $1, Y0, X1
-	VADDPS       X1, X0, X0
-	VMOVUPS      X0, (DI)
-
-	ADDQ ldhb+8(FP), SI
-	ADDQ ldob+56(FP), DI
-	DECQ R13
-	JNZ  dotrow
-
-dotdone:
-	VZEROUPPER
-	RET
-
-// func dotPanelF16AVX2(h *float32, ldhb int, m int, w *uint16, ldwb int, n int, out *float32, ldob int)
-//
-// dotPanelAVX2 with float16 weight rows widened as they are loaded; same
-// accumulators, same order, same bits.
-TEXT ·dotPanelF16AVX2(SB), NOSPLIT, $0-64
-	MOVQ h+0(FP), SI
-	MOVQ w+24(FP), R8
-	MOVQ ldwb+32(FP), BX
-	LEAQ (R8)(BX*1), R9
-	LEAQ (R8)(BX*2), R10
-	LEAQ (R9)(BX*2), R11
-	MOVQ n+40(FP), DX
-	SHLQ $1, DX
-	MOVQ out+48(FP), DI
-	MOVQ m+16(FP), R13
-	TESTQ R13, R13
-	JZ   hdotdone
-
-hdotrow:
-	VXORPS Y0, Y0, Y0
-	VXORPS Y1, Y1, Y1
-	VXORPS Y2, Y2, Y2
-	VXORPS Y3, Y3, Y3
-	VXORPS Y4, Y4, Y4
-	VXORPS Y5, Y5, Y5
-	VXORPS Y6, Y6, Y6
-	VXORPS Y7, Y7, Y7
-	XORQ   CX, CX
-	TESTQ  DX, DX
-	JZ     hdotsum
-
-hdotloop:
-	VMOVUPS     (SI)(CX*2), Y8
-	VMOVUPS     32(SI)(CX*2), Y9
-	VCVTPH2PS   (R8)(CX*1), Y10
-	VCVTPH2PS   16(R8)(CX*1), Y11
-	VCVTPH2PS   (R9)(CX*1), Y12
-	VCVTPH2PS   16(R9)(CX*1), Y13
-	VFMADD231PS Y10, Y8, Y0
-	VFMADD231PS Y11, Y9, Y1
-	VFMADD231PS Y12, Y8, Y2
-	VFMADD231PS Y13, Y9, Y3
-	VCVTPH2PS   (R10)(CX*1), Y10
-	VCVTPH2PS   16(R10)(CX*1), Y11
-	VCVTPH2PS   (R11)(CX*1), Y12
-	VCVTPH2PS   16(R11)(CX*1), Y13
-	VFMADD231PS Y10, Y8, Y4
-	VFMADD231PS Y11, Y9, Y5
-	VFMADD231PS Y12, Y8, Y6
-	VFMADD231PS Y13, Y9, Y7
-	ADDQ        $32, CX
-	CMPQ        CX, DX
-	JL          hdotloop
-
-hdotsum:
-	VADDPS       Y1, Y0, Y0
-	VADDPS       Y3, Y2, Y2
-	VADDPS       Y5, Y4, Y4
-	VADDPS       Y7, Y6, Y6
-	VHADDPS      Y2, Y0, Y0
-	VHADDPS      Y6, Y4, Y4
-	VHADDPS      Y4, Y0, Y0
-	VEXTRACTF128 $1, Y0, X1
-	VADDPS       X1, X0, X0
-	VMOVUPS      X0, (DI)
-
-	ADDQ ldhb+8(FP), SI
-	ADDQ ldob+56(FP), DI
-	DECQ R13
-	JNZ  hdotrow
-
-hdotdone:
-	VZEROUPPER
-	RET
+	AXPYPANEL(1, 2, 32, AXPYW16)
 
 // func addVecAVX2(dst, src *float32, n int)
 //
@@ -320,3 +201,11 @@ addloop:
 adddone:
 	VZEROUPPER
 	RET
+
+// func dotPanelAVX2(h *float32, ldhb int, m int, w *float32, ldwb int, n int, out *float32, ldob int)
+TEXT ·dotPanelAVX2(SB), NOSPLIT, $0-64
+	DOTPANEL(2, 1, 64, DOTW32)
+
+// func dotPanelF16AVX2(h *float32, ldhb int, m int, w *uint16, ldwb int, n int, out *float32, ldob int)
+TEXT ·dotPanelF16AVX2(SB), NOSPLIT, $0-64
+	DOTPANEL(1, 2, 32, DOTW16)

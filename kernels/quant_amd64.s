@@ -28,6 +28,42 @@
 	VFMADD231PS t0, xr, Y4; \
 	VFMADD231PS t1, xr, Y5
 
+// No offsets: nothing to load or add.
+#define NOOFFSETLOAD
+#define NOOFFSET(t0, t1)
+
+#define QOFFSETLOAD \
+	VMOVUPS (AX)(CX*4), Y12; \
+	VMOVUPS 32(AX)(CX*4), Y13
+
+// QROWS is axpyPanelQAVX2's loop over 16-column steps (labelled label) for
+// one row of y and four rows of q, written once for the types without
+// offsets and with them (OLOAD loads a step's offsets, OFFSET adds them).
+#define QROWS(label, OLOAD, OFFSET) \
+label: \
+	VMOVUPS (DI)(CX*4), Y10 \
+	VMOVUPS 32(DI)(CX*4), Y11 \
+	OLOAD \
+	VMOVUPS (BX)(CX*4), Y4 \
+	VMOVUPS 32(BX)(CX*4), Y5 \
+	QWEIGHTS(R8, Y6, Y7) \
+	OFFSET(Y6, Y7) \
+	QFMA(Y0, Y6, Y7) \
+	QWEIGHTS(R9, Y8, Y9) \
+	OFFSET(Y8, Y9) \
+	QFMA(Y1, Y8, Y9) \
+	QWEIGHTS(R10, Y6, Y7) \
+	OFFSET(Y6, Y7) \
+	QFMA(Y2, Y6, Y7) \
+	QWEIGHTS(R11, Y8, Y9) \
+	OFFSET(Y8, Y9) \
+	QFMA(Y3, Y8, Y9) \
+	VMOVUPS Y4, (BX)(CX*4) \
+	VMOVUPS Y5, 32(BX)(CX*4) \
+	ADDQ    $16, CX \
+	CMPQ    CX, DX \
+	JL      label
+
 // func axpyPanelQAVX2(y *float32, ldyb int, x *float32, ldxb int, q *int8, ldqb int, s, o *float32, n, m, k int)
 //
 // axpyPanelAVX2 with int8 weights: rows kb..kb+3 of q (k a multiple of 4,
@@ -69,50 +105,10 @@ qmrow:
 	TESTQ        AX, AX
 	JNZ          qloopo
 
-qloop:
-	VMOVUPS (DI)(CX*4), Y10
-	VMOVUPS 32(DI)(CX*4), Y11
-	VMOVUPS (BX)(CX*4), Y4
-	VMOVUPS 32(BX)(CX*4), Y5
-	QWEIGHTS(R8, Y6, Y7)
-	QFMA(Y0, Y6, Y7)
-	QWEIGHTS(R9, Y8, Y9)
-	QFMA(Y1, Y8, Y9)
-	QWEIGHTS(R10, Y6, Y7)
-	QFMA(Y2, Y6, Y7)
-	QWEIGHTS(R11, Y8, Y9)
-	QFMA(Y3, Y8, Y9)
-	VMOVUPS Y4, (BX)(CX*4)
-	VMOVUPS Y5, 32(BX)(CX*4)
-	ADDQ    $16, CX
-	CMPQ    CX, DX
-	JL      qloop
+	QROWS(qloop, NOOFFSETLOAD, NOOFFSET)
 	JMP     qnext
 
-qloopo:
-	VMOVUPS (DI)(CX*4), Y10
-	VMOVUPS 32(DI)(CX*4), Y11
-	VMOVUPS (AX)(CX*4), Y12
-	VMOVUPS 32(AX)(CX*4), Y13
-	VMOVUPS (BX)(CX*4), Y4
-	VMOVUPS 32(BX)(CX*4), Y5
-	QWEIGHTS(R8, Y6, Y7)
-	QOFFSET(Y6, Y7)
-	QFMA(Y0, Y6, Y7)
-	QWEIGHTS(R9, Y8, Y9)
-	QOFFSET(Y8, Y9)
-	QFMA(Y1, Y8, Y9)
-	QWEIGHTS(R10, Y6, Y7)
-	QOFFSET(Y6, Y7)
-	QFMA(Y2, Y6, Y7)
-	QWEIGHTS(R11, Y8, Y9)
-	QOFFSET(Y8, Y9)
-	QFMA(Y3, Y8, Y9)
-	VMOVUPS Y4, (BX)(CX*4)
-	VMOVUPS Y5, 32(BX)(CX*4)
-	ADDQ    $16, CX
-	CMPQ    CX, DX
-	JL      qloopo
+	QROWS(qloopo, QOFFSETLOAD, QOFFSET)
 
 qnext:
 	ADDQ ldyb+8(FP), BX
@@ -130,6 +126,51 @@ qnext:
 qdone:
 	VZEROUPPER
 	RET
+
+// The 512-bit kernels' k loop over one 64-column strip, written once for
+// int8 and nibble rows and for the types without and with offsets:
+// WEIGHTS forms the row at R10's 64 weights in Z16-Z19 (scales in
+// Z8-Z11), OFFSETS adds the offsets in Z12-Z15 (or nothing), FMA64 adds
+// them times x[k] (Z0) to the strip of y in Z4-Z7 in k order, and STEP is
+// the distance to the next row.
+#define ZQWEIGHTS64 \
+	VPMOVSXBD (R10), Z16; \
+	VPMOVSXBD 16(R10), Z17; \
+	VPMOVSXBD 32(R10), Z18; \
+	VPMOVSXBD 48(R10), Z19; \
+	VCVTDQ2PS Z16, Z16; \
+	VCVTDQ2PS Z17, Z17; \
+	VCVTDQ2PS Z18, Z18; \
+	VCVTDQ2PS Z19, Z19; \
+	VMULPS    Z8, Z16, Z16; \
+	VMULPS    Z9, Z17, Z17; \
+	VMULPS    Z10, Z18, Z18; \
+	VMULPS    Z11, Z19, Z19
+
+#define NOOFFSETS64
+
+#define OFFSETS64 \
+	VADDPS Z12, Z16, Z16; \
+	VADDPS Z13, Z17, Z17; \
+	VADDPS Z14, Z18, Z18; \
+	VADDPS Z15, Z19, Z19
+
+#define FMA64 \
+	VFMADD231PS Z16, Z0, Z4; \
+	VFMADD231PS Z17, Z0, Z5; \
+	VFMADD231PS Z18, Z0, Z6; \
+	VFMADD231PS Z19, Z0, Z7
+
+#define ZKLOOP(label, WEIGHTS, OFFSETS, STEP) \
+label: \
+	VBROADCASTSS (R11), Z0 \
+	WEIGHTS \
+	OFFSETS \
+	FMA64 \
+	ADDQ         STEP, R10 \
+	ADDQ         $4, R11 \
+	DECQ         R12 \
+	JNZ          label
 
 // func axpyPanelQAVX512(y *float32, ldyb int, x *float32, ldxb int, q *int8, ldqb int, s, o *float32, n, m, k int)
 //
@@ -178,28 +219,7 @@ zstrip:
 	TESTQ   R9, R9
 	JNZ     zk64o
 
-zk64:
-	VBROADCASTSS (R11), Z0
-	VPMOVSXBD    (R10), Z16
-	VPMOVSXBD    16(R10), Z17
-	VPMOVSXBD    32(R10), Z18
-	VPMOVSXBD    48(R10), Z19
-	VCVTDQ2PS    Z16, Z16
-	VCVTDQ2PS    Z17, Z17
-	VCVTDQ2PS    Z18, Z18
-	VCVTDQ2PS    Z19, Z19
-	VMULPS       Z8, Z16, Z16
-	VMULPS       Z9, Z17, Z17
-	VMULPS       Z10, Z18, Z18
-	VMULPS       Z11, Z19, Z19
-	VFMADD231PS  Z16, Z0, Z4
-	VFMADD231PS  Z17, Z0, Z5
-	VFMADD231PS  Z18, Z0, Z6
-	VFMADD231PS  Z19, Z0, Z7
-	ADDQ         BX, R10
-	ADDQ         $4, R11
-	DECQ         R12
-	JNZ          zk64
+	ZKLOOP(zk64, ZQWEIGHTS64, NOOFFSETS64, BX)
 	JMP          zstore64
 
 zk64o:
@@ -208,32 +228,7 @@ zk64o:
 	VMOVUPS      128(R9)(CX*4), Z14
 	VMOVUPS      192(R9)(CX*4), Z15
 
-zk64oloop:
-	VBROADCASTSS (R11), Z0
-	VPMOVSXBD    (R10), Z16
-	VPMOVSXBD    16(R10), Z17
-	VPMOVSXBD    32(R10), Z18
-	VPMOVSXBD    48(R10), Z19
-	VCVTDQ2PS    Z16, Z16
-	VCVTDQ2PS    Z17, Z17
-	VCVTDQ2PS    Z18, Z18
-	VCVTDQ2PS    Z19, Z19
-	VMULPS       Z8, Z16, Z16
-	VMULPS       Z9, Z17, Z17
-	VMULPS       Z10, Z18, Z18
-	VMULPS       Z11, Z19, Z19
-	VADDPS       Z12, Z16, Z16
-	VADDPS       Z13, Z17, Z17
-	VADDPS       Z14, Z18, Z18
-	VADDPS       Z15, Z19, Z19
-	VFMADD231PS  Z16, Z0, Z4
-	VFMADD231PS  Z17, Z0, Z5
-	VFMADD231PS  Z18, Z0, Z6
-	VFMADD231PS  Z19, Z0, Z7
-	ADDQ         BX, R10
-	ADDQ         $4, R11
-	DECQ         R12
-	JNZ          zk64oloop
+	ZKLOOP(zk64oloop, ZQWEIGHTS64, OFFSETS64, BX)
 
 zstore64:
 	VMOVUPS Z4, (DI)(CX*4)
@@ -380,12 +375,6 @@ dqdone:
 	VMULPS    Z8, Z16, Z16; \
 	VMULPS    Z9, Z17, Z17
 
-#define Q4OFFSETS64 \
-	VADDPS Z12, Z16, Z16; \
-	VADDPS Z13, Z17, Z17; \
-	VADDPS Z14, Z18, Z18; \
-	VADDPS Z15, Z19, Z19
-
 // func axpyPanelQ4AVX512(y *float32, ldyb int, x *float32, ldxb int, q *byte, s, o *float32, min, n, m, k int)
 //
 // axpyPanelQAVX512 on one slab of nibbles (rows 32 bytes apart): the 64
@@ -434,31 +423,10 @@ q4row:
 	TESTQ   R9, R9
 	JNZ     q4k64o
 
-q4k64:
-	VBROADCASTSS (R11), Z0
-	Q4WEIGHTS64
-	VFMADD231PS  Z16, Z0, Z4
-	VFMADD231PS  Z17, Z0, Z5
-	VFMADD231PS  Z18, Z0, Z6
-	VFMADD231PS  Z19, Z0, Z7
-	ADDQ         $32, R10
-	ADDQ         $4, R11
-	DECQ         R12
-	JNZ          q4k64
+	ZKLOOP(q4k64, Q4WEIGHTS64, NOOFFSETS64, $32)
 	JMP          q4store64
 
-q4k64o:
-	VBROADCASTSS (R11), Z0
-	Q4WEIGHTS64
-	Q4OFFSETS64
-	VFMADD231PS  Z16, Z0, Z4
-	VFMADD231PS  Z17, Z0, Z5
-	VFMADD231PS  Z18, Z0, Z6
-	VFMADD231PS  Z19, Z0, Z7
-	ADDQ         $32, R10
-	ADDQ         $4, R11
-	DECQ         R12
-	JNZ          q4k64o
+	ZKLOOP(q4k64o, Q4WEIGHTS64, OFFSETS64, $32)
 
 q4store64:
 	VMOVUPS Z4, (DI)

@@ -8,134 +8,85 @@
 // a quantised block's slab through all its groups in one call
 // (axpySlabQ*Kernel). Dispatch in kernels_amd64.go.
 
-// func axpySlabAVX2(y *float32, ldyb int, x *float32, ldxb int, w *float32, m, k int)
-//
-// y[i,0:64] += Σ_{k'<k} x[i,k']·w[k',0:64] for i < m, w one full slab
-// (rows of 64 floats, 256 contiguous bytes). The loops are turned round
-// as in axpyPanelQAVX512: a row of y stays in eight registers while the k
-// weight rows stream past it, one FMA per element per row in k order, so
-// the bits are axpyPanelAVX2's.
-TEXT ·axpySlabAVX2(SB), NOSPLIT, $0-56
-	MOVQ  y+0(FP), DI
-	MOVQ  x+16(FP), SI
-	MOVQ  m+40(FP), R13
-	MOVQ  k+48(FP), AX
-	TESTQ R13, R13
-	JZ    sdone
-	TESTQ AX, AX
-	JZ    sdone
-
-srow:
-	VMOVUPS (DI), Y4
-	VMOVUPS 32(DI), Y5
-	VMOVUPS 64(DI), Y6
-	VMOVUPS 96(DI), Y7
-	VMOVUPS 128(DI), Y8
-	VMOVUPS 160(DI), Y9
-	VMOVUPS 192(DI), Y10
-	VMOVUPS 224(DI), Y11
-	MOVQ    w+32(FP), R10
-	MOVQ    SI, R11
-	MOVQ    AX, R12
-
-sk:
-	VBROADCASTSS (R11), Y0
-	VFMADD231PS  (R10), Y0, Y4
-	VFMADD231PS  32(R10), Y0, Y5
-	VFMADD231PS  64(R10), Y0, Y6
-	VFMADD231PS  96(R10), Y0, Y7
-	VFMADD231PS  128(R10), Y0, Y8
-	VFMADD231PS  160(R10), Y0, Y9
-	VFMADD231PS  192(R10), Y0, Y10
-	VFMADD231PS  224(R10), Y0, Y11
-	ADDQ         $256, R10
-	ADDQ         $4, R11
-	DECQ         R12
-	JNZ          sk
-
-	VMOVUPS Y4, (DI)
-	VMOVUPS Y5, 32(DI)
-	VMOVUPS Y6, 64(DI)
-	VMOVUPS Y7, 96(DI)
-	VMOVUPS Y8, 128(DI)
-	VMOVUPS Y9, 160(DI)
-	VMOVUPS Y10, 192(DI)
-	VMOVUPS Y11, 224(DI)
-	ADDQ    ldyb+8(FP), DI
-	ADDQ    ldxb+24(FP), SI
-	DECQ    R13
-	JNZ     srow
-
-sdone:
-	VZEROUPPER
+// AXPYSLAB is the body of axpySlabAVX2 and axpySlabF16AVX2, written once:
+// y[i,0:64] += Σ_{k'<k} x[i,k']·w[k',0:64] for i < m, w one full slab of
+// float32 (rows of 256 contiguous bytes) or float16 weights (rows of 128,
+// widened by VCVTPH2PS as they are loaded). The loops are turned round as
+// in axpyPanelQAVX512: a row of y stays in Y4-Y11 while the k weight rows
+// stream past it, one FMA per element per row in k order, so the bits are
+// axpyPanelAVX2's either way. WROW is the FMAs of the weight row at R10
+// times Y0; WSTEP its bytes.
+#define AXPYSLAB(WROW, WSTEP) \
+	MOVQ  y+0(FP), DI \
+	MOVQ  x+16(FP), SI \
+	MOVQ  m+40(FP), R13 \
+	MOVQ  k+48(FP), AX \
+	TESTQ R13, R13 \
+	JZ    sdone \
+	TESTQ AX, AX \
+	JZ    sdone \
+srow: \
+	VMOVUPS (DI), Y4 \
+	VMOVUPS 32(DI), Y5 \
+	VMOVUPS 64(DI), Y6 \
+	VMOVUPS 96(DI), Y7 \
+	VMOVUPS 128(DI), Y8 \
+	VMOVUPS 160(DI), Y9 \
+	VMOVUPS 192(DI), Y10 \
+	VMOVUPS 224(DI), Y11 \
+	MOVQ    w+32(FP), R10 \
+	MOVQ    SI, R11 \
+	MOVQ    AX, R12 \
+sk: \
+	VBROADCASTSS (R11), Y0 \
+	WROW \
+	ADDQ         $WSTEP, R10 \
+	ADDQ         $4, R11 \
+	DECQ         R12 \
+	JNZ          sk \
+	VMOVUPS Y4, (DI) \
+	VMOVUPS Y5, 32(DI) \
+	VMOVUPS Y6, 64(DI) \
+	VMOVUPS Y7, 96(DI) \
+	VMOVUPS Y8, 128(DI) \
+	VMOVUPS Y9, 160(DI) \
+	VMOVUPS Y10, 192(DI) \
+	VMOVUPS Y11, 224(DI) \
+	ADDQ    ldyb+8(FP), DI \
+	ADDQ    ldxb+24(FP), SI \
+	DECQ    R13 \
+	JNZ     srow \
+sdone: \
+	VZEROUPPER \
 	RET
 
-// func axpySlabF16AVX2(y *float32, ldyb int, x *float32, ldxb int, w *uint16, m, k int)
-//
-// axpySlabAVX2 on float16 weights (rows of 128 bytes), widened by
-// VCVTPH2PS as they are loaded: the same FMAs in the same order.
-TEXT ·axpySlabF16AVX2(SB), NOSPLIT, $0-56
-	MOVQ  y+0(FP), DI
-	MOVQ  x+16(FP), SI
-	MOVQ  m+40(FP), R13
-	MOVQ  k+48(FP), AX
-	TESTQ R13, R13
-	JZ    hsdone
-	TESTQ AX, AX
-	JZ    hsdone
+#define SLABROW32 \
+	VFMADD231PS (R10), Y0, Y4 \
+	VFMADD231PS 32(R10), Y0, Y5 \
+	VFMADD231PS 64(R10), Y0, Y6 \
+	VFMADD231PS 96(R10), Y0, Y7 \
+	VFMADD231PS 128(R10), Y0, Y8 \
+	VFMADD231PS 160(R10), Y0, Y9 \
+	VFMADD231PS 192(R10), Y0, Y10 \
+	VFMADD231PS 224(R10), Y0, Y11
 
-hsrow:
-	VMOVUPS (DI), Y4
-	VMOVUPS 32(DI), Y5
-	VMOVUPS 64(DI), Y6
-	VMOVUPS 96(DI), Y7
-	VMOVUPS 128(DI), Y8
-	VMOVUPS 160(DI), Y9
-	VMOVUPS 192(DI), Y10
-	VMOVUPS 224(DI), Y11
-	MOVQ    w+32(FP), R10
-	MOVQ    SI, R11
-	MOVQ    AX, R12
-
-hsk:
-	VBROADCASTSS (R11), Y0
-	VCVTPH2PS    (R10), Y12
-	VCVTPH2PS    16(R10), Y13
-	VCVTPH2PS    32(R10), Y14
-	VCVTPH2PS    48(R10), Y15
-	VFMADD231PS  Y12, Y0, Y4
-	VFMADD231PS  Y13, Y0, Y5
-	VFMADD231PS  Y14, Y0, Y6
-	VFMADD231PS  Y15, Y0, Y7
-	VCVTPH2PS    64(R10), Y12
-	VCVTPH2PS    80(R10), Y13
-	VCVTPH2PS    96(R10), Y14
-	VCVTPH2PS    112(R10), Y15
-	VFMADD231PS  Y12, Y0, Y8
-	VFMADD231PS  Y13, Y0, Y9
-	VFMADD231PS  Y14, Y0, Y10
-	VFMADD231PS  Y15, Y0, Y11
-	ADDQ         $128, R10
-	ADDQ         $4, R11
-	DECQ         R12
-	JNZ          hsk
-
-	VMOVUPS Y4, (DI)
-	VMOVUPS Y5, 32(DI)
-	VMOVUPS Y6, 64(DI)
-	VMOVUPS Y7, 96(DI)
-	VMOVUPS Y8, 128(DI)
-	VMOVUPS Y9, 160(DI)
-	VMOVUPS Y10, 192(DI)
-	VMOVUPS Y11, 224(DI)
-	ADDQ    ldyb+8(FP), DI
-	ADDQ    ldxb+24(FP), SI
-	DECQ    R13
-	JNZ     hsrow
-
-hsdone:
-	VZEROUPPER
-	RET
+#define SLABROW16 \
+	VCVTPH2PS   (R10), Y12 \
+	VCVTPH2PS   16(R10), Y13 \
+	VCVTPH2PS   32(R10), Y14 \
+	VCVTPH2PS   48(R10), Y15 \
+	VFMADD231PS Y12, Y0, Y4 \
+	VFMADD231PS Y13, Y0, Y5 \
+	VFMADD231PS Y14, Y0, Y6 \
+	VFMADD231PS Y15, Y0, Y7 \
+	VCVTPH2PS   64(R10), Y12 \
+	VCVTPH2PS   80(R10), Y13 \
+	VCVTPH2PS   96(R10), Y14 \
+	VCVTPH2PS   112(R10), Y15 \
+	VFMADD231PS Y12, Y0, Y8 \
+	VFMADD231PS Y13, Y0, Y9 \
+	VFMADD231PS Y14, Y0, Y10 \
+	VFMADD231PS Y15, Y0, Y11
 
 // The slab kernels below run whole 64-column strips of a quantised slab
 // through groups consecutive groups of rows: R8 (R9) points at a group's
@@ -203,92 +154,6 @@ GLOBL nibbleLanes<>(SB), RODATA|NOPTR, $64
 	VBROADCASTSS (R11), Z0; \
 	VFMADD231PS Z16, Z0, Z4; VFMADD231PS Z17, Z0, Z5; VFMADD231PS Z18, Z0, Z6; VFMADD231PS Z19, Z0, Z7
 
-// func axpySlabQAVX512(y *float32, ldyb int, x *float32, ldxb int, q *int8, s, o *float32, group, groups, m int)
-//
-// axpyPanelQAVX512 on a whole slab strip for m rows, through groups
-// groups of group rows in one call: a call, and a store and load of y,
-// per group cost as much as a Q6_K group's 16 rows.
-TEXT ·axpySlabQAVX512(SB), NOSPLIT, $0-80
-	MOVQ  y+0(FP), DI
-	MOVQ  x+16(FP), SI
-	MOVQ  m+72(FP), R13
-	TESTQ R13, R13
-	JZ    done
-
-row:
-	Y1LOAD
-	MOVQ q+32(FP), R10
-	MOVQ SI, R11
-	MOVQ s+40(FP), R8
-	MOVQ o+48(FP), R9
-	MOVQ groups+64(FP), R14
-
-group:
-	SLABSCALES(Z8, Z9, Z10, Z11, Z12, Z13, Z14, Z15)
-	MOVQ group+56(FP), R12
-
-k:
-	Q8ROW(Z16, Z17, Z18, Z19, Z8, Z9, Z10, Z11, Z12, Z13, Z14, Z15)
-	FMA1ROW
-	ADDQ $64, R10
-	ADDQ $4, R11
-	DECQ R12
-	JNZ  k
-	NEXTGROUP(group)
-
-	Y1STORE
-	ADDQ ldyb+8(FP), DI
-	ADDQ ldxb+24(FP), SI
-	DECQ R13
-	JNZ  row
-
-done:
-	VZEROUPPER
-	RET
-
-// func axpySlabQ4AVX512(y *float32, ldyb int, x *float32, ldxb int, q *byte, s, o *float32, min, group, groups, m int)
-//
-// axpySlabQAVX512 on nibbles (rows 32 bytes apart).
-TEXT ·axpySlabQ4AVX512(SB), NOSPLIT, $0-88
-	MOVQ         y+0(FP), DI
-	MOVQ         x+16(FP), SI
-	MOVQ         min+56(FP), AX
-	Q4TABLE(Z20)
-	MOVQ         m+80(FP), R13
-	TESTQ        R13, R13
-	JZ           done
-
-row:
-	Y1LOAD
-	MOVQ q+32(FP), R10
-	MOVQ SI, R11
-	MOVQ s+40(FP), R8
-	MOVQ o+48(FP), R9
-	MOVQ groups+72(FP), R14
-
-group:
-	SLABSCALES(Z8, Z9, Z10, Z11, Z12, Z13, Z14, Z15)
-	MOVQ group+64(FP), R12
-
-k:
-	Q4ROW(Z16, Z17, Z18, Z19, Z8, Z9, Z10, Z11, Z12, Z13, Z14, Z15, Z20)
-	FMA1ROW
-	ADDQ $32, R10
-	ADDQ $4, R11
-	DECQ R12
-	JNZ  k
-	NEXTGROUP(group)
-
-	Y1STORE
-	ADDQ ldyb+8(FP), DI
-	ADDQ ldxb+24(FP), SI
-	DECQ R13
-	JNZ  row
-
-done:
-	VZEROUPPER
-	RET
-
 // Four rows of y, one 64-column strip each, in Z4–Z19 (row r in
 // Z(4+4r)..Z(7+4r)); rows 0 and 1 from DI, rows 2 and 3 from R13, DX
 // apart.
@@ -324,60 +189,116 @@ done:
 	MOVQ q+32(FP), R10; MOVQ s+40(FP), R8; MOVQ o+48(FP), R9; \
 	Y4LOAD
 
+// SLABQ1 is the body of axpySlabQAVX512 and axpySlabQ4AVX512, written
+// once for int8 and nibble integers: m rows of y, one at a time, through
+// all the groups. SETUP is what the integers' form needs first (the
+// nibbles' table), ROW forms a row's 64 weights from them into Z16-Z19,
+// STEP is a row's bytes; M, GROUPS and GROUP the arguments m, groups and
+// group, which stand at other offsets for the two.
+#define SLABQ1(SETUP, ROW, STEP, M, GROUPS, GROUP) \
+	MOVQ  y+0(FP), DI \
+	MOVQ  x+16(FP), SI \
+	SETUP \
+	MOVQ  M, R13 \
+	TESTQ R13, R13 \
+	JZ    done \
+row: \
+	Y1LOAD \
+	MOVQ q+32(FP), R10 \
+	MOVQ SI, R11 \
+	MOVQ s+40(FP), R8 \
+	MOVQ o+48(FP), R9 \
+	MOVQ GROUPS, R14 \
+group: \
+	SLABSCALES(Z8, Z9, Z10, Z11, Z12, Z13, Z14, Z15) \
+	MOVQ GROUP, R12 \
+k: \
+	ROW \
+	FMA1ROW \
+	ADDQ $STEP, R10 \
+	ADDQ $4, R11 \
+	DECQ R12 \
+	JNZ  k \
+	NEXTGROUP(group) \
+	Y1STORE \
+	ADDQ ldyb+8(FP), DI \
+	ADDQ ldxb+24(FP), SI \
+	DECQ R13 \
+	JNZ  row \
+done: \
+	VZEROUPPER \
+	RET
+
+// SLABQ4 is the body of axpySlabQRows4AVX512 and axpySlabQ4Rows4AVX512:
+// exactly four rows of y at once, each weight formed once (into Z20-Z23)
+// and used by the four rows (batched decode paid the integer conversion
+// and scaling once per row). SETUP, ROW, STEP, GROUPS and GROUP as in
+// SLABQ1.
+#define SLABQ4(SETUP, ROW, STEP, GROUPS, GROUP) \
+	ROWS4SETUP \
+	SETUP \
+	MOVQ GROUPS, R14 \
+group: \
+	SLABSCALES(Z24, Z25, Z26, Z27, Z28, Z29, Z30, Z31) \
+	MOVQ GROUP, R12 \
+k: \
+	ROW \
+	FMA4ROWS \
+	ADDQ $STEP, R10 \
+	ADDQ $4, R11 \
+	ADDQ $4, R15 \
+	DECQ R12 \
+	JNZ  k \
+	NEXTGROUP(group) \
+	Y4STORE \
+	VZEROUPPER \
+	RET
+
+// The integers' forms: int8 (no setup) and nibbles (Q4TABLE from min, in
+// Z20 for one row, Z1 for four), each row's weights into the registers
+// SLABQ1 and SLABQ4 use.
+#define INT8SETUP
+#define NIBBLESETUP1 MOVQ min+56(FP), AX; Q4TABLE(Z20)
+#define NIBBLESETUP4 MOVQ min+56(FP), AX; Q4TABLE(Z1)
+#define INT8ROW1 Q8ROW(Z16, Z17, Z18, Z19, Z8, Z9, Z10, Z11, Z12, Z13, Z14, Z15)
+#define NIBBLEROW1 Q4ROW(Z16, Z17, Z18, Z19, Z8, Z9, Z10, Z11, Z12, Z13, Z14, Z15, Z20)
+#define INT8ROW4 Q8ROW(Z20, Z21, Z22, Z23, Z24, Z25, Z26, Z27, Z28, Z29, Z30, Z31)
+#define NIBBLEROW4 Q4ROW(Z20, Z21, Z22, Z23, Z24, Z25, Z26, Z27, Z28, Z29, Z30, Z31, Z1)
+
+// func axpySlabAVX2(y *float32, ldyb int, x *float32, ldxb int, w *float32, m, k int)
+TEXT ·axpySlabAVX2(SB), NOSPLIT, $0-56
+	AXPYSLAB(SLABROW32, 256)
+
+// func axpySlabF16AVX2(y *float32, ldyb int, x *float32, ldxb int, w *uint16, m, k int)
+TEXT ·axpySlabF16AVX2(SB), NOSPLIT, $0-56
+	AXPYSLAB(SLABROW16, 128)
+
+// func axpySlabQAVX512(y *float32, ldyb int, x *float32, ldxb int, q *int8, s, o *float32, group, groups, m int)
+//
+// axpyPanelQAVX512 on a whole slab strip for m rows, through groups
+// groups of group rows in one call: a call, and a store and load of y,
+// per group cost as much as a Q6_K group's 16 rows.
+TEXT ·axpySlabQAVX512(SB), NOSPLIT, $0-80
+	SLABQ1(INT8SETUP, INT8ROW1, 64, m+72(FP), groups+64(FP), group+56(FP))
+
+// func axpySlabQ4AVX512(y *float32, ldyb int, x *float32, ldxb int, q *byte, s, o *float32, min, group, groups, m int)
+//
+// axpySlabQAVX512 on nibbles (rows 32 bytes apart).
+TEXT ·axpySlabQ4AVX512(SB), NOSPLIT, $0-88
+	SLABQ1(NIBBLESETUP1, NIBBLEROW1, 32, m+80(FP), groups+72(FP), group+64(FP))
+
 // func axpySlabQRows4AVX512(y *float32, ldyb int, x *float32, ldxb int, q *int8, s, o *float32, group, groups int)
 //
-// axpySlabQAVX512 for exactly four rows of y at once: each weight is
-// formed once and used by the four rows (batched decode paid the integer
-// conversion and scaling once per row).
+// axpySlabQAVX512 for exactly four rows of y at once.
 TEXT ·axpySlabQRows4AVX512(SB), NOSPLIT, $0-72
-	ROWS4SETUP
-	MOVQ groups+64(FP), R14
-
-group:
-	SLABSCALES(Z24, Z25, Z26, Z27, Z28, Z29, Z30, Z31)
-	MOVQ group+56(FP), R12
-
-k:
-	Q8ROW(Z20, Z21, Z22, Z23, Z24, Z25, Z26, Z27, Z28, Z29, Z30, Z31)
-	FMA4ROWS
-	ADDQ $64, R10
-	ADDQ $4, R11
-	ADDQ $4, R15
-	DECQ R12
-	JNZ  k
-	NEXTGROUP(group)
-
-	Y4STORE
-	VZEROUPPER
-	RET
+	SLABQ4(INT8SETUP, INT8ROW4, 64, groups+64(FP), group+56(FP))
 
 // func axpySlabQ4Rows4AVX512(y *float32, ldyb int, x *float32, ldxb int, q *byte, s, o *float32, min, group, groups int)
 //
 // axpySlabQRows4AVX512 on nibbles (rows 32 bytes apart); Z1 holds the
 // nibbles' values.
 TEXT ·axpySlabQ4Rows4AVX512(SB), NOSPLIT, $0-80
-	ROWS4SETUP
-	MOVQ         min+56(FP), AX
-	Q4TABLE(Z1)
-	MOVQ         groups+72(FP), R14
-
-group:
-	SLABSCALES(Z24, Z25, Z26, Z27, Z28, Z29, Z30, Z31)
-	MOVQ group+64(FP), R12
-
-k:
-	Q4ROW(Z20, Z21, Z22, Z23, Z24, Z25, Z26, Z27, Z28, Z29, Z30, Z31, Z1)
-	FMA4ROWS
-	ADDQ $32, R10
-	ADDQ $4, R11
-	ADDQ $4, R15
-	DECQ R12
-	JNZ  k
-	NEXTGROUP(group)
-
-	Y4STORE
-	VZEROUPPER
-	RET
+	SLABQ4(NIBBLESETUP4, NIBBLEROW4, 32, groups+72(FP), group+64(FP))
 
 // func axpySlabQHAVX512(y, x *float32, lo, hi *byte, s, o *float32, buf *int8, hbits, min, group, groups int)
 //
