@@ -145,6 +145,22 @@ type openAIResponse[C any] struct {
 	Usage   *usage `json:"usage,omitempty"`
 }
 
+// usageOnly is a stream's include_usage chunk of C choices: none, and the
+// usage.
+func usageOnly[C any](base openAIBase, u usage) any {
+	return openAIResponse[C]{openAIBase: base, Choices: []C{}, Usage: &u}
+}
+
+// answer is the response without stream: choice i made by choice, and the
+// usage.
+func answer[C any](base openAIBase, choices []choiceResult, u usage, choice func(i int, ch choiceResult) C) any {
+	out := openAIResponse[C]{openAIBase: base, Usage: &u}
+	for i, ch := range choices {
+		out.Choices = append(out.Choices, choice(i, ch))
+	}
+	return out
+}
+
 func newOpenAIBase(r *http.Request, e *engine, idPrefix string) openAIBase {
 	return openAIBase{ID: idPrefix + requestID(r.Context()), Created: time.Now().Unix(), Model: e.name}
 }

@@ -255,17 +255,13 @@ func (c *chatShape) chunk(i int, text string, tokens []scoredToken, reason strin
 	return openAIResponse[chatChoice]{openAIBase: c.base, Choices: []chatChoice{ch}}
 }
 
-func (c *chatShape) usageChunk(u usage) any {
-	return openAIResponse[chatChoice]{openAIBase: c.base, Choices: []chatChoice{}, Usage: &u}
-}
+func (c *chatShape) usageChunk(u usage) any { return usageOnly[chatChoice](c.base, u) }
 
 func (c *chatShape) response(choices []choiceResult, u usage) any {
-	out := openAIResponse[chatChoice]{openAIBase: c.base, Usage: &u}
-	for i, ch := range choices {
-		out.Choices = append(out.Choices, chatChoice{Index: i, FinishReason: &ch.reason,
-			Message: &chatMessageOut{Role: "assistant", Content: ch.text}, Logprobs: c.logprobsOf(ch.tokens)})
-	}
-	return out
+	return answer(c.base, choices, u, func(i int, ch choiceResult) chatChoice {
+		return chatChoice{Index: i, FinishReason: &ch.reason,
+			Message: &chatMessageOut{Role: "assistant", Content: ch.text}, Logprobs: c.logprobsOf(ch.tokens)}
+	})
 }
 
 // alias lets field from stand for to (OpenAI's max_completion_tokens

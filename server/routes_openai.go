@@ -140,20 +140,16 @@ func (c *completionShape) chunk(i int, text string, tokens []scoredToken, reason
 	return openAIResponse[completionChoice]{openAIBase: c.base, Choices: []completionChoice{ch}}
 }
 
-func (c *completionShape) usageChunk(u usage) any {
-	return openAIResponse[completionChoice]{openAIBase: c.base, Choices: []completionChoice{}, Usage: &u}
-}
+func (c *completionShape) usageChunk(u usage) any { return usageOnly[completionChoice](c.base, u) }
 
 func (c *completionShape) response(choices []choiceResult, u usage) any {
-	out := openAIResponse[completionChoice]{openAIBase: c.base, Usage: &u}
-	for i, ch := range choices {
+	return answer(c.base, choices, u, func(i int, ch choiceResult) completionChoice {
 		cc := completionChoice{Index: i, Text: ch.text, FinishReason: &ch.reason}
 		if c.job.logprobs {
 			cc.Logprobs, _ = c.legacy(ch.tokens, c.start(i))
 		}
-		out.Choices = append(out.Choices, cc)
-	}
-	return out
+		return cc
+	})
 }
 
 func (s *Server) handleModels(w http.ResponseWriter, r *http.Request) {
