@@ -347,13 +347,19 @@ func (gl *llamaGGUFLoader) load(p llamaParam, t gguf.TensorInfo) error {
 	}
 	if len(p.shape) == 2 && gl.ld.m.Float16 && t.Type == gguf.GGMLTypeF16 {
 		// Float16 held as float16: the file's bits, not widened to
-		// float32 and rounded back (the same bits).
+		// float32 and rounded back (the same bits). place copies q/k/v
+		// and gate/up into the fused matrix and transposes o and down;
+		// the embedding and the head it keeps, so they are copied off
+		// the file's pages first.
 		h, err := pt.Float16s()
 		if err != nil {
 			return err
 		}
-		gl.done(pt)
+		if p.part == partEmbed || p.part == partHead {
+			h = slices.Clone(h)
+		}
 		gl.ld.place(pt.p, nil, h)
+		gl.done(pt)
 		return nil
 	}
 	vals, err := pt.Float32s()

@@ -2,7 +2,6 @@ package weights
 
 import (
 	"fmt"
-	"slices"
 
 	"github.com/llorch/llorch-check/gguf"
 	"github.com/llorch/llorch-check/kernels"
@@ -31,16 +30,17 @@ func (p Part) Float32s() ([]float32, error) {
 	return unrope(p, vals), nil
 }
 
-// Float16s is an F16 part's float16 bits in HF's row order, copied from
-// the file's pages (which the caller may then release) without passing
-// through float32.
+// Float16s is an F16 part's float16 bits in HF's row order, without
+// passing through float32. Unpermuted, it is the file's pages themselves
+// where Float16View can give them: copy it (or place it where it is
+// copied) before releasing them.
 func (p Part) Float16s() ([]uint16, error) {
 	bits, err := Float16View(p.Raw, int(p.Info.Elements()))
 	if err != nil {
 		return nil, fmt.Errorf("tensor %q: %w", p.Info.Name, err)
 	}
 	if p.RopeHeads == 0 {
-		return slices.Clone(bits), nil
+		return bits, nil
 	}
 	return unrope(p, bits), nil
 }
