@@ -16,7 +16,10 @@
 // float16_amd64.s (widening), quant_amd64.s (quantised blocks: panels,
 // dequantisation, scales, unpacking), slabs_amd64.s (whole slabs, float
 // and quantised) and exp_amd64.s (GELU and exp); unpack_amd64.h holds
-// what quant and slabs share. Neither dispatch file calls anything above
-// it: the matrices, their blocking and the parallel loops (matrix.go,
-// matmul.go, quant.go, slabs.go) call down into them.
+// what quant and slabs share. No file calls anything above it; in order
+// from the bottom: reference.go and scratch.go; the dispatch; the float16
+// panels, summation blocking, vector helpers and parallel loop
+// (float16.go, blocking.go, attention.go, exp.go, gelu.go, parallel.go);
+// the quantised and slabbed layouts (quant.go, slabs.go); Matrix
+// (matrix.go); the products (matmul.go, then matmul_t.go).
 package kernels

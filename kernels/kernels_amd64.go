@@ -10,11 +10,12 @@ import (
 )
 
 // Dispatch: each kernel the rest of the package calls runs this CPU's
-// assembly (one .s file a family, named below) on what the assembly takes and
-// the reference bodies (reference.go) on the rest. This file calls nothing
-// else of the package. A kernel named ...Kernel does only the part its
-// assembly takes and says how much (none on a CPU without it); its caller
-// finishes the rest, as the pure-Go build's does all of it.
+// assembly (one .s file a family, named below) on what the assembly takes
+// and the reference bodies (reference.go) on the rest. This file calls
+// nothing of the package but those bodies and the scratch pool
+// (scratch.go). A kernel named ...Kernel does only the part its assembly
+// takes and says how much (none on a CPU without it); its caller finishes
+// the rest, as the pure-Go build's does all of it.
 
 // The AVX2+FMA kernels, used when the CPU has both and LLORCH_KERNELS is
 // not "generic" (which forces the pure-Go kernels, to compare them on one

@@ -157,18 +157,6 @@ func matmulCols(dst, x []float32, w Matrix, M, K, N, j0, j1 int) {
 	}
 }
 
-// addRows adds rows [rows,n] of a (stride n) into dst (stride ldd).
-func addRows(dst []float32, ldd int, a []float32, n, rows int) {
-	for i := range rows {
-		Add(dst[i*ldd:i*ldd+n], a[i*n:(i+1)*n])
-	}
-}
-
-// kSum is the depth of one summation chain of matmulCols, the tile
-// kernel's block: deep enough that the extra pass over dst costs nothing
-// next to the block's FMAs.
-const kSum = kTile
-
 // panelLoop calls kern over the panel kernel's blocking of an [M,K]·[K,n]
 // product: column tiles of nTile, kBlock weight rows, mBlock rows of x.
 func panelLoop(M, K, n int, kern func(jt, k0, m0, nn, kk, mm int)) {
@@ -193,58 +181,3 @@ const panelMaxRows = 3
 // past: each further row re-reads the slab from L1 instead of memory, and
 // the quantised kernels form each weight once for four rows.
 const slabPanelMaxRows = 8
-
-// kTile is the depth of one tile-kernel call: a 24-column strip of the
-// weights is 24 KiB, within L1 (a 48-column one 48 KiB, L1 on Zen 5).
-const kTile = 256
-
-// axpyPanel16 is axpyPanel with float16 weights: the kernel widens them
-// as it loads them (VCVTPH2PS); the edges are widened first and go to the
-// float32 code.
-func axpyPanel16(y []float32, ldy int, x []float32, ldx int, w []uint16, ldw int, n, m, k int) {
-	n16, k4 := axpyPanel16Kernel(y, ldy, x, ldx, w, ldw, n, m, k)
-	if k4 < k && n16 > 0 {
-		axpyPanelWidened(y, ldy, x[k4:], ldx, w[k4*ldw:], ldw, n16, m, k-k4)
-	}
-	if n16 < n {
-		axpyPanelWidened(y[n16:], ldy, x, ldx, w[n16:], ldw, n-n16, m, k)
-	}
-}
-
-// dotPanel16 is dotPanel with 4 float16 weight rows, widened in the
-// kernel; the columns it leaves are widened first.
-func dotPanel16(h []float32, ldh, m int, w []uint16, ldw, n int, out []float32, ldo int) {
-	n16, ok := dotPanel16Kernel(h, ldh, m, w, ldw, n, out, ldo)
-	if !ok {
-		dotPanelWidened(h, ldh, m, w, ldw, n, out, ldo)
-		return
-	}
-	if n16 < n {
-		buf := getScratch(4 * (n - n16))
-		defer scratch.Put(buf)
-		rest := *buf
-		widenBlock(rest, w[n16:], ldw, 4, n-n16)
-		addDots(h[n16:], ldh, m, rest, n-n16, n-n16, out, ldo)
-	}
-}
-
-// axpyPanelWidened is axpyPanel on float16 weights, widened into float32
-// scratch first: the pure-Go build's axpyPanel16, and the edges of the
-// assembly one, which then give the float32 kernels' bits.
-func axpyPanelWidened(y []float32, ldy int, x []float32, ldx int, w []uint16, ldw int, n, m, k int) {
-	if n == 0 || m == 0 || k == 0 {
-		return
-	}
-	buf := getScratch(k * n)
-	defer scratch.Put(buf)
-	widenBlock(*buf, w, ldw, k, n)
-	axpyPanel(y, ldy, x, ldx, *buf, n, n, m, k)
-}
-
-// dotPanelWidened is dotPanel on 4 float16 weight rows, widened first.
-func dotPanelWidened(h []float32, ldh, m int, w []uint16, ldw, n int, out []float32, ldo int) {
-	buf := getScratch(4 * n)
-	defer scratch.Put(buf)
-	widenBlock(*buf, w, ldw, 4, n)
-	dotPanel(h, ldh, m, *buf, n, n, out, ldo)
-}

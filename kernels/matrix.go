@@ -19,6 +19,40 @@ type Matrix struct {
 	s   *slabs
 }
 
+// Quantized builds a matrix from a quantised tensor as a file stores it:
+// rows rows of cols elements, each run of g.Size elements along a row
+// sharing a scale (and an offset, if g.Offset), formed from factors as
+// ggmlnum.Factors describes (gguf.Groups and gguf.Factors are these
+// types). decodeRow fills row r's integers (cols) and
+// factors (cols/g.Super block factors, cols/g.Size group factors), as
+// gguf.DecodeFactors does. The kernels keep the transpose, [cols][rows],
+// so that the reduction runs along the file's rows: transposed false makes
+// the matrix that transpose (a GGUF [out][in] weight becomes HF Conv1D's
+// [in,out], read by MatMulAcc), true keeps the file's own layout (the
+// token embedding [V][C], read by MatMulT and Row).
+func Quantized(rows, cols int, g ggmlnum.Groups, transposed bool, decodeRow func(r int, q []int8, f ggmlnum.Factors) error) (Matrix, error) {
+	q, err := newQuant(rows, cols, g, transposed, decodeRow)
+	if err != nil {
+		return Matrix{}, err
+	}
+	return Matrix{q: q}, nil
+}
+
+// Slabbed returns the float32 or float16 [K,N] matrix w in the slab
+// layout MatMulAcc streams fastest at decode, taking over w's storage
+// (w must not be used after). The bits of every product stay those of the
+// row-major matrix. A quantised matrix is slabbed already and is returned
+// as it is.
+func Slabbed(w Matrix, K, N int) (Matrix, error) {
+	if w.q != nil || w.s != nil {
+		return w, nil
+	}
+	if w.Len() != K*N {
+		return Matrix{}, fmt.Errorf("kernels: slabbing a %d-element matrix as %dx%d", w.Len(), K, N)
+	}
+	return Matrix{s: newSlabs(w.f32, w.f16, K, N)}, nil
+}
+
 // Float32 holds vals, not a copy.
 func Float32(vals []float32) Matrix { return Matrix{f32: vals} }
 

@@ -44,25 +44,15 @@ type quant struct {
 	transposed bool // the matrix is the transpose of the storage: [N][K]
 }
 
-// Quantized builds a matrix from a quantised tensor as a file stores it:
-// rows rows of cols elements, each run of g.Size elements along a row
-// sharing a scale (and an offset, if g.Offset), formed from factors as
-// ggmlnum.Factors describes (gguf.Groups and gguf.Factors are these
-// types). decodeRow fills row r's integers (cols) and
-// factors (cols/g.Super block factors, cols/g.Size group factors), as
-// gguf.DecodeFactors does. The kernels keep the transpose, [cols][rows],
-// so that the reduction runs along the file's rows: transposed false makes
-// the matrix that transpose (a GGUF [out][in] weight becomes HF Conv1D's
-// [in,out], read by MatMulAcc), true keeps the file's own layout (the
-// token embedding [V][C], read by MatMulT and Row).
-func Quantized(rows, cols int, g ggmlnum.Groups, transposed bool, decodeRow func(r int, q []int8, f ggmlnum.Factors) error) (Matrix, error) {
+// newQuant is Quantized's matrix (which see).
+func newQuant(rows, cols int, g ggmlnum.Groups, transposed bool, decodeRow func(r int, q []int8, f ggmlnum.Factors) error) (*quant, error) {
 	switch {
 	case g.Size <= 0 || g.Size%4 != 0 || g.Super < g.Size || g.Super%g.Size != 0 || cols%g.Super != 0:
-		return Matrix{}, fmt.Errorf("kernels: groups of %d in blocks of %d do not divide rows of %d into multiples of 4", g.Size, g.Super, cols)
+		return nil, fmt.Errorf("kernels: groups of %d in blocks of %d do not divide rows of %d into multiples of 4", g.Size, g.Super, cols)
 	case !g.Factored && g.Super != g.Size:
-		return Matrix{}, fmt.Errorf("kernels: unfactored groups of %d in blocks of %d", g.Size, g.Super)
+		return nil, fmt.Errorf("kernels: unfactored groups of %d in blocks of %d", g.Size, g.Super)
 	case g.Bits < 4 || g.Bits > 8 || g.Bits == 7 || g.Min < -128 || g.Min+1<<g.Bits > 128:
-		return Matrix{}, fmt.Errorf("kernels: integers of %d bits from %d are not held (4, 5, 6 or 8 bits within int8)", g.Bits, g.Min)
+		return nil, fmt.Errorf("kernels: integers of %d bits from %d are not held (4, 5, 6 or 8 bits within int8)", g.Bits, g.Min)
 	}
 	K, N := cols, rows
 	np := (N + slab - 1) / slab * slab
@@ -104,11 +94,11 @@ func Quantized(rows, cols int, g ggmlnum.Groups, transposed bool, decodeRow func
 				}
 			}
 			if err := decodeRow(r0+i, q[i*K:(i+1)*K], fi); err != nil {
-				return Matrix{}, err
+				return nil, err
 			}
 		}
 		if err := w.storeIntegers(q, r0, nr); err != nil {
-			return Matrix{}, err
+			return nil, err
 		}
 		for i := range nr {
 			for b := range B {
@@ -128,7 +118,7 @@ func Quantized(rows, cols int, g ggmlnum.Groups, transposed bool, decodeRow func
 			}
 		}
 	}
-	return Matrix{q: w}, nil
+	return w, nil
 }
 
 func (w *quant) bytes() int64 {

@@ -133,11 +133,9 @@ qdone:
 // Z8-Z11), OFFSETS adds the offsets in Z12-Z15 (or nothing), FMA64 adds
 // them times x[k] (Z0) to the strip of y in Z4-Z7 in k order, and STEP is
 // the distance to the next row.
-#define ZQWEIGHTS64 \
-	VPMOVSXBD (R10), Z16; \
-	VPMOVSXBD 16(R10), Z17; \
-	VPMOVSXBD 32(R10), Z18; \
-	VPMOVSXBD 48(R10), Z19; \
+// CVTSCALE64 converts the 64 integers in Z16-Z19 to float32 and scales
+// them by Z8-Z11: both forms' last step.
+#define CVTSCALE64 \
 	VCVTDQ2PS Z16, Z16; \
 	VCVTDQ2PS Z17, Z17; \
 	VCVTDQ2PS Z18, Z18; \
@@ -146,6 +144,13 @@ qdone:
 	VMULPS    Z9, Z17, Z17; \
 	VMULPS    Z10, Z18, Z18; \
 	VMULPS    Z11, Z19, Z19
+
+#define ZQWEIGHTS64 \
+	VPMOVSXBD (R10), Z16; \
+	VPMOVSXBD 16(R10), Z17; \
+	VPMOVSXBD 32(R10), Z18; \
+	VPMOVSXBD 48(R10), Z19; \
+	CVTSCALE64
 
 #define NOOFFSETS64
 
@@ -353,14 +358,7 @@ dqdone:
 	VPADDD    Z21, Z17, Z17; \
 	VPADDD    Z21, Z18, Z18; \
 	VPADDD    Z21, Z19, Z19; \
-	VCVTDQ2PS Z16, Z16; \
-	VCVTDQ2PS Z17, Z17; \
-	VCVTDQ2PS Z18, Z18; \
-	VCVTDQ2PS Z19, Z19; \
-	VMULPS    Z8, Z16, Z16; \
-	VMULPS    Z9, Z17, Z17; \
-	VMULPS    Z10, Z18, Z18; \
-	VMULPS    Z11, Z19, Z19
+	CVTSCALE64
 
 // The first 32 columns only: the low nibbles.
 #define Q4WEIGHTS32 \

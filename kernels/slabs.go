@@ -1,7 +1,5 @@
 package kernels
 
-import "fmt"
-
 // slabs is a float32 or float16 [K][N] matrix stored as quant stores its
 // integers: slabs of slab columns, [N/slab][K][slab], the last one as
 // narrow as the columns left (no padding: small models stay their size). A decode step's share of columns is then one contiguous
@@ -13,47 +11,39 @@ type slabs struct {
 	k, n int
 }
 
-// Slabbed returns the float32 or float16 [K,N] matrix w in the slab
-// layout MatMulAcc streams fastest at decode, taking over w's storage
-// (w must not be used after). The bits of every product stay those of the
-// row-major matrix. A quantised matrix is slabbed already and is returned
-// as it is.
-func Slabbed(w Matrix, K, N int) (Matrix, error) {
-	if w.q != nil || w.s != nil {
-		return w, nil
-	}
-	if w.Len() != K*N {
-		return Matrix{}, fmt.Errorf("kernels: slabbing a %d-element matrix as %dx%d", w.Len(), K, N)
-	}
+// newSlabs is the float32 or float16 (f16 not nil) [K,N] row-major
+// matrix in the slab layout (Slabbed), taking over its storage where N
+// is a whole number of slabs.
+func newSlabs(f32 []float32, f16 []uint16, K, N int) *slabs {
 	s := &slabs{k: K, n: N}
 	if N%slab == 0 {
 		// [K][N/slab][slab] to [N/slab][K][slab] is a transpose of
 		// slab-wide blocks, done in place: no second copy of the model
 		// while it loads.
-		if w.f16 != nil {
-			s.f16 = w.f16
+		if f16 != nil {
+			s.f16 = f16
 			transposeBlocks(s.f16, K, N/slab, slab)
 		} else {
-			s.f32 = w.f32
+			s.f32 = f32
 			transposeBlocks(s.f32, K, N/slab, slab)
 		}
-		return Matrix{s: s}, nil
+		return s
 	}
-	if w.f16 != nil {
+	if f16 != nil {
 		s.f16 = make([]uint16, K*N)
 	} else {
 		s.f32 = make([]float32, K*N)
 	}
 	for j0 := 0; j0 < N; j0 += slab {
 		for k := range K {
-			if w.f16 != nil {
-				copy(s.f16[s.index(k, j0):][:s.width(j0)], w.f16[k*N+j0:])
+			if f16 != nil {
+				copy(s.f16[s.index(k, j0):][:s.width(j0)], f16[k*N+j0:])
 			} else {
-				copy(s.f32[s.index(k, j0):][:s.width(j0)], w.f32[k*N+j0:])
+				copy(s.f32[s.index(k, j0):][:s.width(j0)], f32[k*N+j0:])
 			}
 		}
 	}
-	return Matrix{s: s}, nil
+	return s
 }
 
 // transposeBlocks transposes, in place, the row-major [R][C] matrix of
