@@ -105,21 +105,6 @@ func TestConvertMetadata(t *testing.T) {
 	assert.Equal(t, []int{15496, 13}, tok.Encode("Hello."))
 }
 
-// A GGUF without tokenizer metadata has no tokenizer, even next to files
-// that hold one.
-func TestGGUFModelWithoutTokenizer(t *testing.T) {
-	m, err := model.Load(fixture.TinyModel())
-	require.NoError(t, err)
-	path := filepath.Join(t.TempDir(), "bare.gguf")
-	_, err = m.WriteGGUF(path, model.GGUFFile{Type: gguf.GGMLTypeF32})
-	require.NoError(t, err)
-	g, err := modelFlags{path: path, weightDType: "f32"}.load(context.Background())
-	require.NoError(t, err)
-	tok, err := tokenizer.ForModel(g.Path())
-	require.NoError(t, err)
-	assert.Nil(t, tok)
-}
-
 func TestConvertErrors(t *testing.T) {
 	dir := t.TempDir()
 	gg := convertTiny(t, dir, "f32")
