@@ -64,6 +64,16 @@ label: \
 	CMPQ    CX, DX \
 	JL      label
 
+// SCALEROWSARGS loads scaleRows' arguments (dst in DI, d in SI, a in R8,
+// n in CX) and goes to done for n = 0.
+#define SCALEROWSARGS(done) \
+	MOVQ      dst+0(FP), DI \
+	MOVQ      d+8(FP), SI \
+	MOVQ      a+16(FP), R8 \
+	MOVQ      n+24(FP), CX \
+	TESTQ     CX, CX \
+	JZ        done
+
 // func axpyPanelQAVX2(y *float32, ldyb int, x *float32, ldxb int, q *int8, ldqb int, s, o *float32, n, m, k int)
 //
 // axpyPanelAVX2 with int8 weights: rows kb..kb+3 of q (k a multiple of 4,
@@ -534,12 +544,7 @@ d4done:
 // dst[g,c] = float32(d[c])·float32(a[g,c]), one rounding, as ggml forms
 // d·sc before scaling the integers (gguf.Scale).
 TEXT ·scaleRowsAVX512(SB), NOSPLIT, $0-32
-	MOVQ      dst+0(FP), DI
-	MOVQ      d+8(FP), SI
-	MOVQ      a+16(FP), R8
-	MOVQ      n+24(FP), CX
-	TESTQ     CX, CX
-	JZ        srdone
+	SCALEROWSARGS(srdone)
 	VCVTPH2PS (SI), Z0
 	VCVTPH2PS 32(SI), Z1
 	VCVTPH2PS 64(SI), Z2
@@ -581,12 +586,7 @@ srdone:
 // scaleRowsAVX512 with 256-bit registers (F16C widens d), for CPUs
 // without AVX-512.
 TEXT ·scaleRowsAVX2(SB), NOSPLIT, $0-32
-	MOVQ      dst+0(FP), DI
-	MOVQ      d+8(FP), SI
-	MOVQ      a+16(FP), R8
-	MOVQ      n+24(FP), CX
-	TESTQ     CX, CX
-	JZ        sr2done
+	SCALEROWSARGS(sr2done)
 	VCVTPH2PS (SI), Y0
 	VCVTPH2PS 16(SI), Y1
 	VCVTPH2PS 32(SI), Y2
@@ -614,50 +614,42 @@ sr2done:
 	VZEROUPPER
 	RET
 
+// UNPACKROWS is the body of unpackRows2AVX512 and unpackRows1AVX512:
+// HIGH loads a row's high bits (histep bytes) into Z1 for UNPACKHIGH; mask
+// and shifts as UNPACKSETUP takes them.
+#define UNPACKROWS(mask, shifts, HIGH, histep) \
+	UNPACKSETUP(mask, shifts) \
+	JZ           done \
+loop: \
+	UNPACKNIBBLES \
+	HIGH \
+	UNPACKHIGH(DI) \
+	ADDQ         $32, SI \
+	ADDQ         $histep, R8 \
+	ADDQ         $64, DI \
+	DECQ         CX \
+	JNZ          loop \
+done: \
+	VZEROUPPER \
+	RET
+
+#define HIGH2 VBROADCASTI32X4 (R8), Z1
+#define HIGH1 VPBROADCASTQ (R8), Z1
+
 // func unpackRows2AVX512(dst *int8, lo, hi *byte, min, k int)
 //
 // k slab rows of 6-bit integers to int8 rows (64 bytes apart): each
 // column's nibble from lo (rows 32 bytes apart), its top two bits from hi
 // (rows 16 bytes apart; byte c%16 holds column c at bit 2·(c/16)), + min.
 TEXT ·unpackRows2AVX512(SB), NOSPLIT, $0-40
-	UNPACKSETUP($0x30303030, unpackShift2<>(SB))
-	JZ          u2done
-
-u2loop:
-	UNPACKNIBBLES
-	VBROADCASTI32X4 (R8), Z1
-	UNPACKHIGH(DI)
-	ADDQ            $32, SI
-	ADDQ            $16, R8
-	ADDQ            $64, DI
-	DECQ            CX
-	JNZ             u2loop
-
-u2done:
-	VZEROUPPER
-	RET
+	UNPACKROWS($0x30303030, unpackShift2<>(SB), HIGH2, 16)
 
 // func unpackRows1AVX512(dst *int8, lo, hi *byte, min, k int)
 //
 // unpackRows2AVX512 for 5-bit integers: one high bit each, hi rows 8
 // bytes apart (byte c%8 holds column c at bit c/8).
 TEXT ·unpackRows1AVX512(SB), NOSPLIT, $0-40
-	UNPACKSETUP($0x10101010, unpackShift1<>(SB))
-	JZ          u1done
-
-u1loop:
-	UNPACKNIBBLES
-	VPBROADCASTQ (R8), Z1
-	UNPACKHIGH(DI)
-	ADDQ         $32, SI
-	ADDQ         $8, R8
-	ADDQ         $64, DI
-	DECQ         CX
-	JNZ          u1loop
-
-u1done:
-	VZEROUPPER
-	RET
+	UNPACKROWS($0x10101010, unpackShift1<>(SB), HIGH1, 8)
 
 // Quadword shift counts that bring a slab row's high bits to the bottom of
 // each byte, for 32 columns a register: with 1 bit, quadword j of
