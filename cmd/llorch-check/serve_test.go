@@ -72,6 +72,7 @@ func TestServeFlagsRejected(t *testing.T) {
 		{"--shutdown-timeout", "-1s"}, {"--read-timeout", "-2s"}, {"--weight-dtype", "f8"}, {"--parallel", "100000"},
 		{"--parallel", "2", "--model", big},
 		{"--chat-template", filepath.Join(big, "missing.tmpl")}, {"--chat-template", badTemplate}, {"--inject-fault", "bogus@1"},
+		{"--max-connections", "-1"},
 	} {
 		cmd := newServeCmd()
 		cmd.SetArgs(args)

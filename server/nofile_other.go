@@ -1,6 +1,6 @@
 //go:build !unix
 
-package main
+package server
 
 // openFileLimit is unknown here: no RLIMIT_NOFILE.
 func openFileLimit() uint64 { return 0 }

@@ -1,8 +1,6 @@
-package main
+package server
 
 import (
-	"bytes"
-	"log/slog"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -16,33 +14,33 @@ func TestDefaultMaxConnections(t *testing.T) {
 		nofile uint64
 		want   int
 	}{
-		{4096, 4096 - connectionReserve},
-		{1024, 1024 - connectionReserve},
-		{2 * connectionReserve, connectionReserve},
+		{4096, 4096 - ConnectionReserve},
+		{1024, 1024 - ConnectionReserve},
+		{2 * ConnectionReserve, ConnectionReserve},
 		{100, 50},
 		{1, 1},
-		{1 << 20, maxDefaultConnections},
-		{1<<63 - 1, maxDefaultConnections},
-		{0, unknownFileLimit - connectionReserve},
+		{1 << 20, MaxDefaultConnections},
+		{1<<63 - 1, MaxDefaultConnections},
+		{0, unknownFileLimit - ConnectionReserve},
 	}
 	for _, c := range cases {
 		require.Equal(t, c.want, defaultMaxConnections(c.nofile), "RLIMIT_NOFILE %d", c.nofile)
 	}
 }
 
-// TestConnectionCap: --max-connections as given, or its default from
-// this process's limit; a negative one is refused.
+// TestConnectionCap: a requested cap as given, or for 0 the default from
+// this process's limit; a cap within the limit draws no warning.
 func TestConnectionCap(t *testing.T) {
-	var buf bytes.Buffer
-	log := slog.New(slog.NewTextHandler(&buf, nil))
-	require.Equal(t, defaultMaxConnections(openFileLimit()), serveFlags{}.connectionCap(log))
-	require.Equal(t, 10, serveFlags{maxConnections: 10}.connectionCap(log))
-	require.Empty(t, buf.String())
-	require.ErrorContains(t, serveFlags{maxConnections: -1, parallel: 1, maxBatch: 1, maxBody: 1}.check(), "--max-connections -1")
+	limit, warning := ConnectionCap(0)
+	require.Equal(t, defaultMaxConnections(openFileLimit()), limit)
+	require.Empty(t, warning)
+	limit, warning = ConnectionCap(10)
+	require.Equal(t, 10, limit)
+	require.Empty(t, warning)
 }
 
 // TestCapWarning: a cap is warned about when it leaves the process fewer
-// than connectionReserve descriptors of its own.
+// than ConnectionReserve descriptors of its own.
 func TestCapWarning(t *testing.T) {
 	cases := []struct {
 		n      int
@@ -50,8 +48,8 @@ func TestCapWarning(t *testing.T) {
 		warn   bool
 	}{
 		{100, 4096, false},
-		{4096 - connectionReserve, 4096, false},
-		{4096 - connectionReserve + 1, 4096, true},
+		{4096 - ConnectionReserve, 4096, false},
+		{4096 - ConnectionReserve + 1, 4096, true},
 		{4096, 4096, true},
 		{10000, 4096, true},
 		{10000, 0, false}, // unknown limit
