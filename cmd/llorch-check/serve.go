@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"runtime/debug"
 	"strconv"
 	"strings"
 	"syscall"
@@ -416,7 +417,11 @@ func prepare(ctx context.Context, srv *server.Server, f serveFlags, log *slog.Lo
 	if err != nil {
 		return err
 	}
-	tuneGC(m, log, os.Getenv("GOGC") != "")
+	if os.Getenv("GOGC") == "" { // the operator's GOGC stands
+		pct := server.GCPercent(m.WeightsBytes())
+		debug.SetGCPercent(pct)
+		log.Info("garbage collection tuned to the weights", "gogc", pct, "weights_bytes", m.WeightsBytes())
+	}
 	chat, err := f.modelChat(m)
 	if err != nil {
 		return err

@@ -1,4 +1,4 @@
-package main
+package server
 
 import (
 	"testing"
@@ -18,6 +18,6 @@ func TestGCPercent(t *testing.T) {
 		{654 << 20, 10}, // GPT-2 F32: 10% is the floor
 		{4 << 30, 10},   // larger models keep the floor
 	} {
-		require.Equal(t, tc.want, gcPercent(tc.weights), "weights %d", tc.weights)
+		require.Equal(t, tc.want, GCPercent(tc.weights), "weights %d", tc.weights)
 	}
 }
