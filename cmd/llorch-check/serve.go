@@ -1,10 +1,7 @@
 package main
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
-	"errors"
 	"fmt"
 	"log/slog"
 	"net"
@@ -337,7 +334,7 @@ func runServe(cmd *cobra.Command, f serveFlags) error {
 			if f.callbackURL != "" && srv.Ready() {
 				callbackErr = make(chan error, 1)
 				go func() {
-					callbackErr <- callback(cmd.Context(), log, f.callbackURL, f.callbackTimeout, readyNotice(srv, f, uri))
+					callbackErr <- srv.NotifyReady(cmd.Context(), f.callbackURL, uri, f.callbackTimeout)
 				}()
 			}
 			continue
@@ -438,53 +435,4 @@ func prepare(ctx context.Context, srv *server.Server, f serveFlags, log *slog.Lo
 	}
 	srv.Validate(ctx, set)
 	return nil
-}
-
-type readyPayload struct {
-	WorkerID    string `json:"worker_id"`
-	ModelRef    string `json:"model_ref"`
-	VRAMBytes   int64  `json:"vram_bytes"`
-	MemoryBytes int64  `json:"memory_bytes"`
-	URI         string `json:"uri"`
-}
-
-func readyNotice(srv *server.Server, f serveFlags, uri string) readyPayload {
-	name, mem := srv.ModelInfo()
-	return readyPayload{WorkerID: f.workerID, ModelRef: name, MemoryBytes: mem, URI: uri}
-}
-
-// callback tells the orchestrator the worker is ready, retrying with
-// exponential backoff (capped at 5 s) until limit.
-func callback(ctx context.Context, log *slog.Logger, url string, limit time.Duration, p readyPayload) error {
-	body, _ := json.Marshal(p)
-	ctx, cancel := context.WithTimeout(ctx, limit)
-	defer cancel()
-	client := &http.Client{Timeout: 10 * time.Second}
-	wait := 250 * time.Millisecond
-	for attempt := 1; ; attempt++ {
-		req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
-		if err != nil {
-			return fmt.Errorf("--callback-url %q: %w", url, err)
-		}
-		req.Header.Set("Content-Type", "application/json")
-		resp, err := client.Do(req)
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode/100 == 2 {
-				log.Info("ready callback sent", "url", url, "attempt", attempt)
-				return nil
-			}
-			err = fmt.Errorf("status %s", resp.Status)
-		}
-		log.Warn("ready callback failed; retrying", "url", url, "attempt", attempt, "error", err.Error(), "retry_in", wait.String())
-		select {
-		case <-ctx.Done():
-			if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-				return fmt.Errorf("--callback-url %s: no success in %s (%d attempts, last: %v); the orchestrator does not know this worker, exiting", url, limit, attempt, err)
-			}
-			return fmt.Errorf("--callback-url %s: interrupted after %d attempts", url, attempt)
-		case <-time.After(wait):
-		}
-		wait = min(wait*2, 5*time.Second)
-	}
 }
