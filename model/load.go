@@ -13,6 +13,7 @@ import (
 	"strings"
 
 	"github.com/llorch/llorch-check/gguf"
+	"github.com/llorch/llorch-check/internal/regularfile"
 	"github.com/llorch/llorch-check/kernels"
 	"github.com/llorch/llorch-check/safetensors"
 	"github.com/llorch/llorch-check/weights"
@@ -94,6 +95,27 @@ func (m *Model) slabBlocks() error {
 		}
 	}
 	return nil
+}
+
+// CheckPath refuses a model path that is neither a directory nor a
+// regular file, and an HF directory whose config.json is not a regular
+// file, before anything opens them (IsGGUF and Load open the path as it
+// is): opening a named pipe blocks until a writer comes, deaf to SIGINT
+// and SIGTERM. What is missing is left for the loader to name. The files
+// opened later (weights, tokenizer, chat template) are refused where they
+// are opened (internal/regularfile).
+func CheckPath(path string) error {
+	st, err := os.Stat(path)
+	if err != nil {
+		return nil
+	}
+	if st.IsDir() {
+		path = filepath.Join(path, "config.json")
+		if _, err := os.Stat(path); err != nil {
+			return nil
+		}
+	}
+	return regularfile.Check(path)
 }
 
 // IsGGUF reports whether path is a regular file starting with the GGUF
