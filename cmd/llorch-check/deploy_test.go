@@ -14,7 +14,10 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.yaml.in/yaml/v3"
 
+	"github.com/llorch/llorch-check/internal/fixture"
+	"github.com/llorch/llorch-check/model"
 	"github.com/llorch/llorch-check/server"
+	"github.com/llorch/llorch-check/tokenizer"
 )
 
 // manifest is the part of a Kubernetes object these checks read.
@@ -92,7 +95,15 @@ func TestDeployManifests(t *testing.T) {
 	require.Equal(t, port, c.Ports[0].ContainerPort)
 
 	probes := readProbes(t, ms["Deployment"])
-	ts := httptest.NewServer(server.New(server.Config{}).Handler())
+	// Serving the tiny model, as a pod the autoscaler reads does: the
+	// model's metrics carry its name and appear once it is loaded.
+	srv := server.New(server.Config{})
+	m, err := model.Load(fixture.TinyModel())
+	require.NoError(t, err)
+	tok, err := tokenizer.Load(fixture.TinyModel())
+	require.NoError(t, err)
+	require.NoError(t, srv.SetModel(m, tok))
+	ts := httptest.NewServer(srv.Handler())
 	defer ts.Close()
 	for _, p := range probes {
 		resp, err := ts.Client().Get(ts.URL + p)
