@@ -177,7 +177,7 @@ func TestLoadFileErrors(t *testing.T) {
 	require.ErrorContains(t, err, "config.json")
 	require.NoError(t, os.Mkdir(p, 0o755)) // once "no such device"
 	_, err = Load(dir)
-	require.ErrorContains(t, err, p+" is a directory, not a weights file")
+	require.ErrorContains(t, err, p+": a directory, not a regular file")
 }
 
 // decodeOne runs one 16-bit value through the loader's conversion.
