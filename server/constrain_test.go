@@ -142,9 +142,9 @@ func TestStructuredOutputRefused(t *testing.T) {
 			}
 		})
 	}
-	resp := ts.call(t, "POST", "/execute", map[string]any{"job_id": "x", "prompt": "Hi", "json_schema": map[string]any{"type": "integer", "minimum": 0}}, http.StatusBadRequest)
+	resp := ts.call(t, "POST", "/execute", map[string]any{"job_id": "x", "prompt": "Hi", "json_schema": map[string]any{"type": "string", "pattern": "^a+$"}}, http.StatusBadRequest)
 	errs := resp["errors"].([]any)
 	require.Len(t, errs, 1)
 	assert.Equal(t, "json_schema", errs[0].(map[string]any)["field"])
-	assert.Contains(t, errs[0].(map[string]any)["message"], `"minimum" is not supported`)
+	assert.Contains(t, errs[0].(map[string]any)["message"], `"pattern" is not supported`)
 }
