@@ -359,32 +359,18 @@ func (w *quant) formScales(s, o []float32, g0, g1, j0 int) {
 	}
 }
 
-// value is the weight at row r, column c of the block.
-func (b *block) value(r, c int) float32 {
-	b.unpack()
-	var q int8
-	if b.q != nil {
-		q = b.q[r*slab+c]
-	} else {
-		q = int8(packed(b.q4[r*slab/2:], nil, 0, c)) + b.min
-	}
-	g := (b.first+r)/b.group*slab + c
-	var o float32
-	if b.o != nil {
-		o = b.o[g]
-	}
-	return ggmlnum.GroupValue(q, b.s[g], o, b.o != nil)
-}
-
 // dequantGeneric: dst[r*ldd+j] = the weight at block row r0+r, column c+j,
-// for r < rows, j < n.
+// for r < rows, j < n, through the reference body a group at a time.
 func (b *block) dequantGeneric(dst []float32, ldd, r0, c, rows, n int) {
-	for r := range rows {
-		d := dst[r*ldd : r*ldd+n]
-		for j := range d {
-			d[j] = b.value(r0+r, c+j)
+	b.unpack()
+	b.pieces(r0, rows, func(rp, r, kk int) {
+		s, o := b.scaleRow(rp, 0)
+		if b.q != nil {
+			dequantGeneric(dst[r*ldd:], ldd, b.q[rp*slab:], nil, 0, s, o, c, kk, n)
+			return
 		}
-	}
+		dequantGeneric(dst[r*ldd:], ldd, nil, b.q4[rp*slab/2:], b.min, s, o, c, kk, n)
+	})
 }
 
 // pieces calls f for each run of rows r0..r0+k of the block that lies in

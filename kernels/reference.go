@@ -102,6 +102,30 @@ func scaleRowsGeneric(dst []float32, d []uint16, a []int8, n int) {
 	}
 }
 
+// dequantGeneric is the reference semantics of the dequantisation kernels
+// (dequantPieceKernel, dequantPiece4Kernel): dst[r*ldd+j] = ggml's float
+// for the integer at row r, column c+j (int8 rows q8 a slab apart or, q8
+// nil, nibble rows q4 slab/2 apart, + min) with scale s[c+j] and offset
+// o[c+j] (o nil: none), for r < rows, j < n: rows of one group.
+func dequantGeneric(dst []float32, ldd int, q8 []int8, q4 []byte, min int8, s, o []float32, c, rows, n int) {
+	for r := range rows {
+		d := dst[r*ldd : r*ldd+n]
+		for j := range d {
+			var q int8
+			if q8 != nil {
+				q = q8[r*slab+c+j]
+			} else {
+				q = int8(packed(q4[r*slab/2:], nil, 0, c+j)) + min
+			}
+			var oj float32
+			if o != nil {
+				oj = o[c+j]
+			}
+			d[j] = ggmlnum.GroupValue(q, s[c+j], oj, o != nil)
+		}
+	}
+}
+
 // unpackRowsGeneric: dst row r = the k rows' integers from their nibbles
 // lo and higher bits hi (hbits each; none, and hi nil, for 4 bits), + min.
 func unpackRowsGeneric(dst []int8, lo, hi []byte, hbits int, min int8, k int) {
