@@ -140,12 +140,8 @@ func axpyRows(y []float32, ldy int, x []float32, ldx int, w []float32, ldw int, 
 	defer scratch.Put(buf)
 	xb, wb := (*buf)[:4*m], (*buf)[4*m:4*(m+n)]
 	clear(*buf)
-	for i := range m {
-		copy(xb[i*4:i*4+k], x[i*ldx:i*ldx+k])
-	}
-	for r := range k {
-		copy(wb[r*n:(r+1)*n], w[r*ldw:r*ldw+n])
-	}
+	copyRows(xb, 4, x, ldx, m, k)
+	copyRows(wb, n, w, ldw, k, n)
 	axpyPanel(y, ldy, xb, 4, wb, n, n, m, 4)
 }
 
@@ -157,17 +153,11 @@ func axpyEdge(y []float32, ldy int, x []float32, ldx int, w []float32, ldw int, 
 	defer scratch.Put(buf)
 	yb, wb := (*buf)[:16*m], (*buf)[16*m:16*(m+k)]
 	clear(*buf)
-	for i := range m {
-		copy(yb[i*16:i*16+n], y[i*ldy:i*ldy+n])
-	}
-	for r := range k {
-		copy(wb[r*16:r*16+n], w[r*ldw:r*ldw+n])
-	}
+	copyRows(yb, 16, y, ldy, m, n)
+	copyRows(wb, 16, w, ldw, k, n)
 	_ = x[(m-1)*ldx+k-1]
 	axpyPanelAVX2(unsafe.SliceData(yb), 16*4, unsafe.SliceData(x), ldx*4, unsafe.SliceData(wb), 16*4, 16, m, k)
-	for i := range m {
-		copy(y[i*ldy:i*ldy+n], yb[i*16:i*16+n])
-	}
+	copyRows(y, ldy, yb, 16, m, n)
 }
 
 // dotPanelBulk runs kern, the dot kernel for w's type, on dotPanel's

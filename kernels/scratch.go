@@ -16,3 +16,11 @@ func getScratch(n int) *[]float32 {
 	*p = (*p)[:n]
 	return p
 }
+
+// copyRows copies rows rows of n floats from src (stride lds) to dst
+// (stride ldd): operands into and out of padded scratch.
+func copyRows(dst []float32, ldd int, src []float32, lds, rows, n int) {
+	for i := range rows {
+		copy(dst[i*ldd:i*ldd+n], src[i*lds:i*lds+n])
+	}
+}
