@@ -33,11 +33,11 @@ var useAVX512 = useAVX2 && cpu.X86.HasAVX512F && os.Getenv("LLORCH_KERNELS") != 
 var useAVX512BW = useAVX512 && cpu.X86.HasAVX512BW
 
 // nibbleKernels: the AVX-512 kernels read nibbles as they are; elsewhere
-// a block unpacks them to int8 for the AVX2 int8 kernels.
+// a band unpacks them to int8 for the AVX2 int8 kernels.
 var nibbleKernels = useAVX512
 
-// slabKernels: the AVX-512 kernels that take a quantised block's whole
-// slab through all its rows in one call (block.axpySlab).
+// slabKernels: the AVX-512 kernels that take a quantised band's whole
+// slab through all its rows in one call (band.axpySlab).
 var slabKernels = useAVX512
 
 // fusedUnpack: the slab kernel that unpacks 5- and 6-bit integers a group
@@ -306,7 +306,7 @@ func axpySlab16Kernel(y []float32, ldy int, x []float32, ldx int, w []uint16, m,
 	return axpySlabBulk(axpySlabF16AVX2, y, ldy, x, ldx, w, m, k)
 }
 
-// Quantised (quant_amd64.s): a block's integers q (int8 rows a slab
+// Quantised (quant_amd64.s): a band's integers q (int8 rows a slab
 // apart) or nibbles q4 (rows slab/2 apart, + min), and the float32 scale
 // and offset rows s and o (o nil without offsets) of its groups.
 
@@ -341,7 +341,7 @@ func unpackRows1AVX512(dst *int8, lo, hi *byte, min, k int)
 func unpackRowsAVX2(dst *int8, lo, hi *byte, hbits, min, k int)
 
 // axpyPieceKernel is the part of axpyPanel on one group's rows of a
-// block, integers q from the piece's first row and column, s and o that
+// band, integers q from the piece's first row and column, s and o that
 // row's scales from the same column, that the assembly takes: n&^15
 // columns by k&^3 rows, whose size it returns; (0, 0) without AVX2.
 func axpyPieceKernel(y []float32, ldy int, x []float32, ldx int, q []int8, s, o []float32, n, m, k int) (n16, k4 int) {
@@ -474,7 +474,7 @@ func unpackRows(dst []int8, lo, hi []byte, hbits int, min int8, k int) {
 	unpackRows1AVX512(&dst[0], &lo[0], &hi[0], int(min), k)
 }
 
-// Quantised slabs (slabs_amd64.s): a block's whole slab through all its
+// Quantised slabs (slabs_amd64.s): a band's whole slab through all its
 // k rows, whole groups (first row 0), in one call.
 
 //go:noescape
@@ -506,7 +506,7 @@ func slabOperands(y []float32, ldy int, x []float32, ldx int, s, o []float32, gr
 	return G
 }
 
-// axpySlabQ4Kernel is axpyPanel on a nibble block's slab: four rows of
+// axpySlabQ4Kernel is axpyPanel on a nibble band's slab: four rows of
 // y at a time share each weight formed, then the rest.
 func axpySlabQ4Kernel(y []float32, ldy int, x []float32, ldx int, q4 []byte, s, o []float32, min int8, group, m, k int) {
 	G := slabOperands(y, ldy, x, ldx, s, o, group, m, k)
@@ -520,7 +520,7 @@ func axpySlabQ4Kernel(y []float32, ldy int, x []float32, ldx int, q4 []byte, s, 
 	}
 }
 
-// axpySlabQHKernel is axpyPanel on a packed 5- or 6-bit block's slab
+// axpySlabQHKernel is axpyPanel on a packed 5- or 6-bit band's slab
 // (nibbles lo, hbits more bits each in hi), one row of y at a time: each
 // group's rows are unpacked just before their FMAs, into buf (a group's
 // rows of int8), which stays in L1, so that the stream of packed integers
@@ -535,7 +535,7 @@ func axpySlabQHKernel(y []float32, ldy int, x []float32, ldx int, lo, hi []byte,
 	}
 }
 
-// axpySlabQKernel is axpyPanel on an int8 block's slab: four rows of y
+// axpySlabQKernel is axpyPanel on an int8 band's slab: four rows of y
 // at a time share each weight formed, then the rest.
 func axpySlabQKernel(y []float32, ldy int, x []float32, ldx int, q8 []int8, s, o []float32, group, m, k int) {
 	G := slabOperands(y, ldy, x, ldx, s, o, group, m, k)

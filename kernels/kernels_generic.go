@@ -67,14 +67,14 @@ func dequantPiece4Kernel(dst []float32, ldd int, q4 []byte, s, o []float32, min 
 
 func scaleRows(dst []float32, d []uint16, a []int8, n int) { scaleRowsGeneric(dst, d, a, n) }
 
-// nibbleKernels: no kernel here reads nibbles; blocks unpack them.
+// nibbleKernels: no kernel here reads nibbles; bands unpack them.
 const nibbleKernels = false
 
 func unpackRows(dst []int8, lo, hi []byte, hbits int, min int8, k int) {
 	unpackRowsGeneric(dst, lo, hi, hbits, min, k)
 }
 
-// slabKernels, fusedUnpack: no quantised slab kernels; block.axpySlab
+// slabKernels, fusedUnpack: no quantised slab kernels; band.axpySlab
 // reports false and matmulPanel goes piece by piece.
 const slabKernels, fusedUnpack = false, false
 

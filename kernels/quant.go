@@ -15,7 +15,7 @@ import (
 // for every group of rows. A weight's value is ggml's: the group's scale
 // d·a rounded to float32, times the integer, rounded, plus the offset
 // dm·b, rounded (ggmlnum.Scale, ggmlnum.GroupValue). The kernels form those
-// floats from the factors a block at a time and use each weight as the
+// floats from the factors a band at a time and use each weight as the
 // float32 kernels use a loaded one, so a quantised matrix gives the bits
 // of float32 weights holding its values while a decode step streams the
 // file's bytes, not four times as many.
@@ -258,11 +258,11 @@ func (w *quant) row(dst []float32, r, cols int) []float32 {
 	return dst
 }
 
-// block is storage rows k0..k0+k of one slab as the kernels read them:
+// band is storage rows k0..k0+k of one slab as the kernels read them:
 // integers as int8 rows (slab apart) or nibble rows (slab/2 apart, each
 // + min), and the float32 scale and offset rows (slab apart) of the
 // groups from k0's on, first rows of which come before k0.
-type block struct {
+type band struct {
 	q     []int8
 	q4    []byte
 	s, o  []float32 // o nil without offsets
@@ -276,11 +276,11 @@ type block struct {
 	packed bool
 	lo, hi []byte
 	hbits  int
-	buf    *blockBuf
+	buf    *bandBuf
 }
 
-// unpack forms the int8 rows of packed integers in the block's scratch.
-func (b *block) unpack() {
+// unpack forms the int8 rows of packed integers in the band's scratch.
+func (b *band) unpack() {
 	if b.q != nil || !b.packed {
 		return
 	}
@@ -292,20 +292,20 @@ func (b *block) unpack() {
 	unpackRows(b.q, b.lo, b.hi, b.hbits, b.min, k)
 }
 
-// blockBuf is a block's scratch: integers unpacked from 5 and 6 bits,
+// bandBuf is a band's scratch: integers unpacked from 5 and 6 bits,
 // and the scales and offsets formed from the factors.
-type blockBuf struct {
+type bandBuf struct {
 	q    []int8
 	s, o []float32
 }
 
-var blockBufs = sync.Pool{New: func() any { return new(blockBuf) }}
+var bandBufs = sync.Pool{New: func() any { return new(bandBuf) }}
 
-// block returns storage rows k0..k0+k of the slab at column j0 (a slab
+// band returns storage rows k0..k0+k of the slab at column j0 (a slab
 // boundary), in buf's scratch where it must be formed.
-func (w *quant) block(k0, j0, k int, buf *blockBuf) block {
+func (w *quant) band(k0, j0, k int, buf *bandBuf) band {
 	g0, g1 := k0/w.g.Size, (k0+k-1)/w.g.Size+1
-	bl := block{min: w.min, group: w.g.Size, first: k0 - g0*w.g.Size}
+	bl := band{min: w.min, group: w.g.Size, first: k0 - g0*w.g.Size}
 	if n := (g1 - g0) * slab; cap(buf.s) < n {
 		buf.s, buf.o = make([]float32, n), make([]float32, n)
 	}
@@ -359,9 +359,9 @@ func (w *quant) formScales(s, o []float32, g0, g1, j0 int) {
 	}
 }
 
-// dequantGeneric: dst[r*ldd+j] = the weight at block row r0+r, column c+j,
+// dequantGeneric: dst[r*ldd+j] = the weight at band row r0+r, column c+j,
 // for r < rows, j < n, through the reference body a group at a time.
-func (b *block) dequantGeneric(dst []float32, ldd, r0, c, rows, n int) {
+func (b *band) dequantGeneric(dst []float32, ldd, r0, c, rows, n int) {
 	b.unpack()
 	b.pieces(r0, rows, func(rp, r, kk int) {
 		s, o := b.scaleRow(rp, 0)
@@ -373,9 +373,9 @@ func (b *block) dequantGeneric(dst []float32, ldd, r0, c, rows, n int) {
 	})
 }
 
-// pieces calls f for each run of rows r0..r0+k of the block that lies in
+// pieces calls f for each run of rows r0..r0+k of the band that lies in
 // one group: its first row, its offset r within the run, and its length.
-func (b *block) pieces(r0, k int, f func(rp, r, kk int)) {
+func (b *band) pieces(r0, k int, f func(rp, r, kk int)) {
 	for r := 0; r < k; {
 		kk := min(k-r, b.group-(b.first+r0+r)%b.group)
 		f(r0+r, r, kk)
@@ -383,9 +383,9 @@ func (b *block) pieces(r0, k int, f func(rp, r, kk int)) {
 	}
 }
 
-// scaleRow returns the scale and offset rows of block row r's group from
+// scaleRow returns the scale and offset rows of band row r's group from
 // column c (o nil without offsets).
-func (b *block) scaleRow(r, c int) (s, o []float32) {
+func (b *band) scaleRow(r, c int) (s, o []float32) {
 	g := (b.first+r)/b.group*slab + c
 	if b.o != nil {
 		o = b.o[g:]
@@ -396,12 +396,12 @@ func (b *block) scaleRow(r, c int) (s, o []float32) {
 // dequant writes storage rows k0..k0+rows, columns j0..j0+n into dst,
 // stride n, for the tile kernel.
 func (w *quant) dequant(dst []float32, k0, j0, rows, n int) {
-	buf := blockBufs.Get().(*blockBuf)
-	defer blockBufs.Put(buf)
+	buf := bandBufs.Get().(*bandBuf)
+	defer bandBufs.Put(buf)
 	for c := 0; c < n; {
 		jc := j0 + c
 		nn := min(n-c, slab-jc%slab)
-		bl := w.block(k0, jc-jc%slab, rows, buf)
+		bl := w.band(k0, jc-jc%slab, rows, buf)
 		bl.pieces(0, rows, func(rp, r, kk int) {
 			bl.dequantPiece(dst[r*n+c:], n, rp, jc%slab, kk, nn)
 		})
@@ -417,8 +417,8 @@ func (w *quant) dequant(dst []float32, k0, j0, rows, n int) {
 func (w *quant) matmulPanel(dst, x []float32, M, K, N, j0, j1 int) {
 	acc := getScratch(M * slab)
 	defer scratch.Put(acc)
-	buf := blockBufs.Get().(*blockBuf)
-	defer blockBufs.Put(buf)
+	buf := bandBufs.Get().(*bandBuf)
+	defer bandBufs.Put(buf)
 	for c0 := j0; c0 < j1; {
 		c := c0 % slab
 		nn := min(j1-c0, slab-c)
@@ -426,7 +426,7 @@ func (w *quant) matmulPanel(dst, x []float32, M, K, N, j0, j1 int) {
 		for k0 := 0; k0 < K; k0 += kSum {
 			clear(a)
 			kk := min(kSum, K-k0)
-			bl := w.block(k0, c0-c, kk, buf)
+			bl := w.band(k0, c0-c, kk, buf)
 			if nn < slab || !bl.axpySlab(a, nn, x[k0:], K, M, kk) {
 				bl.pieces(0, kk, func(rp, r, kr int) {
 					bl.axpyPiece(a, nn, x[k0+r:], K, rp, c, nn, M, kr)
@@ -438,11 +438,11 @@ func (w *quant) matmulPanel(dst, x []float32, M, K, N, j0, j1 int) {
 	}
 }
 
-// axpyPiece is axpyPanel on block rows r0..r0+k (one group), columns
+// axpyPiece is axpyPanel on band rows r0..r0+k (one group), columns
 // c..c+n of its slab: the assembly takes 16-column multiples of 4 rows
 // (axpyPieceKernel; AVX-512 a whole strip of nibbles, axpyPiece4), the
 // rest goes through float32 scratch.
-func (b *block) axpyPiece(y []float32, ldy int, x []float32, ldx int, r0, c, n, m, k int) {
+func (b *band) axpyPiece(y []float32, ldy int, x []float32, ldx int, r0, c, n, m, k int) {
 	b.unpack()
 	if b.q4 != nil {
 		b.axpyPiece4(y, ldy, x, ldx, r0, c, n, m, k)
@@ -459,7 +459,7 @@ func (b *block) axpyPiece(y []float32, ldy int, x []float32, ldx int, r0, c, n, 
 }
 
 // axpyPiece4 is axpyPiece on nibbles.
-func (b *block) axpyPiece4(y []float32, ldy int, x []float32, ldx int, r0, c, n, m, k int) {
+func (b *band) axpyPiece4(y []float32, ldy int, x []float32, ldx int, r0, c, n, m, k int) {
 	s, o := b.scaleRow(r0, 0)
 	nv := axpyPiece4Kernel(y, ldy, x, ldx, b.q4[r0*slab/2:], s, o, b.min, c, n, m, k)
 	if nv < n {
@@ -467,10 +467,10 @@ func (b *block) axpyPiece4(y []float32, ldy int, x []float32, ldx int, r0, c, n,
 	}
 }
 
-// dequantPiece: dst[r*ldd+j] = the weight at block row r0+r, column c+j,
+// dequantPiece: dst[r*ldd+j] = the weight at band row r0+r, column c+j,
 // for r < rows (one group), j < n: the assembly's columns
 // (dequantPieceKernel, dequantPiece4Kernel), then the rest in Go.
-func (b *block) dequantPiece(dst []float32, ldd, r0, c, rows, n int) {
+func (b *band) dequantPiece(dst []float32, ldd, r0, c, rows, n int) {
 	b.unpack()
 	var nv int
 	if b.q4 != nil {
@@ -485,10 +485,10 @@ func (b *block) dequantPiece(dst []float32, ldd, r0, c, rows, n int) {
 	}
 }
 
-// axpySlab is axpyPanel on the block's full slab strip through all its
+// axpySlab is axpyPanel on the band's full slab strip through all its
 // k rows, whole groups, in one kernel call; it reports false, doing
 // nothing, where there is no such kernel.
-func (b *block) axpySlab(y []float32, ldy int, x []float32, ldx int, m, k int) bool {
+func (b *band) axpySlab(y []float32, ldy int, x []float32, ldx int, m, k int) bool {
 	if !slabKernels || m == 0 || k == 0 || b.first != 0 || k%b.group != 0 {
 		return false
 	}
@@ -510,7 +510,7 @@ func (b *block) axpySlab(y []float32, ldy int, x []float32, ldx int, m, k int) b
 // axpyPieceWidened is axpyPiece through float32 scratch: the pure-Go
 // build's, and the assembly's column edges, which then get the float32
 // kernels' bits.
-func (b *block) axpyPieceWidened(y []float32, ldy int, x []float32, ldx int, r0, c, n, m, k int) {
+func (b *band) axpyPieceWidened(y []float32, ldy int, x []float32, ldx int, r0, c, n, m, k int) {
 	if n == 0 || m == 0 || k == 0 {
 		return
 	}
