@@ -63,7 +63,7 @@ bench-llamacpp:
 	PYTHON=$(PYTHON) bash scripts/bench/llamacpp.sh
 
 # `serve` under 1, 8 and 32 concurrent streaming clients on loopback
-# (scripts/bench/serveload): plain, shared-prefix and long-prompt
+# (cmd/serveload): plain, shared-prefix and long-prompt
 # scenarios, a row per level (tokens/s, TTFT and inter-token p50/p99,
 # errors, RSS); LLAMA_SERVER=/path/to/llama-server adds llama.cpp's server
 # on the same GGUF file and a table of ratios. Not run by CI.
@@ -100,7 +100,7 @@ test-image: image
 # loopback; one worker is stopped mid-burst (docs/deploy.md).
 .PHONY: fleet-test validate-deploy
 fleet-test:
-	$(GO) run ./scripts/fleet
+	$(GO) run ./cmd/fleet
 
 # The Kubernetes manifests rendered offline and checked against serve.
 validate-deploy:
@@ -229,7 +229,7 @@ drift-llamacpp:
 # scoring memory, drain past the deadline; a line per probe with RSS.
 .PHONY: chaos
 chaos:
-	$(GO) run ./scripts/chaos
+	$(GO) run ./cmd/chaos
 
 .PHONY: loadtest test-browser
 
@@ -238,7 +238,7 @@ chaos:
 LOAD_CLIENTS ?= 8
 LOAD_DURATION ?= 10s
 loadtest:
-	$(GO) run ./scripts/loadtest --clients $(LOAD_CLIENTS) --duration $(LOAD_DURATION) $(LOADTEST_FLAGS)
+	$(GO) run ./cmd/loadtest --clients $(LOAD_CLIENTS) --duration $(LOAD_DURATION) $(LOADTEST_FLAGS)
 
 # The page at / driven in headless Chromium (Debian's chromium), and the
 # official OpenAI SDK loaded in a page on another origin (its pinned package

@@ -92,7 +92,7 @@ step "go test -race ./..." - "$GO" test -race -timeout 30m ./...
 step "kernels and model, pure-Go kernels (purego)" - "$GO" test -count=1 -tags purego ./kernels ./model
 step "kernels and model, LLORCH_KERNELS=avx2" - env LLORCH_KERNELS=avx2 "$GO" test -count=1 ./kernels ./model
 step "kernels and model, LLORCH_KERNELS=generic" - env LLORCH_KERNELS=generic "$GO" test -count=1 ./kernels ./model
-step "chaos probes (short)" - "$GO" run ./scripts/chaos -short
+step "chaos probes (short)" - "$GO" run ./cmd/chaos -short
 step "llama.cpp interop (node-llama-cpp)" peer "$MAKE" -s interop-llamacpp
 step "llama.cpp drift (dump+diff, probe)" peer+torch "$MAKE" -s drift-llamacpp
 step "OpenAI SDK compat (npm openai)" npm "$MAKE" -s test-openai-compat

@@ -6,7 +6,7 @@
 # (smollm-135m, qwen2.5-0.5b; in .cache/bench-NAME).
 
 test -d scripts/llamacpp/node_modules/node-llama-cpp || make -s peer-llamacpp
-go build -o "$work/gobench" ./scripts/bench/gobench
+go build -o "$work/gobench" ./cmd/gobench
 go build -o "$work/llorch-check" ./cmd/llorch-check
 go build -tags llamacpp -o "$work/ggml" ./scripts/llamacpp/ggml
 gguf=.cache/bench-gguf

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The PyTorch peer of scripts/bench/gobench: the same figures on the same weights.
+"""The PyTorch peer of cmd/gobench: the same figures on the same weights.
 
 GPT-2 written as Hugging Face's GPT2LMHeadModel computes it (addmm Conv1D,
 KV cache grown with torch.cat, finfo.min causal mask, tanh GELU, tied LM

@@ -35,7 +35,7 @@ if [ ! -f "$MODEL/config.json" ]; then
   echo "bench: writing the benchmark model into $MODEL (once)" >&2
   "$PYTHON" "$here/make_model.py" --out "$MODEL"
 fi
-go build -o "$work/gobench" ./scripts/bench/gobench
+go build -o "$work/gobench" ./cmd/gobench
 
 echo "load average before the runs: $(cut -d' ' -f1-3 /proc/loadavg)" >&2
 # The machine's read bandwidth, before and after (best kept): what each

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # bench-serve (issue #27 item 6): `llorch-check serve` under 1, 8 and 32
 # concurrent streaming clients on loopback, measured by serveload
-# (scripts/bench/serveload) in three scenarios: plain (distinct prompts),
+# (cmd/serveload) in three scenarios: plain (distinct prompts),
 # shared-prefix (one long shared prefix: prompt-cache reuse) and
 # long-prompt (one long prompt while the others decode: prefill stalls).
 # With LLAMA_SERVER=/path/to/llama-server, llama.cpp's server runs the
@@ -56,7 +56,7 @@ if [ -z "${BIN:-}" ]; then
   $GO build -buildvcs=auto -o bin/llorch-check ./cmd/llorch-check
   BIN=bin/llorch-check
 fi
-$GO build -o "$work/serveload" ./scripts/bench/serveload
+$GO build -o "$work/serveload" ./cmd/serveload
 
 if [ -z "${MODEL:-}" ]; then
   MODEL=.cache/bench-gguf/gpt2-$FORMAT.gguf

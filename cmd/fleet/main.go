@@ -7,7 +7,7 @@
 // planted bug never passes its start-up validation, so it must never
 // receive a request. Prints one line per fact; exit 1 on a lost request.
 //
-// Usage: go run ./scripts/fleet [-bin PATH] [-requests N] [-concurrency N]
+// Usage: go run ./cmd/fleet [-bin PATH] [-requests N] [-concurrency N]
 package main
 
 import (

@@ -6,6 +6,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/llorch/llorch-check/internal/fixture"
 	"github.com/llorch/llorch-check/tokenizer"
 )
 
@@ -13,7 +14,7 @@ import (
 // word counts; they are token counts only if every word is one token after
 // a space. The committed tiny model carries GPT-2's real vocabulary.
 func TestWordsAreOneTokenEach(t *testing.T) {
-	tk, err := tokenizer.Load("../../../testdata/tiny-gpt2")
+	tk, err := tokenizer.Load(fixture.TinyModel())
 	require.NoError(t, err)
 	seen := map[string]bool{}
 	for _, w := range words {
@@ -25,7 +26,7 @@ func TestWordsAreOneTokenEach(t *testing.T) {
 }
 
 func TestPromptsAreDistinctAndSized(t *testing.T) {
-	tk, err := tokenizer.Load("../../../testdata/tiny-gpt2")
+	tk, err := tokenizer.Load(fixture.TinyModel())
 	require.NoError(t, err)
 	seen := map[string]bool{}
 	for _, kind := range []int{kindShort, kindLong, kindPrefix, kindWarmUp} {

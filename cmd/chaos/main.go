@@ -6,7 +6,7 @@
 // it (and its peak so far). Every probe is bounded in count and time.
 // Exit 1 if any probe saw the unexpected. Run it from the repository root.
 //
-// Usage: go run ./scripts/chaos [-short] [-bin PATH]
+// Usage: go run ./cmd/chaos [-short] [-bin PATH]
 // (without -bin it builds ./cmd/llorch-check into a temp dir).
 package main
 
