@@ -121,14 +121,13 @@ func CheckPath(path string) error {
 // IsGGUF reports whether path is a regular file starting with the GGUF
 // magic.
 func IsGGUF(path string) bool {
-	f, err := os.Open(path)
+	// regularfile opens without blocking: os.Open of a FIFO waits for a
+	// writer, and this runs on whatever path a user names.
+	f, err := regularfile.Open(path)
 	if err != nil {
 		return false
 	}
 	defer f.Close()
-	if st, err := f.Stat(); err != nil || !st.Mode().IsRegular() {
-		return false
-	}
 	var magic [4]byte
 	_, err = io.ReadFull(f, magic[:])
 	return err == nil && string(magic[:]) == gguf.Magic

@@ -23,10 +23,10 @@ var chatUnsupported = []struct {
 	name, why string
 	neutral   []string
 }{
-	{"tools", "is not supported: GPT-2 cannot call tools", []string{"[]"}},
-	{"tool_choice", "is not supported: GPT-2 cannot call tools", []string{`"none"`}},
-	{"functions", "is not supported: GPT-2 cannot call functions", []string{"[]"}},
-	{"function_call", "is not supported: GPT-2 cannot call functions", []string{`"none"`}},
+	{"tools", "is not supported: this server does not call tools", []string{"[]"}},
+	{"tool_choice", "is not supported: this server does not call tools", []string{`"none"`}},
+	{"functions", "is not supported: this server does not call functions", []string{"[]"}},
+	{"function_call", "is not supported: this server does not call functions", []string{`"none"`}},
 	{"audio", "is not supported: this server answers in text only", nil},
 	{"web_search_options", "is not supported: this server cannot search the web", nil},
 }

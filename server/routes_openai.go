@@ -51,7 +51,7 @@ func (s *Server) handleCompletions(w http.ResponseWriter, r *http.Request, e *en
 	if v, ok := f.integer("best_of"); ok && v != 1 {
 		f.bad("best_of", "range", "only best_of=1 is supported (one completion per prompt)", v)
 	}
-	f.unsupported("suffix", "is not supported: GPT-2 has no insertion mode", `""`)
+	f.unsupported("suffix", "is not supported: this server has no insertion (fill-in-the-middle) mode", `""`)
 	job.echo, _ = f.boolean("echo")
 	job.tokenIDs, _ = f.boolean("return_tokens_as_token_ids")
 	job.settings.Grammar = f.constraint()
