@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
 
 	llorchcheck "github.com/llorch/llorch-check"
 	"github.com/llorch/llorch-check/model"
@@ -109,12 +108,10 @@ func openReferences(flag string) (*references.Set, error) {
 func openModelReferences(flag, modelPath string, kv model.KVCacheOptions) (*references.Set, error) {
 	twin := func(dir string) string { return dir }
 	if kv.Float16 {
-		twin = f16KVBeside
+		twin = references.F16KVTwin
 	}
 	if flag == "" && modelPath != "" {
-		name := strings.TrimSuffix(filepath.Base(filepath.Clean(modelPath)), ".gguf")
-		beside := filepath.Join(filepath.Dir(filepath.Clean(modelPath)), "references", name)
-		if st, err := os.Stat(beside); err == nil && st.IsDir() {
+		if beside, ok := references.BesideModel(modelPath); ok {
 			return references.Open(twin(beside))
 		}
 	}

@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"os"
 
 	"github.com/llorch/llorch-check/model"
 	"github.com/llorch/llorch-check/references"
@@ -28,16 +27,4 @@ func parseKVCacheDType(dtype string) (model.KVCacheOptions, error) {
 		return model.KVCacheOptions{Float16: true}, nil
 	}
 	return model.KVCacheOptions{}, fmt.Errorf("--kv-cache-dtype %q: want f32 or f16", dtype)
-}
-
-// f16KVSuffix names a model's set of the f16-kv profile beside its plain
-// set: testdata/references/tiny-gpt2-f16kv beside tiny-gpt2.
-const f16KVSuffix = "-f16kv"
-
-// f16KVBeside is dir's f16-kv twin when it exists (DIR-f16kv), else dir.
-func f16KVBeside(dir string) string {
-	if st, err := os.Stat(dir + f16KVSuffix); err == nil && st.IsDir() {
-		return dir + f16KVSuffix
-	}
-	return dir
 }
