@@ -16,19 +16,22 @@ import (
 // json-schema-to-grammar: whitespace is at most one space or a newline
 // and 20 indents, numbers have at most 16 digits a part and 2 of
 // exponent, so that what a model writes parses as float64 everywhere.
-var jsonRules = []struct{ name, body string }{
-	{"space", `| " " | "\n" [ \t]{0,20}`},
-	{"boolean", `("true" | "false") space`},
-	{"null", `"null" space`},
-	{"integral-part", `[0] | [1-9] [0-9]{0,15}`},
-	{"decimal-part", `[0-9]{1,16}`},
-	{"integer", `("-"? integral-part) space`},
-	{"number", `("-"? integral-part) ("." decimal-part)? ([eE] [-+]? [0-9]{1,2})? space`},
-	{"char", `[^"\\\x7F\x00-\x1F] | [\\] (["\\/bfnrt] | "u" [0-9a-fA-F]{4})`},
-	{"string", `"\"" char* "\"" space`},
-	{"value", `object | array | string | number | boolean | null`},
-	{"object", `"{" space ( string ":" space value ("," space string ":" space value)* )? "}" space`},
-	{"array", `"[" space ( value ("," space value)* )? "]" space`},
+var jsonRules = []struct {
+	name, body string
+	uses       []string // the rules body names, defined with it
+}{
+	{"space", `| " " | "\n" [ \t]{0,20}`, nil},
+	{"boolean", `("true" | "false") space`, []string{"space"}},
+	{"null", `"null" space`, []string{"space"}},
+	{"integral-part", `[0] | [1-9] [0-9]{0,15}`, nil},
+	{"decimal-part", `[0-9]{1,16}`, nil},
+	{"integer", `("-"? integral-part) space`, []string{"integral-part", "space"}},
+	{"number", `("-"? integral-part) ("." decimal-part)? ([eE] [-+]? [0-9]{1,2})? space`, []string{"integral-part", "decimal-part", "space"}},
+	{"char", `[^"\\\x7F\x00-\x1F] | [\\] (["\\/bfnrt] | "u" [0-9a-fA-F]{4})`, nil},
+	{"string", `"\"" char* "\"" space`, []string{"char", "space"}},
+	{"value", `object | array | string | number | boolean | null`, []string{"object", "array", "string", "number", "boolean", "null"}},
+	{"object", `"{" space ( string ":" space value ("," space string ":" space value)* )? "}" space`, []string{"space", "string", "value"}},
+	{"array", `"[" space ( value ("," space value)* )? "]" space`, []string{"space", "value"}},
 }
 
 var (
@@ -89,7 +92,7 @@ func FromJSONSchema(schema []byte) (*Grammar, error) {
 	if err != nil {
 		return nil, &SchemaError{Path: "#", Message: "not JSON: " + err.Error()}
 	}
-	c := &converter{root: v, rules: map[string]string{}}
+	c := &converter{root: v, rules: map[string]string{}, names: map[string]bool{}}
 	c.use("space") // every literal is followed by it
 	body, err := c.visit(v, "#", "root", 0)
 	if err != nil {
@@ -123,31 +126,26 @@ func (c *converter) define(name, body string) {
 
 // use makes sure a JSON rule (and those it uses) is defined.
 func (c *converter) use(name string) string {
+	if _, ok := c.rules[name]; ok {
+		return name
+	}
 	for _, r := range jsonRules {
 		if r.name == name {
-			if _, ok := c.rules[name]; ok {
-				return name
-			}
 			c.define(name, r.body)
-			for _, dep := range regexp.MustCompile(`[a-z][a-z-]*`).FindAllString(stripLiterals(r.body), -1) {
-				if dep != name {
-					c.use(dep)
-				}
+			for _, dep := range r.uses {
+				c.use(dep)
 			}
 		}
 	}
 	return name
 }
 
-// stripLiterals drops quoted literals and classes from a rule body, so
-// what remains names rules only.
-func stripLiterals(s string) string {
-	return regexp.MustCompile(`"(\\.|[^"\\])*"|\[(\\.|[^\]\\])*\]|\{[0-9,]*\}`).ReplaceAllString(s, " ")
-}
+// nonName is what a rule name cannot hold.
+var nonName = regexp.MustCompile(`[^a-zA-Z0-9-]+`)
 
 // fresh returns an unused rule name from base.
 func (c *converter) fresh(base string) string {
-	base = regexp.MustCompile(`[^a-zA-Z0-9-]+`).ReplaceAllString(base, "-")
+	base = nonName.ReplaceAllString(base, "-")
 	name := base
 	for i := 2; ; i++ {
 		if _, ok := c.rules[name]; !ok && !c.reserved(name) {
@@ -504,7 +502,7 @@ func (c *converter) object(s *object, path, name string, depth int) (string, err
 			return "", err
 		}
 	}
-	if po == nil && extra == c.use("value") {
+	if po == nil && extra == "value" {
 		return c.use("object"), nil
 	}
 	var req, opt []string // key-value rules
@@ -575,12 +573,9 @@ func (c *converter) ref(v any, path string, depth int) (string, error) {
 	if key == "" {
 		return "", &SchemaError{Path: path, Message: fmt.Sprintf("%q: only references to #, #/$defs/NAME and #/definitions/NAME are supported", ref)}
 	}
-	rule := "ref-" + regexp.MustCompile(`[^a-zA-Z0-9-]+`).ReplaceAllString(def, "-")
+	rule := "ref-" + nonName.ReplaceAllString(def, "-")
 	if key == "#" {
 		rule = "ref-root"
-	}
-	if c.names == nil {
-		c.names = map[string]bool{}
 	}
 	if c.names[ref] {
 		return rule, nil

@@ -70,9 +70,6 @@ func NewVocab(tokens [][]byte, eos, never []int) *Vocab {
 	return v
 }
 
-// Size is the number of token ids.
-func (v *Vocab) Size() int { return v.size }
-
 // maxMasks bounds the masks a Matcher keeps (each Size/8 bytes).
 const maxMasks = 64
 

@@ -60,14 +60,18 @@ NUMPY_AVX512 = {
 }
 
 
-def _numpy_avx512():
-    """The numpy AVX-512 features this CPU has, space-separated ('' if none,
-    or if /proc/cpuinfo cannot be read)."""
+def cpu_flags():
+    """The CPU's /proc/cpuinfo flags (empty if it cannot be read)."""
     try:
         with open("/proc/cpuinfo", encoding="utf-8") as f:
-            flags = next((ln.split(":", 1)[1].split() for ln in f if ln.startswith("flags")), [])
+            return set(next((ln.split(":", 1)[1].split() for ln in f if ln.startswith("flags")), []))
     except OSError:
-        return ""
+        return set()
+
+
+def _numpy_avx512():
+    """The numpy AVX-512 features this CPU has, space-separated ('' if none)."""
+    flags = cpu_flags()
     return " ".join(n for n, need in NUMPY_AVX512.items() if all(x in flags for x in need))
 
 
@@ -81,8 +85,8 @@ if pinned:
         if os.environ.get(k, v) != v:
             overridden[k] = os.environ[k]
         os.environ[k] = v
-    if _numpy_avx512():
-        os.environ[NUMPY_VAR] = _numpy_avx512()
+    if avx512 := _numpy_avx512():
+        os.environ[NUMPY_VAR] = avx512
 
 
 def _openblas():

@@ -25,20 +25,9 @@ CASES = os.path.join(ROOT, "testdata", "cases.json")
 COMMITTED = os.path.join(ROOT, "testdata", "references", "tiny-gpt2")
 
 
-def cpu_flags():
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8") as f:
-            for line in f:
-                if line.startswith("flags"):
-                    return set(line.split(":", 1)[1].split())
-    except OSError:
-        pass
-    return set()
-
-
 # The machine's other kernel: AVX-512 Intel machines get SkylakeX by
 # default; a CPU without AVX-512 cannot run it, so it gets Sandybridge's.
-AVX512 = "avx512f" in cpu_flags()
+AVX512 = "avx512f" in arithmetic.cpu_flags()
 OTHER_CORE, OTHER_ATEN = ("SkylakeX", "avx512") if AVX512 else ("Sandybridge", "default")
 
 # Run dump_references with LayerNorm's eps changed in the forward only: the
