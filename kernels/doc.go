@@ -4,8 +4,10 @@
 // and the small vector helpers around them. Each fast kernel (AVX2/FMA,
 // AVX-512 assembly) has a pure-Go reference beside it with the same
 // summation order, so the bits a forward pass produces do not depend on
-// batch size, and a lower-precision matrix gives the bits of float32
-// weights holding the same values.
+// batch size. A float16 matrix gives the bits of float32 weights holding
+// the same values; a quantised one is multiplied by limb products
+// (limbs.go): exact integer sums of its integers with the activations'
+// integer limbs, then float32, at float32's accuracy.
 //
 // The files are laid out as math/big's: reference.go holds the pure-Go
 // body of every kernel, the pure-Go build's kernels and the assembly's
@@ -13,13 +15,13 @@
 // between it and those bodies, kernels_generic.go is the pure-Go build's
 // dispatch. The assembly is one file a kernel family: panels_amd64.s
 // (float32 and float16 panels), tiles_amd64.s (prefill's register tiles),
-// float16_amd64.s (widening), quant_amd64.s (quantised blocks: panels,
-// dequantisation, scales, unpacking), slabs_amd64.s (whole slabs, float
-// and quantised) and exp_amd64.s (GELU and exp); unpack_amd64.h holds
-// what quant and slabs share. No file calls anything above it; in order
+// float16_amd64.s (widening), quant_amd64.s (quantised groups' scales),
+// limbs_amd64.s (limb products), slabs_amd64.s (whole float slabs) and
+// exp_amd64.s (GELU and exp). No file calls anything above it; in order
 // from the bottom: reference.go and scratch.go; the dispatch; the float16
 // panels, summation blocking, vector helpers and parallel loop
 // (float16.go, blocking.go, attention.go, exp.go, gelu.go, parallel.go);
-// the quantised and slabbed layouts (quant.go, slabs.go); Matrix
+// the quantised and slabbed layouts and limb products (quant.go,
+// limbs.go, slabs.go); Matrix
 // (matrix.go); the products (matmul.go, then matmul_t.go).
 package kernels

@@ -32,18 +32,6 @@ var useAVX512 = useAVX2 && cpu.X86.HasAVX512F && os.Getenv("LLORCH_KERNELS") != 
 // useAVX512BW: the byte-lane kernels that unpack 5- and 6-bit integers.
 var useAVX512BW = useAVX512 && cpu.X86.HasAVX512BW
 
-// nibbleKernels: the AVX-512 kernels read nibbles as they are; elsewhere
-// a band unpacks them to int8 for the AVX2 int8 kernels.
-var nibbleKernels = useAVX512
-
-// slabKernels: the AVX-512 kernels that take a quantised band's whole
-// slab through all its rows in one call (band.axpySlab).
-var slabKernels = useAVX512
-
-// fusedUnpack: the slab kernel that unpacks 5- and 6-bit integers a group
-// at a time as it goes (axpySlabQHKernel).
-var fusedUnpack = useAVX512BW
-
 func kernelName() string {
 	if useAVX512 {
 		return "avx2+fma, avx512 tiles"
@@ -306,135 +294,13 @@ func axpySlab16Kernel(y []float32, ldy int, x []float32, ldx int, w []uint16, m,
 	return axpySlabBulk(axpySlabF16AVX2, y, ldy, x, ldx, w, m, k)
 }
 
-// Quantised (quant_amd64.s): a band's integers q (int8 rows a slab
-// apart) or nibbles q4 (rows slab/2 apart, + min), and the float32 scale
-// and offset rows s and o (o nil without offsets) of its groups.
-
-//go:noescape
-func axpyPanelQAVX2(y *float32, ldyb int, x *float32, ldxb int, q *int8, ldqb int, s, o *float32, n, m, k int)
-
-//go:noescape
-func axpyPanelQAVX512(y *float32, ldyb int, x *float32, ldxb int, q *int8, ldqb int, s, o *float32, n, m, k int)
-
-//go:noescape
-func axpyPanelQ4AVX512(y *float32, ldyb int, x *float32, ldxb int, q *byte, s, o *float32, min, n, m, k int)
-
-//go:noescape
-func dequantQ4AVX512(dst *float32, lddb int, q *byte, s, o *float32, min, rows, n int)
-
-//go:noescape
-func dequantQAVX2(dst *float32, lddb int, q *int8, ldqb int, s, o *float32, rows, n int)
+// Scales of quantised groups (quant_amd64.s).
 
 //go:noescape
 func scaleRowsAVX512(dst *float32, d *uint16, a *int8, n int)
 
 //go:noescape
 func scaleRowsAVX2(dst *float32, d *uint16, a *int8, n int)
-
-//go:noescape
-func unpackRows2AVX512(dst *int8, lo, hi *byte, min, k int)
-
-//go:noescape
-func unpackRows1AVX512(dst *int8, lo, hi *byte, min, k int)
-
-//go:noescape
-func unpackRowsAVX2(dst *int8, lo, hi *byte, hbits, min, k int)
-
-// axpyPieceKernel is the part of axpyPanel on one group's rows of a
-// band, integers q from the piece's first row and column, s and o that
-// row's scales from the same column, that the assembly takes: n&^15
-// columns by k&^3 rows, whose size it returns; (0, 0) without AVX2.
-func axpyPieceKernel(y []float32, ldy int, x []float32, ldx int, q []int8, s, o []float32, n, m, k int) (n16, k4 int) {
-	if !useAVX2 || m == 0 {
-		return 0, 0
-	}
-	n16, k4 = n&^15, k&^3
-	if n16 > 0 && k4 > 0 {
-		_ = y[(m-1)*ldy+n16-1]
-		_ = x[(m-1)*ldx+k4-1]
-		_ = q[(k4-1)*slab+n16-1]
-		_ = s[n16-1]
-		n32 := 0
-		if useAVX512 {
-			n32 = n &^ 31
-			if n32 > 0 {
-				axpyPanelQAVX512(unsafe.SliceData(y), ldy*4, unsafe.SliceData(x), ldx*4, &q[0], slab, &s[0], at(o, 0), n32, m, k4)
-			}
-		}
-		if n32 < n16 {
-			axpyPanelQAVX2(&y[n32], ldy*4, unsafe.SliceData(x), ldx*4, &q[n32], slab, &s[n32], at(o, n32), n16-n32, m, k4)
-		}
-	}
-	return n16, k4
-}
-
-// at is &o[i], or nil for no offsets (the kernels' signal).
-func at(o []float32, i int) *float32 {
-	if o == nil {
-		return nil
-	}
-	return &o[i]
-}
-
-// dequantPieceKernel writes dst[r*ldd+j] = the weight of integer
-// q[r*slab+j] (a piece of one group's rows, as axpyPieceKernel's) for r <
-// rows and the j < n&^15 the assembly takes; it returns that count, 0
-// without AVX2.
-func dequantPieceKernel(dst []float32, ldd int, q []int8, s, o []float32, rows, n int) int {
-	nv := 0
-	if useAVX2 {
-		nv = n &^ 15
-	}
-	if nv > 0 && rows > 0 {
-		_ = dst[(rows-1)*ldd+nv-1]
-		_ = q[(rows-1)*slab+nv-1]
-		_ = s[nv-1]
-		dequantQAVX2(unsafe.SliceData(dst), ldd*4, &q[0], slab, &s[0], at(o, 0), rows, nv)
-	}
-	return nv
-}
-
-// nibbleStrip is how many columns from c the nibble kernels take: a whole
-// slab, or its first half, starting at the slab's first column.
-func nibbleStrip(c, n int) int {
-	switch {
-	case !useAVX512 || c != 0:
-		return 0
-	case n >= slab:
-		return slab
-	case n >= slab/2:
-		return slab / 2
-	}
-	return 0
-}
-
-// axpyPiece4Kernel is axpyPieceKernel on nibbles q4 from the piece's
-// first row, s and o from the slab's first column: AVX-512 takes the
-// slab's strip from column c (nibbleStrip), whose width it returns.
-func axpyPiece4Kernel(y []float32, ldy int, x []float32, ldx int, q4 []byte, s, o []float32, min int8, c, n, m, k int) int {
-	nv := nibbleStrip(c, n)
-	if nv > 0 && m > 0 && k > 0 {
-		_ = y[(m-1)*ldy+nv-1]
-		_ = x[(m-1)*ldx+k-1]
-		_ = q4[k*slab/2-1]
-		_ = s[nv-1]
-		axpyPanelQ4AVX512(unsafe.SliceData(y), ldy*4, unsafe.SliceData(x), ldx*4, &q4[0], &s[0], at(o, 0), int(min), nv, m, k)
-	}
-	return nv
-}
-
-// dequantPiece4Kernel is dequantPieceKernel on nibbles, as
-// axpyPiece4Kernel takes them.
-func dequantPiece4Kernel(dst []float32, ldd int, q4 []byte, s, o []float32, min int8, c, rows, n int) int {
-	nv := nibbleStrip(c, n)
-	if nv > 0 && rows > 0 {
-		_ = dst[(rows-1)*ldd+nv-1]
-		_ = q4[rows*slab/2-1]
-		_ = s[nv-1]
-		dequantQ4AVX512(unsafe.SliceData(dst), ldd*4, &q4[0], &s[0], at(o, 0), int(min), rows, nv)
-	}
-	return nv
-}
 
 // scaleRows: dst[g*slab+c] = ggmlnum.Scale(d[c], a[g*slab+c]) for g < n,
 // c < slab.
@@ -449,104 +315,6 @@ func scaleRows(dst []float32, d []uint16, a []int8, n int) {
 		return
 	}
 	scaleRowsAVX2(&dst[0], &d[0], &a[0], n)
-}
-
-// unpackRows is unpackRowsGeneric.
-func unpackRows(dst []int8, lo, hi []byte, hbits int, min int8, k int) {
-	if k == 0 || hbits < 0 || hbits > 2 || !useAVX2 {
-		unpackRowsGeneric(dst, lo, hi, hbits, min, k)
-		return
-	}
-	_, _ = dst[k*slab-1], lo[k*slab/2-1]
-	if hbits == 0 {
-		unpackRowsAVX2(&dst[0], &lo[0], nil, 0, int(min), k)
-		return
-	}
-	_ = hi[k*slab*hbits/8-1]
-	if !useAVX512BW {
-		unpackRowsAVX2(&dst[0], &lo[0], &hi[0], hbits, int(min), k)
-		return
-	}
-	if hbits == 2 {
-		unpackRows2AVX512(&dst[0], &lo[0], &hi[0], int(min), k)
-		return
-	}
-	unpackRows1AVX512(&dst[0], &lo[0], &hi[0], int(min), k)
-}
-
-// Quantised slabs (slabs_amd64.s): a band's whole slab through all its
-// k rows, whole groups (first row 0), in one call.
-
-//go:noescape
-func axpySlabQAVX512(y *float32, ldyb int, x *float32, ldxb int, q *int8, s, o *float32, group, groups, m int)
-
-//go:noescape
-func axpySlabQRows4AVX512(y *float32, ldyb int, x *float32, ldxb int, q *int8, s, o *float32, group, groups int)
-
-//go:noescape
-func axpySlabQ4Rows4AVX512(y *float32, ldyb int, x *float32, ldxb int, q *byte, s, o *float32, min, group, groups int)
-
-//go:noescape
-func axpySlabQHAVX512(y, x *float32, lo, hi *byte, s, o *float32, buf *int8, hbits, min, group, groups int)
-
-//go:noescape
-func axpySlabQ4AVX512(y *float32, ldyb int, x *float32, ldxb int, q *byte, s, o *float32, min, group, groups, m int)
-
-// slabOperands checks the operands every slab kernel reads (m rows of y
-// and x, the scale and offset rows of k/group groups) and returns the
-// group count.
-func slabOperands(y []float32, ldy int, x []float32, ldx int, s, o []float32, group, m, k int) int {
-	G := k / group
-	_ = y[(m-1)*ldy+slab-1]
-	_ = x[(m-1)*ldx+k-1]
-	_ = s[G*slab-1]
-	if o != nil {
-		_ = o[G*slab-1]
-	}
-	return G
-}
-
-// axpySlabQ4Kernel is axpyPanel on a nibble band's slab: four rows of
-// y at a time share each weight formed, then the rest.
-func axpySlabQ4Kernel(y []float32, ldy int, x []float32, ldx int, q4 []byte, s, o []float32, min int8, group, m, k int) {
-	G := slabOperands(y, ldy, x, ldx, s, o, group, m, k)
-	_ = q4[k*slab/2-1]
-	q, i := &q4[0], 0
-	for ; i+4 <= m; i += 4 {
-		axpySlabQ4Rows4AVX512(&y[i*ldy], ldy*4, &x[i*ldx], ldx*4, q, &s[0], at(o, 0), int(min), group, G)
-	}
-	if i < m {
-		axpySlabQ4AVX512(&y[i*ldy], ldy*4, &x[i*ldx], ldx*4, q, &s[0], at(o, 0), int(min), group, G, m-i)
-	}
-}
-
-// axpySlabQHKernel is axpyPanel on a packed 5- or 6-bit band's slab
-// (nibbles lo, hbits more bits each in hi), one row of y at a time: each
-// group's rows are unpacked just before their FMAs, into buf (a group's
-// rows of int8), which stays in L1, so that the stream of packed integers
-// overlaps the arithmetic.
-func axpySlabQHKernel(y []float32, ldy int, x []float32, ldx int, lo, hi []byte, s, o []float32, buf []int8, hbits int, min int8, group, m, k int) {
-	G := slabOperands(y, ldy, x, ldx, s, o, group, m, k)
-	_ = lo[k*slab/2-1]
-	_ = hi[k*slab*hbits/8-1]
-	_ = buf[group*slab-1]
-	for i := range m {
-		axpySlabQHAVX512(&y[i*ldy], &x[i*ldx], &lo[0], &hi[0], &s[0], at(o, 0), &buf[0], hbits, int(min), group, G)
-	}
-}
-
-// axpySlabQKernel is axpyPanel on an int8 band's slab: four rows of y
-// at a time share each weight formed, then the rest.
-func axpySlabQKernel(y []float32, ldy int, x []float32, ldx int, q8 []int8, s, o []float32, group, m, k int) {
-	G := slabOperands(y, ldy, x, ldx, s, o, group, m, k)
-	_ = q8[k*slab-1]
-	q, i := &q8[0], 0
-	for ; i+4 <= m; i += 4 {
-		axpySlabQRows4AVX512(&y[i*ldy], ldy*4, &x[i*ldx], ldx*4, q, &s[0], at(o, 0), group, G)
-	}
-	if i < m {
-		axpySlabQAVX512(&y[i*ldy], ldy*4, &x[i*ldx], ldx*4, q, &s[0], at(o, 0), group, G, m-i)
-	}
 }
 
 // GELU and exp (exp_amd64.s).
@@ -593,4 +361,55 @@ func gelu(x []float32) {
 		}
 	}
 	geluGeneric(x[n4:])
+}
+
+// Limb products (limbs_amd64.s): AVX-512 with VNNI.
+
+// useVNNI: the limb kernels, VPDPBUSD on 512-bit vectors.
+var useVNNI = useAVX512BW && cpu.X86.HasAVX512VNNI
+
+//go:noescape
+func limbsQ4AVX512(y *float32, q *byte, rec *byte, s, o *float32, groups, half int)
+
+//go:noescape
+func limbsQ5AVX512(y *float32, q *byte, rec *byte, s, o *float32, groups, half int)
+
+//go:noescape
+func limbsQ6AVX512(y *float32, q *byte, rec *byte, s, o *float32, groups, half int)
+
+//go:noescape
+func limbsQ8AVX512(y *float32, q *byte, rec *byte, s, o *float32, groups, half int)
+
+// limbSlab is limbSlabGeneric.
+func limbSlab(w *quant, y []float32, rec []byte, s, o []float32, j0 int) {
+	if !useVNNI {
+		w.limbSlabGeneric(y, rec, s, o, j0)
+		return
+	}
+	groups := w.k / limbRows
+	blocks := w.ints[j0/slab*groups*w.blockBytes():][:groups*w.blockBytes()]
+	half := 0
+	if w.g.Size == 16 {
+		half = 1
+	}
+	_ = y[slab-1]
+	_ = rec[groups*limbRecord-1]
+	_ = s[w.k/w.g.Size*slab-1]
+	if o != nil {
+		_ = o[w.k/w.g.Size*slab-1]
+	}
+	kern := limbsQ8AVX512
+	switch w.bits {
+	case 4:
+		kern = limbsQ4AVX512
+	case 5:
+		kern = limbsQ5AVX512
+	case 6:
+		kern = limbsQ6AVX512
+	}
+	var op *float32 // nil: no offsets
+	if o != nil {
+		op = &o[0]
+	}
+	kern(&y[0], &blocks[0], &rec[0], &s[0], op, groups, half)
 }

@@ -6,32 +6,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"testing"
-
-	"github.com/stretchr/testify/require"
 )
-
-// TestUnpackRowsAVX2: the AVX2 unpack, which CPUs without AVX-512 use for
-// every packed type (nibbles included), gives the generic code's bytes.
-func TestUnpackRowsAVX2(t *testing.T) {
-	if !useAVX2 {
-		t.Skip("no AVX2 on this CPU")
-	}
-	r := rand.New(rand.NewPCG(7, 8))
-	for _, hbits := range []int{0, 1, 2} {
-		const k = 29
-		lo, hi := make([]byte, k*slab/2), make([]byte, k*slab*hbits/8+1)
-		for i := range lo {
-			lo[i] = byte(r.IntN(256))
-		}
-		for i := range hi {
-			hi[i] = byte(r.IntN(256))
-		}
-		got, want := make([]int8, k*slab), make([]int8, k*slab)
-		unpackRowsAVX2(&got[0], &lo[0], &hi[0], hbits, -16, k)
-		unpackRowsGeneric(want, lo, hi, hbits, -16, k)
-		require.Equal(t, want, got, "hbits %d", hbits)
-	}
-}
 
 // TestScaleRowsAVX2: the 256-bit scale kernel gives the generic bits.
 func TestScaleRowsAVX2(t *testing.T) {
@@ -56,3 +31,44 @@ func TestScaleRowsAVX2(t *testing.T) {
 		}
 	}
 }
+
+// TestLimbKernels: the VNNI limb kernels give limbSlabGeneric's bits on
+// every type, groups of 16 and 32, with and without offsets, ragged
+// slabs, and activations that test the split: a group of zeros, one with
+// a NaN, one with an infinity, tiny (subnormal) and huge ones.
+func TestLimbKernels(t *testing.T) {
+	if !useVNNI {
+		t.Skip("no AVX-512 VNNI on this CPU")
+	}
+	r := rand.New(rand.NewPCG(19, 20))
+	for _, s := range quantShapes {
+		for _, c := range typeCases {
+			n := randomQuant(r, s.N, s.K, s.group, c.offset, c.bits)
+			w := n.matrix(t, false)
+			x := randSlice(r, s.M*s.K)
+			for i, scale := range []float32{0, 1e-41, 1e-30, 1e30} {
+				if g := 32 * (i + 1); g+32 <= len(x) {
+					for k := g; k < g+32; k++ {
+						x[k] *= scale
+					}
+				}
+			}
+			if len(x) >= 256 {
+				x[170], x[230] = float32(math.NaN()), float32(math.Inf(-1))
+			}
+			dst := randSlice(r, s.M*s.N)
+			want := slicesClone(dst)
+			MatMulAcc(dst, x, w, s.M, s.K, s.N)
+			useVNNI = false
+			MatMulAcc(want, x, w, s.M, s.K, s.N)
+			useVNNI = true
+			for i := range want {
+				if math.Float32bits(want[i]) != math.Float32bits(dst[i]) && !(math.IsNaN(float64(want[i])) && math.IsNaN(float64(dst[i]))) {
+					t.Fatalf("%+v offset=%t bits=%d [%d]: %g, want %g", s, c.offset, c.bits.Bits, i, dst[i], want[i])
+				}
+			}
+		}
+	}
+}
+
+func slicesClone(s []float32) []float32 { return append([]float32(nil), s...) }

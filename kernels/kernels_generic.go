@@ -49,47 +49,12 @@ func axpySlab16Kernel(y []float32, ldy int, x []float32, ldx int, w []uint16, m,
 	return false
 }
 
-func axpyPieceKernel(y []float32, ldy int, x []float32, ldx int, q []int8, s, o []float32, n, m, k int) (n16, k4 int) {
-	return 0, 0
-}
-
-func dequantPieceKernel(dst []float32, ldd int, q []int8, s, o []float32, rows, n int) int {
-	return 0
-}
-
-func axpyPiece4Kernel(y []float32, ldy int, x []float32, ldx int, q4 []byte, s, o []float32, min int8, c, n, m, k int) int {
-	return 0
-}
-
-func dequantPiece4Kernel(dst []float32, ldd int, q4 []byte, s, o []float32, min int8, c, rows, n int) int {
-	return 0
-}
-
 func scaleRows(dst []float32, d []uint16, a []int8, n int) { scaleRowsGeneric(dst, d, a, n) }
-
-// nibbleKernels: no kernel here reads nibbles; bands unpack them.
-const nibbleKernels = false
-
-func unpackRows(dst []int8, lo, hi []byte, hbits int, min int8, k int) {
-	unpackRowsGeneric(dst, lo, hi, hbits, min, k)
-}
-
-// slabKernels, fusedUnpack: no quantised slab kernels; band.axpySlab
-// reports false and matmulPanel goes piece by piece.
-const slabKernels, fusedUnpack = false, false
-
-func axpySlabQ4Kernel(y []float32, ldy int, x []float32, ldx int, q4 []byte, s, o []float32, min int8, group, m, k int) {
-	panic("axpySlabQ4Kernel: no slab kernel in this build")
-}
-
-func axpySlabQHKernel(y []float32, ldy int, x []float32, ldx int, lo, hi []byte, s, o []float32, buf []int8, hbits int, min int8, group, m, k int) {
-	panic("axpySlabQHKernel: no slab kernel in this build")
-}
-
-func axpySlabQKernel(y []float32, ldy int, x []float32, ldx int, q8 []int8, s, o []float32, group, m, k int) {
-	panic("axpySlabQKernel: no slab kernel in this build")
-}
 
 func gelu(x []float32) { geluGeneric(x) }
 
 func expShifted(dst []float64, src []float32, sub float32) { expShiftedGeneric(dst, src, sub) }
+
+func limbSlab(w *quant, y []float32, rec []byte, s, o []float32, j0 int) {
+	w.limbSlabGeneric(y, rec, s, o, j0)
+}

@@ -37,6 +37,10 @@ func MatMulAcc(dst, x []float32, w Matrix, M, K, N int) {
 // matmul is MatMulAcc, or with zero dst = x·w: each worker clears its
 // own columns of dst just before adding to them, while they are in cache.
 func matmul(dst, x []float32, w Matrix, M, K, N int, zero bool) {
+	if w.q != nil {
+		w.q.matmul(dst, x, M, K, N, zero)
+		return
+	}
 	cols := func(j0, j1 int) {
 		if zero {
 			for i := range M {
@@ -88,14 +92,11 @@ const colChunk = 192
 func matmulCols(dst, x []float32, w Matrix, M, K, N, j0, j1 int) {
 	n := j1 - j0
 	maxPanel := panelMaxRows
-	if w.q != nil || w.s != nil {
+	if w.s != nil {
 		maxPanel = slabPanelMaxRows
 	}
 	tiles := M > maxPanel && hasTileKernel
 	switch {
-	case w.q != nil && !tiles:
-		w.q.matmulPanel(dst, x, M, K, N, j0, j1)
-		return
 	case w.s != nil && !tiles:
 		w.s.matmulPanel(dst, x, M, K, N, j0, j1)
 		return
@@ -103,7 +104,7 @@ func matmulCols(dst, x []float32, w Matrix, M, K, N, j0, j1 int) {
 	acc := getScratch(M * n)
 	defer scratch.Put(acc)
 	var buf *[]float32
-	if (w.f16 != nil || w.q != nil || w.s != nil) && tiles {
+	if (w.f16 != nil || w.s != nil) && tiles {
 		buf = getScratch(min(kSum, K) * n)
 		defer scratch.Put(buf)
 	}
@@ -127,9 +128,6 @@ func matmulCols(dst, x []float32, w Matrix, M, K, N, j0, j1 int) {
 		var wb []float32
 		ldw := N
 		switch {
-		case w.q != nil:
-			w.q.dequant(*buf, k0, j0, kk, n)
-			wb, ldw = *buf, n
 		case w.s != nil:
 			w.s.gather(*buf, k0, j0, kk, n)
 			wb, ldw = *buf, n

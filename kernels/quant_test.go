@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"github.com/llorch/llorch-check/internal/ggmlnum"
@@ -194,24 +195,10 @@ func TestQuantBytes(t *testing.T) {
 	}
 }
 
-// TestUnpackAndScaleRows: the vector kernels that unpack 5- and 6-bit
-// rows and form factored scales give the generic code's bytes and bits.
-func TestUnpackAndScaleRows(t *testing.T) {
+// TestScaleRows: the vector kernel that forms factored scales gives the
+// generic code's bits.
+func TestScaleRows(t *testing.T) {
 	r := rand.New(rand.NewPCG(5, 6))
-	for _, hbits := range []int{1, 2} {
-		const k = 37
-		lo, hi := make([]byte, k*slab/2), make([]byte, k*slab*hbits/8)
-		for i := range lo {
-			lo[i] = byte(r.IntN(256))
-		}
-		for i := range hi {
-			hi[i] = byte(r.IntN(256))
-		}
-		got, want := make([]int8, k*slab), make([]int8, k*slab)
-		unpackRows(got, lo, hi, hbits, -32, k)
-		unpackRowsGeneric(want, lo, hi, hbits, -32, k)
-		require.Equal(t, want, got, "hbits %d", hbits)
-	}
 	d, a := make([]uint16, slab), make([]int8, 9*slab)
 	for i := range d {
 		d[i] = ggmlnum.Float32To16(float32(r.NormFloat64()))
@@ -226,28 +213,85 @@ func TestUnpackAndScaleRows(t *testing.T) {
 	require.Equal(t, want, got)
 }
 
-// TestQuantMatMulSameBits: a quantised matrix gives, on every kernel path
-// (panel and tile, serial and parallel, ragged column edges, groups of 16
-// and 32, with and without offsets), the bits of float32 weights holding
-// its values.
-func TestQuantMatMulSameBits(t *testing.T) {
+// quantShapes are the products the quantised tests run: decode, batches,
+// prefill, ragged last slabs, several column chunks, groups of 16 and 32.
+var quantShapes = []struct{ M, K, N, group int }{
+	{1, 32, 17, 32}, {1, 768, 2304, 32}, {2, 320, 515, 16}, {3, 64, 64, 32}, {1, 64, 100, 32},
+	{3, 96, 160, 16}, {4, 256, 200, 32}, {5, 128, 97, 16}, {8, 768, 768, 32}, {13, 288, 531, 32},
+	{128, 96, 384, 16},
+}
+
+// TestQuantMatMulFloat32Class: a limb product's error against the float64
+// product of the weights' values is float32's: its RMS over each type's
+// outputs is within 1.5x of float32 weights holding the same values (the
+// kernels' arithmetic before limbs), and every output is within the
+// rounding bound of its terms: 2^-23 of each group's largest activation
+// for the limbs' rounding, K float32 roundings of Σ|x·w| for the sums.
+func TestQuantMatMulFloat32Class(t *testing.T) {
 	r := rand.New(rand.NewPCG(13, 14))
-	for _, s := range []struct{ M, K, N, group int }{
-		{1, 32, 17, 32}, {1, 768, 2304, 32}, {2, 320, 515, 16}, {3, 64, 64, 32}, {1, 64, 100, 32},
-		{3, 96, 160, 16}, {4, 256, 200, 32}, {5, 128, 97, 16}, {8, 768, 768, 32}, {13, 288, 531, 32},
-		{128, 96, 384, 16},
-	} {
+	const u = 1.0 / (1 << 24)
+	for _, c := range typeCases {
+		var errLimbs, errFloat float64
+		for _, s := range quantShapes {
+			n := randomQuant(r, s.N, s.K, s.group, c.offset, c.bits)
+			x := randSlice(r, s.M*s.K)
+			got, f32 := randSlice(r, s.M*s.N), make([]float32, s.M*s.N)
+			copy(f32, got)
+			want, bound := make([]float64, s.M*s.N), make([]float64, s.M*s.N)
+			vals := n.transposed()
+			big := make([]float64, s.M*s.K/32) // each group's largest |x|
+			for i, v := range x {
+				big[i/32] = math.Max(big[i/32], math.Abs(float64(v)))
+			}
+			for i := range s.M {
+				for j := range s.N {
+					acc, abs, lost := float64(got[i*s.N+j]), math.Abs(float64(got[i*s.N+j])), 0.0
+					for k := range s.K {
+						p := float64(x[i*s.K+k]) * float64(vals[k*s.N+j])
+						acc += p
+						abs += math.Abs(p)
+						lost += big[(i*s.K+k)/32] * math.Abs(float64(vals[k*s.N+j]))
+					}
+					want[i*s.N+j], bound[i*s.N+j] = acc, 2*u*lost+float64(s.K)*u*abs
+				}
+			}
+			MatMulAcc(got, x, n.matrix(t, false), s.M, s.K, s.N)
+			MatMulAcc(f32, x, Float32(vals), s.M, s.K, s.N)
+			for i := range want {
+				if d := math.Abs(float64(got[i]) - want[i]); d > bound[i] {
+					t.Fatalf("%+v offset=%t bits=%d [%d]: got %g, want %g, |error| %.3g beyond the bound %.3g", s, c.offset, c.bits.Bits, i, got[i], want[i], d, bound[i])
+				}
+				errLimbs += math.Pow(float64(got[i])-want[i], 2)
+				errFloat += math.Pow(float64(f32[i])-want[i], 2)
+			}
+		}
+		ratio := math.Sqrt(errLimbs / errFloat)
+		t.Logf("offset=%t bits=%d: RMS error %.3gx float32 weights'", c.offset, c.bits.Bits, ratio)
+		require.Less(t, ratio, 1.5, "offset=%t bits=%d", c.offset, c.bits.Bits)
+	}
+}
+
+// TestQuantMatMulRowsIndependent: each row of a product gets the bits it
+// gets alone, whatever the rows beside it, serial or parallel, and
+// the overwrite (MatMulT's) is MatMulAcc's sum from zero.
+func TestQuantMatMulRowsIndependent(t *testing.T) {
+	r := rand.New(rand.NewPCG(17, 18))
+	for _, s := range quantShapes {
 		for _, c := range typeCases {
-			name := fmt.Sprintf("%dx%dx%d/g%d/offset=%t/bits=%d", s.M, s.K, s.N, s.group, c.offset, c.bits.Bits)
-			t.Run(name, func(t *testing.T) {
-				n := randomQuant(r, s.N, s.K, s.group, c.offset, c.bits)
-				x := randSlice(r, s.M*s.K)
-				got, want := randSlice(r, s.M*s.N), make([]float32, s.M*s.N)
-				copy(want, got)
-				MatMulAcc(got, x, n.matrix(t, false), s.M, s.K, s.N)
-				MatMulAcc(want, x, Float32(n.transposed()), s.M, s.K, s.N)
-				require.Equal(t, want, got)
-			})
+			n := randomQuant(r, s.N, s.K, s.group, c.offset, c.bits)
+			w := n.matrix(t, false)
+			x, dst := randSlice(r, s.M*s.K), randSlice(r, s.M*s.N)
+			all := slices.Clone(dst)
+			MatMulAcc(all, x, w, s.M, s.K, s.N)
+			for i := range s.M {
+				one := slices.Clone(dst[i*s.N : (i+1)*s.N])
+				MatMulAcc(one, x[i*s.K:(i+1)*s.K], w, 1, s.K, s.N)
+				require.Equal(t, one, all[i*s.N:(i+1)*s.N], "%+v bits=%d row %d", s, c.bits.Bits, i)
+			}
+			zero, acc := randSlice(r, s.M*s.N), make([]float32, s.M*s.N)
+			matmul(zero, x, w, s.M, s.K, s.N, true)
+			MatMulAcc(acc, x, w, s.M, s.K, s.N)
+			require.Equal(t, acc, zero)
 		}
 	}
 }

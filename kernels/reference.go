@@ -102,50 +102,75 @@ func scaleRowsGeneric(dst []float32, d []uint16, a []int8, n int) {
 	}
 }
 
-// dequantGeneric is the reference semantics of the dequantisation kernels
-// (dequantPieceKernel, dequantPiece4Kernel): dst[r*ldd+j] = ggml's float
-// for the integer at row r, column c+j (int8 rows q8 a slab apart or, q8
-// nil, nibble rows q4 slab/2 apart, + min) with scale s[c+j] and offset
-// o[c+j] (o nil: none), for r < rows, j < n: rows of one group.
-func dequantGeneric(dst []float32, ldd int, q8 []int8, q4 []byte, min int8, s, o []float32, c, rows, n int) {
-	for r := range rows {
-		d := dst[r*ldd : r*ldd+n]
-		for j := range d {
-			var q int8
-			if q8 != nil {
-				q = q8[r*slab+c+j]
-			} else {
-				q = int8(packed(q4[r*slab/2:], nil, 0, c+j)) + min
+// limbSlabGeneric is the reference semantics of the limb kernels: y[c] +=
+// the limb product of one row's records rec with column c of the slab at
+// column j0, for c < slab; s and o (nil without offsets) hold the slab's
+// formed scales and offsets, a row of slab per weight group.
+func (w *quant) limbSlabGeneric(y []float32, rec []byte, s, o []float32, j0 int) {
+	var acc [slab]float32
+	var q [limbRows][slab]int8
+	var packed [limbRows]int64
+	size := w.g.Size
+	for a := range w.k / limbRows {
+		r := rec[a*limbRecord : (a+1)*limbRecord]
+		for i := range limbRows {
+			packed[i] = int64(int8(r[i]))<<42 + int64(int8(r[32+i]))<<21 + int64(int8(r[64+i]))
+			for c := range slab {
+				q[i][c] = w.integer(a*limbRows+i, j0+c)
 			}
-			var oj float32
-			if o != nil {
-				oj = o[c+j]
-			}
-			d[j] = ggmlnum.GroupValue(q, s[c+j], oj, o != nil)
 		}
+		scale := getF32(r, recScale)
+		for g := range limbRows / size {
+			wg := a*limbRows/size + g
+			sum := getF32(r, recSum0+4*g)
+			for c := range slab {
+				var S int64
+				for i := g * size; i < (g+1)*size; i++ {
+					S += packed[i] * int64(q[i][c])
+				}
+				L := S << 43 >> 43
+				S = (S - L) >> 21
+				M := S << 43 >> 43
+				H := (S - M) >> 21
+				t := float32(float64(M)*256 + float64(L)) // exact, then rounded once
+				t = float32(float64(H)*65536 + float64(t))
+				acc[c] = fma32(t, s[wg*slab+c]*scale, acc[c])
+				if o != nil {
+					acc[c] = fma32(sum, o[wg*slab+c], acc[c])
+				}
+			}
+		}
+	}
+	for c := range y[:slab] {
+		y[c] += acc[c]
 	}
 }
 
-// unpackRowsGeneric: dst row r = the k rows' integers from their nibbles
-// lo and higher bits hi (hbits each; none, and hi nil, for 4 bits), + min.
-func unpackRowsGeneric(dst []int8, lo, hi []byte, hbits int, min int8, k int) {
-	hw := slab * hbits / 8
-	for r := range k {
-		for c := range slab {
-			dst[r*slab+c] = int8(packed(lo[r*slab/2:], hi[r*hw:], hbits, c)) + min
-		}
+// fma32 is a·b + c rounded once to float32. In float64 a·b is exact but
+// the sum is rounded, and rounding that again to float32 can land on the
+// other side of a float32 tie; the sum's exact error (TwoSum) settles it.
+func fma32(a, b, c float32) float32 {
+	p, z := float64(a)*float64(b), float64(c)
+	s := p + z
+	r := float32(s)
+	if float64(r) == s || math.IsInf(s, 0) || math.IsNaN(s) {
+		return r
 	}
-}
-
-// packed is column c's stored integer (q − min) in a packed slab row: its
-// nibble from lo and, with hbits, the bits above from hi.
-func packed(lo, hi []byte, hbits, c int) byte {
-	u := lo[c%(slab/2)] >> (4 * (c / (slab / 2))) & 0xf
-	if hbits > 0 {
-		hw := slab * hbits / 8
-		u |= hi[c%hw] >> (hbits * (c / hw)) & (1<<hbits - 1) << 4
+	bb := s - p
+	e := (p - (s - bb)) + (z - bb) // s + e = p + z exactly
+	if e == 0 {
+		return r
 	}
-	return u
+	// Only a tie can round the wrong way: s halfway between r and its
+	// neighbour beyond s.
+	next := math.Nextafter32(r, float32(math.Copysign(math.Inf(1), s-float64(r))))
+	if s-float64(r) != float64(next)-s {
+		return r
+	}
+	if (e > 0) == (float64(next) > float64(r)) {
+		return next
+	}
+	return r
 }
 
 // geluArgScale is −2·√(2/π), the exponent's factor, as float64.

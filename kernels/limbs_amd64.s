@@ -1,0 +1,144 @@
+//go:build amd64 && !purego
+
+#include "textflag.h"
+
+// Limb kernels (limbs.go): y[0:64] += one row's limb product with one
+// slab, AVX-512 with VNNI. Each takes
+//
+//	func(y *float32, q *byte, rec *byte, s, o *float32, groups, half int)
+//
+// q the slab's blocks, rec the row's records (limbRecord bytes an
+// activation group), s and o the formed scale and offset rows (64 floats a
+// weight group; o nil without offsets), groups the activation groups, half
+// 1 for weight groups of 16. Z0-Z11 hold the limb sums of the four strips
+// (strip c's high, middle and low in Z(3c)..Z(3c+2)), started at the
+// record's corrections min·Σlimb, so that the stored u = q − min give the
+// sums of q; Z20-Z23 the float32 sums acc; Z15 0x0f in every byte, Z24 the
+// mask of the higher bits, Z30 256.0, Z31 65536.0, Z29 the group's
+// 2^-shift, Z28 its Σx̃·2^-shift.
+
+#define ARGS(hmask) \
+	MOVL $hmask, AX; VPBROADCASTD AX, Z24; \
+	MOVQ y+0(FP), DI; MOVQ q+8(FP), SI; MOVQ rec+16(FP), DX; MOVQ s+24(FP), R8; \
+	MOVQ o+32(FP), R9; MOVQ groups+40(FP), CX; MOVQ half+48(FP), BX; \
+	MOVL $0x0f0f0f0f, AX; VPBROADCASTD AX, Z15; \
+	MOVL $0x43800000, AX; VPBROADCASTD AX, Z30; \
+	MOVL $0x47800000, AX; VPBROADCASTD AX, Z31; \
+	VPXORD Z20, Z20, Z20; VPXORD Z21, Z21, Z21; VPXORD Z22, Z22, Z22; VPXORD Z23, Z23, Z23
+
+// INIT starts the twelve sums at the corrections at off in the record.
+#define INIT(off) \
+	VPBROADCASTD off(DX), Z0; VPBROADCASTD off+4(DX), Z1; VPBROADCASTD off+8(DX), Z2; \
+	VMOVDQA64 Z0, Z3; VMOVDQA64 Z1, Z4; VMOVDQA64 Z2, Z5; \
+	VMOVDQA64 Z0, Z6; VMOVDQA64 Z1, Z7; VMOVDQA64 Z2, Z8; \
+	VMOVDQA64 Z0, Z9; VMOVDQA64 Z1, Z10; VMOVDQA64 Z2, Z11
+
+// QUAD adds the integers w of rows 4i..4i+3 (i = lo/4) times their limbs.
+#define QUAD(w, lo, ah, am, al) \
+	VPDPBUSD.BCST lo(DX), w, ah; VPDPBUSD.BCST lo+32(DX), w, am; VPDPBUSD.BCST lo+64(DX), w, al
+
+// NIB loads an oct's strip and splits its nibbles: rows 8o..8o+3 in Z13,
+// 8o+4..8o+7 in Z14.
+#define NIB(off) \
+	VMOVDQU64 off(SI), Z12; VPANDD Z15, Z12, Z13; VPSRLW $4, Z12, Z14; VPANDD Z15, Z14, Z14
+
+// HB puts the higher bits of h, shifted (the word shift moves no bit of
+// one byte into the other's masked bits), beside the nibbles in dst.
+#define HB(sh, n, h, dst) \
+	sh $n, h, Z25; VPTERNLOGD $0xF8, Z24, Z25, dst
+
+// OCT4: oct o of a 4-bit block, all four strips.
+#define STRIP4(o, c, ah, am, al) \
+	NIB(o*256+c*64); QUAD(Z13, 8*o, ah, am, al); QUAD(Z14, 8*o+4, ah, am, al)
+#define OCT4(o) \
+	STRIP4(o, 0, Z0, Z1, Z2); STRIP4(o, 1, Z3, Z4, Z5); STRIP4(o, 2, Z6, Z7, Z8); STRIP4(o, 3, Z9, Z10, Z11)
+
+// OCTH: oct o with higher bits from Z16-Z19, the low quad's shifted by
+// (sa, na), the high quad's by (sb, nb).
+#define STRIPH(o, c, h, sa, na, sb, nb, ah, am, al) \
+	NIB(o*256+c*64); HB(sa, na, h, Z13); HB(sb, nb, h, Z14); \
+	QUAD(Z13, 8*o, ah, am, al); QUAD(Z14, 8*o+4, ah, am, al)
+#define OCTH(o, sa, na, sb, nb) \
+	STRIPH(o, 0, Z16, sa, na, sb, nb, Z0, Z1, Z2); STRIPH(o, 1, Z17, sa, na, sb, nb, Z3, Z4, Z5); \
+	STRIPH(o, 2, Z18, sa, na, sb, nb, Z6, Z7, Z8); STRIPH(o, 3, Z19, sa, na, sb, nb, Z9, Z10, Z11)
+
+// HIGH loads the four strips' planes of higher bits at off.
+#define HIGH(off) \
+	VMOVDQU64 off(SI), Z16; VMOVDQU64 off+64(SI), Z17; VMOVDQU64 off+128(SI), Z18; VMOVDQU64 off+192(SI), Z19
+
+// Five bits: row 4i+b's fifth bit is bit i of byte b.
+#define OCT5(o) OCTH(o, VPSLLW, 4-2*o, VPSLLW, 3-2*o)
+#define OCT5R(o) OCTH(o, VPSRLW, 2*o-4, VPSRLW, 2*o-3)
+
+// Six bits: in half h's plane, row 16h+4i+b's two bits are bits 2i, 2i+1
+// of byte b.
+#define OCT6A(o) OCTH(o, VPSLLW, 4, VPSLLW, 2)
+#define OCT6B(o) OCTH(o, VPSLLW, 0, VPSRLW, 2)
+
+// QUADS8: quad 2o+j of an 8-bit block, all four strips.
+#define STRIP8(o, j, c, ah, am, al) VMOVDQU64 o*512+j*256+c*64(SI), Z13; QUAD(Z13, 8*o+4*j, ah, am, al)
+#define QUADS8(o, j) \
+	STRIP8(o, j, 0, Z0, Z1, Z2); STRIP8(o, j, 1, Z3, Z4, Z5); STRIP8(o, j, 2, Z6, Z7, Z8); STRIP8(o, j, 3, Z9, Z10, Z11)
+
+// FIN joins a weight group's sums and adds them to acc: t = 65536·H +
+// (256·M + L), acc = fma(t, s·2^-shift, acc), acc = fma(Σ, o, acc); the
+// sum at off in the record.
+#define JOIN(c, ah, am, al, y) \
+	VCVTDQ2PS al, al; VCVTDQ2PS am, am; VCVTDQ2PS ah, ah; \
+	VFMADD213PS al, Z30, am; VFMADD213PS am, Z31, ah; \
+	VMULPS c*64(R8), Z29, Z27; VFMADD231PS Z27, ah, y
+#define OFFS(c, y) VFMADD231PS c*64(R9), Z28, y
+#define FIN(off) \
+	JOIN(0, Z0, Z1, Z2, Z20); JOIN(1, Z3, Z4, Z5, Z21); JOIN(2, Z6, Z7, Z8, Z22); JOIN(3, Z9, Z10, Z11, Z23); \
+	ADDQ $256, R8; TESTQ R9, R9; JZ 7(PC); \
+	VBROADCASTSS off(DX), Z28; OFFS(0, Z20); OFFS(1, Z21); OFFS(2, Z22); OFFS(3, Z23); ADDQ $256, R9
+
+#define DONE \
+	VADDPS (DI), Z20, Z20; VADDPS 64(DI), Z21, Z21; VADDPS 128(DI), Z22, Z22; VADDPS 192(DI), Z23, Z23; \
+	VMOVUPS Z20, (DI); VMOVUPS Z21, 64(DI); VMOVUPS Z22, 128(DI); VMOVUPS Z23, 192(DI); \
+	VZEROUPPER; RET
+
+// GROUPS is a kernel's loop over the activation groups, written once:
+// HIGH0 and HIGH1 load the higher bits before octs 0 and 2 (if any), O0..O3
+// are the macros that add oct 0..3's products (for 8 bits, an "oct" is two
+// quads), bytes is a block's size. With half set, the
+// first two octs are one weight group and the last two another.
+#define GROUPS(group, whole, next, HIGH0, O0, O1, HIGH1, O2, O3, bytes) \
+group: \
+	VBROADCASTSS 120(DX), Z29; HIGH0; INIT(96); O0(0); O1(1); HIGH1; \
+	TESTQ BX, BX; JZ whole; \
+	FIN(124); INIT(108); O2(2); O3(3); FIN(128); JMP next; \
+whole: \
+	O2(2); O3(3); FIN(124); \
+next: \
+	ADDQ $bytes, SI; ADDQ $160, DX; DECQ CX; JNZ group; \
+	DONE
+
+// Record offsets (limbs.go): corrections 96 and 108, scale 120, sums 124
+// and 128; a record is 160 bytes.
+
+#define NOHIGH
+#define HIGH5 HIGH(1024)
+#define HIGH6A HIGH(1024)
+#define HIGH6B HIGH(1280)
+#define OCT8(o) QUADS8(o, 0); QUADS8(o, 1)
+
+// func limbsQ4AVX512(y *float32, q *byte, rec *byte, s, o *float32, groups, half int)
+TEXT ·limbsQ4AVX512(SB), NOSPLIT, $0-56
+	ARGS(0)
+	GROUPS(q4group, q4whole, q4next, NOHIGH, OCT4, OCT4, NOHIGH, OCT4, OCT4, 1024)
+
+// func limbsQ5AVX512(y *float32, q *byte, rec *byte, s, o *float32, groups, half int)
+TEXT ·limbsQ5AVX512(SB), NOSPLIT, $0-56
+	ARGS(0x10101010)
+	GROUPS(q5group, q5whole, q5next, HIGH5, OCT5, OCT5, NOHIGH, OCT5R, OCT5R, 1280)
+
+// func limbsQ6AVX512(y *float32, q *byte, rec *byte, s, o *float32, groups, half int)
+TEXT ·limbsQ6AVX512(SB), NOSPLIT, $0-56
+	ARGS(0x30303030)
+	GROUPS(q6group, q6whole, q6next, HIGH6A, OCT6A, OCT6B, HIGH6B, OCT6A, OCT6B, 1536)
+
+// func limbsQ8AVX512(y *float32, q *byte, rec *byte, s, o *float32, groups, half int)
+TEXT ·limbsQ8AVX512(SB), NOSPLIT, $0-56
+	ARGS(0)
+	GROUPS(q8group, q8whole, q8next, NOHIGH, OCT8, OCT8, NOHIGH, OCT8, OCT8, 2048)
