@@ -55,25 +55,26 @@
 
 // OCTH: oct o with higher bits from Z16-Z19, the low quad's shifted by
 // (sa, na), the high quad's by (sb, nb).
-#define STRIPH(o, c, h, sa, na, sb, nb, ah, am, al) \
-	NIB(o*256+c*64); HB(sa, na, h, Z13); HB(sb, nb, h, Z14); \
+#define STRIPH(o, at, c, h, sa, na, sb, nb, ah, am, al) \
+	NIB(at+c*64); HB(sa, na, h, Z13); HB(sb, nb, h, Z14); \
 	QUAD(Z13, 8*o, ah, am, al); QUAD(Z14, 8*o+4, ah, am, al)
-#define OCTH(o, sa, na, sb, nb) \
-	STRIPH(o, 0, Z16, sa, na, sb, nb, Z0, Z1, Z2); STRIPH(o, 1, Z17, sa, na, sb, nb, Z3, Z4, Z5); \
-	STRIPH(o, 2, Z18, sa, na, sb, nb, Z6, Z7, Z8); STRIPH(o, 3, Z19, sa, na, sb, nb, Z9, Z10, Z11)
+#define OCTH(o, at, sa, na, sb, nb) \
+	STRIPH(o, at, 0, Z16, sa, na, sb, nb, Z0, Z1, Z2); STRIPH(o, at, 1, Z17, sa, na, sb, nb, Z3, Z4, Z5); \
+	STRIPH(o, at, 2, Z18, sa, na, sb, nb, Z6, Z7, Z8); STRIPH(o, at, 3, Z19, sa, na, sb, nb, Z9, Z10, Z11)
 
 // HIGH loads the four strips' planes of higher bits at off.
 #define HIGH(off) \
 	VMOVDQU64 off(SI), Z16; VMOVDQU64 off+64(SI), Z17; VMOVDQU64 off+128(SI), Z18; VMOVDQU64 off+192(SI), Z19
 
-// Five bits: row 4i+b's fifth bit is bit i of byte b.
-#define OCT5(o) OCTH(o, VPSLLW, 4-2*o, VPSLLW, 3-2*o)
-#define OCT5R(o) OCTH(o, VPSRLW, 2*o-4, VPSRLW, 2*o-3)
+// Five bits: the plane (row 4i+b's fifth bit is bit i of byte b), then
+// the octs' nibbles.
+#define OCT5(o) OCTH(o, 256+o*256, VPSLLW, 4-2*o, VPSLLW, 3-2*o)
+#define OCT5R(o) OCTH(o, 256+o*256, VPSRLW, 2*o-4, VPSRLW, 2*o-3)
 
-// Six bits: in half h's plane, row 16h+4i+b's two bits are bits 2i, 2i+1
-// of byte b.
-#define OCT6A(o) OCTH(o, VPSLLW, 4, VPSLLW, 2)
-#define OCT6B(o) OCTH(o, VPSLLW, 0, VPSRLW, 2)
+// Six bits: half h's plane (row 16h+4i+b's two bits are bits 2i, 2i+1 of
+// byte b), then its two octs' nibbles, 768 bytes a half.
+#define OCT6A(o) OCTH(o, o*384+256, VPSLLW, 4, VPSLLW, 2)
+#define OCT6B(o) OCTH(o, o*384+128, VPSLLW, 0, VPSRLW, 2)
 
 // QUADS8: quad 2o+j of an 8-bit block, all four strips.
 #define STRIP8(o, j, c, ah, am, al) VMOVDQU64 o*512+j*256+c*64(SI), Z13; QUAD(Z13, 8*o+4*j, ah, am, al)
@@ -118,9 +119,9 @@ next: \
 // and 128; a record is 160 bytes.
 
 #define NOHIGH
-#define HIGH5 HIGH(1024)
-#define HIGH6A HIGH(1024)
-#define HIGH6B HIGH(1280)
+#define HIGH5 HIGH(0)
+#define HIGH6A HIGH(0)
+#define HIGH6B HIGH(768)
 #define OCT8(o) QUADS8(o, 0); QUADS8(o, 1)
 
 // func limbsQ4AVX512(y *float32, q *byte, rec *byte, s, o *float32, groups, half int)
