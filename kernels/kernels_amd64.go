@@ -363,9 +363,9 @@ func gelu(x []float32) {
 	geluGeneric(x[n4:])
 }
 
-// Limb products (limbs_amd64.s): AVX-512 with VNNI.
+// Limb products (limbs_amd64.s): AVX-512 with VNNI, else AVX2.
 
-// useVNNI: the limb kernels, VPDPBUSD on 512-bit vectors.
+// useVNNI: the limb kernels with VPDPBUSD on 512-bit vectors.
 var useVNNI = useAVX512BW && cpu.X86.HasAVX512VNNI
 
 //go:noescape
@@ -380,9 +380,21 @@ func limbsQ6AVX512(y *float32, q *byte, rec *byte, s, o *float32, groups, half i
 //go:noescape
 func limbsQ8AVX512(y *float32, q *byte, rec *byte, s, o *float32, groups, half int)
 
+//go:noescape
+func limbsQ4AVX2(y *float32, q *byte, rec *byte, s, o *float32, acc *float32, groups, half int)
+
+//go:noescape
+func limbsQ5AVX2(y *float32, q *byte, rec *byte, s, o *float32, acc *float32, groups, half int)
+
+//go:noescape
+func limbsQ6AVX2(y *float32, q *byte, rec *byte, s, o *float32, acc *float32, groups, half int)
+
+//go:noescape
+func limbsQ8AVX2(y *float32, q *byte, rec *byte, s, o *float32, acc *float32, groups, half int)
+
 // limbSlab is limbSlabGeneric.
 func limbSlab(w *quant, y []float32, rec []byte, s, o []float32, j0 int) {
-	if !useVNNI {
+	if !useAVX2 {
 		w.limbSlabGeneric(y, rec, s, o, j0)
 		return
 	}
@@ -398,6 +410,24 @@ func limbSlab(w *quant, y []float32, rec []byte, s, o []float32, j0 int) {
 	if o != nil {
 		_ = o[w.k/w.g.Size*slab-1]
 	}
+	var op *float32 // nil: no offsets
+	if o != nil {
+		op = &o[0]
+	}
+	if !useVNNI {
+		var acc [16]float32
+		kern := limbsQ8AVX2
+		switch w.bits {
+		case 4:
+			kern = limbsQ4AVX2
+		case 5:
+			kern = limbsQ5AVX2
+		case 6:
+			kern = limbsQ6AVX2
+		}
+		kern(&y[0], &blocks[0], &rec[0], &s[0], op, &acc[0], groups, half)
+		return
+	}
 	kern := limbsQ8AVX512
 	switch w.bits {
 	case 4:
@@ -406,10 +436,6 @@ func limbSlab(w *quant, y []float32, rec []byte, s, o []float32, j0 int) {
 		kern = limbsQ5AVX512
 	case 6:
 		kern = limbsQ6AVX512
-	}
-	var op *float32 // nil: no offsets
-	if o != nil {
-		op = &o[0]
 	}
 	kern(&y[0], &blocks[0], &rec[0], &s[0], op, groups, half)
 }

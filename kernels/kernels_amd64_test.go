@@ -32,13 +32,24 @@ func TestScaleRowsAVX2(t *testing.T) {
 	}
 }
 
-// TestLimbKernels: the VNNI limb kernels give limbSlabGeneric's bits on
+// TestLimbKernels: the AVX2 and VNNI limb kernels give limbSlabGeneric's bits on
 // every type, groups of 16 and 32, with and without offsets, ragged
 // slabs, and activations that test the split: a group of zeros, one with
 // a NaN, one with an infinity, tiny (subnormal) and huge ones.
 func TestLimbKernels(t *testing.T) {
-	if !useVNNI {
-		t.Skip("no AVX-512 VNNI on this CPU")
+	type kern struct {
+		name       string
+		avx2, vnni bool
+	}
+	var kerns []kern
+	if useAVX2 {
+		kerns = append(kerns, kern{"AVX2", true, false})
+	}
+	if useVNNI {
+		kerns = append(kerns, kern{"AVX-512 VNNI", true, true})
+	}
+	if len(kerns) == 0 {
+		t.Skip("no AVX2 on this CPU")
 	}
 	r := rand.New(rand.NewPCG(19, 20))
 	for _, s := range quantShapes {
@@ -56,17 +67,22 @@ func TestLimbKernels(t *testing.T) {
 			if len(x) >= 256 {
 				x[170], x[230] = float32(math.NaN()), float32(math.Inf(-1))
 			}
-			dst := randSlice(r, s.M*s.N)
-			want := slicesClone(dst)
-			MatMulAcc(dst, x, w, s.M, s.K, s.N)
-			useVNNI = false
+			dst0 := randSlice(r, s.M*s.N)
+			want := slicesClone(dst0)
+			avx2, vnni := useAVX2, useVNNI
+			useAVX2, useVNNI = false, false
 			MatMulAcc(want, x, w, s.M, s.K, s.N)
-			useVNNI = true
-			for i := range want {
-				if math.Float32bits(want[i]) != math.Float32bits(dst[i]) && !(math.IsNaN(float64(want[i])) && math.IsNaN(float64(dst[i]))) {
-					t.Fatalf("%+v offset=%t bits=%d [%d]: %g, want %g", s, c.offset, c.bits.Bits, i, dst[i], want[i])
+			for _, k := range kerns {
+				useAVX2, useVNNI = k.avx2, k.vnni
+				dst := slicesClone(dst0)
+				MatMulAcc(dst, x, w, s.M, s.K, s.N)
+				for i := range want {
+					if math.Float32bits(want[i]) != math.Float32bits(dst[i]) && !(math.IsNaN(float64(want[i])) && math.IsNaN(float64(dst[i]))) {
+						t.Fatalf("%s: %+v offset=%t bits=%d [%d]: %g, want %g", k.name, s, c.offset, c.bits.Bits, i, dst[i], want[i])
+					}
 				}
 			}
+			useAVX2, useVNNI = avx2, vnni
 		}
 	}
 }

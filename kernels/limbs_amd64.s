@@ -1,6 +1,7 @@
 //go:build amd64 && !purego
 
 #include "textflag.h"
+#include "limbs_amd64.h"
 
 // Limb kernels (limbs.go): y[0:64] += one row's limb product with one
 // slab, AVX-512 with VNNI. Each takes
@@ -99,26 +100,13 @@
 	VMOVUPS Z20, (DI); VMOVUPS Z21, 64(DI); VMOVUPS Z22, 128(DI); VMOVUPS Z23, 192(DI); \
 	VZEROUPPER; RET
 
-// GROUPS is a kernel's loop over the activation groups, written once:
-// HIGH0 and HIGH1 load the higher bits before octs 0 and 2 (if any), O0..O3
-// are the macros that add oct 0..3's products (for 8 bits, an "oct" is two
-// quads), bytes is a block's size. With half set, the
-// first two octs are one weight group and the last two another.
+// GROUPS is a kernel's loop over the activation groups (LIMBGROUPS),
+// then acc added to y.
+#define SCALE512 VBROADCASTSS 120(DX), Z29
 #define GROUPS(group, whole, next, HIGH0, O0, O1, HIGH1, O2, O3, bytes) \
-group: \
-	VBROADCASTSS 120(DX), Z29; HIGH0; INIT(96); O0(0); O1(1); HIGH1; \
-	TESTQ BX, BX; JZ whole; \
-	FIN(124); INIT(108); O2(2); O3(3); FIN(128); JMP next; \
-whole: \
-	O2(2); O3(3); FIN(124); \
-next: \
-	ADDQ $bytes, SI; ADDQ $160, DX; DECQ CX; JNZ group; \
+	LIMBGROUPS(group, whole, next, SCALE512, INIT, FIN, HIGH0, O0, O1, HIGH1, O2, O3, bytes); \
 	DONE
 
-// Record offsets (limbs.go): corrections 96 and 108, scale 120, sums 124
-// and 128; a record is 160 bytes.
-
-#define NOHIGH
 #define HIGH5 HIGH(0)
 #define HIGH6A HIGH(0)
 #define HIGH6B HIGH(768)

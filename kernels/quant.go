@@ -206,6 +206,30 @@ func (w *quant) integer(k, j int) int8 {
 	return int8(u) + w.min
 }
 
+// unpackBlock writes a block's integers, row by row.
+func (w *quant) unpackBlock(q *[limbRows][slab]int8, blk []byte) {
+	for r := range limbRows {
+		at0, high, hat0, hshift := w.place(r, 0)
+		for c := range slab {
+			lane := c/16*64 + c%16*4 // place's offset of column c over column 0's
+			u := blk[at0+lane]
+			switch {
+			case w.bits == 8:
+				q[r][c] = int8(u + byte(w.min))
+				continue
+			case high:
+				u >>= 4
+			default:
+				u &= 0xf
+			}
+			if w.bits > 4 {
+				u |= blk[hat0+lane] >> hshift & (1<<(w.bits-4) - 1) << 4
+			}
+			q[r][c] = int8(u) + w.min
+		}
+	}
+}
+
 // blockIndex is the index in d and dm of storage row k's block, column j.
 func (w *quant) blockIndex(k, j int) int {
 	return (j/slab*(w.k/w.g.Super)+k/w.g.Super)*slab + j%slab

@@ -317,12 +317,17 @@ func TestQuantMatMulT(t *testing.T) {
 	}
 }
 
+// BenchmarkMatmulDecodeQuant: a decode step's product with GPT-2's c_fc
+// shape, every integer width (6 bits in Q6_K's groups of 16 too).
 func BenchmarkMatmulDecodeQuant(b *testing.B) {
-	for _, bits := range []ggmlnum.Groups{sixBits, fiveBits, fourBits, eightBits} {
-		b.Run(fmt.Sprintf("bits=%d", bits.Bits), func(b *testing.B) {
+	for _, c := range []struct {
+		bits  ggmlnum.Groups
+		group int
+	}{{sixBits, 16}, {sixBits, 32}, {fiveBits, 32}, {fourBits, 32}, {eightBits, 32}} {
+		b.Run(fmt.Sprintf("bits=%d/g%d", c.bits.Bits, c.group), func(b *testing.B) {
 			r := rand.New(rand.NewPCG(1, 1))
 			const K, N = 768, 3072
-			n := randomQuant(r, N, K, 32, false, bits)
+			n := randomQuant(r, N, K, c.group, false, c.bits)
 			w := n.matrix(b, false)
 			x, dst := randSlice(r, K), make([]float32, N)
 			for b.Loop() {

@@ -113,11 +113,9 @@ func (w *quant) limbSlabGeneric(y []float32, rec []byte, s, o []float32, j0 int)
 	size := w.g.Size
 	for a := range w.k / limbRows {
 		r := rec[a*limbRecord : (a+1)*limbRecord]
+		w.unpackBlock(&q, w.block(a*limbRows, j0))
 		for i := range limbRows {
 			packed[i] = int64(int8(r[i]))<<42 + int64(int8(r[32+i]))<<21 + int64(int8(r[64+i]))
-			for c := range slab {
-				q[i][c] = w.integer(a*limbRows+i, j0+c)
-			}
 		}
 		scale := getF32(r, recScale)
 		for g := range limbRows / size {

@@ -1,0 +1,138 @@
+//go:build amd64 && !purego
+
+#include "textflag.h"
+#include "limbs_amd64.h"
+
+// The AVX2 kernels: the same products for CPUs without AVX-512 VNNI, one
+// 16-column strip at a time (two 8-lane halves), VPMADDUBSW and VPMADDWD
+// (by ones) in place of VPDPBUSD: the byte products' pair sums fit int16
+// exactly for integers below 64 (2·63·128 < 2^15), so 8-bit integers go
+// in as their two nibbles, the high one's sums weighted by 16. Each takes
+//
+//	func(y *float32, q *byte, rec *byte, s, o *float32, acc *float32, groups, half int)
+//
+// acc 16 floats of scratch. Y0-Y5 hold the limb sums (half 0's high,
+// middle, low in Y0-Y2, half 1's in Y3-Y5), Y6-Y8 a quad's three limbs
+// broadcast, Y9 and Y10 its integers, Y12 ones (int16), Y13 0x0f in every
+// byte, Y14 and Y15 a loaded oct. R15 counts the strips, R10 is the
+// strip's byte offset (16 columns: 64 bytes of a vector and of a row of
+// floats alike).
+
+#define ARGS2 \
+	MOVL $0x00010001, AX; MOVQ AX, X12; VPBROADCASTD X12, Y12; \
+	MOVL $0x0f0f0f0f, AX; MOVQ AX, X13; VPBROADCASTD X13, Y13; \
+	MOVQ half+56(FP), BX; XORQ R10, R10; MOVQ $4, R15
+
+// STRIP2 sets up strip R10's pass: SI at its integers, DX at the records,
+// R8 (R9) at its scales (offsets), CX the groups, acc zeroed.
+#define STRIP2 \
+	MOVQ q+8(FP), SI; ADDQ R10, SI; MOVQ rec+16(FP), DX; \
+	MOVQ s+24(FP), R8; ADDQ R10, R8; MOVQ o+32(FP), R9; TESTQ R9, R9; JZ 2(PC); ADDQ R10, R9; \
+	MOVQ groups+48(FP), CX; MOVQ acc+40(FP), DI; \
+	VPXOR Y6, Y6, Y6; VMOVUPS Y6, (DI); VMOVUPS Y6, 32(DI)
+
+// INIT2 starts the six sums at the corrections at off in the record.
+#define INIT2(off) \
+	VPBROADCASTD off(DX), Y0; VPBROADCASTD off+4(DX), Y1; VPBROADCASTD off+8(DX), Y2; \
+	VMOVDQU Y0, Y3; VMOVDQU Y1, Y4; VMOVDQU Y2, Y5
+
+// LIMBS2 broadcasts the limbs of rows 4i..4i+3 (lo = 4i).
+#define LIMBS2(lo) VPBROADCASTD lo(DX), Y6; VPBROADCASTD lo+32(DX), Y7; VPBROADCASTD lo+64(DX), Y8
+
+// DOT2 adds u·limb for the integers in Y9 (half 0) and Y10 (half 1), the
+// pair sums widened by wt (ones, or a memory operand of 16s).
+#define DOT1(u, l, wt, a) VPMADDUBSW l, u, Y11; VPMADDWD wt, Y11, Y11; VPADDD Y11, a, a
+#define DOT2(wt) \
+	DOT1(Y9, Y6, wt, Y0); DOT1(Y9, Y7, wt, Y1); DOT1(Y9, Y8, wt, Y2); \
+	DOT1(Y10, Y6, wt, Y3); DOT1(Y10, Y7, wt, Y4); DOT1(Y10, Y8, wt, Y5)
+
+// LO2, HI2: the low and high nibbles of the oct in Y14, Y15.
+#define LO2 VPAND Y13, Y14, Y9; VPAND Y13, Y15, Y10
+#define HI2 VPSRLW $4, Y14, Y9; VPAND Y13, Y9, Y9; VPSRLW $4, Y15, Y10; VPAND Y13, Y10, Y10
+
+// OCTLOAD2 loads the strip's oct at off.
+#define OCTLOAD2(off) VMOVDQU off(SI), Y14; VMOVDQU off+32(SI), Y15
+
+// HB2 puts the higher bits of the plane at off (both halves), shifted and
+// masked by hmask, beside the nibbles in Y9 and Y10.
+#define HB2(off, sh, n, hmask) \
+	VMOVDQU off(SI), Y11; sh $n, Y11, Y11; VPAND hmask, Y11, Y11; VPOR Y11, Y9, Y9; \
+	VMOVDQU off+32(SI), Y11; sh $n, Y11, Y11; VPAND hmask, Y11, Y11; VPOR Y11, Y10, Y10
+
+#define OCT4AVX2(o) OCTLOAD2(o*256); LO2; LIMBS2(8*o); DOT2(Y12); HI2; LIMBS2(8*o+4); DOT2(Y12)
+#define OCT8AVX2(o) \
+	OCTLOAD2(o*512); LIMBS2(8*o); LO2; DOT2(Y12); HI2; DOT2(limbSixteens<>(SB)); \
+	OCTLOAD2(o*512+256); LIMBS2(8*o+4); LO2; DOT2(Y12); HI2; DOT2(limbSixteens<>(SB))
+#define OCTHAVX2(o, at, plane, hmask, sa, na, sb, nb) \
+	OCTLOAD2(at); LO2; HB2(plane, sa, na, hmask); LIMBS2(8*o); DOT2(Y12); \
+	HI2; HB2(plane, sb, nb, hmask); LIMBS2(8*o+4); DOT2(Y12)
+#define OCT5AVX2(o) OCTHAVX2(o, 256+o*256, 0, limbBit4<>(SB), VPSLLW, 4-2*o, VPSLLW, 3-2*o)
+#define OCT5RAVX2(o) OCTHAVX2(o, 256+o*256, 0, limbBit4<>(SB), VPSRLW, 2*o-4, VPSRLW, 2*o-3)
+#define OCT6AAVX2(o) OCTHAVX2(o, o*384+256, o*384, limbBits45<>(SB), VPSLLW, 4, VPSLLW, 2)
+#define OCT6BAVX2(o) OCTHAVX2(o, o*384+128, o*384-384, limbBits45<>(SB), VPSLLW, 0, VPSRLW, 2)
+
+// FIN2 joins a weight group's sums (half h in Y(3h)..Y(3h+2)) and adds
+// them to acc, as FIN.
+#define JOIN2(h, ah, am, al) \
+	VCVTDQ2PS al, al; VCVTDQ2PS am, am; VCVTDQ2PS ah, ah; \
+	VBROADCASTSS limbC256<>(SB), Y11; VFMADD213PS al, Y11, am; \
+	VBROADCASTSS limbC65536<>(SB), Y11; VFMADD213PS am, Y11, ah; \
+	VBROADCASTSS 120(DX), Y11; VMULPS h*32(R8), Y11, Y11; \
+	VMOVUPS h*32(DI), Y6; VFMADD231PS Y11, ah, Y6; VMOVUPS Y6, h*32(DI)
+#define OFFS2(h) VMOVUPS h*32(DI), Y6; VFMADD231PS h*32(R9), Y11, Y6; VMOVUPS Y6, h*32(DI)
+#define FIN2(off) \
+	JOIN2(0, Y0, Y1, Y2); JOIN2(1, Y3, Y4, Y5); \
+	ADDQ $256, R8; TESTQ R9, R9; JZ 9(PC); \
+	VBROADCASTSS off(DX), Y11; OFFS2(0); OFFS2(1); ADDQ $256, R9
+
+// GROUPS2 is GROUPS for one strip, then the strip's acc added to y and
+// the next strip.
+#define GROUPS2(strip, group, whole, next, O0, O1, O2, O3, bytes) \
+strip: \
+	STRIP2; \
+	LIMBGROUPS(group, whole, next, NOHIGH, INIT2, FIN2, NOHIGH, O0, O1, NOHIGH, O2, O3, bytes); \
+	MOVQ y+0(FP), AX; ADDQ R10, AX; \
+	VMOVUPS (DI), Y6; VADDPS (AX), Y6, Y6; VMOVUPS Y6, (AX); \
+	VMOVUPS 32(DI), Y6; VADDPS 32(AX), Y6, Y6; VMOVUPS Y6, 32(AX); \
+	ADDQ $64, R10; DECQ R15; JNZ strip; \
+	VZEROUPPER; RET
+
+DATA limbSixteens<>+0(SB)/8, $0x0010001000100010
+DATA limbSixteens<>+8(SB)/8, $0x0010001000100010
+DATA limbSixteens<>+16(SB)/8, $0x0010001000100010
+DATA limbSixteens<>+24(SB)/8, $0x0010001000100010
+GLOBL limbSixteens<>(SB), RODATA|NOPTR, $32
+DATA limbBit4<>+0(SB)/8, $0x1010101010101010
+DATA limbBit4<>+8(SB)/8, $0x1010101010101010
+DATA limbBit4<>+16(SB)/8, $0x1010101010101010
+DATA limbBit4<>+24(SB)/8, $0x1010101010101010
+GLOBL limbBit4<>(SB), RODATA|NOPTR, $32
+DATA limbBits45<>+0(SB)/8, $0x3030303030303030
+DATA limbBits45<>+8(SB)/8, $0x3030303030303030
+DATA limbBits45<>+16(SB)/8, $0x3030303030303030
+DATA limbBits45<>+24(SB)/8, $0x3030303030303030
+GLOBL limbBits45<>(SB), RODATA|NOPTR, $32
+DATA limbC256<>+0(SB)/4, $0x43800000
+GLOBL limbC256<>(SB), RODATA|NOPTR, $4
+DATA limbC65536<>+0(SB)/4, $0x47800000
+GLOBL limbC65536<>(SB), RODATA|NOPTR, $4
+
+// func limbsQ4AVX2(y *float32, q *byte, rec *byte, s, o *float32, acc *float32, groups, half int)
+TEXT ·limbsQ4AVX2(SB), NOSPLIT, $0-64
+	ARGS2
+	GROUPS2(q4strip, q4group, q4whole, q4next, OCT4AVX2, OCT4AVX2, OCT4AVX2, OCT4AVX2, 1024)
+
+// func limbsQ5AVX2(y *float32, q *byte, rec *byte, s, o *float32, acc *float32, groups, half int)
+TEXT ·limbsQ5AVX2(SB), NOSPLIT, $0-64
+	ARGS2
+	GROUPS2(q5strip, q5group, q5whole, q5next, OCT5AVX2, OCT5AVX2, OCT5RAVX2, OCT5RAVX2, 1280)
+
+// func limbsQ6AVX2(y *float32, q *byte, rec *byte, s, o *float32, acc *float32, groups, half int)
+TEXT ·limbsQ6AVX2(SB), NOSPLIT, $0-64
+	ARGS2
+	GROUPS2(q6strip, q6group, q6whole, q6next, OCT6AAVX2, OCT6BAVX2, OCT6AAVX2, OCT6BAVX2, 1536)
+
+// func limbsQ8AVX2(y *float32, q *byte, rec *byte, s, o *float32, acc *float32, groups, half int)
+TEXT ·limbsQ8AVX2(SB), NOSPLIT, $0-64
+	ARGS2
+	GROUPS2(q8strip, q8group, q8whole, q8next, OCT8AVX2, OCT8AVX2, OCT8AVX2, OCT8AVX2, 2048)
