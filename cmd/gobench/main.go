@@ -42,6 +42,18 @@ func main() {
 		emit(readBandwidth())
 		return
 	}
+	// The profile covers the load too, which -mode load measures.
+	if *cpuprofile != "" {
+		f, err := os.Create(*cpuprofile)
+		if err != nil {
+			fail(err)
+		}
+		if err := pprof.StartCPUProfile(f); err != nil {
+			fail(err)
+		}
+		defer pprof.StopCPUProfile()
+	}
+
 	start := time.Now()
 	m, err := model.LoadWith(*dir, model.LoadOptions{Float16: *f16, Float16IfStored: *auto})
 	if err != nil {
@@ -58,17 +70,7 @@ func main() {
 		// query model such as Qwen2.5-0.5B holds 128 where NEmbd is 896).
 		kv := (prompt + steps) * 2 * m.Config.NLayer * m.Config.KVHeads() * m.Config.HeadDim() * 4
 		emit(map[string]any{"load_s": loadS, "peak_rss": procstat.PeakRSS(), "kv_bytes": kv})
-		return
-	}
-	if *cpuprofile != "" {
-		f, err := os.Create(*cpuprofile)
-		if err != nil {
-			fail(err)
-		}
-		if err := pprof.StartCPUProfile(f); err != nil {
-			fail(err)
-		}
-		defer pprof.StopCPUProfile()
+		return // (the deferred StopCPUProfile writes the profile)
 	}
 	decode(ctx, m, 1, 4, 2) // warm-up
 	held := m.WeightsDType + " weights as stored"
