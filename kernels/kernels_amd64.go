@@ -392,6 +392,56 @@ func limbsQ6AVX2(y *float32, q *byte, rec *byte, s, o *float32, acc *float32, gr
 //go:noescape
 func limbsQ8AVX2(y *float32, q *byte, rec *byte, s, o *float32, acc *float32, groups, half int)
 
+//go:noescape
+func limbsQ4R2AVX512(y0, y1 *float32, q *byte, rec0, rec1 *byte, s, o *float32, groups, half int)
+
+//go:noescape
+func limbsQ5R2AVX512(y0, y1 *float32, q *byte, rec0, rec1 *byte, s, o *float32, groups, half int)
+
+//go:noescape
+func limbsQ6R2AVX512(y0, y1 *float32, q *byte, rec0, rec1 *byte, s, o *float32, groups, half int)
+
+//go:noescape
+func limbsQ8R2AVX512(y0, y1 *float32, q *byte, rec0, rec1 *byte, s, o *float32, groups, half int)
+
+// limbSlab2 is limbSlab on two rows (y0 and rec0, y1 and rec1): with
+// VNNI one pass of the kernel for two rows over each half of the slab.
+func limbSlab2(w *quant, y0, y1 []float32, rec0, rec1 []byte, s, o []float32, j0 int) {
+	if !useVNNI {
+		limbSlab(w, y0, rec0, s, o, j0)
+		limbSlab(w, y1, rec1, s, o, j0)
+		return
+	}
+	groups := w.k / limbRows
+	blocks := w.ints[j0/slab*groups*w.blockBytes():][:groups*w.blockBytes()]
+	half := 0
+	if w.g.Size == 16 {
+		half = 1
+	}
+	_, _ = y0[slab-1], y1[slab-1]
+	_, _ = rec0[groups*limbRecord-1], rec1[groups*limbRecord-1]
+	_ = s[w.k/w.g.Size*slab-1]
+	if o != nil {
+		_ = o[w.k/w.g.Size*slab-1]
+	}
+	kern := limbsQ8R2AVX512
+	switch w.bits {
+	case 4:
+		kern = limbsQ4R2AVX512
+	case 5:
+		kern = limbsQ5R2AVX512
+	case 6:
+		kern = limbsQ6R2AVX512
+	}
+	for p := 0; p < slab; p += slab / 2 { // strips 0 and 1, then 2 and 3
+		var op *float32 // nil: no offsets
+		if o != nil {
+			op = &o[p]
+		}
+		kern(&y0[p], &y1[p], &blocks[p*4], &rec0[0], &rec1[0], &s[p], op, groups, half)
+	}
+}
+
 // limbSlab is limbSlabGeneric.
 func limbSlab(w *quant, y []float32, rec []byte, s, o []float32, j0 int) {
 	if !useAVX2 {

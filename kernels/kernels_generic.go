@@ -58,3 +58,8 @@ func expShifted(dst []float64, src []float32, sub float32) { expShiftedGeneric(d
 func limbSlab(w *quant, y []float32, rec []byte, s, o []float32, j0 int) {
 	w.limbSlabGeneric(y, rec, s, o, j0)
 }
+
+func limbSlab2(w *quant, y0, y1 []float32, rec0, rec1 []byte, s, o []float32, j0 int) {
+	w.limbSlabGeneric(y0, rec0, s, o, j0)
+	w.limbSlabGeneric(y1, rec1, s, o, j0)
+}

@@ -160,7 +160,7 @@ func (w *quant) matmul(dst, x []float32, M, K, N int, zero bool) {
 func (w *quant) limbCols(dst []float32, rec []byte, M, N, j0, j1 int) {
 	per := w.k / limbRows * limbRecord
 	G := w.k / w.g.Size
-	buf := getScratch(2*G*slab + slab)
+	buf := getScratch(2*G*slab + 2*slab)
 	defer scratch.Put(buf)
 	s, o, tmp := (*buf)[:G*slab], (*buf)[G*slab:2*G*slab], (*buf)[2*G*slab:]
 	if w.dm == nil {
@@ -169,16 +169,27 @@ func (w *quant) limbCols(dst []float32, rec []byte, M, N, j0, j1 int) {
 	for c0 := j0; c0 < j1; c0 += slab {
 		w.formScales(s, o, 0, G, c0)
 		n := min(slab, j1-c0)
-		for i := range M {
-			y := dst[i*N+c0:]
-			if n < slab {
-				clear(tmp)
-				y = tmp
+		// Rows two at a time where there are two (the kernels load and
+		// split each weight once for both), with the same bits.
+		for i := 0; i < M; {
+			rows := min(2, M-i)
+			var y [2][]float32
+			for r := range rows {
+				y[r] = dst[(i+r)*N+c0:]
+				if n < slab {
+					y[r] = tmp[r*slab : (r+1)*slab]
+					clear(y[r])
+				}
 			}
-			limbSlab(w, y, rec[i*per:(i+1)*per], s, o, c0)
-			if n < slab {
-				Add(dst[i*N+c0:i*N+c0+n], tmp[:n])
+			if rows == 2 {
+				limbSlab2(w, y[0], y[1], rec[i*per:(i+1)*per], rec[(i+1)*per:(i+2)*per], s, o, c0)
+			} else {
+				limbSlab(w, y[0], rec[i*per:(i+1)*per], s, o, c0)
 			}
+			for r := 0; n < slab && r < rows; r++ {
+				Add(dst[(i+r)*N+c0:(i+r)*N+c0+n], y[r][:n])
+			}
+			i += rows
 		}
 	}
 }

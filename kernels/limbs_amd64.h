@@ -3,11 +3,12 @@
 // and HIGH1 load the higher bits before octs 0 and 2 (if any), O0..O3 are
 // the macros that add oct 0..3's products (for 8 bits, an "oct" is two
 // quads), INITM starts the integer sums at a record's corrections and
-// FINM adds a weight group's sums to acc; bytes is a block's size. With
+// FINM adds a weight group's sums to acc; bytes is a block's size and
+// STEP moves the record pointers to the next group's records. With
 // half set (BX), the first two octs are one weight group and the last
 // two another. Record offsets (limbs.go): corrections 96 and 108, scale
 // 120, sums 124 and 128; a record is 160 bytes.
-#define LIMBGROUPS(group, whole, next, PRE, INITM, FINM, HIGH0, O0, O1, HIGH1, O2, O3, bytes) \
+#define LIMBGROUPS(group, whole, next, PRE, INITM, FINM, HIGH0, O0, O1, HIGH1, O2, O3, bytes, STEP) \
 group: \
 	PRE; HIGH0; INITM(96); O0(0); O1(1); HIGH1; \
 	TESTQ BX, BX; JZ whole; \
@@ -15,6 +16,38 @@ group: \
 whole: \
 	O2(2); O3(3); FINM(124); \
 next: \
-	ADDQ $bytes, SI; ADDQ $160, DX; DECQ CX; JNZ group
+	ADDQ $bytes, SI; STEP; DECQ CX; JNZ group
 
 #define NOHIGH
+#define STEP1 ADDQ $160, DX
+
+// The AVX-512 pieces of limbs_amd64.s and limbs_rows2_amd64.s: Z15 holds
+// 0x0f in every byte, Z24 the mask of the higher bits, Z30 256.0 and
+// Z31 65536.0.
+
+// QUAD adds the integers w of rows 4i..4i+3 (i = lo/4) times their limbs
+// (QUADR: those of the records at rec).
+#define QUADR(w, lo, rec, ah, am, al) \
+	VPDPBUSD.BCST lo(rec), w, ah; VPDPBUSD.BCST lo+32(rec), w, am; VPDPBUSD.BCST lo+64(rec), w, al
+#define QUAD(w, lo, ah, am, al) QUADR(w, lo, DX, ah, am, al)
+
+// NIB loads an oct's strip and splits its nibbles: rows 8o..8o+3 in Z13,
+// 8o+4..8o+7 in Z14.
+#define NIB(off) \
+	VMOVDQU64 off(SI), Z12; VPANDD Z15, Z12, Z13; VPSRLW $4, Z12, Z14; VPANDD Z15, Z14, Z14
+
+// HB puts the higher bits of h, shifted (the word shift moves no bit of
+// one byte into the other's masked bits), beside the nibbles in dst.
+#define HB(sh, n, h, dst) \
+	sh $n, h, Z25; VPTERNLOGD $0xF8, Z24, Z25, dst
+
+// JOIN joins a weight group's sums of strip c and adds them to acc y:
+// t = 65536·H + (256·M + L), y = fma(t, s·2^-shift, y); OFFS adds
+// y = fma(Σ, o, y).
+#define JOINR(c, ah, am, al, y, scale) \
+	VCVTDQ2PS al, al; VCVTDQ2PS am, am; VCVTDQ2PS ah, ah; \
+	VFMADD213PS al, Z30, am; VFMADD213PS am, Z31, ah; \
+	VMULPS c*64(R8), scale, Z27; VFMADD231PS Z27, ah, y
+#define JOIN(c, ah, am, al, y) JOINR(c, ah, am, al, y, Z29)
+#define OFFSR(c, y, sum) VFMADD231PS c*64(R9), sum, y
+#define OFFS(c, y) OFFSR(c, y, Z28)

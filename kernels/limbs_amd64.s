@@ -34,20 +34,6 @@
 	VMOVDQA64 Z0, Z6; VMOVDQA64 Z1, Z7; VMOVDQA64 Z2, Z8; \
 	VMOVDQA64 Z0, Z9; VMOVDQA64 Z1, Z10; VMOVDQA64 Z2, Z11
 
-// QUAD adds the integers w of rows 4i..4i+3 (i = lo/4) times their limbs.
-#define QUAD(w, lo, ah, am, al) \
-	VPDPBUSD.BCST lo(DX), w, ah; VPDPBUSD.BCST lo+32(DX), w, am; VPDPBUSD.BCST lo+64(DX), w, al
-
-// NIB loads an oct's strip and splits its nibbles: rows 8o..8o+3 in Z13,
-// 8o+4..8o+7 in Z14.
-#define NIB(off) \
-	VMOVDQU64 off(SI), Z12; VPANDD Z15, Z12, Z13; VPSRLW $4, Z12, Z14; VPANDD Z15, Z14, Z14
-
-// HB puts the higher bits of h, shifted (the word shift moves no bit of
-// one byte into the other's masked bits), beside the nibbles in dst.
-#define HB(sh, n, h, dst) \
-	sh $n, h, Z25; VPTERNLOGD $0xF8, Z24, Z25, dst
-
 // OCT4: oct o of a 4-bit block, all four strips.
 #define STRIP4(o, c, ah, am, al) \
 	NIB(o*256+c*64); QUAD(Z13, 8*o, ah, am, al); QUAD(Z14, 8*o+4, ah, am, al)
@@ -82,14 +68,8 @@
 #define QUADS8(o, j) \
 	STRIP8(o, j, 0, Z0, Z1, Z2); STRIP8(o, j, 1, Z3, Z4, Z5); STRIP8(o, j, 2, Z6, Z7, Z8); STRIP8(o, j, 3, Z9, Z10, Z11)
 
-// FIN joins a weight group's sums and adds them to acc: t = 65536·H +
-// (256·M + L), acc = fma(t, s·2^-shift, acc), acc = fma(Σ, o, acc); the
+// FIN joins a weight group's sums and adds them to acc (JOIN, OFFS); the
 // sum at off in the record.
-#define JOIN(c, ah, am, al, y) \
-	VCVTDQ2PS al, al; VCVTDQ2PS am, am; VCVTDQ2PS ah, ah; \
-	VFMADD213PS al, Z30, am; VFMADD213PS am, Z31, ah; \
-	VMULPS c*64(R8), Z29, Z27; VFMADD231PS Z27, ah, y
-#define OFFS(c, y) VFMADD231PS c*64(R9), Z28, y
 #define FIN(off) \
 	JOIN(0, Z0, Z1, Z2, Z20); JOIN(1, Z3, Z4, Z5, Z21); JOIN(2, Z6, Z7, Z8, Z22); JOIN(3, Z9, Z10, Z11, Z23); \
 	ADDQ $256, R8; TESTQ R9, R9; JZ 7(PC); \
@@ -104,7 +84,7 @@
 // then acc added to y.
 #define SCALE512 VBROADCASTSS 120(DX), Z29
 #define GROUPS(group, whole, next, HIGH0, O0, O1, HIGH1, O2, O3, bytes) \
-	LIMBGROUPS(group, whole, next, SCALE512, INIT, FIN, HIGH0, O0, O1, HIGH1, O2, O3, bytes); \
+	LIMBGROUPS(group, whole, next, SCALE512, INIT, FIN, HIGH0, O0, O1, HIGH1, O2, O3, bytes, STEP1); \
 	DONE
 
 #define HIGH5 HIGH(0)

@@ -90,7 +90,7 @@
 #define GROUPS2(strip, group, whole, next, O0, O1, O2, O3, bytes) \
 strip: \
 	STRIP2; \
-	LIMBGROUPS(group, whole, next, NOHIGH, INIT2, FIN2, NOHIGH, O0, O1, NOHIGH, O2, O3, bytes); \
+	LIMBGROUPS(group, whole, next, NOHIGH, INIT2, FIN2, NOHIGH, O0, O1, NOHIGH, O2, O3, bytes, STEP1); \
 	MOVQ y+0(FP), AX; ADDQ R10, AX; \
 	VMOVUPS (DI), Y6; VADDPS (AX), Y6, Y6; VMOVUPS Y6, (AX); \
 	VMOVUPS 32(DI), Y6; VADDPS 32(AX), Y6, Y6; VMOVUPS Y6, 32(AX); \
