@@ -404,6 +404,40 @@ func limbsQ6R2AVX512(y0, y1 *float32, q *byte, rec0, rec1 *byte, s, o *float32, 
 //go:noescape
 func limbsQ8R2AVX512(y0, y1 *float32, q *byte, rec0, rec1 *byte, s, o *float32, groups, half int)
 
+// The kernels of each integer width, by bits − 4 (4, 5, 6 and 8 bits).
+var (
+	limbKernelsAVX2   = [...]func(y *float32, q *byte, rec *byte, s, o *float32, acc *float32, groups, half int){limbsQ4AVX2, limbsQ5AVX2, limbsQ6AVX2, nil, limbsQ8AVX2}
+	limbKernelsAVX512 = [...]func(y *float32, q *byte, rec *byte, s, o *float32, groups, half int){limbsQ4AVX512, limbsQ5AVX512, limbsQ6AVX512, nil, limbsQ8AVX512}
+	limbKernelsRows2  = [...]func(y0, y1 *float32, q *byte, rec0, rec1 *byte, s, o *float32, groups, half int){limbsQ4R2AVX512, limbsQ5R2AVX512, limbsQ6R2AVX512, nil, limbsQ8R2AVX512}
+)
+
+// limbOperands checks the operands every limb kernel reads (the records
+// of each row, the scale and offset rows) and returns the slab's blocks
+// at column j0, the activation groups and the kernels' half flag.
+func limbOperands(w *quant, s, o []float32, j0 int, recs ...[]byte) (blocks []byte, groups, half int) {
+	groups = w.k / limbRows
+	blocks = w.ints[j0/slab*groups*w.blockBytes():][:groups*w.blockBytes()]
+	if w.g.Size == 16 {
+		half = 1
+	}
+	for _, rec := range recs {
+		_ = rec[groups*limbRecord-1]
+	}
+	_ = s[w.k/w.g.Size*slab-1]
+	if o != nil {
+		_ = o[w.k/w.g.Size*slab-1]
+	}
+	return blocks, groups, half
+}
+
+// at is &o[i], or nil for no offsets (the kernels' signal).
+func at(o []float32, i int) *float32 {
+	if o == nil {
+		return nil
+	}
+	return &o[i]
+}
+
 // limbSlab2 is limbSlab on two rows (y0 and rec0, y1 and rec1): with
 // VNNI one pass of the kernel for two rows over each half of the slab.
 func limbSlab2(w *quant, y0, y1 []float32, rec0, rec1 []byte, s, o []float32, j0 int) {
@@ -412,33 +446,11 @@ func limbSlab2(w *quant, y0, y1 []float32, rec0, rec1 []byte, s, o []float32, j0
 		limbSlab(w, y1, rec1, s, o, j0)
 		return
 	}
-	groups := w.k / limbRows
-	blocks := w.ints[j0/slab*groups*w.blockBytes():][:groups*w.blockBytes()]
-	half := 0
-	if w.g.Size == 16 {
-		half = 1
-	}
+	blocks, groups, half := limbOperands(w, s, o, j0, rec0, rec1)
 	_, _ = y0[slab-1], y1[slab-1]
-	_, _ = rec0[groups*limbRecord-1], rec1[groups*limbRecord-1]
-	_ = s[w.k/w.g.Size*slab-1]
-	if o != nil {
-		_ = o[w.k/w.g.Size*slab-1]
-	}
-	kern := limbsQ8R2AVX512
-	switch w.bits {
-	case 4:
-		kern = limbsQ4R2AVX512
-	case 5:
-		kern = limbsQ5R2AVX512
-	case 6:
-		kern = limbsQ6R2AVX512
-	}
+	kern := limbKernelsRows2[w.bits-4]
 	for p := 0; p < slab; p += slab / 2 { // strips 0 and 1, then 2 and 3
-		var op *float32 // nil: no offsets
-		if o != nil {
-			op = &o[p]
-		}
-		kern(&y0[p], &y1[p], &blocks[p*4], &rec0[0], &rec1[0], &s[p], op, groups, half)
+		kern(&y0[p], &y1[p], &blocks[p*4], &rec0[0], &rec1[0], &s[p], at(o, p), groups, half)
 	}
 }
 
@@ -448,44 +460,12 @@ func limbSlab(w *quant, y []float32, rec []byte, s, o []float32, j0 int) {
 		w.limbSlabGeneric(y, rec, s, o, j0)
 		return
 	}
-	groups := w.k / limbRows
-	blocks := w.ints[j0/slab*groups*w.blockBytes():][:groups*w.blockBytes()]
-	half := 0
-	if w.g.Size == 16 {
-		half = 1
-	}
+	blocks, groups, half := limbOperands(w, s, o, j0, rec)
 	_ = y[slab-1]
-	_ = rec[groups*limbRecord-1]
-	_ = s[w.k/w.g.Size*slab-1]
-	if o != nil {
-		_ = o[w.k/w.g.Size*slab-1]
-	}
-	var op *float32 // nil: no offsets
-	if o != nil {
-		op = &o[0]
-	}
 	if !useVNNI {
 		var acc [16]float32
-		kern := limbsQ8AVX2
-		switch w.bits {
-		case 4:
-			kern = limbsQ4AVX2
-		case 5:
-			kern = limbsQ5AVX2
-		case 6:
-			kern = limbsQ6AVX2
-		}
-		kern(&y[0], &blocks[0], &rec[0], &s[0], op, &acc[0], groups, half)
+		limbKernelsAVX2[w.bits-4](&y[0], &blocks[0], &rec[0], &s[0], at(o, 0), &acc[0], groups, half)
 		return
 	}
-	kern := limbsQ8AVX512
-	switch w.bits {
-	case 4:
-		kern = limbsQ4AVX512
-	case 5:
-		kern = limbsQ5AVX512
-	case 6:
-		kern = limbsQ6AVX512
-	}
-	kern(&y[0], &blocks[0], &rec[0], &s[0], op, groups, half)
+	limbKernelsAVX512[w.bits-4](&y[0], &blocks[0], &rec[0], &s[0], at(o, 0), groups, half)
 }
