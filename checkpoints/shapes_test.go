@@ -34,7 +34,7 @@ const shapeCases = `{
 }
 `
 
-// llamaShape is a model scripts/make_tiny_llama.py writes: every field is
+// llamaShape is a model reference/make_tiny_llama.py writes: every field is
 // given as a flag, headDim only for qwen3 (0: hidden/heads).
 type llamaShape struct {
 	name                                                    string
@@ -75,7 +75,7 @@ func TestShapesPassAllTwelve(t *testing.T) {
 	}
 	cases := filepath.Join(t.TempDir(), "cases.json")
 	require.NoError(t, os.WriteFile(cases, []byte(shapeCases), 0o644))
-	scripts := filepath.Join(fixture.Root(), "scripts")
+	scripts := filepath.Join(fixture.Root(), "reference")
 
 	for _, s := range []llamaShape{
 		// name, arch, layers, heads, KV heads, hidden, head_dim, intermediate, context, tied
