@@ -5,7 +5,7 @@
 # tolerances, as a validation (no cost report); an injected bug must still
 # fail. The files:
 # what `convert` writes (F32, F16, Q8_0) and, given llama.cpp's quantizer
-# (scripts/llamacpp/ggml, make peer-llamacpp), what llama-quantize makes of
+# (cmd/llamacpp-ggml, make peer-llamacpp), what llama-quantize makes of
 # the F32 one (Q4_0 ... Q6_K, Q4_K_M).
 # Usage: scripts/verify_gguf.sh [GGML_TOOL]   (env: PYTHON, GO)
 set -euo pipefail

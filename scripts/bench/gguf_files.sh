@@ -8,7 +8,7 @@
 test -d scripts/llamacpp/node_modules/node-llama-cpp || make -s peer-llamacpp
 go build -o "$work/gobench" ./cmd/gobench
 go build -o "$work/llorch-check" ./cmd/llorch-check
-go build -tags llamacpp -o "$work/ggml" ./scripts/llamacpp/ggml
+go build -tags llamacpp -o "$work/ggml" ./cmd/llamacpp-ggml
 gguf=.cache/bench-gguf
 mkdir -p "$gguf"
 

@@ -54,7 +54,7 @@ cleanup() {
 trap cleanup EXIT
 
 "$GO" build -o "$tmp/llorch-check" ./cmd/llorch-check
-"$GO" build -tags llamacpp -o "$tmp/ggml" ./scripts/llamacpp/ggml
+"$GO" build -tags llamacpp -o "$tmp/ggml" ./cmd/llamacpp-ggml
 "$tmp/llorch-check" convert --to gguf --type f32 "$MODEL" "$tmp/tiny-f32.gguf" >/dev/null
 # llama.cpp's derived profiles: the committed set's cases and settings,
 # with its approximations applied (about 4 s each).
