@@ -17,7 +17,7 @@ LLAMA_REFS_ARGS := --cases testdata/cases-llama.json --logits-rows 2
 # llama.cpp peer installed, llama-quantize's Q4_0 ... Q4_K_M of them.
 verify-gguf:
 	@tmp=$$(mktemp -d) && trap 'rm -rf "$$tmp"' EXIT && ggml= && \
-	if [ -d scripts/llamacpp/node_modules/node-llama-cpp ]; then \
+	if [ -d e2e/llamacpp/node_modules/node-llama-cpp ]; then \
 		$(GO) build -tags llamacpp -o $$tmp/ggml ./cmd/llamacpp-ggml && ggml=$$tmp/ggml; \
 	elif [ "$$CI" = "true" ]; then \
 		echo "verify-gguf: FAILED, the llama.cpp peer is not installed (make peer-llamacpp)"; exit 1; \
@@ -130,7 +130,7 @@ fuzz:
 
 # Tokenizer throughput against the npm gpt-tokenizer peer, in one run.
 bench-tokenizer:
-	bash scripts/bench_tokenizer/run.sh
+	bash e2e/bench-tokenizer/run.sh
 
 # The PyTorch reference's own tests (reference/test_*.py: tokenizer parity,
 # safetensors, processors, the Llama family's forward and GGUF writer).
@@ -196,23 +196,23 @@ verify-f16:
 # npm install, not ci: the lock cannot list node-llama-cpp's optional
 # packages for other platforms that the registry lacks, and ci refuses it;
 # install still takes every version the lock pins.
-NPM_PEER := npm install --prefix scripts/llamacpp --omit=optional --ignore-scripts --no-audit --no-fund
+NPM_PEER := npm install --prefix e2e/llamacpp --omit=optional --ignore-scripts --no-audit --no-fund
 .PHONY: peer-llamacpp interop-llamacpp
 peer-llamacpp:
 	$(NPM_PEER)
 
 # Every GGUF type convert writes, and the files llama.cpp's own quantizer
 # makes of it, loaded and decoded by llama.cpp and by us, compared step by
-# step (scripts/llamacpp/interop.mjs; the quantizer is driven through cgo);
+# step (e2e/llamacpp/interop.mjs; the quantizer is driven through cgo);
 # then convert's F32, F16 and Q8_0 files of each Llama-family tiny model,
-# greedy-decoded by llama.cpp (scripts/llamacpp/llama_family.mjs) and by us
+# greedy-decoded by llama.cpp (e2e/llamacpp/llama_family.mjs) and by us
 # (TestConvertFamilyLlamaCppPeer).
 interop-llamacpp:
-	@test -d scripts/llamacpp/node_modules/node-llama-cpp || $(NPM_PEER)
+	@test -d e2e/llamacpp/node_modules/node-llama-cpp || $(NPM_PEER)
 	@tmp=$$(mktemp -d) && trap 'rm -rf "$$tmp"' EXIT && \
 	$(GO) build -o $$tmp/llorch-check ./cmd/llorch-check && \
 	$(GO) build -tags llamacpp -o $$tmp/ggml ./cmd/llamacpp-ggml && \
-	node scripts/llamacpp/interop.mjs $$tmp/llorch-check $(TINY_MODEL) $(TINY_REFS)/manifest.json $$tmp $$tmp/ggml
+	node e2e/llamacpp/interop.mjs $$tmp/llorch-check $(TINY_MODEL) $(TINY_REFS)/manifest.json $$tmp $$tmp/ggml
 	@out=$$(LLORCH_PEER=1 $(GO) test -count=1 -v -run '^TestConvertFamilyLlamaCppPeer$$' ./cmd/llorch-check 2>&1); st=$$?; \
 	echo "$$out" | grep -Ev '^(=== |    --- PASS)'; exit $$st
 
@@ -222,8 +222,8 @@ interop-llamacpp:
 # probe); prints both verdicts, fails if either moved (docs/gguf.md).
 .PHONY: drift-llamacpp
 drift-llamacpp:
-	@test -d scripts/llamacpp/node_modules/node-llama-cpp || $(NPM_PEER)
-	@GO=$(GO) bash scripts/llamacpp/drift.sh
+	@test -d e2e/llamacpp/node_modules/node-llama-cpp || $(NPM_PEER)
+	@GO=$(GO) bash e2e/llamacpp/drift.sh
 
 # Hostile clients against a real serve process on loopback: bursts,
 # malformed and oversized bodies, disconnects, early cancels, slow readers,
@@ -243,12 +243,12 @@ loadtest:
 
 # The page at / driven in headless Chromium (Debian's chromium), and the
 # official OpenAI SDK loaded in a page on another origin (its pinned package
-# from scripts/openai-compat, installed here when npm is). Not part of
+# from e2e/openai-compat, installed here when npm is). Not part of
 # `make test`; CI runs it after. With CI=true a missing browser is a failure.
 CHROMIUM ?= $(shell command -v chromium || command -v chromium-browser)
 test-browser:
-	@if command -v npm >/dev/null 2>&1 && [ ! -d scripts/openai-compat/node_modules/openai ]; then \
-		npm ci --prefix scripts/openai-compat --no-audit --no-fund --loglevel=error; \
+	@if command -v npm >/dev/null 2>&1 && [ ! -d e2e/openai-compat/node_modules/openai ]; then \
+		npm ci --prefix e2e/openai-compat --no-audit --no-fund --loglevel=error; \
 	fi
 	@if [ -z "$(CHROMIUM)" ]; then \
 		if [ "$$CI" = "true" ]; then \
@@ -256,11 +256,11 @@ test-browser:
 		fi; \
 		echo "test-browser: SKIPPED, chromium is not installed (apt-get install -y --no-install-recommends chromium)"; \
 	else \
-		CHROMIUM="$(CHROMIUM)" $(GO) test -tags browser -count=1 -v ./scripts/browser; \
+		CHROMIUM="$(CHROMIUM)" $(GO) test -tags browser -count=1 -v ./e2e/browser; \
 	fi
 
 # The official OpenAI Node SDK and the Vercel AI SDK's OpenAI provider
-# (pinned in scripts/openai-compat/package.json, installed by npm ci)
+# (pinned in e2e/openai-compat/package.json, installed by npm ci)
 # against a real serve of the tiny model: completions, chat, responses,
 # streaming, embeddings, error classes. With CI=true a missing npm is a
 # failure.
@@ -272,5 +272,5 @@ test-openai-compat:
 		fi; \
 		echo "test-openai-compat: SKIPPED, npm is not installed (apt-get install -y --no-install-recommends nodejs npm)"; \
 	else \
-		GO="$(GO)" scripts/openai-compat/run.sh; \
+		GO="$(GO)" e2e/openai-compat/run.sh; \
 	fi

@@ -17,7 +17,7 @@ torch_missing=""
 peer_missing=""
 if ! command -v node >/dev/null 2>&1; then
   peer_missing="node is not installed (apt-get install -y nodejs npm)"
-elif [ ! -d scripts/llamacpp/node_modules/node-llama-cpp ]; then
+elif [ ! -d e2e/llamacpp/node_modules/node-llama-cpp ]; then
   peer_missing="the llama.cpp peer is not installed (make peer-llamacpp)"
 fi
 

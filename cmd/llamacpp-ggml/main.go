@@ -16,7 +16,7 @@
 //	                               the float16 GELU table of the CPU backend llama.cpp loads
 //
 // Built with -tags llamacpp and cgo; the libraries are opened at run time
-// from scripts/llamacpp/node_modules (or $GGML_LIB_DIR), nothing links them.
+// from e2e/llamacpp/node_modules (or $GGML_LIB_DIR), nothing links them.
 package main
 
 /*
@@ -89,7 +89,7 @@ func libDir() string {
 	if d := os.Getenv("GGML_LIB_DIR"); d != "" {
 		return d
 	}
-	return filepath.Join("scripts", "llamacpp", "node_modules", "@node-llama-cpp", "linux-x64", "bins", "linux-x64")
+	return filepath.Join("e2e", "llamacpp", "node_modules", "@node-llama-cpp", "linux-x64", "bins", "linux-x64")
 }
 
 // open dlopens a library of libDir and returns its symbols.

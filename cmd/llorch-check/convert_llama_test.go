@@ -177,7 +177,7 @@ func TestConvertFamilyTokenizer(t *testing.T) {
 	assert.Len(t, m.SourceSHA256, 64)
 }
 
-// The llama.cpp peer (node-llama-cpp, scripts/llamacpp/llama_family.mjs)
+// The llama.cpp peer (node-llama-cpp, e2e/llamacpp/llama_family.mjs)
 // loads what convert writes for each architecture and greedy-decodes 16
 // tokens from reference/test_llama_torch.py's prompt; they must be ours.
 // A step whose top-2 margin (ours) is within twice the largest |Δ logit|
@@ -194,11 +194,11 @@ func TestConvertFamilyLlamaCppPeer(t *testing.T) {
 	if os.Getenv("LLORCH_PEER") != "1" {
 		t.Skip("LLORCH_PEER=1 runs it (make interop-llamacpp)")
 	}
-	script := filepath.Join(fixture.Root(), "scripts", "llamacpp", "llama_family.mjs")
+	script := filepath.Join(fixture.Root(), "e2e", "llamacpp", "llama_family.mjs")
 	if _, err := exec.LookPath("node"); err != nil {
 		t.Fatal("node is not installed (apt-get install -y nodejs npm)")
 	}
-	if _, err := os.Stat(filepath.Join(fixture.Root(), "scripts", "llamacpp", "node_modules", "node-llama-cpp")); err != nil {
+	if _, err := os.Stat(filepath.Join(fixture.Root(), "e2e", "llamacpp", "node_modules", "node-llama-cpp")); err != nil {
 		t.Fatal("the llama.cpp peer is not installed (make peer-llamacpp)")
 	}
 	tokens := []int{1, 30237, 20004, 21894, 28711, 18506, 24822, 26677, 7208, 1779, 9607, 9124, 27954, 29204, 171, 15994, 26279, 4208, 25506, 3813, 14975}

@@ -32,7 +32,7 @@
 # dump's, bit for bit (same_numbers.mjs). A broken mapping, a
 # shim that does not speak the API (exit 2) or answers other numbers, or a
 # llama.cpp that stops drifting all fail.
-# Usage: scripts/llamacpp/drift.sh   (env: GO, PYTHON; needs node, make peer-llamacpp,
+# Usage: e2e/llamacpp/drift.sh   (env: GO, PYTHON; needs node, make peer-llamacpp,
 #        and PyTorch for the emulated reference sets)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -130,7 +130,7 @@ else
   verdicts+=("black box: FAILED: probe exit $rc (want 1: a measured drift), $verdict")
   fail=1
 fi
-if node scripts/llamacpp/shim_contract.mjs "$url"; then
+if node e2e/llamacpp/shim_contract.mjs "$url"; then
   verdicts+=("shim: answers as OpenAI's /v1/completions where probe reads it, refuses the rest naming it")
 else
   verdicts+=("shim: FAILED: shim_contract.mjs")
@@ -138,7 +138,7 @@ else
 fi
 # The shim runs the dump's GGUF with the same (default) settings: its
 # numbers must be the dump's, so both boxes measure the same llama.cpp.
-if node scripts/llamacpp/same_numbers.mjs "$url" "$tmp/dump-f16-auto"; then
+if node e2e/llamacpp/same_numbers.mjs "$url" "$tmp/dump-f16-auto"; then
   verdicts+=("shim vs dump: the same llama.cpp log-probabilities, bit for bit, at every case's last position")
 else
   verdicts+=("shim vs dump: FAILED: the shim's log-probabilities are not the dump's")
@@ -179,7 +179,7 @@ rc=0
 first=$("$tmp/llorch-check" diff "$EMU" "$tmp/dump-f32-off" --format json | first_drift) || true
 flips=() flipsok=1
 for c in hello story long; do
-  line=$("$PYTHON" scripts/llamacpp/flips.py "$EMU" "$tmp/dump-f32-off" "$c" 0) || flipsok=0
+  line=$("$PYTHON" e2e/llamacpp/flips.py "$EMU" "$tmp/dump-f32-off" "$c" 0) || flipsok=0
   flips+=("$line")
 done
 printf '%s\n' "${flips[@]}"
