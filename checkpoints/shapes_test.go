@@ -34,7 +34,7 @@ const shapeCases = `{
 }
 `
 
-// llamaShape is a model reference/make_tiny_llama.py writes: every field is
+// llamaShape is a model pytorch/make_tiny_llama.py writes: every field is
 // given as a flag, headDim only for qwen3 (0: hidden/heads).
 type llamaShape struct {
 	name                                                    string
@@ -75,7 +75,7 @@ func TestShapesPassAllTwelve(t *testing.T) {
 	}
 	cases := filepath.Join(t.TempDir(), "cases.json")
 	require.NoError(t, os.WriteFile(cases, []byte(shapeCases), 0o644))
-	refDir := filepath.Join(fixture.Root(), "reference")
+	refDir := filepath.Join(fixture.Root(), "pytorch")
 
 	for _, s := range []llamaShape{
 		// name, arch, layers, heads, KV heads, hidden, head_dim, intermediate, context, tied

@@ -81,7 +81,7 @@ step() {
 }
 
 step "lint (gofmt, go vet)" - "$MAKE" -s lint
-step "PyTorch reference's tests" torch "$PYTHON" -m unittest discover -s reference -p 'test_*.py'
+step "PyTorch reference's tests" torch "$PYTHON" -m unittest discover -s pytorch -p 'test_*.py'
 step "verify-references" torch "$MAKE" -s verify-references
 step "verify-f16" torch "$MAKE" -s verify-f16
 step "verify-gguf" torch "$MAKE" -s verify-gguf

@@ -34,7 +34,7 @@ bin=$tmp/llorch-check out=$tmp/out name=verify-gguf
 
 for f in "${files[@]}"; do
   name=$(basename "$f" .gguf)
-  "$PYTHON" reference/dump_references.py --model "$f" --cases testdata/cases.json --out "$tmp/refs-$name" >/dev/null
+  "$PYTHON" pytorch/dump_references.py --model "$f" --cases testdata/cases.json --out "$tmp/refs-$name" >/dev/null
   types=$("$tmp/llorch-check" inspect "$f" | awk -F'│' 'NR>1 && $3 ~ /[A-Z]/ {gsub(/ /,"",$3); print $3}' | sort -u | tr '\n' ' ')
   expect 0 "$name against its own reference set, default tolerances" run --model "$f" --references "$tmp/refs-$name"
   if grep -q '^cost:' "$tmp/out"; then

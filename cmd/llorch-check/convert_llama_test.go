@@ -20,7 +20,7 @@ import (
 )
 
 // familyVocab is llama.cpp's vocabulary file a tiny model is converted
-// with, as reference/gguf_write.py's default_vocab picks it.
+// with, as pytorch/gguf_write.py's default_vocab picks it.
 func familyVocab(name string) string {
 	v := "llama-spm"
 	if name == "tiny-llama-phi3" {
@@ -39,17 +39,17 @@ func convertFamily(t *testing.T, dir, name, typ string) string {
 	return out
 }
 
-// python is /usr/bin/python3 if it has what reference/gguf_write.py needs
+// python is /usr/bin/python3 if it has what pytorch/gguf_write.py needs
 // (numpy, and torch through llama_torch); CI installs both.
 func python(t *testing.T) string {
 	const py = "/usr/bin/python3"
 	if err := exec.Command(py, "-c", "import numpy, torch").Run(); err != nil {
-		t.Skipf("%s with numpy and torch is needed to run reference/gguf_write.py (apt-get install python3-numpy python3-torch): %v", py, err)
+		t.Skipf("%s with numpy and torch is needed to run pytorch/gguf_write.py (apt-get install python3-numpy python3-torch): %v", py, err)
 	}
 	return py
 }
 
-// What convert writes for the Llama family is what reference/gguf_write.py
+// What convert writes for the Llama family is what pytorch/gguf_write.py
 // writes (llama.cpp's converter layout, checked against llama.cpp): the
 // same keys in the same order with the same types and values, and the
 // same tensors, in order, of the same type, dims and bytes; ours adds
@@ -63,7 +63,7 @@ func TestConvertFamilyMatchesGGUFWritePy(t *testing.T) {
 			t.Run(name+"/"+typ, func(t *testing.T) {
 				ours := convertFamily(t, dir, name, typ)
 				theirs := filepath.Join(dir, name+"-"+typ+".py.gguf")
-				out, err := exec.Command(py, filepath.Join(fixture.Root(), "reference", "gguf_write.py"), fixture.FamilyModel(name), theirs,
+				out, err := exec.Command(py, filepath.Join(fixture.Root(), "pytorch", "gguf_write.py"), fixture.FamilyModel(name), theirs,
 					"--type", typ, "--vocab", familyVocab(name)).CombinedOutput()
 				require.NoError(t, err, string(out))
 				a, err := gguf.Open(ours)
@@ -179,7 +179,7 @@ func TestConvertFamilyTokenizer(t *testing.T) {
 
 // The llama.cpp peer (node-llama-cpp, e2e/llamacpp/llama_family.mjs)
 // loads what convert writes for each architecture and greedy-decodes 16
-// tokens from reference/test_llama_torch.py's prompt; they must be ours.
+// tokens from pytorch/test_llama_torch.py's prompt; they must be ours.
 // A step whose top-2 margin (ours) is within twice the largest |Δ logit|
 // between the two engines there is a near tie, which decides nothing:
 // reported, and the comparison stops there (the sequences part). F32's

@@ -226,7 +226,7 @@ and both values. Exit 1 when it finds one, 0 when everything passes.
 
 --dump DIR bisects another engine's activations instead of Go's forward:
 DIR is a dump as diff takes it (a reference set, or a partial dump such as
-reference/dump_hooks.py or llama.cpp's ggml dump write; references/FORMAT.md,
+pytorch/dump_hooks.py or llama.cpp's ggml dump write; references/FORMAT.md,
 "Dumps from other engines"), compared with --references as diff compares
 it: what a partial dump lacks is not compared.`,
 		Example: `  llorch-check bisect

@@ -59,8 +59,8 @@ trap cleanup EXIT
 # llama.cpp's derived profiles: the committed set's cases and settings,
 # with its approximations applied (about 4 s each).
 EMU=$tmp/refs-llamacpp-cpu EMU16=$tmp/refs-llamacpp-cpu-f16kv
-"$PYTHON" reference/dump_references.py --model "$MODEL" --cases testdata/cases.json --emulate llamacpp-cpu --out "$EMU" >/dev/null
-"$PYTHON" reference/dump_references.py --model "$MODEL" --cases testdata/cases.json --emulate llamacpp-cpu-f16kv --out "$EMU16" >/dev/null
+"$PYTHON" pytorch/dump_references.py --model "$MODEL" --cases testdata/cases.json --emulate llamacpp-cpu --out "$EMU" >/dev/null
+"$PYTHON" pytorch/dump_references.py --model "$MODEL" --cases testdata/cases.json --emulate llamacpp-cpu-f16kv --out "$EMU16" >/dev/null
 
 fail=0
 verdicts=()
@@ -147,7 +147,7 @@ fi
 # The profile. Its table first: the emulation must read the numbers the
 # library reads.
 "$tmp/ggml" gelu-table -model "$tmp/tiny-f32.gguf" -out "$tmp/gelu.bin" >/dev/null
-if table=$("$PYTHON" -c 'import sys; sys.path.insert(0, "reference")
+if table=$("$PYTHON" -c 'import sys; sys.path.insert(0, "pytorch")
 import numpy as np, emulate
 lib = np.fromfile(sys.argv[1], dtype="<u2")
 ours = emulate.ggml_gelu_table().view(np.uint16)

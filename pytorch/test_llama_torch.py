@@ -3,7 +3,7 @@ Llama-family models and of gguf_write.py; and the independent check:
 llama.cpp (node-llama-cpp, e2e/llamacpp/llama_family.mjs) on the GGUF
 files gguf_write.py makes must give llama_torch's float32 greedy tokens
 and logits, and a file with llama's q/k left unpermuted must not.
-Run: /usr/bin/python3 -m unittest discover -s reference -p 'test_*.py'
+Run: /usr/bin/python3 -m unittest discover -s pytorch -p 'test_*.py'
 """
 
 import copy
