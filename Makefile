@@ -217,9 +217,10 @@ interop-llamacpp:
 	echo "$$out" | grep -Ev '^(=== |    --- PASS)'; exit $$st
 
 # Where llama.cpp's GPT-2 leaves PyTorch on the tiny model's F32 GGUF: its
-# own tensors through its graph callback (ggml dump, then diff) and its
-# logits through a /v1/completions shim over its C API (ggml serve, then
-# probe); prints both verdicts, fails if either moved (docs/gguf.md).
+# own tensors through its graph callback (ggml dump, then diff; ggml is
+# cmd/llamacpp-ggml, built by drift.sh) and its logits through a
+# /v1/completions shim over its C API (ggml serve, then probe); prints both
+# verdicts, fails if either moved (docs/gguf.md).
 .PHONY: drift-llamacpp
 drift-llamacpp:
 	@test -d e2e/llamacpp/node_modules/node-llama-cpp || $(NPM_PEER)
