@@ -5,7 +5,7 @@ package llorchcheck
 import "embed"
 
 // The tiny model's vocab.json and merges.txt are GPT-2's, byte for byte
-// (scripts/make_tiny_model.py copies them), so the binary holds them once,
+// (pytorch/make_tiny_model.py copies them), so the binary holds them once,
 // from testdata/gpt2-vocab.
 //
 //go:embed testdata/tiny-gpt2/config.json testdata/tiny-gpt2/model.safetensors testdata/tiny-gpt2/README.md

@@ -19,7 +19,7 @@ import (
 const root = "../"
 
 // peerTable is testdata/chat/expected.json, written by
-// scripts/chat/render.mjs with @huggingface/jinja.
+// e2e/chat/render.mjs with @huggingface/jinja.
 type peerTable struct {
 	Peer      string `json:"peer"`
 	Templates []struct {

@@ -33,7 +33,7 @@
 // transformers.js's apply_chat_template runs: it is Hugging Face's own, it
 // runs here (npm) where Python's transformers is not installed, and it
 // renders exactly what a JavaScript client of the same model gets.
-// scripts/chat/render.mjs renders a table of conversations with real
+// e2e/chat/render.mjs renders a table of conversations with real
 // templates (Qwen3, Qwen2.5, Llama 3 and 3.1, Mistral 7B v0.2 and Nemo,
 // Phi-3 and 3.5, DeepSeek-R1-Distill) into testdata/chat/expected.json,
 // and TestPeerParity must match it byte for byte. Known divergence: |trim

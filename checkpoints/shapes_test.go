@@ -34,7 +34,7 @@ const shapeCases = `{
 }
 `
 
-// llamaShape is a model scripts/make_tiny_llama.py writes: every field is
+// llamaShape is a model pytorch/make_tiny_llama.py writes: every field is
 // given as a flag, headDim only for qwen3 (0: hidden/heads).
 type llamaShape struct {
 	name                                                    string
@@ -75,7 +75,7 @@ func TestShapesPassAllTwelve(t *testing.T) {
 	}
 	cases := filepath.Join(t.TempDir(), "cases.json")
 	require.NoError(t, os.WriteFile(cases, []byte(shapeCases), 0o644))
-	scripts := filepath.Join(fixture.Root(), "scripts")
+	refDir := filepath.Join(fixture.Root(), "pytorch")
 
 	for _, s := range []llamaShape{
 		// name, arch, layers, heads, KV heads, hidden, head_dim, intermediate, context, tied
@@ -95,8 +95,8 @@ func TestShapesPassAllTwelve(t *testing.T) {
 			dir := t.TempDir()
 			modelDir, refs := filepath.Join(dir, s.name), filepath.Join(dir, "references", s.name)
 			for _, args := range [][]string{
-				append([]string{filepath.Join(scripts, "make_tiny_llama.py"), "--out", modelDir}, s.flags()...),
-				{filepath.Join(scripts, "dump_references.py"), "--model", modelDir, "--cases", cases,
+				append([]string{filepath.Join(refDir, "make_tiny_llama.py"), "--out", modelDir}, s.flags()...),
+				{filepath.Join(refDir, "dump_references.py"), "--model", modelDir, "--cases", cases,
 					"--out", refs, "--n-generate", "4", "--logits-rows", "2"},
 			} {
 				out, err := exec.Command(py, args...).CombinedOutput()

@@ -99,7 +99,7 @@ func (r *Report) settingLines() []string {
 			"cost:       a COST REPORT, not a validation: "+c.Reason+".",
 			"cost:       Results beyond the default tolerances are what that rounding costs (COST), not failures.",
 			"cost:       To validate this model, run it against a reference set made from its own weights",
-			"cost:       (scripts/dump_references.py --model FILE.gguf, or --weight-dtype f16).")
+			"cost:       (pytorch/dump_references.py --model FILE.gguf, or --weight-dtype f16).")
 	}
 	return lines
 }

@@ -32,7 +32,7 @@ type Loglikelihood struct {
 // with no context at all there, which a causal model cannot do).
 //
 // Special tokens written in the text ("<|endoftext|>") are encoded as such,
-// as Hugging Face's tokenizer (lm-eval's) and scripts/dump_references.py do.
+// as Hugging Face's tokenizer (lm-eval's) and pytorch/dump_references.py do.
 func EncodePair(tok *tokenizer.Tokenizer, context, continuation string) (ctxTokens, contTokens []int) {
 	eot := tok.EOT()
 	if eot < 0 {

@@ -11,7 +11,7 @@ import (
 )
 
 // ggmlVectors reads testdata/ggml-quants/<type>.bin, written by ggml's own
-// quantizer and dequantizer (scripts/llamacpp/ggml vectors): the input
+// quantizer and dequantizer (cmd/llamacpp-ggml vectors): the input
 // rows, ggml's blocks of them and ggml's dequantisation of the blocks.
 func ggmlVectors(t *testing.T, typ GGMLType) (src []float32, blocks []byte, want []float32) {
 	t.Helper()

@@ -11,7 +11,7 @@ import (
 // Llama holds what a Llama-family config adds to GPT-2's fields. The
 // defaults are the HF config classes' (LlamaConfig, Qwen2Config,
 // Qwen3Config, Phi3Config) for keys a hub config.json may omit, as
-// scripts/llama_torch.py applies them.
+// pytorch/llama_torch.py applies them.
 type Llama struct {
 	NKVHead    int     // num_key_value_heads; 0 means NHead
 	HeadSize   int     // head_dim when set apart from hidden_size/heads (Qwen3); 0 derives it

@@ -14,7 +14,7 @@ import (
 )
 
 // The Llama family in GGUF: llama.cpp's converter layout for its llama,
-// qwen2, qwen3 and phi3 architectures (scripts/gguf_write.py writes the
+// qwen2, qwen3 and phi3 architectures (pytorch/gguf_write.py writes the
 // same). Tensors are named by the parameter table (llama_params.go); the
 // hyper-parameters are under "{arch}.". llorch's own keys carry what
 // llama.cpp's do not: HF's Llama 3 rope_scaling, from which the loader
@@ -534,7 +534,7 @@ func (gl *llamaGGUFLoader) rope() (rope, error) {
 }
 
 // llama3RopeFactors is rope_freqs.weight for a config with Llama 3
-// scaling, as llama.cpp's converter (and scripts/gguf_write.py) computes
+// scaling, as llama.cpp's converter (and pytorch/gguf_write.py) computes
 // it: HF's float32 inv_freq, the band's factor in float64, rounded to
 // float32 once.
 func llama3RopeFactors(c Config) []float32 {

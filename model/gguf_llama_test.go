@@ -19,7 +19,7 @@ import (
 )
 
 // The five tiny Llama-family models and llama.cpp's vocabulary file each
-// is converted with (scripts/gguf_write.py's default_vocab).
+// is converted with (pytorch/gguf_write.py's default_vocab).
 var llamaTiny = []struct{ name, vocab string }{
 	{"tiny-llama", llamaSPMVocab},
 	{"tiny-llama3", llamaSPMVocab},
@@ -30,7 +30,7 @@ var llamaTiny = []struct{ name, vocab string }{
 
 const llamaSPMVocab = "../testdata/tokenizer/llama-spm/ggml-vocab-llama-spm.gguf"
 
-// llamaTokens is BOS and 20 ids, scripts/test_llama_torch.py's TOKENS.
+// llamaTokens is BOS and 20 ids, pytorch/test_llama_torch.py's TOKENS.
 var llamaTokens = []int{1, 30237, 20004, 21894, 28711, 18506, 24822, 26677, 7208, 1779, 9607, 9124, 27954, 29204, 171, 15994, 26279, 4208, 25506, 3813, 14975}
 
 var llamaHF = struct {
@@ -229,7 +229,7 @@ func TestLlamaGGUFForeignRopeFreqs(t *testing.T) {
 	unscaled := hf.Config
 	unscaled.RopeScaling = nil
 	base, factors := newRope(unscaled).invFreq, llama3RopeFactors(hf.Config)
-	assert.Equal(t, []float32{1, 1.293975830078125, 7.667385101318359, 8, 8, 8, 8, 8}, factors, "scripts/gguf_write.py's")
+	assert.Equal(t, []float32{1, 1.293975830078125, 7.667385101318359, 8, 8, 8, 8, 8}, factors, "pytorch/gguf_write.py's")
 	differ := 0
 	for i := range base {
 		require.Equal(t, base[i]/factors[i], g.rope.invFreq[i], "pair %d", i)

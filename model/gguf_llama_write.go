@@ -10,7 +10,7 @@ import (
 	"github.com/llorch/llorch-check/weights"
 )
 
-// llamaGGUF is GGUF for the Llama family: scripts/gguf_write.py's keys
+// llamaGGUF is GGUF for the Llama family: pytorch/gguf_write.py's keys
 // and tensors (llama.cpp's converter layout), in its order, from the
 // parameter table. The keys are general.architecture, the {arch}.*
 // hyper-parameters, general.file_type and general.quantization_version,
@@ -109,7 +109,7 @@ func (m *Model) llamaGGUF(typ gguf.GGMLType, ftype uint32) ([]gguf.KV, []gguf.Te
 }
 
 // llamaWritable refuses what llama.cpp's layout cannot say for a config,
-// as scripts/gguf_write.py does.
+// as pytorch/gguf_write.py does.
 func llamaWritable(c Config) error {
 	switch {
 	case c.RopeScaling != nil && c.ModelType != ArchLlama:
@@ -198,7 +198,7 @@ func (w *llamaWriter) layerValues(p llamaParam, b *block) []float32 {
 
 // WithTokenizer places a tokenizer's GGUF keys (tok, the tokenizer.*
 // keys of llama.cpp's vocabulary file or of a model's, in their order)
-// among a model's keys (kv, from GGUF) as scripts/gguf_write.py and
+// among a model's keys (kv, from GGUF) as pytorch/gguf_write.py and
 // llama.cpp's converter order them: after the hyper-parameters and
 // general.* keys, before llorch's own. A key kv already holds (the
 // config's BOS and EOS ids) keeps kv's value, at tok's position.

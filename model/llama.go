@@ -11,7 +11,7 @@ import (
 // The Llama family's decoder layer, as HF's LlamaDecoderLayer computes it
 // in float32 (Qwen2, Qwen3 and Phi-3 are copies with a switch each:
 // Qwen2's q/k/v biases, Qwen3's per-head q/k RMSNorm, Phi-3's fused
-// projections and partial rotary). scripts/llama_torch.py is the same
+// projections and partial rotary). pytorch/llama_torch.py is the same
 // arithmetic in PyTorch; the float32 roundings below follow its
 // operations one by one, with explicit conversions where Go could
 // otherwise fuse a multiply and an add.

@@ -75,7 +75,7 @@ func llamaLayer(c Config, l int) []llamaParam {
 			ps = append(ps, llamaParam{hf: "layers.%d.self_attn." + p.n + "_proj.weight", gguf: "blk.%d.attn_" + p.n + ".weight",
 				shape: []int{p.rows, C}, part: partQKV, row: p.row, ropeHeads: p.ropeHeads})
 		}
-		// The biases after the three matrices, as scripts/gguf_write.py
+		// The biases after the three matrices, as pytorch/gguf_write.py
 		// writes Qwen2's.
 		for _, p := range qkv {
 			if c.QKVBias {

@@ -46,7 +46,7 @@ func openCorpus(dir string, set *references.Set) (*corpusSet, error) {
 	path := filepath.Join(dir, corpusFile)
 	data, err := regularfile.ReadFile(path)
 	if err != nil {
-		return nil, fmt.Errorf("--corpus %s: %w (a corpus set is written by scripts/dump_references.py --corpus FILE.txt)", dir, err)
+		return nil, fmt.Errorf("--corpus %s: %w (a corpus set is written by pytorch/dump_references.py --corpus FILE.txt)", dir, err)
 	}
 	m := &c.manifest
 	if err := json.Unmarshal(data, m); err != nil {

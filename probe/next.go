@@ -52,7 +52,7 @@ func nextSteps(rep *checkpoints.Report, set string) []string {
 		}
 	}
 	if len(fails) > 0 {
-		out = append(out, fmt.Sprintf("to name the first tensor that drifts, dump the engine's activations for the set's cases (llama.cpp: scripts/llamacpp/ggml dump; PyTorch engines: scripts/dump_hooks.py; references/FORMAT.md, \"Dumps from other engines\") and run: llorch-check bisect --dump DIR --references %s",
+		out = append(out, fmt.Sprintf("to name the first tensor that drifts, dump the engine's activations for the set's cases (llama.cpp: cmd/llamacpp-ggml dump; PyTorch engines: pytorch/dump_hooks.py; references/FORMAT.md, \"Dumps from other engines\") and run: llorch-check bisect --dump DIR --references %s",
 			set))
 	}
 	if c := rep.Corpus; c != nil && float64(c.Times.Value) > 10 {

@@ -13,7 +13,7 @@ import (
 // logits.
 //
 // The order and semantics are those of transformers 4.40–4.46 as
-// scripts/dump_references.py pins them (checkpoint 11), with OpenAI's
+// pytorch/dump_references.py pins them (checkpoint 11), with OpenAI's
 // logit bias first (as HF's sequence_bias, single tokens) and its presence
 // and frequency penalties after the repetition penalty (as vLLM orders
 // them). The penalties count the whole history, prompt included, as

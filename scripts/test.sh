@@ -17,7 +17,7 @@ torch_missing=""
 peer_missing=""
 if ! command -v node >/dev/null 2>&1; then
   peer_missing="node is not installed (apt-get install -y nodejs npm)"
-elif [ ! -d scripts/llamacpp/node_modules/node-llama-cpp ]; then
+elif [ ! -d e2e/llamacpp/node_modules/node-llama-cpp ]; then
   peer_missing="the llama.cpp peer is not installed (make peer-llamacpp)"
 fi
 
@@ -81,7 +81,7 @@ step() {
 }
 
 step "lint (gofmt, go vet)" - "$MAKE" -s lint
-step "PyTorch scripts' tests" torch "$PYTHON" -m unittest discover -s scripts -p 'test_*.py'
+step "PyTorch reference's tests" torch "$PYTHON" -m unittest discover -s pytorch -p 'test_*.py'
 step "verify-references" torch "$MAKE" -s verify-references
 step "verify-f16" torch "$MAKE" -s verify-f16
 step "verify-gguf" torch "$MAKE" -s verify-gguf

@@ -16,9 +16,9 @@ GO=${GO:-go}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
-"$PYTHON" scripts/make_tiny_model.py --dtype f32 --out "$tmp/model"
-"$PYTHON" scripts/dump_references.py --model "$tmp/model" --cases testdata/cases.json --weight-dtype f16 --out "$tmp/refs-f16" >/dev/null
-"$PYTHON" scripts/dump_references.py --model "$tmp/model" --cases testdata/cases.json --out "$tmp/refs-f32" >/dev/null
+"$PYTHON" pytorch/make_tiny_model.py --dtype f32 --out "$tmp/model"
+"$PYTHON" pytorch/dump_references.py --model "$tmp/model" --cases testdata/cases.json --weight-dtype f16 --out "$tmp/refs-f16" >/dev/null
+"$PYTHON" pytorch/dump_references.py --model "$tmp/model" --cases testdata/cases.json --out "$tmp/refs-f32" >/dev/null
 "$GO" build -o "$tmp/llorch-check" ./cmd/llorch-check
 
 bin=$tmp/llorch-check out=$tmp/out name=verify-f16

@@ -5,7 +5,7 @@
 # tolerances, as a validation (no cost report); an injected bug must still
 # fail. The files:
 # what `convert` writes (F32, F16, Q8_0) and, given llama.cpp's quantizer
-# (scripts/llamacpp/ggml, make peer-llamacpp), what llama-quantize makes of
+# (cmd/llamacpp-ggml, make peer-llamacpp), what llama-quantize makes of
 # the F32 one (Q4_0 ... Q6_K, Q4_K_M).
 # Usage: scripts/verify_gguf.sh [GGML_TOOL]   (env: PYTHON, GO)
 set -euo pipefail
@@ -34,7 +34,7 @@ bin=$tmp/llorch-check out=$tmp/out name=verify-gguf
 
 for f in "${files[@]}"; do
   name=$(basename "$f" .gguf)
-  "$PYTHON" scripts/dump_references.py --model "$f" --cases testdata/cases.json --out "$tmp/refs-$name" >/dev/null
+  "$PYTHON" pytorch/dump_references.py --model "$f" --cases testdata/cases.json --out "$tmp/refs-$name" >/dev/null
   types=$("$tmp/llorch-check" inspect "$f" | awk -F'│' 'NR>1 && $3 ~ /[A-Z]/ {gsub(/ /,"",$3); print $3}' | sort -u | tr '\n' ' ')
   expect 0 "$name against its own reference set, default tolerances" run --model "$f" --references "$tmp/refs-$name"
   if grep -q '^cost:' "$tmp/out"; then

@@ -32,7 +32,7 @@ const (
 	VCache       = "v_cache"
 	StepLogits   = "step_logits"
 
-	// The Llama family's names (scripts/llama_torch.py's probes): RMSNorm
+	// The Llama family's names (pytorch/llama_torch.py's probes): RMSNorm
 	// in place of LayerNorm, q and k after RoPE, the SwiGLU's parts.
 	AttnNorm = "attn_norm"
 	QNorm    = "q_norm" // Qwen3's per-head RMSNorm of q, before RoPE

@@ -7,7 +7,7 @@ import (
 )
 
 // BenchmarkEncode reports throughput (MB/s) on a few MB of mixed English
-// prose and code; scripts/bench_tokenizer/run.sh compares it with a peer.
+// prose and code; e2e/bench-tokenizer/run.sh compares it with a peer.
 // Warm: the piece cache is filled by earlier iterations, as in a server.
 func BenchmarkEncode(b *testing.B) {
 	tok := gpt2(b)

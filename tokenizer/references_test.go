@@ -93,7 +93,7 @@ func TestReferenceSets(t *testing.T) {
 }
 
 // loglikelihoodSplit is lm-evaluation-harness's tokenization of a pair, as
-// scripts/dump_references.py does it.
+// pytorch/dump_references.py does it.
 func loglikelihoodSplit(tok *Tokenizer, context, continuation string) ([]int, []int) {
 	if context == "" {
 		return []int{tok.EOT()}, tok.Encode(continuation)

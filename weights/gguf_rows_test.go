@@ -6,7 +6,7 @@ import (
 	"github.com/stretchr/testify/assert"
 )
 
-// RopeRow is scripts/gguf_write.py's permute: row h·D + 2i + j of the file
+// RopeRow is pytorch/gguf_write.py's permute: row h·D + 2i + j of the file
 // is HF's row h·D + j·D/2 + i.
 func TestRopeRow(t *testing.T) {
 	const heads, D = 2, 6

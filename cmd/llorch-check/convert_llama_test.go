@@ -20,7 +20,7 @@ import (
 )
 
 // familyVocab is llama.cpp's vocabulary file a tiny model is converted
-// with, as scripts/gguf_write.py's default_vocab picks it.
+// with, as pytorch/gguf_write.py's default_vocab picks it.
 func familyVocab(name string) string {
 	v := "llama-spm"
 	if name == "tiny-llama-phi3" {
@@ -39,17 +39,17 @@ func convertFamily(t *testing.T, dir, name, typ string) string {
 	return out
 }
 
-// python is /usr/bin/python3 if it has what scripts/gguf_write.py needs
+// python is /usr/bin/python3 if it has what pytorch/gguf_write.py needs
 // (numpy, and torch through llama_torch); CI installs both.
 func python(t *testing.T) string {
 	const py = "/usr/bin/python3"
 	if err := exec.Command(py, "-c", "import numpy, torch").Run(); err != nil {
-		t.Skipf("%s with numpy and torch is needed to run scripts/gguf_write.py (apt-get install python3-numpy python3-torch): %v", py, err)
+		t.Skipf("%s with numpy and torch is needed to run pytorch/gguf_write.py (apt-get install python3-numpy python3-torch): %v", py, err)
 	}
 	return py
 }
 
-// What convert writes for the Llama family is what scripts/gguf_write.py
+// What convert writes for the Llama family is what pytorch/gguf_write.py
 // writes (llama.cpp's converter layout, checked against llama.cpp): the
 // same keys in the same order with the same types and values, and the
 // same tensors, in order, of the same type, dims and bytes; ours adds
@@ -63,7 +63,7 @@ func TestConvertFamilyMatchesGGUFWritePy(t *testing.T) {
 			t.Run(name+"/"+typ, func(t *testing.T) {
 				ours := convertFamily(t, dir, name, typ)
 				theirs := filepath.Join(dir, name+"-"+typ+".py.gguf")
-				out, err := exec.Command(py, filepath.Join(fixture.Root(), "scripts", "gguf_write.py"), fixture.FamilyModel(name), theirs,
+				out, err := exec.Command(py, filepath.Join(fixture.Root(), "pytorch", "gguf_write.py"), fixture.FamilyModel(name), theirs,
 					"--type", typ, "--vocab", familyVocab(name)).CombinedOutput()
 				require.NoError(t, err, string(out))
 				a, err := gguf.Open(ours)
@@ -177,9 +177,9 @@ func TestConvertFamilyTokenizer(t *testing.T) {
 	assert.Len(t, m.SourceSHA256, 64)
 }
 
-// The llama.cpp peer (node-llama-cpp, scripts/llamacpp/llama_family.mjs)
+// The llama.cpp peer (node-llama-cpp, e2e/llamacpp/llama_family.mjs)
 // loads what convert writes for each architecture and greedy-decodes 16
-// tokens from scripts/test_llama_torch.py's prompt; they must be ours.
+// tokens from pytorch/test_llama_torch.py's prompt; they must be ours.
 // A step whose top-2 margin (ours) is within twice the largest |Δ logit|
 // between the two engines there is a near tie, which decides nothing:
 // reported, and the comparison stops there (the sequences part). F32's
@@ -194,11 +194,11 @@ func TestConvertFamilyLlamaCppPeer(t *testing.T) {
 	if os.Getenv("LLORCH_PEER") != "1" {
 		t.Skip("LLORCH_PEER=1 runs it (make interop-llamacpp)")
 	}
-	script := filepath.Join(fixture.Root(), "scripts", "llamacpp", "llama_family.mjs")
+	script := filepath.Join(fixture.Root(), "e2e", "llamacpp", "llama_family.mjs")
 	if _, err := exec.LookPath("node"); err != nil {
 		t.Fatal("node is not installed (apt-get install -y nodejs npm)")
 	}
-	if _, err := os.Stat(filepath.Join(fixture.Root(), "scripts", "llamacpp", "node_modules", "node-llama-cpp")); err != nil {
+	if _, err := os.Stat(filepath.Join(fixture.Root(), "e2e", "llamacpp", "node_modules", "node-llama-cpp")); err != nil {
 		t.Fatal("the llama.cpp peer is not installed (make peer-llamacpp)")
 	}
 	tokens := []int{1, 30237, 20004, 21894, 28711, 18506, 24822, 26677, 7208, 1779, 9607, 9124, 27954, 29204, 171, 15994, 26279, 4208, 25506, 3813, 14975}

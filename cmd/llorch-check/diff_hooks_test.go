@@ -14,7 +14,7 @@ import (
 	"github.com/llorch/llorch-check/internal/fixture"
 )
 
-// TestDiffHooksDump: a partial dump written by scripts/dump_hooks.py from a
+// TestDiffHooksDump: a partial dump written by pytorch/dump_hooks.py from a
 // PyTorch module passes diff against the reference set, and with a planted
 // bug diff names the tensor where it enters, first in forward order.
 func TestDiffHooksDump(t *testing.T) {
@@ -33,7 +33,7 @@ func TestDiffHooksDump(t *testing.T) {
 	} {
 		t.Run("fault="+tc.fault, func(t *testing.T) {
 			out := filepath.Join(t.TempDir(), "dump")
-			args := []string{filepath.Join(fixture.Root(), "scripts", "dump_hooks.py"), "--model", fixture.TinyModel(),
+			args := []string{filepath.Join(fixture.Root(), "pytorch", "dump_hooks.py"), "--model", fixture.TinyModel(),
 				"--baseline", fixture.TinyReferences(), "--out", out, "--impl", "standin"}
 			if tc.fault != "" {
 				args = append(args, "--inject-fault", tc.fault)

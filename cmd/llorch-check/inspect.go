@@ -3,18 +3,12 @@ package main
 import (
 	"fmt"
 	"io"
-	"reflect"
 	"strconv"
-	"strings"
 
 	"github.com/llorch/llorch-check/checkpoints"
 	"github.com/llorch/llorch-check/gguf"
 	"github.com/spf13/cobra"
 )
-
-// maxShownElems is how many array elements inspect prints before eliding
-// the rest: a tokenizer's 50257 tokens are not for reading.
-const maxShownElems = 8
 
 func newInspectCmd() *cobra.Command {
 	return &cobra.Command{
@@ -44,7 +38,7 @@ func writeInspect(w io.Writer, path string, f *gguf.File) error {
 	t := checkpoints.NewTable(w)
 	t.Header("key", "type", "value")
 	for _, kv := range f.KV {
-		t.Append(kv.Key, typeString(kv.Value), valueString(kv.Value.V))
+		t.Append(kv.Key, kv.Value.TypeName(), kv.Value.String())
 	}
 	if err := t.Render(); err != nil {
 		return err
@@ -69,60 +63,4 @@ func writeInspect(w io.Writer, path string, f *gguf.File) error {
 	}
 	_, err := fmt.Fprintf(w, "tensor data: %d bytes\n", total)
 	return err
-}
-
-func typeString(v gguf.Value) string {
-	if a, ok := v.V.(gguf.Array); ok {
-		return fmt.Sprintf("[%d]%s", a.Len(), a.Elem)
-	}
-	return v.Type.String()
-}
-
-// valueString prints scalars in full, strings quoted, arrays with their
-// first maxShownElems elements.
-func valueString(v any) string {
-	switch x := v.(type) {
-	case string:
-		return strconv.Quote(x)
-	case gguf.Array:
-		return arrayString(x)
-	}
-	return fmt.Sprint(v)
-}
-
-func arrayString(a gguf.Array) string {
-	n := a.Len()
-	parts := make([]string, 0, min(n, maxShownElems)+1)
-	each := func(i int, s string) bool {
-		if i >= maxShownElems {
-			parts = append(parts, fmt.Sprintf("… %d more", n-maxShownElems))
-			return false
-		}
-		parts = append(parts, s)
-		return true
-	}
-	switch s := a.Values.(type) {
-	case []string:
-		for i, x := range s {
-			if !each(i, strconv.Quote(x)) {
-				break
-			}
-		}
-	case []gguf.Array:
-		for i, x := range s {
-			if !each(i, arrayString(x)) {
-				break
-			}
-		}
-	default:
-		// Only the elements shown are formatted: printing a whole numeric
-		// array first cost ~24 bytes of memory per element.
-		v := reflect.ValueOf(s)
-		for i := range min(n, maxShownElems+1) {
-			if !each(i, fmt.Sprint(v.Index(i).Interface())) {
-				break
-			}
-		}
-	}
-	return "[" + strings.Join(parts, ", ") + "]"
 }

@@ -4,14 +4,11 @@ import (
 	"bytes"
 	"context"
 	"path/filepath"
-	"runtime"
 	"testing"
 
 	"github.com/spf13/cobra"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-
-	"github.com/llorch/llorch-check/gguf"
 )
 
 const peerGGUF = "../../testdata/tokenizer/ggml-vocab-gpt-2.gguf"
@@ -67,23 +64,4 @@ func TestInspectErrors(t *testing.T) {
 	assert.ErrorContains(t, err, "bad magic")
 	_, err = runSub(t, newInspectCmd())
 	assert.ErrorContains(t, err, "accepts 1 arg(s)")
-}
-
-// TestInspectLongArrays: a metadata array prints its first elements and
-// how many more, and formatting it costs memory for those only (printing
-// a whole uint8 array once took ~24 bytes per element).
-func TestInspectLongArrays(t *testing.T) {
-	const n = 4 << 20
-	vals := make([]uint8, n)
-	for i := range vals {
-		vals[i] = uint8(i)
-	}
-	arr := gguf.Value{Type: gguf.TypeArray, V: gguf.Array{Elem: gguf.TypeUint8, Values: vals}}
-	var before, after runtime.MemStats
-	runtime.ReadMemStats(&before)
-	s := valueString(arr.V)
-	runtime.ReadMemStats(&after)
-	require.Equal(t, "[0, 1, 2, 3, 4, 5, 6, 7, … 4194296 more]", s)
-	require.Less(t, after.TotalAlloc-before.TotalAlloc, uint64(64<<10))
-	require.Equal(t, "[1.5, -2]", valueString(gguf.Array{Elem: gguf.TypeFloat32, Values: []float32{1.5, -2}}))
 }

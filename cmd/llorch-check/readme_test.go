@@ -71,7 +71,7 @@ func runDocExamples(t *testing.T, root, doc, tmp string, env []string) {
 	ran := 0
 	torch := exec.Command("/usr/bin/python3", "-c", "import torch, numpy").Run() == nil
 	for _, b := range blocks {
-		if b.skip == "" && !torch && slices.ContainsFunc(b.cmds, func(c string) bool { return strings.Contains(c, "scripts/dump_references.py") }) {
+		if b.skip == "" && !torch && slices.ContainsFunc(b.cmds, func(c string) bool { return strings.Contains(c, "pytorch/dump_references.py") }) {
 			// As make test: the PyTorch steps need Debian's torch; CI has it.
 			require.NotEqual(t, "true", os.Getenv("CI"), "%s:%d needs /usr/bin/python3 with torch", doc, b.line)
 			b.skip = "needs /usr/bin/python3 with torch and numpy"

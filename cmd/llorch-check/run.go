@@ -226,9 +226,9 @@ and both values. Exit 1 when it finds one, 0 when everything passes.
 
 --dump DIR bisects another engine's activations instead of Go's forward:
 DIR is a dump as diff takes it (a reference set, or a partial dump such as
-scripts/dump_hooks.py or llama.cpp's ggml dump write; references/FORMAT.md,
-"Dumps from other engines"), compared with --references as diff compares
-it: what a partial dump lacks is not compared.`,
+pytorch/dump_hooks.py or cmd/llamacpp-ggml dump (llama.cpp) write;
+references/FORMAT.md, "Dumps from other engines"), compared with
+--references as diff compares it: what a partial dump lacks is not compared.`,
 		Example: `  llorch-check bisect
   llorch-check bisect --inject-fault erf-gelu@1 --format json
   llorch-check bisect --dump /tmp/llama-dump --references testdata/references/tiny-gpt2`,

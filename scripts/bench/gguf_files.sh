@@ -5,10 +5,10 @@
 # (in $MODEL), and the Llama-family shapes of make_llama_model.py
 # (smollm-135m, qwen2.5-0.5b; in .cache/bench-NAME).
 
-test -d scripts/llamacpp/node_modules/node-llama-cpp || make -s peer-llamacpp
+test -d e2e/llamacpp/node_modules/node-llama-cpp || make -s peer-llamacpp
 go build -o "$work/gobench" ./cmd/gobench
 go build -o "$work/llorch-check" ./cmd/llorch-check
-go build -tags llamacpp -o "$work/ggml" ./scripts/llamacpp/ggml
+go build -tags llamacpp -o "$work/ggml" ./cmd/llamacpp-ggml
 gguf=.cache/bench-gguf
 mkdir -p "$gguf"
 

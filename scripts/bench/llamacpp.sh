@@ -5,7 +5,7 @@
 # (smollm-135m, qwen2.5-0.5b). F32, F16 and Q8_0 as `convert` writes them
 # and Q4_K_M as llama.cpp's own quantizer makes it from the F32 file.
 # gobench and `ggml bench` (llama.cpp's C API called natively from
-# scripts/llamacpp/ggml: node-llama-cpp's JavaScript binding adds 2-9 ms a
+# cmd/llamacpp-ggml: node-llama-cpp's JavaScript binding adds 2-9 ms a
 # decode step here, which would flatter us) measure the same figures on the
 # same token ids, both in a Go process; they alternate, llama.cpp under each
 # thread count of PEER_THREADS keeping its best per figure, and one table

@@ -5,8 +5,8 @@ The benchmark only needs the exact shapes and sane magnitudes (GPT-2's own
 initialisation: N(0, 0.02), residual projections scaled by 1/sqrt(2L), unit
 LayerNorms), so the forward pass neither overflows nor degenerates. The file
 is written once into an ignored cache directory; it is never committed.
-Self-contained (numpy only) so that it does not move with the reference
-tooling in scripts/.
+Self-contained (numpy only) so that it does not move with the PyTorch
+reference (pytorch/).
 """
 
 import argparse

@@ -144,7 +144,7 @@ def main(argv=None):
             "format_version": FORMAT_VERSION,
             "model": {"path": args.model, "weights_file": model["weights_file"], "weights_sha256": model["sha256"],
                       "weights_dtype": model["dtype"], "config": model["config_raw"]},
-            "generator": {"script": "scripts/dump_hooks.py", "module": f"{type(module).__module__}.{type(module).__name__}",
+            "generator": {"script": "pytorch/dump_hooks.py", "module": f"{type(module).__module__}.{type(module).__name__}",
                           "impl": impl, "injected_fault": args.inject_fault, "python": platform.python_version(),
                           "torch": torch.__version__, "numpy": np.__version__, "float64_twins": False,
                           "partial": True, "arithmetic": arithmetic.record()},

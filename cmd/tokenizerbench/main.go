@@ -1,6 +1,7 @@
-// Command gobench measures the tokenizer package exactly as bench.mjs
-// measures the peer: one cold pass with an empty cache, then the best of
-// the warm passes; it prints the same JSON line.
+// Command tokenizerbench measures the tokenizer package exactly as
+// e2e/bench-tokenizer/bench.mjs measures the peer: one cold pass with an
+// empty cache, then the best of the warm passes; it prints the same JSON
+// line.
 package main
 
 import (
@@ -20,7 +21,7 @@ func main() {
 	passes := flag.Int("passes", 5, "warm passes")
 	flag.Parse()
 	if flag.NArg() != 1 {
-		fmt.Fprintln(os.Stderr, "usage: gobench [flags] CORPUS")
+		fmt.Fprintln(os.Stderr, "usage: tokenizerbench [flags] CORPUS")
 		os.Exit(2)
 	}
 	data, err := os.ReadFile(flag.Arg(0))

@@ -1,4 +1,4 @@
-// node scripts/llamacpp/shim_contract.mjs URL
+// node e2e/llamacpp/shim_contract.mjs URL
 //
 // What the `ggml serve` shim promises besides its numbers (those are
 // same_numbers.mjs's): the OpenAI answers probe and lm-evaluation-harness

@@ -113,11 +113,11 @@ A randomly initialised GPT-2 ({L} layers, {H} heads, n_embd {C}, context {P},
 the real 50257-token GPT-2 vocabulary) for llorch-check's tests. It is not
 trained; its weight scales are chosen so that the known GPT-2 traps
 (LayerNorm eps, tanh GELU, attention masking, sampling cuts) are visible at
-the test tolerances. See scripts/make_tiny_model.py for the scales.
+the test tolerances. See pytorch/make_tiny_model.py for the scales.
 
 Generated, do not edit:
 
-    python3 scripts/make_tiny_model.py --out <dir> --seed {seed} --n-layer {L} --n-head {H} --n-embd {C} --n-positions {P} --dtype {dtype}
+    python3 pytorch/make_tiny_model.py --out <dir> --seed {seed} --n-layer {L} --n-head {H} --n-embd {C} --n-positions {P} --dtype {dtype}
 
 `vocab.json` and `merges.txt` are GPT-2's BPE files, see
 testdata/gpt2-vocab/SOURCE.md (MIT).

@@ -1,8 +1,10 @@
 //go:build llamacpp
 
-// Command ggml drives llama.cpp's own libraries, as node-llama-cpp ships
-// them prebuilt (make peer-llamacpp), for what llorch-check must match but
-// does not write itself:
+// Command llamacpp-ggml drives llama.cpp's own libraries, as node-llama-cpp
+// ships them prebuilt (make peer-llamacpp), for what llorch-check must match
+// but does not write itself. The Makefile, the scripts and the docs build it
+// as ggml (go build -tags llamacpp -o ggml ./cmd/llamacpp-ggml), the name its
+// usage and errors give:
 //
 //	ggml vectors OUT_DIR           ggml's quantizer and dequantizer on seeded rows, per type
 //	ggml quantize IN.gguf OUT.gguf FTYPE
@@ -16,7 +18,7 @@
 //	                               the float16 GELU table of the CPU backend llama.cpp loads
 //
 // Built with -tags llamacpp and cgo; the libraries are opened at run time
-// from scripts/llamacpp/node_modules (or $GGML_LIB_DIR), nothing links them.
+// from e2e/llamacpp/node_modules (or $GGML_LIB_DIR), nothing links them.
 package main
 
 /*
@@ -82,14 +84,14 @@ func run(args []string) error {
 	case len(args) > 0 && args[0] == "gelu-table":
 		return geluTable(args[1:])
 	}
-	return fmt.Errorf("usage: ggml vectors OUT_DIR | ggml quantize IN.gguf OUT.gguf FTYPE | ggml bench -model FILE.gguf [-mode load|run] [-threads N] | ggml dump -model FILE.gguf -baseline SET -out DIR | ggml serve -model FILE.gguf [-addr HOST:PORT] | ggml gelu-table -model FILE.gguf -out FILE")
+	return fmt.Errorf("usage (cmd/llamacpp-ggml, built as ggml by the Makefile: go build -tags llamacpp -o ggml ./cmd/llamacpp-ggml): ggml vectors OUT_DIR | ggml quantize IN.gguf OUT.gguf FTYPE | ggml bench -model FILE.gguf [-mode load|run] [-threads N] | ggml dump -model FILE.gguf -baseline SET -out DIR | ggml serve -model FILE.gguf [-addr HOST:PORT] | ggml gelu-table -model FILE.gguf -out FILE")
 }
 
 func libDir() string {
 	if d := os.Getenv("GGML_LIB_DIR"); d != "" {
 		return d
 	}
-	return filepath.Join("scripts", "llamacpp", "node_modules", "@node-llama-cpp", "linux-x64", "bins", "linux-x64")
+	return filepath.Join("e2e", "llamacpp", "node_modules", "@node-llama-cpp", "linux-x64", "bins", "linux-x64")
 }
 
 // open dlopens a library of libDir and returns its symbols.

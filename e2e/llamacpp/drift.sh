@@ -32,7 +32,7 @@
 # dump's, bit for bit (same_numbers.mjs). A broken mapping, a
 # shim that does not speak the API (exit 2) or answers other numbers, or a
 # llama.cpp that stops drifting all fail.
-# Usage: scripts/llamacpp/drift.sh   (env: GO, PYTHON; needs node, make peer-llamacpp,
+# Usage: e2e/llamacpp/drift.sh   (env: GO, PYTHON; needs node, make peer-llamacpp,
 #        and PyTorch for the emulated reference sets)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -54,13 +54,13 @@ cleanup() {
 trap cleanup EXIT
 
 "$GO" build -o "$tmp/llorch-check" ./cmd/llorch-check
-"$GO" build -tags llamacpp -o "$tmp/ggml" ./scripts/llamacpp/ggml
+"$GO" build -tags llamacpp -o "$tmp/ggml" ./cmd/llamacpp-ggml
 "$tmp/llorch-check" convert --to gguf --type f32 "$MODEL" "$tmp/tiny-f32.gguf" >/dev/null
 # llama.cpp's derived profiles: the committed set's cases and settings,
 # with its approximations applied (about 4 s each).
 EMU=$tmp/refs-llamacpp-cpu EMU16=$tmp/refs-llamacpp-cpu-f16kv
-"$PYTHON" scripts/dump_references.py --model "$MODEL" --cases testdata/cases.json --emulate llamacpp-cpu --out "$EMU" >/dev/null
-"$PYTHON" scripts/dump_references.py --model "$MODEL" --cases testdata/cases.json --emulate llamacpp-cpu-f16kv --out "$EMU16" >/dev/null
+"$PYTHON" pytorch/dump_references.py --model "$MODEL" --cases testdata/cases.json --emulate llamacpp-cpu --out "$EMU" >/dev/null
+"$PYTHON" pytorch/dump_references.py --model "$MODEL" --cases testdata/cases.json --emulate llamacpp-cpu-f16kv --out "$EMU16" >/dev/null
 
 fail=0
 verdicts=()
@@ -130,7 +130,7 @@ else
   verdicts+=("black box: FAILED: probe exit $rc (want 1: a measured drift), $verdict")
   fail=1
 fi
-if node scripts/llamacpp/shim_contract.mjs "$url"; then
+if node e2e/llamacpp/shim_contract.mjs "$url"; then
   verdicts+=("shim: answers as OpenAI's /v1/completions where probe reads it, refuses the rest naming it")
 else
   verdicts+=("shim: FAILED: shim_contract.mjs")
@@ -138,7 +138,7 @@ else
 fi
 # The shim runs the dump's GGUF with the same (default) settings: its
 # numbers must be the dump's, so both boxes measure the same llama.cpp.
-if node scripts/llamacpp/same_numbers.mjs "$url" "$tmp/dump-f16-auto"; then
+if node e2e/llamacpp/same_numbers.mjs "$url" "$tmp/dump-f16-auto"; then
   verdicts+=("shim vs dump: the same llama.cpp log-probabilities, bit for bit, at every case's last position")
 else
   verdicts+=("shim vs dump: FAILED: the shim's log-probabilities are not the dump's")
@@ -147,7 +147,7 @@ fi
 # The profile. Its table first: the emulation must read the numbers the
 # library reads.
 "$tmp/ggml" gelu-table -model "$tmp/tiny-f32.gguf" -out "$tmp/gelu.bin" >/dev/null
-if table=$("$PYTHON" -c 'import sys; sys.path.insert(0, "scripts")
+if table=$("$PYTHON" -c 'import sys; sys.path.insert(0, "pytorch")
 import numpy as np, emulate
 lib = np.fromfile(sys.argv[1], dtype="<u2")
 ours = emulate.ggml_gelu_table().view(np.uint16)
@@ -179,7 +179,7 @@ rc=0
 first=$("$tmp/llorch-check" diff "$EMU" "$tmp/dump-f32-off" --format json | first_drift) || true
 flips=() flipsok=1
 for c in hello story long; do
-  line=$("$PYTHON" scripts/llamacpp/flips.py "$EMU" "$tmp/dump-f32-off" "$c" 0) || flipsok=0
+  line=$("$PYTHON" e2e/llamacpp/flips.py "$EMU" "$tmp/dump-f32-off" "$c" 0) || flipsok=0
   flips+=("$line")
 done
 printf '%s\n' "${flips[@]}"

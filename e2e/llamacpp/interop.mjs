@@ -12,7 +12,7 @@
 // picks AVX2 or AVX-512 ones), and more than one per case fails, since a
 // file llama.cpp misreads disagrees nearly everywhere. Q8_0 is reported: llama.cpp
 // quantises activations to 8 bits for Q8_0 weights, so its argmax may leave
-// ours at a near-tie (docs/gguf.md). With a GGML tool (scripts/llamacpp/ggml)
+// ours at a near-tie (docs/gguf.md). With a GGML tool (cmd/llamacpp-ggml)
 // the F32 file is also quantised by llama.cpp's own llama_model_quantize
 // to Q4_0 ... Q4_K_M, files llorch-check must read as llama.cpp wrote
 // them; those are reported too.

@@ -1,4 +1,4 @@
-// node scripts/llamacpp/same_numbers.mjs URL DUMP
+// node e2e/llamacpp/same_numbers.mjs URL DUMP
 //
 // Ties the black box to the white box: for every case of a `ggml dump`
 // DUMP, asks the `ggml serve` shim at URL (same GGUF, same context

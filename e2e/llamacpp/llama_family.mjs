@@ -1,4 +1,4 @@
-// node scripts/llamacpp/llama_family.mjs MODEL.gguf TOKENS [N]
+// node e2e/llamacpp/llama_family.mjs MODEL.gguf TOKENS [N]
 //
 // llama.cpp (node-llama-cpp's prebuilt CPU binaries) on a Llama-family GGUF
 // file: evaluates TOKENS (comma-separated ids, fed as given: no BOS added)

@@ -4,7 +4,7 @@
 // templates and conversations from that file, renders them with package
 // chat and must give the same bytes, or the same raised message.
 //
-//   npm ci --prefix scripts/chat && node scripts/chat/render.mjs
+//   npm ci --prefix e2e/chat && node e2e/chat/render.mjs
 //
 // Each template is rendered as transformers.js's
 // PreTrainedTokenizer.apply_chat_template does: new Template(src).render({

@@ -315,7 +315,7 @@ def forwards(args, model, forward, rounded):
     if rounded:
         info["matrices_held_as"] = "float16"
     info["config"] = model["config_raw"]
-    gen = {"script": "scripts/dump_references.py", "python": platform.python_version(),
+    gen = {"script": "pytorch/dump_references.py", "python": platform.python_version(),
            "torch": torch.__version__, "numpy": np.__version__, "float64_twins": True,
            "arithmetic": arithmetic.record()}
     if args.emulate != "none":
@@ -475,7 +475,7 @@ def main(argv=None):
                     help="f16: round the weight matrices to float16 first, the reference of "
                          "llorch-check --weight-dtype f16 (arithmetic stays float32/float64)")
     ap.add_argument("--emulate", choices=("none",) + tuple(emulate.PROFILES), default="none",
-                    help="apply an engine's documented numerical approximations in the forward (scripts/emulate.py): "
+                    help="apply an engine's documented numerical approximations in the forward (pytorch/emulate.py): "
                          "the reference that engine is validated against at the default tolerances; "
                          "llamacpp-cpu: ggml's float16 GELU table (F32 KV cache, flash attention off); "
                          "llamacpp-cpu-f16kv: that and llama.cpp's default F16 KV cache (both GPT-2 only); "

@@ -137,7 +137,7 @@ func dump(args []string) error {
 		FormatVersion: references.FormatVersion,
 		Model:         base.Manifest.Model,
 		Generator: map[string]any{
-			"script": "scripts/llamacpp/ggml dump", "partial": true, "float64_twins": false,
+			"script": "cmd/llamacpp-ggml dump", "partial": true, "float64_twins": false,
 			"engine":  "llama.cpp release v0.5.0 (node-llama-cpp 3.22.1's prebuilt libraries), C API, graph callback cb_eval",
 			"context": o.String(), "gguf": *model, "gguf_sha256": ggufSHA, "gguf_file_type": fileType,
 			"weights":            "the GGUF's llorch.source.sha256 is the baseline's weights_sha256",

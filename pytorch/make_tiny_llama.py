@@ -257,13 +257,13 @@ A randomly initialised {model_type} model ({L} layers, {H} query heads, {HKV}
 KV heads, hidden {C}, head_dim {D}, intermediate {I}, context {P}, vocab_size
 {V}{tie}) for llorch-check's Llama-family tests. Not trained; its weight
 scales make RMSNorm eps, the RoPE layout, GQA and the SwiGLU visible at the
-test tolerances (scripts/make_tiny_llama.py). Weights float16.
+test tolerances (pytorch/make_tiny_llama.py). Weights float16.
 
 Vocabulary: {vocab}
 
 Generated, do not edit:
 
-    python3 scripts/make_tiny_llama.py --arch {arch} --seed {seed}{flags} --out <dir>
+    python3 pytorch/make_tiny_llama.py --arch {arch} --seed {seed}{flags} --out <dir>
 """
 
 
@@ -318,10 +318,10 @@ def write_model(arch, out, seed, shape=None):
     if arch in ("qwen2", "qwen3"):
         vocab = (f"Qwen's is not available as GGUF here, so the ids are those of\n"
                  f"llama.cpp's {vg} (Llama 2 SentencePiece, 32000 tokens;\n"
-                 f"bos 1, eos 2), which scripts/gguf_write.py copies into a GGUF file.")
+                 f"bos 1, eos 2), which pytorch/gguf_write.py copies into a GGUF file.")
     else:
         vocab = (f"llama.cpp's {vg} ({cfg['vocab_size']} tokens, testdata/tokenizer),\n"
-                 f"which scripts/gguf_write.py copies into a GGUF file.")
+                 f"which pytorch/gguf_write.py copies into a GGUF file.")
     with open(os.path.join(out, "README.md"), "w", encoding="utf-8") as f:
         f.write(README.format(name=os.path.basename(os.path.normpath(out)), model_type=cfg["model_type"],
                               L=shape.layers, H=shape.heads, HKV=shape.kv_heads, C=shape.hidden,

@@ -2,7 +2,7 @@
 # Tokenizer throughput next to a peer measured in the same run: builds the
 # corpus once, encodes it with the Go tokenizer and with npm's gpt-tokenizer
 # under node, checks both produced the same tokens, and prints one table.
-# Usage: scripts/bench_tokenizer/run.sh [CORPUS_BYTES]
+# Usage: e2e/bench-tokenizer/run.sh [CORPUS_BYTES]
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
@@ -14,9 +14,9 @@ cd "$root"
 if [ ! -d "$here/node_modules/gpt-tokenizer" ]; then
   (cd "$here" && npm ci --no-audit --no-fund --silent)
 fi
-go run ./scripts/bench_tokenizer/gencorpus -size "$size" "$work/corpus.txt"
-go build -o "$work/gobench" ./scripts/bench_tokenizer/gobench
-"$work/gobench" "$work/corpus.txt" >"$work/go.json"
+go run ./cmd/benchcorpus -size "$size" "$work/corpus.txt"
+go build -o "$work/tokenizerbench" ./cmd/tokenizerbench
+"$work/tokenizerbench" "$work/corpus.txt" >"$work/go.json"
 node "$here/bench.mjs" "$work/corpus.txt" >"$work/peer.json"
 
 node - "$work/go.json" "$work/peer.json" "$(wc -c <"$work/corpus.txt")" <<'JS'

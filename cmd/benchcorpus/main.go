@@ -1,4 +1,4 @@
-// Command gencorpus writes the tokenizer benchmark corpus (see
+// Command benchcorpus writes the tokenizer benchmark corpus (see
 // tokenizer/benchcorpus) to a file, so a peer implementation can
 // encode the very same bytes.
 package main
@@ -15,7 +15,7 @@ func main() {
 	size := flag.Int("size", benchcorpus.DefaultSize, "corpus size in bytes")
 	flag.Parse()
 	if flag.NArg() != 1 {
-		fmt.Fprintln(os.Stderr, "usage: gencorpus [-size N] OUT")
+		fmt.Fprintln(os.Stderr, "usage: benchcorpus [-size N] OUT")
 		os.Exit(2)
 	}
 	text, err := benchcorpus.Build(*size)

@@ -1,9 +1,9 @@
 """Tests of llama_torch.py (the Llama-family PyTorch reference), of the tiny
 Llama-family models and of gguf_write.py; and the independent check:
-llama.cpp (node-llama-cpp, scripts/llamacpp/llama_family.mjs) on the GGUF
+llama.cpp (node-llama-cpp, e2e/llamacpp/llama_family.mjs) on the GGUF
 files gguf_write.py makes must give llama_torch's float32 greedy tokens
 and logits, and a file with llama's q/k left unpermuted must not.
-Run: /usr/bin/python3 -m unittest discover -s scripts -p 'test_*.py'
+Run: /usr/bin/python3 -m unittest discover -s pytorch -p 'test_*.py'
 """
 
 import copy
@@ -281,13 +281,13 @@ class TestFiles(unittest.TestCase):
 def _peer_missing():
     if shutil.which("node") is None:
         return "node is not installed"
-    if not os.path.isdir(os.path.join(HERE, "llamacpp", "node_modules", "node-llama-cpp")):
+    if not os.path.isdir(os.path.join(ROOT, "e2e", "llamacpp", "node_modules", "node-llama-cpp")):
         return "the llama.cpp peer is not installed (make peer-llamacpp)"
     return None
 
 
 def llamacpp(path, tokens=TOKENS, n=N_GREEDY):
-    r = subprocess.run(["node", os.path.join(HERE, "llamacpp", "llama_family.mjs"), path,
+    r = subprocess.run(["node", os.path.join(ROOT, "e2e", "llamacpp", "llama_family.mjs"), path,
                         ",".join(map(str, tokens)), str(n)], capture_output=True, text=True, timeout=300)
     if r.returncode:
         raise AssertionError(f"llama_family.mjs {path}: exit {r.returncode}: {r.stderr[-2000:]}")

@@ -3,7 +3,7 @@
 and one regenerated from the same weights (B).
 
 Which comparison applies depends on the arithmetic both sets record
-(generator.arithmetic, written by scripts/arithmetic.py):
+(generator.arithmetic, written by pytorch/arithmetic.py):
 
 exact     both record the same pinned arithmetic (BLAS kernel and threads,
           ATen CPU capability, torch, machine): every float32 tensor, every

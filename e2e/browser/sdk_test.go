@@ -22,13 +22,13 @@ import (
 )
 
 // sdkDir is the official OpenAI SDK that make test-openai-compat pins
-// (npm ci in scripts/openai-compat); its ES modules load in a page as is.
+// (npm ci in e2e/openai-compat); its ES modules load in a page as is.
 func sdkDir(t *testing.T) string {
 	t.Helper()
 	dir, err := filepath.Abs(filepath.Join("..", "openai-compat", "node_modules", "openai"))
 	require.NoError(t, err)
 	if _, err := os.Stat(filepath.Join(dir, "index.mjs")); err != nil {
-		msg := "the openai package is not installed (npm ci --prefix scripts/openai-compat)"
+		msg := "the openai package is not installed (npm ci --prefix e2e/openai-compat)"
 		if os.Getenv("CI") == "true" {
 			t.Fatal("CI: " + msg)
 		}

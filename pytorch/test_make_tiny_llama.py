@@ -2,7 +2,7 @@
 defaults' values) it writes the committed tiny models byte for byte; an
 impossible shape is refused with exit 2 and a message naming the flag;
 other shapes load in llama_torch with the spreads the docstring gives.
-Run: /usr/bin/python3 -m unittest discover -s scripts -p 'test_*.py'
+Run: /usr/bin/python3 -m unittest discover -s pytorch -p 'test_*.py'
 """
 
 import contextlib
