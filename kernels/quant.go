@@ -66,7 +66,7 @@ func newQuant(rows, cols int, g ggmlnum.Groups, transposed bool, decodeRow func(
 	K, N := cols, rows
 	np := (N + slab - 1) / slab * slab
 	w := &quant{g: g, k: K, n: N, transposed: transposed, bits: g.Bits, min: int8(g.Min)}
-	w.ints = make([]byte, K*np*g.Bits/8)
+	w.ints = make([]byte, K*np*g.Bits/8, K*np*g.Bits/8+2048) // capacity: any block as a [2048]byte (storeIntegers)
 	B, G := K/g.Super, K/g.Size
 	w.d = make([]uint16, B*np)
 	if g.Offset {
@@ -78,47 +78,61 @@ func newQuant(rows, cols int, g ggmlnum.Groups, transposed bool, decodeRow func(
 			w.b = make([]int8, G*np)
 		}
 	}
-	// A slab's rows are decoded together and written out column by
-	// column.
-	q := make([]int8, slab*K)
-	f := ggmlnum.Factors{D: make([]uint16, slab*B), DM: make([]uint16, slab*B), A: make([]int8, slab*G), B: make([]int8, slab*G)}
-	for r0 := 0; r0 < N; r0 += slab {
-		nr := min(slab, N-r0)
-		for i := range nr {
-			fi := ggmlnum.Factors{D: f.D[i*B : (i+1)*B]}
+	// A slab's rows are decoded together (in file order: decodeRow may
+	// give pages back behind it) and then stored by a second goroutine
+	// while the next slab decodes: the two halves of a quantised load
+	// overlap on two cores.
+	type slabRows struct {
+		q      []int8
+		f      ggmlnum.Factors
+		r0, nr int
+	}
+	free, full, done := make(chan *slabRows, 2), make(chan *slabRows), make(chan error, 1)
+	for range 2 {
+		free <- &slabRows{q: make([]int8, slab*K), f: ggmlnum.Factors{D: make([]uint16, slab*B), DM: make([]uint16, slab*B), A: make([]int8, slab*G), B: make([]int8, slab*G)}}
+	}
+	go func() {
+		var err error
+		for sr := range full {
+			if err == nil {
+				err = w.storeSlab(sr.q, sr.f, sr.r0, sr.nr)
+			}
+			free <- sr
+		}
+		done <- err
+	}()
+	decode := func(sr *slabRows) error {
+		for i := range sr.nr {
+			fi := ggmlnum.Factors{D: sr.f.D[i*B : (i+1)*B]}
 			if g.Offset {
-				fi.DM = f.DM[i*B : (i+1)*B]
+				fi.DM = sr.f.DM[i*B : (i+1)*B]
 			}
 			if g.Factored {
-				fi.A = f.A[i*G : (i+1)*G]
+				fi.A = sr.f.A[i*G : (i+1)*G]
 				if g.Offset {
-					fi.B = f.B[i*G : (i+1)*G]
+					fi.B = sr.f.B[i*G : (i+1)*G]
 				}
 			}
-			if err := decodeRow(r0+i, q[i*K:(i+1)*K], fi); err != nil {
-				return nil, err
+			if err := decodeRow(sr.r0+i, sr.q[i*K:(i+1)*K], fi); err != nil {
+				return err
 			}
 		}
-		if err := w.storeIntegers(q, r0, nr); err != nil {
-			return nil, err
+		return nil
+	}
+	var err error
+	for r0 := 0; r0 < N && err == nil; r0 += slab {
+		sr := <-free
+		sr.r0, sr.nr = r0, min(slab, N-r0)
+		if err = decode(sr); err == nil {
+			full <- sr
 		}
-		for i := range nr {
-			for b := range B {
-				w.d[w.blockIndex(b*g.Super, r0+i)] = f.D[i*B+b]
-				if g.Offset {
-					w.dm[w.blockIndex(b*g.Super, r0+i)] = f.DM[i*B+b]
-				}
-			}
-			if !g.Factored {
-				continue
-			}
-			for gi := range G {
-				w.a[w.groupIndex(gi*g.Size, r0+i)] = f.A[i*G+gi]
-				if g.Offset {
-					w.b[w.groupIndex(gi*g.Size, r0+i)] = f.B[i*G+gi]
-				}
-			}
-		}
+	}
+	close(full)
+	if serr := <-done; err == nil {
+		err = serr
+	}
+	if err != nil {
+		return nil, err
 	}
 	return w, nil
 }
@@ -156,6 +170,35 @@ func (w *quant) place(r, c int) (at int, high bool, hat, hshift int) {
 	return at, high, hat, hshift
 }
 
+// storeSlab stores the nr file rows from r0 (a slab's first column):
+// their integers q, row after row, and their factors f (each row's
+// blocks', then groups', as decodeRow wrote them).
+func (w *quant) storeSlab(q []int8, f ggmlnum.Factors, r0, nr int) error {
+	if err := w.storeIntegers(q, r0, nr); err != nil {
+		return err
+	}
+	g := w.g
+	B, G := w.k/g.Super, w.k/g.Size
+	for i := range nr {
+		for b := range B {
+			w.d[w.blockIndex(b*g.Super, r0+i)] = f.D[i*B+b]
+			if g.Offset {
+				w.dm[w.blockIndex(b*g.Super, r0+i)] = f.DM[i*B+b]
+			}
+		}
+		if !g.Factored {
+			continue
+		}
+		for gi := range G {
+			w.a[w.groupIndex(gi*g.Size, r0+i)] = f.A[i*G+gi]
+			if g.Offset {
+				w.b[w.groupIndex(gi*g.Size, r0+i)] = f.B[i*G+gi]
+			}
+		}
+	}
+	return nil
+}
+
 // storeIntegers writes the integers of the nr file rows from r0 (a slab's
 // first column), q holding them row after row, into the slab's blocks,
 // checking each against the type's range. A file row is a column of the
@@ -170,9 +213,11 @@ func (w *quant) storeIntegers(q []int8, r0, nr int) error {
 	sub := uint64(byte(-w.min)) * ones // adding it bytewise subtracts min
 	over := uint64(0xff<<w.bits&0xff) * ones
 	var u [4]uint64
-	for i := range nr {
-		lane := i/16*64 + i%16*4
-		for k0 := 0; k0 < K; k0 += limbRows {
+	for k0 := 0; k0 < K; k0 += limbRows {
+		at := (r0/slab*(K/limbRows) + k0/limbRows) * w.blockBytes()
+		blk := (*[2048]byte)(w.ints[at : at+2048]) // the largest block's size (8 bits), within ints' capacity
+		for i := range nr {
+			lane := i/16*64 + i%16*4
 			var bad uint64
 			for j := range u {
 				v := binary.LittleEndian.Uint64(raw[i*K+k0+8*j:])
@@ -182,29 +227,28 @@ func (w *quant) storeIntegers(q []int8, r0, nr int) error {
 			if bad != 0 {
 				return w.outOfRange(q[i*K+k0:i*K+k0+limbRows], r0+i, k0)
 			}
-			blk := w.block(k0, r0)
 			switch w.bits {
 			case 8:
 				for j, v := range u {
-					binary.LittleEndian.PutUint32(blk[2*j*256+lane:], uint32(v))
-					binary.LittleEndian.PutUint32(blk[(2*j+1)*256+lane:], uint32(v>>32))
+					put32(blk, 2*j*256+lane, uint32(v))
+					put32(blk, (2*j+1)*256+lane, uint32(v>>32))
 				}
 			case 4:
-				packNibbles(blk[lane:], u[:])
+				packNibbles(blk, lane, u[:])
 			case 5:
 				var h uint64
 				for j, v := range u {
 					e := v >> 4 & ones
 					h |= e&0xffffffff<<(2*j) | e>>32<<(2*j+1)
 				}
-				binary.LittleEndian.PutUint32(blk[lane:], uint32(h))
-				packNibbles(blk[256+lane:], u[:])
+				put32(blk, lane, uint32(h))
+				packNibbles(blk, 256+lane, u[:])
 			case 6:
 				for half := range 2 {
 					e0, e1 := u[2*half]>>4&(3*ones), u[2*half+1]>>4&(3*ones)
 					h := e0&0xffffffff | e0>>32<<2 | e1&0xffffffff<<4 | e1>>32<<6
-					binary.LittleEndian.PutUint32(blk[half*768+lane:], uint32(h))
-					packNibbles(blk[half*768+256+lane:], u[2*half:2*half+2])
+					put32(blk, half*768+lane, uint32(h))
+					packNibbles(blk, half*768+256+lane, u[2*half:2*half+2])
 				}
 			}
 		}
@@ -212,13 +256,19 @@ func (w *quant) storeIntegers(q []int8, r0, nr int) error {
 	return nil
 }
 
+// put32 stores v at blk[at:at+4], little-endian (at+4 <= the block's
+// size, which the callers' offsets keep).
+func put32(blk *[2048]byte, at int, v uint32) {
+	binary.LittleEndian.PutUint32(blk[at&2047:], v)
+}
+
 // packNibbles writes the octs of one column's rows (8 a word of u) from
-// its lane's first byte: oct o's rows 8o..8o+3 in the low nibbles,
-// 8o+4..8o+7 in the high ones, octs 256 bytes apart.
-func packNibbles(dst []byte, u []uint64) {
+// byte at of blk, the first of its lane: oct o's rows 8o..8o+3 in the low
+// nibbles, 8o+4..8o+7 in the high ones, octs 256 bytes apart.
+func packNibbles(blk *[2048]byte, at int, u []uint64) {
 	const low = 0x0f0f0f0f
 	for o, v := range u {
-		binary.LittleEndian.PutUint32(dst[o*256:], uint32(v)&low|uint32(v>>32)&low<<4)
+		put32(blk, at+o*256, uint32(v)&low|uint32(v>>32)&low<<4)
 	}
 }
 
