@@ -1,8 +1,9 @@
 package kernels
 
-// The summation blocking every weight layout's product shares (matmulCols,
-// and the slabbed and quantised matrices' panel paths): chains of kSum
-// products summed from zero, then added to the output.
+// The summation blocking the float weight layouts' products share
+// (matmulCols, and the slabbed matrices' panel path): chains of kSum
+// products summed from zero, then added to the output. (Quantised
+// products sum group by group instead: limbs.go.)
 
 // kSum is the depth of one summation chain of matmulCols, the tile
 // kernel's block: deep enough that the extra pass over dst costs nothing

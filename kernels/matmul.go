@@ -174,8 +174,7 @@ func panelLoop(M, K, n int, kern func(jt, k0, m0, nn, kk, mm int)) {
 // 23 against 7.4; at M = 1 and 2 the two are equal (no full tile rows).
 const panelMaxRows = 3
 
-// slabPanelMaxRows is panelMaxRows for slabbed and quantised matrices,
-// whose panel kernels keep rows of y in registers while a slab streams
-// past: each further row re-reads the slab from L1 instead of memory, and
-// the quantised kernels form each weight once for four rows.
+// slabPanelMaxRows is panelMaxRows for slabbed matrices, whose panel
+// kernels keep rows of y in registers while a slab streams past: each
+// further row re-reads the slab from L1 instead of memory.
 const slabPanelMaxRows = 8

@@ -1,8 +1,9 @@
 package kernels
 
-// slabs is a float32 or float16 [K][N] matrix stored as quant stores its
-// integers: slabs of slab columns, [N/slab][K][slab], the last one as
-// narrow as the columns left (no padding: small models stay their size). A decode step's share of columns is then one contiguous
+// slabs is a float32 or float16 [K][N] matrix stored in slabs of slab
+// columns, as quant stores its integers: [N/slab][K][slab], the last one
+// as narrow as the columns left (no padding: small models stay their
+// size). A decode step's share of columns is then one contiguous
 // run of memory per slab; in the row-major layout it read 768-byte runs
 // a matrix row (9–12 KB) apart.
 type slabs struct {
