@@ -28,7 +28,7 @@ func MatMulAcc(dst, x []float32, w Matrix, M, K, N int) {
 	if w.q != nil && (w.q.transposed || w.q.k != K || w.q.n != N) {
 		panic(fmt.Sprintf("kernels: MatMulAcc of a %dx%d quantised matrix (transposed %t) as %dx%d", w.q.k, w.q.n, w.q.transposed, K, N))
 	}
-	if w.s != nil && (w.s.k != K || w.s.n != N) {
+	if w.s != nil && (w.t || w.s.k != K || w.s.n != N) {
 		panic(fmt.Sprintf("kernels: MatMulAcc of a %dx%d slabbed matrix as %dx%d", w.s.k, w.s.n, K, N))
 	}
 	matmul(dst, x, w, M, K, N, false)

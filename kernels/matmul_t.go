@@ -2,15 +2,24 @@ package kernels
 
 import "fmt"
 
-// MatMulT computes dst[R,N] = x[R,K]·wᵀ for w row-major [N,K], as the LM
-// head reads the token embedding: each output is a dot product of a
-// contiguous row of w with a row of x, so no transposed copy is kept.
-// Chunks of N run on separate goroutines; for decode the work is a
-// bandwidth-bound GEMV, and with R rows each block of 4 rows of w is read
-// from memory once and reused from L1 for every row of x.
+// MatMulT computes dst[R,N] = x[R,K]·wᵀ for w [N,K], as the LM head
+// reads the token embedding. Held as the slabs of its transpose
+// (SlabbedT, as the model holds its LM head) or quantised, w goes through
+// MatMulAcc's kernels. Row-major, each output is a dot product of a
+// contiguous row of w with a row of x, so no transposed copy is kept:
+// chunks of N run on separate goroutines, and with R rows each block of 4
+// rows of w is read from memory once and reused from L1 for every row of
+// x (for decode, rows of 1-2 KB stream at half the slab kernels' rate).
 func MatMulT(dst, x []float32, w Matrix, R, K, N int) {
 	if w.q != nil {
 		matmulTQuant(dst, x, w.q, R, K, N)
+		return
+	}
+	if w.s != nil && w.t { // x·wᵀ, the slabs' own product
+		if w.s.k != K || w.s.n != N {
+			panic(fmt.Sprintf("kernels: MatMulT of a %dx%d matrix held transposed as %dx%d", w.s.n, w.s.k, N, K))
+		}
+		matmul(dst, x, Matrix{s: w.s}, R, K, N, true)
 		return
 	}
 	if w.s != nil {

@@ -17,6 +17,7 @@ type Matrix struct {
 	f16 []uint16
 	q   *quant
 	s   *slabs
+	t   bool // s holds the transpose (SlabbedT)
 }
 
 // Quantized builds a matrix from a quantised tensor as a file stores it:
@@ -53,6 +54,35 @@ func Slabbed(w Matrix, K, N int) (Matrix, error) {
 	return Matrix{s: newSlabs(w.f32, w.f16, K, N)}, nil
 }
 
+// SlabbedT returns the float32 or float16 [rows,cols] matrix w (a token
+// embedding [V,C] that is also the LM head) held as the slabs of its
+// transpose, taking over w's storage: one slab's 64 rows are contiguous,
+// so each is transposed in place through a slab's scratch, and memory
+// does not grow. MatMulT then runs MatMulAcc's slab kernels (x·wᵀ as a
+// product with the [cols,rows] transpose), which stream contiguous memory
+// where the dot-product kernels read four rows of 1-3 KB at a time and
+// streamed float16 at half the rate; Row gathers a column. The products'
+// bits are the slab kernels', not the dot-product kernels'. A quantised
+// matrix, whose products are the same kernels' whichever way it is read,
+// is returned as it is.
+func SlabbedT(w Matrix, rows, cols int) (Matrix, error) {
+	switch {
+	case w.q != nil:
+		return w, nil
+	case w.s != nil:
+		return Matrix{}, fmt.Errorf("kernels: SlabbedT of a slabbed matrix")
+	case w.Len() != rows*cols:
+		return Matrix{}, fmt.Errorf("kernels: SlabbedT of a %d-element matrix as %dx%d", w.Len(), rows, cols)
+	}
+	s := &slabs{f32: w.f32, f16: w.f16, k: cols, n: rows}
+	if w.f16 != nil {
+		transposeSlabs(s.f16, rows, cols)
+	} else {
+		transposeSlabs(s.f32, rows, cols)
+	}
+	return Matrix{s: s, t: true}, nil
+}
+
 // Float32 holds vals, not a copy.
 func Float32(vals []float32) Matrix { return Matrix{f32: vals} }
 
@@ -85,7 +115,11 @@ func (w Matrix) Bytes() int64 {
 // nil otherwise.
 func (w Matrix) Float16Bits() []uint16 {
 	if w.s != nil {
-		return w.s.float16Bits()
+		bits := w.s.float16Bits()
+		if w.t && bits != nil {
+			return transposed(bits, w.s.k, w.s.n)
+		}
+		return bits
 	}
 	return w.f16
 }
@@ -100,6 +134,9 @@ func (w Matrix) Float32s() []float32 {
 		return w.q.float32s()
 	}
 	if w.s != nil {
+		if w.t {
+			return transposed(w.s.float32s(), w.s.k, w.s.n)
+		}
 		return w.s.float32s()
 	}
 	if w.f16 == nil {
@@ -116,6 +153,10 @@ func (w Matrix) Row(dst []float32, r, cols int) []float32 {
 	switch {
 	case w.q != nil:
 		return w.q.row(dst, r, cols)
+	case w.s != nil && w.t: // column r of the transpose
+		dst = dst[:cols]
+		w.s.gather(dst, 0, r, cols, 1)
+		return dst
 	case w.s != nil:
 		dst = dst[:cols]
 		w.s.gather(dst, r, 0, 1, cols)

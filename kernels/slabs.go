@@ -78,6 +78,41 @@ func transposeBlocks[T any](a []T, R, C, b int) {
 	}
 }
 
+// transposeSlabs turns the row-major [rows][cols] matrix in a into the
+// slabs of its transpose, in place: rows j0..j0+n of a (one slab's
+// columns of the transpose, contiguous) become that slab's [cols][n].
+// Slabs are independent: they are shared out over the cores, 16 at a
+// time, each worker with its own slab of scratch.
+func transposeSlabs[T weight](a []T, rows, cols int) {
+	const per = 16
+	slabs := (rows + slab - 1) / slab
+	ParallelFor((slabs+per-1)/per, func(c int) {
+		tmp := make([]T, slab*cols)
+		for j0 := c * per * slab; j0 < min((c+1)*per*slab, rows); j0 += slab {
+			n := min(slab, rows-j0)
+			blk := a[j0*cols : (j0+n)*cols]
+			copy(tmp, blk)
+			for r := range n {
+				for k, v := range tmp[r*cols : (r+1)*cols] {
+					blk[k*n+r] = v
+				}
+			}
+		}
+	})
+}
+
+// transposed is the [cols][rows] transpose of the row-major [rows][cols]
+// matrix a, a copy.
+func transposed[T weight](a []T, rows, cols int) []T {
+	out := make([]T, len(a))
+	for r := range rows {
+		for c, v := range a[r*cols : (r+1)*cols] {
+			out[c*rows+r] = v
+		}
+	}
+	return out
+}
+
 // width is the width of column j's slab, its row stride.
 func (s *slabs) width(j int) int { return min(slab, s.n-j/slab*slab) }
 

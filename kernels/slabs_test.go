@@ -73,3 +73,54 @@ func TestTransposeBlocks(t *testing.T) {
 		require.True(t, slices.Equal(want, a), "%dx%d blocks of %d", s.R, s.C, s.b)
 	}
 }
+
+// TestSlabbedT: a matrix held as the slabs of its transpose keeps its
+// values (Float32s, Float16Bits, Row, row-major as given), and MatMulT on
+// it is x·wᵀ within float32 rounding of a float64 sum, each row's bits
+// the same alone as in a batch, overwriting dst.
+func TestSlabbedT(t *testing.T) {
+	r := rand.New(rand.NewPCG(21, 22))
+	for _, s := range []struct {
+		rows, cols int
+		f16        bool
+	}{{1037, 64, false}, {1037, 64, true}, {100, 896, true}, {64, 32, false}, {130, 7, true}, {5, 48, false}} {
+		t.Run(fmt.Sprintf("%dx%d/f16=%t", s.rows, s.cols, s.f16), func(t *testing.T) {
+			vals := randSlice(r, s.rows*s.cols)
+			var w Matrix
+			var bits []uint16
+			if s.f16 {
+				var err error
+				bits, err = ToFloat16(vals)
+				require.NoError(t, err)
+				w = Float16(slices.Clone(bits))
+				widenBlock(vals, bits, len(bits), 1, len(bits))
+			} else {
+				w = Float32(slices.Clone(vals))
+			}
+			st, err := SlabbedT(w, s.rows, s.cols)
+			require.NoError(t, err)
+			require.Equal(t, vals, st.Float32s())
+			require.Equal(t, bits, st.Float16Bits())
+			require.Equal(t, vals[3*s.cols:4*s.cols], st.Row(make([]float32, s.cols), 3, s.cols))
+			require.EqualValues(t, len(vals), st.Len())
+			const R = 5
+			x := randSlice(r, R*s.cols)
+			got := randSlice(r, R*s.rows)
+			MatMulT(got, x, st, R, s.cols, s.rows)
+			for i := range R {
+				one := randSlice(r, s.rows)
+				MatMulT(one, x[i*s.cols:(i+1)*s.cols], st, 1, s.cols, s.rows)
+				require.Equal(t, one, got[i*s.rows:(i+1)*s.rows], "row %d", i)
+				for v := range s.rows {
+					var want float64
+					for c := range s.cols {
+						want += float64(x[i*s.cols+c]) * float64(vals[v*s.cols+c])
+					}
+					closeTo(t, got[i*s.rows+v], want, s.cols, fmt.Sprintf("[%d,%d]", i, v))
+				}
+			}
+		})
+	}
+	_, err := SlabbedT(Float32(make([]float32, 10)), 3, 4)
+	require.ErrorContains(t, err, "10-element")
+}

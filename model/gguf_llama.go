@@ -313,6 +313,9 @@ func loadLlamaGGUF(ctx context.Context, f *gguf.File, cfg Config, release func([
 	if m.SourceSHA256, err = weights.SHA256(f, KeySourceSHA256); err != nil {
 		return nil, err
 	}
+	if err := m.slabHead(); err != nil {
+		return nil, err
+	}
 	return m, nil
 }
 

@@ -131,6 +131,9 @@ func loadGGUFFrom(ctx context.Context, data []byte, release func([]byte), opt Lo
 	if m.SourceSHA256, err = weights.SHA256(f, KeySourceSHA256); err != nil {
 		return nil, err
 	}
+	if err := m.slabHead(); err != nil {
+		return nil, err
+	}
 	return m, nil
 }
 

@@ -77,6 +77,9 @@ func loadLlamaFrom(ctx context.Context, cfg Config, data []byte, release func([]
 		return nil, fmt.Errorf("unexpected tensor %q (not a %s parameter of this config)", byName[name].Name, cfg.ModelType)
 	}
 	m.WeightsDType = strings.Join(slices.Sorted(maps.Keys(ld.dtypes)), "+")
+	if err := m.slabHead(); err != nil {
+		return nil, err
+	}
 	return m, nil
 }
 
