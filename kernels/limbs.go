@@ -82,22 +82,24 @@ func splitGroup(r []byte, xs []float32, min int8, size int) {
 	p := pow2(shift)
 	const round = 1 << 23 * 1.5 // adding and subtracting it rounds |v| < 2^22 to an integer, ties to even
 	var sums, hs, ms, ls [2]int32
-	for i, v := range xs {
-		t := float32(v * p) // exact: a power of two
-		xi := int32(float32(t+round) - round)
-		l := int8(xi)
-		rest := (xi - int32(l)) >> 8
-		m := int8(rest)
-		h := int8((rest - int32(m)) >> 8)
-		r[i], r[32+i], r[64+i] = byte(h), byte(m), byte(l)
-		half := 0
-		if size == 16 && i >= 16 {
-			half = 1
+	for half := range 2 { // the two halves of 16: weight groups of 16 take each its own sums
+		for i := 16 * half; i < 16*half+16; i++ {
+			t := float32(xs[i] * p) // exact: a power of two
+			xi := int32(float32(t+round) - round)
+			l := int8(xi)
+			rest := (xi - int32(l)) >> 8
+			m := int8(rest)
+			h := int8((rest - int32(m)) >> 8)
+			r[i], r[32+i], r[64+i] = byte(h), byte(m), byte(l)
+			sums[half] += xi
+			hs[half] += int32(h)
+			ms[half] += int32(m)
+			ls[half] += int32(l)
 		}
-		sums[half] += xi
-		hs[half] += int32(h)
-		ms[half] += int32(m)
-		ls[half] += int32(l)
+	}
+	if size != 16 { // one weight group of 32: its sums in the first
+		sums[0], hs[0], ms[0], ls[0] = sums[0]+sums[1], hs[0]+hs[1], ms[0]+ms[1], ls[0]+ls[1]
+		sums[1], hs[1], ms[1], ls[1] = 0, 0, 0, 0
 	}
 	inv := pow2(-shift)
 	putF32(r, recScale, inv)
@@ -133,8 +135,19 @@ func (w *quant) matmul(dst, x []float32, M, K, N int, zero bool) {
 		*rp = make([]byte, M*per)
 	}
 	rec := (*rp)[:M*per]
-	for i := range M {
-		splitLimbs(rec[i*per:(i+1)*per], x[i*K:(i+1)*K], w.min, w.g.Size)
+	split := func(i0, i1 int) {
+		for i := i0; i < i1; i++ {
+			splitLimbs(rec[i*per:(i+1)*per], x[i*K:(i+1)*K], w.min, w.g.Size)
+		}
+	}
+	// A prefill's rows are split over the cores (serial, it was a tenth
+	// of a quantised prefill with the other core waiting); a decode
+	// step's row or few are split here.
+	const rowsPer = 8
+	if M*K < ParallelMinWork/4 {
+		split(0, M)
+	} else {
+		ParallelFor((M+rowsPer-1)/rowsPer, func(c int) { split(c*rowsPer, min((c+1)*rowsPer, M)) })
 	}
 	cols := func(j0, j1 int) {
 		if zero {
