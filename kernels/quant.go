@@ -3,6 +3,7 @@ package kernels
 import (
 	"encoding/binary"
 	"fmt"
+	"sync"
 	"unsafe"
 
 	"github.com/llorch/llorch-check/internal/ggmlnum"
@@ -82,14 +83,12 @@ func newQuant(rows, cols int, g ggmlnum.Groups, transposed bool, decodeRow func(
 	// give pages back behind it) and then stored by a second goroutine
 	// while the next slab decodes: the two halves of a quantised load
 	// overlap on two cores.
-	type slabRows struct {
-		q      []int8
-		f      ggmlnum.Factors
-		r0, nr int
-	}
 	free, full, done := make(chan *slabRows, 2), make(chan *slabRows), make(chan error, 1)
 	for range 2 {
-		free <- &slabRows{q: make([]int8, slab*K), f: ggmlnum.Factors{D: make([]uint16, slab*B), DM: make([]uint16, slab*B), A: make([]int8, slab*G), B: make([]int8, slab*G)}}
+		sr := slabRowsPool.Get().(*slabRows)
+		defer slabRowsPool.Put(sr)
+		sr.size(K, B, G)
+		free <- sr
 	}
 	go func() {
 		var err error
@@ -168,6 +167,35 @@ func (w *quant) place(r, c int) (at int, high bool, hat, hshift int) {
 		hat, hshift, at = half+lane+r%4, 2*(r%16/4), half+256+r%16/8*256+lane+r%4
 	}
 	return at, high, hat, hshift
+}
+
+// slabRows is a slab's file rows as newQuant decodes them: their
+// integers and factors, and where they are.
+type slabRows struct {
+	q      []int8
+	f      ggmlnum.Factors
+	r0, nr int
+}
+
+// slabRowsPool keeps the decoding buffers from one matrix to the next: a
+// model's hundreds of matrices each made their own, and the garbage,
+// collected late, was a megabyte or two of a small model's peak RSS.
+var slabRowsPool = sync.Pool{New: func() any { return new(slabRows) }}
+
+// size makes the buffers hold a slab of rows of K integers, B blocks and
+// G groups.
+func (sr *slabRows) size(K, B, G int) {
+	if cap(sr.q) < slab*K {
+		sr.q = make([]int8, slab*K)
+	}
+	if cap(sr.f.D) < slab*B {
+		sr.f.D, sr.f.DM = make([]uint16, slab*B), make([]uint16, slab*B)
+	}
+	if cap(sr.f.A) < slab*G {
+		sr.f.A, sr.f.B = make([]int8, slab*G), make([]int8, slab*G)
+	}
+	sr.q, sr.f.D, sr.f.DM = sr.q[:slab*K], sr.f.D[:slab*B], sr.f.DM[:slab*B]
+	sr.f.A, sr.f.B = sr.f.A[:slab*G], sr.f.B[:slab*G]
 }
 
 // storeSlab stores the nr file rows from r0 (a slab's first column):

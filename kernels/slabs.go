@@ -81,11 +81,12 @@ func transposeBlocks[T any](a []T, R, C, b int) {
 // transposeSlabs turns the row-major [rows][cols] matrix in a into the
 // slabs of its transpose, in place: rows j0..j0+n of a (one slab's
 // columns of the transpose, contiguous) become that slab's [cols][n].
-// Slabs are independent: they are shared out over the cores, 16 at a
-// time, each worker with its own slab of scratch.
+// Slabs are independent: they are shared out over the cores in eight
+// runs, each with its own slab of scratch (eight, not one a slab: the
+// scratch is garbage the load's peak RSS would carry).
 func transposeSlabs[T weight](a []T, rows, cols int) {
-	const per = 16
 	slabs := (rows + slab - 1) / slab
+	per := (slabs + 7) / 8
 	ParallelFor((slabs+per-1)/per, func(c int) {
 		tmp := make([]T, slab*cols)
 		for j0 := c * per * slab; j0 < min((c+1)*per*slab, rows); j0 += slab {
