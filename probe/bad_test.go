@@ -107,8 +107,11 @@ func oneAlternative(body []byte) []byte {
 }
 
 func badEndpoints(t *testing.T) []badEndpoint {
+	// down's port is freed only after every other server here has taken
+	// its own: freed first, one of them was once given it, and "refused"
+	// got an answer.
 	down := httptest.NewServer(http.NotFoundHandler())
-	down.Close()
+	defer down.Close()
 	own := serve(t, model.FaultNone)
 	srv := func(h http.Handler) string { return startServer(t, h) }
 	const jsonType = "application/json"
