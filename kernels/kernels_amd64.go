@@ -450,7 +450,9 @@ func limbSlab2(w *quant, y0, y1 []float32, rec0, rec1 []byte, s, o []float32, j0
 	_, _ = y0[slab-1], y1[slab-1]
 	kern := limbKernelsRows2[w.bits-4]
 	for p := 0; p < slab; p += slab / 2 { // strips 0 and 1, then 2 and 3
-		kern(&y0[p], &y1[p], &blocks[p*4], &rec0[0], &rec1[0], &s[p], at(o, p), groups, half)
+		// p columns in: floats of y, s and o; 4·p bytes of a block's
+		// vectors (a strip's 16 columns are 64 bytes).
+		kern(&y0[p], &y1[p], &blocks[4*p], &rec0[0], &rec1[0], &s[p], at(o, p), groups, half)
 	}
 }
 

@@ -146,8 +146,14 @@ func (w *quant) blockBytes() int { return limbRows * slab * w.bits / 8 }
 // block is the storage of the block of rows k0..k0+31 of the slab at
 // column j0.
 func (w *quant) block(k0, j0 int) []byte {
-	at := (j0/slab*(w.k/limbRows) + k0/limbRows) * w.blockBytes()
+	at := w.blockAt(k0, j0)
 	return w.ints[at : at+w.blockBytes()]
+}
+
+// blockAt is the offset in ints of the block of rows k0..k0+31 of the
+// slab at column j0.
+func (w *quant) blockAt(k0, j0 int) int {
+	return (j0/slab*(w.k/limbRows) + k0/limbRows) * w.blockBytes()
 }
 
 // place says where the stored integer of row r, column c of a block lies:
@@ -242,7 +248,7 @@ func (w *quant) storeIntegers(q []int8, r0, nr int) error {
 	over := uint64(0xff<<w.bits&0xff) * ones
 	var u [4]uint64
 	for k0 := 0; k0 < K; k0 += limbRows {
-		at := (r0/slab*(K/limbRows) + k0/limbRows) * w.blockBytes()
+		at := w.blockAt(k0, r0)
 		blk := (*[2048]byte)(w.ints[at : at+2048]) // the largest block's size (8 bits), within ints' capacity
 		for i := range nr {
 			lane := i/16*64 + i%16*4
