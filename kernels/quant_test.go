@@ -318,22 +318,26 @@ func TestQuantMatMulT(t *testing.T) {
 }
 
 // BenchmarkMatmulDecodeQuant: a decode step's product with GPT-2's c_fc
-// shape, every integer width (6 bits in Q6_K's groups of 16 too).
+// shape, every integer width (6 bits in Q6_K's groups of 16 too), and
+// with a tenth of its columns, which stays in L2: the kernels' arithmetic
+// apart from streaming memory.
 func BenchmarkMatmulDecodeQuant(b *testing.B) {
-	for _, c := range []struct {
-		bits  ggmlnum.Groups
-		group int
-	}{{sixBits, 16}, {sixBits, 32}, {fiveBits, 32}, {fourBits, 32}, {eightBits, 32}} {
-		b.Run(fmt.Sprintf("bits=%d/g%d", c.bits.Bits, c.group), func(b *testing.B) {
-			r := rand.New(rand.NewPCG(1, 1))
-			const K, N = 768, 3072
-			n := randomQuant(r, N, K, c.group, false, c.bits)
-			w := n.matrix(b, false)
-			x, dst := randSlice(r, K), make([]float32, N)
-			for b.Loop() {
-				MatMulAcc(dst, x, w, 1, K, N)
-			}
-			b.ReportMetric(float64(w.Bytes())*float64(b.N)/b.Elapsed().Seconds()/1e9, "GB/s")
-		})
+	for _, N := range []int{3072, 320} {
+		for _, c := range []struct {
+			bits  ggmlnum.Groups
+			group int
+		}{{sixBits, 16}, {sixBits, 32}, {fiveBits, 32}, {fourBits, 32}, {eightBits, 32}} {
+			b.Run(fmt.Sprintf("N=%d/bits=%d/g%d", N, c.bits.Bits, c.group), func(b *testing.B) {
+				r := rand.New(rand.NewPCG(1, 1))
+				const K = 768
+				n := randomQuant(r, N, K, c.group, false, c.bits)
+				w := n.matrix(b, false)
+				x, dst := randSlice(r, K), make([]float32, N)
+				for b.Loop() {
+					MatMulAcc(dst, x, w, 1, K, N)
+				}
+				b.ReportMetric(float64(w.Bytes())*float64(b.N)/b.Elapsed().Seconds()/1e9, "GB/s")
+			})
+		}
 	}
 }

@@ -57,6 +57,7 @@ import (
 	"flag"
 	"fmt"
 	"math"
+	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -163,7 +164,7 @@ func bench(args []string) error {
 	if err != nil {
 		return err
 	}
-	out := map[string]any{"impl": fmt.Sprintf("llama.cpp v0.5.0 C API (node-llama-cpp's prebuilt libraries), %d threads", *threads)}
+	out := map[string]any{"impl": fmt.Sprintf("llama.cpp v0.5.0 C API (node-llama-cpp's prebuilt libraries, CPU backend %s), %d threads", cpuVariant(), *threads)}
 	if *mode == "load" {
 		if _, err := l.decodeRun(1, *prompt, 1, *threads, vocab); err != nil {
 			return err
@@ -275,4 +276,20 @@ func emitJSON(v map[string]any) error {
 	}
 	fmt.Println(string(b))
 	return nil
+}
+
+// cpuVariant names the CPU backend ggml loaded for this machine (the
+// libggml-cpu-VARIANT.so its scoring picked from libDir: zen4, haswell,
+// ...), read from the process's mappings, or "unknown".
+func cpuVariant() string {
+	maps, err := os.ReadFile("/proc/self/maps")
+	if err != nil {
+		return "unknown"
+	}
+	for _, line := range strings.Split(string(maps), "\n") {
+		if i := strings.Index(line, "libggml-cpu-"); i >= 0 {
+			return strings.TrimSuffix(line[i+len("libggml-cpu-"):], ".so")
+		}
+	}
+	return "unknown"
 }

@@ -12,8 +12,13 @@
 # per model and format prints ratios (above 1: llorch-check is better).
 # FORMATS, when set, is every model's list; by default GPT-2 runs
 # f32 f16 q8_0 Q4_K_M and the Llama shapes f16 q8_0 Q4_K_M.
+# CPU=avx2 measures what a CPU with AVX2 and no AVX-512 (Zen 2 and 3,
+# Intel client cores before Ice Lake) would see, on this one: our
+# LLORCH_KERNELS=avx2 against the CPU backend ggml picks on such a CPU
+# (its haswell variant, the only one left in a copy of the library
+# directory); each table names the backend that ran.
 # Usage: scripts/bench/llamacpp.sh
-#   (env: PYTHON, MODELS, MODEL (GPT-2's directory), PEER_THREADS, FORMATS)
+#   (env: PYTHON, MODELS, MODEL (GPT-2's directory), PEER_THREADS, FORMATS, CPU)
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
@@ -37,6 +42,26 @@ formats() {
 }
 
 . "$here/gguf_files.sh"
+case ${CPU:-native} in
+native) ;;
+avx2)
+  export LLORCH_KERNELS=avx2
+  libs=$root/e2e/llamacpp/node_modules/@node-llama-cpp/linux-x64/bins/linux-x64
+  export GGML_LIB_DIR=$work/ggml-avx2
+  mkdir -p "$GGML_LIB_DIR"
+  for lib in "$libs"/*.so; do
+    case $(basename "$lib") in
+    libggml-cpu-*) ;;
+    *) ln -s "$lib" "$GGML_LIB_DIR/" ;;
+    esac
+  done
+  ln -s "$libs/libggml-cpu-haswell.so" "$GGML_LIB_DIR/"
+  ;;
+*)
+  echo "bench: CPU=$CPU: want native or avx2" >&2
+  exit 2
+  ;;
+esac
 specs=()
 for name in $MODELS; do
   gguf_files "$name" $(formats "$name")
