@@ -465,7 +465,7 @@ func limbSlab(w *quant, y []float32, rec []byte, s, o []float32, j0 int) {
 	blocks, groups, half := limbOperands(w, s, o, j0, rec)
 	_ = y[slab-1]
 	if !useVNNI {
-		var acc [16]float32
+		var acc [slab]float32
 		limbKernelsAVX2[w.bits-4](&y[0], &blocks[0], &rec[0], &s[0], at(o, 0), &acc[0], groups, half)
 		return
 	}

@@ -40,14 +40,20 @@ import (
 // bytes apiece), then per weight group (the whole 32, or 16 and 16) the
 // int32 corrections min·Σh, min·Σm, min·Σl (the assembly multiplies the
 // stored integers u = q − min, so it starts its sums at these), the scale
-// 2^-shift and the sums Σx̃·2^-shift (float32).
+// 2^-shift and the sums Σx̃·2^-shift (float32); from 160 the limbs as int16
+// for the AVX2 8-bit kernel, which multiplies words (VPMADDWD): h, then
+// the low part p = 256·m + l offset by 128 so that it fits int16 (p lies
+// in −32896..32639), 64 bytes each. Its sum of u·p, less 128·Σu, is
+// exactly M·256 + L of the byte limbs, the sum the others round once.
 const (
-	limbRecord = 160
+	limbRecord = 288
 	recCorr0   = 96  // 3 int32: the first weight group's corrections
 	recCorr1   = 108 // 3 int32: the second's (groups of 16)
 	recScale   = 120 // float32 2^-shift, or NaN
 	recSum0    = 124 // float32: the first weight group's Σx̃·2^-shift
 	recSum1    = 128 // float32: the second's
+	recH16     = 160 // 32 int16: h
+	recP16     = 224 // 32 int16: 256·m + l + 128
 )
 
 // splitLimbs writes the records of one row x (a multiple of 32 values)
@@ -61,6 +67,9 @@ func splitLimbs(rec []byte, x []float32, min int8, size int) {
 func splitGroup(r []byte, xs []float32, min int8, size int) {
 	r = r[:limbRecord]
 	clear(r)
+	for i := range limbRows { // the int16 low parts of zero limbs
+		putI16(r, recP16+2*i, 128)
+	}
 	var big uint32
 	for _, v := range xs {
 		big = max(big, math.Float32bits(v)&0x7fffffff)
@@ -91,6 +100,8 @@ func splitGroup(r []byte, xs []float32, min int8, size int) {
 			m := int8(rest)
 			h := int8((rest - int32(m)) >> 8)
 			r[i], r[32+i], r[64+i] = byte(h), byte(m), byte(l)
+			putI16(r, recH16+2*i, int16(h))
+			putI16(r, recP16+2*i, int16(256*int32(m)+int32(l)+128))
 			sums[half] += xi
 			hs[half] += int32(h)
 			ms[half] += int32(m)
@@ -118,6 +129,8 @@ func pow2(e int) float32 { return math.Float32frombits(uint32(e+127) << 23) }
 func putF32(r []byte, at int, v float32) { putI32(r, at, int32(math.Float32bits(v))) }
 
 func putI32(r []byte, at int, v int32) { *(*int32)(unsafe.Pointer(&r[at])) = v }
+
+func putI16(r []byte, at int, v int16) { *(*int16)(unsafe.Pointer(&r[at])) = v }
 
 func getF32(r []byte, at int) float32 { return *(*float32)(unsafe.Pointer(&r[at])) }
 

@@ -7,7 +7,7 @@
 // STEP moves the record pointers to the next group's records. With
 // half set (BX), the first two octs are one weight group and the last
 // two another. Record offsets (limbs.go): corrections 96 and 108, scale
-// 120, sums 124 and 128; a record is 160 bytes.
+// 120, sums 124 and 128, the int16 limbs 160 and 224; a record is 288 bytes.
 #define LIMBGROUPS(group, whole, next, PRE, INITM, FINM, HIGH0, O0, O1, HIGH1, O2, O3, bytes, STEP) \
 group: \
 	PRE; HIGH0; INITM(96); O0(0); O1(1); HIGH1; \
@@ -19,7 +19,7 @@ next: \
 	ADDQ $bytes, SI; STEP; DECQ CX; JNZ group
 
 #define NOHIGH
-#define STEP1 ADDQ $160, DX
+#define STEP1 ADDQ $288, DX
 
 // The AVX-512 pieces of limbs_amd64.s and limbs_rows2_amd64.s: Z15 holds
 // 0x0f in every byte, Z24 the mask of the higher bits, Z30 256.0 and

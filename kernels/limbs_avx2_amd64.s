@@ -6,12 +6,12 @@
 // The AVX2 kernels: the same products for CPUs without AVX-512 VNNI, one
 // 16-column strip at a time (two 8-lane halves), VPMADDUBSW and VPMADDWD
 // (by ones) in place of VPDPBUSD: the byte products' pair sums fit int16
-// exactly for integers below 64 (2·63·128 < 2^15), so 8-bit integers go
-// in as their two nibbles, the high one's sums weighted by 16. Each takes
+// exactly for integers below 64 (2·63·128 < 2^15); 8-bit integers, which
+// do not, are limbs_avx2w_amd64.s's, in words. Each takes
 //
 //	func(y *float32, q *byte, rec *byte, s, o *float32, acc *float32, groups, half int)
 //
-// acc 16 floats of scratch. Y0-Y5 hold the limb sums (half 0's high,
+// acc 16 floats of scratch (of the 64 the 8-bit kernel needs). Y0-Y5 hold the limb sums (half 0's high,
 // middle, low in Y0-Y2, half 1's in Y3-Y5), Y6-Y8 a quad's three limbs
 // broadcast, Y9 and Y10 its integers, Y12 ones (int16), Y13 0x0f in every
 // byte, Y14 and Y15 a loaded oct. R15 counts the strips, R10 is the
@@ -40,7 +40,7 @@
 #define LIMBS2(lo) VPBROADCASTD lo(DX), Y6; VPBROADCASTD lo+32(DX), Y7; VPBROADCASTD lo+64(DX), Y8
 
 // DOT2 adds u·limb for the integers in Y9 (half 0) and Y10 (half 1), the
-// pair sums widened by wt (ones, or a memory operand of 16s).
+// pair sums widened by wt (ones).
 #define DOT1(u, l, wt, a) VPMADDUBSW l, u, Y11; VPMADDWD wt, Y11, Y11; VPADDD Y11, a, a
 #define DOT2(wt) \
 	DOT1(Y9, Y6, wt, Y0); DOT1(Y9, Y7, wt, Y1); DOT1(Y9, Y8, wt, Y2); \
@@ -60,9 +60,6 @@
 	VMOVDQU off+32(SI), Y11; sh $n, Y11, Y11; VPAND hmask, Y11, Y11; VPOR Y11, Y10, Y10
 
 #define OCT4AVX2(o) OCTLOAD2(o*256); LO2; LIMBS2(8*o); DOT2(Y12); HI2; LIMBS2(8*o+4); DOT2(Y12)
-#define OCT8AVX2(o) \
-	OCTLOAD2(o*512); LIMBS2(8*o); LO2; DOT2(Y12); HI2; DOT2(limbSixteens<>(SB)); \
-	OCTLOAD2(o*512+256); LIMBS2(8*o+4); LO2; DOT2(Y12); HI2; DOT2(limbSixteens<>(SB))
 #define OCTHAVX2(o, at, plane, hmask, sa, na, sb, nb) \
 	OCTLOAD2(at); LO2; HB2(plane, sa, na, hmask); LIMBS2(8*o); DOT2(Y12); \
 	HI2; HB2(plane, sb, nb, hmask); LIMBS2(8*o+4); DOT2(Y12)
@@ -97,11 +94,6 @@ strip: \
 	ADDQ $64, R10; DECQ R15; JNZ strip; \
 	VZEROUPPER; RET
 
-DATA limbSixteens<>+0(SB)/8, $0x0010001000100010
-DATA limbSixteens<>+8(SB)/8, $0x0010001000100010
-DATA limbSixteens<>+16(SB)/8, $0x0010001000100010
-DATA limbSixteens<>+24(SB)/8, $0x0010001000100010
-GLOBL limbSixteens<>(SB), RODATA|NOPTR, $32
 DATA limbBit4<>+0(SB)/8, $0x1010101010101010
 DATA limbBit4<>+8(SB)/8, $0x1010101010101010
 DATA limbBit4<>+16(SB)/8, $0x1010101010101010
@@ -131,8 +123,3 @@ TEXT ·limbsQ5AVX2(SB), NOSPLIT, $0-64
 TEXT ·limbsQ6AVX2(SB), NOSPLIT, $0-64
 	ARGS2
 	GROUPS2(q6strip, q6group, q6whole, q6next, OCT6AAVX2, OCT6BAVX2, OCT6AAVX2, OCT6BAVX2, 1536)
-
-// func limbsQ8AVX2(y *float32, q *byte, rec *byte, s, o *float32, acc *float32, groups, half int)
-TEXT ·limbsQ8AVX2(SB), NOSPLIT, $0-64
-	ARGS2
-	GROUPS2(q8strip, q8group, q8whole, q8next, OCT8AVX2, OCT8AVX2, OCT8AVX2, OCT8AVX2, 2048)

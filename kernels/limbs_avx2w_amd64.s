@@ -1,0 +1,103 @@
+//go:build amd64 && !purego
+
+#include "textflag.h"
+
+// The AVX2 kernel for 8-bit integers, in words: VPMADDUBSW's int16 pair
+// sums overflow for integers of 8 bits, so the byte kernels split them
+// into two nibbles and multiply each limb twice; here the integers are
+// widened to int16 (VPMOVZXBW) and multiplied by the records' int16 limbs
+// (limbs.go) with VPMADDWD, whose pair sums are int32: two products a
+// weight instead of six (h, and the low part p = 256·m + l offset by 128
+// into int16), plus Σu, which the offset needs (Σ u·(p − 128) = Σ u·p −
+// 128·Σu), from one VPMADDUBSW by ones. The sums are the byte kernels':
+// H exactly, and 256·M + L as one exact integer, which VCVTDQ2PS rounds
+// once as their fma(M, 256, L) does, so every bit is theirs. It takes
+//
+//	func(y *float32, q *byte, rec *byte, s, o *float32, acc *float32, groups, half int)
+//
+// acc 64 floats of scratch (the float32 sums). A group's block (2048
+// bytes) is read in eight passes of 8 columns (32 bytes of each quad's
+// 256) while it is in L1, so memory is streamed in address order. Per
+// pass: Y0, Y1 the H sums of columns 0-3 and 4-7 (each column's in two
+// neighbouring lanes: rows 0-1 and 2-3 of each quad), Y2, Y3 the low
+// parts', Y4 Σu (int16 pair sums, a lane a column), Y5 and Y6 a quad's
+// h and p broadcast, Y7 and Y8 its integers widened, Y9 its bytes, Y10 a
+// product, Y15 ones (bytes). SI is the group's block, DX its record, R8
+// (R9) its scale (offset) rows, CX the groups left; R10 is the pass's byte
+// offset (8 columns are 32 bytes of a quad and of a row of floats alike),
+// R11-R14 SI, R8, R9 and acc at it, R15 the passes left.
+
+// QUADW adds quad j's products (rows 4j..4j+3).
+#define QUADW(j) \
+	VPBROADCASTQ 160+8*(j)(DX), Y5; VPBROADCASTQ 224+8*(j)(DX), Y6; \
+	VPMOVZXBW (j)*256(R11), Y7; VPMOVZXBW (j)*256+16(R11), Y8; VMOVDQU (j)*256(R11), Y9; \
+	VPMADDWD Y5, Y7, Y10; VPADDD Y10, Y0, Y0; VPMADDWD Y5, Y8, Y10; VPADDD Y10, Y1, Y1; \
+	VPMADDWD Y6, Y7, Y10; VPADDD Y10, Y2, Y2; VPMADDWD Y6, Y8, Y10; VPADDD Y10, Y3, Y3; \
+	VPMADDUBSW Y15, Y9, Y10; VPADDW Y10, Y4, Y4
+#define QUADS4W(j) QUADW(j); QUADW(j+1); QUADW(j+2); QUADW(j+3)
+
+// PAIRS adds each column's two lanes of a (columns 0-3) and b (4-7) into
+// a, in column order.
+#define PAIRS(a, b) VPHADDD b, a, a; VPERMQ $0xD8, a, a
+
+// FINW ends a weight group: H and the low part's sum joined as the byte
+// kernels join theirs, with the corrections at corr in the record (min·Σh,
+// and 256·min·Σm + min·Σl for the low part), acc = fma(t, s·2^-shift, acc)
+// and, with offsets, acc = fma(Σ, o, acc) (the sum at sum in the record);
+// wg is the weight group's offset in the scale and offset rows.
+#define FINW(corr, sum, wg) \
+	PAIRS(Y0, Y1); VPBROADCASTD corr(DX), Y10; VPADDD Y10, Y0, Y0; \
+	PAIRS(Y2, Y3); VPMADDWD wordOnes<>(SB), Y4, Y4; VPSLLD $7, Y4, Y4; VPSUBD Y4, Y2, Y2; \
+	MOVL corr+4(DX), AX; SHLL $8, AX; ADDL corr+8(DX), AX; MOVQ AX, X10; VPBROADCASTD X10, Y10; VPADDD Y10, Y2, Y2; \
+	VCVTDQ2PS Y2, Y2; VCVTDQ2PS Y0, Y0; \
+	VBROADCASTSS wordC65536<>(SB), Y10; VFMADD213PS Y2, Y10, Y0; \
+	VBROADCASTSS 120(DX), Y10; VMULPS wg(R12), Y10, Y10; \
+	VMOVUPS (R14), Y7; VFMADD231PS Y10, Y0, Y7; \
+	TESTQ R9, R9; JZ 3(PC); \
+	VBROADCASTSS sum(DX), Y10; VFMADD231PS wg(R13), Y10, Y7; \
+	VMOVUPS Y7, (R14); \
+	VPXOR Y0, Y0, Y0; VPXOR Y1, Y1, Y1; VPXOR Y2, Y2, Y2; VPXOR Y3, Y3, Y3; VPXOR Y4, Y4, Y4
+
+#define ADDACCW(off) VMOVUPS off(DI), Y7; VADDPS off(AX), Y7, Y7; VMOVUPS Y7, off(AX)
+
+DATA wordOnes<>+0(SB)/8, $0x0001000100010001
+DATA wordOnes<>+8(SB)/8, $0x0001000100010001
+DATA wordOnes<>+16(SB)/8, $0x0001000100010001
+DATA wordOnes<>+24(SB)/8, $0x0001000100010001
+GLOBL wordOnes<>(SB), RODATA|NOPTR, $32
+DATA wordC65536<>+0(SB)/4, $0x47800000
+GLOBL wordC65536<>(SB), RODATA|NOPTR, $4
+
+// func limbsQ8AVX2(y *float32, q *byte, rec *byte, s, o *float32, acc *float32, groups, half int)
+TEXT ·limbsQ8AVX2(SB), NOSPLIT, $0-64
+	MOVL $0x01010101, AX; MOVQ AX, X15; VPBROADCASTD X15, Y15
+	MOVQ q+8(FP), SI; MOVQ rec+16(FP), DX; MOVQ s+24(FP), R8; MOVQ o+32(FP), R9
+	MOVQ acc+40(FP), DI; MOVQ groups+48(FP), CX; MOVQ half+56(FP), BX
+	VPXOR Y0, Y0, Y0; VPXOR Y1, Y1, Y1; VPXOR Y2, Y2, Y2; VPXOR Y3, Y3, Y3; VPXOR Y4, Y4, Y4
+	VMOVUPS Y0, (DI); VMOVUPS Y0, 32(DI); VMOVUPS Y0, 64(DI); VMOVUPS Y0, 96(DI)
+	VMOVUPS Y0, 128(DI); VMOVUPS Y0, 160(DI); VMOVUPS Y0, 192(DI); VMOVUPS Y0, 224(DI)
+
+group:
+	XORQ R10, R10; MOVQ $8, R15
+
+pass:
+	LEAQ (SI)(R10*1), R11; LEAQ (R8)(R10*1), R12; LEAQ (R9)(R10*1), R13; LEAQ (DI)(R10*1), R14
+	QUADS4W(0)
+	TESTQ BX, BX; JZ whole
+	FINW(96, 124, 0); QUADS4W(4); FINW(108, 128, 256)
+	JMP next
+
+whole:
+	QUADS4W(4); FINW(96, 124, 0)
+
+next:
+	ADDQ $32, R10; DECQ R15; JNZ pass
+	ADDQ $2048, SI; ADDQ $288, DX
+	MOVQ $256, AX; TESTQ BX, BX; JZ 2(PC); ADDQ AX, AX
+	ADDQ AX, R8; TESTQ R9, R9; JZ 2(PC); ADDQ AX, R9
+	DECQ CX; JNZ group
+
+	MOVQ y+0(FP), AX
+	ADDACCW(0); ADDACCW(32); ADDACCW(64); ADDACCW(96); ADDACCW(128); ADDACCW(160); ADDACCW(192); ADDACCW(224)
+	VZEROUPPER
+	RET
