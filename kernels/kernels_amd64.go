@@ -404,6 +404,26 @@ func limbsQ6R2AVX512(y0, y1 *float32, q *byte, rec0, rec1 *byte, s, o *float32, 
 //go:noescape
 func limbsQ8R2AVX512(y0, y1 *float32, q *byte, rec0, rec1 *byte, s, o *float32, groups, half int)
 
+//go:noescape
+func splitLimbsAVX2(rec *byte, x *float32, groups, min, half int) int
+
+// splitLimbsKernel writes the records of x's leading activation groups
+// (limbsplit_amd64.s), stopping before the first group of zeros,
+// infinities or NaN, and says how many it wrote; splitLimbs does the
+// rest.
+func splitLimbsKernel(rec []byte, x []float32, min int8, size int) int {
+	groups := len(x) / limbRows
+	if !useAVX2 || groups == 0 {
+		return 0
+	}
+	_ = rec[groups*limbRecord-1]
+	half := 0
+	if size == 16 {
+		half = 1
+	}
+	return splitLimbsAVX2(&rec[0], &x[0], groups, int(min), half)
+}
+
 // The kernels of each integer width, by bits − 4 (4, 5, 6 and 8 bits).
 var (
 	limbKernelsAVX2   = [...]func(y *float32, q *byte, rec *byte, s, o *float32, acc *float32, groups, half int){limbsQ4AVX2, limbsQ5AVX2, limbsQ6AVX2, nil, limbsQ8AVX2}

@@ -3,6 +3,7 @@
 package kernels
 
 import (
+	"bytes"
 	"math"
 	"math/rand/v2"
 	"testing"
@@ -88,3 +89,61 @@ func TestLimbKernels(t *testing.T) {
 }
 
 func slicesClone(s []float32) []float32 { return append([]float32(nil), s...) }
+
+// TestSplitLimbs: the assembly split writes splitGroup's records byte for
+// byte (ties rounded to even, subnormals beside large values, every
+// weight group size and min) and stops before each group of zeros,
+// infinities or NaN, which splitLimbs leaves to splitGroup.
+func TestSplitLimbs(t *testing.T) {
+	if !useAVX2 {
+		t.Skip("no AVX2 on this CPU")
+	}
+	r := rand.New(rand.NewPCG(21, 22))
+	const groups = 12
+	x := make([]float32, groups*limbRows)
+	for i := range x {
+		x[i] = float32(r.NormFloat64()) * float32(math.Pow(2, float64(r.IntN(60)-30)))
+	}
+	for i := range limbRows { // ties: 2^21 sets the scale to 1, so halves are ties
+		x[limbRows+i] = float32(i%9) - 4.5
+	}
+	x[limbRows] = 1 << 21
+	x[2*limbRows], x[2*limbRows+1] = 1e30, 1e-45 // a subnormal beside a huge value
+	x[3*limbRows] = -3e38
+	for i := 4 * limbRows; i < 5*limbRows; i++ {
+		x[i] = 1e-42 // subnormals only
+	}
+	special := map[int]float32{6: 0, 8: float32(math.NaN()), 10: float32(math.Inf(1))}
+	for g, v := range special {
+		for i := g * limbRows; i < (g+1)*limbRows; i++ {
+			x[i] = 0
+		}
+		x[g*limbRows+5] = v
+	}
+	for _, size := range []int{16, 32} {
+		for _, min := range []int8{-128, -32, -16, -8, 0} {
+			want := make([]byte, groups*limbRecord)
+			for g := range groups {
+				splitGroup(want[g*limbRecord:(g+1)*limbRecord], x[g*limbRows:(g+1)*limbRows], min, size)
+			}
+			got := make([]byte, groups*limbRecord)
+			for a := 0; a < groups; a++ {
+				n := splitLimbsKernel(got[a*limbRecord:], x[a*limbRows:], min, size)
+				for g := a; g < a+n; g++ {
+					if !bytes.Equal(got[g*limbRecord:(g+1)*limbRecord], want[g*limbRecord:(g+1)*limbRecord]) {
+						t.Fatalf("size %d, min %d, group %d: record\n%v\nwant\n%v", size, min, g, got[g*limbRecord:(g+1)*limbRecord], want[g*limbRecord:(g+1)*limbRecord])
+					}
+				}
+				a += n
+				if _, ok := special[a]; a < groups && !ok {
+					t.Fatalf("size %d, min %d: the kernel stopped at group %d, which is not special", size, min, a)
+				}
+			}
+			split := make([]byte, groups*limbRecord)
+			splitLimbs(split, x, min, size)
+			if !bytes.Equal(split, want) {
+				t.Fatalf("size %d, min %d: splitLimbs differs from splitGroup", size, min)
+			}
+		}
+	}
+}

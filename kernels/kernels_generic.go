@@ -63,3 +63,5 @@ func limbSlab2(w *quant, y0, y1 []float32, rec0, rec1 []byte, s, o []float32, j0
 	w.limbSlabGeneric(y0, rec0, s, o, j0)
 	w.limbSlabGeneric(y1, rec1, s, o, j0)
 }
+
+func splitLimbsKernel(rec []byte, x []float32, min int8, size int) int { return 0 }

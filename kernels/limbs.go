@@ -59,8 +59,11 @@ const (
 // splitLimbs writes the records of one row x (a multiple of 32 values)
 // for a matrix whose integers start at min, in weight groups of size.
 func splitLimbs(rec []byte, x []float32, min int8, size int) {
-	for a := range len(x) / limbRows {
-		splitGroup(rec[a*limbRecord:(a+1)*limbRecord], x[a*limbRows:(a+1)*limbRows], min, size)
+	for a, n := 0, len(x)/limbRows; a < n; a++ {
+		a += splitLimbsKernel(rec[a*limbRecord:], x[a*limbRows:], min, size)
+		if a < n { // a group of zeros, infinities or NaN, or every group in pure Go
+			splitGroup(rec[a*limbRecord:(a+1)*limbRecord], x[a*limbRows:(a+1)*limbRows], min, size)
+		}
 	}
 }
 
