@@ -83,6 +83,26 @@ func SlabbedT(w Matrix, rows, cols int) (Matrix, error) {
 	return Matrix{s: s, t: true}, nil
 }
 
+// SlabbedRows returns the [cols,rows] transpose of the float32 or float16
+// [rows,cols] matrix w, a weight as HF and GGUF store it ([out,in]), as
+// the matrix MatMulAcc takes (K = cols, N = rows) in the slab layout,
+// taking over w's storage: the slabs of wᵀ are w's own 64-row panels
+// transposed, each in place (SlabbedT's storage, read the other way), so
+// a float load moves each weight once where a whole-matrix transpose and
+// then Slabbed moved it twice, the second by following the permutation's
+// cycles through memory.
+func SlabbedRows(w Matrix, rows, cols int) (Matrix, error) {
+	if w.q != nil {
+		return Matrix{}, fmt.Errorf("kernels: SlabbedRows of a quantised matrix")
+	}
+	t, err := SlabbedT(w, rows, cols)
+	if err != nil {
+		return Matrix{}, err
+	}
+	t.t = false
+	return t, nil
+}
+
 // Float32 holds vals, not a copy.
 func Float32(vals []float32) Matrix { return Matrix{f32: vals} }
 

@@ -124,3 +124,40 @@ func TestSlabbedT(t *testing.T) {
 	_, err := SlabbedT(Float32(make([]float32, 10)), 3, 4)
 	require.ErrorContains(t, err, "10-element")
 }
+
+// TestSlabbedRows: the slabs of an [out,in] weight's transpose made from
+// its own rows hold what Slabbed makes of the transposed copy, and
+// products with them have the same bits.
+func TestSlabbedRows(t *testing.T) {
+	r := rand.New(rand.NewPCG(23, 24))
+	for _, s := range []struct {
+		rows, cols int
+		f16        bool
+	}{{1037, 64, false}, {100, 896, true}, {64, 32, false}, {130, 7, true}, {5, 48, false}} {
+		t.Run(fmt.Sprintf("%dx%d/f16=%t", s.rows, s.cols, s.f16), func(t *testing.T) {
+			vals := randSlice(r, s.rows*s.cols)
+			var w, wt Matrix
+			if s.f16 {
+				bits, err := ToFloat16(vals)
+				require.NoError(t, err)
+				w, wt = Float16(slices.Clone(bits)), Float16(transposed(bits, s.rows, s.cols))
+			} else {
+				w, wt = Float32(slices.Clone(vals)), Float32(transposed(vals, s.rows, s.cols))
+			}
+			got, err := SlabbedRows(w, s.rows, s.cols)
+			require.NoError(t, err)
+			want, err := Slabbed(wt, s.cols, s.rows)
+			require.NoError(t, err)
+			require.Equal(t, want.Float32s(), got.Float32s())
+			const R = 5
+			x := randSlice(r, R*s.cols)
+			dst0 := randSlice(r, R*s.rows)
+			a, b := slices.Clone(dst0), slices.Clone(dst0)
+			MatMulAcc(a, x, want, R, s.cols, s.rows)
+			MatMulAcc(b, x, got, R, s.cols, s.rows)
+			require.Equal(t, a, b)
+		})
+	}
+	_, err := SlabbedRows(Float32(make([]float32, 10)), 3, 4)
+	require.ErrorContains(t, err, "10-element")
+}

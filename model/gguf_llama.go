@@ -304,7 +304,9 @@ func loadLlamaGGUF(ctx context.Context, f *gguf.File, cfg Config, release func([
 			return nil, err
 		}
 	}
-	gl.ld.finish()
+	if err := gl.ld.finish(); err != nil {
+		return nil, err
+	}
 	var err error
 	if m.rope, err = gl.rope(); err != nil {
 		return nil, err
@@ -361,7 +363,9 @@ func (gl *llamaGGUFLoader) load(p llamaParam, t gguf.TensorInfo) error {
 		if p.part == partEmbed || p.part == partHead {
 			h = slices.Clone(h)
 		}
-		gl.ld.place(pt.p, nil, h)
+		if err := gl.ld.place(pt.p, nil, h); err != nil {
+			return err
+		}
 		gl.done(pt)
 		return nil
 	}
@@ -379,8 +383,7 @@ func (gl *llamaGGUFLoader) load(p llamaParam, t gguf.TensorInfo) error {
 // placeFloat places a float matrix, as float16 bits in a Float16 model.
 func (gl *llamaGGUFLoader) placeFloat(pt ggufPart, vals []float32) error {
 	if !gl.ld.m.Float16 {
-		gl.ld.place(pt.p, vals, nil)
-		return nil
+		return gl.ld.place(pt.p, vals, nil)
 	}
 	h, err := kernels.ToFloat16(vals)
 	if err != nil {
@@ -389,8 +392,7 @@ func (gl *llamaGGUFLoader) placeFloat(pt ggufPart, vals []float32) error {
 	if pt.Info.Type != gguf.GGMLTypeF16 {
 		gl.ld.m.roundedToF16 = true
 	}
-	gl.ld.place(pt.p, nil, h)
-	return nil
+	return gl.ld.place(pt.p, nil, h)
 }
 
 // done releases a part's pages, read for the last time.
@@ -467,7 +469,9 @@ func (gl *llamaGGUFLoader) fused(pt ggufPart) error {
 			return err
 		}
 		gl.done(q)
-		gl.ld.place(q.p, vals, nil)
+		if err := gl.ld.place(q.p, vals, nil); err != nil {
+			return err
+		}
 	}
 	return nil
 }
@@ -484,7 +488,7 @@ func (gl *llamaGGUFLoader) columnBlock(q ggufPart) (kernels.Matrix, error) {
 	}
 	gl.done(q)
 	rows, cols := q.p.shape[0], q.p.shape[1]
-	return kernels.Slabbed(kernels.Float32(weights.Transpose(vals, rows, cols)), cols, rows)
+	return kernels.SlabbedRows(kernels.Float32(vals), rows, cols)
 }
 
 // rope is the model's rotary frequencies. A file with the

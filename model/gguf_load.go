@@ -168,12 +168,15 @@ func storeGGUFTensor(m *Model, p gpt2Param, t gguf.TensorInfo, raw []byte, relea
 		if err != nil {
 			return fmt.Errorf("tensor %q: %w", t.Name, err)
 		}
-		if p.transposed {
-			bits = weights.Transpose(bits, p.shape[1], p.shape[0])
-		} else {
-			bits = slices.Clone(bits)
+		if !p.transposed {
+			*p.dst.mat = kernels.Float16(slices.Clone(bits))
+			return nil
 		}
-		*p.dst.mat = kernels.Float16(bits)
+		w, err := kernels.SlabbedRows(kernels.Float16(slices.Clone(bits)), p.shape[1], p.shape[0])
+		if err != nil {
+			return fmt.Errorf("tensor %q: %w", t.Name, err)
+		}
+		*p.dst.mat = w
 		return nil
 	}
 	vals := make([]float32, t.Elements())

@@ -62,7 +62,9 @@ func loadLlamaFrom(ctx context.Context, cfg Config, data []byte, release func([]
 			return nil, fmt.Errorf("tensor %q: %w", t.Name, err)
 		}
 	}
-	ld.finish()
+	if err := ld.finish(); err != nil {
+		return nil, err
+	}
 	if t, ok := byName["lm_head.weight"]; ok && cfg.Tied {
 		// A tied checkpoint that also stores the head: it must be the embedding.
 		emb := f.Tensors[slices.IndexFunc(f.Tensors, func(u safetensors.Tensor) bool {
@@ -123,14 +125,13 @@ func (ld *llamaLoader) put(p llamaParam, t *safetensors.Tensor) error {
 	if err != nil {
 		return err
 	}
-	ld.place(p, f32, f16)
-	return nil
+	return ld.place(p, f32, f16)
 }
 
 // place puts a matrix, [out,in] as HF and GGUF store it, float32 or
 // float16 bits, where p says: the embedding and head as they are, q/k/v
 // and gate/up staged into the layer's fused matrix, o and down transposed.
-func (ld *llamaLoader) place(p llamaParam, f32 []float32, f16 []uint16) {
+func (ld *llamaLoader) place(p llamaParam, f32 []float32, f16 []uint16) error {
 	switch p.part {
 	case partEmbed:
 		ld.m.wte = matrixOf(f32, f16)
@@ -138,7 +139,9 @@ func (ld *llamaLoader) place(p llamaParam, f32 []float32, f16 []uint16) {
 		ld.m.lmW = matrixOf(f32, f16)
 	case partQKV, partGateUp:
 		if l := layerOf(p.hf); l != ld.layer {
-			ld.finish()
+			if err := ld.finish(); err != nil {
+				return err
+			}
 			ld.layer = l
 		}
 		s := &ld.qkv
@@ -152,8 +155,10 @@ func (ld *llamaLoader) place(p llamaParam, f32 []float32, f16 []uint16) {
 		if p.part == partDown {
 			dst = &b.mlpW
 		}
-		*dst = matrixOf(transposed(f32, f16, p.shape[0], p.shape[1]))
+		// The parts may be the file's pages: the slabs take a copy.
+		return slabbedRows(slices.Clone(f32), slices.Clone(f16), p.shape[0], p.shape[1], dst)
 	}
+	return nil
 }
 
 // matrix converts a tensor to float32, or to float16 bits for a Float16
@@ -203,8 +208,9 @@ func (ld *llamaLoader) putVector(p llamaParam, v []float32) error {
 	return nil
 }
 
-// finish transposes the current layer's fused matrices into its block.
-func (ld *llamaLoader) finish() {
+// finish puts the current layer's fused matrices into its block, as the
+// slabs of their transposes.
+func (ld *llamaLoader) finish() error {
 	c := ld.m.Config
 	b := &ld.m.h[ld.layer]
 	for _, s := range []struct {
@@ -215,9 +221,12 @@ func (ld *llamaLoader) finish() {
 		if s.st.f32 == nil && s.st.f16 == nil {
 			continue
 		}
-		*s.dst = matrixOf(transposed(s.st.f32, s.st.f16, s.rows, c.NEmbd))
+		if err := slabbedRows(s.st.f32, s.st.f16, s.rows, c.NEmbd, s.dst); err != nil {
+			return err
+		}
 		*s.st = staged{}
 	}
+	return nil
 }
 
 // put copies a tensor's rows into the staged matrix from row on.
@@ -242,11 +251,16 @@ func layerOf(name string) int {
 	return l
 }
 
-func transposed(f32 []float32, f16 []uint16, rows, cols int) ([]float32, []uint16) {
-	if f32 != nil {
-		return weights.Transpose(f32, rows, cols), nil
+// slabbedRows puts into dst the [in,out] matrix of the [out,in] weight
+// (rows, cols) held in f32 or f16, in the slab layout, taking over that
+// storage (kernels.SlabbedRows).
+func slabbedRows(f32 []float32, f16 []uint16, rows, cols int, dst *kernels.Matrix) error {
+	w, err := kernels.SlabbedRows(matrixOf(f32, f16), rows, cols)
+	if err != nil {
+		return err
 	}
-	return nil, weights.Transpose(f16, rows, cols)
+	*dst = w
+	return nil
 }
 
 func matrixOf(f32 []float32, f16 []uint16) kernels.Matrix {
