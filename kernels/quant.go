@@ -7,6 +7,7 @@ import (
 	"unsafe"
 
 	"github.com/llorch/llorch-check/internal/ggmlnum"
+	"github.com/llorch/llorch-check/internal/pages"
 )
 
 // quant is a quantised matrix held at about its file's size: one small
@@ -67,7 +68,7 @@ func newQuant(rows, cols int, g ggmlnum.Groups, transposed bool, decodeRow func(
 	K, N := cols, rows
 	np := (N + slab - 1) / slab * slab
 	w := &quant{g: g, k: K, n: N, transposed: transposed, bits: g.Bits, min: int8(g.Min)}
-	w.ints = make([]byte, K*np*g.Bits/8, K*np*g.Bits/8+2048) // capacity: any block as a [2048]byte (storeIntegers)
+	w.ints = pages.Make[byte](K*np*g.Bits/8 + 2048)[:K*np*g.Bits/8] // capacity: any block as a [2048]byte (storeIntegers)
 	B, G := K/g.Super, K/g.Size
 	w.d = make([]uint16, B*np)
 	if g.Offset {

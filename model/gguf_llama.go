@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/llorch/llorch-check/gguf"
+	"github.com/llorch/llorch-check/internal/pages"
 	"github.com/llorch/llorch-check/kernels"
 	"github.com/llorch/llorch-check/weights"
 )
@@ -361,7 +362,7 @@ func (gl *llamaGGUFLoader) load(p llamaParam, t gguf.TensorInfo) error {
 			return err
 		}
 		if p.part == partEmbed || p.part == partHead {
-			h = slices.Clone(h)
+			h = pages.Clone(h)
 		}
 		if err := gl.ld.place(pt.p, nil, h); err != nil {
 			return err

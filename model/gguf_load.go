@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/llorch/llorch-check/gguf"
+	"github.com/llorch/llorch-check/internal/pages"
 	"github.com/llorch/llorch-check/kernels"
 	"github.com/llorch/llorch-check/weights"
 )
@@ -169,17 +170,17 @@ func storeGGUFTensor(m *Model, p gpt2Param, t gguf.TensorInfo, raw []byte, relea
 			return fmt.Errorf("tensor %q: %w", t.Name, err)
 		}
 		if !p.transposed {
-			*p.dst.mat = kernels.Float16(slices.Clone(bits))
+			*p.dst.mat = kernels.Float16(pages.Clone(bits))
 			return nil
 		}
-		w, err := kernels.SlabbedRows(kernels.Float16(slices.Clone(bits)), p.shape[1], p.shape[0])
+		w, err := kernels.SlabbedRows(kernels.Float16(pages.Clone(bits)), p.shape[1], p.shape[0])
 		if err != nil {
 			return fmt.Errorf("tensor %q: %w", t.Name, err)
 		}
 		*p.dst.mat = w
 		return nil
 	}
-	vals := make([]float32, t.Elements())
+	vals := pages.Make[float32](int(t.Elements()))
 	if err := gguf.DecodeFloat32(t.Type, raw, vals); err != nil {
 		return err
 	}

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/llorch/llorch-check/internal/pages"
 	"github.com/llorch/llorch-check/kernels"
 	"github.com/llorch/llorch-check/safetensors"
 	"github.com/llorch/llorch-check/weights"
@@ -156,7 +157,7 @@ func (ld *llamaLoader) place(p llamaParam, f32 []float32, f16 []uint16) error {
 			dst = &b.mlpW
 		}
 		// The parts may be the file's pages: the slabs take a copy.
-		return slabbedRows(slices.Clone(f32), slices.Clone(f16), p.shape[0], p.shape[1], dst)
+		return slabbedRows(pages.Clone(f32), pages.Clone(f16), p.shape[0], p.shape[1], dst)
 	}
 	return nil
 }
@@ -233,13 +234,13 @@ func (ld *llamaLoader) finish() error {
 func (s *staged) put(rows, row, cols int, f32 []float32, f16 []uint16) {
 	if f32 != nil {
 		if s.f32 == nil {
-			s.f32 = make([]float32, rows*cols)
+			s.f32 = pages.Make[float32](rows * cols)
 		}
 		copy(s.f32[row*cols:], f32)
 		return
 	}
 	if s.f16 == nil {
-		s.f16 = make([]uint16, rows*cols)
+		s.f16 = pages.Make[uint16](rows * cols)
 	}
 	copy(s.f16[row*cols:], f16)
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/llorch/llorch-check/gguf"
+	"github.com/llorch/llorch-check/internal/pages"
 	"github.com/llorch/llorch-check/kernels"
 )
 
@@ -20,7 +21,7 @@ type Part struct {
 
 // Float32s decodes the part to float32, its rows in HF's order.
 func (p Part) Float32s() ([]float32, error) {
-	vals := make([]float32, p.Info.Elements())
+	vals := pages.Make[float32](int(p.Info.Elements()))
 	if err := gguf.DecodeFloat32(p.Info.Type, p.Raw, vals); err != nil {
 		return nil, fmt.Errorf("tensor %q: %w", p.Info.Name, err)
 	}
