@@ -405,6 +405,9 @@ func limbsQ6R2AVX512(y0, y1 *float32, q *byte, rec0, rec1 *byte, s, o *float32, 
 func limbsQ8R2AVX512(y0, y1 *float32, q *byte, rec0, rec1 *byte, s, o *float32, groups, half int)
 
 //go:noescape
+func limbsQ8R2AVX2(y0, y1 *float32, q *byte, rec0, rec1 *byte, s, o *float32, acc *float32, groups, half int)
+
+//go:noescape
 func splitLimbsAVX2(rec *byte, x *float32, groups, min, half int) int
 
 // splitLimbsKernel writes the records of x's leading activation groups
@@ -461,9 +464,16 @@ func at(o []float32, i int) *float32 {
 // limbSlab2 is limbSlab on two rows (y0 and rec0, y1 and rec1): with
 // VNNI one pass of the kernel for two rows over each half of the slab.
 func limbSlab2(w *quant, y0, y1 []float32, rec0, rec1 []byte, s, o []float32, j0 int) {
-	if !useVNNI {
+	if !useVNNI && (!useAVX2 || w.bits != 8) {
 		limbSlab(w, y0, rec0, s, o, j0)
 		limbSlab(w, y1, rec1, s, o, j0)
+		return
+	}
+	if !useVNNI { // AVX2, 8 bits: the word kernel on both rows
+		blocks, groups, half := limbOperands(w, s, o, j0, rec0, rec1)
+		_, _ = y0[slab-1], y1[slab-1]
+		var acc [2 * slab]float32
+		limbsQ8R2AVX2(&y0[0], &y1[0], &blocks[0], &rec0[0], &rec1[0], &s[0], at(o, 0), &acc[0], groups, half)
 		return
 	}
 	blocks, groups, half := limbOperands(w, s, o, j0, rec0, rec1)

@@ -58,6 +58,33 @@
 	VMOVUPS Y7, (R14); \
 	VPXOR Y0, Y0, Y0; VPXOR Y1, Y1, Y1; VPXOR Y2, Y2, Y2; VPXOR Y3, Y3, Y3; VPXOR Y4, Y4, Y4
 
+// GROUPSW is the loop over the activation groups, each group's block in
+// eight passes of 8 columns (with half set the first four quads are one
+// weight group and the last four another): QUADS adds four quads, FIN
+// ends a weight group, AT sets the pass's other pointers, STEP moves the
+// records to the next group's.
+#define GROUPSW(QUADS, FIN, AT, STEP) \
+group: \
+	XORQ R10, R10; MOVQ $8, R15; \
+pass: \
+	LEAQ (SI)(R10*1), R11; LEAQ (R8)(R10*1), R12; LEAQ (R9)(R10*1), R13; AT; \
+	QUADS(0); \
+	TESTQ BX, BX; JZ whole; \
+	FIN(96, 124, 0); QUADS(4); FIN(108, 128, 256); \
+	JMP next; \
+whole: \
+	QUADS(4); FIN(96, 124, 0); \
+next: \
+	ADDQ $32, R10; DECQ R15; JNZ pass; \
+	ADDQ $2048, SI; STEP; \
+	MOVQ $256, AX; TESTQ BX, BX; JZ 2(PC); ADDQ AX, AX; \
+	ADDQ AX, R8; TESTQ R9, R9; JZ 2(PC); ADDQ AX, R9; \
+	DECQ CX; JNZ group
+
+#define ACCAT1 LEAQ (DI)(R10*1), R14
+#define ACCAT2
+#define STEPW1 ADDQ $288, DX
+#define STEPW2 ADDQ $288, DX; ADDQ $288, R14
 #define ADDACCW(off) VMOVUPS off(DI), Y7; VADDPS off(AX), Y7, Y7; VMOVUPS Y7, off(AX)
 
 DATA wordOnes<>+0(SB)/8, $0x0001000100010001
@@ -77,27 +104,77 @@ TEXT ·limbsQ8AVX2(SB), NOSPLIT, $0-64
 	VMOVUPS Y0, (DI); VMOVUPS Y0, 32(DI); VMOVUPS Y0, 64(DI); VMOVUPS Y0, 96(DI)
 	VMOVUPS Y0, 128(DI); VMOVUPS Y0, 160(DI); VMOVUPS Y0, 192(DI); VMOVUPS Y0, 224(DI)
 
-group:
-	XORQ R10, R10; MOVQ $8, R15
-
-pass:
-	LEAQ (SI)(R10*1), R11; LEAQ (R8)(R10*1), R12; LEAQ (R9)(R10*1), R13; LEAQ (DI)(R10*1), R14
-	QUADS4W(0)
-	TESTQ BX, BX; JZ whole
-	FINW(96, 124, 0); QUADS4W(4); FINW(108, 128, 256)
-	JMP next
-
-whole:
-	QUADS4W(4); FINW(96, 124, 0)
-
-next:
-	ADDQ $32, R10; DECQ R15; JNZ pass
-	ADDQ $2048, SI; ADDQ $288, DX
-	MOVQ $256, AX; TESTQ BX, BX; JZ 2(PC); ADDQ AX, AX
-	ADDQ AX, R8; TESTQ R9, R9; JZ 2(PC); ADDQ AX, R9
-	DECQ CX; JNZ group
+	GROUPSW(QUADS4W, FINW, ACCAT1, STEPW1)
 
 	MOVQ y+0(FP), AX
 	ADDACCW(0); ADDACCW(32); ADDACCW(64); ADDACCW(96); ADDACCW(128); ADDACCW(160); ADDACCW(192); ADDACCW(224)
+	VZEROUPPER
+	RET
+
+// Two rows at once (prefill, batched decode): limbsQ8R2AVX2 is the kernel
+// above on rows x0 and x1, each quad's integers widened and summed (Σu)
+// once for both; every row's operations are the one-row kernel's, in its
+// order, so its bits are too. It takes
+//
+//	func(y0, y1 *float32, q *byte, rec0, rec1 *byte, s, o *float32, acc *float32, groups, half int)
+//
+// acc 128 floats of scratch (row 0's 64, then row 1's). Per pass: Y0-Y3
+// row 0's H and low-part sums (as Y0-Y3 above), Y4-Y7 row 1's, Y8 Σu,
+// Y9 and Y10 the quad's integers widened, Y11 its bytes and then a
+// product, Y12 and Y13 a row's h and p broadcast, Y14 a product, Y15
+// ones (bytes). DX and R14 are the rows' records; acc is (DI)(R10*1) and
+// 256(DI)(R10*1).
+
+// ROWW adds a quad's products for the row whose records are at rec to
+// its sums h0, h1, a0, a1.
+#define ROWW(j, rec, h0, h1, a0, a1) \
+	VPBROADCASTQ 160+8*(j)(rec), Y12; VPBROADCASTQ 224+8*(j)(rec), Y13; \
+	VPMADDWD Y12, Y9, Y11; VPADDD Y11, h0, h0; VPMADDWD Y12, Y10, Y14; VPADDD Y14, h1, h1; \
+	VPMADDWD Y13, Y9, Y11; VPADDD Y11, a0, a0; VPMADDWD Y13, Y10, Y14; VPADDD Y14, a1, a1
+#define QUADW2(j) \
+	VPMOVZXBW (j)*256(R11), Y9; VPMOVZXBW (j)*256+16(R11), Y10; VMOVDQU (j)*256(R11), Y11; \
+	VPMADDUBSW Y15, Y11, Y11; VPADDW Y11, Y8, Y8; \
+	ROWW(j, DX, Y0, Y1, Y2, Y3); ROWW(j, R14, Y4, Y5, Y6, Y7)
+#define QUADS4W2(j) QUADW2(j); QUADW2(j+1); QUADW2(j+2); QUADW2(j+3)
+
+// FINROW is FINW for one row: its records at rec, its sums h0, h1, a0,
+// a1, its acc at accoff(DI)(R10*1), 128·Σu in Y8.
+#define FINROW(rec, h0, h1, a0, a1, accoff, corr, sum, wg) \
+	PAIRS(h0, h1); VPBROADCASTD corr(rec), Y12; VPADDD Y12, h0, h0; \
+	PAIRS(a0, a1); VPSUBD Y8, a0, a0; \
+	MOVL corr+4(rec), AX; SHLL $8, AX; ADDL corr+8(rec), AX; MOVQ AX, X12; VPBROADCASTD X12, Y12; VPADDD Y12, a0, a0; \
+	VCVTDQ2PS a0, a0; VCVTDQ2PS h0, h0; \
+	VBROADCASTSS wordC65536<>(SB), Y12; VFMADD213PS a0, Y12, h0; \
+	VBROADCASTSS 120(rec), Y12; VMULPS wg(R12), Y12, Y12; \
+	VMOVUPS accoff(DI)(R10*1), Y13; VFMADD231PS Y12, h0, Y13; \
+	TESTQ R9, R9; JZ 3(PC); \
+	VBROADCASTSS sum(rec), Y12; VFMADD231PS wg(R13), Y12, Y13; \
+	VMOVUPS Y13, accoff(DI)(R10*1); \
+	VPXOR h0, h0, h0; VPXOR h1, h1, h1; VPXOR a0, a0, a0; VPXOR a1, a1, a1
+
+#define FINW2(corr, sum, wg) \
+	VPMADDWD wordOnes<>(SB), Y8, Y8; VPSLLD $7, Y8, Y8; \
+	FINROW(DX, Y0, Y1, Y2, Y3, 0, corr, sum, wg); FINROW(R14, Y4, Y5, Y6, Y7, 256, corr, sum, wg); \
+	VPXOR Y8, Y8, Y8
+
+// func limbsQ8R2AVX2(y0, y1 *float32, q *byte, rec0, rec1 *byte, s, o *float32, acc *float32, groups, half int)
+TEXT ·limbsQ8R2AVX2(SB), NOSPLIT, $0-80
+	MOVL $0x01010101, AX; MOVQ AX, X15; VPBROADCASTD X15, Y15
+	MOVQ q+16(FP), SI; MOVQ rec0+24(FP), DX; MOVQ rec1+32(FP), R14; MOVQ s+40(FP), R8; MOVQ o+48(FP), R9
+	MOVQ acc+56(FP), DI; MOVQ groups+64(FP), CX; MOVQ half+72(FP), BX
+	VPXOR Y0, Y0, Y0; VPXOR Y1, Y1, Y1; VPXOR Y2, Y2, Y2; VPXOR Y3, Y3, Y3
+	VPXOR Y4, Y4, Y4; VPXOR Y5, Y5, Y5; VPXOR Y6, Y6, Y6; VPXOR Y7, Y7, Y7; VPXOR Y8, Y8, Y8
+	XORQ R10, R10
+
+zero:
+	VMOVUPS Y0, (DI)(R10*1); ADDQ $32, R10; CMPQ R10, $512; JNE zero
+
+	GROUPSW(QUADS4W2, FINW2, ACCAT2, STEPW2)
+
+	// y0 += acc[0:64], y1 += acc[64:128].
+	MOVQ y0+0(FP), AX
+	ADDACCW(0); ADDACCW(32); ADDACCW(64); ADDACCW(96); ADDACCW(128); ADDACCW(160); ADDACCW(192); ADDACCW(224)
+	MOVQ y1+8(FP), AX; SUBQ $256, AX
+	ADDACCW(256); ADDACCW(288); ADDACCW(320); ADDACCW(352); ADDACCW(384); ADDACCW(416); ADDACCW(448); ADDACCW(480)
 	VZEROUPPER
 	RET
