@@ -1,5 +1,7 @@
 package kernels
 
+import "unsafe"
+
 // slabs is a float32 or float16 [K][N] matrix stored in slabs of slab
 // columns, as quant stores its integers: [N/slab][K][slab], the last one
 // as narrow as the columns left (no padding: small models stay their
@@ -82,13 +84,16 @@ func transposeBlocks[T any](a []T, R, C, b int) {
 // slabs of its transpose, in place: rows j0..j0+n of a (one slab's
 // columns of the transpose, contiguous) become that slab's [cols][n].
 // Slabs are independent: they are shared out over the cores in eight
-// runs, each with its own slab of scratch (eight, not one a slab: the
-// scratch is garbage the load's peak RSS would carry).
+// runs, each with a slab of scratch from the kernels' pool (every float
+// matrix of a load passes here, and scratch made per run was megabytes of
+// garbage a layer that the load's peak RSS carried).
 func transposeSlabs[T weight](a []T, rows, cols int) {
 	slabs := (rows + slab - 1) / slab
 	per := (slabs + 7) / 8
 	ParallelFor((slabs+per-1)/per, func(c int) {
-		tmp := make([]T, slab*cols)
+		buf := getScratch((slab*cols*int(unsafe.Sizeof(T(0))) + 3) / 4)
+		defer scratch.Put(buf)
+		tmp := unsafe.Slice((*T)(unsafe.Pointer(unsafe.SliceData(*buf))), slab*cols)
 		for j0 := c * per * slab; j0 < min((c+1)*per*slab, rows); j0 += slab {
 			n := min(slab, rows-j0)
 			blk := a[j0*cols : (j0+n)*cols]
