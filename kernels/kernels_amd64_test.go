@@ -4,6 +4,7 @@ package kernels
 
 import (
 	"bytes"
+	"encoding/binary"
 	"math"
 	"math/rand/v2"
 	"testing"
@@ -146,4 +147,40 @@ func TestSplitLimbs(t *testing.T) {
 			}
 		}
 	}
+}
+
+// FuzzSplitLimbs: for any 32 float32 bit patterns (NaN payloads, negative
+// zeros, subnormals beside anything), any min and either weight group
+// size, the assembly split writes splitGroup's record or hands the group
+// back (zeros, infinities, NaN).
+func FuzzSplitLimbs(f *testing.F) {
+	if !useAVX2 {
+		f.Skip("no AVX2 on this CPU")
+	}
+	seed := make([]byte, 4*limbRows+2)
+	for i := range limbRows {
+		binary.LittleEndian.PutUint32(seed[4*i:], math.Float32bits(float32(i)-15.5))
+	}
+	f.Add(seed)
+	f.Fuzz(func(t *testing.T, data []byte) {
+		if len(data) < 4*limbRows+2 {
+			return
+		}
+		x := make([]float32, limbRows)
+		for i := range x {
+			x[i] = math.Float32frombits(binary.LittleEndian.Uint32(data[4*i:]))
+		}
+		min, size := -int8(data[4*limbRows]&0x80), 32 // 0 or -128, as the types' mins go
+		if data[4*limbRows]&1 == 1 {
+			min = -int8(data[4*limbRows] & 0x3f)
+		}
+		if data[4*limbRows+1]&1 == 1 {
+			size = 16
+		}
+		want, got := make([]byte, limbRecord), make([]byte, limbRecord)
+		splitGroup(want, x, min, size)
+		if splitLimbsKernel(got, x, min, size) == 1 && !bytes.Equal(got, want) {
+			t.Fatalf("x %v, min %d, size %d: record\n%v\nwant\n%v", x, min, size, got, want)
+		}
+	})
 }
