@@ -7,8 +7,8 @@ import (
 )
 
 // Limb products: x·W for a quantised W at float32-class accuracy with
-// integer dot-product instructions (issue #27; scripts/bench/NOTES.md,
-// "Integer dot products at float32-class accuracy").
+// integer dot-product instructions (issue #27;
+// scripts/bench/notes/16-limb-products.md).
 //
 // Each row of x is cut into groups of 32. A group is scaled by the power
 // of two 2^shift that brings its largest magnitude into [2^21, 2^22) and
