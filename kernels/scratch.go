@@ -2,7 +2,8 @@ package kernels
 
 import "sync"
 
-// scratch holds float32 copies of float16 weight blocks, one buffer per
+// scratch holds float32 copies of float16 weight blocks, formed scales
+// and a load's panels being transposed (as bytes), one buffer per
 // goroutine at a time.
 var scratch = sync.Pool{New: func() any { return new([]float32) }}
 
