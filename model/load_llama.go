@@ -131,7 +131,8 @@ func (ld *llamaLoader) put(p llamaParam, t *safetensors.Tensor) error {
 
 // place puts a matrix, [out,in] as HF and GGUF store it, float32 or
 // float16 bits, where p says: the embedding and head as they are, q/k/v
-// and gate/up staged into the layer's fused matrix, o and down transposed.
+// and gate/up staged into the layer's fused matrix, o and down copied
+// into the slabs of their transposes.
 func (ld *llamaLoader) place(p llamaParam, f32 []float32, f16 []uint16) error {
 	switch p.part {
 	case partEmbed:
