@@ -16,8 +16,11 @@
 // dispatch. The assembly is one file a kernel family: panels_amd64.s
 // (float32 and float16 panels), tiles_amd64.s (prefill's register tiles),
 // float16_amd64.s (widening), quant_amd64.s (quantised groups' scales),
-// limbs_amd64.s and limbs_avx2_amd64.s (limb products, AVX-512 VNNI and
-// AVX2, their group loop in limbs_amd64.h), slabs_amd64.s (whole float
+// limbs_amd64.s, limbs_rows2_amd64.s, limbs_avx2_amd64.s and
+// limbs_avx2w_amd64.s (limb products: AVX-512 VNNI, one row and two;
+// AVX2 on bytes, and on words for 8 bits; their group loop in
+// limbs_amd64.h, the AVX2 constants in limbconsts_amd64.s),
+// limbsplit_amd64.s (activations into limbs), slabs_amd64.s (whole float
 // slabs) and exp_amd64.s (GELU and exp). No file calls anything above it;
 // in order
 // from the bottom: reference.go and scratch.go; the dispatch; the float16

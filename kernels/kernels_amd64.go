@@ -363,7 +363,8 @@ func gelu(x []float32) {
 	geluGeneric(x[n4:])
 }
 
-// Limb products (limbs_amd64.s): AVX-512 with VNNI, else AVX2.
+// Limb products (limbs_amd64.s, limbs_rows2_amd64.s; limbs_avx2_amd64.s,
+// limbs_avx2w_amd64.s): AVX-512 with VNNI, else AVX2.
 
 // useVNNI: the limb kernels with VPDPBUSD on 512-bit vectors.
 var useVNNI = useAVX512BW && cpu.X86.HasAVX512VNNI

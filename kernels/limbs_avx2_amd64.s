@@ -63,17 +63,17 @@
 #define OCTHAVX2(o, at, plane, hmask, sa, na, sb, nb) \
 	OCTLOAD2(at); LO2; HB2(plane, sa, na, hmask); LIMBS2(8*o); DOT2(Y12); \
 	HI2; HB2(plane, sb, nb, hmask); LIMBS2(8*o+4); DOT2(Y12)
-#define OCT5AVX2(o) OCTHAVX2(o, 256+o*256, 0, limbBit4<>(SB), VPSLLW, 4-2*o, VPSLLW, 3-2*o)
-#define OCT5RAVX2(o) OCTHAVX2(o, 256+o*256, 0, limbBit4<>(SB), VPSRLW, 2*o-4, VPSRLW, 2*o-3)
-#define OCT6AAVX2(o) OCTHAVX2(o, o*384+256, o*384, limbBits45<>(SB), VPSLLW, 4, VPSLLW, 2)
-#define OCT6BAVX2(o) OCTHAVX2(o, o*384+128, o*384-384, limbBits45<>(SB), VPSLLW, 0, VPSRLW, 2)
+#define OCT5AVX2(o) OCTHAVX2(o, 256+o*256, 0, ·limbBit4(SB), VPSLLW, 4-2*o, VPSLLW, 3-2*o)
+#define OCT5RAVX2(o) OCTHAVX2(o, 256+o*256, 0, ·limbBit4(SB), VPSRLW, 2*o-4, VPSRLW, 2*o-3)
+#define OCT6AAVX2(o) OCTHAVX2(o, o*384+256, o*384, ·limbBits45(SB), VPSLLW, 4, VPSLLW, 2)
+#define OCT6BAVX2(o) OCTHAVX2(o, o*384+128, o*384-384, ·limbBits45(SB), VPSLLW, 0, VPSRLW, 2)
 
 // FIN2 joins a weight group's sums (half h in Y(3h)..Y(3h+2)) and adds
 // them to acc, as FIN.
 #define JOIN2(h, ah, am, al) \
 	VCVTDQ2PS al, al; VCVTDQ2PS am, am; VCVTDQ2PS ah, ah; \
-	VBROADCASTSS limbC256<>(SB), Y11; VFMADD213PS al, Y11, am; \
-	VBROADCASTSS limbC65536<>(SB), Y11; VFMADD213PS am, Y11, ah; \
+	VBROADCASTSS ·limbC256(SB), Y11; VFMADD213PS al, Y11, am; \
+	VBROADCASTSS ·limbC65536(SB), Y11; VFMADD213PS am, Y11, ah; \
 	VBROADCASTSS 120(DX), Y11; VMULPS h*32(R8), Y11, Y11; \
 	VMOVUPS h*32(DI), Y6; VFMADD231PS Y11, ah, Y6; VMOVUPS Y6, h*32(DI)
 #define OFFS2(h) VMOVUPS h*32(DI), Y6; VFMADD231PS h*32(R9), Y11, Y6; VMOVUPS Y6, h*32(DI)
@@ -93,21 +93,6 @@ strip: \
 	VMOVUPS 32(DI), Y6; VADDPS 32(AX), Y6, Y6; VMOVUPS Y6, 32(AX); \
 	ADDQ $64, R10; DECQ R15; JNZ strip; \
 	VZEROUPPER; RET
-
-DATA limbBit4<>+0(SB)/8, $0x1010101010101010
-DATA limbBit4<>+8(SB)/8, $0x1010101010101010
-DATA limbBit4<>+16(SB)/8, $0x1010101010101010
-DATA limbBit4<>+24(SB)/8, $0x1010101010101010
-GLOBL limbBit4<>(SB), RODATA|NOPTR, $32
-DATA limbBits45<>+0(SB)/8, $0x3030303030303030
-DATA limbBits45<>+8(SB)/8, $0x3030303030303030
-DATA limbBits45<>+16(SB)/8, $0x3030303030303030
-DATA limbBits45<>+24(SB)/8, $0x3030303030303030
-GLOBL limbBits45<>(SB), RODATA|NOPTR, $32
-DATA limbC256<>+0(SB)/4, $0x43800000
-GLOBL limbC256<>(SB), RODATA|NOPTR, $4
-DATA limbC65536<>+0(SB)/4, $0x47800000
-GLOBL limbC65536<>(SB), RODATA|NOPTR, $4
 
 // func limbsQ4AVX2(y *float32, q *byte, rec *byte, s, o *float32, acc *float32, groups, half int)
 TEXT ·limbsQ4AVX2(SB), NOSPLIT, $0-64

@@ -47,10 +47,10 @@
 // wg is the weight group's offset in the scale and offset rows.
 #define FINW(corr, sum, wg) \
 	PAIRS(Y0, Y1); VPBROADCASTD corr(DX), Y10; VPADDD Y10, Y0, Y0; \
-	PAIRS(Y2, Y3); VPMADDWD wordOnes<>(SB), Y4, Y4; VPSLLD $7, Y4, Y4; VPSUBD Y4, Y2, Y2; \
+	PAIRS(Y2, Y3); VPMADDWD ·limbWordOnes(SB), Y4, Y4; VPSLLD $7, Y4, Y4; VPSUBD Y4, Y2, Y2; \
 	MOVL corr+4(DX), AX; SHLL $8, AX; ADDL corr+8(DX), AX; MOVQ AX, X10; VPBROADCASTD X10, Y10; VPADDD Y10, Y2, Y2; \
 	VCVTDQ2PS Y2, Y2; VCVTDQ2PS Y0, Y0; \
-	VBROADCASTSS wordC65536<>(SB), Y10; VFMADD213PS Y2, Y10, Y0; \
+	VBROADCASTSS ·limbC65536(SB), Y10; VFMADD213PS Y2, Y10, Y0; \
 	VBROADCASTSS 120(DX), Y10; VMULPS wg(R12), Y10, Y10; \
 	VMOVUPS (R14), Y7; VFMADD231PS Y10, Y0, Y7; \
 	TESTQ R9, R9; JZ 3(PC); \
@@ -86,14 +86,6 @@ next: \
 #define STEPW1 ADDQ $288, DX
 #define STEPW2 ADDQ $288, DX; ADDQ $288, R14
 #define ADDACCW(off) VMOVUPS off(DI), Y7; VADDPS off(AX), Y7, Y7; VMOVUPS Y7, off(AX)
-
-DATA wordOnes<>+0(SB)/8, $0x0001000100010001
-DATA wordOnes<>+8(SB)/8, $0x0001000100010001
-DATA wordOnes<>+16(SB)/8, $0x0001000100010001
-DATA wordOnes<>+24(SB)/8, $0x0001000100010001
-GLOBL wordOnes<>(SB), RODATA|NOPTR, $32
-DATA wordC65536<>+0(SB)/4, $0x47800000
-GLOBL wordC65536<>(SB), RODATA|NOPTR, $4
 
 // func limbsQ8AVX2(y *float32, q *byte, rec *byte, s, o *float32, acc *float32, groups, half int)
 TEXT ·limbsQ8AVX2(SB), NOSPLIT, $0-64
@@ -144,7 +136,7 @@ TEXT ·limbsQ8AVX2(SB), NOSPLIT, $0-64
 	PAIRS(a0, a1); VPSUBD Y8, a0, a0; \
 	MOVL corr+4(rec), AX; SHLL $8, AX; ADDL corr+8(rec), AX; MOVQ AX, X12; VPBROADCASTD X12, Y12; VPADDD Y12, a0, a0; \
 	VCVTDQ2PS a0, a0; VCVTDQ2PS h0, h0; \
-	VBROADCASTSS wordC65536<>(SB), Y12; VFMADD213PS a0, Y12, h0; \
+	VBROADCASTSS ·limbC65536(SB), Y12; VFMADD213PS a0, Y12, h0; \
 	VBROADCASTSS 120(rec), Y12; VMULPS wg(R12), Y12, Y12; \
 	VMOVUPS accoff(DI)(R10*1), Y13; VFMADD231PS Y12, h0, Y13; \
 	TESTQ R9, R9; JZ 3(PC); \
@@ -153,7 +145,7 @@ TEXT ·limbsQ8AVX2(SB), NOSPLIT, $0-64
 	VPXOR h0, h0, h0; VPXOR h1, h1, h1; VPXOR a0, a0, a0; VPXOR a1, a1, a1
 
 #define FINW2(corr, sum, wg) \
-	VPMADDWD wordOnes<>(SB), Y8, Y8; VPSLLD $7, Y8, Y8; \
+	VPMADDWD ·limbWordOnes(SB), Y8, Y8; VPSLLD $7, Y8, Y8; \
 	FINROW(DX, Y0, Y1, Y2, Y3, 0, corr, sum, wg); FINROW(R14, Y4, Y5, Y6, Y7, 256, corr, sum, wg); \
 	VPXOR Y8, Y8, Y8
 

@@ -42,25 +42,17 @@
 	VPSLLD $8, Y7, Y7; VPADDD Y5, Y7, Y7; VPADDD Y14, Y7, Y7; \
 	VPACKSSDW Y7, Y6, Y12; VPERMQ $0xD8, Y12, Y12; VMOVDQU Y12, 224+32*k(DI)
 
-DATA splitAbs<>+0(SB)/4, $0x7fffffff
-GLOBL splitAbs<>(SB), RODATA|NOPTR, $4
-DATA splitOrder<>+0(SB)/8, $0x0000000400000000
-DATA splitOrder<>+8(SB)/8, $0x0000000500000001
-DATA splitOrder<>+16(SB)/8, $0x0000000600000002
-DATA splitOrder<>+24(SB)/8, $0x0000000700000003
-GLOBL splitOrder<>(SB), RODATA|NOPTR, $32
-
 // func splitLimbsAVX2(rec *byte, x *float32, groups, min, half int) int
 TEXT ·splitLimbsAVX2(SB), NOSPLIT, $0-48
 	MOVQ rec+0(FP), DI; MOVQ x+8(FP), SI; MOVQ groups+16(FP), CX
 	MOVQ min+24(FP), R8; MOVQ half+32(FP), BX; XORQ AX, AX
-	VMOVDQU splitOrder<>(SB), Y13
+	VMOVDQU ·limbOrder(SB), Y13
 	MOVL $128, R9; MOVQ R9, X14; VPBROADCASTD X14, Y14
 
 group:
 	// The largest magnitude's bits, as splitGroup's big.
 	VMOVUPS (SI), Y0; VMOVUPS 32(SI), Y1; VMOVUPS 64(SI), Y2; VMOVUPS 96(SI), Y3
-	VPBROADCASTD splitAbs<>(SB), Y15
+	VPBROADCASTD ·limbAbs(SB), Y15
 	VPAND Y15, Y0, Y4; VPAND Y15, Y1, Y5; VPMAXUD Y5, Y4, Y4
 	VPAND Y15, Y2, Y5; VPMAXUD Y5, Y4, Y4; VPAND Y15, Y3, Y5; VPMAXUD Y5, Y4, Y4
 	VEXTRACTI128 $1, Y4, X5; VPMAXUD X5, X4, X4

@@ -354,14 +354,14 @@ func (gl *llamaGGUFLoader) load(p llamaParam, t gguf.TensorInfo) error {
 	if len(p.shape) == 2 && gl.ld.m.Float16 && t.Type == gguf.GGMLTypeF16 {
 		// Float16 held as float16: the file's bits, not widened to
 		// float32 and rounded back (the same bits). place copies q/k/v
-		// and gate/up into the fused matrix and transposes o and down;
-		// the embedding and the head it keeps, so they are copied off
-		// the file's pages first.
+		// and gate/up into the fused matrix; the embedding and the head
+		// it keeps, and o and down it transposes where they are, so
+		// those are copied off the file's pages first.
 		h, err := pt.Float16s()
 		if err != nil {
 			return err
 		}
-		if p.part == partEmbed || p.part == partHead {
+		if p.part != partQKV && p.part != partGateUp {
 			h = pages.Clone(h)
 		}
 		if err := gl.ld.place(pt.p, nil, h); err != nil {

@@ -131,8 +131,9 @@ func (ld *llamaLoader) put(p llamaParam, t *safetensors.Tensor) error {
 
 // place puts a matrix, [out,in] as HF and GGUF store it, float32 or
 // float16 bits, where p says: the embedding and head as they are, q/k/v
-// and gate/up staged into the layer's fused matrix, o and down copied
-// into the slabs of their transposes.
+// and gate/up staged into the layer's fused matrix, o and down as the
+// slabs of their transposes, made where they are. All but q/k/v and
+// gate/up must be the loader's own memory, not the file's pages.
 func (ld *llamaLoader) place(p llamaParam, f32 []float32, f16 []uint16) error {
 	switch p.part {
 	case partEmbed:
@@ -157,8 +158,7 @@ func (ld *llamaLoader) place(p llamaParam, f32 []float32, f16 []uint16) error {
 		if p.part == partDown {
 			dst = &b.mlpW
 		}
-		// The parts may be the file's pages: the slabs take a copy.
-		return slabbedRows(pages.Clone(f32), pages.Clone(f16), p.shape[0], p.shape[1], dst)
+		return slabbedRows(f32, f16, p.shape[0], p.shape[1], dst)
 	}
 	return nil
 }
