@@ -473,15 +473,13 @@ func limbSlab2(w *quant, y0, y1 []float32, rec0, rec1 []byte, s, o []float32, j0
 		limbSlab(w, y1, rec1, s, o, j0)
 		return
 	}
+	blocks, groups, half := limbOperands(w, s, o, j0, rec0, rec1)
+	_, _ = y0[slab-1], y1[slab-1]
 	if !useVNNI { // AVX2, 8 bits: the word kernel on both rows
-		blocks, groups, half := limbOperands(w, s, o, j0, rec0, rec1)
-		_, _ = y0[slab-1], y1[slab-1]
 		var acc [2 * slab]float32
 		limbsQ8R2AVX2(&y0[0], &y1[0], &blocks[0], &rec0[0], &rec1[0], &s[0], at(o, 0), &acc[0], groups, half)
 		return
 	}
-	blocks, groups, half := limbOperands(w, s, o, j0, rec0, rec1)
-	_, _ = y0[slab-1], y1[slab-1]
 	kern := limbKernelsRows2[w.bits-4]
 	for p := 0; p < slab; p += slab / 2 { // strips 0 and 1, then 2 and 3
 		// p columns in: floats of y, s and o; 4·p bytes of a block's
