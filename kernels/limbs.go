@@ -2,8 +2,9 @@ package kernels
 
 import (
 	"math"
-	"sync"
 	"unsafe"
+
+	"github.com/llorch/llorch-check/internal/keep"
 )
 
 // Limb products: x·W for a quantised W at float32-class accuracy with
@@ -137,20 +138,18 @@ func putI16(r []byte, at int, v int16) { *(*int16)(unsafe.Pointer(&r[at])) = v }
 
 func getF32(r []byte, at int) float32 { return *(*float32)(unsafe.Pointer(&r[at])) }
 
-// recScratch holds rows of limb records, one buffer per call at a time.
-var recScratch = sync.Pool{New: func() any { return new([]byte) }}
+// recScratch holds rows of limb records: one buffer a call, and a pass's
+// calls run one after another.
+var recScratch keep.Buffer[byte]
 
 // matmul is MatMulAcc (or with zero, dst = x·w) on the quantised matrix:
 // x's rows are split into limbs once, then column chunks of whole slabs
 // are shared out as the float kernels' are.
 func (w *quant) matmul(dst, x []float32, M, K, N int, zero bool) {
 	per := K / limbRows * limbRecord
-	rp := recScratch.Get().(*[]byte)
+	rp := recScratch.Get(M * per)
 	defer recScratch.Put(rp)
-	if cap(*rp) < M*per {
-		*rp = make([]byte, M*per)
-	}
-	rec := (*rp)[:M*per]
+	rec := *rp
 	split := func(i0, i1 int) {
 		for i := i0; i < i1; i++ {
 			splitLimbs(rec[i*per:(i+1)*per], x[i*K:(i+1)*K], w.min, w.g.Size)

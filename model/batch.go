@@ -86,8 +86,8 @@ func (m *Model) StepBatch(ctx context.Context, caches []*Cache, tokens [][]int) 
 	// One LM head pass for every sequence's last row, then each row to
 	// its cache's buffer: a copy from a warm buffer costs far less than
 	// fresh memory.
-	buf := batchLogits.get(len(caches) * V)
-	defer batchLogits.put(buf)
+	buf := batchLogits.Get(len(caches) * V)
+	defer batchLogits.Put(buf)
 	if _, err := m.forward(ctx, spans, flat, nil, false, *buf); err != nil {
 		return nil, err
 	}

@@ -63,7 +63,7 @@ func (m *Model) forward(ctx context.Context, spans []span, tokens []int, probe P
 		}
 	}
 	ps := m.newPass(spans, tokens, probe)
-	defer passBuffers.put(ps.buf)
+	defer passBuffers.Put(ps.buf)
 	ps.embed(tokens)
 	for l := range m.h {
 		if err := ctx.Err(); err != nil {
@@ -121,7 +121,7 @@ func (m *Model) newPass(spans []span, tokens []int, probe Probe) *pass {
 	for _, b := range bufs {
 		n += R * b.cols
 	}
-	ps.buf = passBuffers.get(n)
+	ps.buf = passBuffers.Get(n)
 	rest := *ps.buf
 	for _, b := range bufs {
 		n := R * b.cols

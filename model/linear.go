@@ -40,7 +40,7 @@ func linear(dst, x []float32, w kernels.Matrix, parts []colBlock, bias []float32
 	}
 	off := 0
 	for _, p := range parts {
-		buf := passBuffers.get(T * p.n)
+		buf := partBuffers.Get(T * p.n)
 		var b []float32
 		if bias != nil {
 			b = bias[off : off+p.n]
@@ -49,7 +49,7 @@ func linear(dst, x []float32, w kernels.Matrix, parts []colBlock, bias []float32
 		for r := range T {
 			copy(dst[r*out+off:r*out+off+p.n], (*buf)[r*p.n:(r+1)*p.n])
 		}
-		passBuffers.put(buf)
+		partBuffers.Put(buf)
 		off += p.n
 	}
 }

@@ -1,6 +1,10 @@
 package model
 
-import "sync"
+import (
+	"sync"
+
+	"github.com/llorch/llorch-check/internal/keep"
+)
 
 // slicePool keeps working buffers between passes: a decode step then
 // touches the same cache-warm kilobytes every time instead of fresh memory
@@ -21,9 +25,13 @@ func (sp *slicePool[T]) get(n int) *[]T {
 func (sp *slicePool[T]) put(b *[]T) { sp.p.Put(b) }
 
 // One pool per use, so a small request never takes a pass's large buffer.
+// The attention workers' buffers are one per worker at a time, so a
+// sync.Pool's copy per P is what they need; a pass's buffers are one per
+// pass, and passes run one after another, so one is kept (keep.Buffer).
 var (
-	passBuffers  slicePool[float32] // a pass's activations
-	scoreBuffers slicePool[float32] // one attention worker's scores
-	expBuffers   slicePool[float64] // its softmax terms
-	batchLogits  slicePool[float32] // a batched step's logits, before each row goes to its cache
+	passBuffers  keep.Buffer[float32] // a pass's activations
+	partBuffers  keep.Buffer[float32] // one column block's product, while the pass's buffer is out
+	batchLogits  keep.Buffer[float32] // a batched step's logits, before each row goes to its cache
+	scoreBuffers slicePool[float32]   // one attention worker's scores
+	expBuffers   slicePool[float64]   // its softmax terms
 )
