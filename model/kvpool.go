@@ -95,6 +95,7 @@ type KVStats struct {
 	MaxBlocks    int   `json:"max_blocks"`    // 0: unbounded
 	HeldBlocks   int   `json:"held_blocks"`   // allocated now: in use plus kept for reuse
 	IdleBlocks   int   `json:"idle_blocks"`   // kept for prefix reuse, evictable
+	PeakBlocks   int   `json:"peak_blocks"`   // the most held at once: the tokens a process's peak memory had to hold
 	Evictions    int64 `json:"evictions"`     // kept blocks given up for room
 	CachedTokens int64 `json:"cached_tokens"` // prompt positions served from kept blocks
 }
@@ -187,6 +188,7 @@ func (p *KVPool) alloc() (*kvBlock, error) {
 	p.nextID++
 	b.id = p.nextID
 	p.held++
+	p.stats.PeakBlocks = max(p.stats.PeakBlocks, p.held)
 	return b, nil
 }
 

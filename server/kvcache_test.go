@@ -59,6 +59,9 @@ func TestPrefixCacheSameAnswers(t *testing.T) {
 	require.EqualValues(t, 0, kvOff["used_blocks"])
 	require.EqualValues(t, 0, kvOff["idle_blocks"])
 	require.EqualValues(t, 0, kvOff["bytes"], "without a prefix cache an idle server holds no KV memory")
+	blockBytes := kv["bytes"].(float64) / kv["idle_blocks"].(float64)
+	require.Equal(t, 5*blockBytes, kvOff["peak_bytes"], "one request at a time, 60+8 positions at most: 5 blocks at the peak")
+	require.GreaterOrEqual(t, kv["peak_bytes"], kv["bytes"])
 
 	resp := on.do(t, "GET", "/metrics", nil)
 	body, err := io.ReadAll(resp.Body)

@@ -44,7 +44,8 @@ type kvHealth struct {
 	PrefixCache  bool   `json:"prefix_cache"`
 	UsedBlocks   int    `json:"used_blocks"`
 	IdleBlocks   int    `json:"idle_blocks"`
-	Bytes        int64  `json:"bytes"` // of the blocks allocated, used and kept
+	Bytes        int64  `json:"bytes"`      // of the blocks allocated, used and kept
+	PeakBytes    int64  `json:"peak_bytes"` // of the most blocks allocated at once since start
 	CachedTokens int64  `json:"cached_tokens"`
 }
 
@@ -52,7 +53,8 @@ func newKVHealth(p *model.KVPool) *kvHealth {
 	st := p.Stats()
 	h := &kvHealth{MaxTokens: p.MaxTokens(), BlockTokens: st.BlockTokens, DType: "f32", PrefixCache: p.PrefixCache(),
 		UsedBlocks: st.HeldBlocks - st.IdleBlocks, IdleBlocks: st.IdleBlocks,
-		Bytes: int64(st.HeldBlocks) * st.BlockBytes, CachedTokens: st.CachedTokens}
+		Bytes: int64(st.HeldBlocks) * st.BlockBytes, PeakBytes: int64(st.PeakBlocks) * st.BlockBytes,
+		CachedTokens: st.CachedTokens}
 	if p.Float16() {
 		h.DType = "f16"
 	}

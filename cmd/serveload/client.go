@@ -209,6 +209,21 @@ func (c *client) serverInfo(ctx context.Context) (model string, ctxLen int) {
 	return model, ctxLen
 }
 
+// kvPeak is the most KV cache memory the server has held at once, from
+// our serve's /health; false from a server that does not say
+// (llama-server allocates its whole cache up front).
+func (c *client) kvPeak(ctx context.Context) (int64, bool) {
+	var h struct {
+		KV *struct {
+			PeakBytes *int64 `json:"peak_bytes"`
+		} `json:"kv_cache"`
+	}
+	if c.getJSON(ctx, "/health", &h) != nil || h.KV == nil || h.KV.PeakBytes == nil {
+		return 0, false
+	}
+	return *h.KV.PeakBytes, true
+}
+
 func (c *client) getJSON(ctx context.Context, path string, v any) error {
 	hr, err := http.NewRequestWithContext(ctx, http.MethodGet, c.url+path, nil)
 	if err != nil {

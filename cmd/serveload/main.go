@@ -3,7 +3,9 @@
 // loopback (issue #27 item 6; `make bench-serve` runs it). For each level
 // it prints clients, requests, generated tokens, tokens/s, time to first
 // token and inter-token latency (p50/p99), errors by HTTP status and,
-// with --pid, the server's VmRSS and VmHWM after the level.
+// with --pid, the server's VmRSS and VmHWM after the level, the KV
+// cache's peak where the server reports it, and with --model-bytes the
+// bound the peak should stay within (the model plus that KV plus 10%).
 //
 // Scenarios: plain (distinct prompts), shared-prefix (one long shared
 // prefix, distinct suffixes: prompt-cache reuse) and long-prompt (one
@@ -39,6 +41,7 @@ type options struct {
 	clients                   []int
 	ignoreEOS                 string
 	pid                       int
+	modelBytes                int64
 	jsonPath                  string
 	timeout                   time.Duration
 }
@@ -91,6 +94,7 @@ func parseFlags(args []string) (options, error) {
 	fs.IntVar(&o.longTokens, "long-tokens", 1000, "long-prompt: words of the long prompt (cut to fit the context)")
 	fs.StringVar(&o.ignoreEOS, "ignore-eos", "auto", "send ignore_eos: true, false, or auto (ask the server with one probe request)")
 	fs.IntVar(&o.pid, "pid", 0, "server process id: report its VmRSS and VmHWM after each level")
+	fs.Int64Var(&o.modelBytes, "model-bytes", 0, "the model file's size: with --pid, each level's memory bound, the model plus the KV cache's peak (where /health reports kv_cache.peak_bytes) plus 10%")
 	fs.StringVar(&o.jsonPath, "json", "", "also write a JSON summary to FILE")
 	fs.Uint64Var(&o.seed, "seed", 1, "prompt seed (with the scenario): the same seed sends the same prompts")
 	fs.DurationVar(&o.timeout, "timeout", 10*time.Minute, "limit for one request")
@@ -186,6 +190,13 @@ func run(ctx context.Context, o options, out, log io.Writer) error {
 				return err
 			}
 			l.RSSBytes, l.HWMBytes = &rss, &hwm
+			if kv, ok := c.kvPeak(ctx); ok {
+				l.KVPeakBytes = &kv
+				if o.modelBytes > 0 {
+					b := memoryBound(o.modelBytes, kv)
+					l.BoundBytes = &b
+				}
+			}
 		}
 		sm.Levels = append(sm.Levels, l)
 	}

@@ -49,6 +49,8 @@ type level struct {
 	CachedTokens *int           `json:"cached_tokens"` // nil: the server did not say
 	RSSBytes     *int64         `json:"rss_bytes"`     // VmRSS after the level, with --pid
 	HWMBytes     *int64         `json:"hwm_bytes"`     // VmHWM (peak RSS so far), with --pid
+	KVPeakBytes  *int64         `json:"kv_peak_bytes"` // the KV cache's peak so far, where the server reports it
+	BoundBytes   *int64         `json:"bound_bytes"`   // memoryBound of --model-bytes and KVPeakBytes
 
 	// long-prompt only: the long request's time to first token (queueing
 	// and prefill) and the short streams' gaps that overlap it.
@@ -199,7 +201,7 @@ func printTable(w io.Writer, sm summary) {
 	case longPrompt:
 		head = append(head, "long TTFT", "ITL p99 during", "max during")
 	}
-	head = append(head, "RSS MB", "HWM MB")
+	head = append(head, "RSS MB", "HWM MB", "KV peak MB", "bound MB")
 	rows := [][]string{head}
 	for _, l := range sm.Levels {
 		row := []string{strconv.Itoa(l.Clients), strconv.Itoa(l.Requests), strconv.Itoa(l.Tokens),
@@ -214,7 +216,7 @@ func printTable(w io.Writer, sm summary) {
 		case longPrompt:
 			row = append(row, fp(l.LongTTFT, 0), fp(l.DuringITLp99, 1), fp(l.DuringITLmax, 1))
 		}
-		row = append(row, mb(l.RSSBytes), mb(l.HWMBytes))
+		row = append(row, mb(l.RSSBytes), mb(l.HWMBytes), mb(l.KVPeakBytes), mb(l.BoundBytes))
 		rows = append(rows, row)
 	}
 	writeAligned(w, rows)

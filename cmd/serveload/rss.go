@@ -8,6 +8,11 @@ import (
 	"strings"
 )
 
+// memoryBound is what a server's peak RSS should stay within (issue #27):
+// the model, the KV cache's peak (the tokens held at once, kept prefixes
+// included) and 10% for everything else.
+func memoryBound(model, kvPeak int64) int64 { return (model + kvPeak) * 11 / 10 }
+
 // procMemory reads VmRSS (resident now) and VmHWM (the peak so far) of
 // process pid from /proc: the server's memory after a level, whichever
 // server it is (llama-server has no RSS figure of its own to ask for).

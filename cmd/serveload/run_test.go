@@ -8,7 +8,9 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -35,6 +37,13 @@ func (f *fakeServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	switch r.URL.Path {
 	case "/v1/models":
 		fmt.Fprint(w, `{"object":"list","data":[{"id":"fake","max_model_len":1024}]}`)
+		return
+	case "/health":
+		if f.style == "ours" {
+			fmt.Fprint(w, `{"status":"healthy","kv_cache":{"bytes":0,"peak_bytes":3000000}}`)
+		} else {
+			fmt.Fprint(w, `{"status":"ok"}`)
+		}
 		return
 	case "/v1/completions":
 	default:
@@ -151,6 +160,39 @@ func TestRunCountsAndLatencies(t *testing.T) {
 		})
 	}
 }
+
+// With --pid, each level has the process's memory; with --model-bytes and
+// a server that reports its KV cache's peak, the bound the peak should
+// stay within: (model + KV peak) × 1.1.
+func TestMemoryBound(t *testing.T) {
+	for _, tc := range []struct {
+		style       string
+		kv, bound   *int64
+		boundColumn string
+	}{
+		{"ours", ptr[int64](3000000), ptr[int64](4400000), "4"},
+		{"llama", nil, nil, "-"},
+	} {
+		t.Run(tc.style, func(t *testing.T) {
+			srv := &fakeServer{style: tc.style}
+			table, sm := runFake(t, srv, "--clients", "1", "--requests", "2", "--max-tokens", "2",
+				"--pid", strconv.Itoa(os.Getpid()), "--model-bytes", "1000000")
+			require.Len(t, sm.Levels, 1)
+			l := sm.Levels[0]
+			require.NotNil(t, l.HWMBytes)
+			assert.Positive(t, *l.HWMBytes, "this test's own VmHWM")
+			assert.Equal(t, tc.kv, l.KVPeakBytes)
+			assert.Equal(t, tc.bound, l.BoundBytes)
+			lines := strings.Split(strings.TrimSpace(table), "\n")
+			require.GreaterOrEqual(t, len(lines), 3)
+			head, row := strings.Fields(lines[1]), strings.Fields(lines[2])
+			assert.Equal(t, "bound", head[len(head)-2], "the last column")
+			assert.Equal(t, tc.boundColumn, row[len(row)-1], "bound MB, whole megabytes")
+		})
+	}
+}
+
+func ptr[T any](v T) *T { return &v }
 
 // The stream's own timeline: sent, then every chunk in order, then end.
 func TestStreamTimeline(t *testing.T) {

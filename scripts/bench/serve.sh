@@ -94,11 +94,15 @@ stop_server() {
 # load LABEL SCENARIO URL: serveload against the running server; the
 # table goes to stdout and $work/LABEL-SCENARIO.txt, the JSON beside it.
 load() {
-  "$work/serveload" --url "$3" --label "$1" --scenario "$2" --clients "$CLIENTS" \
+  "$work/serveload" --url "$3" --label "$1" --scenario "$2" --clients "$CLIENTS" --model-bytes "$model_bytes" \
     --max-tokens "$MAX_TOKENS" --prompt-tokens "$PROMPT_TOKENS" ${REQUESTS:+--requests "$REQUESTS"} \
     --pid "$server_pid" --json "$work/$1-$2.json" ${SERVELOAD_FLAGS:-} | tee "$work/$1-$2.txt"
   echo
 }
+
+# The model's size for the memory bound (issue #27: the model plus the
+# KV cache's peak plus 10%): the file, or an HF directory's files.
+model_bytes=$(du -sbL "$MODEL" | cut -f1)
 
 peer=
 if [ -n "${LLAMA_SERVER:-}" ]; then
