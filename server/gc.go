@@ -7,9 +7,10 @@ package server
 // garbage sit in RSS (bench-serve, session 19). The weights hold no
 // pointers, so a collection costs little more than marking the rest: 48 MB
 // of headroom and 9 MB served 8 streaming clients at the same rate, at
-// peaks of 361 and 320 MB (session 22), and what the garbage takes comes
-// out of the 10% over the model and its KV cache a server should need.
-const gcHeadroom = 16 << 20
+// peaks of 361 and 320 MB (session 22), 16 and 8 MB at 250-255 and
+// 241-247 MB (session 23), and what the garbage takes comes out of the
+// 10% over the model and its KV cache a server should need.
+const gcHeadroom = 8 << 20
 
 // GCPercent is the GOGC for a serving process whose live heap is mostly
 // weights bytes of weights: about gcHeadroom of garbage, between 1 and
