@@ -78,7 +78,7 @@ func (m *Model) StepBatch(ctx context.Context, caches []*Cache, tokens [][]int) 
 	out := make([][]float32, len(caches))
 	if len(caches) == 1 {
 		out[0] = caches[0].stepLogits(V)
-		if _, err := m.forward(ctx, spans, flat, nil, false, out[0]); err != nil {
+		if _, err := m.forward(ctx, spans, flat, hooks{}, false, out[0]); err != nil {
 			return nil, err
 		}
 		return out, nil
@@ -88,7 +88,7 @@ func (m *Model) StepBatch(ctx context.Context, caches []*Cache, tokens [][]int) 
 	// fresh memory.
 	buf := batchLogits.Get(len(caches) * V)
 	defer batchLogits.Put(buf)
-	if _, err := m.forward(ctx, spans, flat, nil, false, *buf); err != nil {
+	if _, err := m.forward(ctx, spans, flat, hooks{}, false, *buf); err != nil {
 		return nil, err
 	}
 	for i, c := range caches {

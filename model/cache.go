@@ -273,6 +273,29 @@ func (c *Cache) store(l int, qkv []float32, lay qkvLayout, off, T int) {
 	}
 }
 
+// overwrite replaces layer l's keys and values at positions off..off+T-1
+// with those of k and v, [Hkv, n, D] from position 0 (ForcedKV), rounded
+// as store rounds.
+func (c *Cache) overwrite(l int, k, v []float32, n, off, T int) {
+	p := c.seq.pool
+	B, D := p.blockTokens, p.headDim
+	for pos := off; pos < off+T; pos++ {
+		b, r := c.seq.blocks[pos/B], pos%B
+		for h := range p.nHead {
+			for kv, src := range [2][]float32{k, v} {
+				at, from := p.at(l, kv, h)+r*D, src[(h*n+pos)*D:(h*n+pos+1)*D]
+				if p.f16 {
+					for d := range D {
+						b.f16[at+d] = gguf.Float32To16(from[d])
+					}
+					continue
+				}
+				copy(b.f32[at:at+D], from)
+			}
+		}
+	}
+}
+
 // Snapshot copies layer's keys and values as [H, Len, D] row-major slices
 // (widened from float16 in a float16 pool). An out-of-range layer gives
 // nil slices.

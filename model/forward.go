@@ -14,6 +14,22 @@ import (
 type ForwardOptions struct {
 	Probe     Probe // nil: no capture, no extra work
 	AllLogits bool  // return [T,V] logits for all positions; else [V] of the last position
+	// ForceKV, when set, replaces the keys and values each layer stores
+	// with these (teacher forcing): a checkpoint harness feeds a
+	// reference's float16 cache, so that what attention computes from it
+	// is compared on the reference's inputs once the cache itself has
+	// been compared modulo float16's rounding.
+	ForceKV *ForcedKV
+}
+
+// ForcedKV is a KV cache to store in place of a pass's own: Layer(l)
+// returns layer l's keys and values as [KVHeads, Positions, HeadDim],
+// positions from 0, or nils to keep the pass's own; a pass writes those
+// of its own positions, rounded as the cache stores (float16 values go
+// through a float16 cache as they are).
+type ForcedKV struct {
+	Positions int
+	Layer     func(l int) (k, v []float32)
 }
 
 // Forward runs tokens through the model, appending their keys/values to c
@@ -24,8 +40,11 @@ func (m *Model) Forward(ctx context.Context, c *Cache, tokens []int, opt Forward
 		return nil, err
 	}
 	T, V := len(tokens), m.Config.VocabSize
+	if f := opt.ForceKV; f != nil && c.n+T > f.Positions {
+		return nil, fmt.Errorf("forced KV cache of %d positions: the pass reaches position %d", f.Positions, c.n+T-1)
+	}
 	allRows := opt.AllLogits || opt.Probe != nil
-	logits, err := m.forward(ctx, []span{{c: c, off: c.n, T: T}}, tokens, opt.Probe, allRows, nil)
+	logits, err := m.forward(ctx, []span{{c: c, off: c.n, T: T}}, tokens, hooks{opt.Probe, opt.ForceKV}, allRows, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -43,14 +62,20 @@ type span struct {
 	off, T, row int
 }
 
+// hooks are what a checkpoint harness attaches to a single-span pass.
+type hooks struct {
+	probe Probe
+	force *ForcedKV
+}
+
 // forward runs the stacked rows of every span through the model. The
 // matrix products see all rows at once, so each weight is read once per
-// pass however many sequences share it; attention stays per span. Probes
+// pass however many sequences share it; attention stays per span. Hooks
 // are only supported for a single span. It returns the logits of every row
 // if allRows, else of the last row of each span, and commits every cache
 // only when the whole pass succeeded. The logits go into dst if it is
 // given (allRows false: one row of VocabSize per span), else a new slice.
-func (m *Model) forward(ctx context.Context, spans []span, tokens []int, probe Probe, allRows bool, dst []float32) ([]float32, error) {
+func (m *Model) forward(ctx context.Context, spans []span, tokens []int, hk hooks, allRows bool, dst []float32) ([]float32, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -62,7 +87,8 @@ func (m *Model) forward(ctx context.Context, spans []span, tokens []int, probe P
 			return nil, err
 		}
 	}
-	ps := m.newPass(spans, tokens, probe)
+	ps := m.newPass(spans, tokens, hk.probe)
+	ps.force = hk.force
 	defer passBuffers.Put(ps.buf)
 	ps.embed(tokens)
 	for l := range m.h {
@@ -102,6 +128,8 @@ type pass struct {
 	// probabilities of the first span's S0 keys.
 	headBuf, scores, probs []float32
 	S0                     int
+
+	force *ForcedKV // nil: the cache keeps the pass's own keys and values
 }
 
 func (m *Model) newPass(spans []span, tokens []int, probe Probe) *pass {
@@ -174,6 +202,11 @@ func (ps *pass) attend(l int, f blockFaults, proto attnJob) {
 	HD := H * D
 	for _, s := range ps.spans {
 		s.c.store(l, ps.qkv[s.row*W:], ps.lay, s.off, s.T)
+		if ps.force != nil {
+			if k, v := ps.force.Layer(l); k != nil && v != nil {
+				s.c.overwrite(l, k, v, ps.force.Positions, s.off, s.T)
+			}
+		}
 	}
 	for _, s := range ps.spans {
 		job := proto
