@@ -27,6 +27,7 @@ type captureSpec struct {
 	names       map[string]bool
 	incremental bool
 	kv          model.KVCacheOptions // the zero value: float32, as m.NewCache
+	force       *model.ForcedKV      // stored in place of the forward's own keys and values (kvforce.go); nil: none
 }
 
 func (c *captured) get(name string, layer int) (model.Captured, bool) {
@@ -56,7 +57,7 @@ func capture(ctx context.Context, m *model.Model, tokens []int, spec captureSpec
 	}
 	c := &captured{tensors: map[tensorKey]model.Captured{}, keep: spec.names}
 	probe := model.ProbeFunc(c.put)
-	if _, err := m.Forward(ctx, pool.NewCache(), tokens, model.ForwardOptions{Probe: probe}); err != nil {
+	if _, err := m.Forward(ctx, pool.NewCache(), tokens, model.ForwardOptions{Probe: probe, ForceKV: spec.force}); err != nil {
 		return nil, fmt.Errorf("forward: %w", err)
 	}
 	if !spec.incremental || len(tokens) < 2 {
@@ -64,10 +65,10 @@ func capture(ctx context.Context, m *model.Model, tokens []int, spec captureSpec
 	}
 	cache := pool.NewCache()
 	t := len(tokens)
-	if _, err := m.Forward(ctx, cache, tokens[:t-1], model.ForwardOptions{}); err != nil {
+	if _, err := m.Forward(ctx, cache, tokens[:t-1], model.ForwardOptions{ForceKV: spec.force}); err != nil {
 		return nil, fmt.Errorf("prefill of %d tokens: %w", t-1, err)
 	}
-	step, err := m.Forward(ctx, cache, tokens[t-1:], model.ForwardOptions{})
+	step, err := m.Forward(ctx, cache, tokens[t-1:], model.ForwardOptions{ForceKV: spec.force})
 	if err != nil {
 		return nil, fmt.Errorf("incremental step at position %d: %w", t-1, err)
 	}

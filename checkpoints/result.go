@@ -27,6 +27,7 @@ type Result struct {
 	Rtol           float64  `json:"rtol"`
 	Compared       int      `json:"compared"`
 	Mismatches     int      `json:"mismatches"`
+	Flips          int      `json:"rounding_flips,omitempty"` // a float16 cache's elements one step away at a rounding midpoint (compareCacheF16)
 	MaxAbsErr      Float    `json:"max_abs_err"`
 	MaxRelErr      Float    `json:"max_rel_err"`
 	TolRatio       Float    `json:"tolerance_ratio"`

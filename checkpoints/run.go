@@ -141,19 +141,22 @@ func runCase(ctx context.Context, m *model.Model, set *references.Set, c referen
 	wanted := selectTensors(set, c.ID, opt)
 	wholeSeq := opt.Layer == nil // checkpoints 10–12 are not per layer
 	if len(wanted) > 0 || (wholeSeq && opt.Checkpoints[10]) {
-		progress(opt, "case %s (%d tokens): forward", c.ID, len(c.Tokens))
-		got, err := capture(ctx, m, c.Tokens, opt.captureFor(wanted, tensors.LastLogits))
+		var results []Result
+		var got *captured
+		var err error
+		if opt.KVCache.Float16 {
+			results, got, err = compareOnF16Cache(ctx, m, set, c, wanted, opt)
+		} else {
+			progress(opt, "case %s (%d tokens): forward", c.ID, len(c.Tokens))
+			got, err = capture(ctx, m, c.Tokens, opt.captureFor(wanted, tensors.LastLogits))
+			if err == nil {
+				results, err = compareAll(set, c, wanted, got, opt)
+			}
+		}
 		if err != nil {
 			return nil, err
 		}
-		for i, ti := range wanted {
-			progress(opt, "case %s: comparing %d/%d", c.ID, i+1, len(wanted))
-			res, err := compareTensor(set, ti, got, opt)
-			if err != nil {
-				return nil, err
-			}
-			out = append(out, res)
-		}
+		out = append(out, results...)
 		if res, ok := checkGreedy(set, c, got); ok && wholeSeq && opt.Checkpoints[10] {
 			out = append(out, res)
 		}
@@ -174,6 +177,20 @@ func runCase(ctx context.Context, m *model.Model, set *references.Set, c referen
 		if ok {
 			out = append(out, res)
 		}
+	}
+	return out, nil
+}
+
+// compareAll compares each of ts with what got captured.
+func compareAll(set *references.Set, c references.Case, ts []references.TensorInfo, got *captured, opt Options) ([]Result, error) {
+	var out []Result
+	for i, ti := range ts {
+		progress(opt, "case %s: comparing %d/%d", c.ID, i+1, len(ts))
+		res, err := compareTensor(set, ti, got, opt)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, res)
 	}
 	return out, nil
 }

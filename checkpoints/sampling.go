@@ -82,7 +82,7 @@ func checkLoglikelihood(ctx context.Context, m *model.Model, set *references.Set
 	for i, ll := range set.Manifest.Loglikelihood {
 		res := exactResult(9, "loglikelihood", fmt.Sprintf("loglikelihood[%d]", i), 1)
 		res.Atol, res.Rtol = tol.Atol, tol.Rtol
-		d, err := opt.decoder(m)
+		d, err := opt.pairDecoder(m, set, i, ll)
 		if err != nil {
 			return nil, err
 		}

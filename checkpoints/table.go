@@ -89,7 +89,7 @@ func (r *Report) settingLines() []string {
 		lines = append(lines, "weights:    matrices held as "+r.HeldAs)
 	}
 	if r.KVCache != "" {
-		lines = append(lines, "kv cache:   "+r.KVCache)
+		lines = append(lines, "kv cache:   "+r.KVCache+r.kvCacheNote())
 	}
 	if e := r.Emulates; e != nil {
 		lines = append(lines, fmt.Sprintf("emulates:   %s, applied by the reference: %s", e.Profile, e.Applies))

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/llorch/llorch-check/model"
 	"github.com/llorch/llorch-check/references"
 	"github.com/llorch/llorch-check/tensors"
 )
@@ -12,13 +13,9 @@ import (
 // Reading the reference can fail (bad input); a missing or misshapen Go
 // tensor is a failed result, since it is the implementation that is wrong.
 func compareTensor(set *references.Set, ti references.TensorInfo, got *captured, opt Options) (Result, error) {
-	want, truth, err := loadReference(set, ti)
-	if err != nil {
-		return Result{}, err
-	}
-	g, ok := got.get(ti.Name, ti.LayerIndex())
-	if !ok {
-		return newResult(ti, opt).fail("the model produced no %s tensor", ti.Name), nil
+	want, truth, g, failed, err := operands(set, ti, got, opt)
+	if failed != nil || err != nil {
+		return *failed, err
 	}
 	data, shape := g.Data, g.Shape
 	if ti.Rows != nil {
@@ -27,6 +24,22 @@ func compareTensor(set *references.Set, ti references.TensorInfo, got *captured,
 		}
 	}
 	return compareData(ti, data, shape, want, truth, opt), nil
+}
+
+// operands are ti's reference values and Go's tensor; a failed result
+// when Go produced none (the implementation is wrong), an error when the
+// reference cannot be read (bad input).
+func operands(set *references.Set, ti references.TensorInfo, got *captured, opt Options) ([]float32, []float64, model.Captured, *Result, error) {
+	want, truth, err := loadReference(set, ti)
+	if err != nil {
+		return nil, nil, model.Captured{}, &Result{}, err
+	}
+	g, ok := got.get(ti.Name, ti.LayerIndex())
+	if !ok {
+		res := newResult(ti, opt).fail("the model produced no %s tensor", ti.Name)
+		return nil, nil, model.Captured{}, &res, nil
+	}
+	return want, truth, g, nil, nil
 }
 
 func loadReference(set *references.Set, ti references.TensorInfo) ([]float32, []float64, error) {

@@ -245,7 +245,32 @@ def compare(a_root, b_root):
         else:
             a64, b64 = pair[1][1], pair[1][2]
             diffs += [x for x in (diff_twin(rel64, a64, b64), diff_budget(rel, a, a64, b, b64)) if x]
+    n += compare_pair_caches(ma, mb, a_root, b_root, exact, diffs)
     return ("exact" if exact else "budget"), about, n, diffs
+
+
+def compare_pair_caches(ma, mb, a_root, b_root, exact, diffs):
+    """An f16-kv set's log-likelihood pairs' KV caches (float16 values, no
+    twins): bit for bit under the same arithmetic; otherwise only their
+    dtype and shape, since other last bits round to other float16 values."""
+    n = 0
+    for pa, pb in zip(ma.get("loglikelihood") or [], mb.get("loglikelihood") or []):
+        ka, kb = pa.get("kv_cache") if isinstance(pa, dict) else None, pb.get("kv_cache") if isinstance(pb, dict) else None
+        if not isinstance(ka, dict) or ka != kb:
+            continue  # absent, or a difference the manifest comparison reports
+        for rel in (ka.get("k") or []) + (ka.get("v") or []):
+            a, b = load_npy(a_root, rel), load_npy(b_root, rel)
+            n += 1
+            d = shape_problem(rel, a, b)
+            if d:
+                diffs.append(d)
+            elif str(a.dtype) != "float32":
+                diffs.append(f"{a_root}/{rel}: {a.dtype}, want float32")
+            elif exact:
+                d = diff_exact(rel, a, b)
+                if d:
+                    diffs.append(d)
+    return n
 
 
 def load_corpus(root):

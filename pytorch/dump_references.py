@@ -126,6 +126,24 @@ def dump_case(model, case, root, entries, twin, logits_keep):
     return last
 
 
+def dump_pair_cache(model, pair, i, root):
+    """A log-likelihood pair's float16 KV cache, as the forward over its input
+    stores it, one K and one V file [Hkv,T,D] a layer: an f16-kv set's, which
+    Go's forward stores in place of its own to compare the log-likelihood at
+    the default tolerances (FORMAT.md, "f16-kv")."""
+    n_ctx = model.cfg[context_key(model.cfg)]
+    inp = (pair["context_tokens"] + pair["continuation_tokens"])[-(n_ctx + 1):][:-1]  # as loglikelihood()
+    _, cache = model.forward(inp, rows=[])
+    files = {"k": [], "v": []}
+    os.makedirs(os.path.join(root, "loglikelihood"), exist_ok=True)
+    for layer, (k, v) in enumerate(cache):
+        for name, t in (("k", k[0]), ("v", v[0])):
+            rel = f"loglikelihood/{i}_{name}_cache_{layer}.npy"
+            save_npy(os.path.join(root, rel), t, "<f4")
+            files[name].append(rel)
+    return files
+
+
 # ---------------------------------------------------------------- inputs
 
 _CASE_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
@@ -344,10 +362,12 @@ def build(args, tmp):
         text = None if tok is None else tok.decode([t for t in out if t not in eos])
         gens.append({"case": c["id"], "tokens": out, "text": text, "stop_reason": why})
     with torch.no_grad():
-        for p in pairs:
+        for i, p in enumerate(pairs):
             ll32, is_greedy = loglikelihood(m32, p["context_tokens"], p["continuation_tokens"])
             ll64, _ = loglikelihood(m64, p["context_tokens"], p["continuation_tokens"])
             p.update(ll=ll32, ll_f64=ll64, is_greedy=is_greedy)
+            if args.emulate == "f16-kv":
+                p["kv_cache"] = dump_pair_cache(m32, p, i, tmp)
     manifest = {
         "format_version": FORMAT_VERSION,
         "model": info,

@@ -425,6 +425,22 @@ class DumperTest(unittest.TestCase):
         # The GELU is the plain one: a table value check would fail somewhere.
         table = set(emulate.ggml_gelu_table().astype(np.float64).tolist())
         self.assertFalse(set(self.load(out, "a/l00_gelu").ravel().tolist()) <= table)
+        # Each log-likelihood pair carries the float16 cache of its input,
+        # a K and a V file a layer, [H, T, D]; the plain set's pairs none.
+        m = json.loads(contents(out)["manifest.json"])
+        cfg = m["model"]["config"]
+        self.assertTrue(m["loglikelihood"])
+        for i, p in enumerate(m["loglikelihood"]):
+            T = len(p["context_tokens"]) + len(p["continuation_tokens"]) - 1
+            kv = p["kv_cache"]
+            self.assertEqual(kv["k"], [f"loglikelihood/{i}_k_cache_{l}.npy" for l in range(cfg["n_layer"])])
+            self.assertEqual(kv["v"], [f"loglikelihood/{i}_v_cache_{l}.npy" for l in range(cfg["n_layer"])])
+            for rel in kv["k"] + kv["v"]:
+                c = np.load(os.path.join(out, rel))
+                self.assertEqual((str(c.dtype), list(c.shape)), ("float32", [cfg["n_head"], T, cfg["n_embd"] // cfg["n_head"]]), rel)
+                np.testing.assert_array_equal(c, c.astype(np.float16).astype(c.dtype))
+        for p in json.loads(contents(plain)["manifest.json"])["loglikelihood"]:
+            self.assertNotIn("kv_cache", p)
 
     def test_case_option(self):
         """--case keeps the named cases of the --cases file, and every pair."""

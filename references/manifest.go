@@ -161,6 +161,16 @@ type Loglikelihood struct {
 	LL                 float64  `json:"ll"`
 	LLF64              *float64 `json:"ll_f64"`
 	IsGreedy           bool     `json:"is_greedy"`
+	// KVCache is, in a set of the f16-kv profile, the float16 KV cache the
+	// forward over the pair's input stores: one K and one V file a layer,
+	// [Hkv, T, D] (Set.PairKVCache).
+	KVCache *PairKVCache `json:"kv_cache,omitempty"`
+}
+
+// PairKVCache names a log-likelihood pair's KV cache files, by layer.
+type PairKVCache struct {
+	K []string `json:"k"`
+	V []string `json:"v"`
 }
 
 // ModelDims are the config.json values the tensor shapes depend on.

@@ -111,6 +111,34 @@ func (s *Set) TensorF64(t TensorInfo) ([]float64, error) {
 	return readTensor[float64](s.Dir, *t.FileF64, t.Shape)
 }
 
+// PairKVCache reads log-likelihood pair i's KV cache (an f16-kv set's),
+// each layer's K and V of shape, or nils when the pair has none.
+func (s *Set) PairKVCache(i int, shape []int) (k, v [][]float32, err error) {
+	if i < 0 || i >= len(s.Manifest.Loglikelihood) {
+		return nil, nil, fmt.Errorf("%s: no log-likelihood pair %d", s.Dir, i)
+	}
+	kv := s.Manifest.Loglikelihood[i].KVCache
+	if kv == nil {
+		return nil, nil, nil
+	}
+	if len(kv.K) != len(kv.V) {
+		return nil, nil, &Error{Path: filepath.Join(s.Dir, "manifest.json"),
+			Err: fmt.Errorf("loglikelihood[%d].kv_cache: %d k files and %d v files", i, len(kv.K), len(kv.V))}
+	}
+	for l := range kv.K {
+		kl, err := readTensor[float32](s.Dir, kv.K[l], shape)
+		if err != nil {
+			return nil, nil, err
+		}
+		vl, err := readTensor[float32](s.Dir, kv.V[l], shape)
+		if err != nil {
+			return nil, nil, err
+		}
+		k, v = append(k, kl), append(v, vl)
+	}
+	return k, v, nil
+}
+
 // ReadNPY reads dir/rel, a .npy file of T (float32, float64 or int32) of
 // exactly shape, with the checks Tensor makes: for files that are not
 // listed tensors, such as a corpus set's (probe).
