@@ -41,6 +41,11 @@ type LoadOptions struct {
 	// float32 weights' bits, and memory and decode traffic halve, where
 	// float32 would double the file. Other files load as Float16 says.
 	Float16IfStored bool
+	// WeightsCache, when not empty, is a directory in which a GGUF
+	// model's weights are kept as the kernels hold them and mapped on the
+	// next load instead of re-laid (weightscache.go); Model.WeightsCache
+	// says what happened.
+	WeightsCache string
 }
 
 // LoadWith is Load with options.
@@ -57,8 +62,26 @@ func LoadContext(ctx context.Context, path string, opt LoadOptions) (*Model, err
 	// hold no pointers, so the extra collections cost little.
 	defer debug.SetGCPercent(debug.SetGCPercent(loadGCPercent))
 	load := loadHF
-	if st, err := os.Stat(path); (err == nil && st.Mode().IsRegular()) || (err != nil && strings.HasSuffix(path, ".gguf")) {
+	st, err := os.Stat(path)
+	isGGUF := (err == nil && st.Mode().IsRegular()) || (err != nil && strings.HasSuffix(path, ".gguf"))
+	if isGGUF {
 		load = loadGGUF
+	}
+	var key cacheKey
+	var cachePath, note string
+	if opt.WeightsCache != "" && isGGUF {
+		if key, err = weightsCacheKey(path, opt); err != nil {
+			return nil, fmt.Errorf("loading %s: %w", path, err)
+		}
+		cachePath = weightsCachePath(opt.WeightsCache, key)
+		m, err := loadCachedGGUF(ctx, path, cachePath, key)
+		if err == nil {
+			m.WeightsCache = "read from " + cachePath
+			return m, nil
+		}
+		if !errors.Is(err, errCacheMiss) {
+			note = fmt.Sprintf("%v; ", err)
+		}
 	}
 	m, err := load(ctx, path, opt)
 	if err != nil {
@@ -66,6 +89,13 @@ func LoadContext(ctx context.Context, path string, opt LoadOptions) (*Model, err
 	}
 	if err := m.slabBlocks(); err != nil {
 		return nil, fmt.Errorf("loading %s: %w", path, err)
+	}
+	if cachePath != "" {
+		if err := m.writeWeightsCache(cachePath, key); err != nil {
+			m.WeightsCache = note + "not written: " + err.Error()
+		} else {
+			m.WeightsCache = note + "written to " + cachePath
+		}
 	}
 	// The conversion's garbage, collected, still holds pages until the
 	// scavenger returns them, minutes later: give them back now, so

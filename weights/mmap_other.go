@@ -4,7 +4,6 @@ package weights
 
 import (
 	"fmt"
-	"os"
 
 	"github.com/llorch/llorch-check/internal/regularfile"
 )
@@ -17,3 +16,6 @@ func Map(path string) ([]byte, func() error, error) {
 	}
 	return b, func() error { return nil }, nil
 }
+
+// MapPrivate reads path whole where there is no mmap.
+func MapPrivate(path string) ([]byte, func() error, error) { return Map(path) }

@@ -1,0 +1,132 @@
+package kernels
+
+import (
+	"math/rand/v2"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// remap copies arrays into one fresh buffer as a weights cache lays them
+// out (each 64-byte aligned, ArraySlack readable bytes after it), so a
+// restored matrix shares nothing with the original.
+func remap(arrays [][]byte) [][]byte {
+	off := make([]int, len(arrays))
+	n := 0
+	for i, a := range arrays {
+		off[i] = n
+		n += (len(a) + ArraySlack + 63) / 64 * 64
+	}
+	buf := make([]byte, n+64)
+	out := make([][]byte, len(arrays))
+	for i, a := range arrays {
+		out[i] = buf[off[i] : off[i]+len(a) : off[i]+len(a)+ArraySlack]
+		copy(out[i], a)
+	}
+	return out
+}
+
+// TestMatrixImage: a matrix restored from its image over copies of its
+// arrays gives the original's products bit for bit, for every storage.
+func TestMatrixImage(t *testing.T) {
+	r := rand.New(rand.NewPCG(5, 6))
+	const K, N = 64, 96 // N is not a whole number of slabs
+	floats := func(n int) []float32 {
+		v := make([]float32, n)
+		for i := range v {
+			v[i] = float32(r.NormFloat64())
+		}
+		return v
+	}
+	half := func(n int) Matrix {
+		h, err := ToFloat16(floats(n))
+		require.NoError(t, err)
+		return Float16(h)
+	}
+	slabbed := func(w Matrix, k, n int) Matrix {
+		s, err := Slabbed(w, k, n)
+		require.NoError(t, err)
+		return s
+	}
+	slabbedT := func(w Matrix, rows, cols int) Matrix {
+		s, err := SlabbedT(w, rows, cols)
+		require.NoError(t, err)
+		return s
+	}
+	q8 := eightBits
+	q4k := fourBits
+	q4k.Super = 256
+	for _, tc := range []struct {
+		name string
+		w    Matrix
+		head bool // an LM head [N,K], read by MatMulT
+	}{
+		{"float32", Float32(floats(K * N)), false},
+		{"float16", half(K * N), false},
+		{"float32 slabs", slabbed(Float32(floats(K*N)), K, N), false},
+		{"float16 slabs", slabbed(half(K*128), K, 128), false},
+		{"float16 slabs of the transpose", slabbedT(half(N*K), N, K), true},
+		{"8-bit", randomQuant(r, N, 256, 32, false, q8).matrix(t, false), false},
+		{"4-bit K", randomQuant(r, N, 256, 32, true, q4k).matrix(t, false), false},
+		{"4-bit K, the file's layout", randomQuant(r, N, 256, 32, true, q4k).matrix(t, true), true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			img, arrays := tc.w.Image()
+			got, err := RestoreMatrix(img, remap(arrays))
+			require.NoError(t, err)
+			require.Equal(t, tc.w.Len(), got.Len())
+			require.Equal(t, tc.w.Bytes(), got.Bytes())
+			k, n := tc.w.Len()/N, N
+			if tc.name == "float16 slabs" {
+				k, n = K, 128
+			}
+			x := floats(3 * k)
+			if tc.head {
+				k = tc.w.Len() / N
+				x = floats(3 * k)
+				want, out := make([]float32, 3*N), make([]float32, 3*N)
+				MatMulT(want, x, tc.w, 3, k, N)
+				MatMulT(out, x, got, 3, k, N)
+				require.Equal(t, want, out)
+				return
+			}
+			want, out := make([]float32, 3*n), make([]float32, 3*n)
+			MatMulAcc(want, x, tc.w, 3, k, n)
+			MatMulAcc(out, x, got, 3, k, n)
+			require.Equal(t, want, out)
+		})
+	}
+}
+
+// TestRestoreMatrixRefuses: an image whose arrays contradict its shape is
+// an error, not a matrix that reads out of range.
+func TestRestoreMatrixRefuses(t *testing.T) {
+	r := rand.New(rand.NewPCG(7, 8))
+	w := randomQuant(r, 64, 256, 32, false, eightBits).matrix(t, false)
+	img, arrays := w.Image()
+	for _, tc := range []struct {
+		name   string
+		edit   func(*MatrixImage, [][]byte) [][]byte
+		substr string
+	}{
+		{"short integers", func(img *MatrixImage, a [][]byte) [][]byte {
+			img.Arrays[0] -= 64
+			a[0] = a[0][:len(a[0])-64]
+			return a
+		}, "array 0 holds"},
+		{"another shape", func(img *MatrixImage, a [][]byte) [][]byte { img.N *= 2; return a }, "want"},
+		{"lengths not as described", func(img *MatrixImage, a [][]byte) [][]byte { img.Arrays[1]++; return a }, "described"},
+		{"bits", func(img *MatrixImage, a [][]byte) [][]byte { img.Bits, img.Groups.Bits = 7, 7; return a }, "bits"},
+		{"no slack", func(img *MatrixImage, a [][]byte) [][]byte { a[0] = a[0][:len(a[0]):len(a[0])]; return a }, "readable past"},
+		{"unknown kind", func(img *MatrixImage, a [][]byte) [][]byte { img.Kind = "q1"; return a }, "unknown kind"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := img
+			c.Arrays = append([]int(nil), img.Arrays...)
+			g := *img.Groups
+			c.Groups = &g
+			_, err := RestoreMatrix(c, tc.edit(&c, remap(arrays)))
+			require.ErrorContains(t, err, tc.substr)
+		})
+	}
+}

@@ -1,0 +1,348 @@
+package model
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"unsafe"
+
+	"github.com/llorch/llorch-check/gguf"
+	"github.com/llorch/llorch-check/internal/atomicfile"
+	"github.com/llorch/llorch-check/internal/buildid"
+	"github.com/llorch/llorch-check/kernels"
+	"github.com/llorch/llorch-check/weights"
+)
+
+// A weights cache keeps a GGUF model's weights as the kernels hold them
+// (slabs, quantised blocks), so that the next load maps them instead of
+// decoding and re-laying every matrix: llama.cpp maps a GGUF file and
+// uses its bytes as they are, where our layouts differ from the file's
+// (scripts/bench/notes/19-weights-cache.md). One file a model, in the
+// directory LoadOptions.WeightsCache names, keyed by the source file's
+// path, size and modification time, the load options that shape the
+// layout and the executable's build (any change of the code may move a
+// layout); a file whose key differs is rewritten after a full load.
+//
+// Layout: "LLORCHWC", the header's length (uint64, little-endian), the
+// header (JSON), then every array at a page-aligned offset from the first
+// page boundary after the header, each followed by at least
+// kernels.ArraySlack bytes.
+
+const (
+	cacheMagic   = "LLORCHWC"
+	cacheVersion = 1
+	cachePage    = 4096
+)
+
+// cacheKey is what a cache file must match to be read.
+type cacheKey struct {
+	Version         int    `json:"version"`
+	Build           string `json:"build"`
+	Source          string `json:"source"`
+	Size            int64  `json:"size"`
+	ModTime         int64  `json:"mod_time_ns"`
+	Float16         bool   `json:"float16"`
+	Float16IfStored bool   `json:"float16_if_stored"`
+}
+
+// cacheHeader is the key, what of the model is not an array, and where
+// each array is.
+type cacheHeader struct {
+	Key          cacheKey        `json:"key"`
+	Config       json.RawMessage `json:"config"`
+	WeightsDType string          `json:"weights_dtype"`
+	Float16      bool            `json:"float16"`
+	RoundedToF16 bool            `json:"rounded_to_f16"`
+	AttnParts    [][]int         `json:"attn_parts"` // per block, each column block's width
+	FcParts      [][]int         `json:"fc_parts"`
+	Slots        []cacheSlot     `json:"slots"`
+}
+
+// cacheSlot is one of weightSlots: a vector's length, or a matrix's image,
+// and its arrays' offsets from the start of the data.
+type cacheSlot struct {
+	Vec     *int                 `json:"vec,omitempty"` // float32 elements
+	Mat     *kernels.MatrixImage `json:"mat,omitempty"`
+	Offsets []int64              `json:"offsets"`
+}
+
+// weightSlots lists every array of weights the model holds, in the fixed
+// order a cache stores them.
+func (m *Model) weightSlots() []dest {
+	s := []dest{mat(&m.wte), mat(&m.lmW), vec(&m.wpe), vec(&m.lnfW), vec(&m.lnfB), vec(&m.rope.invFreq)}
+	for i := range m.h {
+		b := &m.h[i]
+		for _, v := range b.vectors() {
+			s = append(s, vec(v))
+		}
+		for _, w := range b.matrices() {
+			s = append(s, mat(w))
+		}
+		for j := range b.attnParts {
+			s = append(s, mat(&b.attnParts[j].w))
+		}
+		for j := range b.fcParts {
+			s = append(s, mat(&b.fcParts[j].w))
+		}
+	}
+	return s
+}
+
+// weightsCacheKey is the key of the cache for path loaded with opt.
+func weightsCacheKey(path string, opt LoadOptions) (cacheKey, error) {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return cacheKey{}, err
+	}
+	st, err := os.Stat(abs)
+	if err != nil {
+		return cacheKey{}, err
+	}
+	build, err := buildid.ID()
+	if err != nil {
+		return cacheKey{}, err
+	}
+	return cacheKey{Version: cacheVersion, Build: build, Source: abs, Size: st.Size(), ModTime: st.ModTime().UnixNano(),
+		Float16: opt.Float16, Float16IfStored: opt.Float16IfStored}, nil
+}
+
+// weightsCachePath is the cache file of the model at key.Source: one a
+// model, so a model's caches do not pile up as builds change.
+func weightsCachePath(dir string, key cacheKey) string {
+	h := sha256.Sum256([]byte(key.Source))
+	return filepath.Join(dir, hex.EncodeToString(h[:12])+".weights")
+}
+
+// writeWeightsCache writes m's weights to the cache at path.
+func (m *Model) writeWeightsCache(path string, key cacheKey) error {
+	cfg, err := json.Marshal(m.Config)
+	if err != nil {
+		return err
+	}
+	h := cacheHeader{Key: key, Config: cfg, WeightsDType: m.WeightsDType, Float16: m.Float16, RoundedToF16: m.roundedToF16}
+	for _, b := range m.h {
+		h.AttnParts, h.FcParts = append(h.AttnParts, partWidths(b.attnParts)), append(h.FcParts, partWidths(b.fcParts))
+	}
+	var arrays [][]byte
+	var off int64
+	for _, d := range m.weightSlots() {
+		var slot cacheSlot
+		var as [][]byte
+		if d.vec != nil {
+			n := len(*d.vec)
+			slot.Vec, as = &n, [][]byte{floatBytes(*d.vec)}
+		} else {
+			img, a := d.mat.Image()
+			slot.Mat, as = &img, a
+		}
+		for _, a := range as {
+			slot.Offsets = append(slot.Offsets, off)
+			off += pageUp(int64(len(a)) + kernels.ArraySlack)
+		}
+		arrays = append(arrays, as...)
+		h.Slots = append(h.Slots, slot)
+	}
+	js, err := json.Marshal(h)
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
+	return atomicfile.Write(path, func(w io.Writer) error {
+		head := binary.LittleEndian.AppendUint64([]byte(cacheMagic), uint64(len(js)))
+		head = append(head, js...)
+		head = append(head, make([]byte, pageUp(int64(len(head)))-int64(len(head)))...)
+		if _, err := w.Write(head); err != nil {
+			return err
+		}
+		for _, a := range arrays {
+			if _, err := w.Write(a); err != nil {
+				return err
+			}
+			if _, err := w.Write(make([]byte, pageUp(int64(len(a))+kernels.ArraySlack)-int64(len(a)))); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// readWeightsCacheHeader reads the header of the cache at path, and the
+// offset its data starts at; an error if it is not a cache file.
+func readWeightsCacheHeader(path string) (cacheHeader, int64, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return cacheHeader{}, 0, err
+	}
+	defer f.Close()
+	var pre [16]byte
+	if _, err := io.ReadFull(f, pre[:]); err != nil || string(pre[:8]) != cacheMagic {
+		return cacheHeader{}, 0, fmt.Errorf("%s: not a weights cache", path)
+	}
+	n := binary.LittleEndian.Uint64(pre[8:])
+	st, err := f.Stat()
+	if err != nil {
+		return cacheHeader{}, 0, err
+	}
+	if n > uint64(st.Size()) {
+		return cacheHeader{}, 0, fmt.Errorf("%s: a header of %d bytes in a file of %d", path, n, st.Size())
+	}
+	js := make([]byte, n)
+	if _, err := io.ReadFull(f, js); err != nil {
+		return cacheHeader{}, 0, fmt.Errorf("%s: %w", path, err)
+	}
+	var h cacheHeader
+	if err := json.Unmarshal(js, &h); err != nil {
+		return cacheHeader{}, 0, fmt.Errorf("%s: header: %w", path, err)
+	}
+	return h, pageUp(16 + int64(n)), nil
+}
+
+// errCacheMiss is a cache that does not hold this model as loaded now.
+var errCacheMiss = errors.New("no cache of this file, these options and this build")
+
+// loadCachedGGUF loads the GGUF file at path from the weights cache: the
+// file's metadata (configuration, vocabulary) from the file, the weights
+// from the cache, mapped where they lie.
+func loadCachedGGUF(ctx context.Context, path, cachePath string, key cacheKey) (*Model, error) {
+	h, start, err := readWeightsCacheHeader(cachePath)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, errCacheMiss
+	}
+	if err != nil {
+		return nil, err
+	}
+	if h.Key != key {
+		return nil, errCacheMiss
+	}
+	data, unmap, err := weights.Map(path)
+	if err != nil {
+		return nil, err
+	}
+	defer unmap()
+	f, err := gguf.ReadBytes(data)
+	if err != nil {
+		return nil, err
+	}
+	cfg, err := ggufConfig(f)
+	if err != nil {
+		return nil, err
+	}
+	if js, err := json.Marshal(cfg); err != nil || !bytes.Equal(js, h.Config) {
+		return nil, errCacheMiss // a file the same size and age, with other metadata
+	}
+	m := &Model{Config: cfg, h: make([]block, cfg.NLayer), faultLayer: -1, Format: FormatGGUF,
+		Float16: h.Float16, roundedToF16: h.RoundedToF16, WeightsDType: h.WeightsDType}
+	if len(h.AttnParts) != cfg.NLayer || len(h.FcParts) != cfg.NLayer {
+		return nil, fmt.Errorf("%s: parts of %d and %d blocks, the model has %d", cachePath, len(h.AttnParts), len(h.FcParts), cfg.NLayer)
+	}
+	for i := range m.h {
+		m.h[i].attnParts, m.h[i].fcParts = partsOf(h.AttnParts[i]), partsOf(h.FcParts[i])
+	}
+	if m.SourceSHA256, err = weights.SHA256(f, KeySourceSHA256); err != nil {
+		return nil, err
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("loading stopped: %w", err)
+	}
+	mapped, unmapCache, err := weights.MapPrivate(cachePath)
+	if err != nil {
+		return nil, err
+	}
+	if err := m.restoreSlots(h.Slots, mapped, start); err != nil {
+		unmapCache()
+		return nil, fmt.Errorf("%s: %w", cachePath, err)
+	}
+	// The mapping lives as long as the process: the model's matrices are
+	// views of it.
+	m.Dir, m.WeightsPath = filepath.Dir(path), path
+	return m, nil
+}
+
+// restoreSlots points each of the model's weight slots at its arrays in
+// mapped, whose data starts at start.
+func (m *Model) restoreSlots(slots []cacheSlot, mapped []byte, start int64) error {
+	dsts := m.weightSlots()
+	if len(slots) != len(dsts) {
+		return fmt.Errorf("%d weight arrays, the model has %d", len(slots), len(dsts))
+	}
+	array := func(off int64, n int) ([]byte, error) {
+		at := start + off
+		if off < 0 || n < 0 || at%4 != 0 || at+int64(n)+kernels.ArraySlack > int64(len(mapped)) {
+			return nil, fmt.Errorf("an array of %d bytes at %d is outside the file's %d", n, at, len(mapped))
+		}
+		return mapped[at : at+int64(n) : at+int64(n)+kernels.ArraySlack], nil
+	}
+	for i, s := range slots {
+		d := dsts[i]
+		switch {
+		case d.vec != nil && s.Vec != nil && len(s.Offsets) == 1:
+			a, err := array(s.Offsets[0], 4**s.Vec)
+			if err != nil {
+				return err
+			}
+			*d.vec = bytesFloats(a)
+		case d.mat != nil && s.Mat != nil && len(s.Offsets) == len(s.Mat.Arrays):
+			as := make([][]byte, len(s.Offsets))
+			for j, off := range s.Offsets {
+				a, err := array(off, s.Mat.Arrays[j])
+				if err != nil {
+					return err
+				}
+				as[j] = a
+			}
+			w, err := kernels.RestoreMatrix(*s.Mat, as)
+			if err != nil {
+				return fmt.Errorf("weight array %d: %w", i, err)
+			}
+			*d.mat = w
+		default:
+			return fmt.Errorf("weight array %d is not what the model holds there", i)
+		}
+	}
+	return nil
+}
+
+func partWidths(parts []colBlock) []int {
+	n := make([]int, len(parts))
+	for i, p := range parts {
+		n[i] = p.n
+	}
+	return n
+}
+
+func partsOf(widths []int) []colBlock {
+	if len(widths) == 0 {
+		return nil
+	}
+	parts := make([]colBlock, len(widths))
+	for i, n := range widths {
+		parts[i].n = n
+	}
+	return parts
+}
+
+func pageUp(n int64) int64 { return (n + cachePage - 1) / cachePage * cachePage }
+
+func floatBytes(v []float32) []byte {
+	if len(v) == 0 {
+		return nil
+	}
+	return unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(v))), 4*len(v))
+}
+
+func bytesFloats(b []byte) []float32 {
+	if len(b) == 0 {
+		return nil
+	}
+	return unsafe.Slice((*float32)(unsafe.Pointer(unsafe.SliceData(b))), len(b)/4)
+}

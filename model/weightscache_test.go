@@ -1,0 +1,148 @@
+package model
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/llorch/llorch-check/gguf"
+)
+
+// toF32 rewrites one tensor as F32, so that its fused matrix is held as
+// column blocks of two types.
+var toF32 = func(name string) ggufEdit {
+	return editTensor(name, func(td *gguf.TensorData) {
+		vals := make([]float32, td.Dims[0]*td.Dims[1])
+		if err := gguf.DecodeFloat32(td.Type, td.Data, vals); err != nil {
+			panic(err)
+		}
+		td.Type = gguf.GGMLTypeF32
+		td.Data, _ = gguf.EncodeFloat32(td.Type, vals)
+	})
+}
+
+// TestWeightsCache: the first load with a cache writes it, the next reads
+// it, and the model read from it is the model loaded without one: the
+// same configuration, types and bytes, and the same logits bit for bit,
+// prefill and step, for every storage a GGUF load makes (float32 and
+// float16 slabs, quantised blocks, the LM head's transposed slabs, column
+// blocks, RoPE's frequencies).
+func TestWeightsCache(t *testing.T) {
+	gpt2, _ := testModel(t)
+	llama, llama3 := loadLlamaTiny(t, "tiny-llama"), loadLlamaTiny(t, "tiny-llama3")
+	for _, tc := range []struct {
+		name   string
+		img    []byte
+		opt    LoadOptions
+		tokens []int
+	}{
+		{"gpt2 Q8_0", ggufImage(t, gpt2, gguf.GGMLTypeQ8_0, nil), LoadOptions{}, testTokens(9, 1)},
+		{"gpt2 F16 held as float16", ggufImage(t, gpt2, gguf.GGMLTypeF16, nil), LoadOptions{Float16IfStored: true}, testTokens(9, 2)},
+		{"gpt2 F32", ggufImage(t, gpt2, gguf.GGMLTypeF32, nil), LoadOptions{}, testTokens(9, 3)},
+		{"llama Q8_0 with a fused matrix in column blocks", llamaImage(t, llama, gguf.GGMLTypeQ8_0, llamaSPMVocab, toF32("blk.1.ffn_up.weight")), LoadOptions{}, llamaTokens},
+		{"llama3 F16 (rope factors)", llamaImage(t, llama3, gguf.GGMLTypeF16, llamaSPMVocab, nil), LoadOptions{Float16IfStored: true}, llamaTokens},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "m.gguf")
+			require.NoError(t, os.WriteFile(path, tc.img, 0o644))
+			want, err := LoadWith(path, tc.opt)
+			require.NoError(t, err)
+			assert.Empty(t, want.WeightsCache)
+			wantAll, wantStep := prefillThenStep(t, want, tc.tokens)
+
+			opt := tc.opt
+			opt.WeightsCache = t.TempDir()
+			for i, note := range []string{"written to ", "read from "} {
+				m, err := LoadWith(path, opt)
+				require.NoError(t, err)
+				require.True(t, strings.HasPrefix(m.WeightsCache, note+opt.WeightsCache), "load %d: %s", i, m.WeightsCache)
+				require.Equal(t, want.Config, m.Config)
+				assert.Equal(t, want.WeightsDType, m.WeightsDType)
+				assert.Equal(t, want.Float16, m.Float16)
+				assert.Equal(t, want.PrecisionDType(), m.PrecisionDType())
+				assert.Equal(t, want.SourceSHA256, m.SourceSHA256)
+				assert.Equal(t, want.WeightsBytes(), m.WeightsBytes())
+				assert.Equal(t, want.TiedHead(), m.TiedHead())
+				assert.Equal(t, want.rope, m.rope)
+				assert.Equal(t, path, m.WeightsPath)
+				gotAll, gotStep := prefillThenStep(t, m, tc.tokens)
+				require.Equal(t, wantAll, gotAll, "load %d: prefill logits", i)
+				require.Equal(t, wantStep, gotStep, "load %d: step logits", i)
+			}
+		})
+	}
+}
+
+// TestWeightsCacheMisses: a cache is read only for the file, options and
+// build it was written for; anything else loads the file whole and
+// rewrites the cache; a damaged cache is reported, never trusted, and an
+// unwritable one leaves the load as it was.
+func TestWeightsCacheMisses(t *testing.T) {
+	gpt2, _ := testModel(t)
+	path := filepath.Join(t.TempDir(), "m.gguf")
+	require.NoError(t, os.WriteFile(path, ggufImage(t, gpt2, gguf.GGMLTypeQ8_0, nil), 0o644))
+	tokens := testTokens(7, 4)
+	dir := t.TempDir()
+	load := func(opt LoadOptions) *Model {
+		t.Helper()
+		plain, err := LoadWith(path, opt)
+		require.NoError(t, err)
+		opt.WeightsCache = dir
+		m, err := LoadWith(path, opt)
+		require.NoError(t, err)
+		require.Equal(t, logitsOf(t, plain, tokens), logitsOf(t, m, tokens), "%+v: %s", opt, m.WeightsCache)
+		return m
+	}
+	first := load(LoadOptions{})
+	require.True(t, strings.HasPrefix(first.WeightsCache, "written to "), first.WeightsCache)
+	cache := strings.TrimPrefix(first.WeightsCache, "written to ")
+	require.True(t, strings.HasPrefix(load(LoadOptions{}).WeightsCache, "read from "))
+
+	// Other options: the cache is rewritten for them.
+	require.True(t, strings.HasPrefix(load(LoadOptions{Float16: true}).WeightsCache, "written to "))
+	require.True(t, strings.HasPrefix(load(LoadOptions{Float16: true}).WeightsCache, "read from "))
+	require.True(t, strings.HasPrefix(load(LoadOptions{}).WeightsCache, "written to "))
+
+	// The file touched: its modification time is part of the key.
+	later := time.Now().Add(time.Minute)
+	require.NoError(t, os.Chtimes(path, later, later))
+	require.True(t, strings.HasPrefix(load(LoadOptions{}).WeightsCache, "written to "))
+	require.True(t, strings.HasPrefix(load(LoadOptions{}).WeightsCache, "read from "))
+
+	// Damaged: cut short, or not a cache at all. Reported, then rewritten.
+	st, err := os.Stat(cache)
+	require.NoError(t, err)
+	require.NoError(t, os.Truncate(cache, st.Size()/2))
+	m := load(LoadOptions{})
+	require.Contains(t, m.WeightsCache, "outside the file")
+	require.Contains(t, m.WeightsCache, "; written to ")
+	require.NoError(t, os.WriteFile(cache, []byte("GGUF, not a cache"), 0o644))
+	m = load(LoadOptions{})
+	require.Contains(t, m.WeightsCache, "not a weights cache; written to ")
+	require.True(t, strings.HasPrefix(load(LoadOptions{}).WeightsCache, "read from "))
+
+	// A cache directory that cannot be made: the load stands, unwritten.
+	blocker := filepath.Join(t.TempDir(), "file")
+	require.NoError(t, os.WriteFile(blocker, nil, 0o644))
+	m, err = LoadWith(path, LoadOptions{WeightsCache: filepath.Join(blocker, "cache")})
+	require.NoError(t, err)
+	require.Contains(t, m.WeightsCache, "not written: ")
+	require.Equal(t, logitsOf(t, first, tokens), logitsOf(t, m, tokens))
+}
+
+// A weights cache applies to GGUF files; an HF directory loads as before.
+func TestWeightsCacheHFUnused(t *testing.T) {
+	dir := t.TempDir()
+	m, err := LoadContext(context.Background(), "../testdata/tiny-gpt2", LoadOptions{WeightsCache: dir})
+	require.NoError(t, err)
+	assert.Empty(t, m.WeightsCache)
+	entries, err := os.ReadDir(dir)
+	require.NoError(t, err)
+	assert.Empty(t, entries)
+}

@@ -1,0 +1,5 @@
+package weights
+
+import "syscall"
+
+const mapPopulate = syscall.MAP_POPULATE

@@ -1,0 +1,5 @@
+//go:build unix && !linux
+
+package weights
+
+const mapPopulate = 0
