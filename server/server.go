@@ -192,7 +192,8 @@ func (s *Server) SetModelChat(m *model.Model, tok *tokenizer.Tokenizer, own Chat
 	s.engine.Store(&engine{m: m, tok: tok, name: name, batch: batch, pool: pool, chat: chat, obs: obs})
 	s.log.Info("model loaded", "model", name, "weights_bytes", m.WeightsBytes(),
 		"vocab_size", m.Config.VocabSize, "context_length", m.Config.NPositions,
-		"kv_cache_tokens", pool.MaxTokens(), "kv_block_bytes", pool.BlockBytes(), "prefix_cache", s.cfg.PrefixCache)
+		"kv_cache_tokens", pool.MaxTokens(), "kv_block_bytes", pool.BlockBytes(), "prefix_cache", s.cfg.PrefixCache,
+		"weights_cache", m.WeightsCache)
 	return nil
 }
 

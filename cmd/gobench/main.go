@@ -36,6 +36,7 @@ func main() {
 	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile")
 	f16 := flag.Bool("f16", false, "hold the weight matrices as float16 (model.LoadOptions.Float16)")
 	auto := flag.Bool("auto", false, "hold them as float16 if the file stores them so (--weight-dtype auto)")
+	cache := flag.String("weights-cache", "", "a weights cache directory (model.LoadOptions.WeightsCache)")
 	flag.Parse()
 
 	if *mode == "bandwidth" {
@@ -55,7 +56,7 @@ func main() {
 	}
 
 	start := time.Now()
-	m, err := model.LoadWith(*dir, model.LoadOptions{Float16: *f16, Float16IfStored: *auto})
+	m, err := model.LoadWith(*dir, model.LoadOptions{Float16: *f16, Float16IfStored: *auto, WeightsCache: *cache})
 	if err != nil {
 		fail(err)
 	}
@@ -69,7 +70,7 @@ func main() {
 		// KVHeads·HeadDim floats per layer (NEmbd for GPT-2; a grouped-
 		// query model such as Qwen2.5-0.5B holds 128 where NEmbd is 896).
 		kv := (prompt + steps) * 2 * m.Config.NLayer * m.Config.KVHeads() * m.Config.HeadDim() * 4
-		emit(map[string]any{"load_s": loadS, "peak_rss": procstat.PeakRSS(), "kv_bytes": kv})
+		emit(map[string]any{"load_s": loadS, "peak_rss": procstat.PeakRSS(), "kv_bytes": kv, "weights_cache": m.WeightsCache})
 		return // (the deferred StopCPUProfile writes the profile)
 	}
 	decode(ctx, m, 1, 4, 2) // warm-up

@@ -23,26 +23,30 @@ const (
 // modelFlags pick a model and how it is held in memory, the same way for
 // every command that loads one.
 type modelFlags struct {
-	path        string
-	weightDType string
+	path         string
+	weightDType  string
+	weightsCache string
 }
 
 func (f *modelFlags) register(fl *pflag.FlagSet) {
 	fl.StringVar(&f.path, "model", "", "HF-layout model directory or .gguf file (default "+defaultModel+", or outside a clone the copy built into the binary)")
 	fl.StringVar(&f.weightDType, "weight-dtype", "auto", "hold the weight matrices as f32, or f16 (half the memory and decode traffic, float32 arithmetic); auto: f16 where the file stores them as float16, losing nothing, else f32 (quantised files stay quantised)")
+	fl.StringVar(&f.weightsCache, "weights-cache", "", "DIR: keep a GGUF model's weights as the kernels hold them in DIR (one file a model, the size of its weights in memory) and map them on the next load instead of re-laying every matrix; rewritten when the file, --weight-dtype or the llorch-check build changes")
 }
 
-// options are the load options --weight-dtype asks for.
+// options are the load options --weight-dtype and --weights-cache ask for.
 func (f modelFlags) options() (model.LoadOptions, error) {
+	opt := model.LoadOptions{WeightsCache: f.weightsCache}
 	switch f.weightDType {
 	case "auto":
-		return model.LoadOptions{Float16IfStored: true}, nil
+		opt.Float16IfStored = true
 	case "f32":
-		return model.LoadOptions{}, nil
 	case "f16":
-		return model.LoadOptions{Float16: true}, nil
+		opt.Float16 = true
+	default:
+		return model.LoadOptions{}, fmt.Errorf("--weight-dtype %q: want auto, f32 or f16", f.weightDType)
 	}
-	return model.LoadOptions{}, fmt.Errorf("--weight-dtype %q: want auto, f32 or f16", f.weightDType)
+	return opt, nil
 }
 
 // load loads the model (model.Load tells HF directories and GGUF files

@@ -85,7 +85,10 @@ for name in $MODELS; do
     out="$work/$name-$f"
     cat "$file" >/dev/null # both sides load from the page cache
     echo "bench: $tag$f: load time and peak RSS" >&2
-    "$work/gobench" -model "$file" -mode load $(gobench_flags "$f") >"$out.go_load.json"
+    # The first load writes the weights cache, the second maps it: both
+    # are reported, the second against llama.cpp's (which maps the file).
+    "$work/gobench" -model "$file" -mode load -weights-cache "$work/weights-cache" $(gobench_flags "$f") >"$out.go_load_first.json"
+    "$work/gobench" -model "$file" -mode load -weights-cache "$work/weights-cache" $(gobench_flags "$f") >"$out.go_load.json"
     "$work/ggml" bench -model "$file" -mode load >"$out.peer_load.json"
     i=0
     for t in $PEER_THREADS; do
