@@ -117,6 +117,7 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz FuzzRead -fuzztime $(FUZZTIME) -fuzzminimizetime 3s ./gguf
 	$(GO) test -run '^$$' -fuzz FuzzDecodeFloat32 -fuzztime $(FUZZTIME) -fuzzminimizetime 3s ./gguf
 	$(GO) test -run '^$$' -fuzz FuzzLoadGGUF -fuzztime $(FUZZTIME) -fuzzminimizetime 3s ./model
+	$(GO) test -run '^$$' -fuzz FuzzWeightsCache -fuzztime $(FUZZTIME) -fuzzminimizetime 3s ./model
 	$(GO) test -run '^$$' -fuzz FuzzEncode -fuzztime $(FUZZTIME) -fuzzminimizetime 3s ./tokenizer
 	$(GO) test -run '^$$' -fuzz FuzzParse -fuzztime $(FUZZTIME) -fuzzminimizetime 3s ./grammar
 	$(GO) test -run '^$$' -fuzz FuzzFromJSONSchema -fuzztime $(FUZZTIME) -fuzzminimizetime 3s ./grammar
@@ -127,6 +128,8 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz FuzzOpenCorpus -fuzztime $(FUZZTIME) -fuzzminimizetime 3s ./probe
 	$(GO) test -run '^$$' -fuzz FuzzRender -fuzztime $(FUZZTIME) -fuzzminimizetime 3s ./chat
 	$(GO) test -run '^$$' -fuzz FuzzParse -fuzztime $(FUZZTIME) -fuzzminimizetime 3s ./chat
+	$(GO) test -run '^$$' -fuzz FuzzSplitLimbs -fuzztime $(FUZZTIME) -fuzzminimizetime 3s ./kernels
+	$(GO) test -run '^$$' -fuzz FuzzRestoreMatrix -fuzztime $(FUZZTIME) -fuzzminimizetime 3s ./kernels
 
 # Tokenizer throughput against the npm gpt-tokenizer peer, in one run.
 bench-tokenizer:

@@ -147,7 +147,7 @@ func restoreQuant(img MatrixImage, arrays [][]byte) (Matrix, error) {
 	if cap(arrays[0]) < len(arrays[0])+ArraySlack {
 		return Matrix{}, fmt.Errorf("kernels: a quant matrix image of %dx%d: %d bytes readable past the integers, want %d", K, N, cap(arrays[0])-len(arrays[0]), ArraySlack)
 	}
-	q := &quant{ints: arrays[0][:len(arrays[0]):len(arrays[0])+ArraySlack], bits: g.Bits, min: int8(g.Min), g: *g, k: K, n: N, transposed: img.Transposed,
+	q := &quant{ints: arrays[0][: len(arrays[0]) : len(arrays[0])+ArraySlack], bits: g.Bits, min: int8(g.Min), g: *g, k: K, n: N, transposed: img.Transposed,
 		d: fromBytes[uint16](arrays[1]), dm: fromBytes[uint16](arrays[2]), a: fromBytes[int8](arrays[3]), b: fromBytes[int8](arrays[4])}
 	return Matrix{q: q}, nil
 }
@@ -169,4 +169,25 @@ func fromBytes[T uint16 | float32 | int8](b []byte) []T {
 	}
 	var z T
 	return unsafe.Slice((*T)(unsafe.Pointer(unsafe.SliceData(b))), len(b)/int(unsafe.Sizeof(z)))
+}
+
+// Is says w holds a logical rows×cols matrix as the loaders build one:
+// row-major, slabs of itself or of its transpose (SlabbedT), or quantised
+// with rows along the reduction or (transposed) the file's own layout. A
+// restored matrix is checked with it against the model's shapes, since
+// an image's own consistency does not say what the model expects.
+func (w Matrix) Is(rows, cols int) bool {
+	switch {
+	case w.q != nil:
+		if w.q.transposed {
+			return w.q.n == rows && w.q.k == cols
+		}
+		return w.q.k == rows && w.q.n == cols
+	case w.s != nil:
+		if w.t {
+			return w.s.n == rows && w.s.k == cols
+		}
+		return w.s.k == rows && w.s.n == cols
+	}
+	return w.Len() == rows*cols && rows*cols > 0
 }

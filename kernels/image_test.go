@@ -1,6 +1,7 @@
 package kernels
 
 import (
+	"encoding/json"
 	"math/rand/v2"
 	"testing"
 
@@ -129,4 +130,49 @@ func TestRestoreMatrixRefuses(t *testing.T) {
 			require.ErrorContains(t, err, tc.substr)
 		})
 	}
+}
+
+// FuzzRestoreMatrix: any image, over arrays of the lengths it describes,
+// is a matrix whose every element can be read, or an error; never a
+// panic or a read out of range.
+func FuzzRestoreMatrix(f *testing.F) {
+	r := rand.New(rand.NewPCG(9, 10))
+	for _, w := range []Matrix{
+		randomQuant(r, 64, 256, 32, false, eightBits).matrix(f, false),
+		randomQuant(r, 64, 256, 32, true, fourBits).matrix(f, true),
+		Float32(make([]float32, 64*64)),
+	} {
+		img, _ := w.Image()
+		js, err := json.Marshal(img)
+		require.NoError(f, err)
+		f.Add(js)
+	}
+	f.Add([]byte(`{"kind":"slabs","k":2,"n":3,"arrays":[24,0]}`))
+	f.Fuzz(func(t *testing.T, js []byte) {
+		var img MatrixImage
+		if json.Unmarshal(js, &img) != nil {
+			return
+		}
+		total := 0
+		for _, n := range img.Arrays {
+			if n < 0 || n > 1<<20 {
+				return
+			}
+			total += n
+		}
+		if total > 1<<22 {
+			return
+		}
+		arrays := make([][]byte, len(img.Arrays))
+		for i, n := range img.Arrays {
+			arrays[i] = make([]byte, n)
+		}
+		w, err := RestoreMatrix(img, remap(arrays))
+		if err != nil {
+			return
+		}
+		if w.Len() <= 1<<22 {
+			_ = w.Float32s()
+		}
+	})
 }
