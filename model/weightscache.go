@@ -33,14 +33,15 @@ import (
 // layout); a file whose key differs is rewritten after a full load.
 //
 // Layout: "LLORCHWC", the header's length (uint64, little-endian), the
-// header (JSON), then every array at a page-aligned offset from the first
-// page boundary after the header, each followed by at least
-// kernels.ArraySlack bytes.
+// header (JSON), then from the first page boundary after it every array
+// at a 64-byte aligned offset (a cache line), a quantised matrix's
+// integers followed by kernels.ArraySlack bytes.
 
 const (
 	cacheMagic   = "LLORCHWC"
 	cacheVersion = 1
 	cachePage    = 4096
+	cacheAlign   = 64
 )
 
 // cacheKey is what a cache file must match to be read.
@@ -74,6 +75,17 @@ type cacheSlot struct {
 	Mat     *kernels.MatrixImage `json:"mat,omitempty"`
 	Offsets []int64              `json:"offsets"`
 }
+
+// slack is the readable bytes array j of the slot needs past its end.
+func (s cacheSlot) slack(j int) int64 {
+	if s.Mat != nil && s.Mat.Kind == "quant" && j == 0 {
+		return kernels.ArraySlack
+	}
+	return 0
+}
+
+// arraySpan is where the next array starts after one of n bytes and its slack.
+func arraySpan(n, slack int64) int64 { return (n + slack + cacheAlign - 1) / cacheAlign * cacheAlign }
 
 // weightSlots lists every array of weights the model holds, in the fixed
 // order a cache stores them.
@@ -133,6 +145,7 @@ func (m *Model) writeWeightsCache(path string, key cacheKey) error {
 		h.AttnParts, h.FcParts = append(h.AttnParts, partWidths(b.attnParts)), append(h.FcParts, partWidths(b.fcParts))
 	}
 	var arrays [][]byte
+	var gaps []int64 // the zeros after each array
 	var off int64
 	for _, d := range m.weightSlots() {
 		var slot cacheSlot
@@ -144,9 +157,10 @@ func (m *Model) writeWeightsCache(path string, key cacheKey) error {
 			img, a := d.mat.Image()
 			slot.Mat, as = &img, a
 		}
-		for _, a := range as {
+		for j, a := range as {
 			slot.Offsets = append(slot.Offsets, off)
-			off += pageUp(int64(len(a)) + kernels.ArraySlack)
+			off += arraySpan(int64(len(a)), slot.slack(j))
+			gaps = append(gaps, arraySpan(int64(len(a)), slot.slack(j))-int64(len(a)))
 		}
 		arrays = append(arrays, as...)
 		h.Slots = append(h.Slots, slot)
@@ -165,11 +179,11 @@ func (m *Model) writeWeightsCache(path string, key cacheKey) error {
 		if _, err := w.Write(head); err != nil {
 			return err
 		}
-		for _, a := range arrays {
+		for i, a := range arrays {
 			if _, err := w.Write(a); err != nil {
 				return err
 			}
-			if _, err := w.Write(make([]byte, pageUp(int64(len(a))+kernels.ArraySlack)-int64(len(a)))); err != nil {
+			if _, err := w.Write(make([]byte, gaps[i])); err != nil {
 				return err
 			}
 		}
@@ -255,7 +269,7 @@ func loadCachedGGUF(ctx context.Context, path, cachePath string, key cacheKey) (
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("loading stopped: %w", err)
 	}
-	mapped, unmapCache, err := weights.MapPrivate(cachePath)
+	mapped, unmapCache, err := weights.MapPopulated(cachePath)
 	if err != nil {
 		return nil, err
 	}
@@ -280,18 +294,18 @@ func (m *Model) restoreSlots(slots []cacheSlot, mapped []byte, start int64) erro
 	if len(slots) != len(dsts) {
 		return fmt.Errorf("%d weight arrays, the model has %d", len(slots), len(dsts))
 	}
-	array := func(off int64, n int) ([]byte, error) {
+	array := func(off int64, n int, slack int64) ([]byte, error) {
 		at := start + off
-		if off < 0 || n < 0 || at%4 != 0 || at+int64(n)+kernels.ArraySlack > int64(len(mapped)) {
+		if off < 0 || n < 0 || at%4 != 0 || at+int64(n)+slack > int64(len(mapped)) {
 			return nil, fmt.Errorf("an array of %d bytes at %d is outside the file's %d", n, at, len(mapped))
 		}
-		return mapped[at : at+int64(n) : at+int64(n)+kernels.ArraySlack], nil
+		return mapped[at : at+int64(n) : at+int64(n)+slack], nil
 	}
 	for i, s := range slots {
 		d := dsts[i]
 		switch {
 		case d.vec != nil && s.Vec != nil && len(s.Offsets) == 1:
-			a, err := array(s.Offsets[0], 4**s.Vec)
+			a, err := array(s.Offsets[0], 4**s.Vec, 0)
 			if err != nil {
 				return err
 			}
@@ -299,7 +313,7 @@ func (m *Model) restoreSlots(slots []cacheSlot, mapped []byte, start int64) erro
 		case d.mat != nil && s.Mat != nil && len(s.Offsets) == len(s.Mat.Arrays):
 			as := make([][]byte, len(s.Offsets))
 			for j, off := range s.Offsets {
-				a, err := array(off, s.Mat.Arrays[j])
+				a, err := array(off, s.Mat.Arrays[j], s.slack(j))
 				if err != nil {
 					return err
 				}

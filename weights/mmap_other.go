@@ -17,5 +17,5 @@ func Map(path string) ([]byte, func() error, error) {
 	return b, func() error { return nil }, nil
 }
 
-// MapPrivate reads path whole where there is no mmap.
-func MapPrivate(path string) ([]byte, func() error, error) { return Map(path) }
+// MapPopulated reads path whole where there is no mmap.
+func MapPopulated(path string) ([]byte, func() error, error) { return Map(path) }
