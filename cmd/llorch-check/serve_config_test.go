@@ -59,6 +59,12 @@ func TestServeDryRun(t *testing.T) {
 	code, _, errOut = runCLI(t, "serve", "--dry-run", "--model", fixture.TinyModel(), "--references", t.TempDir())
 	require.Equal(t, 2, code)
 	require.True(t, strings.Contains(errOut, "manifest"), errOut)
+
+	// A float16 KV cache passes its f16-kv set at the default tolerances.
+	code, out, errOut = runCLI(t, "serve", "--dry-run", "--kv-cache-dtype", "f16", "--model", fixture.TinyModel(),
+		"--references", f16KVReferences("tiny-gpt2"))
+	require.Equal(t, 0, code, out+errOut)
+	require.Contains(t, out, "PASS")
 }
 
 // TestServeWarmsUpBeforeReady: the warm-up decode is logged before the
