@@ -11,7 +11,8 @@ import (
 )
 
 // Write calls fill with a buffered writer on a temporary file beside path
-// and renames it over path only if fill and the flush succeed. Temporary
+// and renames it over path only if fill, the flush and the sync to disk
+// succeed. Temporary
 // files that earlier, interrupted writes of path left are removed first.
 func Write(path string, fill func(io.Writer) error) (err error) {
 	CleanStale(path)
@@ -33,6 +34,12 @@ func Write(path string, fill func(io.Writer) error) (err error) {
 		return fmt.Errorf("writing %s: %w", path, err)
 	}
 	if err = tmp.Chmod(0o644); err != nil {
+		return fmt.Errorf("writing %s: %w", path, err)
+	}
+	// On disk before the rename: after a crash, path is the old content
+	// or the whole new one, never the new name over unwritten blocks (a
+	// weights cache read with its data missing would be wrong numbers).
+	if err = tmp.Sync(); err != nil {
 		return fmt.Errorf("writing %s: %w", path, err)
 	}
 	if err = tmp.Close(); err != nil {
