@@ -73,4 +73,7 @@ func TestForceKV(t *testing.T) {
 
 	_, err := m.Forward(ctx, m.NewCache(), tokens, ForwardOptions{ForceKV: &ForcedKV{Positions: T - 1}})
 	require.ErrorContains(t, err, "forced KV cache of 8 positions: the pass reaches position 8")
+	short := &ForcedKV{Positions: T, Layer: func(int) ([]float32, []float32) { return make([]float32, 3), make([]float32, 3) }}
+	_, err = m.Forward(ctx, m.NewCache(), tokens, ForwardOptions{ForceKV: short})
+	require.ErrorContains(t, err, "forced KV cache, layer 0: 3 keys and 3 values, want")
 }

@@ -40,8 +40,8 @@ func (m *Model) Forward(ctx context.Context, c *Cache, tokens []int, opt Forward
 		return nil, err
 	}
 	T, V := len(tokens), m.Config.VocabSize
-	if f := opt.ForceKV; f != nil && c.n+T > f.Positions {
-		return nil, fmt.Errorf("forced KV cache of %d positions: the pass reaches position %d", f.Positions, c.n+T-1)
+	if err := m.checkForcedKV(opt.ForceKV, c.n+T); err != nil {
+		return nil, err
 	}
 	allRows := opt.AllLogits || opt.Probe != nil
 	logits, err := m.forward(ctx, []span{{c: c, off: c.n, T: T}}, tokens, hooks{opt.Probe, opt.ForceKV}, allRows, nil)
@@ -60,6 +60,24 @@ func (m *Model) Forward(ctx context.Context, c *Cache, tokens []int, opt Forward
 type span struct {
 	c           *Cache
 	off, T, row int
+}
+
+// checkForcedKV refuses a forced cache that does not reach position
+// end-1 or whose layers are not [KVHeads, Positions, HeadDim].
+func (m *Model) checkForcedKV(f *ForcedKV, end int) error {
+	if f == nil {
+		return nil
+	}
+	if end > f.Positions {
+		return fmt.Errorf("forced KV cache of %d positions: the pass reaches position %d", f.Positions, end-1)
+	}
+	n := m.Config.KVHeads() * f.Positions * m.Config.HeadDim()
+	for l := range m.Config.NLayer {
+		if k, v := f.Layer(l); k != nil && v != nil && (len(k) != n || len(v) != n) {
+			return fmt.Errorf("forced KV cache, layer %d: %d keys and %d values, want %d each", l, len(k), len(v), n)
+		}
+	}
+	return nil
 }
 
 // hooks are what a checkpoint harness attaches to a single-span pass.
