@@ -90,7 +90,10 @@ func LoadContext(ctx context.Context, path string, opt LoadOptions) (*Model, err
 	if err := m.slabBlocks(); err != nil {
 		return nil, fmt.Errorf("loading %s: %w", path, err)
 	}
-	if cachePath != "" {
+	switch {
+	case opt.WeightsCache != "" && !isGGUF:
+		m.WeightsCache = "not used: the cache holds GGUF files' weights, an HF directory loads as before"
+	case cachePath != "":
 		if err := m.writeWeightsCache(cachePath, key); err != nil {
 			m.WeightsCache = note + "not written: " + err.Error()
 		} else {
