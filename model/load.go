@@ -46,6 +46,9 @@ type LoadOptions struct {
 	// next load instead of re-laid (weightscache.go); Model.WeightsCache
 	// says what happened.
 	WeightsCache string
+	// WriteCacheLater leaves a cache the load must write to
+	// Model.WriteWeightsCache (a server writes it while it serves).
+	WriteCacheLater bool
 }
 
 // LoadWith is Load with options.
@@ -93,12 +96,11 @@ func LoadContext(ctx context.Context, path string, opt LoadOptions) (*Model, err
 	switch {
 	case opt.WeightsCache != "" && !isGGUF:
 		m.WeightsCache = "not used: the cache holds GGUF files' weights, an HF directory loads as before"
+	case cachePath != "" && opt.WriteCacheLater:
+		m.pendingCache = &pendingCache{path: cachePath, key: key, note: note}
+		m.WeightsCache = note + "to be written to " + cachePath
 	case cachePath != "":
-		if err := m.writeWeightsCache(cachePath, key); err != nil {
-			m.WeightsCache = note + "not written: " + err.Error()
-		} else {
-			m.WeightsCache = note + "written to " + cachePath
-		}
+		m.WeightsCache = m.writeCacheNote(note, cachePath, key)
 	}
 	// The conversion's garbage, collected, still holds pages until the
 	// scavenger returns them, minutes later: give them back now, so

@@ -36,8 +36,10 @@ type Model struct {
 	SourceSHA256 string
 
 	// WeightsCache says what LoadOptions.WeightsCache did: "read from
-	// PATH", "written to PATH", or why not; empty without one.
+	// PATH", "written to PATH", "to be written to PATH" (WriteCacheLater),
+	// or why not; empty without one.
 	WeightsCache string
+	pendingCache *pendingCache
 
 	wte  kernels.Matrix // [V,C], also the LM head unless lmW is set
 	lmW  kernels.Matrix // [V,C], an LM head the file unties from wte (llama.cpp's Q4_K_M output.weight); empty when tied

@@ -13,6 +13,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"sync"
 	"unsafe"
 
 	"github.com/llorch/llorch-check/gguf"
@@ -132,6 +133,36 @@ func weightsCacheKey(path string, opt LoadOptions) (cacheKey, error) {
 func weightsCachePath(dir string, key cacheKey) string {
 	h := sha256.Sum256([]byte(key.Source))
 	return filepath.Join(dir, hex.EncodeToString(h[:12])+".weights")
+}
+
+// pendingCache is a cache a load left to WriteWeightsCache.
+type pendingCache struct {
+	path string
+	key  cacheKey
+	note string // what went wrong reading it, if anything
+	once sync.Once
+}
+
+// WriteWeightsCache writes the weights cache a load with WriteCacheLater
+// left to write, once, and says what it did ("written to PATH" or why
+// not); "" if there is none. It may run beside forward passes: it only
+// reads the weights.
+func (m *Model) WriteWeightsCache() string {
+	p := m.pendingCache
+	if p == nil {
+		return ""
+	}
+	note := ""
+	p.once.Do(func() { note = m.writeCacheNote(p.note, p.path, p.key) })
+	return note
+}
+
+// writeCacheNote writes the cache and says how it went, after note.
+func (m *Model) writeCacheNote(note, path string, key cacheKey) string {
+	if err := m.writeWeightsCache(path, key); err != nil {
+		return note + "not written: " + err.Error()
+	}
+	return note + "written to " + path
 }
 
 // writeWeightsCache writes m's weights to the cache at path.

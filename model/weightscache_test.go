@@ -235,3 +235,34 @@ func FuzzWeightsCache(f *testing.F) {
 		}
 	})
 }
+
+// With WriteCacheLater a load leaves the cache to WriteWeightsCache,
+// which writes it once, beside forward passes; the next load reads it.
+func TestWeightsCacheWriteLater(t *testing.T) {
+	gpt2, _ := testModel(t)
+	path := filepath.Join(t.TempDir(), "m.gguf")
+	require.NoError(t, os.WriteFile(path, ggufImage(t, gpt2, gguf.GGMLTypeQ8_0, nil), 0o644))
+	dir := t.TempDir()
+	m, err := LoadWith(path, LoadOptions{WeightsCache: dir, WriteCacheLater: true})
+	require.NoError(t, err)
+	require.True(t, strings.HasPrefix(m.WeightsCache, "to be written to "), m.WeightsCache)
+	entries, err := os.ReadDir(dir)
+	require.NoError(t, err)
+	require.Empty(t, entries, "nothing written by the load")
+
+	tokens := testTokens(6, 5)
+	want := logitsOf(t, m, tokens)
+	done := make(chan string)
+	go func() { done <- m.WriteWeightsCache() }()
+	for range 3 {
+		require.Equal(t, want, logitsOf(t, m, tokens), "forward passes beside the write")
+	}
+	require.True(t, strings.HasPrefix(<-done, "written to "+dir))
+	require.Empty(t, m.WriteWeightsCache(), "written once")
+
+	again, err := LoadWith(path, LoadOptions{WeightsCache: dir, WriteCacheLater: true})
+	require.NoError(t, err)
+	require.True(t, strings.HasPrefix(again.WeightsCache, "read from "), again.WeightsCache)
+	require.Empty(t, again.WriteWeightsCache(), "nothing left to write")
+	require.Equal(t, want, logitsOf(t, again, tokens))
+}

@@ -12,12 +12,15 @@ package server
 // 10% over the model and its KV cache a server should need.
 const gcHeadroom = 8 << 20
 
-// GCPercent is the GOGC for a serving process whose live heap is mostly
-// weights bytes of weights: about gcHeadroom of garbage, between 1 and
-// 100 percent (a floor of 10 let a 4 GB model keep 400 MB of garbage).
-func GCPercent(weights int64) int {
-	if weights <= 0 {
+// GCPercent is the GOGC for a serving process whose live heap, once the
+// model is loaded, is live bytes (mostly the weights, unless a weights
+// cache maps them outside the heap): about gcHeadroom of garbage, between
+// 1 and 100 percent (a floor of 10 let a 4 GB model keep 400 MB of
+// garbage; a ceiling of 100 keeps a small heap from collecting for every
+// few kilobytes).
+func GCPercent(live int64) int {
+	if live <= 0 {
 		return 100
 	}
-	return int(min(100, max(1, 100*gcHeadroom/weights)))
+	return int(min(100, max(1, 100*gcHeadroom/live)))
 }

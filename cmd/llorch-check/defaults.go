@@ -51,11 +51,16 @@ func (f modelFlags) options() (model.LoadOptions, error) {
 
 // load loads the model (model.Load tells HF directories and GGUF files
 // apart by the GGUF magic), stopping if ctx ends.
-func (f modelFlags) load(ctx context.Context) (*model.Model, error) {
+func (f modelFlags) load(ctx context.Context) (*model.Model, error) { return f.loadWith(ctx, false) }
+
+// loadWith is load; cacheLater leaves a weights cache to write to
+// Model.WriteWeightsCache.
+func (f modelFlags) loadWith(ctx context.Context, cacheLater bool) (*model.Model, error) {
 	opt, err := f.options()
 	if err != nil {
 		return nil, err
 	}
+	opt.WriteCacheLater = cacheLater
 	path, err := modelPath(f.path)
 	if err != nil {
 		return nil, err

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"runtime"
 	"runtime/debug"
 	"strconv"
 	"strings"
@@ -415,10 +416,23 @@ func prepare(ctx context.Context, srv *server.Server, f serveFlags, log *slog.Lo
 		return err
 	}
 	if os.Getenv("GOGC") == "" { // the operator's GOGC stands
-		pct := server.GCPercent(m.WeightsBytes())
+		// The live heap, not the weights: a weights cache maps them
+		// outside it, and GOGC is a share of what is on it.
+		runtime.GC()
+		var ms runtime.MemStats
+		runtime.ReadMemStats(&ms)
+		pct := server.GCPercent(int64(ms.HeapAlloc))
 		debug.SetGCPercent(pct)
-		log.Info("garbage collection tuned to the weights", "gogc", pct, "weights_bytes", m.WeightsBytes())
+		log.Info("garbage collection tuned to the live heap", "gogc", pct, "heap_bytes", ms.HeapAlloc, "weights_bytes", m.WeightsBytes())
 	}
+	// A weights cache the load did not find is written while the server
+	// serves (the weights are read-only): a first start is not slowed by
+	// writing its size to disk.
+	go func() {
+		if note := m.WriteWeightsCache(); note != "" {
+			log.Info("weights cache", "weights_cache", note)
+		}
+	}()
 	chat, err := f.modelChat(m)
 	if err != nil {
 		return err

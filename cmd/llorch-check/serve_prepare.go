@@ -18,7 +18,7 @@ import (
 // planted and its tokenizer, then warms it up: the first requests then
 // do not pay for faulting the weights in and growing the scratch pools.
 func loadServed(ctx context.Context, f serveFlags, log *slog.Logger) (*model.Model, *tokenizer.Tokenizer, error) {
-	m, err := f.model.load(ctx)
+	m, err := f.model.loadWith(ctx, !f.dryRun)
 	if err != nil {
 		return nil, nil, err
 	}
