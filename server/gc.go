@@ -1,5 +1,12 @@
 package server
 
+import (
+	"runtime"
+	"runtime/debug"
+	rtmetrics "runtime/metrics"
+	"sync/atomic"
+)
+
 // gcHeadroom is the garbage a serving process lets accumulate between
 // collections. Go's default (GOGC=100) lets garbage grow to the live heap,
 // and the live heap of a server is mostly the weights (quantised and float16
@@ -23,4 +30,51 @@ func GCPercent(live int64) int {
 		return 100
 	}
 	return int(min(100, max(1, 100*gcHeadroom/live)))
+}
+
+// TuneGC keeps GOGC at GCPercent of the live heap after every collection
+// until stop is called: the live heap of a server moves (a model whose
+// weights a cache maps outside the heap starts at a few megabytes and
+// holds tens under load), and a GOGC fixed at start-up would let the
+// garbage follow it. pct is the GOGC it starts with.
+func TuneGC() (pct int, stop func()) {
+	t := &gcTuner{last: -2}
+	t.tune()
+	pct = t.last
+	t.arm()
+	return pct, func() { t.stopped.Store(true) }
+}
+
+type gcTuner struct {
+	last    int
+	stopped atomic.Bool
+}
+
+// gcSentinel is allocated to learn of the next collection; 16 bytes, so
+// not a tiny allocation shared with others.
+type gcSentinel struct{ _ [16]byte }
+
+func (t *gcTuner) arm() {
+	runtime.AddCleanup(new(gcSentinel), (*gcTuner).collected, t)
+}
+
+// collected runs after each collection (cleanups run one at a time).
+func (t *gcTuner) collected() {
+	if t.stopped.Load() {
+		return
+	}
+	t.tune()
+	t.arm()
+}
+
+func (t *gcTuner) tune() {
+	s := []rtmetrics.Sample{{Name: "/gc/heap/live:bytes"}}
+	rtmetrics.Read(s)
+	if s[0].Value.Kind() != rtmetrics.KindUint64 {
+		return
+	}
+	if pct := GCPercent(int64(s[0].Value.Uint64())); pct != t.last {
+		debug.SetGCPercent(pct)
+		t.last = pct
+	}
 }

@@ -1,7 +1,11 @@
 package server
 
 import (
+	"runtime"
+	"runtime/debug"
+	rtmetrics "runtime/metrics"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 )
@@ -21,4 +25,40 @@ func TestGCPercent(t *testing.T) {
 	} {
 		require.Equal(t, tc.want, GCPercent(tc.weights), "weights %d", tc.weights)
 	}
+}
+
+// TestTuneGC: after a collection GOGC is GCPercent of the live heap, and
+// follows it as it grows; stop leaves it where it was.
+func TestTuneGC(t *testing.T) {
+	defer debug.SetGCPercent(debug.SetGCPercent(100))
+	live := func() int64 {
+		s := []rtmetrics.Sample{{Name: "/gc/heap/live:bytes"}}
+		rtmetrics.Read(s)
+		return int64(s[0].Value.Uint64())
+	}
+	gogc := func() int { p := debug.SetGCPercent(100); debug.SetGCPercent(p); return p }
+	first, stop := TuneGC()
+	defer stop()
+	require.Equal(t, first, gogc())
+	var held [][]byte
+	var seen []int
+	for _, mb := range []int{0, 64, 256} {
+		held = append(held, make([]byte, mb<<20))
+		require.Eventually(t, func() bool {
+			runtime.GC()
+			return gogc() == GCPercent(live())
+		}, 10*time.Second, time.Millisecond, "%d MB more live: GOGC %d, live %d", mb, gogc(), live())
+		seen = append(seen, gogc())
+	}
+	require.Equal(t, 100, seen[0], "a small heap: the ceiling")
+	require.Less(t, seen[2], seen[1], "GOGC follows the live heap down as it grows: %v", seen)
+	require.Less(t, seen[1], seen[0], "%v", seen)
+	stop()
+	debug.SetGCPercent(42)
+	held = nil
+	runtime.GC()
+	runtime.GC()
+	time.Sleep(10 * time.Millisecond)
+	require.Equal(t, 42, gogc(), "stopped: GOGC stays where it is set")
+	runtime.KeepAlive(held)
 }

@@ -10,7 +10,6 @@ import (
 	"os/signal"
 	"path/filepath"
 	"runtime"
-	"runtime/debug"
 	"strconv"
 	"strings"
 	"syscall"
@@ -416,14 +415,12 @@ func prepare(ctx context.Context, srv *server.Server, f serveFlags, log *slog.Lo
 		return err
 	}
 	if os.Getenv("GOGC") == "" { // the operator's GOGC stands
-		// The live heap, not the weights: a weights cache maps them
-		// outside it, and GOGC is a share of what is on it.
+		// To the live heap after every collection, not to the weights
+		// once: a weights cache maps them outside the heap, which then
+		// grows from a few megabytes to tens under load.
 		runtime.GC()
-		var ms runtime.MemStats
-		runtime.ReadMemStats(&ms)
-		pct := server.GCPercent(int64(ms.HeapAlloc))
-		debug.SetGCPercent(pct)
-		log.Info("garbage collection tuned to the live heap", "gogc", pct, "heap_bytes", ms.HeapAlloc, "weights_bytes", m.WeightsBytes())
+		pct, _ := server.TuneGC()
+		log.Info("garbage collection tuned to the live heap after each collection", "gogc", pct, "weights_bytes", m.WeightsBytes())
 	}
 	// A weights cache the load did not find is written while the server
 	// serves (the weights are read-only): a first start is not slowed by
