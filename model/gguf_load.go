@@ -46,11 +46,7 @@ func loadGGUFBytes(ctx context.Context, data []byte, opt LoadOptions) (*Model, e
 // mapping and the float32 copy are not both resident (a 654 MB F32 file
 // once peaked at 1.3 GB).
 func loadGGUFFrom(ctx context.Context, data []byte, release func([]byte), opt LoadOptions) (*Model, error) {
-	f, err := gguf.ReadBytes(data)
-	if err != nil {
-		return nil, err
-	}
-	cfg, err := ggufConfig(f)
+	f, cfg, err := parseGGUF(data)
 	if err != nil {
 		return nil, err
 	}
@@ -188,6 +184,16 @@ func storeGGUFTensor(m *Model, p gpt2Param, t gguf.TensorInfo, raw []byte, relea
 		vals = weights.Transpose(vals, p.shape[1], p.shape[0])
 	}
 	return p.dst.store(m, vals, t.Type.String())
+}
+
+// parseGGUF reads a GGUF image's metadata and the configuration it gives.
+func parseGGUF(data []byte) (*gguf.File, Config, error) {
+	f, err := gguf.ReadBytes(data)
+	if err != nil {
+		return nil, Config{}, err
+	}
+	cfg, err := ggufConfig(f)
+	return f, cfg, err
 }
 
 // ggufConfig reads the gpt2.* hyper-parameters (a Llama-family file's:

@@ -41,10 +41,10 @@ type LoadOptions struct {
 	// float32 weights' bits, and memory and decode traffic halve, where
 	// float32 would double the file. Other files load as Float16 says.
 	Float16IfStored bool
-	// WeightsCache, when not empty, is a directory in which a GGUF
-	// model's weights are kept as the kernels hold them and mapped on the
-	// next load instead of re-laid (weightscache.go); Model.WeightsCache
-	// says what happened.
+	// WeightsCache, when not empty, is a directory in which the model's
+	// weights are kept as the kernels hold them and mapped on the next
+	// load instead of re-laid (weightscache.go); Model.WeightsCache says
+	// what happened.
 	WeightsCache string
 	// WriteCacheLater leaves a cache the load must write to
 	// Model.WriteWeightsCache (a server writes it while it serves).
@@ -72,18 +72,23 @@ func LoadContext(ctx context.Context, path string, opt LoadOptions) (*Model, err
 	}
 	var key cacheKey
 	var cachePath, note string
-	if opt.WeightsCache != "" && isGGUF {
-		if key, err = weightsCacheKey(path, opt); err != nil {
-			return nil, fmt.Errorf("loading %s: %w", path, err)
+	if opt.WeightsCache != "" {
+		weightsFile := path
+		if !isGGUF {
+			weightsFile = filepath.Join(path, "model.safetensors")
 		}
-		cachePath = weightsCachePath(opt.WeightsCache, key)
-		m, err := loadCachedGGUF(ctx, path, cachePath, key)
-		if err == nil {
-			m.WeightsCache = "read from " + cachePath
-			return m, nil
-		}
-		if !errors.Is(err, errCacheMiss) {
-			note = fmt.Sprintf("%v; ", err)
+		// A model the key cannot be made for (no weights file) is the
+		// loader's to name.
+		if key, err = weightsCacheKey(weightsFile, opt); err == nil {
+			cachePath = weightsCachePath(opt.WeightsCache, key)
+			m, err := loadCached(ctx, path, isGGUF, cachePath, key)
+			if err == nil {
+				m.WeightsCache = "read from " + cachePath
+				return m, nil
+			}
+			if !errors.Is(err, errCacheMiss) {
+				note = fmt.Sprintf("%v; ", err)
+			}
 		}
 	}
 	m, err := load(ctx, path, opt)
@@ -94,8 +99,6 @@ func LoadContext(ctx context.Context, path string, opt LoadOptions) (*Model, err
 		return nil, fmt.Errorf("loading %s: %w", path, err)
 	}
 	switch {
-	case opt.WeightsCache != "" && !isGGUF:
-		m.WeightsCache = "not used: the cache holds GGUF files' weights, an HF directory loads as before"
 	case cachePath != "" && opt.WriteCacheLater:
 		m.pendingCache = &pendingCache{path: cachePath, key: key, note: note}
 		m.WeightsCache = note + "to be written to " + cachePath

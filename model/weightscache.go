@@ -15,22 +15,23 @@ import (
 	"sync"
 	"unsafe"
 
-	"github.com/llorch/llorch-check/gguf"
 	"github.com/llorch/llorch-check/internal/atomicfile"
 	"github.com/llorch/llorch-check/internal/buildid"
 	"github.com/llorch/llorch-check/kernels"
 	"github.com/llorch/llorch-check/weights"
 )
 
-// A weights cache keeps a GGUF model's weights as the kernels hold them
-// (slabs, quantised blocks), so that the next load maps them instead of
-// decoding and re-laying every matrix: llama.cpp maps a GGUF file and
-// uses its bytes as they are, where our layouts differ from the file's
+// A weights cache keeps a model's weights as the kernels hold them (slabs,
+// quantised blocks), so that the next load maps them instead of decoding
+// and re-laying every matrix: llama.cpp maps a GGUF file and uses its
+// bytes as they are, where our layouts differ from the file's
 // (scripts/bench/notes/19-weights-cache.md). One file a model, in the
-// directory LoadOptions.WeightsCache names, keyed by the source file's
-// path, size and modification time, the load options that shape the
-// layout and the executable's build (any change of the code may move a
-// layout); a file whose key differs is rewritten after a full load.
+// directory LoadOptions.WeightsCache names, keyed by the weights file's
+// path, size and modification time (a GGUF file, an HF directory's
+// model.safetensors; the configuration is compared whole), the load
+// options that shape the layout and the executable's build (any change of
+// the code may move a layout); a file whose key differs is rewritten
+// after a full load.
 //
 // Layout: "LLORCHWC", the header's length (uint64, little-endian), the
 // header (JSON), then from the first page boundary after it every array
@@ -109,7 +110,8 @@ func (m *Model) weightSlots() []dest {
 	return s
 }
 
-// weightsCacheKey is the key of the cache for path loaded with opt.
+// weightsCacheKey is the key of the cache for the weights file path (a
+// GGUF file, an HF directory's model.safetensors) loaded with opt.
 func weightsCacheKey(path string, opt LoadOptions) (cacheKey, error) {
 	abs, err := filepath.Abs(path)
 	if err != nil {
@@ -255,10 +257,11 @@ func readWeightsCacheHeader(path string) (cacheHeader, int64, error) {
 // errCacheMiss is a cache that does not hold this model as loaded now.
 var errCacheMiss = errors.New("no cache of this file, these options and this build")
 
-// loadCachedGGUF loads the GGUF file at path from the weights cache: the
-// file's metadata (configuration, vocabulary) from the file, the weights
-// from the cache, mapped where they lie.
-func loadCachedGGUF(ctx context.Context, path, cachePath string, key cacheKey) (*Model, error) {
+// loadCached loads the model at path (a GGUF file, or an HF directory)
+// from the weights cache: its configuration from the model (the GGUF
+// file's metadata, config.json), the weights from the cache, mapped where
+// they lie.
+func loadCached(ctx context.Context, path string, isGGUF bool, cachePath string, key cacheKey) (*Model, error) {
 	h, start, err := readWeightsCacheHeader(cachePath)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, errCacheMiss
@@ -269,39 +272,26 @@ func loadCachedGGUF(ctx context.Context, path, cachePath string, key cacheKey) (
 	if h.Key != key {
 		return nil, errCacheMiss
 	}
-	data, unmap, err := weights.Map(path)
+	var m *Model
+	if isGGUF {
+		m, err = ggufSkeleton(path)
+	} else {
+		m, err = hfSkeleton(path)
+	}
 	if err != nil {
 		return nil, err
 	}
-	defer func() { unmap() }()
-	f, err := gguf.ReadBytes(data)
-	if err != nil {
-		return nil, err
+	if js, err := json.Marshal(m.Config); err != nil || !bytes.Equal(js, h.Config) {
+		return nil, errCacheMiss // a model of the same size and age, with another configuration
 	}
-	cfg, err := ggufConfig(f)
-	if err != nil {
-		return nil, err
-	}
-	if js, err := json.Marshal(cfg); err != nil || !bytes.Equal(js, h.Config) {
-		return nil, errCacheMiss // a file the same size and age, with other metadata
-	}
-	m := &Model{Config: cfg, h: make([]block, cfg.NLayer), faultLayer: -1, Format: FormatGGUF,
-		Float16: h.Float16, roundedToF16: h.RoundedToF16, WeightsDType: h.WeightsDType}
+	cfg := m.Config
+	m.Float16, m.roundedToF16, m.WeightsDType = h.Float16, h.RoundedToF16, h.WeightsDType
 	if len(h.AttnParts) != cfg.NLayer || len(h.FcParts) != cfg.NLayer {
 		return nil, fmt.Errorf("%s: parts of %d and %d blocks, the model has %d", cachePath, len(h.AttnParts), len(h.FcParts), cfg.NLayer)
 	}
 	for i := range m.h {
 		m.h[i].attnParts, m.h[i].fcParts = partsOf(h.AttnParts[i]), partsOf(h.FcParts[i])
 	}
-	if m.SourceSHA256, err = weights.SHA256(f, KeySourceSHA256); err != nil {
-		return nil, err
-	}
-	// The metadata's pages go before the cache's come: a peak RSS of
-	// both would be the load's (GPT-2 Q4_K_M: ~1.5 MB of vocabulary).
-	if err := unmap(); err != nil {
-		return nil, fmt.Errorf("unmapping %s: %w", path, err)
-	}
-	unmap = func() error { return nil }
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("loading stopped: %w", err)
 	}
@@ -319,8 +309,39 @@ func loadCachedGGUF(ctx context.Context, path, cachePath string, key cacheKey) (
 	}
 	// The mapping lives as long as the process: the model's matrices are
 	// views of it.
-	m.Dir, m.WeightsPath = filepath.Dir(path), path
 	return m, nil
+}
+
+// ggufSkeleton is the model a GGUF file's metadata describes, without
+// weights; the file is unmapped before the cache is mapped, so that a
+// peak RSS does not hold both (GPT-2 Q4_K_M: ~1.5 MB of vocabulary).
+func ggufSkeleton(path string) (*Model, error) {
+	data, unmap, err := weights.Map(path)
+	if err != nil {
+		return nil, err
+	}
+	defer unmap()
+	f, cfg, err := parseGGUF(data)
+	if err != nil {
+		return nil, err
+	}
+	m := &Model{Config: cfg, h: make([]block, cfg.NLayer), faultLayer: -1, Format: FormatGGUF,
+		Dir: filepath.Dir(path), WeightsPath: path}
+	if m.SourceSHA256, err = weights.SHA256(f, KeySourceSHA256); err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+// hfSkeleton is the model an HF directory's config.json describes,
+// without weights.
+func hfSkeleton(dir string) (*Model, error) {
+	cfg, err := LoadConfig(filepath.Join(dir, "config.json"))
+	if err != nil {
+		return nil, err
+	}
+	return &Model{Config: cfg, h: make([]block, cfg.NLayer), faultLayer: -1, Format: FormatHF,
+		Dir: dir, WeightsPath: filepath.Join(dir, "model.safetensors")}, nil
 }
 
 // restoreSlots points each of the model's weight slots at its arrays in

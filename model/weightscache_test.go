@@ -138,15 +138,49 @@ func TestWeightsCacheMisses(t *testing.T) {
 	require.Equal(t, logitsOf(t, first, tokens), logitsOf(t, m, tokens))
 }
 
-// A weights cache applies to GGUF files; an HF directory loads as before.
-func TestWeightsCacheHFUnused(t *testing.T) {
-	dir := t.TempDir()
-	m, err := LoadContext(context.Background(), "../testdata/tiny-gpt2", LoadOptions{WeightsCache: dir})
-	require.NoError(t, err)
-	assert.Contains(t, m.WeightsCache, "not used: ")
-	entries, err := os.ReadDir(dir)
-	require.NoError(t, err)
-	assert.Empty(t, entries)
+// An HF directory's weights are cached as a GGUF file's: keyed by its
+// model.safetensors, its configuration compared whole.
+func TestWeightsCacheHF(t *testing.T) {
+	for _, name := range []string{"tiny-gpt2", "tiny-llama-qwen3"} {
+		t.Run(name, func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), name)
+			require.NoError(t, os.MkdirAll(dir, 0o755))
+			for _, f := range []string{"config.json", "model.safetensors"} {
+				b, err := os.ReadFile(filepath.Join("..", "testdata", name, f))
+				require.NoError(t, err)
+				require.NoError(t, os.WriteFile(filepath.Join(dir, f), b, 0o644))
+			}
+			want, err := LoadWith(dir, LoadOptions{})
+			require.NoError(t, err)
+			tokens := testTokens(8, 6)
+			wantAll, wantStep := prefillThenStep(t, want, tokens)
+			cache := t.TempDir()
+			for i, note := range []string{"written to ", "read from "} {
+				m, err := LoadWith(dir, LoadOptions{WeightsCache: cache})
+				require.NoError(t, err)
+				require.True(t, strings.HasPrefix(m.WeightsCache, note+cache), "load %d: %s", i, m.WeightsCache)
+				require.Equal(t, want.Config, m.Config)
+				assert.Equal(t, FormatHF, m.Format)
+				assert.Equal(t, want.WeightsPath, m.WeightsPath)
+				assert.Equal(t, want.WeightsDType, m.WeightsDType)
+				gotAll, gotStep := prefillThenStep(t, m, tokens)
+				require.Equal(t, wantAll, gotAll, "load %d", i)
+				require.Equal(t, wantStep, gotStep, "load %d", i)
+			}
+			// Another configuration beside the same weights: not read.
+			cfg, err := os.ReadFile(filepath.Join(dir, "config.json"))
+			require.NoError(t, err)
+			var c map[string]any
+			require.NoError(t, json.Unmarshal(cfg, &c))
+			c["layer_norm_epsilon"], c["rms_norm_eps"] = 1e-3, 1e-3
+			cfg, err = json.Marshal(c)
+			require.NoError(t, err)
+			require.NoError(t, os.WriteFile(filepath.Join(dir, "config.json"), cfg, 0o644))
+			m, err := LoadWith(dir, LoadOptions{WeightsCache: cache})
+			require.NoError(t, err)
+			require.True(t, strings.HasPrefix(m.WeightsCache, "written to "), m.WeightsCache)
+		})
+	}
 }
 
 // cacheParts splits a cache file into its header (JSON) and its data.
