@@ -37,7 +37,7 @@ func forcedKV(set *references.Set, c references.Case, cfg model.Config) (*model.
 	k, v := make([][]float32, L), make([][]float32, L)
 	for l := range L {
 		for i, name := range []string{tensors.KCache, tensors.VCache} {
-			ti, ok := findTensor(set, c.ID, name, l)
+			ti, ok := set.Find(c.ID, name, l)
 			if !ok {
 				return nil, fmt.Errorf("%s: case %s has no %s of layer %d, which a float16 KV cache is compared on (checkpoints 1-2 after layer 0, 4-9)", set.Dir, c.ID, name, l)
 			}
@@ -66,16 +66,6 @@ func below(f *model.ForcedKV, l int) *model.ForcedKV {
 		}
 		return f.Layer(i)
 	}}
-}
-
-// findTensor is the set's tensor name of layer l for case id.
-func findTensor(set *references.Set, id, name string, l int) (references.TensorInfo, bool) {
-	for _, ti := range set.Manifest.Tensors {
-		if ti.Case == id && ti.Name == name && ti.LayerIndex() == l {
-			return ti, true
-		}
-	}
-	return references.TensorInfo{}, false
 }
 
 // unrounded is the tensor whose float16 rounding a cache tensor holds: v
@@ -107,7 +97,7 @@ func compareCacheF16(set *references.Set, ti references.TensorInfo, got *capture
 	var allow func(int) bool
 	name := unrounded(ti.Name, llama)
 	goU, okGo := got.get(name, ti.LayerIndex())
-	uti, okSet := findTensor(set, ti.Case, name, ti.LayerIndex())
+	uti, okSet := set.Find(ti.Case, name, ti.LayerIndex())
 	if okGo && okSet && slices.Equal(goU.Shape, ti.Shape) && slices.Equal(uti.Shape, ti.Shape) {
 		exact, err := set.TensorF64(uti)
 		if err != nil {
@@ -244,8 +234,7 @@ func (o Options) pairDecoder(m *model.Model, set *references.Set, i int, ll refe
 		return o.decoder(m)
 	}
 	cfg := m.Config
-	whole := slices.Concat(ll.ContextTokens, ll.ContinuationTokens)
-	T := min(len(whole), cfg.NPositions+1) - 1 // the input LoglikelihoodTokens runs
+	T := len(generation.PairInput(ll.ContextTokens, ll.ContinuationTokens, cfg.NPositions))
 	if T < 1 {
 		return o.decoder(m) // ValidatePair refuses it
 	}

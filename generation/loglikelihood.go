@@ -71,11 +71,7 @@ func LoglikelihoodTokens(ctx context.Context, d Decoder, ctxTokens, contTokens [
 	if err := ValidatePair(ctxTokens, contTokens, n, d.VocabSize()); err != nil {
 		return Loglikelihood{}, err
 	}
-	whole := slices.Concat(ctxTokens, contTokens)
-	if len(whole) > n+1 {
-		whole = whole[len(whole)-(n+1):]
-	}
-	inp := whole[:len(whole)-1]
+	inp := PairInput(ctxTokens, contTokens, n)
 	from := len(inp) - len(contTokens)
 	res := Loglikelihood{IsGreedy: true, ContextTokens: slices.Clone(ctxTokens), ContinuationTokens: slices.Clone(contTokens)}
 	err := eachRow(ctx, d, inp, from, func(j int, row []float32) error {
@@ -90,6 +86,17 @@ func LoglikelihoodTokens(ctx context.Context, d Decoder, ctxTokens, contTokens [
 		return Loglikelihood{}, err
 	}
 	return res, nil
+}
+
+// PairInput is what the forward of a log-likelihood pair runs over: the
+// context and continuation cut to their last n+1 tokens (lm-evaluation-
+// harness's truncation to a context of n), less the last token.
+func PairInput(ctxTokens, contTokens []int, n int) []int {
+	whole := slices.Concat(ctxTokens, contTokens)
+	if len(whole) > n+1 {
+		whole = whole[len(whole)-(n+1):]
+	}
+	return whole[:len(whole)-1]
 }
 
 // eachRow calls fn with the logits of positions from..len(tokens)-1 in

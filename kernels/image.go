@@ -31,6 +31,16 @@ type MatrixImage struct {
 // a quantised matrix's integers are read a block of 2048 bytes at a time.
 const ArraySlack = 2048
 
+// Slack is the readable bytes array i of the image needs past its end
+// (RestoreMatrix refuses less): ArraySlack for a quantised matrix's
+// integers, none for the others.
+func (img MatrixImage) Slack(i int) int {
+	if img.Kind == "quant" && i == 0 {
+		return ArraySlack
+	}
+	return 0
+}
+
 // Image returns w's description and its arrays as bytes (views of w's
 // storage, not copies), in the order RestoreMatrix takes them.
 func (w Matrix) Image() (MatrixImage, [][]byte) {

@@ -79,10 +79,10 @@ type cacheSlot struct {
 
 // slack is the readable bytes array j of the slot needs past its end.
 func (s cacheSlot) slack(j int) int64 {
-	if s.Mat != nil && s.Mat.Kind == "quant" && j == 0 {
-		return kernels.ArraySlack
+	if s.Mat == nil {
+		return 0
 	}
-	return 0
+	return int64(s.Mat.Slack(j))
 }
 
 // arraySpan is where the next array starts after one of n bytes and its slack.
