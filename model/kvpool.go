@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"time"
 )
 
 // ErrKVCacheFull is the answer to a reservation or a block the pool cannot
@@ -41,6 +42,11 @@ type KVCacheOptions struct {
 	// sequence, so that an idle server's memory is this much, not the
 	// whole bound; 0 leaves only MaxTokens.
 	PrefixCacheTokens int
+	// SpareLinger is how long an ended block's memory stays mapped for
+	// the next block (a fresh mapping pays a page fault a page) before it
+	// is given back; 0 means DefaultSpareLinger, negative gives it back at
+	// once.
+	SpareLinger time.Duration
 }
 
 // KVPool holds the keys and values of a model's sequences in blocks of
@@ -63,6 +69,9 @@ type KVPool struct {
 	nextID   uint64                // block ids are never reused, so a prefix key never names a stale parent
 	index    map[blockKey]*kvBlock // full blocks by their prefix, when prefix caching
 	idle     list.List             // kept blocks nobody references, least recently used at the front
+	linger   time.Duration         // how long spare memory waits for a block; <= 0: not kept
+	spare    []blockMem            // ended blocks' memory, oldest first (kvspare.go)
+	trim     *time.Timer           // gives back spares past the linger; nil when none wait
 	stats    KVStats
 	freed    chan struct{} // closed (and replaced) when blocks or promises are given back
 }
@@ -95,6 +104,7 @@ type KVStats struct {
 	MaxBlocks    int   `json:"max_blocks"`    // 0: unbounded
 	HeldBlocks   int   `json:"held_blocks"`   // allocated now: in use plus kept for reuse
 	IdleBlocks   int   `json:"idle_blocks"`   // kept for prefix reuse, evictable
+	SpareBlocks  int   `json:"spare_blocks"`  // ended blocks' memory still mapped for the next block, not counted as held
 	PeakBlocks   int   `json:"peak_blocks"`   // the most held at once: the tokens a process's peak memory had to hold
 	Evictions    int64 `json:"evictions"`     // kept blocks given up for room
 	CachedTokens int64 `json:"cached_tokens"` // prompt positions served from kept blocks
@@ -119,7 +129,10 @@ func (m *Model) NewKVPool(opt KVCacheOptions) (*KVPool, error) {
 	p := &KVPool{
 		nLayer: cfg.NLayer, nHead: cfg.KVHeads(), headDim: cfg.HeadDim(), blockTokens: B,
 		capacity: cfg.NPositions, maxBlocks: (opt.MaxTokens + B - 1) / B, maxIdle: (opt.PrefixCacheTokens + B - 1) / B,
-		f16: opt.Float16, prefix: opt.PrefixCache,
+		f16: opt.Float16, prefix: opt.PrefixCache, linger: opt.SpareLinger,
+	}
+	if p.linger == 0 {
+		p.linger = DefaultSpareLinger
 	}
 	p.blockElems = 2 * p.nLayer * p.nHead * B * p.headDim
 	p.freed = make(chan struct{})
@@ -162,15 +175,17 @@ func (p *KVPool) Stats() KVStats {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	s := p.stats
-	s.HeldBlocks, s.IdleBlocks = p.held, p.idle.Len()
+	s.HeldBlocks, s.IdleBlocks, s.SpareBlocks = p.held, p.idle.Len(), len(p.spare)
 	return s
 }
 
 // blocksFor is the blocks n positions need.
 func (p *KVPool) blocksFor(n int) int { return (n + p.blockTokens - 1) / p.blockTokens }
 
-// alloc returns a fresh block with one reference, evicting the least
-// recently used kept block when the bound is reached. p.mu is held.
+// alloc returns a new block with one reference, evicting the least
+// recently used kept block when the bound is reached; its memory is a
+// spare's if one waits (stale: written before it is read), else fresh.
+// p.mu is held.
 func (p *KVPool) alloc() (*kvBlock, error) {
 	if p.maxBlocks > 0 && p.held >= p.maxBlocks {
 		if p.idle.Len() == 0 {
@@ -180,9 +195,11 @@ func (p *KVPool) alloc() (*kvBlock, error) {
 		p.stats.Evictions++
 	}
 	b := &kvBlock{refs: 1}
-	if p.f16 {
+	switch {
+	case p.takeSpare(b):
+	case p.f16:
 		b.f16, b.free = mapHalves(p.blockElems)
-	} else {
+	default:
 		b.f32, b.free = mapFloats(p.blockElems)
 	}
 	p.nextID++
@@ -192,12 +209,12 @@ func (p *KVPool) alloc() (*kvBlock, error) {
 	return b, nil
 }
 
-// drop frees a block's memory and forgets it. p.mu is held.
+// drop forgets a block and makes its memory a spare. p.mu is held.
 func (p *KVPool) drop(b *kvBlock) {
 	if b.tokens != nil {
 		delete(p.index, b.key)
 	}
-	b.free()
+	p.release(b)
 	b.f32, b.f16, b.idle = nil, nil, nil
 	p.held--
 }

@@ -88,7 +88,7 @@ func tokensFor(m *Model, n int, seed int) []int {
 // A cache holds the blocks of the positions it has, and gives them back.
 func TestCacheMemoryFollowsTokens(t *testing.T) {
 	m, _ := testModel(t)
-	p := newPool(t, m, KVCacheOptions{BlockTokens: 4})
+	p := newPool(t, m, KVCacheOptions{BlockTokens: 4, SpareLinger: -1}) // memory given back at once (kvspare_test.go: kept a while)
 	a, b := p.NewCache(), p.NewCache()
 	run(t, m, a, testTokens(9, 1), nil)
 	require.Equal(t, 3, p.Stats().HeldBlocks, "9 positions in blocks of 4")
@@ -292,6 +292,7 @@ func TestKVPoolRandomOps(t *testing.T) {
 		peak = max(peak, st.HeldBlocks)
 		require.GreaterOrEqual(t, st.PeakBlocks, peak, "step %d %s: the most blocks held at once", step, op)
 		require.LessOrEqual(t, st.PeakBlocks, maxTok/B, "step %d %s", step, op)
+		require.LessOrEqual(t, st.HeldBlocks+st.SpareBlocks, st.PeakBlocks, "step %d %s: spare memory above the peak", step, op)
 		for b := range held {
 			require.Positive(t, b.refs, "step %d %s", step, op)
 		}

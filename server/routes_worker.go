@@ -44,16 +44,17 @@ type kvHealth struct {
 	PrefixCache  bool   `json:"prefix_cache"`
 	UsedBlocks   int    `json:"used_blocks"`
 	IdleBlocks   int    `json:"idle_blocks"`
-	Bytes        int64  `json:"bytes"`      // of the blocks allocated, used and kept
-	PeakBytes    int64  `json:"peak_bytes"` // of the most blocks allocated at once since start
+	SpareBlocks  int    `json:"spare_blocks"` // ended blocks' memory still mapped for the next ones
+	Bytes        int64  `json:"bytes"`        // of the blocks mapped: used, kept and spare
+	PeakBytes    int64  `json:"peak_bytes"`   // of the most blocks allocated at once since start
 	CachedTokens int64  `json:"cached_tokens"`
 }
 
 func newKVHealth(p *model.KVPool) *kvHealth {
 	st := p.Stats()
 	h := &kvHealth{MaxTokens: p.MaxTokens(), BlockTokens: st.BlockTokens, DType: "f32", PrefixCache: p.PrefixCache(),
-		UsedBlocks: st.HeldBlocks - st.IdleBlocks, IdleBlocks: st.IdleBlocks,
-		Bytes: int64(st.HeldBlocks) * st.BlockBytes, PeakBytes: int64(st.PeakBlocks) * st.BlockBytes,
+		UsedBlocks: st.HeldBlocks - st.IdleBlocks, IdleBlocks: st.IdleBlocks, SpareBlocks: st.SpareBlocks,
+		Bytes: int64(st.HeldBlocks+st.SpareBlocks) * st.BlockBytes, PeakBytes: int64(st.PeakBlocks) * st.BlockBytes,
 		CachedTokens: st.CachedTokens}
 	if p.Float16() {
 		h.DType = "f16"
