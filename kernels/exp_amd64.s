@@ -96,33 +96,125 @@ GLOBL geludata<>(SB), RODATA, $144
 	VPSLLQ       $52, Y3, Y3; \
 	VMULPD       Y3, Y1, Y1
 
+// EXPPD2 is EXPPD on two vectors at once, A in Y1 and B in Y7 (scratch
+// Y2, X3/Y3, Y5 for A; Y8, X9/Y9, Y10 for B; Y4 shared), each lane's
+// operations those of EXPPD in its order, so its bits. Interleaved
+// because one chain leaves the core idle: EXPPD is some twenty-five
+// dependent operations, and the scheduler holds too few of them to
+// overlap consecutive blocks on its own (scripts/bench/notes/20).
+#define EXPTERM2(off) \
+	VBROADCASTSD geludata<>+off(SB), Y4; \
+	VFMADD213PD  Y4, Y1, Y5; \
+	VFMADD213PD  Y4, Y7, Y10
+
+#define EXPSQUARE2 \
+	VMULPD       Y5, Y1, Y1; \
+	VMULPD       Y10, Y7, Y7; \
+	VADDPD       Y11, Y1, Y5; \
+	VADDPD       Y11, Y7, Y10
+
+#define EXPPD2 \
+	VBROADCASTSD geludata<>+24(SB), Y2; \
+	VMULPD       Y7, Y2, Y8; \
+	VMULPD       Y1, Y2, Y2; \
+	VCVTPD2DQY   Y2, X3; \
+	VCVTPD2DQY   Y8, X9; \
+	VCVTDQ2PD    X3, Y2; \
+	VCVTDQ2PD    X9, Y8; \
+	VBROADCASTSD geludata<>+32(SB), Y4; \
+	VFNMADD231PD Y4, Y2, Y1; \
+	VFNMADD231PD Y4, Y8, Y7; \
+	VBROADCASTSD geludata<>+40(SB), Y4; \
+	VFNMADD231PD Y4, Y2, Y1; \
+	VFNMADD231PD Y4, Y8, Y7; \
+	VBROADCASTSD geludata<>+48(SB), Y4; \
+	VMULPD       Y4, Y1, Y1; \
+	VMULPD       Y4, Y7, Y7; \
+	VBROADCASTSD geludata<>+56(SB), Y5; \
+	VMOVAPD      Y5, Y10; \
+	EXPTERM2(64); \
+	EXPTERM2(72); \
+	EXPTERM2(80); \
+	EXPTERM2(88); \
+	EXPTERM2(96); \
+	EXPTERM2(104); \
+	VFMADD213PD  Y12, Y1, Y5; \
+	VFMADD213PD  Y12, Y7, Y10; \
+	EXPSQUARE2; \
+	EXPSQUARE2; \
+	EXPSQUARE2; \
+	EXPSQUARE2; \
+	VFMADD213PD  Y12, Y5, Y1; \
+	VFMADD213PD  Y12, Y10, Y7; \
+	VPADDD       X13, X3, X3; \
+	VPADDD       X13, X9, X9; \
+	VPMOVZXDQ    X3, Y3; \
+	VPMOVZXDQ    X9, Y9; \
+	VPSLLQ       $52, Y3, Y3; \
+	VPSLLQ       $52, Y9, Y9; \
+	VMULPD       Y3, Y1, Y1; \
+	VMULPD       Y9, Y7, Y7
+
+// INRANGE2 jumps to out unless every a in Y1 and Y7 is within ±700.
+#define INRANGE2(out) \
+	VANDPD    Y15, Y1, Y2; \
+	VCMPPD    $6, Y14, Y2, Y2; \
+	VANDPD    Y15, Y7, Y8; \
+	VCMPPD    $6, Y14, Y8, Y8; \
+	VORPD     Y8, Y2, Y2; \
+	VMOVMSKPD Y2, BX; \
+	TESTQ     BX, BX; \
+	JNZ       out
+
+// GELUA computes GELU's exponent a of the four values f in fr into ar
+// (scratch t).
+#define GELUA(fr, ar, t) \
+	VBROADCASTSD geludata<>+0(SB), ar; \
+	VMULPD    fr, ar, ar; \
+	VMULPD    fr, ar, ar; \
+	VMULPD    fr, ar, ar; \
+	VADDPD    ar, fr, ar; \
+	VBROADCASTSD geludata<>+8(SB), t; \
+	VMULPD    ar, t, ar
+
+// GELUOUT stores f / (1 + e) of fr and er, rounded to float32, at off.
+#define GELUOUT(fr, er, xr, off) \
+	VADDPD    Y12, er, er; \
+	VDIVPD    er, fr, fr; \
+	VCVTPD2PSY fr, xr; \
+	VMOVUPS   xr, off(DI)(AX*4)
+
 TEXT ·geluAVX2(SB), NOSPLIT, $0-24
 	MOVQ x+0(FP), DI
 	MOVQ n+8(FP), CX
 	XORQ AX, AX
 	EXPCONSTS
 
-gblock:
+gpair:                                   // eight values while eight remain and all are in range
+	LEAQ 8(AX), DX
+	CMPQ DX, CX
+	JGT  gblock
+	VCVTPS2PD (DI)(AX*4), Y0
+	VCVTPS2PD 16(DI)(AX*4), Y6
+	GELUA(Y0, Y1, Y2)
+	GELUA(Y6, Y7, Y8)
+	INRANGE2(gblock)
+	EXPPD2
+	GELUOUT(Y0, Y1, X0, 0)
+	GELUOUT(Y6, Y7, X6, 16)
+	ADDQ $8, AX
+	JMP  gpair
+
+gblock:                                  // four: the last, or a pair not all in range
 	CMPQ AX, CX
 	JGE  gdone
 	VCVTPS2PD (DI)(AX*4), Y0             // f
-	VBROADCASTSD geludata<>+0(SB), Y1
-	VMULPD    Y0, Y1, Y1                 // 0.044715·f
-	VMULPD    Y0, Y1, Y1                 // ·f
-	VMULPD    Y0, Y1, Y1                 // ·f
-	VADDPD    Y1, Y0, Y1                 // u = f + …
-	VBROADCASTSD geludata<>+8(SB), Y2
-	VMULPD    Y1, Y2, Y1                 // a
+	GELUA(Y0, Y1, Y2)                    // a = −√(8/π)·(f + 0.044715·f³)
 	INRANGE(gdone)                       // |a| > 700 or NaN (NLE_US): stop
-
 	EXPPD                                // e = math.Exp(a)
-
-	VADDPD    Y12, Y1, Y1                // 1 + e
-	VDIVPD    Y1, Y0, Y0                 // f / (1 + e)
-	VCVTPD2PSY Y0, X0
-	VMOVUPS   X0, (DI)(AX*4)
-	ADDQ      $4, AX
-	JMP       gblock
+	GELUOUT(Y0, Y1, X0, 0)               // f / (1 + e)
+	ADDQ $4, AX
+	JMP  gpair
 
 gdone:
 	MOVQ AX, ret+16(FP)
@@ -138,22 +230,37 @@ gdone:
 TEXT ·expShiftedAVX2(SB), NOSPLIT, $0-40
 	MOVQ         dst+0(FP), DI
 	MOVQ         src+8(FP), SI
-	VCVTSS2SD    sub+16(FP), X10, X10
-	VBROADCASTSD X10, Y10
+	VCVTSS2SD    sub+16(FP), X6, X6
+	VBROADCASTSD X6, Y6
 	MOVQ         n+24(FP), CX
 	XORQ         AX, AX
 	EXPCONSTS
+
+epair:
+	LEAQ      8(AX), DX
+	CMPQ      DX, CX
+	JGT       eblock
+	VCVTPS2PD (SI)(AX*4), Y1
+	VCVTPS2PD 16(SI)(AX*4), Y7
+	VSUBPD    Y6, Y1, Y1
+	VSUBPD    Y6, Y7, Y7
+	INRANGE2(eblock)
+	EXPPD2
+	VMOVUPD   Y1, (DI)(AX*8)
+	VMOVUPD   Y7, 32(DI)(AX*8)
+	ADDQ      $8, AX
+	JMP       epair
 
 eblock:
 	CMPQ      AX, CX
 	JGE       edone
 	VCVTPS2PD (SI)(AX*4), Y1
-	VSUBPD    Y10, Y1, Y1                // a
+	VSUBPD    Y6, Y1, Y1                 // a
 	INRANGE(edone)
 	EXPPD
 	VMOVUPD   Y1, (DI)(AX*8)
 	ADDQ      $4, AX
-	JMP       eblock
+	JMP       epair
 
 edone:
 	MOVQ AX, ret+32(FP)

@@ -25,7 +25,8 @@ func TestGELUSameBits(t *testing.T) {
 
 // inputClasses is a vector kernel's test input: a sweep of lo..hi, normal
 // values of the given scale and random bits, each special value at every
-// position of a block of four, and a tail of three.
+// position of a block of four (in either block of a pair), and a tail of
+// three.
 func inputClasses(r *rand.Rand, lo, hi, step, scale float64, special []float32) []float32 {
 	var xs []float32
 	for v := lo; v <= hi; v += step {
@@ -34,12 +35,17 @@ func inputClasses(r *rand.Rand, lo, hi, step, scale float64, special []float32) 
 	for range 200000 {
 		xs = append(xs, float32(r.NormFloat64()*scale), math.Float32frombits(r.Uint32()))
 	}
-	for i := range 4 {
-		for _, s := range special {
-			block := []float32{0.5, -0.5, 1.5, -2.5}
-			block[i] = s
-			xs = append(xs, block...)
+	// Twice, a block apart: the kernels take blocks in pairs, and each
+	// special block must be the first of a pair and the second.
+	for range 2 {
+		for i := range 4 {
+			for _, s := range special {
+				block := []float32{0.5, -0.5, 1.5, -2.5}
+				block[i] = s
+				xs = append(xs, block...)
+			}
 		}
+		xs = append(xs, 0.25, -0.25, 0.75, -0.75)
 	}
 	return append(xs, 1, 2, 3)
 }
