@@ -22,8 +22,7 @@ next: \
 #define STEP1 ADDQ $288, DX
 
 // The AVX-512 pieces of limbs_amd64.s and limbs_rows2_amd64.s: Z15 holds
-// 0x0f in every byte, Z24 the mask of the higher bits, Z30 256.0 and
-// Z31 65536.0.
+// 0x0f in every byte, Z24 the mask of the higher bits, Z31 16.0.
 
 // QUAD adds the integers w of rows 4i..4i+3 (i = lo/4) times their limbs
 // (QUADR: those of the records at rec).
@@ -43,11 +42,19 @@ next: \
 
 // JOIN joins a weight group's sums of strip c and adds them to acc y:
 // t = 65536·H + (256·M + L), y = fma(t, s·2^-shift, y); OFFS adds
-// y = fma(Σ, o, y).
+// y = fma(Σ, o, y). Only the last step multiplies: on Zen 4 multiplies
+// and VPDPBUSD share two pipes (a multiply costs a VPDPBUSD there), while
+// integer adds, shifts, conversions, float adds and VSCALEFPS run beside
+// them, so each rounding step is one of those with limbs.go's bits:
+// 256·M + L is exact in int32 (below 2^30) and converted with one
+// rounding, as fma(M, 256, L) rounds once; H·2^16 is exact, so adding it
+// rounds as fma(H, 65536, ·) does; and s·2^-shift is VSCALEFPS by the
+// exponent in scale (SCALE's VGETEXPPS of 2^-shift), rounded as the
+// product is (scripts/bench/notes/20-prefill-rest.md).
 #define JOINR(c, ah, am, al, y, scale) \
-	VCVTDQ2PS al, al; VCVTDQ2PS am, am; VCVTDQ2PS ah, ah; \
-	VFMADD213PS al, Z30, am; VFMADD213PS am, Z31, ah; \
-	VMULPS c*64(R8), scale, Z27; VFMADD231PS Z27, ah, y
+	VPSLLD $8, am, am; VPADDD al, am, am; VCVTDQ2PS am, am; \
+	VCVTDQ2PS ah, ah; VSCALEFPS Z31, ah, ah; VADDPS am, ah, ah; \
+	VMOVUPS c*64(R8), Z27; VSCALEFPS scale, Z27, Z27; VFMADD231PS Z27, ah, y
 #define JOIN(c, ah, am, al, y) JOINR(c, ah, am, al, y, Z29)
 #define OFFSR(c, y, sum) VFMADD231PS c*64(R9), sum, y
 #define OFFS(c, y) OFFSR(c, y, Z28)

@@ -15,16 +15,15 @@
 // (strip c's high, middle and low in Z(3c)..Z(3c+2)), started at the
 // record's corrections min·Σlimb, so that the stored u = q − min give the
 // sums of q; Z20-Z23 the float32 sums acc; Z15 0x0f in every byte, Z24 the
-// mask of the higher bits, Z30 256.0, Z31 65536.0, Z29 the group's
-// 2^-shift, Z28 its Σx̃·2^-shift.
+// mask of the higher bits, Z31 16.0, Z29 the group's −shift (the
+// exponent of its 2^-shift), Z28 its Σx̃·2^-shift.
 
 #define ARGS(hmask) \
 	MOVL $hmask, AX; VPBROADCASTD AX, Z24; \
 	MOVQ y+0(FP), DI; MOVQ q+8(FP), SI; MOVQ rec+16(FP), DX; MOVQ s+24(FP), R8; \
 	MOVQ o+32(FP), R9; MOVQ groups+40(FP), CX; MOVQ half+48(FP), BX; \
 	MOVL $0x0f0f0f0f, AX; VPBROADCASTD AX, Z15; \
-	MOVL $0x43800000, AX; VPBROADCASTD AX, Z30; \
-	MOVL $0x47800000, AX; VPBROADCASTD AX, Z31; \
+	MOVL $0x41800000, AX; VPBROADCASTD AX, Z31; \
 	VPXORD Z20, Z20, Z20; VPXORD Z21, Z21, Z21; VPXORD Z22, Z22, Z22; VPXORD Z23, Z23, Z23
 
 // INIT starts the twelve sums at the corrections at off in the record.
@@ -82,7 +81,7 @@
 
 // GROUPS is a kernel's loop over the activation groups (LIMBGROUPS),
 // then acc added to y.
-#define SCALE512 VBROADCASTSS 120(DX), Z29
+#define SCALE512 VBROADCASTSS 120(DX), Z29; VGETEXPPS Z29, Z29
 #define GROUPS(group, whole, next, HIGH0, O0, O1, HIGH1, O2, O3, bytes) \
 	LIMBGROUPS(group, whole, next, SCALE512, INIT, FIN, HIGH0, O0, O1, HIGH1, O2, O3, bytes, STEP1); \
 	DONE

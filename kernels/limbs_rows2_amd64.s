@@ -14,15 +14,14 @@
 //
 // Z0-Z5 are row 0's sums (strip 0, strip 1), Z6-Z11 row 1's; Z20, Z21
 // row 0's acc, Z22, Z23 row 1's; DX and R13 the rows' records, Z29 and
-// Z26 their scales, Z28 and Z25 their sums; R14 is y1.
+// Z26 their scales' exponents, Z28 and Z25 their sums; R14 is y1.
 
 #define ARGSR2(hmask) \
 	MOVL $hmask, AX; VPBROADCASTD AX, Z24; \
 	MOVQ y0+0(FP), DI; MOVQ y1+8(FP), R14; MOVQ q+16(FP), SI; MOVQ rec0+24(FP), DX; MOVQ rec1+32(FP), R13; \
 	MOVQ s+40(FP), R8; MOVQ o+48(FP), R9; MOVQ groups+56(FP), CX; MOVQ half+64(FP), BX; \
 	MOVL $0x0f0f0f0f, AX; VPBROADCASTD AX, Z15; \
-	MOVL $0x43800000, AX; VPBROADCASTD AX, Z30; \
-	MOVL $0x47800000, AX; VPBROADCASTD AX, Z31; \
+	MOVL $0x41800000, AX; VPBROADCASTD AX, Z31; \
 	VPXORD Z20, Z20, Z20; VPXORD Z21, Z21, Z21; VPXORD Z22, Z22, Z22; VPXORD Z23, Z23, Z23
 
 #define INITR2(off) \
@@ -55,7 +54,7 @@
 	VMOVDQU64 o*512+j*256+64(SI), Z13; QUADR(Z13, 8*o+4*j, DX, Z3, Z4, Z5); QUADR(Z13, 8*o+4*j, R13, Z9, Z10, Z11)
 #define OCT8R2(o) QUAD8R2(o, 0); QUAD8R2(o, 1)
 
-#define SCALER2 VBROADCASTSS 120(DX), Z29; VBROADCASTSS 120(R13), Z26
+#define SCALER2 VBROADCASTSS 120(DX), Z29; VBROADCASTSS 120(R13), Z26; VGETEXPPS Z29, Z29; VGETEXPPS Z26, Z26
 #define FINR2(off) \
 	JOINR(0, Z0, Z1, Z2, Z20, Z29); JOINR(1, Z3, Z4, Z5, Z21, Z29); \
 	JOINR(0, Z6, Z7, Z8, Z22, Z26); JOINR(1, Z9, Z10, Z11, Z23, Z26); \

@@ -341,3 +341,26 @@ func BenchmarkMatmulDecodeQuant(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkMatmulPrefillQuant: a 128-row product (a prefill's) with
+// GPT-2's attention projection shape, every integer width (6 bits in
+// Q6_K's groups of 16): the two-row limb kernels, the split and the
+// formed scales, in multiply-adds a second.
+func BenchmarkMatmulPrefillQuant(b *testing.B) {
+	for _, c := range []struct {
+		bits  ggmlnum.Groups
+		group int
+	}{{sixBits, 16}, {fiveBits, 32}, {fourBits, 32}, {eightBits, 32}} {
+		b.Run(fmt.Sprintf("bits=%d/g%d", c.bits.Bits, c.group), func(b *testing.B) {
+			r := rand.New(rand.NewPCG(1, 1))
+			const M, K, N = 128, 768, 768
+			n := randomQuant(r, N, K, c.group, false, c.bits)
+			w := n.matrix(b, false)
+			x, dst := randSlice(r, M*K), make([]float32, M*N)
+			for b.Loop() {
+				MatMulAcc(dst, x, w, M, K, N)
+			}
+			b.ReportMetric(float64(M*K*N)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GMAC/s")
+		})
+	}
+}
