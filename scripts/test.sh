@@ -81,6 +81,7 @@ step() {
 }
 
 step "lint (gofmt, go vet)" - "$MAKE" -s lint
+step "go vet on Windows, macOS, Linux arm64, FreeBSD" - "$MAKE" -s vet-platforms
 step "PyTorch reference's tests" torch "$PYTHON" -m unittest discover -s pytorch -p 'test_*.py'
 step "verify-references" torch "$MAKE" -s verify-references
 step "verify-f16" torch "$MAKE" -s verify-f16

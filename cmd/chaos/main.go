@@ -1,3 +1,5 @@
+//go:build unix
+
 // Command chaos runs the hostile-client probes of the hardening issues
 // against a real `llorch-check serve` process on loopback, and the hostile
 // inputs of the command line (special files, dump over its own set or
