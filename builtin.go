@@ -105,20 +105,22 @@ func BuiltinCopy(cache, dir string) (string, error) {
 	if err := writeFiles(tmp, dir, files); err != nil {
 		return "", err
 	}
-	if err := os.Rename(tmp, final); err != nil {
-		// Another process put a copy there first, or a damaged one is in
-		// the way.
-		if sameFiles(final, dir, files) {
-			return final, nil
+	for try := range 3 {
+		err := os.Rename(tmp, final)
+		if err == nil || sameFiles(final, dir, files) {
+			return final, nil // ours, or a good copy another process put there first
 		}
-		if err := os.RemoveAll(final); err != nil {
+		// A damaged copy is in the way: move it aside whole, never empty
+		// it in place, where another process may be reading it (it keeps
+		// what it opened), then try again. Another process repairing it
+		// at once may move it first, or put its own copy there.
+		aside := fmt.Sprintf("%s.damaged-%d", tmp, try)
+		if err := os.Rename(final, aside); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return "", fmt.Errorf("replacing the damaged copy of the built-in %s: %w", dir, err)
 		}
-		if err := os.Rename(tmp, final); err != nil {
-			return "", fmt.Errorf("copying the built-in %s: %w", dir, err)
-		}
+		defer os.RemoveAll(aside)
 	}
-	return final, nil
+	return "", fmt.Errorf("copying the built-in %s: %s kept changing under other processes", dir, final)
 }
 
 // builtinKey names the binary's built-in files: a digest of every file's

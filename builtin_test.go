@@ -1,10 +1,13 @@
 package llorchcheck
 
 import (
+	"bytes"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -116,5 +119,54 @@ func TestBuiltinCopy(t *testing.T) {
 			require.NoError(t, err)
 			require.Len(t, entries, 1, "temporary directories left beside the copy")
 		})
+	}
+}
+
+// Processes sharing a cache find one damaged copy at once and repair it:
+// each gets a complete copy, none sees a file vanish while it reads what
+// it was given, and nothing is left beside the copy.
+func TestBuiltinCopyConcurrentRepair(t *testing.T) {
+	want := diskFiles(t, filepath.FromSlash(BuiltinReferences))
+	for round := range 3 {
+		cache := t.TempDir()
+		dir, err := BuiltinCopy(cache, BuiltinReferences)
+		require.NoError(t, err)
+		manifest := filepath.Join(dir, "manifest.json")
+		require.NoError(t, os.Chmod(manifest, 0o644))
+		require.NoError(t, os.Truncate(manifest, 10))
+
+		errs := make(chan error, 64)
+		var wg sync.WaitGroup
+		for range 4 {
+			wg.Go(func() {
+				got, err := BuiltinCopy(cache, BuiltinReferences)
+				if err != nil {
+					errs <- err
+					return
+				}
+				for range 2 {
+					for _, name := range want {
+						data, err := os.ReadFile(filepath.Join(got, filepath.FromSlash(name)))
+						if err != nil {
+							errs <- err
+							return
+						}
+						if w, _ := ReadBuiltin(BuiltinReferences, name); !bytes.Equal(w, data) {
+							errs <- fmt.Errorf("%s differs", name)
+							return
+						}
+					}
+				}
+			})
+		}
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			t.Fatalf("round %d: %v", round, err)
+		}
+		require.Equal(t, want, diskFiles(t, dir))
+		entries, err := os.ReadDir(filepath.Dir(dir))
+		require.NoError(t, err)
+		require.Len(t, entries, 1, "round %d: directories left beside the copy", round)
 	}
 }
