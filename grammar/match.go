@@ -208,12 +208,6 @@ func (m *Matcher) Accept(b []byte) error {
 // Complete reports whether the text so far is a whole sentence.
 func (m *Matcher) Complete() bool { return m.states[m.cur].accept }
 
-// CanContinue reports whether some non-empty text can follow.
-func (m *Matcher) CanContinue() bool {
-	st := &m.states[m.cur]
-	return len(st.pending) > 0 || len(st.stacks) > 1 || st.stacks[0] >= 0
-}
-
 // Matches reports whether text is a whole sentence of the grammar.
 func (g *Grammar) Matches(text []byte) bool {
 	m := g.NewMatcher()
