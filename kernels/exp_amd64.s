@@ -96,64 +96,69 @@ GLOBL geludata<>(SB), RODATA, $144
 	VPSLLQ       $52, Y3, Y3; \
 	VMULPD       Y3, Y1, Y1
 
-// EXPPD2 is EXPPD on two vectors at once, A in Y1 and B in Y7 (scratch
-// Y2, X3/Y3, Y5 for A; Y8, X9/Y9, Y10 for B; Y4 shared), each lane's
-// operations those of EXPPD in its order, so its bits. Interleaved
-// because one chain leaves the core idle: EXPPD is some twenty-five
-// dependent operations, and the scheduler holds too few of them to
-// overlap consecutive blocks on its own (scripts/bench/notes/20).
-#define EXPTERM2(off) \
-	VBROADCASTSD geludata<>+off(SB), Y4; \
-	VFMADD213PD  Y4, Y1, Y5; \
-	VFMADD213PD  Y4, Y7, Y10
+// EXPPD2R is EXPPD on two vectors at once, A in a1 and B in a2 (scratch
+// k1, i1/q1, p1 for A; k2, i2/q2, p2 for B; t shared; one, two and bias
+// hold 1, 2 and the exponent bias; cvt is the float64-to-int32
+// conversion's mnemonic for the width), each lane's operations those of
+// EXPPD in its order, so its bits. Interleaved because one chain leaves
+// the core idle: EXPPD is some twenty-five dependent operations, and the
+// scheduler holds too few of them to overlap consecutive blocks on its
+// own (scripts/bench/notes/20). Written once for 256- and 512-bit
+// vectors: EXPPD2 and EXPPD2Z.
+#define EXPTERM2R(off, t, a1, p1, a2, p2) \
+	VBROADCASTSD geludata<>+off(SB), t; \
+	VFMADD213PD  t, a1, p1; \
+	VFMADD213PD  t, a2, p2
 
-#define EXPSQUARE2 \
-	VMULPD       Y5, Y1, Y1; \
-	VMULPD       Y10, Y7, Y7; \
-	VADDPD       Y11, Y1, Y5; \
-	VADDPD       Y11, Y7, Y10
+#define EXPSQUARE2R(a1, p1, a2, p2, two) \
+	VMULPD       p1, a1, a1; \
+	VMULPD       p2, a2, a2; \
+	VADDPD       two, a1, p1; \
+	VADDPD       two, a2, p2
 
-#define EXPPD2 \
-	VBROADCASTSD geludata<>+24(SB), Y2; \
-	VMULPD       Y7, Y2, Y8; \
-	VMULPD       Y1, Y2, Y2; \
-	VCVTPD2DQY   Y2, X3; \
-	VCVTPD2DQY   Y8, X9; \
-	VCVTDQ2PD    X3, Y2; \
-	VCVTDQ2PD    X9, Y8; \
-	VBROADCASTSD geludata<>+32(SB), Y4; \
-	VFNMADD231PD Y4, Y2, Y1; \
-	VFNMADD231PD Y4, Y8, Y7; \
-	VBROADCASTSD geludata<>+40(SB), Y4; \
-	VFNMADD231PD Y4, Y2, Y1; \
-	VFNMADD231PD Y4, Y8, Y7; \
-	VBROADCASTSD geludata<>+48(SB), Y4; \
-	VMULPD       Y4, Y1, Y1; \
-	VMULPD       Y4, Y7, Y7; \
-	VBROADCASTSD geludata<>+56(SB), Y5; \
-	VMOVAPD      Y5, Y10; \
-	EXPTERM2(64); \
-	EXPTERM2(72); \
-	EXPTERM2(80); \
-	EXPTERM2(88); \
-	EXPTERM2(96); \
-	EXPTERM2(104); \
-	VFMADD213PD  Y12, Y1, Y5; \
-	VFMADD213PD  Y12, Y7, Y10; \
-	EXPSQUARE2; \
-	EXPSQUARE2; \
-	EXPSQUARE2; \
-	EXPSQUARE2; \
-	VFMADD213PD  Y12, Y5, Y1; \
-	VFMADD213PD  Y12, Y10, Y7; \
-	VPADDD       X13, X3, X3; \
-	VPADDD       X13, X9, X9; \
-	VPMOVZXDQ    X3, Y3; \
-	VPMOVZXDQ    X9, Y9; \
-	VPSLLQ       $52, Y3, Y3; \
-	VPSLLQ       $52, Y9, Y9; \
-	VMULPD       Y3, Y1, Y1; \
-	VMULPD       Y9, Y7, Y7
+#define EXPPD2R(cvt, a1, k1, i1, q1, p1, a2, k2, i2, q2, p2, t, one, two, bias) \
+	VBROADCASTSD geludata<>+24(SB), k1; \
+	VMULPD       a2, k1, k2; \
+	VMULPD       a1, k1, k1; \
+	cvt          k1, i1; \
+	cvt          k2, i2; \
+	VCVTDQ2PD    i1, k1; \
+	VCVTDQ2PD    i2, k2; \
+	VBROADCASTSD geludata<>+32(SB), t; \
+	VFNMADD231PD t, k1, a1; \
+	VFNMADD231PD t, k2, a2; \
+	VBROADCASTSD geludata<>+40(SB), t; \
+	VFNMADD231PD t, k1, a1; \
+	VFNMADD231PD t, k2, a2; \
+	VBROADCASTSD geludata<>+48(SB), t; \
+	VMULPD       t, a1, a1; \
+	VMULPD       t, a2, a2; \
+	VBROADCASTSD geludata<>+56(SB), p1; \
+	VMOVAPD      p1, p2; \
+	EXPTERM2R(64, t, a1, p1, a2, p2); \
+	EXPTERM2R(72, t, a1, p1, a2, p2); \
+	EXPTERM2R(80, t, a1, p1, a2, p2); \
+	EXPTERM2R(88, t, a1, p1, a2, p2); \
+	EXPTERM2R(96, t, a1, p1, a2, p2); \
+	EXPTERM2R(104, t, a1, p1, a2, p2); \
+	VFMADD213PD  one, a1, p1; \
+	VFMADD213PD  one, a2, p2; \
+	EXPSQUARE2R(a1, p1, a2, p2, two); \
+	EXPSQUARE2R(a1, p1, a2, p2, two); \
+	EXPSQUARE2R(a1, p1, a2, p2, two); \
+	EXPSQUARE2R(a1, p1, a2, p2, two); \
+	VFMADD213PD  one, p1, a1; \
+	VFMADD213PD  one, p2, a2; \
+	VPADDD       bias, i1, i1; \
+	VPADDD       bias, i2, i2; \
+	VPMOVZXDQ    i1, q1; \
+	VPMOVZXDQ    i2, q2; \
+	VPSLLQ       $52, q1, q1; \
+	VPSLLQ       $52, q2, q2; \
+	VMULPD       q1, a1, a1; \
+	VMULPD       q2, a2, a2
+
+#define EXPPD2 EXPPD2R(VCVTPD2DQY, Y1, Y2, X3, Y3, Y5, Y7, Y8, X9, Y9, Y10, Y4, Y12, Y11, X13)
 
 // INRANGE2 jumps to out unless every a in Y1 and Y7 is within ±700.
 #define INRANGE2(out) \
@@ -166,8 +171,8 @@ GLOBL geludata<>(SB), RODATA, $144
 	TESTQ     BX, BX; \
 	JNZ       out
 
-// GELUA computes GELU's exponent a of the four values f in fr into ar
-// (scratch t).
+// GELUA computes GELU's exponent a of the values f in fr into ar
+// (scratch t), four or eight.
 #define GELUA(fr, ar, t) \
 	VBROADCASTSD geludata<>+0(SB), ar; \
 	VMULPD    fr, ar, ar; \
@@ -177,12 +182,39 @@ GLOBL geludata<>(SB), RODATA, $144
 	VBROADCASTSD geludata<>+8(SB), t; \
 	VMULPD    ar, t, ar
 
-// GELUOUT stores f / (1 + e) of fr and er, rounded to float32, at off.
-#define GELUOUT(fr, er, xr, off) \
-	VADDPD    Y12, er, er; \
+// GELUOUTR stores f / (1 + e) of fr and er, rounded to float32 (cvt, the
+// width's mnemonic) through xr, at off; one holds 1.
+#define GELUOUTR(cvt, one, fr, er, xr, off) \
+	VADDPD    one, er, er; \
 	VDIVPD    er, fr, fr; \
-	VCVTPD2PSY fr, xr; \
+	cvt       fr, xr; \
 	VMOVUPS   xr, off(DI)(AX*4)
+#define GELUOUT(fr, er, xr, off) GELUOUTR(VCVTPD2PSY, Y12, fr, er, xr, off)
+
+// GELUPAIRS is the gelu loop over two vectors at a time (n values, the
+// second vector half floats in) while n remain and their exponents are in
+// range, else on to out: f in f0 and f1, a in a0 and a1 (scratch t0, t1),
+// the float32 results through x0 and x1; INR, EXP and OUT the width's
+// range check, exponential and store. EXPPAIRS is expShifted's, the
+// arguments in a0 and a1 less sub, e^a stored at dst (the second vector
+// dhalf bytes in).
+#define GELUPAIRS(loop, out, n, half, f0, a0, t0, f1, a1, t1, x0, x1, INR, EXP, OUT) \
+loop: \
+	LEAQ n(AX), DX; CMPQ DX, CX; JGT out; \
+	VCVTPS2PD (DI)(AX*4), f0; VCVTPS2PD half(DI)(AX*4), f1; \
+	GELUA(f0, a0, t0); GELUA(f1, a1, t1); \
+	INR(out); EXP; \
+	OUT(f0, a0, x0, 0); OUT(f1, a1, x1, half); \
+	ADDQ $n, AX; JMP loop
+
+#define EXPPAIRS(loop, out, n, half, dhalf, a0, a1, sub, INR, EXP) \
+loop: \
+	LEAQ n(AX), DX; CMPQ DX, CX; JGT out; \
+	VCVTPS2PD (SI)(AX*4), a0; VCVTPS2PD half(SI)(AX*4), a1; \
+	VSUBPD sub, a0, a0; VSUBPD sub, a1, a1; \
+	INR(out); EXP; \
+	VMOVUPD a0, (DI)(AX*8); VMOVUPD a1, dhalf(DI)(AX*8); \
+	ADDQ $n, AX; JMP loop
 
 TEXT ·geluAVX2(SB), NOSPLIT, $0-24
 	MOVQ x+0(FP), DI
@@ -190,20 +222,7 @@ TEXT ·geluAVX2(SB), NOSPLIT, $0-24
 	XORQ AX, AX
 	EXPCONSTS
 
-gpair:                                   // eight values while eight remain and all are in range
-	LEAQ 8(AX), DX
-	CMPQ DX, CX
-	JGT  gblock
-	VCVTPS2PD (DI)(AX*4), Y0
-	VCVTPS2PD 16(DI)(AX*4), Y6
-	GELUA(Y0, Y1, Y2)
-	GELUA(Y6, Y7, Y8)
-	INRANGE2(gblock)
-	EXPPD2
-	GELUOUT(Y0, Y1, X0, 0)
-	GELUOUT(Y6, Y7, X6, 16)
-	ADDQ $8, AX
-	JMP  gpair
+	GELUPAIRS(gpair, gblock, 8, 16, Y0, Y1, Y2, Y6, Y7, Y8, X0, X6, INRANGE2, EXPPD2, GELUOUT) // eight values while eight remain and all are in range
 
 gblock:                                  // four: the last, or a pair not all in range
 	CMPQ AX, CX
@@ -236,20 +255,7 @@ TEXT ·expShiftedAVX2(SB), NOSPLIT, $0-40
 	XORQ         AX, AX
 	EXPCONSTS
 
-epair:
-	LEAQ      8(AX), DX
-	CMPQ      DX, CX
-	JGT       eblock
-	VCVTPS2PD (SI)(AX*4), Y1
-	VCVTPS2PD 16(SI)(AX*4), Y7
-	VSUBPD    Y6, Y1, Y1
-	VSUBPD    Y6, Y7, Y7
-	INRANGE2(eblock)
-	EXPPD2
-	VMOVUPD   Y1, (DI)(AX*8)
-	VMOVUPD   Y7, 32(DI)(AX*8)
-	ADDQ      $8, AX
-	JMP       epair
+	EXPPAIRS(epair, eblock, 8, 16, 32, Y1, Y7, Y6, INRANGE2, EXPPD2)
 
 eblock:
 	CMPQ      AX, CX
@@ -263,6 +269,66 @@ eblock:
 	JMP       epair
 
 edone:
+	MOVQ AX, ret+32(FP)
+	VZEROUPPER
+	RET
+
+// The AVX-512 loops: EXPPD's operations on two vectors of eight lanes
+// (Z1 and Z7, scratch as EXPPD2's in Z registers, the int32 k in Y3 and
+// Y9), each lane's operations still EXPPD's in its order, so its bits. A
+// 512-bit operation holds one scheduler entry for eight lanes where the
+// 256-bit loops hold two, so twice the independent work is in flight for
+// the same latency-bound chain (scripts/bench/notes/20). They stop at the
+// first pair of vectors not wholly within ±700 and return how many values
+// they did; the AVX2 loops go on from there.
+#define EXPPD2Z EXPPD2R(VCVTPD2DQ, Z1, Z2, Y3, Z3, Z5, Z7, Z8, Y9, Z9, Z10, Z4, Z12, Z11, Y13)
+
+// EXPCONSTSZ is EXPCONSTS in Z registers (Y13 the exponent bias).
+#define EXPCONSTSZ \
+	VPBROADCASTQ geludata<>+128(SB), Z15; \
+	VBROADCASTSD geludata<>+16(SB), Z14; \
+	VPBROADCASTD geludata<>+136(SB), Y13; \
+	VBROADCASTSD geludata<>+112(SB), Z12; \
+	VBROADCASTSD geludata<>+120(SB), Z11
+
+// INRANGE2Z jumps to out unless every a in Z1 and Z7 is within ±700.
+#define INRANGE2Z(out) \
+	VPANDQ    Z15, Z1, Z2; \
+	VCMPPD    $6, Z14, Z2, K1; \
+	VPANDQ    Z15, Z7, Z8; \
+	VCMPPD    $6, Z14, Z8, K2; \
+	KORTESTW  K1, K2; \
+	JNE       out
+
+#define GELUOUTZ(fr, er, yr, off) GELUOUTR(VCVTPD2PS, Z12, fr, er, yr, off)
+
+// func geluAVX512(x *float32, n int) int
+TEXT ·geluAVX512(SB), NOSPLIT, $0-24
+	MOVQ x+0(FP), DI
+	MOVQ n+8(FP), CX
+	XORQ AX, AX
+	EXPCONSTSZ
+
+	GELUPAIRS(zgpair, zgdone, 16, 32, Z0, Z1, Z2, Z6, Z7, Z8, Y0, Y6, INRANGE2Z, EXPPD2Z, GELUOUTZ)
+
+zgdone:
+	MOVQ AX, ret+16(FP)
+	VZEROUPPER
+	RET
+
+// func expShiftedAVX512(dst *float64, src *float32, sub float32, n int) int
+TEXT ·expShiftedAVX512(SB), NOSPLIT, $0-40
+	MOVQ         dst+0(FP), DI
+	MOVQ         src+8(FP), SI
+	VCVTSS2SD    sub+16(FP), X6, X6
+	VBROADCASTSD X6, Z6
+	MOVQ         n+24(FP), CX
+	XORQ         AX, AX
+	EXPCONSTSZ
+
+	EXPPAIRS(zepair, zedone, 16, 32, 64, Z1, Z7, Z6, INRANGE2Z, EXPPD2Z)
+
+zedone:
 	MOVQ AX, ret+32(FP)
 	VZEROUPPER
 	RET

@@ -325,16 +325,27 @@ func geluAVX2(x *float32, n int) int
 //go:noescape
 func expShiftedAVX2(dst *float64, src *float32, sub float32, n int) int
 
-// expShifted runs the AVX2 kernel over blocks of four and math.Exp over
-// the rest: the tail, and any block it hands back (an argument beyond
-// ±700, or NaN).
+//go:noescape
+func geluAVX512(x *float32, n int) int
+
+//go:noescape
+func expShiftedAVX512(dst *float64, src *float32, sub float32, n int) int
+
+// expShifted runs the AVX-512 kernel sixteen at a time up to the first
+// block with an argument beyond ±700 (or NaN), the AVX2 kernel over the
+// blocks of four after it, and math.Exp over the rest: the tail, and any
+// block the AVX2 kernel hands back.
 func expShifted(dst []float64, src []float32, sub float32) {
 	if !useAVX2 {
 		expShiftedGeneric(dst, src, sub)
 		return
 	}
 	n4 := len(src) &^ 3
-	for i := 0; i < n4; {
+	i := 0
+	if useAVX512 && n4 >= 16 { // sixteen at a time while they are in range, then four
+		i = expShiftedAVX512(&dst[0], &src[0], sub, n4)
+	}
+	for i < n4 {
 		i += expShiftedAVX2(&dst[i], &src[i], sub, n4-i)
 		if i < n4 {
 			expShiftedGeneric(dst[i:i+4], src[i:i+4], sub)
@@ -344,16 +355,22 @@ func expShifted(dst []float64, src []float32, sub float32) {
 	expShiftedGeneric(dst[n4:], src[n4:], sub)
 }
 
-// gelu runs the AVX2 kernel over blocks of four and geluGeneric over the
-// rest: the tail, and any block the kernel hands back because an exponent
-// lies outside math.Exp's plain range (|a| > 700, infinities, NaN).
+// gelu runs the AVX-512 kernel sixteen at a time up to the first block
+// whose exponent lies outside math.Exp's plain range (|a| > 700,
+// infinities, NaN), the AVX2 kernel over the blocks of four after it, and
+// geluGeneric over the rest: the tail, and any block the AVX2 kernel
+// hands back.
 func gelu(x []float32) {
 	if !useAVX2 {
 		geluGeneric(x)
 		return
 	}
 	n4 := len(x) &^ 3
-	for i := 0; i < n4; {
+	i := 0
+	if useAVX512 && n4 >= 16 { // sixteen at a time while they are in range, then four
+		i = geluAVX512(&x[0], n4)
+	}
+	for i < n4 {
 		i += geluAVX2(&x[i], n4-i)
 		if i < n4 {
 			geluGeneric(x[i : i+4])
