@@ -150,9 +150,31 @@ func siluMul(out, gate, up, neg []float32, e []float64) {
 }
 
 // rmsNorm normalises each C-wide row of x into dst: LlamaRMSNorm,
-// w · (x · rsqrt(mean(x²) + eps)). f16 is FaultRMSNormF16.
+// w · (x · rsqrt(mean(x²) + eps)). f16 is FaultRMSNormF16. A prefill's
+// rows are shared over the cores as layerNorm's are.
 func rmsNorm(dst, x, w []float32, C int, eps float64, f16 bool) {
-	for r := 0; r+C <= len(x); r += C {
+	byRowChunks(len(x), C, func(lo, hi int) { rmsNormRows(dst[lo:hi], x[lo:hi], w, C, eps, f16) })
+}
+
+// rmsNormRows is rmsNorm on one goroutine, the float32 arithmetic four
+// rows at a time where there are four (their sums of squares side by
+// side, as layerNormRows's: the same bits, a quarter of the time).
+func rmsNormRows(dst, x, w []float32, C int, eps float64, f16 bool) {
+	r := 0
+	for ; !f16 && r+4*C <= len(x); r += 4 * C {
+		x0, x1, x2, x3 := x[r:r+C], x[r+C:r+2*C], x[r+2*C:r+3*C], x[r+3*C:r+4*C]
+		var s0, s1, s2, s3 float64
+		for i := range C {
+			s0 += float64(x0[i]) * float64(x0[i])
+			s1 += float64(x1[i]) * float64(x1[i])
+			s2 += float64(x2[i]) * float64(x2[i])
+			s3 += float64(x3[i]) * float64(x3[i])
+		}
+		for j, ss := range [4]float64{s0, s1, s2, s3} {
+			rmsScale(dst[r+j*C:r+(j+1)*C], x[r+j*C:r+(j+1)*C], w, ss, eps)
+		}
+	}
+	for ; r+C <= len(x); r += C {
 		rmsNormRow(dst[r:r+C], x[r:r+C], w, eps, f16)
 	}
 }
@@ -172,6 +194,12 @@ func rmsNormRow(dst, x, w []float32, eps float64, f16 bool) {
 	for _, v := range x {
 		ss += float64(v) * float64(v)
 	}
+	rmsScale(dst, x, w, ss, eps)
+}
+
+// rmsScale writes one row's w · (x · rsqrt(ss/len + eps)), ss its sum of
+// squares; dst may alias x.
+func rmsScale(dst, x, w []float32, ss, eps float64) {
 	v := float32(ss/float64(len(x))) + float32(eps)
 	inv := 1 / float32(math.Sqrt(float64(v)))
 	for i, v := range x {
