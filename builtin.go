@@ -106,8 +106,7 @@ func BuiltinCopy(cache, dir string) (string, error) {
 		return "", err
 	}
 	for try := range 3 {
-		err := os.Rename(tmp, final)
-		if err == nil || sameFiles(final, dir, files) {
+		if err = os.Rename(tmp, final); err == nil || sameFiles(final, dir, files) {
 			return final, nil // ours, or a good copy another process put there first
 		}
 		// A damaged copy is in the way: move it aside whole, never empty
@@ -120,7 +119,7 @@ func BuiltinCopy(cache, dir string) (string, error) {
 		}
 		defer os.RemoveAll(aside)
 	}
-	return "", fmt.Errorf("copying the built-in %s: %s kept changing under other processes", dir, final)
+	return "", fmt.Errorf("copying the built-in %s: %w", dir, err)
 }
 
 // builtinKey names the binary's built-in files: a digest of every file's

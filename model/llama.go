@@ -156,9 +156,9 @@ func rmsNorm(dst, x, w []float32, C int, eps float64, f16 bool) {
 	byRowChunks(len(x), C, func(lo, hi int) { rmsNormRows(dst[lo:hi], x[lo:hi], w, C, eps, f16) })
 }
 
-// rmsNormRows is rmsNorm on one goroutine, the float32 arithmetic four
-// rows at a time where there are four (their sums of squares side by
-// side, as layerNormRows's: the same bits, a quarter of the time).
+// rmsNormRows is rmsNorm on one goroutine, four rows at a time where
+// there are four (their float64 sums of squares side by side, as
+// layerNormRows's: the same bits); the float16 fault a row at a time.
 func rmsNormRows(dst, x, w []float32, C int, eps float64, f16 bool) {
 	r := 0
 	for ; !f16 && r+4*C <= len(x); r += 4 * C {
