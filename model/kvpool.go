@@ -87,10 +87,8 @@ type blockKey struct {
 // kvBlock is one block's memory and bookkeeping. Blocks in the index are
 // immutable: a cache writing into one gets a private copy first.
 type kvBlock struct {
-	id     uint64
-	f32    []float32
-	f16    []uint16
-	free   func()
+	id uint64
+	blockMem
 	refs   int
 	key    blockKey
 	tokens []int32       // the positions' tokens, once indexed
@@ -109,6 +107,10 @@ type KVStats struct {
 	Evictions    int64 `json:"evictions"`     // kept blocks given up for room
 	CachedTokens int64 `json:"cached_tokens"` // prompt positions served from kept blocks
 }
+
+// MappedBytes is the memory of the blocks mapped: held (used and kept)
+// and spare.
+func (s KVStats) MappedBytes() int64 { return int64(s.HeldBlocks+s.SpareBlocks) * s.BlockBytes }
 
 // NewKVPool returns an empty pool for m's caches.
 func (m *Model) NewKVPool(opt KVCacheOptions) (*KVPool, error) {
@@ -215,7 +217,7 @@ func (p *KVPool) drop(b *kvBlock) {
 		delete(p.index, b.key)
 	}
 	p.release(b)
-	b.f32, b.f16, b.idle = nil, nil, nil
+	b.blockMem, b.idle = blockMem{}, nil
 	p.held--
 }
 

@@ -8,9 +8,10 @@ import "time"
 // that an idle server's memory follows the tokens it holds.
 const DefaultSpareLinger = 2 * time.Second
 
-// blockMem is a block's memory without its bookkeeping: mapped, written
-// by an earlier sequence (its contents stale: nothing reads a position
-// before it is written), waiting to be a block again.
+// blockMem is a block's memory without its bookkeeping (kvBlock holds
+// one); as a spare it is mapped, written by an earlier sequence (its
+// contents stale: nothing reads a position before it is written), waiting
+// to be a block again.
 //
 // Why keep it: a fresh mapping faults each page in on first write, and an
 // unmapping interrupts every thread that ran on it, so a 124M model's
@@ -26,7 +27,7 @@ type blockMem struct {
 	f32   []float32
 	f16   []uint16
 	free  func()
-	since time.Time // when it became spare
+	since time.Time // when it became spare; zero in a block
 }
 
 // takeSpare gives a new block the most recently freed memory, if any (its
@@ -39,7 +40,8 @@ func (p *KVPool) takeSpare(b *kvBlock) bool {
 	s := p.spare[n-1]
 	p.spare[n-1] = blockMem{}
 	p.spare = p.spare[:n-1]
-	b.f32, b.f16, b.free = s.f32, s.f16, s.free
+	s.since = time.Time{}
+	b.blockMem = s
 	return true
 }
 
@@ -50,7 +52,9 @@ func (p *KVPool) release(b *kvBlock) {
 		b.free()
 		return
 	}
-	p.spare = append(p.spare, blockMem{f32: b.f32, f16: b.f16, free: b.free, since: time.Now()})
+	m := b.blockMem
+	m.since = time.Now()
+	p.spare = append(p.spare, m)
 	if p.trim == nil {
 		p.trim = time.AfterFunc(p.linger, p.trimSpares)
 	}

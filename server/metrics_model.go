@@ -47,9 +47,7 @@ func newModelGauges(served func() *engine, sched *Scheduler) *modelGauges {
 	add("llorch_kv_cache_blocks_idle", "KV cache blocks kept for prefix reuse, evictable.", gauge,
 		func(_ *engine, s model.KVStats, _, _ int) float64 { return float64(s.IdleBlocks) })
 	add("llorch_kv_cache_bytes", "Memory of the KV cache blocks mapped (used, kept, and ended blocks' memory waiting for the next ones).", gauge,
-		func(_ *engine, s model.KVStats, _, _ int) float64 {
-			return float64(int64(s.HeldBlocks+s.SpareBlocks) * s.BlockBytes)
-		})
+		func(_ *engine, s model.KVStats, _, _ int) float64 { return float64(s.MappedBytes()) })
 	add("llorch_kv_cache_evictions_total", "Kept prefix blocks evicted to make room.", prometheus.CounterValue,
 		func(_ *engine, s model.KVStats, _, _ int) float64 { return float64(s.Evictions) })
 	return g

@@ -54,7 +54,7 @@ func newKVHealth(p *model.KVPool) *kvHealth {
 	st := p.Stats()
 	h := &kvHealth{MaxTokens: p.MaxTokens(), BlockTokens: st.BlockTokens, DType: "f32", PrefixCache: p.PrefixCache(),
 		UsedBlocks: st.HeldBlocks - st.IdleBlocks, IdleBlocks: st.IdleBlocks, SpareBlocks: st.SpareBlocks,
-		Bytes: int64(st.HeldBlocks+st.SpareBlocks) * st.BlockBytes, PeakBytes: int64(st.PeakBlocks) * st.BlockBytes,
+		Bytes: st.MappedBytes(), PeakBytes: int64(st.PeakBlocks) * st.BlockBytes,
 		CachedTokens: st.CachedTokens}
 	if p.Float16() {
 		h.DType = "f16"
