@@ -15,6 +15,56 @@ func Scores(dst, q, k []float32, D, n int) {
 	}
 }
 
+// ScoresRows is Scores for T = len(n) queries at once: query t, at
+// q[t*ldq:], against the first n[t] keys, its scores at dst[t*lds:]. n
+// is nondecreasing, as a causal mask's counts are (a count at or below
+// zero scores nothing). Each score gets Scores's bits: a 4-key group is
+// one panel call for every query that sees all four, each query's last
+// n[t]%4 keys are scored one by one. A prefill's queries share the
+// panel's key loads and calls instead of paying them query by query.
+func ScoresRows(dst []float32, lds int, q []float32, ldq int, k []float32, D int, n []int) {
+	fourKeyGroups(n, func(s, t0 int) {
+		dotPanel(q[t0*ldq:], ldq, len(n)-t0, k[s*D:], D, D, dst[t0*lds+s:], lds)
+	})
+	for t, nt := range n {
+		for s := max(nt&^3, 0); s < nt; s++ {
+			dst[t*lds+s] = dotGeneric(q[t*ldq:t*ldq+D], k[s*D:(s+1)*D])
+		}
+	}
+}
+
+// AddWeightedSumRows is AddWeightedSum for T = len(n) queries at once:
+// out[t*ldo:] += Σ_{s<n[t]} p[t*ldp+s]·v[s*D:(s+1)*D], n nondecreasing.
+// Each row's values are added as AddWeightedSum adds them, 4-key group
+// after group in key order and then its last n[t]%4, so each row gets
+// its bits.
+func AddWeightedSumRows(out []float32, ldo int, p []float32, ldp int, v []float32, D int, n []int) {
+	fourKeyGroups(n, func(s, t0 int) {
+		axpyPanel(out[t0*ldo:], ldo, p[t0*ldp+s:], ldp, v[s*D:], D, D, len(n)-t0, 4)
+	})
+	for t, nt := range n {
+		if r := nt & 3; nt > 0 && r > 0 {
+			axpyPanel(out[t*ldo:], ldo, p[t*ldp+nt-r:], ldp, v[(nt-r)*D:], D, D, 1, r)
+		}
+	}
+}
+
+// fourKeyGroups calls f(s, t0) for each group of keys s..s+3 that the
+// last query sees (s a multiple of 4), t0 the first query that sees all
+// four: the queries t0.. of nondecreasing counts n.
+func fourKeyGroups(n []int, f func(s, t0 int)) {
+	if len(n) == 0 {
+		return
+	}
+	t0 := 0
+	for s := 0; s+4 <= n[len(n)-1]; s += 4 {
+		for n[t0] < s+4 {
+			t0++
+		}
+		f(s, t0)
+	}
+}
+
 // WeightedSum sets out[0:D] = Σ_{s<n} p[s]·v[s*D:(s+1)*D], the
 // probability-weighted values of one query, summed in key order.
 func WeightedSum(out, p, v []float32, D, n int) {

@@ -240,6 +240,54 @@ func TestAttentionKernelsBlocked(t *testing.T) {
 	}
 }
 
+// TestAttentionRows: ScoresRows and AddWeightedSumRows give each query
+// the bits Scores and AddWeightedSum give it alone, for causal counts
+// (a chunk's queries against a block: counts at or below zero, ramps
+// crossing the 4-key groups, capped at the block) and a flat count (no
+// mask).
+func TestAttentionRows(t *testing.T) {
+	r := rand.New(rand.NewPCG(35, 36))
+	for _, D := range []int{8, 64, 72} {
+		for _, c := range []struct{ T, first, cap int }{
+			{1, 1, 16}, {5, -2, 16}, {13, 1, 16}, {20, 3, 16}, {40, -30, 16}, {9, 7, 7}, {6, 16, 16}, {33, 1, 64},
+		} {
+			S := c.cap
+			n := make([]int, c.T)
+			for i := range n {
+				n[i] = min(c.first+i, c.cap)
+			}
+			ldq, lds, ldo := D+3, S+1, D+5
+			q, k, v := randSlice(r, c.T*ldq), randSlice(r, S*D), randSlice(r, S*D)
+			p := randSlice(r, c.T*lds)
+			out0 := randSlice(r, c.T*ldo)
+			sc := make([]float32, c.T*lds)
+			out := slices.Clone(out0)
+			ScoresRows(sc, lds, q, ldq, k, D, n)
+			AddWeightedSumRows(out, ldo, p, lds, v, D, n)
+			for i, ni := range n {
+				if ni <= 0 {
+					continue
+				}
+				want := make([]float32, ni)
+				Scores(want, q[i*ldq:], k, D, ni)
+				wantOut := slices.Clone(out0[i*ldo : i*ldo+D])
+				AddWeightedSum(wantOut, p[i*lds:], v, D, ni)
+				for s := range ni {
+					require.Equal(t, math.Float32bits(want[s]), math.Float32bits(sc[i*lds+s]), "D=%d %+v query %d score %d", D, c, i, s)
+				}
+				for d := range D {
+					require.Equal(t, math.Float32bits(wantOut[d]), math.Float32bits(out[i*ldo+d]), "D=%d %+v query %d out %d", D, c, i, d)
+				}
+			}
+			for i := range out0 { // outside each row's D values nothing moves
+				if i%ldo >= D {
+					require.Equal(t, out0[i], out[i], "D=%d %+v: out[%d] outside the rows", D, c, i)
+				}
+			}
+		}
+	}
+}
+
 func TestWiden(t *testing.T) {
 	for _, n := range []int{0, 1, 7, 8, 33} {
 		src := make([]uint16, n)

@@ -69,7 +69,8 @@ func (j *attnJob) release(sc *[]float32, e64 *[]float64) {
 // a probe, scratch holds the scores and then, in place, the
 // probabilities. Keys past the causal mask are never multiplied, and a
 // position gets the same bits in a prefill as in a decode step, and in
-// blocks as in one piece (kernels.Scores, kernels.AddWeightedSum).
+// blocks as in one piece (kernels.ScoresRows, kernels.AddWeightedSumRows:
+// a block's queries at once, each with Scores's and AddWeightedSum's bits).
 func (j *attnJob) head(h int, scratch []float32, e64 []float64) {
 	T, S, D, W, HD := j.T, j.S, j.D, j.width, j.HD
 	n := T * S
@@ -92,13 +93,16 @@ func (j *attnJob) head(h int, scratch []float32, e64 []float64) {
 		return j.off + t + 1
 	}
 	B := j.cache.seq.pool.blockTokens
+	nv := make([]int, T) // each query's visible keys in block i
+	counts := func(i int) []int {
+		for t := range T {
+			nv[t] = min(visible(t)-i*B, B)
+		}
+		return nv
+	}
 	for i := 0; i*B < S; i++ {
 		k := j.cache.blockKV(j.layer, 0, kv, i, widened)
-		for t := range T {
-			if nv := min(visible(t)-i*B, B); nv > 0 {
-				kernels.Scores(sc[t*S+i*B:], j.qkv[t*W+h*D:], k, D, nv)
-			}
-		}
+		kernels.ScoresRows(sc[i*B:], S, j.qkv[h*D:], W, k, D, counts(i))
 	}
 	for t := range T {
 		softmaxRow(pr[t*S:(t+1)*S], sc[t*S:(t+1)*S], visible(t), j.scale, j.mulScale, e64)
@@ -106,11 +110,7 @@ func (j *attnJob) head(h int, scratch []float32, e64 []float64) {
 	}
 	for i := 0; i*B < S; i++ {
 		v := j.cache.blockKV(j.layer, 1, kv, i, widened)
-		for t := range T {
-			if nv := min(visible(t)-i*B, B); nv > 0 {
-				kernels.AddWeightedSum(j.out[t*HD+h*D:], pr[t*S+i*B:], v, D, nv)
-			}
-		}
+		kernels.AddWeightedSumRows(j.out[h*D:], HD, pr[i*B:], S, v, D, counts(i))
 	}
 }
 
