@@ -408,15 +408,23 @@ func (w *quant) float32s() []float32 {
 	return out
 }
 
-// row is row r of the matrix in its own layout.
+// row is row r of the matrix in its own layout. A transposed matrix's
+// row is a storage column, its groups runs of g.Size along it: each
+// group's scale is formed once (an embedding row a token).
 func (w *quant) row(dst []float32, r, cols int) []float32 {
 	dst = dst[:cols]
-	for i := range dst {
-		if w.transposed {
-			dst[i] = w.value(i, r)
-		} else {
+	if !w.transposed {
+		for i := range dst {
 			dst[i] = w.value(r, i)
 		}
+		return dst
+	}
+	var s, o float32
+	for i := range dst {
+		if i%w.g.Size == 0 {
+			s, o = w.scale(i, r)
+		}
+		dst[i] = ggmlnum.GroupValue(w.integer(i, r), s, o, w.dm != nil)
 	}
 	return dst
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/llorch/llorch-check/kernels"
 	"github.com/llorch/llorch-check/sampling"
 	"github.com/llorch/llorch-check/tensors"
 )
@@ -192,22 +193,32 @@ func (m *Model) newPass(spans []span, tokens []int, probe Probe) *pass {
 // tables for the pass's rows are made here, once for every layer).
 func (ps *pass) embed(tokens []int) {
 	m, C := ps.m, ps.m.Config.NEmbd
-	buf := make([]float32, C)
+	type place struct{ row, pos int }
+	rows := make([]place, 0, ps.R)
 	for _, s := range ps.spans {
 		for t := range s.T {
-			r := s.row + t
+			rows = append(rows, place{s.row + t, s.off + t})
+		}
+	}
+	// A quantised table decodes a row value by value: a prefill's rows
+	// are shared over the cores, a decode step's taken here.
+	const per = 16
+	kernels.ParallelFor((len(rows)+per-1)/per, func(c int) {
+		buf := make([]float32, C)
+		for _, p := range rows[c*per : min((c+1)*per, len(rows))] {
+			r := p.row
 			row, we := ps.x[r*C:(r+1)*C], m.wte.Row(buf, tokens[r], C)
 			if m.wpe == nil {
 				copy(row, we)
-				m.rope.tables(ps.cos[r*len(m.rope.invFreq):], ps.sin[r*len(m.rope.invFreq):], s.off+t)
+				m.rope.tables(ps.cos[r*len(m.rope.invFreq):], ps.sin[r*len(m.rope.invFreq):], p.pos)
 				continue
 			}
-			pe := m.wpe[(s.off+t)*C : (s.off+t+1)*C]
+			pe := m.wpe[p.pos*C : (p.pos+1)*C]
 			for i := range row {
 				row[i] = we[i] + pe[i]
 			}
 		}
-	}
+	})
 	ps.p.emit(tensors.Embeddings, NoLayer, ps.x, ps.R, C)
 }
 
