@@ -57,6 +57,38 @@ func TestMatmulAcc(t *testing.T) {
 	}
 }
 
+// TestMatMulBias: dst = bias + x·w is MatMulAcc's bits on dst set to the
+// bias in every row (zeros for none), whatever dst held, for each weight
+// kind and for products run on one core and shared out.
+func TestMatMulBias(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	for _, s := range [][3]int{{1, 5, 33}, {3, 64, 100}, {128, 96, 384}, {8, 768, 768}} {
+		M, K, N := s[0], s[1], s[2]
+		vals := randSlice(r, K*N)
+		f16, err := ToFloat16(vals)
+		require.NoError(t, err)
+		slabs, err := Slabbed(Float32(vals), K, N)
+		require.NoError(t, err)
+		weights := map[string]Matrix{"float32": Float32(vals), "float16": Float16(f16), "slabs": slabs}
+		if K%32 == 0 {
+			weights["quantised"] = randomQuant(r, N, K, 32, true, fourBits).matrix(t, false)
+		}
+		for name, w := range weights {
+			x, bias := randSlice(r, M*K), randSlice(r, N)
+			for _, b := range [][]float32{bias, nil} {
+				want := make([]float32, M*N)
+				for i := 0; b != nil && i < M; i++ {
+					copy(want[i*N:(i+1)*N], b)
+				}
+				MatMulAcc(want, x, w, M, K, N)
+				got := randSlice(r, M*N)
+				MatMulBias(got, x, w, b, M, K, N)
+				require.Equal(t, want, got, "%s %dx%dx%d bias %t", name, M, K, N, b != nil)
+			}
+		}
+	}
+}
+
 // TestAxpyPanelStrides runs the panel kernel on a sub-block of larger
 // matrices and checks that nothing outside the block is written.
 func TestAxpyPanelStrides(t *testing.T) {

@@ -142,10 +142,10 @@ func getF32(r []byte, at int) float32 { return *(*float32)(unsafe.Pointer(&r[at]
 // calls run one after another.
 var recScratch keep.Buffer[byte]
 
-// matmul is MatMulAcc (or with zero, dst = x·w) on the quantised matrix:
+// matmul is matmul (matmul.go) on the quantised matrix:
 // x's rows are split into limbs once, then column chunks of whole slabs
 // are shared out as the float kernels' are.
-func (w *quant) matmul(dst, x []float32, M, K, N int, zero bool) {
+func (w *quant) matmul(dst, x []float32, M, K, N int, st start) {
 	per := K / limbRows * limbRecord
 	rp := recScratch.Get(M * per)
 	defer recScratch.Put(rp)
@@ -165,11 +165,7 @@ func (w *quant) matmul(dst, x []float32, M, K, N int, zero bool) {
 		ParallelFor((M+rowsPer-1)/rowsPer, func(c int) { split(c*rowsPer, min((c+1)*rowsPer, M)) })
 	}
 	cols := func(j0, j1 int) {
-		if zero {
-			for i := range M {
-				clear(dst[i*N+j0 : i*N+j1])
-			}
-		}
+		st.set(dst, M, N, j0, j1)
 		w.limbCols(dst, rec, M, N, j0, j1)
 	}
 	if M*K*N < ParallelMinWork {

@@ -25,28 +25,58 @@ const (
 // pass), and a core that another process holds up simply takes fewer
 // chunks instead of stalling the step.
 func MatMulAcc(dst, x []float32, w Matrix, M, K, N int) {
+	checkShape(w, K, N)
+	matmul(dst, x, w, M, K, N, start{})
+}
+
+// MatMulBias computes dst[M,N] = bias[N] + x[M,K]·w[K,N] (zeros for a nil
+// bias): MatMulAcc's bits on dst first set to the bias in each row, each
+// worker setting its own columns just before adding to them, while they
+// are in cache (set by the caller, the copies were serial work).
+func MatMulBias(dst, x []float32, w Matrix, bias []float32, M, K, N int) {
+	checkShape(w, K, N)
+	if bias != nil {
+		_ = bias[N-1]
+	}
+	matmul(dst, x, w, M, K, N, start{zero: bias == nil, bias: bias})
+}
+
+func checkShape(w Matrix, K, N int) {
 	if w.q != nil && (w.q.transposed || w.q.k != K || w.q.n != N) {
 		panic(fmt.Sprintf("kernels: MatMulAcc of a %dx%d quantised matrix (transposed %t) as %dx%d", w.q.k, w.q.n, w.q.transposed, K, N))
 	}
 	if w.s != nil && (w.t || w.s.k != K || w.s.n != N) {
 		panic(fmt.Sprintf("kernels: MatMulAcc of a %dx%d slabbed matrix as %dx%d", w.s.k, w.s.n, K, N))
 	}
-	matmul(dst, x, w, M, K, N, false)
 }
 
-// matmul is MatMulAcc, or with zero dst = x·w: each worker clears its
-// own columns of dst just before adding to them, while they are in cache.
-func matmul(dst, x []float32, w Matrix, M, K, N int, zero bool) {
+// start is what a product's columns of dst hold before the sums are
+// added: dst as it is (MatMulAcc), zeros, or a bias in every row.
+type start struct {
+	zero bool
+	bias []float32
+}
+
+// set writes the start into columns j0..j1 of dst's M rows.
+func (s start) set(dst []float32, M, N, j0, j1 int) {
+	for i := 0; (s.zero || s.bias != nil) && i < M; i++ {
+		if s.bias != nil {
+			copy(dst[i*N+j0:i*N+j1], s.bias[j0:j1])
+		} else {
+			clear(dst[i*N+j0 : i*N+j1])
+		}
+	}
+}
+
+// matmul is MatMulAcc from the given start: each worker sets its own
+// columns of dst just before adding to them.
+func matmul(dst, x []float32, w Matrix, M, K, N int, st start) {
 	if w.q != nil {
-		w.q.matmul(dst, x, M, K, N, zero)
+		w.q.matmul(dst, x, M, K, N, st)
 		return
 	}
 	cols := func(j0, j1 int) {
-		if zero {
-			for i := range M {
-				clear(dst[i*N+j0 : i*N+j1])
-			}
-		}
+		st.set(dst, M, N, j0, j1)
 		matmulCols(dst, x, w, M, K, N, j0, j1)
 	}
 	if M*K*N < ParallelMinWork {

@@ -19,7 +19,7 @@ func MatMulT(dst, x []float32, w Matrix, R, K, N int) {
 		if w.s.k != K || w.s.n != N {
 			panic(fmt.Sprintf("kernels: MatMulT of a %dx%d matrix held transposed as %dx%d", w.s.n, w.s.k, N, K))
 		}
-		matmul(dst, x, Matrix{s: w.s}, R, K, N, true)
+		matmul(dst, x, Matrix{s: w.s}, R, K, N, start{zero: true})
 		return
 	}
 	if w.s != nil {
@@ -75,5 +75,5 @@ func matmulTQuant(dst, x []float32, w *quant, R, K, N int) {
 	}
 	stored := *w
 	stored.transposed = false
-	matmul(dst, x, Matrix{q: &stored}, R, K, N, true)
+	matmul(dst, x, Matrix{q: &stored}, R, K, N, start{zero: true})
 }

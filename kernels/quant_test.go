@@ -273,7 +273,8 @@ func TestQuantMatMulFloat32Class(t *testing.T) {
 
 // TestQuantMatMulRowsIndependent: each row of a product gets the bits it
 // gets alone, whatever the rows beside it, serial or parallel, and
-// the overwrite (MatMulT's) is MatMulAcc's sum from zero.
+// the overwrite (MatMulT's, MatMulBias's without a bias) is MatMulAcc's
+// sum from zero.
 func TestQuantMatMulRowsIndependent(t *testing.T) {
 	r := rand.New(rand.NewPCG(17, 18))
 	for _, s := range quantShapes {
@@ -289,7 +290,7 @@ func TestQuantMatMulRowsIndependent(t *testing.T) {
 				require.Equal(t, one, all[i*s.N:(i+1)*s.N], "%+v bits=%d row %d", s, c.bits.Bits, i)
 			}
 			zero, acc := randSlice(r, s.M*s.N), make([]float32, s.M*s.N)
-			matmul(zero, x, w, s.M, s.K, s.N, true)
+			MatMulBias(zero, x, w, nil, s.M, s.K, s.N)
 			MatMulAcc(acc, x, w, s.M, s.K, s.N)
 			require.Equal(t, acc, zero)
 		}

@@ -12,15 +12,15 @@ import (
 // FaultTransposedProj, where W is square; gonum serves that path, on a
 // float32 copy of float16 weights, as speed does not matter there).
 func conv1D(dst, x []float32, w kernels.Matrix, bias []float32, T, in, out int, transW bool) {
+	if !transW {
+		kernels.MatMulBias(dst, x, w, bias, T, in, out)
+		return
+	}
 	if bias == nil {
 		clear(dst[:T*out])
 	}
 	for r := 0; bias != nil && r < T; r++ {
 		copy(dst[r*out:(r+1)*out], bias)
-	}
-	if !transW {
-		kernels.MatMulAcc(dst, x, w, T, in, out)
-		return
 	}
 	blas32.Gemm(blas.NoTrans, blas.Trans, 1,
 		blas32.General{Rows: T, Cols: in, Stride: in, Data: x},
