@@ -93,10 +93,13 @@ func (j *attnJob) head(h int, scratch []float32, e64 []float64) {
 		return j.off + t + 1
 	}
 	B := j.cache.seq.pool.blockTokens
-	nv := make([]int, T) // each query's visible keys in block i
+	vis, nv := make([]int, T), make([]int, T) // each query's visible keys, in all and in block i
+	for t := range T {
+		vis[t] = visible(t)
+	}
 	counts := func(i int) []int {
-		for t := range T {
-			nv[t] = min(visible(t)-i*B, B)
+		for t, v := range vis {
+			nv[t] = min(v-i*B, B)
 		}
 		return nv
 	}
