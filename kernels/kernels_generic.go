@@ -65,3 +65,9 @@ func limbSlab2(w *quant, y0, y1 []float32, rec0, rec1 []byte, s, o []float32, j0
 }
 
 func splitLimbsKernel(rec []byte, x []float32, min int8, size int) int { return 0 }
+
+func scaleMaxKernel(x []float32, scale float32, mul bool, lo float32) (int, float32, bool) {
+	return 0, lo, false
+}
+
+func narrowScaledKernel(dst []float32, src []float64, m float64) int { return 0 }

@@ -124,15 +124,7 @@ func (j *attnJob) head(h int, scratch []float32, e64 []float64) {
 // Llama family's) matches HF's rounding in each. e64 is scratch of at
 // least visible entries.
 func softmaxRow(pr, sc []float32, visible int, scale float32, mul bool, e64 []float64) {
-	mx := float32(-math.MaxFloat32)
-	for i := 0; i < visible; i++ {
-		if mul {
-			sc[i] *= scale
-		} else {
-			sc[i] /= scale
-		}
-		mx = max(mx, sc[i])
-	}
+	mx := kernels.ScaleMax(sc[:visible], scale, mul, -math.MaxFloat32)
 	for i := visible; i < len(sc); i++ {
 		sc[i] = -math.MaxFloat32
 	}
@@ -142,9 +134,7 @@ func softmaxRow(pr, sc []float32, visible int, scale float32, mul bool, e64 []fl
 		sum += e
 	}
 	inv := 1 / sum
-	for i := 0; i < visible; i++ {
-		pr[i] = float32(e64[i] * inv)
-	}
+	kernels.NarrowScaled(pr[:visible], e64[:visible], inv)
 	for i := visible; i < len(pr); i++ {
 		pr[i] = 0
 	}
