@@ -171,3 +171,18 @@ func (p *workerPool) park(seen uint64) {
 	}
 	p.parked.Add(-1)
 }
+
+// AddShared is Add with a prefill's rows (64 Ki values and more) shared
+// over the cores in chunks; the same bits, elementwise.
+func AddShared(dst, src []float32) {
+	const chunk = 16 << 10
+	n := len(src)
+	if n < 4*chunk {
+		Add(dst, src)
+		return
+	}
+	ParallelFor((n+chunk-1)/chunk, func(c int) {
+		lo, hi := c*chunk, min((c+1)*chunk, n)
+		Add(dst[lo:hi], src[lo:hi])
+	})
+}

@@ -1,10 +1,14 @@
 package kernels
 
 import (
+	"math/rand/v2"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/stretchr/testify/require"
 )
 
 // TestParallelFor checks that every index runs exactly once however the
@@ -69,5 +73,18 @@ func TestParallelForWaitsForEveryIndex(t *testing.T) {
 		if f := finished.Load(); f != 4 {
 			t.Fatalf("returned with %d of 4 indices finished", f)
 		}
+	}
+}
+
+// TestAddShared: the shared add is Add's, value for value, below, at and
+// above the size it starts sharing at, with a ragged last chunk.
+func TestAddShared(t *testing.T) {
+	r := rand.New(rand.NewPCG(45, 46))
+	for _, n := range []int{0, 1, 17, 64<<10 - 1, 64 << 10, 200_003} {
+		dst, src := randSlice(r, n+5), randSlice(r, n)
+		want := slices.Clone(dst)
+		Add(want, src)
+		AddShared(dst, src)
+		require.Equal(t, want, dst, "n=%d", n)
 	}
 }

@@ -252,9 +252,19 @@ func (p *KVPool) at(l, kv, h int) int {
 // positions off..off+T-1, from rows of qkv (q | k | v, heads side by side,
 // l.width floats a row). A float16 pool rounds them to nearest even.
 func (c *Cache) store(l int, qkv []float32, lay qkvLayout, off, T int) {
+	// A prefill's positions are shared over the cores (one core copied
+	// them while the other waited); a decode step's one is copied here.
+	const per = 16
+	kernels.ParallelFor((T+per-1)/per, func(i int) {
+		c.storeRows(l, qkv, lay, off, i*per, min((i+1)*per, T))
+	})
+}
+
+// storeRows is store's rows t0..t1-1 of qkv.
+func (c *Cache) storeRows(l int, qkv []float32, lay qkvLayout, off, t0, t1 int) {
 	p := c.seq.pool
 	B, D := p.blockTokens, p.headDim
-	for t := range T {
+	for t := t0; t < t1; t++ {
 		pos := off + t
 		b, r := c.seq.blocks[pos/B], pos%B
 		src := qkv[t*lay.width:]

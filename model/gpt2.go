@@ -36,7 +36,7 @@ func (ps *pass) attention(l int, b *block, f blockFaults) {
 	if f.noResidual {
 		copy(ps.x, ps.proj)
 	} else {
-		kernels.Add(ps.x, ps.proj)
+		kernels.AddShared(ps.x, ps.proj)
 	}
 }
 
@@ -55,5 +55,5 @@ func (ps *pass) mlp(l int, b *block, f blockFaults) {
 	ps.p.emit(tensors.GELU, l, ps.fc, R, I)
 	conv1D(ps.proj, ps.fc, b.mlpW, b.mlpB, R, I, C, false)
 	ps.p.emit(tensors.MLPOut, l, ps.proj, R, C)
-	kernels.Add(ps.x, ps.proj)
+	kernels.AddShared(ps.x, ps.proj)
 }

@@ -65,7 +65,7 @@ func (ps *pass) llamaAttention(l int, b *block, f blockFaults) {
 	if f.noResidual {
 		copy(ps.x, ps.proj)
 	} else {
-		kernels.Add(ps.x, ps.proj)
+		kernels.AddShared(ps.x, ps.proj)
 	}
 }
 
@@ -128,7 +128,7 @@ func (ps *pass) swiGLU(l int, b *block, f blockFaults) {
 	ps.p.emit(tensors.Act, l, ps.act, R, I)
 	conv1D(ps.proj, ps.act, b.mlpW, b.mlpB, R, I, C, false)
 	ps.p.emit(tensors.Down, l, ps.proj, R, C)
-	kernels.Add(ps.x, ps.proj)
+	kernels.AddShared(ps.x, ps.proj)
 }
 
 // swiGLUChunk is the rows a goroutine takes at a time in a prefill.
