@@ -35,8 +35,8 @@ func MatMulAcc(dst, x []float32, w Matrix, M, K, N int) {
 // are in cache (set by the caller, the copies were serial work).
 func MatMulBias(dst, x []float32, w Matrix, bias []float32, M, K, N int) {
 	checkShape(w, K, N)
-	if bias != nil {
-		_ = bias[N-1]
+	if bias != nil && len(bias) < N {
+		panic(fmt.Sprintf("kernels: MatMulBias with a bias of %d for %d columns", len(bias), N))
 	}
 	matmul(dst, x, w, M, K, N, start{zero: bias == nil, bias: bias})
 }
@@ -59,10 +59,13 @@ type start struct {
 
 // set writes the start into columns j0..j1 of dst's M rows.
 func (s start) set(dst []float32, M, N, j0, j1 int) {
-	for i := 0; (s.zero || s.bias != nil) && i < M; i++ {
-		if s.bias != nil {
+	switch {
+	case s.bias != nil:
+		for i := range M {
 			copy(dst[i*N+j0:i*N+j1], s.bias[j0:j1])
-		} else {
+		}
+	case s.zero:
+		for i := range M {
 			clear(dst[i*N+j0 : i*N+j1])
 		}
 	}
