@@ -23,8 +23,8 @@ func Scores(dst, q, k []float32, D, n int) {
 // n[t]%4 keys are scored one by one. A prefill's queries share the
 // panel's key loads and calls instead of paying them query by query.
 func ScoresRows(dst []float32, lds int, q []float32, ldq int, k []float32, D int, n []int) {
-	fourKeyGroups(n, func(s, t0 int) {
-		dotPanel(q[t0*ldq:], ldq, len(n)-t0, k[s*D:], D, D, dst[t0*lds+s:], lds)
+	fourKeyGroups(n, func(s, t0, g int) {
+		dotPanels(q[t0*ldq:], ldq, len(n)-t0, k[s*D:], D, D, dst[t0*lds+s:], lds, g)
 	})
 	for t, nt := range n {
 		for s := max(nt&^3, 0); s < nt; s++ {
@@ -39,8 +39,8 @@ func ScoresRows(dst []float32, lds int, q []float32, ldq int, k []float32, D int
 // after group in key order and then its last n[t]%4, so each row gets
 // its bits.
 func AddWeightedSumRows(out []float32, ldo int, p []float32, ldp int, v []float32, D int, n []int) {
-	fourKeyGroups(n, func(s, t0 int) {
-		axpyPanel(out[t0*ldo:], ldo, p[t0*ldp+s:], ldp, v[s*D:], D, D, len(n)-t0, 4)
+	fourKeyGroups(n, func(s, t0, g int) {
+		axpyPanel(out[t0*ldo:], ldo, p[t0*ldp+s:], ldp, v[s*D:], D, D, len(n)-t0, 4*g)
 	})
 	for t, nt := range n {
 		if r := nt & 3; nt > 0 && r > 0 {
@@ -49,19 +49,30 @@ func AddWeightedSumRows(out []float32, ldo int, p []float32, ldp int, v []float3
 	}
 }
 
-// fourKeyGroups calls f(s, t0) for each group of keys s..s+3 that the
-// last query sees (s a multiple of 4), t0 the first query that sees all
-// four: the queries t0.. of nondecreasing counts n.
-func fourKeyGroups(n []int, f func(s, t0 int)) {
+// fourKeyGroups calls f(s, t0, g) for each run of g groups of 4 keys,
+// s..s+4g−1 (s a multiple of 4), that the last query sees and whose first
+// query to see all of a group is the same, t0: the queries t0.. of
+// nondecreasing counts n see every group of the run. A decode step's
+// keys are one run, as is a block every query sees whole.
+func fourKeyGroups(n []int, f func(s, t0, g int)) {
 	if len(n) == 0 {
 		return
 	}
-	t0 := 0
+	t0, s0 := 0, 0
 	for s := 0; s+4 <= n[len(n)-1]; s += 4 {
-		for n[t0] < s+4 {
-			t0++
+		t := t0
+		for n[t] < s+4 {
+			t++
 		}
-		f(s, t0)
+		if t != t0 {
+			if s > s0 {
+				f(s0, t0, (s-s0)/4)
+			}
+			t0, s0 = t, s
+		}
+	}
+	if last := n[len(n)-1] &^ 3; last > s0 {
+		f(s0, t0, (last-s0)/4)
 	}
 }
 

@@ -171,6 +171,25 @@ func dotPanel(h []float32, ldh, m int, w []float32, ldw, n int, out []float32, l
 	}
 }
 
+//go:noescape
+func dotPanelsAVX2(h *float32, ldhb int, m int, w *float32, ldwb int, n int, out *float32, ldob int, groups int)
+
+// dotPanels is dotPanel on groups consecutive groups of 4 rows of w (rows
+// 4g..4g+3 into out's columns 4g..4g+3), in one kernel call where n is a
+// multiple of 16, with dotPanel's bits.
+func dotPanels(h []float32, ldh, m int, w []float32, ldw, n int, out []float32, ldo, groups int) {
+	if !useAVX2 || n%16 != 0 || n == 0 || m == 0 || groups == 0 {
+		for g := range groups {
+			dotPanel(h, ldh, m, w[4*g*ldw:], ldw, n, out[4*g:], ldo)
+		}
+		return
+	}
+	_ = h[(m-1)*ldh+n-1]
+	_ = w[(4*groups-1)*ldw+n-1]
+	_ = out[(m-1)*ldo+4*groups-1]
+	dotPanelsAVX2(unsafe.SliceData(h), ldh*4, m, unsafe.SliceData(w), ldw*4, n, unsafe.SliceData(out), ldo*4, groups)
+}
+
 // dotPanel16Kernel is dotPanel16 (4 float16 weight rows, widened in the
 // kernel) on its first n16 columns; ok false, nothing done, without F16C.
 func dotPanel16Kernel(h []float32, ldh, m int, w []uint16, ldw, n int, out []float32, ldo int) (n16 int, ok bool) {

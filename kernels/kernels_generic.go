@@ -16,6 +16,12 @@ func dotPanel(h []float32, ldh, m int, w []float32, ldw, n int, out []float32, l
 	dotPanelGeneric(h, ldh, m, w, ldw, n, out, ldo)
 }
 
+func dotPanels(h []float32, ldh, m int, w []float32, ldw, n int, out []float32, ldo, groups int) {
+	for g := range groups {
+		dotPanelGeneric(h, ldh, m, w[4*g*ldw:], ldw, n, out[4*g:], ldo)
+	}
+}
+
 // hasTileKernel: no register-blocked kernel in pure Go; matmulCols uses the
 // panel path for every M.
 const hasTileKernel = false

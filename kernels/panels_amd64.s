@@ -128,6 +128,15 @@ done: \
 	MOVQ m+16(FP), R13 \
 	TESTQ R13, R13 \
 	JZ   dotdone \
+	DOTROWS(YSCALE, WSTEP, DOTW2) \
+dotdone: \
+	VZEROUPPER \
+	RET
+
+// DOTROWS is the panel's loop over the m rows of h (R13 of them, the
+// first at SI) against the 4 weight rows at R8-R11, n bytes of each (DX),
+// into out at DI.
+#define DOTROWS(YSCALE, WSTEP, DOTW2) \
 dotrow: \
 	VXORPS Y0, Y0, Y0 \
 	VXORPS Y1, Y1, Y1 \
@@ -163,9 +172,6 @@ dotsum: \
 	ADDQ ldob+56(FP), DI \
 	DECQ R13 \
 	JNZ  dotrow \
-dotdone: \
-	VZEROUPPER \
-	RET
 
 // func axpyPanelAVX2(y *float32, ldyb int, x *float32, ldxb int, w *float32, ldwb int, n, m, k int)
 TEXT ·axpyPanelAVX2(SB), NOSPLIT, $0-72
@@ -205,6 +211,41 @@ adddone:
 // func dotPanelAVX2(h *float32, ldhb int, m int, w *float32, ldwb int, n int, out *float32, ldob int)
 TEXT ·dotPanelAVX2(SB), NOSPLIT, $0-64
 	DOTPANEL(2, 1, 64, DOTW32)
+
+// func dotPanelsAVX2(h *float32, ldhb int, m int, w *float32, ldwb int, n int, out *float32, ldob int, groups int)
+//
+// dotPanelAVX2 on groups consecutive groups of 4 weight rows, group g's
+// rows 4g..4g+3 into out's columns 4g..4g+3: one call for a decode
+// step's keys, where a call a group cost more than its 256
+// multiply-adds. AX is the group's first weight row, R12 its out, R14
+// the groups left.
+TEXT ·dotPanelsAVX2(SB), NOSPLIT, $0-72
+	MOVQ w+24(FP), AX
+	MOVQ out+48(FP), R12
+	MOVQ groups+64(FP), R14
+	MOVQ ldwb+32(FP), BX
+	MOVQ n+40(FP), DX
+	SHLQ $2, DX
+	TESTQ R14, R14
+	JZ   dotdone
+	CMPQ m+16(FP), $0
+	JEQ  dotdone
+group:
+	MOVQ h+0(FP), SI
+	MOVQ AX, R8
+	LEAQ (R8)(BX*1), R9
+	LEAQ (R8)(BX*2), R10
+	LEAQ (R9)(BX*2), R11
+	MOVQ R12, DI
+	MOVQ m+16(FP), R13
+	DOTROWS(1, 64, DOTW32)
+	LEAQ (AX)(BX*4), AX
+	ADDQ $16, R12
+	DECQ R14
+	JNZ  group
+dotdone:
+	VZEROUPPER
+	RET
 
 // func dotPanelF16AVX2(h *float32, ldhb int, m int, w *uint16, ldwb int, n int, out *float32, ldob int)
 TEXT ·dotPanelF16AVX2(SB), NOSPLIT, $0-64
