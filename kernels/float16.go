@@ -1,5 +1,7 @@
 package kernels
 
+import "github.com/llorch/llorch-check/internal/ggmlnum"
+
 // Float16 weights through the panel kernels: the part the assembly takes
 // widens them as it loads them (axpyPanel16Kernel, dotPanel16Kernel), the
 // rest is widened into float32 scratch first; either way the bits are
@@ -54,4 +56,16 @@ func dotPanelWidened(h []float32, ldh, m int, w []uint16, ldw, n int, out []floa
 	defer scratch.Put(buf)
 	widenBlock(*buf, w, ldw, 4, n)
 	dotPanel(h, ldh, m, *buf, n, n, out, ldo)
+}
+
+// NarrowFloat16 sets dst[i] to src[i] rounded to the nearest binary16,
+// ties to even, for i < len(src), with ggmlnum.Float32To16's bits
+// (beyond the range an infinity, a NaN quiet with its payload's top
+// bits): a float16 KV cache's stores, eight at a time with F16C.
+func NarrowFloat16(dst []uint16, src []float32) {
+	dst = dst[:len(src)]
+	n := narrowFloat16Kernel(dst, src)
+	for i := n; i < len(src); i++ {
+		dst[i] = ggmlnum.Float32To16(src[i])
+	}
 }

@@ -45,3 +45,28 @@ TEXT ·widenF16AVX512(SB), NOSPLIT, $0-48
 // func widenF16F16C(dst *float32, lddb int, src *uint16, ldsb int, rows, n int)
 TEXT ·widenF16F16C(SB), NOSPLIT, $0-48
 	WIDEN(Y0, Y1, 16)
+
+// func narrowF16C(dst *uint16, src *float32, n int)
+//
+// NarrowFloat16 on n values (a multiple of 8): VCVTPS2PH rounding to
+// nearest even (immediate 0), which quiets a NaN and keeps its payload's
+// top bits as ggmlnum.Float32To16 does.
+TEXT ·narrowF16C(SB), NOSPLIT, $0-24
+	MOVQ dst+0(FP), DI
+	MOVQ src+8(FP), SI
+	MOVQ n+16(FP), CX
+	SHRQ $3, CX
+	JZ   narrowf16done
+
+narrowf16loop:
+	VMOVUPS   (SI), Y0
+	VCVTPS2PH $0, Y0, X0
+	VMOVDQU   X0, (DI)
+	ADDQ      $32, SI
+	ADDQ      $16, DI
+	DECQ      CX
+	JNZ       narrowf16loop
+
+narrowf16done:
+	VZEROUPPER
+	RET

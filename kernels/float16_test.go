@@ -90,3 +90,61 @@ func BenchmarkMatmulDecodeFloat16(b *testing.B) {
 	}
 	b.ReportMetric(float64(K*N*2)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GB/s")
 }
+
+// TestNarrowFloat16: the kernel's binary16 bits are ggmlnum.Float32To16's
+// for every class of input (ties at every exponent, the edges of the
+// range and of the subnormals, infinities, quiet and signalling NaNs with
+// payloads, zeros of both signs) and for random bit patterns, at lengths
+// around the vector width.
+func TestNarrowFloat16(t *testing.T) {
+	r := rand.New(rand.NewPCG(47, 48))
+	special := []uint32{0, 0x80000000, 0x7f800000, 0xff800000, 0x7fc00000, 0x7f800001, 0xffbfffff, 0x7fa00123,
+		0x477fe000, 0x477fefff, 0x477ff000, 0x477fffff, 0x47800000, // 65504, just below and at the overflow tie
+		0x38800000, 0x387fffff, 0x33800000, 0x33000000, 0x33000001, 0x32ffffff, 0x00000001, // float16's smallest normal and subnormals
+		0x3f801000, 0x3f803000, 0x3f800fff, 0x3f801001, // ties to even at 1
+	}
+	for _, n := range []int{0, 1, 7, 8, 9, 64, 1000} {
+		src := make([]float32, n)
+		for i := range src {
+			if i < len(special) && n >= len(special) {
+				src[i] = math.Float32frombits(special[i])
+				continue
+			}
+			src[i] = math.Float32frombits(r.Uint32())
+			if i%3 == 0 { // values float16 holds, mostly
+				src[i] = float32(r.NormFloat64()) * float32(math.Pow(2, float64(r.IntN(40)-24)))
+			}
+		}
+		got := make([]uint16, n)
+		NarrowFloat16(got, src)
+		for i, v := range src {
+			require.Equal(t, ggmlnum.Float32To16(v), got[i], "n=%d value %d (%#08x)", n, i, math.Float32bits(v))
+		}
+	}
+}
+
+// BenchmarkNarrowFloat16: a prefill's keys or values of one layer (128
+// positions of 768) into a float16 cache, the kernel against the scalar
+// conversion, in nanoseconds a value.
+func BenchmarkNarrowFloat16(b *testing.B) {
+	src := randSlice(rand.New(rand.NewPCG(1, 1)), 128*768)
+	dst := make([]uint16, len(src))
+	for _, c := range []struct {
+		name string
+		f    func()
+	}{
+		{"kernel", func() { NarrowFloat16(dst, src) }},
+		{"scalar", func() {
+			for i, v := range src {
+				dst[i] = ggmlnum.Float32To16(v)
+			}
+		}},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			for b.Loop() {
+				c.f()
+			}
+			b.ReportMetric(b.Elapsed().Seconds()*1e9/float64(b.N)/float64(len(src)), "ns/value")
+		})
+	}
+}

@@ -190,6 +190,21 @@ func dotPanels(h []float32, ldh, m int, w []float32, ldw, n int, out []float32, 
 	dotPanelsAVX2(unsafe.SliceData(h), ldh*4, m, unsafe.SliceData(w), ldw*4, n, unsafe.SliceData(out), ldo*4, groups)
 }
 
+//go:noescape
+func narrowF16C(dst *uint16, src *float32, n int)
+
+// narrowFloat16Kernel runs NarrowFloat16's kernel on the first multiple
+// of 8 and returns that count.
+func narrowFloat16Kernel(dst []uint16, src []float32) int {
+	n := len(src) &^ 7
+	if !useF16C || n == 0 {
+		return 0
+	}
+	_ = dst[n-1]
+	narrowF16C(unsafe.SliceData(dst), unsafe.SliceData(src), n)
+	return n
+}
+
 // dotPanel16Kernel is dotPanel16 (4 float16 weight rows, widened in the
 // kernel) on its first n16 columns; ok false, nothing done, without F16C.
 func dotPanel16Kernel(h []float32, ldh, m int, w []uint16, ldw, n int, out []float32, ldo int) (n16 int, ok bool) {

@@ -77,3 +77,5 @@ func scaleMaxKernel(x []float32, scale float32, mul bool, lo float32) (int, floa
 }
 
 func narrowScaledKernel(dst []float32, src []float64, m float64) int { return 0 }
+
+func narrowFloat16Kernel(dst []uint16, src []float32) int { return 0 }

@@ -272,9 +272,8 @@ func (c *Cache) storeRows(l int, qkv []float32, lay qkvLayout, off, t0, t1 int) 
 			k, v := p.at(l, 0, h)+r*D, p.at(l, 1, h)+r*D
 			ks, vs := src[lay.k+h*D:lay.k+(h+1)*D], src[lay.v+h*D:lay.v+(h+1)*D]
 			if p.f16 {
-				for d := range D {
-					b.f16[k+d], b.f16[v+d] = gguf.Float32To16(ks[d]), gguf.Float32To16(vs[d])
-				}
+				kernels.NarrowFloat16(b.f16[k:k+D], ks)
+				kernels.NarrowFloat16(b.f16[v:v+D], vs)
 				continue
 			}
 			copy(b.f32[k:k+D], ks)
@@ -295,9 +294,7 @@ func (c *Cache) overwrite(l int, k, v []float32, n, off, T int) {
 			for kv, src := range [2][]float32{k, v} {
 				at, from := p.at(l, kv, h)+r*D, src[(h*n+pos)*D:(h*n+pos+1)*D]
 				if p.f16 {
-					for d := range D {
-						b.f16[at+d] = gguf.Float32To16(from[d])
-					}
+					kernels.NarrowFloat16(b.f16[at:at+D], from)
 					continue
 				}
 				copy(b.f32[at:at+D], from)
