@@ -12,8 +12,9 @@
 // The files are laid out as math/big's: reference.go holds the pure-Go
 // body of every kernel, the pure-Go build's kernels and the assembly's
 // specification; kernels_amd64.go declares the assembly and dispatches
-// between it and those bodies, kernels_generic.go is the pure-Go build's
-// dispatch. The assembly is one file a kernel family: panels_amd64.s
+// between it and those bodies (limbs_amd64.go for the limb products,
+// softmax_amd64.go for a softmax row's scaling and narrowing),
+// kernels_generic.go is the pure-Go build's dispatch. The assembly is one file a kernel family: panels_amd64.s
 // (float32 and float16 panels), tiles_amd64.s (prefill's register tiles),
 // float16_amd64.s (widening), quant_amd64.s (quantised groups' scales),
 // limbs_amd64.s, limbs_rows2_amd64.s, limbs_avx2_amd64.s and
@@ -21,11 +22,12 @@
 // AVX2 on bytes, and on words for 8 bits; their group loop in
 // limbs_amd64.h, the AVX2 constants in limbconsts_amd64.s),
 // limbsplit_amd64.s (activations into limbs), slabs_amd64.s (whole float
-// slabs) and exp_amd64.s (GELU and exp). No file calls anything above it;
+// slabs), exp_amd64.s (GELU and exp) and softmax_amd64.s. No file calls anything above it;
 // in order
 // from the bottom: reference.go and scratch.go; the dispatch; the float16
 // panels, summation blocking, vector helpers and parallel loop
-// (float16.go, blocking.go, attention.go, exp.go, gelu.go, parallel.go);
+// (float16.go, blocking.go, attention.go, exp.go, gelu.go, softmax.go,
+// parallel.go);
 // the quantised and slabbed layouts and limb products (quant.go,
 // limbs.go, slabs.go); Matrix
 // (matrix.go); the products (matmul.go, then matmul_t.go).

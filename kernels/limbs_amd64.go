@@ -1,0 +1,146 @@
+//go:build amd64 && !purego
+
+package kernels
+
+import "golang.org/x/sys/cpu"
+
+// Limb products (limbs_amd64.s, limbs_rows2_amd64.s; limbs_avx2_amd64.s,
+// limbs_avx2w_amd64.s): AVX-512 with VNNI, else AVX2.
+
+// useVNNI: the limb kernels with VPDPBUSD on 512-bit vectors.
+var useVNNI = useAVX512BW && cpu.X86.HasAVX512VNNI
+
+//go:noescape
+func limbsQ4AVX512(y *float32, q *byte, rec *byte, s, o *float32, groups, half int)
+
+//go:noescape
+func limbsQ5AVX512(y *float32, q *byte, rec *byte, s, o *float32, groups, half int)
+
+//go:noescape
+func limbsQ6AVX512(y *float32, q *byte, rec *byte, s, o *float32, groups, half int)
+
+//go:noescape
+func limbsQ8AVX512(y *float32, q *byte, rec *byte, s, o *float32, groups, half int)
+
+//go:noescape
+func limbsQ4AVX2(y *float32, q *byte, rec *byte, s, o *float32, acc *float32, groups, half int)
+
+//go:noescape
+func limbsQ5AVX2(y *float32, q *byte, rec *byte, s, o *float32, acc *float32, groups, half int)
+
+//go:noescape
+func limbsQ6AVX2(y *float32, q *byte, rec *byte, s, o *float32, acc *float32, groups, half int)
+
+//go:noescape
+func limbsQ8AVX2(y *float32, q *byte, rec *byte, s, o *float32, acc *float32, groups, half int)
+
+//go:noescape
+func limbsQ4R2AVX512(y0, y1 *float32, q *byte, rec0, rec1 *byte, s, o *float32, groups, half int)
+
+//go:noescape
+func limbsQ5R2AVX512(y0, y1 *float32, q *byte, rec0, rec1 *byte, s, o *float32, groups, half int)
+
+//go:noescape
+func limbsQ6R2AVX512(y0, y1 *float32, q *byte, rec0, rec1 *byte, s, o *float32, groups, half int)
+
+//go:noescape
+func limbsQ8R2AVX512(y0, y1 *float32, q *byte, rec0, rec1 *byte, s, o *float32, groups, half int)
+
+//go:noescape
+func limbsQ8R2AVX2(y0, y1 *float32, q *byte, rec0, rec1 *byte, s, o *float32, acc *float32, groups, half int)
+
+//go:noescape
+func splitLimbsAVX2(rec *byte, x *float32, groups, min, half int) int
+
+// splitLimbsKernel writes the records of x's leading activation groups
+// (limbsplit_amd64.s), stopping before the first group of zeros,
+// infinities or NaN, and says how many it wrote; splitLimbs does the
+// rest.
+func splitLimbsKernel(rec []byte, x []float32, min int8, size int) int {
+	groups := len(x) / limbRows
+	if !useAVX2 || groups == 0 {
+		return 0
+	}
+	_ = rec[groups*limbRecord-1]
+	half := 0
+	if size == 16 {
+		half = 1
+	}
+	return splitLimbsAVX2(&rec[0], &x[0], groups, int(min), half)
+}
+
+// The kernels of each integer width, by bits − 4 (4, 5, 6 and 8 bits).
+var (
+	limbKernelsAVX2   = [...]func(y *float32, q *byte, rec *byte, s, o *float32, acc *float32, groups, half int){limbsQ4AVX2, limbsQ5AVX2, limbsQ6AVX2, nil, limbsQ8AVX2}
+	limbKernelsAVX512 = [...]func(y *float32, q *byte, rec *byte, s, o *float32, groups, half int){limbsQ4AVX512, limbsQ5AVX512, limbsQ6AVX512, nil, limbsQ8AVX512}
+	limbKernelsRows2  = [...]func(y0, y1 *float32, q *byte, rec0, rec1 *byte, s, o *float32, groups, half int){limbsQ4R2AVX512, limbsQ5R2AVX512, limbsQ6R2AVX512, nil, limbsQ8R2AVX512}
+)
+
+// limbOperands checks the operands every limb kernel reads (the records
+// of each row, the scale and offset rows) and returns the slab's blocks
+// at column j0, the activation groups and the kernels' half flag.
+func limbOperands(w *quant, s, o []float32, j0 int, recs ...[]byte) (blocks []byte, groups, half int) {
+	groups = w.k / limbRows
+	blocks = w.ints[j0/slab*groups*w.blockBytes():][:groups*w.blockBytes()]
+	if w.g.Size == 16 {
+		half = 1
+	}
+	for _, rec := range recs {
+		_ = rec[groups*limbRecord-1]
+	}
+	_ = s[w.k/w.g.Size*slab-1]
+	if o != nil {
+		_ = o[w.k/w.g.Size*slab-1]
+	}
+	return blocks, groups, half
+}
+
+// at is &o[i], or nil for no offsets (the kernels' signal).
+func at(o []float32, i int) *float32 {
+	if o == nil {
+		return nil
+	}
+	return &o[i]
+}
+
+// limbSlab2 is limbSlab on two rows (y0 and rec0, y1 and rec1): with
+// VNNI one pass of the kernel for two rows over each half of the slab;
+// with AVX2 alone, the 8-bit word kernel on both rows, and the byte
+// kernels a row at a time (a second row would share only their nibble
+// splits, a seventh of their instructions).
+func limbSlab2(w *quant, y0, y1 []float32, rec0, rec1 []byte, s, o []float32, j0 int) {
+	if !useVNNI && (!useAVX2 || w.bits != 8) {
+		limbSlab(w, y0, rec0, s, o, j0)
+		limbSlab(w, y1, rec1, s, o, j0)
+		return
+	}
+	blocks, groups, half := limbOperands(w, s, o, j0, rec0, rec1)
+	_, _ = y0[slab-1], y1[slab-1]
+	if !useVNNI { // AVX2, 8 bits: the word kernel on both rows
+		var acc [2 * slab]float32
+		limbsQ8R2AVX2(&y0[0], &y1[0], &blocks[0], &rec0[0], &rec1[0], &s[0], at(o, 0), &acc[0], groups, half)
+		return
+	}
+	kern := limbKernelsRows2[w.bits-4]
+	for p := 0; p < slab; p += slab / 2 { // strips 0 and 1, then 2 and 3
+		// p columns in: floats of y, s and o; 4·p bytes of a block's
+		// vectors (a strip's 16 columns are 64 bytes).
+		kern(&y0[p], &y1[p], &blocks[4*p], &rec0[0], &rec1[0], &s[p], at(o, p), groups, half)
+	}
+}
+
+// limbSlab is limbSlabGeneric.
+func limbSlab(w *quant, y []float32, rec []byte, s, o []float32, j0 int) {
+	if !useAVX2 {
+		w.limbSlabGeneric(y, rec, s, o, j0)
+		return
+	}
+	blocks, groups, half := limbOperands(w, s, o, j0, rec)
+	_ = y[slab-1]
+	if !useVNNI {
+		var acc [slab]float32
+		limbKernelsAVX2[w.bits-4](&y[0], &blocks[0], &rec[0], &s[0], at(o, 0), &acc[0], groups, half)
+		return
+	}
+	limbKernelsAVX512[w.bits-4](&y[0], &blocks[0], &rec[0], &s[0], at(o, 0), groups, half)
+}
