@@ -162,7 +162,7 @@ func (w *quant) matmul(dst, x []float32, M, K, N int, st start) {
 	if M*K < ParallelMinWork/4 {
 		split(0, M)
 	} else {
-		ParallelFor((M+rowsPer-1)/rowsPer, func(c int) { split(c*rowsPer, min((c+1)*rowsPer, M)) })
+		ParallelRange(M, rowsPer, split)
 	}
 	cols := func(j0, j1 int) {
 		st.set(dst, M, N, j0, j1)
@@ -172,10 +172,7 @@ func (w *quant) matmul(dst, x []float32, M, K, N int, st start) {
 		cols(0, N)
 		return
 	}
-	chunks := (N + colChunk - 1) / colChunk
-	ParallelFor(chunks, func(c int) {
-		cols(c*colChunk, min((c+1)*colChunk, N))
-	})
+	ParallelRange(N, colChunk, cols)
 }
 
 // limbCols adds the products of every row's records with columns j0..j1

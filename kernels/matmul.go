@@ -90,10 +90,7 @@ func matmul(dst, x []float32, w Matrix, M, K, N int, st start) {
 	if w.isFloat16() {
 		chunk *= 2
 	}
-	chunks := (N + chunk - 1) / chunk
-	ParallelFor(chunks, func(c int) {
-		cols(c*chunk, min((c+1)*chunk, N))
-	})
+	ParallelRange(N, chunk, cols)
 }
 
 // colChunk is the unit of work of MatMulAcc: small enough that GPT-2's

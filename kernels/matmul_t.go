@@ -30,9 +30,7 @@ func MatMulT(dst, x []float32, w Matrix, R, K, N int) {
 		return
 	}
 	const chunk = 1024 // rows of w per unit of work (3 MiB of GPT-2's wte)
-	ParallelFor((N+chunk-1)/chunk, func(c int) {
-		matmulTRows(dst, x, w, R, K, N, c*chunk, min((c+1)*chunk, N))
-	})
+	ParallelRange(N, chunk, func(n0, n1 int) { matmulTRows(dst, x, w, R, K, N, n0, n1) })
 }
 
 // matmulTRows fills dst[:, n0:n1]. Float16 rows go to dotPanel's float16

@@ -200,12 +200,12 @@ func ToFloat16(vals []float32) ([]uint16, error) {
 // tensor, for the error. A finite value beyond float16's range is an error
 // rather than a silent infinity.
 func RoundFloat16(dst []uint16, vals []float32, first int) error {
-	for i, v := range vals {
-		h := ggmlnum.Float32To16(v)
-		if h&0x7fff == 0x7c00 && !math.IsInf(float64(v), 0) {
+	dst = dst[:len(vals)]
+	NarrowFloat16(dst, vals)
+	for i, h := range dst {
+		if v := vals[i]; h&0x7fff == 0x7c00 && !math.IsInf(float64(v), 0) {
 			return fmt.Errorf("element %d is %g, beyond float16's range (±65504); load the model as float32", first+i, v)
 		}
-		dst[i] = h
 	}
 	return nil
 }

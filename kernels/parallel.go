@@ -172,6 +172,13 @@ func (p *workerPool) park(seen uint64) {
 	p.parked.Add(-1)
 }
 
+// ParallelRange runs fn over 0..n−1 in ranges [lo, hi) of chunk (the
+// last shorter), shared out as ParallelFor shares its indices: one range
+// runs on the caller.
+func ParallelRange(n, chunk int, fn func(lo, hi int)) {
+	ParallelFor((n+chunk-1)/chunk, func(c int) { fn(c*chunk, min((c+1)*chunk, n)) })
+}
+
 // AddShared is Add with a prefill's rows (64 Ki values and more) shared
 // over the cores in chunks; the same bits, elementwise.
 func AddShared(dst, src []float32) {
@@ -181,8 +188,5 @@ func AddShared(dst, src []float32) {
 		Add(dst, src)
 		return
 	}
-	ParallelFor((n+chunk-1)/chunk, func(c int) {
-		lo, hi := c*chunk, min((c+1)*chunk, n)
-		Add(dst[lo:hi], src[lo:hi])
-	})
+	ParallelRange(n, chunk, func(lo, hi int) { Add(dst[lo:hi], src[lo:hi]) })
 }

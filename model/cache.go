@@ -255,9 +255,7 @@ func (c *Cache) store(l int, qkv []float32, lay qkvLayout, off, T int) {
 	// A prefill's positions are shared over the cores (one core copied
 	// them while the other waited); a decode step's one is copied here.
 	const per = 16
-	kernels.ParallelFor((T+per-1)/per, func(i int) {
-		c.storeRows(l, qkv, lay, off, i*per, min((i+1)*per, T))
-	})
+	kernels.ParallelRange(T, per, func(t0, t1 int) { c.storeRows(l, qkv, lay, off, t0, t1) })
 }
 
 // storeRows is store's rows t0..t1-1 of qkv.

@@ -203,9 +203,9 @@ func (ps *pass) embed(tokens []int) {
 	// A quantised table decodes a row value by value: a prefill's rows
 	// are shared over the cores, a decode step's taken here.
 	const per = 16
-	kernels.ParallelFor((len(rows)+per-1)/per, func(c int) {
+	kernels.ParallelRange(len(rows), per, func(lo, hi int) {
 		buf := make([]float32, C)
-		for _, p := range rows[c*per : min((c+1)*per, len(rows))] {
+		for _, p := range rows[lo:hi] {
 			r := p.row
 			row, we := ps.x[r*C:(r+1)*C], m.wte.Row(buf, tokens[r], C)
 			if m.wpe == nil {

@@ -15,9 +15,7 @@ func geluNew(x []float32) {
 		kernels.GELU(x)
 		return
 	}
-	kernels.ParallelFor((len(x)+chunk-1)/chunk, func(c int) {
-		kernels.GELU(x[c*chunk : min((c+1)*chunk, len(x))])
-	})
+	kernels.ParallelRange(len(x), chunk, func(lo, hi int) { kernels.GELU(x[lo:hi]) })
 }
 
 // geluErf is the exact erf GELU, used only by FaultErfGELU.

@@ -26,9 +26,7 @@ func byRowChunks(n, C int, fn func(lo, hi int)) {
 		fn(0, n)
 		return
 	}
-	kernels.ParallelFor((rows+layerNormChunk-1)/layerNormChunk, func(i int) {
-		fn(i*layerNormChunk*C, min((i+1)*layerNormChunk, rows)*C)
-	})
+	kernels.ParallelRange(rows, layerNormChunk, func(lo, hi int) { fn(lo*C, hi*C) })
 }
 
 // layerNormRows is layerNorm on one goroutine, four rows at a time where

@@ -121,9 +121,7 @@ func (ps *pass) swiGLU(l int, b *block, f blockFaults) {
 	if R <= swiGLUChunk {
 		rows(0, R)
 	} else {
-		kernels.ParallelFor((R+swiGLUChunk-1)/swiGLUChunk, func(c int) {
-			rows(c*swiGLUChunk, min((c+1)*swiGLUChunk, R))
-		})
+		kernels.ParallelRange(R, swiGLUChunk, rows)
 	}
 	ps.p.emit(tensors.Act, l, ps.act, R, I)
 	conv1D(ps.proj, ps.act, b.mlpW, b.mlpB, R, I, C, false)
