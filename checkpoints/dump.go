@@ -20,7 +20,7 @@ func Dump(ctx context.Context, m *model.Model, src *references.Set, out string, 
 	if _, err := checkCompatible(m, src); err != nil {
 		return err
 	}
-	sha, err := references.FileSHA256(m.WeightsPath)
+	sha, err := references.WeightsSHA256(m.WeightsPath)
 	if err != nil {
 		return err
 	}

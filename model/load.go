@@ -20,7 +20,8 @@ import (
 )
 
 // Load reads a model: an HF directory (dir/config.json and
-// dir/model.safetensors) or a GGUF file in llama.cpp's layout of one of
+// dir/model.safetensors, or the shards dir/model.safetensors.index.json
+// lists) or a GGUF file in llama.cpp's layout of one of
 // the Architectures. Any
 // regular file, or a missing path ending in .gguf, is taken for GGUF, so
 // that the error names the file rather than a config.json beside it. Q8_0
@@ -75,11 +76,14 @@ func LoadContext(ctx context.Context, path string, opt LoadOptions) (*Model, err
 	if opt.WeightsCache != "" {
 		weightsFile := path
 		if !isGGUF {
-			weightsFile = filepath.Join(path, "model.safetensors")
+			weightsFile, err = weights.WeightsFile(path)
 		}
 		// A model the key cannot be made for (no weights file) is the
 		// loader's to name.
-		if key, err = weightsCacheKey(weightsFile, opt); err == nil {
+		if err == nil {
+			key, err = weightsCacheKey(weightsFile, opt)
+		}
+		if err == nil {
 			cachePath = weightsCachePath(opt.WeightsCache, key)
 			m, err := loadCached(ctx, path, isGGUF, cachePath, key)
 			if err == nil {
@@ -197,8 +201,7 @@ func loadHF(ctx context.Context, dir string, opt LoadOptions) (*Model, error) {
 	if err != nil {
 		return nil, err
 	}
-	path := filepath.Join(dir, "model.safetensors")
-	data, unmap, err := weights.Map(path)
+	ckpt, err := weights.MapCheckpoint(dir)
 	if err != nil {
 		return nil, err
 	}
@@ -206,32 +209,32 @@ func loadHF(ctx context.Context, dir string, opt LoadOptions) (*Model, error) {
 	if cfg.IsLlama() {
 		load = loadLlamaFrom
 	}
-	m, err := load(ctx, cfg, data, weights.Release, opt)
-	if uerr := unmap(); uerr != nil && err == nil {
-		err = fmt.Errorf("unmapping %s: %w", path, uerr)
+	m, err := load(ctx, cfg, ckpt.File, weights.Release, opt)
+	if uerr := ckpt.Close(); uerr != nil && err == nil {
+		err = fmt.Errorf("unmapping %s: %w", ckpt.Path, uerr)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("loading %s: %w", path, err)
+		return nil, fmt.Errorf("loading %s: %w", ckpt.Path, err)
 	}
-	m.Dir, m.WeightsPath, m.Format = dir, path, FormatHF
+	m.Dir, m.WeightsPath, m.Format = dir, ckpt.Path, FormatHF
 	return m, nil
 }
 
 // loadWeights converts every parameter of a file image into fresh float32
 // slices; nothing returned aliases data, so the caller may unmap it.
 func loadWeights(cfg Config, data []byte, opt LoadOptions) (*Model, error) {
-	return loadWeightsFrom(context.Background(), cfg, data, nil, opt)
-}
-
-// loadWeightsFrom is loadWeights for data that may be a file mapping:
-// release, if not nil, is called on each converted range of data so that
-// the mapping's pages leave the resident set as the copy grows (see
-// weights.Float32s).
-func loadWeightsFrom(ctx context.Context, cfg Config, data []byte, release func([]byte), opt LoadOptions) (*Model, error) {
 	f, err := safetensors.Parse(data)
 	if err != nil {
 		return nil, err
 	}
+	return loadWeightsFrom(context.Background(), cfg, f, nil, opt)
+}
+
+// loadWeightsFrom is loadWeights for a file whose data may be file
+// mappings: release, if not nil, is called on each converted range of
+// data so that the mapping's pages leave the resident set as the copy
+// grows (see weights.Float32s).
+func loadWeightsFrom(ctx context.Context, cfg Config, f *safetensors.File, release func([]byte), opt LoadOptions) (*Model, error) {
 	// Checked before anything is sized by the config: a config.json that
 	// claims a million layers must not allocate a million blocks for a
 	// file that holds two. A count merely too high fails below, naming the

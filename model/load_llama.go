@@ -13,16 +13,12 @@ import (
 	"github.com/llorch/llorch-check/weights"
 )
 
-// loadLlamaFrom reads a Llama-family model.safetensors (names with or
+// loadLlamaFrom reads a Llama-family checkpoint's tensors (names with or
 // without "model.") through the family's parameter table. Linear weights
 // arrive [out,in]; q, k and v are stacked into one matrix and gate and up
 // into another, then held transposed, [in,out], as the kernels read
 // GPT-2's Conv1D weights. release is as loadWeightsFrom's.
-func loadLlamaFrom(ctx context.Context, cfg Config, data []byte, release func([]byte), opt LoadOptions) (*Model, error) {
-	f, err := safetensors.Parse(data)
-	if err != nil {
-		return nil, err
-	}
+func loadLlamaFrom(ctx context.Context, cfg Config, f *safetensors.File, release func([]byte), opt LoadOptions) (*Model, error) {
 	if cfg.NLayer > len(f.Tensors) {
 		return nil, fmt.Errorf("config num_hidden_layers %d is more layers than the file's %d tensors can hold", cfg.NLayer, len(f.Tensors))
 	}

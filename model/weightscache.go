@@ -111,13 +111,13 @@ func (m *Model) weightSlots() []dest {
 }
 
 // weightsCacheKey is the key of the cache for the weights file path (a
-// GGUF file, an HF directory's model.safetensors) loaded with opt.
+// GGUF file, an HF directory's model.safetensors or index) loaded with opt.
 func weightsCacheKey(path string, opt LoadOptions) (cacheKey, error) {
 	abs, err := filepath.Abs(path)
 	if err != nil {
 		return cacheKey{}, err
 	}
-	st, err := os.Stat(abs)
+	size, modTime, err := weights.Stamp(abs)
 	if err != nil {
 		return cacheKey{}, err
 	}
@@ -125,7 +125,7 @@ func weightsCacheKey(path string, opt LoadOptions) (cacheKey, error) {
 	if err != nil {
 		return cacheKey{}, err
 	}
-	return cacheKey{Version: cacheVersion, Build: build, Source: abs, Size: st.Size(), ModTime: st.ModTime().UnixNano(),
+	return cacheKey{Version: cacheVersion, Build: build, Source: abs, Size: size, ModTime: modTime,
 		Float16: opt.Float16, Float16IfStored: opt.Float16IfStored}, nil
 }
 
@@ -340,8 +340,12 @@ func hfSkeleton(dir string) (*Model, error) {
 	if err != nil {
 		return nil, err
 	}
+	path, err := weights.WeightsFile(dir)
+	if err != nil {
+		return nil, err
+	}
 	return &Model{Config: cfg, h: make([]block, cfg.NLayer), faultLayer: -1, Format: FormatHF,
-		Dir: dir, WeightsPath: filepath.Join(dir, "model.safetensors")}, nil
+		Dir: dir, WeightsPath: path}, nil
 }
 
 // restoreSlots points each of the model's weight slots at its arrays in

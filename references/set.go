@@ -178,11 +178,11 @@ func readTensor[T npyFloat](dir, rel string, shape []int) ([]T, error) {
 	return data, nil
 }
 
-// CheckWeights compares the sha256 of the weights file with the manifest, so
-// a set is never compared against a model it was not made from. A mismatch
-// wraps ErrWeightsMismatch and ErrInvalid.
+// CheckWeights compares the sha256 of the weights (WeightsSHA256) with the
+// manifest, so a set is never compared against a model it was not made
+// from. A mismatch wraps ErrWeightsMismatch and ErrInvalid.
 func (s *Set) CheckWeights(weightsPath string) error {
-	got, err := FileSHA256(weightsPath)
+	got, err := WeightsSHA256(weightsPath)
 	if err != nil {
 		return err
 	}

@@ -1,7 +1,10 @@
 // Package safetensors reads the safetensors format (Hugging Face's
 // model.safetensors) from a complete file image, every offset, dtype and
 // shape checked before a byte of tensor data is touched: a hostile header
-// can neither read outside the file nor allocate more than it holds.
+// can neither read outside the file nor allocate more than it holds. A
+// sharded checkpoint (model.safetensors.index.json and its shards) is its
+// shards' images merged into one File (Merge), checked against the
+// index (index.go).
 package safetensors
 
 import (
@@ -19,12 +22,14 @@ import (
 const maxHeaderLen = 100 << 20
 
 // Tensor locates one tensor inside a safetensors file. Begin and End are
-// relative to the start of the data section, as in the file.
+// relative to the start of the data section, as in the file; Shard is the
+// index of that file among those Merge was given (0 for Parse's).
 type Tensor struct {
 	Name       string
 	DType      string
 	Shape      []int
 	Begin, End int64
+	Shard      int
 }
 
 // Numel is the number of elements.
@@ -48,11 +53,12 @@ func DTypeSize(dtype string) (int, bool) {
 	return 0, false
 }
 
-// File is a parsed, fully bounds-checked safetensors image: every
-// tensor's [Begin,End) lies inside data and matches its dtype and shape.
+// File is a parsed, fully bounds-checked safetensors image, or several
+// merged: every tensor's [Begin,End) lies inside its shard's data section
+// and matches its dtype and shape.
 type File struct {
-	Tensors []Tensor // sorted by Begin
-	data    []byte
+	Tensors []Tensor // sorted by Shard, then Begin
+	data    [][]byte // each shard's data section
 }
 
 // Parse validates the header of a complete file image b. It only
@@ -74,7 +80,33 @@ func Parse(b []byte) (*File, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &File{Tensors: tensors, data: data}, nil
+	return &File{Tensors: tensors, data: [][]byte{data}}, nil
+}
+
+// Merge joins the shards of one checkpoint, named by names (for errors),
+// into one File whose tensors say their shard. A tensor name in two
+// shards is an error naming both.
+func Merge(names []string, shards []*File) (*File, error) {
+	if len(names) != len(shards) {
+		return nil, fmt.Errorf("merging %d shards with %d names", len(shards), len(names))
+	}
+	out := &File{}
+	where := map[string]int{}
+	for i, f := range shards {
+		if len(f.data) != 1 {
+			return nil, fmt.Errorf("%s: a merged file cannot be merged again", names[i])
+		}
+		for _, t := range f.Tensors {
+			if j, dup := where[t.Name]; dup {
+				return nil, fmt.Errorf("tensor %q is in both %s and %s", t.Name, names[j], names[i])
+			}
+			where[t.Name] = i
+			t.Shard = i
+			out.Tensors = append(out.Tensors, t)
+		}
+		out.data = append(out.data, f.data[0])
+	}
+	return out, nil
 }
 
 type headerEntry struct {
@@ -175,7 +207,7 @@ func checkEntry(name string, e headerEntry, dataLen int64) (Tensor, error) {
 }
 
 // Raw returns the bytes of t; Parse has checked the bounds.
-func (f *File) Raw(t Tensor) []byte { return f.data[t.Begin:t.End] }
+func (f *File) Raw(t Tensor) []byte { return f.data[t.Shard][t.Begin:t.End] }
 
 // Float32s converts t to a fresh float32 slice.
 func (f *File) Float32s(t Tensor) []float32 {

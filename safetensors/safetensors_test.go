@@ -194,3 +194,47 @@ func FuzzParse(f *testing.F) {
 		require.LessOrEqual(t, total, len(b))
 	})
 }
+
+// TestMerge: shards merge into one File whose tensors read from their own
+// shard; a tensor name in two shards is refused, naming both.
+func TestMerge(t *testing.T) {
+	a, err := Parse(fixture.Safetensors(t, map[string]any{"x": entry("F32", []int{1}, 0, 4)}, f32Bytes([]float32{1})))
+	require.NoError(t, err)
+	b, err := Parse(fixture.Safetensors(t, map[string]any{"y": entry("F32", []int{2}, 0, 8)}, f32Bytes([]float32{2, 3})))
+	require.NoError(t, err)
+	m, err := Merge([]string{"a", "b"}, []*File{a, b})
+	require.NoError(t, err)
+	require.Len(t, m.Tensors, 2)
+	require.Equal(t, []float32{1}, m.Float32s(m.Tensors[0]))
+	require.Equal(t, []float32{2, 3}, m.Float32s(m.Tensors[1]))
+	require.Equal(t, 1, m.Tensors[1].Shard)
+	_, err = Merge([]string{"a", "a2"}, []*File{a, a})
+	require.ErrorContains(t, err, `tensor "x" is in both a and a2`)
+	_, err = Merge([]string{"m", "b"}, []*File{m, b})
+	require.ErrorContains(t, err, "cannot be merged again")
+}
+
+// TestParseIndex: the index's shard names must be plain file names, and
+// CheckShard holds a shard to exactly the tensors the index puts there.
+func TestParseIndex(t *testing.T) {
+	for _, tc := range []struct{ index, err string }{
+		{`{"weight_map": {"x": "a.safetensors", "y": "b.safetensors"}}`, ""},
+		{`{"weight_map": {"x": "/etc/passwd"}}`, "not a file name beside the index"},
+		{`{"weight_map": {"x": ".."}}`, "not a file name beside the index"},
+		{`{"weight_map": {"x": "a\\b"}}`, "not a file name beside the index"},
+		{`{"weight_map": {}}`, "no weight_map"},
+		{`[]`, "not valid JSON"},
+	} {
+		ix, err := ParseIndex([]byte(tc.index))
+		if tc.err != "" {
+			require.ErrorContains(t, err, tc.err, tc.index)
+			continue
+		}
+		require.NoError(t, err)
+		require.Equal(t, []string{"a.safetensors", "b.safetensors"}, ix.Shards)
+		a, err := Parse(fixture.Safetensors(t, map[string]any{"x": entry("F32", []int{1}, 0, 4)}, f32Bytes([]float32{1})))
+		require.NoError(t, err)
+		require.NoError(t, ix.CheckShard("a.safetensors", a))
+		require.ErrorContains(t, ix.CheckShard("b.safetensors", a), `holds tensor "x", which model.safetensors.index.json puts in a.safetensors`)
+	}
+}

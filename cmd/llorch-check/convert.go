@@ -116,7 +116,7 @@ func convertToGGUF(dir, out string, typ gguf.GGMLType, name, tokPath string) (w 
 	if err != nil {
 		return w, "", err
 	}
-	sha, err := references.FileSHA256(m.WeightsPath)
+	sha, err := references.WeightsSHA256(m.WeightsPath)
 	if err != nil {
 		return w, "", err
 	}

@@ -12,16 +12,26 @@ import (
 
 func newInspectCmd() *cobra.Command {
 	return &cobra.Command{
-		Use:   "inspect FILE.gguf",
-		Short: "Print a GGUF file's metadata and tensor table",
+		Use:   "inspect FILE.gguf|HF_DIR|FILE.safetensors|model.safetensors.index.json",
+		Short: "Print a GGUF file's metadata and tensor table, or an HF checkpoint's shards, dtypes and tensors",
 		Long: `inspect parses a GGUF file (version 2 or 3) and prints its header, every
 metadata key with its type and value (long arrays elided), and one row per
 tensor: name, ggml type, dims (fastest-varying first, as ggml's ne), offset
-in the data section and size in bytes.`,
+in the data section and size in bytes.
+
+Given an HF checkpoint (its directory, a .safetensors file, or a sharded
+checkpoint's model.safetensors.index.json), it prints the files (one row a
+shard: tensors, bytes), the parameter count by dtype, and one row per
+tensor: name, dtype, shape, elements and the shard that holds it. Every
+shard is checked against the index as a load checks it.`,
 		Example: `  llorch-check inspect model-f16.gguf
-  llorch-check inspect testdata/tokenizer/ggml-vocab-gpt-2.gguf`,
+  llorch-check inspect testdata/tokenizer/ggml-vocab-gpt-2.gguf
+  llorch-check inspect testdata/tiny-llama`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if isSafetensorsArg(args[0]) {
+				return inspectSafetensors(cmd.OutOrStdout(), args[0])
+			}
 			f, err := gguf.Open(args[0])
 			if err != nil {
 				return err

@@ -1,0 +1,58 @@
+package references
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"sync"
+
+	"github.com/llorch/llorch-check/weights"
+)
+
+// WeightsSHA256 is what model.weights_sha256 records for a weights file:
+// the file's own sha256, or for a sharded checkpoint's index the sha256 of
+// sha256sum's listing of its shards (one "<hex sha256>  <shard name>\n"
+// line a shard, sorted by name), so that the hash covers every weight and
+// nothing else: an index rewritten without changing a shard keeps it.
+// Errors wrap ErrInvalid.
+func WeightsSHA256(path string) (string, error) {
+	if !weights.IsIndex(path) {
+		return FileSHA256(path)
+	}
+	files, err := weights.Files(path)
+	if err != nil {
+		return "", &Error{Path: path, Err: err}
+	}
+	sums := make([]string, len(files))
+	errs := make([]error, len(files))
+	// Two shards at a time: hashing is CPU-bound at 1-2 GB/s a core, and
+	// an 8B checkpoint is 16 GB.
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, 2)
+	for i, f := range files {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			sums[i], errs[i] = FileSHA256(f)
+		}()
+	}
+	wg.Wait()
+	var b strings.Builder
+	for i, f := range files {
+		if errs[i] != nil {
+			return "", fmt.Errorf("shard %s of %s: %w", filepath.Base(f), path, errs[i])
+		}
+		fmt.Fprintf(&b, "%s  %s\n", sums[i], filepath.Base(f))
+	}
+	return StringSHA256(b.String()), nil
+}
+
+// StringSHA256 is the lower-case hex sha256 of s's bytes.
+func StringSHA256(s string) string {
+	h := sha256.Sum256([]byte(s))
+	return hex.EncodeToString(h[:])
+}
