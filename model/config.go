@@ -64,9 +64,10 @@ func (c Config) IsLlama() bool { return c.ModelType != "" && c.ModelType != Arch
 // file's sizes have the same bound.
 const maxDim = weights.MaxDim
 
-// LoadConfig reads and validates a Hugging Face config.json. Fields that
-// change GPT-2 semantics in ways this package does not implement are
-// rejected rather than silently ignored.
+// LoadConfig reads and validates a Hugging Face config.json, and the
+// end-of-sequence ids of the generation_config.json beside it. Fields
+// that change GPT-2 semantics in ways this package does not implement
+// are rejected rather than silently ignored.
 func LoadConfig(path string) (Config, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
@@ -75,6 +76,9 @@ func LoadConfig(path string) (Config, error) {
 	c, err := parseConfig(b)
 	if err != nil {
 		return Config{}, fmt.Errorf("config %s: %w", path, err)
+	}
+	if err := addGenerationEOS(&c, filepath.Dir(path)); err != nil {
+		return Config{}, err
 	}
 	return c, nil
 }

@@ -76,3 +76,21 @@ func TestInspectSafetensors(t *testing.T) {
 	require.Contains(t, out, "shards:     1")
 	require.Contains(t, out, "(F16)")
 }
+
+// TestGenerateStopsOnGenerationConfigEOS: a chat model's end-of-turn token
+// is listed in generation_config.json, not config.json; generation stops
+// on it. The tiny model's greedy continuation of these tokens is 372,
+// 31271, ...: with 31271 listed there, generation ends at it.
+func TestGenerateStopsOnGenerationConfigEOS(t *testing.T) {
+	dir := fixture.CopyDir(t, fixture.FamilyModel("tiny-llama3"))
+	args := []string{"generate", "--model", dir, "--tokens", "1,450,7483", "--max-tokens", "4", "--temperature", "0", "--json"}
+	code, out, stderr := runCLI(t, args...)
+	require.Equal(t, exitOK, code, stderr)
+	require.Contains(t, out, `"tokens":[372,`)
+	require.Contains(t, out, `"stop_reason":"max_tokens"`)
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "generation_config.json"), []byte(`{"eos_token_id": [2, 31271]}`), 0o644))
+	code, out, stderr = runCLI(t, args...)
+	require.Equal(t, exitOK, code, stderr)
+	require.Contains(t, out, `"tokens":[372,31271]`)
+	require.Contains(t, out, `"stop_reason":"eos"`)
+}
