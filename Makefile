@@ -110,7 +110,8 @@ validate-deploy:
 # A short run of every fuzz target; FUZZTIME=5m for a longer one.
 FUZZTIME ?= 20s
 fuzz:
-	$(GO) test -run '^$$' -fuzz FuzzParse -fuzztime $(FUZZTIME) -fuzzminimizetime 3s ./safetensors
+	$(GO) test -run '^$$' -fuzz 'FuzzParse$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 3s ./safetensors
+	$(GO) test -run '^$$' -fuzz FuzzParseIndex -fuzztime $(FUZZTIME) -fuzzminimizetime 3s ./safetensors
 	$(GO) test -run '^$$' -fuzz FuzzLoadSafetensors -fuzztime $(FUZZTIME) -fuzzminimizetime 3s ./model
 	$(GO) test -run '^$$' -fuzz FuzzParseManifest -fuzztime $(FUZZTIME) -fuzzminimizetime 3s ./references
 	$(GO) test -run '^$$' -fuzz FuzzReadNPY -fuzztime $(FUZZTIME) -fuzzminimizetime 3s ./references

@@ -48,6 +48,9 @@ type Report struct {
 	// HeldAs is "float16" when the model's matrices are held as float16
 	// (model.LoadOptions.Float16), empty for float32.
 	HeldAs string `json:"matrices_held_as,omitempty"`
+	// Layers is the number of blocks run when only the first ones were
+	// (--layers); 0 when all were.
+	Layers int `json:"layers,omitempty"`
 	// KVCache is "float16" when the Go forward ran on a float16 KV cache
 	// (Options.KVCache), empty for float32.
 	KVCache string `json:"kv_cache,omitempty"`
@@ -92,7 +95,7 @@ func Run(ctx context.Context, m *model.Model, set *references.Set, opt Options) 
 		return nil, fmt.Errorf("--layer %d: the model has layers 0..%d", *l, m.Config.NLayer-1)
 	}
 	rep := &Report{Model: m.Dir, References: set.Dir, Overrides: opt.Overrides, Budget: opt.Budget, Cost: opt.Cost,
-		WeightsMatch: match, Emulates: set.Manifest.Emulates()}
+		WeightsMatch: match, Emulates: set.Manifest.Emulates(), Layers: m.Layers}
 	if m.Float16 {
 		rep.HeldAs = references.Float16
 	}

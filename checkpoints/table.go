@@ -88,6 +88,13 @@ func (r *Report) settingLines() []string {
 	if r.HeldAs != "" {
 		lines = append(lines, "weights:    matrices held as "+r.HeldAs)
 	}
+	if r.Layers > 0 {
+		blocks := "the first block"
+		if r.Layers > 1 {
+			blocks = fmt.Sprintf("the first %d blocks", r.Layers)
+		}
+		lines = append(lines, fmt.Sprintf("layers:     %s only (--layers %d), then the final norm and head", blocks, r.Layers))
+	}
 	if r.KVCache != "" {
 		lines = append(lines, "kv cache:   "+r.KVCache+r.kvCacheNote())
 	}

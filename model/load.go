@@ -47,6 +47,10 @@ type LoadOptions struct {
 	// load instead of re-laid (weightscache.go); Model.WeightsCache says
 	// what happened.
 	WeightsCache string
+	// Layers, when positive, loads and runs only the first Layers blocks,
+	// then the final norm and head (an HF checkpoint's; a GGUF file loads
+	// whole). Model.Layers records it.
+	Layers int
 	// WriteCacheLater leaves a cache the load must write to
 	// Model.WriteWeightsCache (a server writes it while it serves).
 	WriteCacheLater bool
@@ -70,6 +74,9 @@ func LoadContext(ctx context.Context, path string, opt LoadOptions) (*Model, err
 	isGGUF := (err == nil && st.Mode().IsRegular()) || (err != nil && strings.HasSuffix(path, ".gguf"))
 	if isGGUF {
 		load = loadGGUF
+		if opt.Layers > 0 {
+			return nil, fmt.Errorf("%s: --layers takes an HF checkpoint; a GGUF file loads whole", path)
+		}
 	}
 	var key cacheKey
 	var cachePath, note string
@@ -201,6 +208,9 @@ func loadHF(ctx context.Context, dir string, opt LoadOptions) (*Model, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := truncateLayers(&cfg, opt.Layers); err != nil {
+		return nil, err
+	}
 	ckpt, err := weights.MapCheckpoint(dir)
 	if err != nil {
 		return nil, err
@@ -209,14 +219,18 @@ func loadHF(ctx context.Context, dir string, opt LoadOptions) (*Model, error) {
 	if cfg.IsLlama() {
 		load = loadLlamaFrom
 	}
-	m, err := load(ctx, cfg, ckpt.File, weights.Release, opt)
+	f := ckpt.File
+	if opt.Layers > 0 {
+		f = firstLayers(f, opt.Layers)
+	}
+	m, err := load(ctx, cfg, f, weights.Release, opt)
 	if uerr := ckpt.Close(); uerr != nil && err == nil {
 		err = fmt.Errorf("unmapping %s: %w", ckpt.Path, uerr)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("loading %s: %w", ckpt.Path, err)
 	}
-	m.Dir, m.WeightsPath, m.Format = dir, ckpt.Path, FormatHF
+	m.Dir, m.WeightsPath, m.Format, m.Layers = dir, ckpt.Path, FormatHF, opt.Layers
 	return m, nil
 }
 

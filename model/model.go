@@ -24,6 +24,10 @@ type Model struct {
 	WeightsPath  string // path of model.safetensors, or of the .gguf file
 	WeightsDType string // as stored: "F32", "F16", "BF16" or "Q8_0"; sorted and joined by "+" if mixed (a GGUF file keeps norms F32)
 	Format       string // FormatHF or FormatGGUF
+	// Layers is the number of blocks loaded when only the first ones
+	// were (LoadOptions.Layers); 0 when all were. Config.NLayer is
+	// then this number.
+	Layers int
 
 	// Float16 says the weight matrices are held as float16 (LoadOptions).
 	Float16 bool

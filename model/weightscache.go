@@ -54,6 +54,7 @@ type cacheKey struct {
 	ModTime         int64  `json:"mod_time_ns"`
 	Float16         bool   `json:"float16"`
 	Float16IfStored bool   `json:"float16_if_stored"`
+	Layers          int    `json:"layers,omitempty"`
 }
 
 // cacheHeader is the key, what of the model is not an array, and where
@@ -126,7 +127,7 @@ func weightsCacheKey(path string, opt LoadOptions) (cacheKey, error) {
 		return cacheKey{}, err
 	}
 	return cacheKey{Version: cacheVersion, Build: build, Source: abs, Size: size, ModTime: modTime,
-		Float16: opt.Float16, Float16IfStored: opt.Float16IfStored}, nil
+		Float16: opt.Float16, Float16IfStored: opt.Float16IfStored, Layers: opt.Layers}, nil
 }
 
 // weightsCachePath is the cache file of the model at key.Source: one a
@@ -276,7 +277,7 @@ func loadCached(ctx context.Context, path string, isGGUF bool, cachePath string,
 	if isGGUF {
 		m, err = ggufSkeleton(path)
 	} else {
-		m, err = hfSkeleton(path)
+		m, err = hfSkeleton(path, key.Layers)
 	}
 	if err != nil {
 		return nil, err
@@ -335,9 +336,12 @@ func ggufSkeleton(path string) (*Model, error) {
 
 // hfSkeleton is the model an HF directory's config.json describes,
 // without weights.
-func hfSkeleton(dir string) (*Model, error) {
+func hfSkeleton(dir string, layers int) (*Model, error) {
 	cfg, err := LoadConfig(filepath.Join(dir, "config.json"))
 	if err != nil {
+		return nil, err
+	}
+	if err := truncateLayers(&cfg, layers); err != nil {
 		return nil, err
 	}
 	path, err := weights.WeightsFile(dir)
@@ -345,7 +349,7 @@ func hfSkeleton(dir string) (*Model, error) {
 		return nil, err
 	}
 	return &Model{Config: cfg, h: make([]block, cfg.NLayer), faultLayer: -1, Format: FormatHF,
-		Dir: dir, WeightsPath: path}, nil
+		Dir: dir, WeightsPath: path, Layers: layers}, nil
 }
 
 // restoreSlots points each of the model's weight slots at its arrays in

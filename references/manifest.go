@@ -47,8 +47,12 @@ type ModelInfo struct {
 	// MatricesHeldAs is "float16" when the set was made with the weight
 	// matrices rounded to float16 (dump_references.py --weight-dtype f16),
 	// the reference of a model loaded that way; empty otherwise.
-	MatricesHeldAs string          `json:"matrices_held_as,omitempty"`
-	Config         json.RawMessage `json:"config"` // config.json, verbatim
+	MatricesHeldAs string `json:"matrices_held_as,omitempty"`
+	// Layers is the number of blocks the set's forward ran when it ran
+	// only the first ones (dump_references.py --layers N), then the final
+	// norm and head; 0 when it ran them all. Config stays config.json's.
+	Layers int             `json:"layers,omitempty"`
+	Config json.RawMessage `json:"config"` // config.json, verbatim
 }
 
 // Case is one prompt; Prompt is nil when the case was given as token ids.
@@ -188,7 +192,22 @@ func (m Manifest) ModelConfig() (ModelDims, error) {
 	return m.modelConfig(ManifestFile)
 }
 
+// modelConfig is the dimensions of the forward the set ran: its config's,
+// with model.layers blocks when the set ran only the first ones.
 func (m Manifest) modelConfig(path string) (ModelDims, error) {
+	d, err := m.configDims(path)
+	if err != nil || m.Model.Layers == 0 {
+		return d, err
+	}
+	if m.Model.Layers < 0 || m.Model.Layers > d.NLayer {
+		return ModelDims{}, errorf(path, "model.layers", "want 1 to the config's %d layers, got %d", d.NLayer, m.Model.Layers)
+	}
+	d.NLayer = m.Model.Layers
+	return d, nil
+}
+
+// configDims is the dimensions model.config gives.
+func (m Manifest) configDims(path string) (ModelDims, error) {
 	if len(bytes.TrimSpace(m.Model.Config)) == 0 || bytes.Equal(bytes.TrimSpace(m.Model.Config), []byte("null")) {
 		return ModelDims{}, errorf(path, "model.config", "missing")
 	}

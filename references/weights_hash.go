@@ -17,7 +17,48 @@ import (
 // line a shard, sorted by name), so that the hash covers every weight and
 // nothing else: an index rewritten without changing a shard keeps it.
 // Errors wrap ErrInvalid.
+//
+// The hash is kept for the life of the process, for as long as the
+// files' sizes and modification times stay: a command checks a set
+// before it loads the model and again after, and an 8B checkpoint's
+// 16 GB take ten seconds to hash.
 func WeightsSHA256(path string) (string, error) {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return "", &Error{Path: path, Err: err}
+	}
+	size, mod, err := weights.Stamp(abs)
+	if err != nil {
+		return "", &Error{Path: path, Err: unwrapPath(err)}
+	}
+	hashMemo.Lock()
+	m, ok := hashMemo.m[abs]
+	hashMemo.Unlock()
+	if ok && m.size == size && m.mod == mod {
+		return m.sum, nil
+	}
+	sum, err := weightsSHA256(path)
+	if err != nil {
+		return "", err
+	}
+	hashMemo.Lock()
+	hashMemo.m[abs] = hashed{size: size, mod: mod, sum: sum}
+	hashMemo.Unlock()
+	return sum, nil
+}
+
+// hashMemo is WeightsSHA256's record of what it hashed.
+var hashMemo = struct {
+	sync.Mutex
+	m map[string]hashed
+}{m: map[string]hashed{}}
+
+type hashed struct {
+	size, mod int64
+	sum       string
+}
+
+func weightsSHA256(path string) (string, error) {
 	if !weights.IsIndex(path) {
 		return FileSHA256(path)
 	}

@@ -228,3 +228,14 @@ func DecodeInto(dst []float32, dtype string, raw []byte) {
 		panic(fmt.Sprintf("safetensors: decoding checked %s data: %v", dtype, err))
 	}
 }
+
+// Filter is f with only the tensors keep accepts; it shares f's data.
+func (f *File) Filter(keep func(Tensor) bool) *File {
+	out := &File{data: f.data}
+	for _, t := range f.Tensors {
+		if keep(t) {
+			out.Tensors = append(out.Tensors, t)
+		}
+	}
+	return out
+}

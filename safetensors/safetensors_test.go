@@ -3,6 +3,7 @@ package safetensors
 import (
 	"encoding/binary"
 	"math"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -237,4 +238,26 @@ func TestParseIndex(t *testing.T) {
 		require.NoError(t, ix.CheckShard("a.safetensors", a))
 		require.ErrorContains(t, ix.CheckShard("b.safetensors", a), `holds tensor "x", which model.safetensors.index.json puts in a.safetensors`)
 	}
+}
+
+// FuzzParseIndex: any index parses or is refused, never panics, and every
+// shard it accepts is a plain file name listed once, sorted.
+func FuzzParseIndex(f *testing.F) {
+	f.Add([]byte(`{"metadata": {"total_size": 8}, "weight_map": {"a": "model-00001-of-00002.safetensors", "b": "model-00002-of-00002.safetensors"}}`))
+	f.Add([]byte(`{"weight_map": {"a": "../x"}}`))
+	f.Add([]byte(`{"weight_map": null}`))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		ix, err := ParseIndex(b)
+		if err != nil {
+			return
+		}
+		for i, s := range ix.Shards {
+			if s == "" || s == "." || s == ".." || strings.ContainsAny(s, `/\`) {
+				t.Fatalf("shard %q accepted", s)
+			}
+			if i > 0 && ix.Shards[i-1] >= s {
+				t.Fatalf("shards %q not sorted and unique", ix.Shards)
+			}
+		}
+	})
 }

@@ -270,6 +270,13 @@ func (f *fields) requests(e *engine, tmpl generation.Request, prompts [][]int, n
 		reqs[i] = tmpl
 		reqs[i].Prompt = p
 		f.check(reqs[i].Validate(n, V), names(i))
+		if room := e.positions(); reqs[i].DefaultMaxTokens && room < n && len(p) < room {
+			// A KV cache bounded below the context (--kv-cache-tokens, or
+			// the memory an 8B model leaves) bounds what a request that
+			// sent no max_tokens generates, as the context would: a value
+			// the client never sent must not fail it.
+			reqs[i].MaxTokens = min(reqs[i].MaxTokens, room-len(p))
+		}
 		f.check(kvRule(e, reqs[i].Fit(n)), names(i))
 	}
 	return reqs

@@ -88,6 +88,20 @@ func TestKVCacheBound(t *testing.T) {
 	require.Equal(t, "prompt", e["param"], "the route reports context rules on the prompt")
 	require.Contains(t, e["message"], "plus max_tokens 100 needs 110 positions; the server's KV cache holds 64")
 
+	// Without max_tokens (as the OpenAI SDKs send a chat), the cache, not
+	// the context, bounds the default: the prompt and the answer fill it.
+	for _, route := range []struct {
+		path string
+		body map[string]any
+	}{
+		{"/v1/chat/completions", map[string]any{"messages": []any{map[string]any{"role": "user", "content": "Hi"}}, "temperature": 0, "logit_bias": map[string]any{"50256": -100}}},
+	} {
+		out := ts.call(t, "POST", route.path, route.body, http.StatusOK)
+		usage := out["usage"].(map[string]any)
+		require.Equal(t, float64(64), usage["prompt_tokens"].(float64)+usage["completion_tokens"].(float64), route.path)
+		require.Equal(t, "length", out["choices"].([]any)[0].(map[string]any)["finish_reason"], route.path)
+	}
+
 	// Three requests of 48 positions (3 blocks of 16) where 4 blocks fit:
 	// they run one after another, none fails.
 	var wg sync.WaitGroup
@@ -107,6 +121,15 @@ func TestKVCacheBound(t *testing.T) {
 	require.Equal(t, []int{200, 200, 200}, status)
 	kv := ts.call(t, "GET", "/health", nil, http.StatusOK)["kv_cache"].(map[string]any)
 	require.EqualValues(t, 0, kv["used_blocks"])
+	require.Equal(t, "--kv-cache-tokens", kv["budget"], "/health says why the cache holds what it does")
+
+	derived := start(t, server.Config{Parallel: 2, KVCacheTokens: 96, KVCacheBudget: "the memory left after the weights: ..."})
+	kv = derived.call(t, "GET", "/health", nil, http.StatusOK)["kv_cache"].(map[string]any)
+	require.Equal(t, "the memory left after the weights: ...", kv["budget"])
+	require.EqualValues(t, 96, kv["max_tokens"])
+	plain := start(t, server.Config{Parallel: 2})
+	kv = plain.call(t, "GET", "/health", nil, http.StatusOK)["kv_cache"].(map[string]any)
+	require.Regexp(t, `^--parallel 2 × context \d+$`, kv["budget"])
 }
 
 // Prompts prefilled in chunks beside other requests' decode steps get the

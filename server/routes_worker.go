@@ -39,6 +39,7 @@ type healthResponse struct {
 // hold, what is kept for prefix reuse, and what reuse has saved.
 type kvHealth struct {
 	MaxTokens    int    `json:"max_tokens"`
+	Budget       string `json:"budget,omitempty"` // why max_tokens is what it is
 	BlockTokens  int    `json:"block_tokens"`
 	DType        string `json:"dtype"`
 	PrefixCache  bool   `json:"prefix_cache"`
@@ -92,6 +93,7 @@ func (s *Server) handleHealth(w http.ResponseWriter, r *http.Request) {
 		h.VocabSize = e.m.Config.VocabSize
 		h.ContextLength = e.m.Config.NPositions
 		h.KVCache = newKVHealth(e.pool)
+		h.KVCache.Budget = s.kvBudget(e.m)
 	}
 	status := http.StatusOK
 	switch s.state() {

@@ -28,6 +28,7 @@ type Config struct {
 	WorkerID       string        // the orchestrator's name for this worker
 	Parallel       int           // sequences decoding at once
 	KVCacheTokens  int           // positions the KV cache holds for all sequences at once; 0: Parallel × context
+	KVCacheBudget  string        // why KVCacheTokens is what it is, for /health; empty: the flag or the default
 	KVCacheFloat16 bool          // keys and values stored as float16 (validated against an f16-kv reference set)
 	PrefixCache    bool          // keep finished prompts' KV blocks and reuse them for prompts sharing a prefix
 	PrefixTokens   int           // positions kept for reuse by no running sequence; 0: one context
@@ -222,6 +223,17 @@ func (s *Server) kvOptions(m *model.Model) model.KVCacheOptions {
 		keep = m.Config.NPositions
 	}
 	return model.KVCacheOptions{MaxTokens: n, Float16: s.cfg.KVCacheFloat16, PrefixCache: s.cfg.PrefixCache, PrefixCacheTokens: keep}
+}
+
+// kvBudget says why the KV cache holds what it does.
+func (s *Server) kvBudget(m *model.Model) string {
+	switch {
+	case s.cfg.KVCacheBudget != "":
+		return s.cfg.KVCacheBudget
+	case s.cfg.KVCacheTokens > 0:
+		return "--kv-cache-tokens"
+	}
+	return fmt.Sprintf("--parallel %d × context %d", s.cfg.Parallel, m.Config.NPositions)
 }
 
 // state says whether new work can be served and, if not, why.

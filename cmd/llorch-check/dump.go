@@ -35,18 +35,18 @@ different set is refused unless --force, and the set dumped from always.`,
 			if err != nil {
 				return err
 			}
-			m, err := mf.load(cmd.Context())
-			if err != nil {
-				return err
-			}
-			if err := injectFault(m, fault); err != nil {
-				return err
-			}
 			set, err := openModelReferences(refs, mf.path, kv)
 			if err != nil {
 				return err
 			}
 			if err := checkDumpTarget(out, set.Dir); err != nil {
+				return err
+			}
+			m, err := mf.loadFor(cmd.Context(), set)
+			if err != nil {
+				return err
+			}
+			if err := injectFault(m, fault); err != nil {
 				return err
 			}
 			tok, err := tokenizer.ForModel(m.Path())

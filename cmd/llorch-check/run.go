@@ -126,15 +126,15 @@ func (f *runFlags) execRun(cmd *cobra.Command) (*checkpoints.Report, *model.Mode
 	if err != nil {
 		return nil, nil, err
 	}
-	m, err := f.model.load(cmd.Context())
+	set, err := openModelReferences(f.references, f.model.path, opt.KVCache)
+	if err != nil {
+		return nil, nil, err
+	}
+	m, err := f.model.loadFor(cmd.Context(), set)
 	if err != nil {
 		return nil, nil, err
 	}
 	if err := injectFault(m, f.fault); err != nil {
-		return nil, nil, err
-	}
-	set, err := openModelReferences(f.references, f.model.path, opt.KVCache)
-	if err != nil {
 		return nil, nil, err
 	}
 	for _, o := range []struct{ flag, path string }{{"--junit", f.junit}, {"--plot", f.plot}} {

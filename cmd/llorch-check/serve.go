@@ -216,38 +216,72 @@ func (f serveFlags) modelChat(m *model.Model) (server.ChatFormatter, error) {
 	return t, nil
 }
 
-// maxParallel bounds --parallel before any model is read; checkMemory
+// maxParallel bounds --parallel before any model is read; kvBudget
 // bounds it by the model's KV caches and the machine's memory.
 const maxParallel = 4096
 
-// checkMemory refuses a KV cache bound (--kv-cache-tokens, or --parallel
-// full contexts) that cannot fit in this machine's memory: blocks are only
-// taken as sequences grow, but the bound is what the server promises, so
-// it is found at start-up, not when the slots fill under load.
-func (f serveFlags) checkMemory(path string) error {
+// kvBudget is the KV cache's bound in positions and why it is that: the
+// operator's --kv-cache-tokens, refused if it cannot fit this machine's
+// memory; else --parallel full contexts, or, where those would not fit
+// beside the weights (a Llama 3.x config's 131072-token context), what the
+// memory left after the weights holds, so that serve starts on any model
+// that fits. Blocks are only taken as sequences grow, but the bound is
+// what the server promises, so it is found at start-up, not when the
+// slots fill under load.
+func (f serveFlags) kvBudget(path string) (int, string, error) {
+	return f.kvBudgetIn(path, procstat.MemTotal())
+}
+
+// kvBudgetIn is kvBudget on a machine of total bytes (0: unknown).
+func (f serveFlags) kvBudgetIn(path string, total int64) (int, string, error) {
 	cfg, err := model.ReadConfig(path)
 	if err != nil {
-		return err
+		return 0, "", err
 	}
-	total := procstat.MemTotal()
-	if total == 0 {
-		return nil
-	}
-	tokens := int64(f.kvCacheTokens)
-	if tokens == 0 {
-		tokens = int64(f.parallel) * int64(cfg.NPositions)
-	}
-	opt, err := parseKVCacheDType(f.kvCacheDType)
+	kvOpt, err := parseKVCacheDType(f.kvCacheDType)
 	if err != nil {
-		return err
+		return 0, "", err
 	}
-	kv := cfg.KVCacheBytes(tokens, opt)
-	if kv > total {
-		return fmt.Errorf("a KV cache of %d positions (--kv-cache-tokens, default --parallel %d × context %d) needs %.1f GB as %s, more than this machine's %.1f GB; bound it with --kv-cache-tokens",
-			tokens, f.parallel, cfg.NPositions, float64(kv)/1e9, f.kvCacheDType, float64(total)/1e9)
+	if f.kvCacheTokens > 0 {
+		kv := cfg.KVCacheBytes(int64(f.kvCacheTokens), kvOpt)
+		if total > 0 && kv > total {
+			return 0, "", fmt.Errorf("a KV cache of %d positions (--kv-cache-tokens) needs %.1f GB as %s, more than this machine's %.1f GB; bound it lower",
+				f.kvCacheTokens, float64(kv)/1e9, f.kvCacheDType, float64(total)/1e9)
+		}
+		return f.kvCacheTokens, "--kv-cache-tokens", nil
 	}
-	return nil
+	full := int64(f.parallel) * int64(cfg.NPositions)
+	reason := fmt.Sprintf("--parallel %d × context %d", f.parallel, cfg.NPositions)
+	if total == 0 {
+		return int(full), reason, nil
+	}
+	opt, err := f.model.options()
+	if err != nil {
+		return 0, "", err
+	}
+	held, err := model.HeldBytes(path, opt)
+	if err != nil {
+		return 0, "", err
+	}
+	free := total - held - kvHeadroom(total)
+	perBlock := cfg.KVCacheBytes(model.DefaultBlockTokens, kvOpt)
+	if cfg.KVCacheBytes(full, kvOpt) <= free {
+		return int(full), reason, nil
+	}
+	blocks := free / max(perBlock, 1)
+	if blocks < 1 {
+		return 0, "", fmt.Errorf("the weights, held in %.1f GB, leave no room for a KV cache in this machine's %.1f GB (%.1f GB kept for the process); a smaller --weight-dtype or model",
+			float64(held)/1e9, float64(total)/1e9, float64(kvHeadroom(total))/1e9)
+	}
+	tokens := blocks * model.DefaultBlockTokens
+	return int(tokens), fmt.Sprintf("the memory left after the weights: %.1f GB of %.1f GB, less %.1f GB kept for the process (--parallel %d × context %d would need %.1f GB; --kv-cache-tokens overrides)",
+		float64(free)/1e9, float64(total)/1e9, float64(kvHeadroom(total))/1e9, f.parallel, cfg.NPositions, float64(cfg.KVCacheBytes(full, kvOpt))/1e9), nil
 }
+
+// kvHeadroom is the memory a default KV budget leaves for everything but
+// weights and cache (activations, scoring logits, buffers, the page
+// cache the weights load through): a tenth of the machine, at least 1 GB.
+func kvHeadroom(total int64) int64 { return max(total/10, 1<<30) }
 
 func runServe(cmd *cobra.Command, f serveFlags) error {
 	if err := f.check(); err != nil {
@@ -263,7 +297,8 @@ func runServe(cmd *cobra.Command, f serveFlags) error {
 	if err != nil {
 		return err
 	}
-	if err := f.checkMemory(path); err != nil {
+	kvTokens, kvReason, err := f.kvBudget(path)
+	if err != nil {
 		return err
 	}
 	if ip := net.ParseIP(f.host); f.apiKey == "" && (ip == nil || !ip.IsLoopback()) && f.host != "localhost" {
@@ -284,7 +319,7 @@ func runServe(cmd *cobra.Command, f serveFlags) error {
 		MaxBatch: f.maxBatch, RequestTimeout: f.requestTimeout, MaxBodyBytes: f.maxBody,
 		WriteTimeout: f.writeTimeout, APIKey: f.apiKey, CORSOrigins: origins, TokenDelay: f.tokenDelay,
 		Lenient: f.lenient, ChatTemplate: chat, Version: version(), Logger: log,
-		KVCacheTokens: f.kvCacheTokens, KVCacheFloat16: f.kvCacheDType == "f16", PrefixCache: f.prefixCache,
+		KVCacheTokens: kvTokens, KVCacheBudget: kvReason, KVCacheFloat16: f.kvCacheDType == "f16", PrefixCache: f.prefixCache,
 		PrefillChunk: f.prefillChunk, PrefixTokens: f.prefixTokens,
 	}
 	srv := server.New(cfg)

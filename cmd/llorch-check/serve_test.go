@@ -60,8 +60,10 @@ func startServeCmd(t *testing.T, args ...string) (logs *syncBuffer, errc chan er
 // TestServeFlagsRejected: every flag is checked before the port is bound
 // (nothing is logged as listening), naming the flag.
 func TestServeFlagsRejected(t *testing.T) {
-	// A config.json alone: its context makes one KV cache 16 GB, so two
-	// slots exceed any test machine, and no weights are read to find out.
+	// A config.json alone: a KV cache of 2^28 of its positions is 275 GB,
+	// more than any test machine, and no weights are read to find out.
+	// (--parallel full contexts beyond the memory are no error: the
+	// default bound is then what the memory holds, TestKVBudget.)
 	big := t.TempDir()
 	require.NoError(t, os.WriteFile(filepath.Join(big, "config.json"),
 		[]byte(`{"model_type":"gpt2","vocab_size":97,"n_positions":16777216,"n_embd":64,"n_layer":2,"n_head":4}`), 0o644))
@@ -70,7 +72,7 @@ func TestServeFlagsRejected(t *testing.T) {
 	for _, args := range [][]string{
 		{"--parallel", "0"}, {"--port", "70000"}, {"--max-queue", "-1"}, {"--log-level", "loud"},
 		{"--shutdown-timeout", "-1s"}, {"--read-timeout", "-2s"}, {"--weight-dtype", "f8"}, {"--parallel", "100000"},
-		{"--parallel", "2", "--model", big},
+		{"--kv-cache-tokens", "268435456", "--model", big},
 		{"--chat-template", filepath.Join(big, "missing.tmpl")}, {"--chat-template", badTemplate}, {"--inject-fault", "bogus@1"},
 		{"--max-connections", "-1"},
 	} {

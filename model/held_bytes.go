@@ -1,0 +1,45 @@
+package model
+
+import (
+	"os"
+
+	"github.com/llorch/llorch-check/weights"
+)
+
+// HeldBytes estimates, from the weights file's headers alone, the memory
+// a load with opt holds the weights in: a GGUF file's size (quantised
+// types stay quantised), or an HF checkpoint's tensors at the width the
+// loader keeps each dtype. serve sizes its KV cache by what is left; an
+// 8B model's 16 GB must be known before it is loaded.
+func HeldBytes(path string, opt LoadOptions) (int64, error) {
+	if IsGGUF(path) {
+		st, err := os.Stat(path)
+		if err != nil {
+			return 0, err
+		}
+		return st.Size(), nil
+	}
+	c, err := weights.MapCheckpoint(path)
+	if err != nil {
+		return 0, err
+	}
+	defer c.Close()
+	var n int64
+	for _, t := range c.File.Tensors {
+		n += int64(t.Numel()) * int64(heldWidth(t.DType, opt))
+	}
+	return n, nil
+}
+
+// heldWidth is the bytes an element of a stored dtype takes once loaded
+// with opt (LoadOptions' rules: float16 matrices kept or rounded to,
+// everything else float32).
+func heldWidth(dtype string, opt LoadOptions) int {
+	switch {
+	case opt.Float16:
+		return 2
+	case dtype == "F16" && opt.Float16IfStored:
+		return 2
+	}
+	return 4
+}
