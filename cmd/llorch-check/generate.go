@@ -92,18 +92,20 @@ must fit beside the prompt in the model's context. With --json, stdout is one do
 }
 
 func runGenerate(cmd *cobra.Command, f generateFlags) error {
-	m, err := f.model.load(cmd.Context())
+	// The tokenizer and the prompt first: they are read in milliseconds,
+	// an 8B model's weights in minutes.
+	path, err := modelPath(f.model.path)
 	if err != nil {
 		return err
 	}
 	// Only text needs the tokenizer: --tokens without --stop runs without one.
-	tok, err := tokenizer.ForModel(m.Path())
+	tok, err := tokenizer.ForModel(path)
 	if err != nil {
 		return err
 	}
 	needText := f.prompt != "" || len(f.stop) > 0 || !cmd.Flags().Changed("tokens")
 	if tok == nil && needText {
-		return fmt.Errorf("%s: %w (give --tokens instead of --prompt)", m.WeightsPath, tokenizer.ErrNoTokenizer)
+		return fmt.Errorf("%s: %w (give --tokens instead of --prompt)", path, tokenizer.ErrNoTokenizer)
 	}
 	var prompt []int
 	if cmd.Flags().Changed("tokens") {
@@ -112,6 +114,10 @@ func runGenerate(cmd *cobra.Command, f generateFlags) error {
 		}
 	} else {
 		prompt = tok.EncodePrompt(f.prompt)
+	}
+	m, err := f.model.load(cmd.Context())
+	if err != nil {
+		return err
 	}
 	req := generation.Request{
 		Prompt:           prompt,

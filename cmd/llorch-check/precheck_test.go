@@ -73,3 +73,18 @@ func TestChecksBeforeLoad(t *testing.T) {
 	require.Equal(t, exitBadInput, code, stderr)
 	require.Contains(t, stderr, "model.layers")
 }
+
+// TestGenerateChecksTokenizerFirst: --prompt on a model without a
+// tokenizer is refused before the weights load (here they are not even
+// safetensors), as are ids that are not ids.
+func TestGenerateChecksTokenizerFirst(t *testing.T) {
+	dir := fixture.CopyDir(t, fixture.FamilyModel("tiny-llama"))
+	require.NoError(t, os.Remove(filepath.Join(dir, "tokenizer.gguf")))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "model.safetensors"), []byte("not loaded"), 0o644))
+	code, _, stderr := runCLI(t, "generate", "--model", dir, "--prompt", "Hello")
+	require.Equal(t, exitBadInput, code, stderr)
+	require.Contains(t, stderr, "give --tokens instead of --prompt")
+	code, _, stderr = runCLI(t, "generate", "--model", dir, "--tokens", "1,x")
+	require.Equal(t, exitBadInput, code, stderr)
+	require.Contains(t, stderr, "--tokens")
+}
