@@ -1,0 +1,208 @@
+"""hf_tokenizer.py id for id against every committed peer vector
+(testdata/tokenizer: llama.cpp's .inp/.out pairs, made with Hugging Face's
+tokenizers, and mistral-hf's vectors from transformers.js), the tiny
+models' cases from text, and lm-eval's pair split."""
+
+import json
+import os
+import sys
+import tempfile
+import unittest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+sys.path.insert(0, HERE)
+
+import hf_tokenizer  # noqa: E402
+from safetensors_io import BadInput  # noqa: E402
+
+TOK = os.path.join(ROOT, "testdata", "tokenizer")
+SEP = "\n__ggml_vocab_test__\n"
+
+
+def vectors(stem):
+    with open(stem + ".inp", encoding="utf-8", newline="") as f:
+        texts = f.read().split(SEP)
+    with open(stem + ".out", encoding="utf-8", newline="") as f:
+        lines = f.read().split("\n")
+    # Both files end with a separator / newline: drop the empty tail.
+    assert texts[-1] == "" and lines[-1] == "", stem
+    return texts[:-1], [[int(x) for x in l.split()] for l in lines[:-1]]
+
+
+def tj(name, file):
+    d = os.path.join(TOK, name)
+    return hf_tokenizer.from_tokenizer_json(os.path.join(d, file), os.path.join(d, "tokenizer_config.json"))
+
+
+# name, tokenizer, vectors' stem, BOS id and whether it is added, end-of-text id.
+VOCABS = [
+    ("llama-spm", lambda: hf_tokenizer.from_gguf(os.path.join(TOK, "llama-spm", "ggml-vocab-llama-spm.gguf")),
+     "llama-spm/ggml-vocab-llama-spm.gguf", 1, True, 2),
+    ("phi-3", lambda: hf_tokenizer.from_gguf(os.path.join(TOK, "phi-3", "ggml-vocab-phi-3.gguf")),
+     "phi-3/ggml-vocab-phi-3.gguf", 1, True, 32000),
+    ("mistral-hf", lambda: tj("mistral-hf", "tokenizer.json"), "mistral-hf/vectors", 1, True, 2),
+    # This Llama 3 tokenizer.json's post_processor is ByteLevel alone: no BOS.
+    ("llama-bpe", lambda: tj("llama-bpe", "tokenizer.json.gz"), "llama-bpe/ggml-vocab-llama-bpe.gguf", None, False, 128001),
+    ("qwen2", lambda: tj("qwen2", "tokenizer.json.gz"), "qwen2/ggml-vocab-qwen2.gguf", None, False, 151643),
+]
+
+
+class PeerVectors(unittest.TestCase):
+    toks = {}
+
+    @classmethod
+    def tok(cls, name):
+        if name not in cls.toks:
+            cls.toks[name] = next(v[1] for v in VOCABS if v[0] == name)()
+        return cls.toks[name]
+
+    def test_every_vector(self):
+        for name, _, stem, *_ in VOCABS:
+            texts, want = vectors(os.path.join(TOK, stem))
+            self.assertEqual(len(texts), len(want), stem)
+            self.assertGreaterEqual(len(texts), 46, stem)
+            tok = self.tok(name)
+            for text, ids in zip(texts, want):
+                with self.subTest(vocab=name, text=text):
+                    self.assertEqual(tok.encode(text), ids)
+
+    def test_bos_and_eot(self):
+        for name, _, _, bos, add, eot in VOCABS:
+            with self.subTest(vocab=name):
+                tok = self.tok(name)
+                self.assertEqual((tok.bos, tok.add_bos, tok.eot), (bos, add, eot))
+                ids = tok.encode("Hello")
+                self.assertEqual(tok.encode_prompt("Hello"), ([bos] if add else []) + ids)
+
+    def test_special_tokens_in_text(self):
+        spm = self.tok("llama-spm")
+        # A fragment after a special token gets the dummy prefix again (llama.cpp, HF legacy).
+        self.assertEqual(spm.encode("a</s>a"), spm.encode("a") + [2] + spm.encode("a"))
+        qwen = self.tok("qwen2")
+        self.assertEqual(qwen.encode("x<|im_end|>"), qwen.encode("x") + [151645])
+        self.assertEqual(qwen.encode("<|im_end|><|im_end|>"), [151645, 151645])
+
+    def test_empty(self):
+        for name, *_ in VOCABS:
+            self.assertEqual(self.tok(name).encode(""), [], name)
+
+
+class Translate(unittest.TestCase):
+    def test_classes(self):
+        rx = hf_tokenizer.translate(r"\p{L}+|\p{N}|\s+(?!\S)|[^\s\p{L}\p{N}]+")
+        # A space before a letter or digit matches no alternative here (findall skips it).
+        self.assertEqual(rx.findall("héllo 42  x!?"), ["héllo", "4", "2", " ", "x", "!?"])
+
+    def test_white_space_is_unicode_white_space(self):
+        # Python's \s takes U+001C (str.isspace); Unicode White_Space does not.
+        rx = hf_tokenizer.translate(r"\s")
+        self.assertIsNone(rx.match("\x1c"))
+        self.assertIsNotNone(rx.match("\u3000"))
+
+    def test_unsupported(self):
+        with self.assertRaises(BadInput):
+            hf_tokenizer.translate(r"\p{Han}")
+
+
+class Metaspace(unittest.TestCase):
+    """Newer tokenizer.json files write SentencePiece's space handling as a
+    Metaspace pre-tokenizer; "first" prepends to the text's first fragment only."""
+
+    def make(self, scheme, split):
+        vocab = {"<unk>": 0, "<s>": 1, "\u2581": 2, "a": 3, "b": 4, "\u2581a": 5, "\u2581b": 6}
+        doc = {"added_tokens": [{"id": 1, "content": "<s>", "special": True}],
+               "normalizer": None,
+               "pre_tokenizer": {"type": "Metaspace", "replacement": "\u2581", "prepend_scheme": scheme, "split": split},
+               "model": {"type": "BPE", "vocab": vocab, "merges": ["\u2581 a", "\u2581 b"], "unk_token": "<unk>",
+                         "byte_fallback": False}}
+        with tempfile.TemporaryDirectory() as d:
+            p = os.path.join(d, "tokenizer.json")
+            with open(p, "w", encoding="utf-8") as f:
+                json.dump(doc, f)
+            return hf_tokenizer.from_tokenizer_json(p)
+
+    def test_schemes(self):
+        self.assertEqual(self.make("always", True).encode("a b<s>a"), [5, 6, 1, 5])
+        self.assertEqual(self.make("first", True).encode("a b<s>a"), [5, 6, 1, 3])
+        self.assertEqual(self.make("never", False).encode("a b"), [3, 6])
+
+
+class CasesFromText(unittest.TestCase):
+    """testdata/cases-llama.json's ids are what each tiny Llama model's own
+    tokenizer (tokenizer.gguf: Llama 2's or Phi-3's SentencePiece vocabulary)
+    gives its text: a prompt with BOS, a pair split as lm-eval splits it."""
+
+    def test_tiny_models(self):
+        with open(os.path.join(ROOT, "testdata", "cases-llama.json"), encoding="utf-8") as f:
+            doc = json.load(f)
+        for m in ("tiny-llama", "tiny-llama3", "tiny-llama-qwen2", "tiny-llama-qwen3", "tiny-llama-phi3"):
+            tok = hf_tokenizer.for_model_dir(os.path.join(ROOT, "testdata", m))
+            for c in doc["cases"]:
+                with self.subTest(model=m, case=c["id"]):
+                    self.assertEqual(hf_tokenizer.prompt_ids(tok, c["prompt"]), c["tokens"])
+            for p in doc["loglikelihood"]:
+                with self.subTest(model=m, pair=p["context"]):
+                    self.assertEqual(hf_tokenizer.encode_pair(tok, p["context"], p["continuation"]),
+                                     (p["context_tokens"], p["continuation_tokens"]))
+
+    def test_info(self):
+        d = os.path.join(ROOT, "testdata", "tiny-llama")
+        got = hf_tokenizer.info(d)
+        self.assertEqual(got["tokenizer_file"], "tokenizer.gguf")
+        self.assertEqual(got["tokenizer_sha256"],
+                         hf_tokenizer.files_sha256([os.path.join(TOK, "llama-spm", "ggml-vocab-llama-spm.gguf")]))
+        gpt2 = hf_tokenizer.info(os.path.join(ROOT, "testdata", "tiny-gpt2"))
+        self.assertEqual(gpt2["tokenizer_file"], "vocab.json")
+        with open(os.path.join(ROOT, "testdata", "tiny-gpt2", "vocab.json"), "rb") as f:
+            vocab = f.read()
+        with open(os.path.join(ROOT, "testdata", "tiny-gpt2", "merges.txt"), "rb") as f:
+            merges = f.read()
+        import hashlib
+        self.assertEqual(gpt2["tokenizer_sha256"], hashlib.sha256(vocab + merges).hexdigest())
+        self.assertEqual(hf_tokenizer.info(os.path.join(ROOT, "testdata", "tiny-gpt2", "config.json")), {})
+
+
+class Pair(unittest.TestCase):
+    """lm-evaluation-harness's _encode_pair: the context's trailing
+    whitespace moves to the continuation; continuation = whole[len(context):]."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.tok = hf_tokenizer.from_gguf(os.path.join(TOK, "llama-spm", "ggml-vocab-llama-spm.gguf"))
+
+    def test_trailing_space_moves(self):
+        tok = self.tok
+        ctx, cont = hf_tokenizer.encode_pair(tok, "Answer: ", "42")
+        self.assertEqual(ctx, tok.encode("Answer:"))
+        whole = tok.encode("Answer: 42")
+        self.assertEqual(ctx + cont, whole)
+        self.assertEqual(cont, whole[len(ctx):])
+        self.assertNotIn(tok.bos, ctx)  # no BOS in a pair
+
+    def test_boundary_merge_lands_in_continuation(self):
+        # "Hel" + "lo": the whole encodes as one piece more than the context's
+        # ids cover, and the continuation is sliced by length regardless.
+        tok = self.tok
+        ctx, cont = hf_tokenizer.encode_pair(tok, "Hel", "lo")
+        whole = tok.encode("Hello")
+        self.assertEqual(ctx, tok.encode("Hel"))
+        self.assertEqual(cont, whole[len(ctx):])
+
+    def test_empty_context_conditions_on_eot(self):
+        tok = self.tok
+        self.assertEqual(hf_tokenizer.encode_pair(tok, "", "Hi"), ([2], tok.encode("Hi")))
+        self.assertEqual(hf_tokenizer.encode_pair(tok, "  ", "Hi"), ([2], tok.encode("  Hi")))
+
+    def test_empty_context_without_eot(self):
+        class NoEOT:
+            eot = None
+
+            def encode(self, text):
+                return [len(text)]
+        with self.assertRaises(BadInput):
+            hf_tokenizer.encode_pair(NoEOT(), "", "x")
+
+
+if __name__ == "__main__":
+    unittest.main()
