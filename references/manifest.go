@@ -47,8 +47,17 @@ type ModelInfo struct {
 	// MatricesHeldAs is "float16" when the set was made with the weight
 	// matrices rounded to float16 (dump_references.py --weight-dtype f16),
 	// the reference of a model loaded that way; empty otherwise.
-	MatricesHeldAs string          `json:"matrices_held_as,omitempty"`
-	Config         json.RawMessage `json:"config"` // config.json, verbatim
+	MatricesHeldAs string `json:"matrices_held_as,omitempty"`
+	// TokenizerFile and TokenizerSHA256 name the tokenizer that gave the
+	// set's ids: the file of the model directory tokenizer.Load reads
+	// ("vocab.json" for GPT-2's vocab.json + merges.txt, "tokenizer.json",
+	// or a *.gguf vocabulary such as "tokenizer.gguf") and the sha256 of
+	// its bytes (of vocab.json's then merges.txt's). Both empty in sets
+	// made before they existed, from a GGUF model file, or from a
+	// directory without a tokenizer: CheckTokenizer then checks nothing.
+	TokenizerFile   string          `json:"tokenizer_file,omitempty"`
+	TokenizerSHA256 string          `json:"tokenizer_sha256,omitempty"`
+	Config          json.RawMessage `json:"config"` // config.json, verbatim
 }
 
 // Case is one prompt; Prompt is nil when the case was given as token ids.

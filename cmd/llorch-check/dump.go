@@ -35,15 +35,20 @@ different set is refused unless --force, and the set dumped from always.`,
 			if err != nil {
 				return err
 			}
+			// The set first: a set made with another tokenizer is
+			// refused before the weights load.
+			set, err := openModelReferences(refs, mf.path, kv)
+			if err != nil {
+				return err
+			}
+			if err := checkSetTokenizer(set, mf.path); err != nil {
+				return err
+			}
 			m, err := mf.load(cmd.Context())
 			if err != nil {
 				return err
 			}
 			if err := injectFault(m, fault); err != nil {
-				return err
-			}
-			set, err := openModelReferences(refs, mf.path, kv)
-			if err != nil {
 				return err
 			}
 			if err := checkDumpTarget(out, set.Dir); err != nil {

@@ -126,15 +126,20 @@ func (f *runFlags) execRun(cmd *cobra.Command) (*checkpoints.Report, *model.Mode
 	if err != nil {
 		return nil, nil, err
 	}
+	// The set first: its manifest is cheap to read, and a set made with
+	// another tokenizer is refused before the weights load.
+	set, err := openModelReferences(f.references, f.model.path, opt.KVCache)
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := checkSetTokenizer(set, f.model.path); err != nil {
+		return nil, nil, err
+	}
 	m, err := f.model.load(cmd.Context())
 	if err != nil {
 		return nil, nil, err
 	}
 	if err := injectFault(m, f.fault); err != nil {
-		return nil, nil, err
-	}
-	set, err := openModelReferences(f.references, f.model.path, opt.KVCache)
-	if err != nil {
 		return nil, nil, err
 	}
 	for _, o := range []struct{ flag, path string }{{"--junit", f.junit}, {"--plot", f.plot}} {
