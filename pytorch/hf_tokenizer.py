@@ -273,6 +273,34 @@ def _split(pieces, fn):
     return out
 
 
+_BEHAVIORS = ("Isolated", "Removed", "MergedWithPrevious", "MergedWithNext", "Contiguous")
+
+
+def _combine(parts, behavior):
+    """A Split's pieces from (text, matched) runs, as HF's
+    SplitDelimiterBehavior: a match is its own piece (Isolated), dropped
+    (Removed), joined to the non-match just before (MergedWithPrevious) or
+    after (MergedWithNext) it, else its own piece ("a--b" split on "-"
+    MergedWithPrevious: "a-", "-", "b"), or joined to the matches beside it
+    (Contiguous)."""
+    if behavior == "Isolated":
+        return [t for t, _ in parts]
+    if behavior == "Removed":
+        return [t for t, m in parts if not m]
+    if behavior == "MergedWithNext":
+        rev = _combine([(t[::-1], m) for t, m in reversed(parts)], "MergedWithPrevious")
+        return [t[::-1] for t in reversed(rev)]
+    out, prev = [], None
+    for t, m in parts:
+        # MergedWithPrevious: onto a preceding non-match; Contiguous: onto a preceding match.
+        if out and m and prev == (behavior == "Contiguous"):
+            out[-1] += t
+        else:
+            out.append(t)
+        prev = m
+    return out
+
+
 def _pretokenizer(p, source):
     """A function str -> [str] for tokenizer.json's pre_tokenizer p; each
     piece gets the model's BPE on its own. `first` is whether the piece
@@ -296,24 +324,24 @@ def _pretokenizer(p, source):
         if p.get("invert"):
             raise BadInput(f"{source}: pre_tokenizer Split with invert true is not supported")
         behavior = p.get("behavior")
-        if behavior not in ("Isolated", "Removed"):
-            raise BadInput(f"{source}: pre_tokenizer Split behavior {behavior!r} is not supported (Isolated, Removed)")
+        if behavior not in _BEHAVIORS:
+            raise BadInput(f"{source}: pre_tokenizer Split behavior {behavior!r} is not supported "
+                           f"({', '.join(_BEHAVIORS)})")
         pat = p["pattern"]
         rx = translate(pat["Regex"], source) if "Regex" in pat else re.compile(re.escape(pat["String"]))
 
         def split(s, first):
-            out, at = [], 0
+            parts, at = [], 0  # (text, matched), in order, covering s
             for m in rx.finditer(s):
                 if m.start() == m.end():
                     continue
                 if m.start() > at:
-                    out.append(s[at:m.start()])
-                if behavior == "Isolated":
-                    out.append(m.group())
+                    parts.append((s[at:m.start()], False))
+                parts.append((m.group(), True))
                 at = m.end()
             if at < len(s):
-                out.append(s[at:])
-            return out
+                parts.append((s[at:], False))
+            return _combine(parts, behavior)
         return split
     if t == "ByteLevel":
         enc = gpt2_tokenizer.bytes_to_unicode()

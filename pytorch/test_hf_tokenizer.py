@@ -3,6 +3,7 @@
 tokenizers, and mistral-hf's vectors from transformers.js), the tiny
 models' cases from text, and lm-eval's pair split."""
 
+import hashlib
 import json
 import os
 import sys
@@ -105,6 +106,25 @@ class Translate(unittest.TestCase):
             hf_tokenizer.translate(r"\p{Han}")
 
 
+class SplitBehaviors(unittest.TestCase):
+    """HF's SplitDelimiterBehavior: MergedWithPrevious joins a match to the
+    non-match before it only (so "--" leaves one "-" alone), MergedWithNext
+    likewise to the one after, Contiguous joins runs of matches."""
+
+    def test_behaviors(self):
+        doc = {"type": "Split", "pattern": {"String": "-"}, "invert": False}
+        want = {
+            "Isolated": ["the", "-", "final", "-", "-", "countdown", "-"],
+            "Removed": ["the", "final", "countdown"],
+            "MergedWithPrevious": ["the-", "final-", "-", "countdown-"],
+            "MergedWithNext": ["the", "-final", "-", "-countdown", "-"],
+            "Contiguous": ["the", "-", "final", "--", "countdown", "-"],
+        }
+        for behavior, pieces in want.items():
+            split = hf_tokenizer._pretokenizer(dict(doc, behavior=behavior), "test")
+            self.assertEqual(split("the-final--countdown-", True), pieces, behavior)
+
+
 class Metaspace(unittest.TestCase):
     """Newer tokenizer.json files write SentencePiece's space handling as a
     Metaspace pre-tokenizer; "first" prepends to the text's first fragment only."""
@@ -126,6 +146,43 @@ class Metaspace(unittest.TestCase):
         self.assertEqual(self.make("always", True).encode("a b<s>a"), [5, 6, 1, 5])
         self.assertEqual(self.make("first", True).encode("a b<s>a"), [5, 6, 1, 3])
         self.assertEqual(self.make("never", False).encode("a b"), [3, 6])
+
+
+class BOS(unittest.TestCase):
+    """BOS comes from the post_processor (a TemplateProcessing, also inside a
+    Sequence, as Llama 3.1's files write it), and tokenizer_config.json's
+    add_bos_token overrides it for LlamaTokenizer and its kin only (as
+    LlamaTokenizerFast rebuilds its post-processor; Qwen2Tokenizer and
+    PreTrainedTokenizerFast ignore the key)."""
+
+    TEMPLATE = {"type": "TemplateProcessing",
+                "single": [{"SpecialToken": {"id": "<s>", "type_id": 0}}, {"Sequence": {"id": "A", "type_id": 0}}],
+                "special_tokens": {"<s>": {"id": "<s>", "ids": [1], "tokens": ["<s>"]}}}
+
+    def make(self, post, cfg=None):
+        doc = {"added_tokens": [{"id": 1, "content": "<s>", "special": True}], "post_processor": post,
+               "model": {"type": "BPE", "vocab": {"<unk>": 0, "<s>": 1, "a": 2}, "merges": [], "unk_token": "<unk>"}}
+        with tempfile.TemporaryDirectory() as d:
+            p, c = os.path.join(d, "tokenizer.json"), os.path.join(d, "tokenizer_config.json")
+            with open(p, "w", encoding="utf-8") as f:
+                json.dump(doc, f)
+            if cfg is not None:
+                with open(c, "w", encoding="utf-8") as f:
+                    json.dump(cfg, f)
+            tok = hf_tokenizer.from_tokenizer_json(p, c)
+            return tok.encode_prompt("a")
+
+    def test_sources(self):
+        byte_level = {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": False, "use_regex": False}
+        self.assertEqual(self.make(self.TEMPLATE), [1, 2])
+        self.assertEqual(self.make({"type": "Sequence", "processors": [byte_level, self.TEMPLATE]}), [1, 2])
+        self.assertEqual(self.make(byte_level), [2])
+        self.assertEqual(self.make(None), [2])
+        llama = {"tokenizer_class": "LlamaTokenizer", "bos_token": "<s>"}
+        self.assertEqual(self.make(self.TEMPLATE, dict(llama, add_bos_token=False)), [2])
+        self.assertEqual(self.make(None, dict(llama, add_bos_token=True)), [1, 2])
+        self.assertEqual(self.make(None, {"tokenizer_class": "Qwen2Tokenizer", "bos_token": "<s>",
+                                          "add_bos_token": True}), [2])
 
 
 class CasesFromText(unittest.TestCase):
@@ -158,7 +215,6 @@ class CasesFromText(unittest.TestCase):
             vocab = f.read()
         with open(os.path.join(ROOT, "testdata", "tiny-gpt2", "merges.txt"), "rb") as f:
             merges = f.read()
-        import hashlib
         self.assertEqual(gpt2["tokenizer_sha256"], hashlib.sha256(vocab + merges).hexdigest())
         self.assertEqual(hf_tokenizer.info(os.path.join(ROOT, "testdata", "tiny-gpt2", "config.json")), {})
 
