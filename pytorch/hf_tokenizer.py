@@ -480,9 +480,10 @@ def from_tokenizer_json(path, config_path=None):
         tok.add_bos = cfg["add_bos_token"]
         if name is not None and name in ids:
             tok.bos = ids[name]
-    tok.eot = ids.get("<|endoftext|>")
-    if tok.eot is None:
-        tok.eot = ids.get(_token_text(cfg.get("eos_token")))
+    # The token an empty context conditions on (encode_pair): <|endoftext|>
+    # only, as Go's tokenizer takes it from tokenizer.json, so both sides
+    # split a pair alike; without it an empty context is refused.
+    tok.eot = added.get("<|endoftext|>", (bpe.vocab.get("<|endoftext|>"),))[0]
     return tok
 
 
@@ -730,7 +731,9 @@ def encode_pair(tok, context, continuation):
     of the continuation; the whole and the context are encoded separately,
     without BOS, and the continuation is the whole's ids past the context's
     length. An empty context, or one of only whitespace, conditions on the
-    end-of-text token (lm-eval's eot_token_id), as generation.EncodePair."""
+    end-of-text token (lm-eval's eot_token_id), as generation.EncodePair:
+    <|endoftext|> (tokenizer.json), tokenizer.ggml.eot_token_id else
+    eos_token_id (GGUF); refused when the tokenizer has none."""
     n = len(context) - len(context.rstrip())
     if context and n:
         continuation = context[-n:] + continuation
@@ -738,7 +741,8 @@ def encode_pair(tok, context, continuation):
     ctx = tok.encode(context) if context else []
     if not ctx:
         if tok.eot is None:
-            raise BadInput("an empty context conditions on the end-of-text token, and this tokenizer names none")
+            raise BadInput("an empty context conditions on the end-of-text token (<|endoftext|>), and this "
+                           "tokenizer has none: give the pair a context")
         whole = tok.encode(continuation)
         return [tok.eot], whole
     whole = tok.encode(context + continuation)

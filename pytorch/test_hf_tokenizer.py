@@ -42,9 +42,10 @@ VOCABS = [
      "llama-spm/ggml-vocab-llama-spm.gguf", 1, True, 2),
     ("phi-3", lambda: hf_tokenizer.from_gguf(os.path.join(TOK, "phi-3", "ggml-vocab-phi-3.gguf")),
      "phi-3/ggml-vocab-phi-3.gguf", 1, True, 32000),
-    ("mistral-hf", lambda: tj("mistral-hf", "tokenizer.json"), "mistral-hf/vectors", 1, True, 2),
+    ("mistral-hf", lambda: tj("mistral-hf", "tokenizer.json"), "mistral-hf/vectors", 1, True, None),
     # This Llama 3 tokenizer.json's post_processor is ByteLevel alone: no BOS.
-    ("llama-bpe", lambda: tj("llama-bpe", "tokenizer.json.gz"), "llama-bpe/ggml-vocab-llama-bpe.gguf", None, False, 128001),
+    # Nor <|endoftext|>: an empty context is refused (Go's rule; Pair).
+    ("llama-bpe", lambda: tj("llama-bpe", "tokenizer.json.gz"), "llama-bpe/ggml-vocab-llama-bpe.gguf", None, False, None),
     ("qwen2", lambda: tj("qwen2", "tokenizer.json.gz"), "qwen2/ggml-vocab-qwen2.gguf", None, False, 151643),
 ]
 
@@ -251,13 +252,11 @@ class Pair(unittest.TestCase):
         self.assertEqual(hf_tokenizer.encode_pair(tok, "  ", "Hi"), ([2], tok.encode("  Hi")))
 
     def test_empty_context_without_eot(self):
-        class NoEOT:
-            eot = None
-
-            def encode(self, text):
-                return [len(text)]
-        with self.assertRaises(BadInput):
-            hf_tokenizer.encode_pair(NoEOT(), "", "x")
+        llama3 = PeerVectors.tok("llama-bpe")
+        with self.assertRaises(BadInput) as e:
+            hf_tokenizer.encode_pair(llama3, "", "x")
+        self.assertIn("<|endoftext|>", str(e.exception))
+        self.assertEqual(hf_tokenizer.encode_pair(llama3, "a", " b"), (llama3.encode("a"), llama3.encode(" b")))
 
 
 if __name__ == "__main__":

@@ -9,6 +9,8 @@ import (
 	"testing"
 
 	"github.com/llorch/llorch-check/internal/fixture"
+	"github.com/llorch/llorch-check/references"
+	"github.com/llorch/llorch-check/tokenizer"
 	"github.com/stretchr/testify/require"
 )
 
@@ -129,5 +131,26 @@ func TestBadTokenizerFieldsInvalid(t *testing.T) {
 		code, _, stderr := runCLI(t, "run", "--model", fixture.FamilyModel("tiny-llama"), "--references", refs)
 		require.Equal(t, exitBadInput, code, stderr)
 		require.Contains(t, stderr, tc.want)
+	}
+}
+
+// TestCommittedSetsRecordTheirTokenizer: every committed set names its
+// model's tokenizer (make references writes it), hashed as Go hashes it,
+// so run's check is exercised on each rather than skipped as for an old set.
+func TestCommittedSetsRecordTheirTokenizer(t *testing.T) {
+	sets := map[string]string{"tiny-gpt2": "tiny-gpt2", "tiny-gpt2-f16kv": "tiny-gpt2", "tiny-llama-qwen2-f16kv": "tiny-llama-qwen2"}
+	for _, name := range fixture.Families {
+		sets[name] = name
+	}
+	for set, model := range sets {
+		t.Run(set, func(t *testing.T) {
+			s, err := references.Open(fixture.FamilyReferences(set))
+			require.NoError(t, err)
+			name, paths, err := tokenizer.Source(fixture.FamilyModel(model))
+			require.NoError(t, err)
+			require.Equal(t, name, s.Manifest.Model.TokenizerFile)
+			require.Len(t, s.Manifest.Model.TokenizerSHA256, 64)
+			require.NoError(t, s.CheckTokenizer(name, paths))
+		})
 	}
 }
