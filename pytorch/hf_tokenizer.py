@@ -593,12 +593,80 @@ class _SPMScored:
                 out.append(self.byte_id[b])
 
 
+# Llama 3's and Qwen2's Split regexes, as their tokenizer.json files hold
+# them (llama.cpp's tokenizer.ggml.pre names them).
+LLAMA3_SPLIT = (r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*"
+                r"|\s*[\r\n]+|\s+(?!\S)|\s+")
+QWEN2_SPLIT = (r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*"
+               r"|\s*[\r\n]+|\s+(?!\S)|\s+")
+# tokenizer.ggml.pre: (Split regex, ignore_merges, llama.cpp's add_bos default).
+_GGUF_PRE = {"llama-bpe": (LLAMA3_SPLIT, True, True), "llama3": (LLAMA3_SPLIT, True, True),
+             "llama-v3": (LLAMA3_SPLIT, True, True), "qwen2": (QWEN2_SPLIT, False, False)}
+
+
+def _added_from_types(tokens, types):
+    """GGUF's control, user-defined and unknown tokens: matched in text."""
+    added = {}
+    for i, t in enumerate(types or []):
+        if t in (_CONTROL, _USER_DEFINED, _UNKNOWN) and tokens[i]:
+            added.setdefault(tokens[i], (i, False, False))
+    return added
+
+
+def _gguf_ids(tok, kv, n, add_bos_default):
+    def key_id(k):
+        v = kv.get(k)
+        return v if isinstance(v, int) and 0 <= v < n else None
+
+    tok.bos = key_id("tokenizer.ggml.bos_token_id")
+    tok.add_bos = bool(kv.get("tokenizer.ggml.add_bos_token", add_bos_default)) and tok.bos is not None
+    tok.eot = key_id("tokenizer.ggml.eot_token_id")
+    if tok.eot is None:
+        tok.eot = key_id("tokenizer.ggml.eos_token_id")
+    return tok
+
+
+def _from_gguf_bpe(kv, source):
+    """A byte-level BPE GGUF vocabulary (tokenizer.ggml.model "gpt2") with
+    Llama 3's or Qwen2's pre-tokenizer (tokenizer.ggml.pre): the same
+    pipeline as their tokenizer.json files, from the GGUF's tokens and merges."""
+    pre = kv.get("tokenizer.ggml.pre")
+    if pre not in _GGUF_PRE:
+        raise BadInput(f"{source}: tokenizer.ggml.pre {pre!r} is not supported ({', '.join(_GGUF_PRE)}; "
+                       f"GPT-2's own is gpt2_tokenizer's)")
+    split, ignore_merges, add_bos = _GGUF_PRE[pre]
+    tokens, merges = kv.get("tokenizer.ggml.tokens"), kv.get("tokenizer.ggml.merges")
+    if not isinstance(tokens, list) or not isinstance(merges, list):
+        raise BadInput(f"{source}: tokenizer.ggml.tokens and tokenizer.ggml.merges must be lists")
+    types = kv.get("tokenizer.ggml.token_type")
+    added = _added_from_types(tokens, types)
+    vocab = {}
+    for i, t in enumerate(tokens):
+        if t not in added:
+            vocab.setdefault(t, i)
+    bpe = BPE({"vocab": vocab, "merges": merges, "ignore_merges": ignore_merges}, source)
+    pretok = _pretokenizer({"type": "Sequence", "pretokenizers": [
+        {"type": "Split", "pattern": {"Regex": split}, "behavior": "Isolated", "invert": False},
+        {"type": "ByteLevel", "add_prefix_space": False, "use_regex": False}]}, source)
+
+    def segment(text, first):
+        ids = []
+        for piece in pretok(text, first):
+            ids.extend(bpe.tokenize(piece))
+        return ids
+
+    return _gguf_ids(Tokenizer(source, added, segment), kv, len(tokens), add_bos)
+
+
 def from_gguf_kv(kv, source):
-    """The tokenizer of a GGUF's tokenizer.ggml.* keys (model "llama"; a
-    "gpt2" model is GPT-2's, gpt2_tokenizer.GPT2Tokenizer.from_gguf)."""
+    """The tokenizer of a GGUF's tokenizer.ggml.* keys: model "llama"
+    (SentencePiece by scores), or "gpt2" with Llama 3's or Qwen2's
+    pre-tokenizer (GPT-2's own is gpt2_tokenizer.GPT2Tokenizer.from_gguf)."""
     kind = kv.get("tokenizer.ggml.model")
+    if kind == "gpt2":
+        return _from_gguf_bpe(kv, source)
     if kind != "llama":
-        raise BadInput(f"{source}: tokenizer.ggml.model {kind!r} is not supported here (llama)")
+        raise BadInput(f"{source}: tokenizer.ggml.model {kind!r} is not supported (llama, gpt2)")
     tokens, scores = kv.get("tokenizer.ggml.tokens"), kv.get("tokenizer.ggml.scores")
     if not isinstance(tokens, list) or not isinstance(scores, list) or len(scores) != len(tokens):
         raise BadInput(f"{source}: tokenizer.ggml.tokens and tokenizer.ggml.scores must be lists of one length")
@@ -616,23 +684,7 @@ def from_gguf_kv(kv, source):
             text = " " + text
         return spm.tokenize(text.replace(" ", "\u2581"))
 
-    added = {}
-    if types:
-        for i, t in enumerate(types):
-            if t in (_CONTROL, _USER_DEFINED, _UNKNOWN) and tokens[i]:
-                added.setdefault(tokens[i], (i, False, False))
-    tok = Tokenizer(source, added, segment)
-
-    def key_id(k):
-        v = kv.get(k)
-        return v if isinstance(v, int) and 0 <= v < len(tokens) else None
-
-    tok.bos = key_id("tokenizer.ggml.bos_token_id")
-    tok.add_bos = bool(kv.get("tokenizer.ggml.add_bos_token", True)) and tok.bos is not None
-    tok.eot = key_id("tokenizer.ggml.eot_token_id")
-    if tok.eot is None:
-        tok.eot = key_id("tokenizer.ggml.eos_token_id")
-    return tok
+    return _gguf_ids(Tokenizer(source, _added_from_types(tokens, types), segment), kv, len(tokens), True)
 
 
 def from_gguf(path):
@@ -708,13 +760,8 @@ def for_model_dir(model_dir):
         return from_tokenizer_json(paths[0], os.path.join(model_dir, "tokenizer_config.json"))
     import gguf_io
     kv, _, _ = gguf_io.read_gguf(paths[0])
-    if kv.get("tokenizer.ggml.model") == "gpt2":
-        tok = gpt2_tokenizer.GPT2Tokenizer.from_gguf(kv, paths[0])
-        pre = kv.get("tokenizer.ggml.pre", "default")
-        if pre not in ("default", "gpt-2", "gpt2"):
-            raise BadInput(f"{paths[0]}: tokenizer.ggml.pre {pre!r}: only GPT-2's pre-tokenizer is supported "
-                           f"for a gpt2 vocabulary in GGUF (give tokenizer.json)")
-        return tok
+    if kv.get("tokenizer.ggml.model") == "gpt2" and kv.get("tokenizer.ggml.pre", "gpt-2") == "gpt-2":
+        return gpt2_tokenizer.GPT2Tokenizer.from_gguf(kv, paths[0])
     return from_gguf_kv(kv, paths[0])
 
 

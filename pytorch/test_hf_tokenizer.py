@@ -90,6 +90,50 @@ class PeerVectors(unittest.TestCase):
             self.assertEqual(self.tok(name).encode(""), [], name)
 
 
+def gguf_kv(name, pre):
+    """The tokenizer.ggml.* keys of a byte-level tokenizer.json as llama.cpp's
+    converter writes them (tokens by id, added tokens as control, merges
+    as "a b")."""
+    import gzip
+    with gzip.open(os.path.join(TOK, name, "tokenizer.json.gz"), "rt", encoding="utf-8") as f:
+        doc = json.load(f)
+    n = max(list(doc["model"]["vocab"].values()) + [a["id"] for a in doc["added_tokens"]]) + 1
+    tokens, types = [""] * n, [1] * n
+    for t, i in doc["model"]["vocab"].items():
+        tokens[i] = t
+    for a in doc["added_tokens"]:
+        tokens[a["id"]], types[a["id"]] = a["content"], 3
+    merges = [m if isinstance(m, str) else " ".join(m) for m in doc["model"]["merges"]]
+    return {"tokenizer.ggml.model": "gpt2", "tokenizer.ggml.pre": pre, "tokenizer.ggml.tokens": tokens,
+            "tokenizer.ggml.token_type": types, "tokenizer.ggml.merges": merges}
+
+
+class GGUFByteLevel(unittest.TestCase):
+    """A GGUF "gpt2" vocabulary with tokenizer.ggml.pre llama-bpe or qwen2
+    gives llama.cpp's vectors too (its converter's keys, made here from the
+    tokenizer.json files)."""
+
+    def test_vectors(self):
+        for name, pre, stem in (("llama-bpe", "llama-bpe", "llama-bpe/ggml-vocab-llama-bpe.gguf"),
+                                ("qwen2", "qwen2", "qwen2/ggml-vocab-qwen2.gguf")):
+            kv = gguf_kv(name, pre)
+            kv["tokenizer.ggml.bos_token_id"] = 128000 if pre == "llama-bpe" else 151643
+            tok = hf_tokenizer.from_gguf_kv(kv, name)
+            texts, want = vectors(os.path.join(TOK, stem))
+            for text, ids in zip(texts, want):
+                with self.subTest(vocab=name, text=text):
+                    self.assertEqual(tok.encode(text), ids)
+            # llama.cpp's add_bos default: true for Llama 3, false for Qwen2.
+            self.assertEqual(tok.add_bos, pre == "llama-bpe", name)
+
+    def test_unknown_pre(self):
+        kv = {"tokenizer.ggml.model": "gpt2", "tokenizer.ggml.pre": "deepseek-llm",
+              "tokenizer.ggml.tokens": ["a"], "tokenizer.ggml.merges": []}
+        with self.assertRaises(BadInput) as e:
+            hf_tokenizer.from_gguf_kv(kv, "x.gguf")
+        self.assertIn("tokenizer.ggml.pre 'deepseek-llm' is not supported", str(e.exception))
+
+
 class Translate(unittest.TestCase):
     def test_classes(self):
         rx = hf_tokenizer.translate(r"\p{L}+|\p{N}|\s+(?!\S)|[^\s\p{L}\p{N}]+")
