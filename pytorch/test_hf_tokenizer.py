@@ -295,6 +295,19 @@ class Pair(unittest.TestCase):
         self.assertEqual(hf_tokenizer.encode_pair(tok, "", "Hi"), ([2], tok.encode("Hi")))
         self.assertEqual(hf_tokenizer.encode_pair(tok, "  ", "Hi"), ([2], tok.encode("  Hi")))
 
+    def test_eot_as_go_names_it(self):
+        """<|endoftext|> is the end-of-text token of a byte-level
+        tokenizer.json only: Go's SentencePiece loader names none."""
+        for fallback, want in ((False, 3), (True, None)):
+            doc = {"added_tokens": [{"id": 3, "content": "<|endoftext|>", "special": True}],
+                   "model": {"type": "BPE", "vocab": {"<unk>": 0, "a": 1, "<0x61>": 2}, "merges": [],
+                             "unk_token": "<unk>", "byte_fallback": fallback}}
+            with tempfile.TemporaryDirectory() as d:
+                p = os.path.join(d, "tokenizer.json")
+                with open(p, "w", encoding="utf-8") as f:
+                    json.dump(doc, f)
+                self.assertEqual(hf_tokenizer.from_tokenizer_json(p).eot, want, fallback)
+
     def test_empty_context_without_eot(self):
         llama3 = PeerVectors.tok("llama-bpe")
         with self.assertRaises(BadInput) as e:
