@@ -31,7 +31,7 @@ import torch.nn.functional as F  # noqa: E402
 from gpt2_tokenizer import GPT2Tokenizer  # noqa: E402,F401  (make_tiny_model reaches it here)
 import corpus  # noqa: E402
 import emulate  # noqa: E402
-import hf_tokenizer  # noqa: E402
+import model_tokenizer  # noqa: E402
 import llama_torch  # noqa: E402
 from gpt2_torch import GPT2, load_model, round_matrices_f16  # noqa: E402
 from processors import (EOT, argmax_lowest, context_key, greedy_generate, loglikelihood,  # noqa: E402
@@ -255,7 +255,7 @@ def resolve(cases, ll, src, tok, cfg, model_dir, why=None):
     authoritative (the text is then for display); with a tokenizer the text
     must encode to them. A case's text is encoded as a prompt (BOS first
     when the tokenizer's files ask for it), a pair as lm-eval splits it
-    (hf_tokenizer.encode_pair: no BOS)."""
+    (model_tokenizer.encode_pair: no BOS)."""
     V, key = cfg["vocab_size"], context_key(cfg)
     needs_tok = [c["id"] for c in cases if "tokens" not in c] + \
         (["loglikelihood"] if any("context_tokens" not in p for p in ll) else [])
@@ -270,7 +270,7 @@ def resolve(cases, ll, src, tok, cfg, model_dir, why=None):
     out = []
     for c in cases:
         what = f"case {c['id']!r}"
-        encoded = None if tok is None or "prompt" not in c else list(hf_tokenizer.prompt_ids(tok, c["prompt"]))
+        encoded = None if tok is None or "prompt" not in c else list(model_tokenizer.prompt_ids(tok, c["prompt"]))
         toks = pick_tokens(src, what, c.get("tokens"), encoded)
         if not toks:
             raise BadInput(f"{src}: {what} has no tokens")
@@ -282,7 +282,7 @@ def resolve(cases, ll, src, tok, cfg, model_dir, why=None):
     for p in ll:
         what = f"loglikelihood {p['context']!r} + {p['continuation']!r}"
         try:
-            encoded = None if tok is None else list(hf_tokenizer.encode_pair(tok, p["context"], p["continuation"]))
+            encoded = None if tok is None else list(model_tokenizer.encode_pair(tok, p["context"], p["continuation"]))
         except BadInput as e:
             raise BadInput(f"{src}: {what}: {e}")
         given = [p[k] for k in PAIR_TOKENS] if "context_tokens" in p else None
@@ -331,7 +331,7 @@ def load(args):
         # is an error only where text needs it (resolve names the cause).
         model["tokenizer"], model["tokenizer_error"] = None, None
         try:
-            model["tokenizer"] = hf_tokenizer.for_model_dir(args.model)
+            model["tokenizer"] = model_tokenizer.for_model_dir(args.model)
         except BadInput as e:
             model["tokenizer_error"] = str(e)
 
@@ -350,7 +350,7 @@ def load(args):
     # changed the weights, as llorch-check dump marks it: an F16 file's set
     # is the reference however it is held.
     rounded = args.weight_dtype == "f16" and round_matrices_f16(model["weights"])
-    model["tokenizer_info"] = hf_tokenizer.info(args.model)
+    model["tokenizer_info"] = model_tokenizer.info(args.model)
     return model, forward, rounded
 
 

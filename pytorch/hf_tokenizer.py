@@ -1,42 +1,28 @@
-"""The Llama family's tokenizers for the reference side, in pure Python
-(standard library only), written from Hugging Face's and llama.cpp's
-documented semantics, independently of the Go tokenizer: the two are
-tested against the same peer vectors (testdata/tokenizer), so where both
-pass, a set's ids are what either side would encode.
+"""Hugging Face tokenizer.json files for the reference side, in pure
+Python (standard library only), written from Hugging Face's documented
+semantics, independently of the Go tokenizer: the two are tested against
+the same peer vectors (testdata/tokenizer), so where both pass, a set's
+ids are what either side would encode.
 
-Two sources, as a model directory carries them:
+The BPE model ranked by its merges, with byte_fallback (Llama 2, Mistral,
+Phi-3: SentencePiece vocabularies converted) or over GPT-2's
+byte-to-character mapping (Llama 3, Qwen2: the ByteLevel pre-tokenizer
+after a Split regex, tokenizer_regex.py); the normalizers (Prepend,
+Replace, NFC/NFD/NFKC/NFKD, Sequence), the pre-tokenizers (Metaspace,
+Split, ByteLevel, Sequence) and the added tokens those files use. BOS
+follows the post_processor (a TemplateProcessing whose single sequence
+starts with a special token), overridden by tokenizer_config.json's
+add_bos_token for the tokenizer classes that honour it (LlamaTokenizer
+and its kin).
 
-- tokenizer.json (Hugging Face tokenizers): a BPE model ranked by its
-  merges, with byte_fallback (Llama 2, Mistral, Phi-3: SentencePiece
-  vocabularies converted) or over GPT-2's byte-to-character mapping
-  (Llama 3, Qwen2: the ByteLevel pre-tokenizer after a Split regex); the
-  normalizers (Prepend, Replace, NFC/NFD/NFKC/NFKD, Sequence), the
-  pre-tokenizers (Metaspace, Split, ByteLevel, Sequence) and the added
-  tokens those files use. BOS follows the post_processor (a
-  TemplateProcessing whose single sequence starts with a special token),
-  overridden by tokenizer_config.json's add_bos_token for the tokenizer
-  classes that honour it (LlamaTokenizer and its kin).
-- a GGUF vocabulary (the tiny models' tokenizer.gguf) with
-  tokenizer.ggml.model "llama": llama.cpp's SentencePiece BPE, merging the
-  pair whose joint text has the highest score, then byte fallback
-  (<0xXX>) for what no token spells; the dummy-prefix space before every
-  fragment unless tokenizer.ggml.add_space_prefix is false; BOS per
-  tokenizer.ggml.add_bos_token (true when absent).
-
-encode() matches added/special tokens written in the text (as HF's
-tokenizer(text) and llama.cpp with parse_special do) and adds no BOS;
-encode_prompt() adds BOS when the files ask for it. encode_pair() splits
-a log-likelihood pair as lm-evaluation-harness does.
-
-Split regexes use \\p{L}, \\p{N} and \\s, which Python's re lacks (no
-\\p{..}) or reads differently (its \\s is str.isspace, which takes
-U+001C..U+001F): translate() rewrites them as explicit character classes
-built from unicodedata, so the file's own pattern runs on the standard
-library, with no third-party module to install.
+Tokenizer.encode() matches added/special tokens written in the text (as
+HF's tokenizer(text) does) and adds no BOS; encode_prompt() adds BOS when
+the files ask for it. GGUF vocabularies are gguf_tokenizer.py's; a model
+directory's tokenizer, its hash and lm-eval's pair split are
+model_tokenizer.py's.
 """
 
 import gzip
-import hashlib
 import heapq
 import json
 import os
@@ -45,99 +31,7 @@ import unicodedata
 
 import gpt2_tokenizer
 from safetensors_io import BadInput
-
-# Unicode White_Space (PropList.txt), as gpt2_tokenizer uses for \s.
-WHITE_SPACE = gpt2_tokenizer._WHITE_SPACE
-
-# ---------------------------------------------------------------- regexes
-
-_CLASSES = {}
-
-
-def _ranges(pred):
-    """A character-class body ("\\u0041-\\u005a...") of the code points pred takes."""
-    out, start, prev = [], None, None
-    for cp in range(0x110000):
-        if 0xD800 <= cp <= 0xDFFF:
-            ok = False
-        else:
-            ok = pred(chr(cp))
-        if ok and start is None:
-            start = cp
-        if not ok and start is not None:
-            out.append((start, cp - 1))
-            start = None
-    if start is not None:
-        out.append((start, 0x10FFFF))
-    esc = lambda cp: f"\\U{cp:08x}"  # noqa: E731
-    return "".join(esc(a) if a == b else f"{esc(a)}-{esc(b)}" for a, b in out)
-
-
-def _class(name):
-    if name not in _CLASSES:
-        if name == "s":
-            body = "".join(f"\\U{ord(c):08x}" for c in sorted(WHITE_SPACE))
-        else:
-            body = _ranges(lambda ch, n=name: unicodedata.category(ch).startswith(n))
-        _CLASSES[name] = body
-    return _CLASSES[name]
-
-
-_PROPS = {"L": "L", "N": "N", "Letter": "L", "Number": "N", "P": "P", "Punctuation": "P",
-          "S": "S", "Symbol": "S", "M": "M", "Mark": "M", "Z": "Z", "C": "C"}
-
-
-def translate(pattern, source="pattern"):
-    """pattern (Oniguruma syntax, as tokenizer.json holds it) as a pattern of
-    Python's re: \\p{X} and \\s become explicit classes (Unicode general
-    categories and White_Space); \\S and \\P{X} their complements outside a
-    class. Anything else passes through as re reads it."""
-    out, i, depth, n = [], 0, 0, len(pattern)
-    while i < n:
-        c = pattern[i]
-        if c == "\\" and i + 1 < n:
-            e = pattern[i + 1]
-            if e in "pP":
-                m = re.match(r"\{(\^?)([A-Za-z]+)\}", pattern[i + 2:])
-                if not m or m.group(2) not in _PROPS:
-                    raise BadInput(f"{source}: regex {pattern!r}: unsupported property at {pattern[i:i + 12]!r}")
-                neg = (e == "P") != bool(m.group(1))
-                body = _class(_PROPS[m.group(2)])
-                if depth and neg:
-                    raise BadInput(f"{source}: regex {pattern!r}: a negated property inside a class is not supported")
-                out.append(body if depth else (f"[^{body}]" if neg else f"[{body}]"))
-                i += 2 + m.end()
-                continue
-            if e in "sS":
-                if depth and e == "S":
-                    raise BadInput(f"{source}: regex {pattern!r}: \\S inside a class is not supported")
-                body = _class("s")
-                out.append(body if depth else (f"[{body}]" if e == "s" else f"[^{body}]"))
-                i += 2
-                continue
-            out.append(pattern[i:i + 2])
-            i += 2
-            continue
-        if c == "[":
-            depth += 1
-            out.append(c)
-            i += 1
-            if depth == 1 and i < n and pattern[i] == "^":
-                out.append("^")
-                i += 1
-            if depth == 1 and i < n and pattern[i] == "]":  # a literal ] first in the class
-                out.append("\\]")
-                i += 1
-            continue
-        if c == "]" and depth:
-            depth -= 1
-        out.append(c)
-        i += 1
-    try:
-        return re.compile("".join(out))
-    except re.error as e:
-        raise BadInput(f"{source}: regex {pattern!r}: {e}")
-
+from tokenizer_regex import WHITE_SPACE, translate
 
 # ---------------------------------------------------------------- BPE
 
@@ -264,13 +158,6 @@ def _normalizer(n, source):
         rx = translate(pat["Regex"], source)
         return lambda s: rx.sub(lambda _: content, s)
     raise BadInput(f"{source}: normalizer type {t!r} is not supported")
-
-
-def _split(pieces, fn):
-    out = []
-    for p in pieces:
-        out.extend(fn(p))
-    return out
 
 
 _BEHAVIORS = ("Isolated", "Removed", "MergedWithPrevious", "MergedWithNext", "Contiguous")
@@ -515,285 +402,3 @@ def _template_bos(pp):
         if len(st.get("ids") or []) == 1:
             return st["ids"][0], True
     return None, False
-
-
-# ---------------------------------------------------------------- GGUF
-
-# llama.cpp's token types (tokenizer.ggml.token_type).
-_NORMAL, _UNKNOWN, _CONTROL, _USER_DEFINED, _UNUSED, _BYTE = 1, 2, 3, 4, 5, 6
-
-
-class _SPMScored:
-    """llama.cpp's SentencePiece BPE over a GGUF "llama" vocabulary: merge
-    the adjacent pair whose joint text is a token of the highest score (the
-    leftmost of equal scores), then spell each symbol by its token, or by
-    the two symbols it was merged from, or by its bytes' <0xXX> tokens."""
-
-    def __init__(self, tokens, scores, types, source):
-        self.source = source
-        self.text_to_id = {}
-        for i, t in enumerate(tokens):
-            self.text_to_id[t] = i
-        self.scores = scores
-        self.byte_id = {}
-        for i, t in enumerate(tokens):
-            if types and types[i] == _BYTE:
-                m = re.fullmatch(r"<0x([0-9A-Fa-f]{2})>", t)
-                if m:
-                    self.byte_id[int(m.group(1), 16)] = i
-        self._cache = {}
-
-    def tokenize(self, text):
-        if text in self._cache:
-            return self._cache[text]
-        n = len(text)
-        sym = list(text)
-        nxt, prv, alive = list(range(1, n + 1)), list(range(-1, n - 1)), [True] * n
-        heap, merged_from = [], {}
-
-        def push(i):
-            j = nxt[i]
-            if j < n:
-                tid = self.text_to_id.get(sym[i] + sym[j])
-                if tid is not None:
-                    heapq.heappush(heap, (-self.scores[tid], i, j, sym[i], sym[j]))
-
-        for i in range(n - 1):
-            push(i)
-        while heap:
-            _, i, j, a, b = heapq.heappop(heap)
-            if not (alive[i] and alive[j] and nxt[i] == j and sym[i] == a and sym[j] == b):
-                continue
-            sym[i] = a + b
-            merged_from.setdefault(a + b, (a, b))
-            alive[j] = False
-            nxt[i] = nxt[j]
-            if nxt[j] < n:
-                prv[nxt[j]] = i
-            if prv[i] >= 0:
-                push(prv[i])
-            push(i)
-        ids = []
-        for i in range(n):
-            if alive[i]:
-                self._spell(sym[i], merged_from, ids)
-        if n < 256:
-            self._cache[text] = ids
-        return ids
-
-    def _spell(self, s, merged_from, out):
-        tid = self.text_to_id.get(s)
-        if tid is not None:
-            out.append(tid)
-        elif s in merged_from:
-            for part in merged_from[s]:
-                self._spell(part, merged_from, out)
-        else:
-            for b in s.encode("utf-8"):
-                if b not in self.byte_id:
-                    raise BadInput(f"{self.source}: {s!r} is in no token and the vocabulary has no <0x{b:02X}>")
-                out.append(self.byte_id[b])
-
-
-# Llama 3's and Qwen2's Split regexes, as their tokenizer.json files hold
-# them (llama.cpp's tokenizer.ggml.pre names them).
-LLAMA3_SPLIT = (r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*"
-                r"|\s*[\r\n]+|\s+(?!\S)|\s+")
-QWEN2_SPLIT = (r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*"
-               r"|\s*[\r\n]+|\s+(?!\S)|\s+")
-# tokenizer.ggml.pre: (Split regex, ignore_merges, llama.cpp's add_bos default).
-_GGUF_PRE = {"llama-bpe": (LLAMA3_SPLIT, True, True), "llama3": (LLAMA3_SPLIT, True, True),
-             "llama-v3": (LLAMA3_SPLIT, True, True), "qwen2": (QWEN2_SPLIT, False, False)}
-
-
-def _added_from_types(tokens, types):
-    """GGUF's control, user-defined and unknown tokens: matched in text."""
-    added = {}
-    for i, t in enumerate(types or []):
-        if t in (_CONTROL, _USER_DEFINED, _UNKNOWN) and tokens[i]:
-            added.setdefault(tokens[i], (i, False, False))
-    return added
-
-
-def _gguf_ids(tok, kv, n, add_bos_default):
-    def key_id(k):
-        v = kv.get(k)
-        return v if isinstance(v, int) and 0 <= v < n else None
-
-    tok.bos = key_id("tokenizer.ggml.bos_token_id")
-    tok.add_bos = bool(kv.get("tokenizer.ggml.add_bos_token", add_bos_default)) and tok.bos is not None
-    tok.eot = key_id("tokenizer.ggml.eot_token_id")
-    if tok.eot is None:
-        tok.eot = key_id("tokenizer.ggml.eos_token_id")
-    return tok
-
-
-def _from_gguf_bpe(kv, source):
-    """A byte-level BPE GGUF vocabulary (tokenizer.ggml.model "gpt2") with
-    Llama 3's or Qwen2's pre-tokenizer (tokenizer.ggml.pre): the same
-    pipeline as their tokenizer.json files, from the GGUF's tokens and merges."""
-    pre = kv.get("tokenizer.ggml.pre")
-    if pre not in _GGUF_PRE:
-        raise BadInput(f"{source}: tokenizer.ggml.pre {pre!r} is not supported ({', '.join(_GGUF_PRE)}; "
-                       f"GPT-2's own is gpt2_tokenizer's)")
-    split, ignore_merges, add_bos = _GGUF_PRE[pre]
-    tokens, merges = kv.get("tokenizer.ggml.tokens"), kv.get("tokenizer.ggml.merges")
-    if not isinstance(tokens, list) or not isinstance(merges, list):
-        raise BadInput(f"{source}: tokenizer.ggml.tokens and tokenizer.ggml.merges must be lists")
-    types = kv.get("tokenizer.ggml.token_type")
-    added = _added_from_types(tokens, types)
-    vocab = {}
-    for i, t in enumerate(tokens):
-        if t not in added:
-            vocab.setdefault(t, i)
-    bpe = BPE({"vocab": vocab, "merges": merges, "ignore_merges": ignore_merges}, source)
-    pretok = _pretokenizer({"type": "Sequence", "pretokenizers": [
-        {"type": "Split", "pattern": {"Regex": split}, "behavior": "Isolated", "invert": False},
-        {"type": "ByteLevel", "add_prefix_space": False, "use_regex": False}]}, source)
-
-    def segment(text, first):
-        ids = []
-        for piece in pretok(text, first):
-            ids.extend(bpe.tokenize(piece))
-        return ids
-
-    return _gguf_ids(Tokenizer(source, added, segment), kv, len(tokens), add_bos)
-
-
-def from_gguf_kv(kv, source):
-    """The tokenizer of a GGUF's tokenizer.ggml.* keys: model "llama"
-    (SentencePiece by scores), or "gpt2" with Llama 3's or Qwen2's
-    pre-tokenizer (GPT-2's own is gpt2_tokenizer.GPT2Tokenizer.from_gguf)."""
-    kind = kv.get("tokenizer.ggml.model")
-    if kind == "gpt2":
-        return _from_gguf_bpe(kv, source)
-    if kind != "llama":
-        raise BadInput(f"{source}: tokenizer.ggml.model {kind!r} is not supported (llama, gpt2)")
-    tokens, scores = kv.get("tokenizer.ggml.tokens"), kv.get("tokenizer.ggml.scores")
-    if not isinstance(tokens, list) or not isinstance(scores, list) or len(scores) != len(tokens):
-        raise BadInput(f"{source}: tokenizer.ggml.tokens and tokenizer.ggml.scores must be lists of one length")
-    types = kv.get("tokenizer.ggml.token_type")
-    if types is not None and (not isinstance(types, list) or len(types) != len(tokens)):
-        raise BadInput(f"{source}: tokenizer.ggml.token_type: {len(types) if isinstance(types, list) else types!r} "
-                       f"types for {len(tokens)} tokens")
-    spm = _SPMScored(tokens, scores, types, source)
-    prefix = kv.get("tokenizer.ggml.add_space_prefix", True)
-
-    def segment(text, first):
-        # llama.cpp puts the dummy-prefix space before every fragment
-        # (each follows a special token or starts the text).
-        if prefix:
-            text = " " + text
-        return spm.tokenize(text.replace(" ", "\u2581"))
-
-    return _gguf_ids(Tokenizer(source, _added_from_types(tokens, types), segment), kv, len(tokens), True)
-
-
-def from_gguf(path):
-    import gguf_io  # numpy; only GGUF vocabularies need it
-    kv, _, _ = gguf_io.read_gguf(path)
-    return from_gguf_kv(kv, path)
-
-
-# ---------------------------------------------------------------- model directories
-
-def find(model_dir):
-    """The tokenizer files of an HF model directory, in the order the Go
-    tokenizer.Load tries them: ("vocab.json", [vocab.json, merges.txt]),
-    ("tokenizer.json", [path]), or (NAME.gguf, [path]) for the first *.gguf
-    by name with tokenizer.ggml.tokens; None without any."""
-    v, m = os.path.join(model_dir, "vocab.json"), os.path.join(model_dir, "merges.txt")
-    if os.path.isfile(v) and os.path.isfile(m):
-        return "vocab.json", [v, m]
-    tj = os.path.join(model_dir, "tokenizer.json")
-    if os.path.isfile(tj):
-        return "tokenizer.json", [tj]
-    for name in sorted(os.listdir(model_dir)):
-        p = os.path.join(model_dir, name)
-        if name.endswith(".gguf") and os.path.isfile(p) and _gguf_has_tokens(p):
-            return name, [p]
-    return None
-
-
-def _gguf_has_tokens(path):
-    import gguf_io
-    try:
-        kv, _, _ = gguf_io.read_gguf(path)
-    except BadInput:
-        return False
-    return "tokenizer.ggml.tokens" in kv
-
-
-def files_sha256(paths):
-    """sha256 of the files' bytes one after another (GPT-2's vocab.json then
-    merges.txt; one file otherwise): model.tokenizer_sha256."""
-    h = hashlib.sha256()
-    for p in paths:
-        with open(p, "rb") as f:
-            for chunk in iter(lambda: f.read(1 << 20), b""):
-                h.update(chunk)
-    return h.hexdigest()
-
-
-def info(model_path):
-    """The manifest's model.tokenizer_file and model.tokenizer_sha256 for a
-    model directory; {} for a GGUF model file (its tokenizer is part of the
-    weights file, which weights_sha256 already names) or a directory
-    without a tokenizer."""
-    if not os.path.isdir(model_path):
-        return {}
-    found = find(model_path)
-    if found is None:
-        return {}
-    name, paths = found
-    return {"tokenizer_file": name, "tokenizer_sha256": files_sha256(paths)}
-
-
-def for_model_dir(model_dir):
-    """The Llama family's tokenizer of an HF model directory (tokenizer.json,
-    else a GGUF vocabulary), or None without one."""
-    found = find(model_dir)
-    if found is None:
-        return None
-    name, paths = found
-    if name == "vocab.json":
-        return gpt2_tokenizer.GPT2Tokenizer.from_files(*paths)
-    if name == "tokenizer.json":
-        return from_tokenizer_json(paths[0], os.path.join(model_dir, "tokenizer_config.json"))
-    import gguf_io
-    kv, _, _ = gguf_io.read_gguf(paths[0])
-    if kv.get("tokenizer.ggml.model") == "gpt2" and kv.get("tokenizer.ggml.pre", "gpt-2") == "gpt-2":
-        return gpt2_tokenizer.GPT2Tokenizer.from_gguf(kv, paths[0])
-    return from_gguf_kv(kv, paths[0])
-
-
-# ---------------------------------------------------------------- lm-eval
-
-def prompt_ids(tok, text):
-    """A case's ids: BOS first when the tokenizer's files ask for it."""
-    return tok.encode_prompt(text) if hasattr(tok, "encode_prompt") else tok.encode(text)
-
-
-def encode_pair(tok, context, continuation):
-    """A log-likelihood pair as lm-evaluation-harness's _encode_pair splits
-    it: trailing whitespace (str.isspace) of the context moves to the front
-    of the continuation; the whole and the context are encoded separately,
-    without BOS, and the continuation is the whole's ids past the context's
-    length. An empty context, or one of only whitespace, conditions on the
-    end-of-text token (lm-eval's eot_token_id), as generation.EncodePair:
-    <|endoftext|> (tokenizer.json), tokenizer.ggml.eot_token_id else
-    eos_token_id (GGUF); refused when the tokenizer has none."""
-    n = len(context) - len(context.rstrip())
-    if context and n:
-        continuation = context[-n:] + continuation
-        context = context[:-n]
-    ctx = tok.encode(context) if context else []
-    if not ctx:
-        if tok.eot is None:
-            raise BadInput("an empty context conditions on the end-of-text token (<|endoftext|>), and this "
-                           "tokenizer has none: give the pair a context")
-        whole = tok.encode(continuation)
-        return [tok.eot], whole
-    whole = tok.encode(context + continuation)
-    return ctx, whole[len(ctx):]
-

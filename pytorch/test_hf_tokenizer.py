@@ -1,7 +1,8 @@
-"""hf_tokenizer.py id for id against every committed peer vector
-(testdata/tokenizer: llama.cpp's .inp/.out pairs, made with Hugging Face's
-tokenizers, and mistral-hf's vectors from transformers.js), the tiny
-models' cases from text, and lm-eval's pair split."""
+"""The reference side's tokenizers (hf_tokenizer.py, gguf_tokenizer.py,
+model_tokenizer.py, tokenizer_regex.py) id for id against every committed
+peer vector (testdata/tokenizer: llama.cpp's .inp/.out pairs, made with
+Hugging Face's tokenizers, and mistral-hf's vectors from transformers.js),
+the tiny models' cases from text, and lm-eval's pair split."""
 
 import hashlib
 import json
@@ -14,7 +15,10 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 sys.path.insert(0, HERE)
 
+import gguf_tokenizer  # noqa: E402
 import hf_tokenizer  # noqa: E402
+import model_tokenizer  # noqa: E402
+import tokenizer_regex  # noqa: E402
 from safetensors_io import BadInput  # noqa: E402
 
 TOK = os.path.join(ROOT, "testdata", "tokenizer")
@@ -38,9 +42,9 @@ def tj(name, file):
 
 # name, tokenizer, vectors' stem, BOS id and whether it is added, end-of-text id.
 VOCABS = [
-    ("llama-spm", lambda: hf_tokenizer.from_gguf(os.path.join(TOK, "llama-spm", "ggml-vocab-llama-spm.gguf")),
+    ("llama-spm", lambda: gguf_tokenizer.from_gguf(os.path.join(TOK, "llama-spm", "ggml-vocab-llama-spm.gguf")),
      "llama-spm/ggml-vocab-llama-spm.gguf", 1, True, 2),
-    ("phi-3", lambda: hf_tokenizer.from_gguf(os.path.join(TOK, "phi-3", "ggml-vocab-phi-3.gguf")),
+    ("phi-3", lambda: gguf_tokenizer.from_gguf(os.path.join(TOK, "phi-3", "ggml-vocab-phi-3.gguf")),
      "phi-3/ggml-vocab-phi-3.gguf", 1, True, 32000),
     ("mistral-hf", lambda: tj("mistral-hf", "tokenizer.json"), "mistral-hf/vectors", 1, True, None),
     # This Llama 3 tokenizer.json's post_processor is ByteLevel alone: no BOS.
@@ -118,7 +122,7 @@ class GGUFByteLevel(unittest.TestCase):
                                 ("qwen2", "qwen2", "qwen2/ggml-vocab-qwen2.gguf")):
             kv = gguf_kv(name, pre)
             kv["tokenizer.ggml.bos_token_id"] = 128000 if pre == "llama-bpe" else 151643
-            tok = hf_tokenizer.from_gguf_kv(kv, name)
+            tok = gguf_tokenizer.from_gguf_kv(kv, name)
             texts, want = vectors(os.path.join(TOK, stem))
             for text, ids in zip(texts, want):
                 with self.subTest(vocab=name, text=text):
@@ -130,25 +134,25 @@ class GGUFByteLevel(unittest.TestCase):
         kv = {"tokenizer.ggml.model": "gpt2", "tokenizer.ggml.pre": "deepseek-llm",
               "tokenizer.ggml.tokens": ["a"], "tokenizer.ggml.merges": []}
         with self.assertRaises(BadInput) as e:
-            hf_tokenizer.from_gguf_kv(kv, "x.gguf")
+            gguf_tokenizer.from_gguf_kv(kv, "x.gguf")
         self.assertIn("tokenizer.ggml.pre 'deepseek-llm' is not supported", str(e.exception))
 
 
 class Translate(unittest.TestCase):
     def test_classes(self):
-        rx = hf_tokenizer.translate(r"\p{L}+|\p{N}|\s+(?!\S)|[^\s\p{L}\p{N}]+")
+        rx = tokenizer_regex.translate(r"\p{L}+|\p{N}|\s+(?!\S)|[^\s\p{L}\p{N}]+")
         # A space before a letter or digit matches no alternative here (findall skips it).
         self.assertEqual(rx.findall("héllo 42  x!?"), ["héllo", "4", "2", " ", "x", "!?"])
 
     def test_white_space_is_unicode_white_space(self):
         # Python's \s takes U+001C (str.isspace); Unicode White_Space does not.
-        rx = hf_tokenizer.translate(r"\s")
+        rx = tokenizer_regex.translate(r"\s")
         self.assertIsNone(rx.match("\x1c"))
         self.assertIsNotNone(rx.match("\u3000"))
 
     def test_unsupported(self):
         with self.assertRaises(BadInput):
-            hf_tokenizer.translate(r"\p{Han}")
+            tokenizer_regex.translate(r"\p{Han}")
 
 
 class SplitBehaviors(unittest.TestCase):
@@ -239,29 +243,29 @@ class CasesFromText(unittest.TestCase):
         with open(os.path.join(ROOT, "testdata", "cases-llama.json"), encoding="utf-8") as f:
             doc = json.load(f)
         for m in ("tiny-llama", "tiny-llama3", "tiny-llama-qwen2", "tiny-llama-qwen3", "tiny-llama-phi3"):
-            tok = hf_tokenizer.for_model_dir(os.path.join(ROOT, "testdata", m))
+            tok = model_tokenizer.for_model_dir(os.path.join(ROOT, "testdata", m))
             for c in doc["cases"]:
                 with self.subTest(model=m, case=c["id"]):
-                    self.assertEqual(hf_tokenizer.prompt_ids(tok, c["prompt"]), c["tokens"])
+                    self.assertEqual(model_tokenizer.prompt_ids(tok, c["prompt"]), c["tokens"])
             for p in doc["loglikelihood"]:
                 with self.subTest(model=m, pair=p["context"]):
-                    self.assertEqual(hf_tokenizer.encode_pair(tok, p["context"], p["continuation"]),
+                    self.assertEqual(model_tokenizer.encode_pair(tok, p["context"], p["continuation"]),
                                      (p["context_tokens"], p["continuation_tokens"]))
 
     def test_info(self):
         d = os.path.join(ROOT, "testdata", "tiny-llama")
-        got = hf_tokenizer.info(d)
+        got = model_tokenizer.info(d)
         self.assertEqual(got["tokenizer_file"], "tokenizer.gguf")
         self.assertEqual(got["tokenizer_sha256"],
-                         hf_tokenizer.files_sha256([os.path.join(TOK, "llama-spm", "ggml-vocab-llama-spm.gguf")]))
-        gpt2 = hf_tokenizer.info(os.path.join(ROOT, "testdata", "tiny-gpt2"))
+                         model_tokenizer.files_sha256([os.path.join(TOK, "llama-spm", "ggml-vocab-llama-spm.gguf")]))
+        gpt2 = model_tokenizer.info(os.path.join(ROOT, "testdata", "tiny-gpt2"))
         self.assertEqual(gpt2["tokenizer_file"], "vocab.json")
         with open(os.path.join(ROOT, "testdata", "tiny-gpt2", "vocab.json"), "rb") as f:
             vocab = f.read()
         with open(os.path.join(ROOT, "testdata", "tiny-gpt2", "merges.txt"), "rb") as f:
             merges = f.read()
         self.assertEqual(gpt2["tokenizer_sha256"], hashlib.sha256(vocab + merges).hexdigest())
-        self.assertEqual(hf_tokenizer.info(os.path.join(ROOT, "testdata", "tiny-gpt2", "config.json")), {})
+        self.assertEqual(model_tokenizer.info(os.path.join(ROOT, "testdata", "tiny-gpt2", "config.json")), {})
 
 
 class Pair(unittest.TestCase):
@@ -270,11 +274,11 @@ class Pair(unittest.TestCase):
 
     @classmethod
     def setUpClass(cls):
-        cls.tok = hf_tokenizer.from_gguf(os.path.join(TOK, "llama-spm", "ggml-vocab-llama-spm.gguf"))
+        cls.tok = gguf_tokenizer.from_gguf(os.path.join(TOK, "llama-spm", "ggml-vocab-llama-spm.gguf"))
 
     def test_trailing_space_moves(self):
         tok = self.tok
-        ctx, cont = hf_tokenizer.encode_pair(tok, "Answer: ", "42")
+        ctx, cont = model_tokenizer.encode_pair(tok, "Answer: ", "42")
         self.assertEqual(ctx, tok.encode("Answer:"))
         whole = tok.encode("Answer: 42")
         self.assertEqual(ctx + cont, whole)
@@ -285,15 +289,15 @@ class Pair(unittest.TestCase):
         # "Hel" + "lo": the whole encodes as one piece more than the context's
         # ids cover, and the continuation is sliced by length regardless.
         tok = self.tok
-        ctx, cont = hf_tokenizer.encode_pair(tok, "Hel", "lo")
+        ctx, cont = model_tokenizer.encode_pair(tok, "Hel", "lo")
         whole = tok.encode("Hello")
         self.assertEqual(ctx, tok.encode("Hel"))
         self.assertEqual(cont, whole[len(ctx):])
 
     def test_empty_context_conditions_on_eot(self):
         tok = self.tok
-        self.assertEqual(hf_tokenizer.encode_pair(tok, "", "Hi"), ([2], tok.encode("Hi")))
-        self.assertEqual(hf_tokenizer.encode_pair(tok, "  ", "Hi"), ([2], tok.encode("  Hi")))
+        self.assertEqual(model_tokenizer.encode_pair(tok, "", "Hi"), ([2], tok.encode("Hi")))
+        self.assertEqual(model_tokenizer.encode_pair(tok, "  ", "Hi"), ([2], tok.encode("  Hi")))
 
     def test_eot_as_go_names_it(self):
         """<|endoftext|> is the end-of-text token of a byte-level
@@ -311,9 +315,9 @@ class Pair(unittest.TestCase):
     def test_empty_context_without_eot(self):
         llama3 = PeerVectors.tok("llama-bpe")
         with self.assertRaises(BadInput) as e:
-            hf_tokenizer.encode_pair(llama3, "", "x")
+            model_tokenizer.encode_pair(llama3, "", "x")
         self.assertIn("<|endoftext|>", str(e.exception))
-        self.assertEqual(hf_tokenizer.encode_pair(llama3, "a", " b"), (llama3.encode("a"), llama3.encode(" b")))
+        self.assertEqual(model_tokenizer.encode_pair(llama3, "a", " b"), (llama3.encode("a"), llama3.encode(" b")))
 
 
 if __name__ == "__main__":
