@@ -31,6 +31,7 @@ import torch.nn.functional as F  # noqa: E402
 from gpt2_tokenizer import GPT2Tokenizer  # noqa: E402,F401  (make_tiny_model reaches it here)
 import corpus  # noqa: E402
 import emulate  # noqa: E402
+import model_tokenizer  # noqa: E402
 import llama_torch  # noqa: E402
 from gpt2_torch import GPT2, load_model, round_matrices_f16  # noqa: E402
 from processors import (EOT, argmax_lowest, context_key, greedy_generate, loglikelihood,  # noqa: E402
@@ -148,6 +149,21 @@ def dump_pair_cache(model, pair, i, root):
 
 _CASE_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 
+# The cases of a set made without --cases, --prompt, --tokens or --corpus,
+# for every family (text, so the model's own tokenizer gives the ids): a
+# short prompt, a longer one with numbers and punctuation, one pair whose
+# continuation starts with a space (lm-eval's split moves nothing here; the
+# space is the continuation's own). Short enough for a 128-token context.
+DEFAULT_CASES = {
+    "cases": [
+        {"id": "short", "prompt": "Hello, world."},
+        {"id": "long", "prompt": "On 3 March 1921, the ship left port at 6:45 a.m. with 212 passengers. "
+                                 "By noon, the wind had risen to 40 knots; the captain, worried, turned back. "
+                                 "Was it the right call?"},
+    ],
+    "loglikelihood": [{"context": "The capital of France is", "continuation": " Paris"}],
+}
+
 
 def load_cases(args):
     ll = []
@@ -175,7 +191,7 @@ def load_cases(args):
             raise BadInput(f"--tokens {args.tokens!r}: expected comma-separated integers")
         cases, src = [{"id": "tokens", "tokens": toks}], "--tokens"
     else:
-        raise BadInput("give --cases FILE, --prompt TEXT, --tokens IDS or --corpus FILE")
+        cases, ll, src = DEFAULT_CASES["cases"], DEFAULT_CASES["loglikelihood"], "the default cases"
     seen = set()
     for c in cases:
         cid = c.get("id") if isinstance(c, dict) else None
@@ -213,12 +229,15 @@ def _ids(v):
     return isinstance(v, list) and all(isinstance(t, int) and not isinstance(t, bool) for t in v)
 
 
-def no_tokenizer(cfg, model_dir):
-    """Why model_dir cannot tokenize text."""
+def no_tokenizer(cfg, model_dir, why=None):
+    """Why model_dir cannot tokenize text (why: the tokenizer's load error)."""
+    ids = ("give token ids: a case's 'tokens', a pair's 'context_tokens' and 'continuation_tokens', "
+           "with the text for display")
+    if why:
+        return f"{why} ({ids})"
     if cfg["model_type"] == "gpt2":
         return f"{model_dir}: no tokenizer (vocab.json + merges.txt, or a GGUF's tokenizer.ggml.* keys)"
-    return (f"{model_dir}: model_type {cfg['model_type']!r} has no Python tokenizer (give token ids: a case's "
-            f"'tokens', a pair's 'context_tokens' and 'continuation_tokens', with the text for display)")
+    return f"{model_dir}: no tokenizer (tokenizer.json, or a *.gguf vocabulary such as tokenizer.gguf; or {ids})"
 
 
 def pick_tokens(src, what, given, encoded):
@@ -231,15 +250,17 @@ def pick_tokens(src, what, given, encoded):
     return given
 
 
-def resolve(cases, ll, src, tok, cfg, model_dir):
+def resolve(cases, ll, src, tok, cfg, model_dir, why=None):
     """Cases and pairs with their token ids. Ids given in the file are
     authoritative (the text is then for display); with a tokenizer the text
-    must encode to them."""
+    must encode to them. A case's text is encoded as a prompt (BOS first
+    when the tokenizer's files ask for it), a pair as lm-eval splits it
+    (model_tokenizer.encode_pair: no BOS)."""
     V, key = cfg["vocab_size"], context_key(cfg)
     needs_tok = [c["id"] for c in cases if "tokens" not in c] + \
         (["loglikelihood"] if any("context_tokens" not in p for p in ll) else [])
     if needs_tok and tok is None:
-        raise BadInput(f"{no_tokenizer(cfg, model_dir)}, needed to tokenize {', '.join(needs_tok)} from {src}")
+        raise BadInput(f"{no_tokenizer(cfg, model_dir, why)}, needed to tokenize {', '.join(needs_tok)} from {src}")
 
     def check_ids(what, toks):
         bad = [t for t in toks if not 0 <= t < V]
@@ -249,7 +270,7 @@ def resolve(cases, ll, src, tok, cfg, model_dir):
     out = []
     for c in cases:
         what = f"case {c['id']!r}"
-        encoded = None if tok is None or "prompt" not in c else list(tok.encode(c["prompt"]))
+        encoded = None if tok is None or "prompt" not in c else list(model_tokenizer.prompt_ids(tok, c["prompt"]))
         toks = pick_tokens(src, what, c.get("tokens"), encoded)
         if not toks:
             raise BadInput(f"{src}: {what} has no tokens")
@@ -260,7 +281,10 @@ def resolve(cases, ll, src, tok, cfg, model_dir):
     pairs = []
     for p in ll:
         what = f"loglikelihood {p['context']!r} + {p['continuation']!r}"
-        encoded = None if tok is None else list(loglikelihood_tokens(tok, p["context"], p["continuation"]))
+        try:
+            encoded = None if tok is None else list(model_tokenizer.encode_pair(tok, p["context"], p["continuation"]))
+        except BadInput as e:
+            raise BadInput(f"{src}: {what}: {e}")
         given = [p[k] for k in PAIR_TOKENS] if "context_tokens" in p else None
         ctx, cont = pick_tokens(src, what, given, encoded)
         if not ctx:
@@ -303,7 +327,13 @@ def load(args):
     numerics = emulate.profile(args.emulate)
     if kind in llama_torch.ARCHS:
         model = llama_torch.load_model(args.model)
-        model["tokenizer"] = None  # SentencePiece vocabularies: no Python tokenizer
+        # tokenizer.json or a GGUF vocabulary. One this module cannot read
+        # is an error only where text needs it (resolve names the cause).
+        model["tokenizer"], model["tokenizer_error"] = None, None
+        try:
+            model["tokenizer"] = model_tokenizer.for_model_dir(args.model)
+        except BadInput as e:
+            model["tokenizer_error"] = str(e)
 
         def forward(m, dtype):
             return llama_torch.Llama(m, dtype, numerics)
@@ -320,6 +350,7 @@ def load(args):
     # changed the weights, as llorch-check dump marks it: an F16 file's set
     # is the reference however it is held.
     rounded = args.weight_dtype == "f16" and round_matrices_f16(model["weights"])
+    model["tokenizer_info"] = model_tokenizer.info(args.model)
     return model, forward, rounded
 
 
@@ -329,7 +360,7 @@ def forwards(args, model, forward, rounded):
     m32, m64 = forward(model, torch.float32), forward(model, torch.float64)
     del model["weights"]
     info = {"path": args.model, "weights_file": model["weights_file"], "weights_sha256": model["sha256"],
-            "weights_dtype": model["dtype"]}
+            "weights_dtype": model["dtype"], **model["tokenizer_info"]}
     if rounded:
         info["matrices_held_as"] = "float16"
     info["config"] = model["config_raw"]
@@ -346,7 +377,7 @@ def build(args, tmp):
     cfg = model["config"]
     cases, ll, src = load_cases(args)
     tok = model["tokenizer"]
-    cases, pairs = resolve(cases, ll, src, tok, cfg, args.model)
+    cases, pairs = resolve(cases, ll, src, tok, cfg, args.model, model.get("tokenizer_error"))
     if cfg["model_type"] == "gpt2":
         eos = [cfg["eos_token_id"] if isinstance(cfg["eos_token_id"], int) else EOT]
     else:
@@ -359,7 +390,8 @@ def build(args, tmp):
         greedy.append({"case": c["id"], "token": argmax_lowest(last)})
         with torch.no_grad():
             out, why = greedy_generate(m32, c["tokens"], args.n_generate, eos)
-        text = None if tok is None else tok.decode([t for t in out if t not in eos])
+        # Only GPT-2's tokenizer decodes here; the Llama family's text stays null.
+        text = None if not hasattr(tok, "decode") else tok.decode([t for t in out if t not in eos])
         gens.append({"case": c["id"], "tokens": out, "text": text, "stop_reason": why})
     with torch.no_grad():
         for i, p in enumerate(pairs):
@@ -389,6 +421,10 @@ def build_corpus(args, tmp):
     model, forward, rounded = load(args)
     cfg, tok = model["config"], model["tokenizer"]
     V, n_ctx = cfg["vocab_size"], cfg[context_key(cfg)]
+    if cfg["model_type"] != "gpt2":
+        # llama-perplexity starts each chunk with BOS where the vocabulary
+        # asks for one; corpus.py chunks as for GPT-2, which has none.
+        raise BadInput(f"{args.model}: --corpus: corpus sets are GPT-2's only, not model_type {cfg['model_type']!r}")
     if tok is None:
         raise BadInput(f"{no_tokenizer(cfg, args.model)}, needed to tokenize {args.corpus}")
     if args.top_k > V:
@@ -478,7 +514,9 @@ def main(argv=None):
     src = ap.add_mutually_exclusive_group()
     src.add_argument("--cases", help="JSON cases file: [{id, prompt and/or tokens}] or "
                      "{\"cases\": [...], \"loglikelihood\": [{context, continuation[, context_tokens, "
-                     "continuation_tokens]}]}; given ids are authoritative, the text then for display")
+                     "continuation_tokens]}]}; text is encoded by the model's tokenizer; given ids are "
+                     "authoritative and must match the text's encoding (default: the built-in cases, "
+                     "two prompts and one pair)")
     src.add_argument("--prompt", help="a single prompt (case id 'prompt')")
     src.add_argument("--tokens", help="a single case as comma-separated token ids (case id 'tokens')")
     src.add_argument("--corpus", help="a UTF-8 text file: write a corpus set instead (references/FORMAT.md, "

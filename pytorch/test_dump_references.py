@@ -5,6 +5,7 @@ stays the real 50257 tokens so that prompts tokenize.
 """
 
 import contextlib
+import hashlib
 import io
 import json
 import os
@@ -716,6 +717,70 @@ class LlamaDumperTest(unittest.TestCase):
                     for rel in ("hello/l00_scores", "hello/l00_attn_out", "hello/last_logits"):
                         self.assertFalse(np.array_equal(load(out, rel, f64), load(plain, rel, f64)), rel)
 
+    def test_cases_from_text(self):
+        """Without --cases every family gets the default cases, as text: the
+        model's own tokenizer (tokenizer.gguf here) gives the ids, which the
+        set records with the tokenizer's file and sha256; the pair is split
+        without BOS."""
+        out = os.path.join(self.tmp, "defaults")
+        rc, msg = run_quiet(dr.main, ["--model", self.model("tiny-llama-phi3"), "--out", out, "--n-generate", "2",
+                                      "--logits-rows", "2"])
+        self.assertEqual(rc, 0, msg)
+        m = json.loads(contents(out)["manifest.json"])
+        self.assertEqual([c["id"] for c in m["cases"]], ["short", "long"])
+        self.assertEqual(m["cases"][0]["tokens"], self.HELLO)
+        ll = m["loglikelihood"][0]
+        self.assertEqual((ll["context_tokens"], ll["continuation_tokens"]), ([450, 7483, 310, 3444, 338], [3681]))
+        self.assertEqual(m["model"]["tokenizer_file"], "tokenizer.gguf")
+        with open(os.path.join(self.ROOT, "testdata", "tokenizer", "phi-3", "ggml-vocab-phi-3.gguf"), "rb") as f:
+            self.assertEqual(m["model"]["tokenizer_sha256"], hashlib.sha256(f.read()).hexdigest())
+
+    def test_given_ids_held_to_the_tokenizer(self):
+        """Ids a cases file gives are checked against the model's tokenizer:
+        Llama 2's ids are not Mistral's, so the case is bad input (exit 2),
+        named; so is a pair's."""
+        d = os.path.join(self.tmp, "mistral-vocab")
+        shutil.copytree(self.model("tiny-llama"), d, ignore=shutil.ignore_patterns("tokenizer.gguf"))
+        for name in ("tokenizer.json", "tokenizer_config.json"):
+            shutil.copy(os.path.join(self.ROOT, "testdata", "tokenizer", "mistral-hf", name), d)
+        out = os.path.join(self.tmp, "never-mistral")
+        rc, msg = self.dump(d, out)
+        self.assertEqual(rc, 2, msg)
+        self.assertIn("case 'hello': the text tokenizes to [1, 22557, 28725, 1526, 28723], not the given ids "
+                      "[1, 15043, 29892, 3186, 29889]", msg)
+        path = os.path.join(self.tmp, "pair-only.json")
+        with open(path, "w") as f:
+            json.dump({"cases": [{"id": "one", "tokens": [1]}],
+                       "loglikelihood": [{"context": "The capital of France is", "continuation": " Paris",
+                                          "context_tokens": [450, 7483, 310, 3444, 338],
+                                          "continuation_tokens": [3681]}]}, f)
+        rc, msg = self.dump(d, out, cases=path)
+        self.assertEqual(rc, 2, msg)
+        self.assertIn("loglikelihood 'The capital of France is' + ' Paris': the text tokenizes to", msg)
+        self.assertFalse(os.path.exists(out))
+        # The same text alone gives Mistral's ids, and the set names tokenizer.json.
+        with open(path, "w") as f:
+            json.dump({"cases": [{"id": "hello", "prompt": "Hello, world."}]}, f)
+        rc, msg = self.dump(d, out, cases=path)
+        self.assertEqual(rc, 0, msg)
+        m = json.loads(contents(out)["manifest.json"])
+        self.assertEqual(m["cases"][0]["tokens"], [1, 22557, 28725, 1526, 28723])
+        self.assertEqual(m["model"]["tokenizer_file"], "tokenizer.json")
+
+    def test_unreadable_tokenizer(self):
+        """A tokenizer.json this module cannot read stops only text: ids run,
+        unchecked; text is bad input naming the cause."""
+        d = os.path.join(self.tmp, "odd-tokenizer")
+        shutil.copytree(self.model("tiny-llama"), d, ignore=shutil.ignore_patterns("tokenizer.gguf"))
+        with open(os.path.join(d, "tokenizer.json"), "w") as f:
+            json.dump({"model": {"type": "Unigram", "vocab": []}}, f)
+        out = os.path.join(self.tmp, "odd-out")
+        rc, msg = run_quiet(dr.main, ["--model", d, "--tokens", "1,2,3", "--out", out, "--n-generate", "1"])
+        self.assertEqual(rc, 0, msg)
+        rc, msg = run_quiet(dr.main, ["--model", d, "--prompt", "Hi", "--out", out + "2"])
+        self.assertEqual(rc, 2, msg)
+        self.assertIn("model.type 'Unigram' is not supported (BPE)", msg)
+
     def test_bad_inputs_exit_2(self):
         out = os.path.join(self.tmp, "never")
         model = self.model("tiny-llama-qwen3")
@@ -725,13 +790,16 @@ class LlamaDumperTest(unittest.TestCase):
             self.assertIn(f"--emulate {prof}: not implemented for model_type 'qwen3'", msg)
             self.assertIn("GELU", msg)
             self.assertIn("f16-kv", msg)  # what the family can use
-        rc, msg = run_quiet(dr.main, ["--model", model, "--prompt", "Hello", "--out", out])
+        bare = os.path.join(self.tmp, "no-tokenizer")  # the model without its tokenizer.gguf
+        shutil.copytree(model, bare, ignore=shutil.ignore_patterns("tokenizer.gguf"))
+        rc, msg = run_quiet(dr.main, ["--model", bare, "--prompt", "Hello", "--out", out])
         self.assertEqual(rc, 2, msg)
-        self.assertIn("no Python tokenizer", msg)
-        rc, msg = run_quiet(dr.main, ["--model", model, "--corpus", os.path.join(self.ROOT, "testdata", "corpus",
-                                                                      "shakespeare.txt"), "--out", out])
+        self.assertIn("no tokenizer (tokenizer.json, or a *.gguf vocabulary", msg)
+        self.assertIn("needed to tokenize prompt from --prompt", msg)
+        rc, msg = run_quiet(dr.main, ["--model", bare, "--corpus", os.path.join(self.ROOT, "testdata", "corpus",
+                                                                     "shakespeare.txt"), "--out", out])
         self.assertEqual(rc, 2, msg)
-        self.assertIn("no Python tokenizer", msg)
+        self.assertIn("corpus sets are GPT-2's only, not model_type 'qwen3'", msg)
         rc, msg = run_quiet(dr.main, ["--model", model, "--tokens", "1,32000", "--out", out])
         self.assertEqual(rc, 2, msg)
         self.assertIn("token id 32000 outside the vocabulary [0, 32000)", msg)

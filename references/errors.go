@@ -18,6 +18,11 @@ var ErrInvalid = errors.New("invalid reference set")
 // can tell "wrong model" apart from "broken set".
 var ErrWeightsMismatch = errors.New("weights do not match the reference set")
 
+// ErrTokenizerMismatch is wrapped (besides ErrInvalid) by CheckTokenizer
+// when the model directory's tokenizer is not the one that gave the set's
+// token ids.
+var ErrTokenizerMismatch = errors.New("tokenizer does not match the reference set")
+
 // Error locates one problem: the file it is in and, for manifest.json, the
 // JSON field (such as "tensors[12].shape"). It unwraps to both ErrInvalid and
 // the underlying cause, so errors.Is works for either (e.g. fs.ErrNotExist).

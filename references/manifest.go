@@ -51,8 +51,17 @@ type ModelInfo struct {
 	// Layers is the number of blocks the set's forward ran when it ran
 	// only the first ones (dump_references.py --layers N), then the final
 	// norm and head; 0 when it ran them all. Config stays config.json's.
-	Layers int             `json:"layers,omitempty"`
-	Config json.RawMessage `json:"config"` // config.json, verbatim
+	Layers int `json:"layers,omitempty"`
+	// TokenizerFile and TokenizerSHA256 name the tokenizer that gave the
+	// set's ids: the file of the model directory tokenizer.Load reads
+	// ("vocab.json" for GPT-2's vocab.json + merges.txt, "tokenizer.json",
+	// or a *.gguf vocabulary such as "tokenizer.gguf") and the sha256 of
+	// its bytes (of vocab.json's then merges.txt's). Both empty in sets
+	// made before they existed, from a GGUF model file, or from a
+	// directory without a tokenizer: CheckTokenizer then checks nothing.
+	TokenizerFile   string          `json:"tokenizer_file,omitempty"`
+	TokenizerSHA256 string          `json:"tokenizer_sha256,omitempty"`
+	Config          json.RawMessage `json:"config"` // config.json, verbatim
 }
 
 // Case is one prompt; Prompt is nil when the case was given as token ids.

@@ -193,6 +193,47 @@ func (s *Set) CheckWeights(weightsPath string) error {
 	return nil
 }
 
+// CheckTokenizer refuses a model directory's tokenizer other than the one
+// the set's ids came from: name and paths are what tokenizer.Source gives
+// for the directory (the files tokenizer.Load reads), hashed as
+// model.tokenizer_sha256 is. A set that records no tokenizer (made before
+// the field, or from a GGUF model file) passes. Errors wrap
+// ErrTokenizerMismatch and ErrInvalid, and name both files and hashes.
+func (s *Set) CheckTokenizer(name string, paths []string) error {
+	want := s.Manifest.Model.TokenizerSHA256
+	if want == "" || len(paths) == 0 {
+		return nil
+	}
+	got, err := FilesSHA256(paths...)
+	if err != nil {
+		return err
+	}
+	if !strings.EqualFold(got, want) {
+		return &Error{Path: paths[0], Err: fmt.Errorf("%w: the model's tokenizer %s has sha256 %s; the reference set %s was made with %s, sha256 %s (its token ids are another vocabulary's)",
+			ErrTokenizerMismatch, strings.Join(paths, " + "), got, s.Dir, s.Manifest.Model.TokenizerFile, want)}
+	}
+	return nil
+}
+
+// FilesSHA256 is the lower-case hex sha256 of the files' bytes one after
+// another, as model.tokenizer_sha256 hashes GPT-2's vocab.json and
+// merges.txt. Errors wrap ErrInvalid.
+func FilesSHA256(paths ...string) (string, error) {
+	h := sha256.New()
+	for _, p := range paths {
+		f, err := regularfile.Open(p)
+		if err != nil {
+			return "", &Error{Path: p, Err: unwrapPath(err)}
+		}
+		_, err = io.Copy(h, f)
+		f.Close()
+		if err != nil {
+			return "", &Error{Path: p, Err: unwrapPath(err)}
+		}
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
+}
+
 // FileSHA256 is the lower-case hex sha256 of a file, as recorded in
 // model.weights_sha256. Errors wrap ErrInvalid.
 func FileSHA256(path string) (string, error) {

@@ -51,6 +51,15 @@ func (v *validator) model() {
 	if v.m.Model.WeightsFile == "" {
 		v.p.add("model.weights_file", "missing")
 	}
+	switch tf, ts := v.m.Model.TokenizerFile, v.m.Model.TokenizerSHA256; {
+	case tf == "" && ts == "":
+	case tf == "" || strings.ContainsAny(tf, `/\`) || tf == "." || tf == "..":
+		v.p.add("model.tokenizer_file", "want a file name of the model directory beside tokenizer_sha256, got %q", tf)
+	default:
+		if _, err := hex.DecodeString(ts); err != nil || len(ts) != 64 {
+			v.p.add("model.tokenizer_sha256", "want 64 hex digits beside tokenizer_file, got %q", ts)
+		}
+	}
 	if h := v.m.Model.MatricesHeldAs; h != "" && h != Float16 {
 		v.p.add("model.matrices_held_as", "want %q or absent, got %q", Float16, h)
 	}

@@ -17,49 +17,73 @@ import (
 
 // Load finds the tokenizer of a model directory, trying in order
 // vocab.json + merges.txt, tokenizer.json, then the *.gguf files (by name)
-// that carry tokenizer metadata. Without any it returns an error wrapping
-// ErrNoTokenizer; callers decide whether that matters (only text needs a
-// tokenizer).
+// that carry tokenizer metadata (Source). Without any it returns an error
+// wrapping ErrNoTokenizer; callers decide whether that matters (only text
+// needs a tokenizer).
 func Load(dir string) (*Tokenizer, error) {
-	st, err := os.Stat(dir)
+	name, paths, err := Source(dir)
+	if err != nil {
+		return nil, err
+	}
+	switch name {
+	case "vocab.json":
+		return LoadFiles(paths[0], paths[1])
+	case "tokenizer.json":
+		return LoadTokenizerJSON(paths[0])
+	}
+	f, err := gguf.Open(paths[0])
 	if err != nil {
 		return nil, fmt.Errorf("tokenizer: %w", err)
 	}
+	defer f.Close()
+	t, err := FromGGUF(f)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", paths[0], err)
+	}
+	return t, nil
+}
+
+// Source names the files Load reads from a model directory: name is
+// "vocab.json" (paths: vocab.json, merges.txt), "tokenizer.json", or the
+// base name of the first *.gguf by name with tokenizer.ggml.tokens (such
+// as the tiny models' tokenizer.gguf). A reference set records name and
+// the sha256 of paths' bytes one after another (references.ModelInfo's
+// TokenizerFile and TokenizerSHA256). Without any, the error wraps
+// ErrNoTokenizer.
+func Source(dir string) (name string, paths []string, err error) {
+	st, err := os.Stat(dir)
+	if err != nil {
+		return "", nil, fmt.Errorf("tokenizer: %w", err)
+	}
 	if !st.IsDir() {
-		return nil, fmt.Errorf("tokenizer: %s is not a directory", dir)
+		return "", nil, fmt.Errorf("tokenizer: %s is not a directory", dir)
 	}
 	vocab, merges := filepath.Join(dir, "vocab.json"), filepath.Join(dir, "merges.txt")
 	hasVocab, hasMerges := exists(vocab), exists(merges)
 	if hasVocab && hasMerges {
-		return LoadFiles(vocab, merges)
+		return "vocab.json", []string{vocab, merges}, nil
 	}
 	if tj := filepath.Join(dir, "tokenizer.json"); exists(tj) {
-		return LoadTokenizerJSON(tj)
+		return "tokenizer.json", []string{tj}, nil
 	}
 	ggufs, _ := filepath.Glob(filepath.Join(dir, "*.gguf"))
 	sort.Strings(ggufs)
 	for _, p := range ggufs {
 		f, err := gguf.Open(p)
 		if err != nil {
-			return nil, fmt.Errorf("tokenizer: %w", err)
+			return "", nil, fmt.Errorf("tokenizer: %w", err)
 		}
 		_, hasTok := f.Get("tokenizer.ggml.tokens")
-		if !hasTok {
-			f.Close()
-			continue
-		}
-		t, err := FromGGUF(f)
 		f.Close()
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", p, err)
+		if hasTok {
+			return filepath.Base(p), []string{p}, nil
 		}
-		return t, nil
 	}
 	hint := ""
 	if hasVocab != hasMerges {
 		hint = " (vocab.json and merges.txt must both be present)"
 	}
-	return nil, fmt.Errorf("%w in %s: looked for vocab.json + merges.txt, tokenizer.json, *.gguf with tokenizer metadata%s",
+	return "", nil, fmt.Errorf("%w in %s: looked for vocab.json + merges.txt, tokenizer.json, *.gguf with tokenizer metadata%s",
 		ErrNoTokenizer, dir, hint)
 }
 

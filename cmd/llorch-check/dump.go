@@ -35,6 +35,8 @@ different set is refused unless --force, and the set dumped from always.`,
 			if err != nil {
 				return err
 			}
+			// The set first: a set made with another tokenizer or
+			// from other weights is refused before the weights load.
 			set, err := openModelReferences(refs, mf.path, kv)
 			if err != nil {
 				return err

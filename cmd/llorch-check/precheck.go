@@ -11,11 +11,15 @@ import (
 
 // loadFor loads the model for a comparison with set, after the checks
 // that need no weights: an 8B checkpoint takes minutes and 16 GB to
-// load, and a set made from other weights or with another --layers is
-// refused before that. --layers defaults to the set's.
+// load, and a set made with another tokenizer, from other weights or
+// with another --layers is refused before that. --layers defaults to the
+// set's.
 func (f *modelFlags) loadFor(ctx context.Context, set *references.Set) (*model.Model, error) {
 	path, err := modelPath(f.path)
 	if err != nil {
+		return nil, err
+	}
+	if err := checkSetTokenizer(set, f.path); err != nil {
 		return nil, err
 	}
 	setLayers := set.Manifest.Model.Layers

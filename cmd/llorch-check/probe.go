@@ -192,6 +192,11 @@ func probeTokenizer(flag string, set *references.Set) (*tokenizer.Tokenizer, err
 		}
 		return nil, err
 	}
+	// The texts the probe compares are this tokenizer's: it must be the
+	// one that gave the set's ids.
+	if err := checkDirTokenizer(set, path); err != nil {
+		return nil, err
+	}
 	return tokenizer.ForModel(path)
 }
 

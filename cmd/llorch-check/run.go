@@ -126,6 +126,9 @@ func (f *runFlags) execRun(cmd *cobra.Command) (*checkpoints.Report, *model.Mode
 	if err != nil {
 		return nil, nil, err
 	}
+	// The set first: its manifest is cheap to read, and a set made with
+	// another tokenizer or from other weights is refused before the
+	// weights load (loadFor).
 	set, err := openModelReferences(f.references, f.model.path, opt.KVCache)
 	if err != nil {
 		return nil, nil, err
