@@ -11,19 +11,25 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/llorch/llorch-check/internal/fixture"
 	"github.com/llorch/llorch-check/internal/fixture/tiny"
 	"github.com/llorch/llorch-check/model"
 	"github.com/llorch/llorch-check/server"
 )
 
 // meanLNF is the embedding computed apart from the server: one forward
-// pass over all of tokens, the mean of its ln_f rows.
+// pass over all of tokens, the mean of its final norm's rows (ln_f, or the
+// Llama family's norm).
 func meanLNF(t *testing.T, m *model.Model, tokens []int) []float64 {
 	t.Helper()
 	C := m.Config.NEmbd
 	mean := make([]float64, C)
+	final := "ln_f"
+	if m.Config.IsLlama() {
+		final = "norm"
+	}
 	_, err := m.Forward(context.Background(), m.NewCache(), tokens, model.ForwardOptions{Probe: model.ProbeFunc(func(c model.Captured) {
-		if c.Name == "ln_f" {
+		if c.Name == final {
 			require.Equal(t, []int{len(tokens), C}, c.Shape)
 			for j, v := range c.Data {
 				mean[j%C] += float64(v) / float64(len(tokens))
@@ -51,6 +57,27 @@ func vector(t *testing.T, v any) []float64 {
 		out = append(out, x.(float64))
 	}
 	return out
+}
+
+// TestEmbeddingsFamilies: every Llama-family model's embedding is its
+// final norm's mean (it was all zeros: only ln_f was summed).
+func TestEmbeddingsFamilies(t *testing.T) {
+	for _, name := range fixture.Families {
+		t.Run(name, func(t *testing.T) {
+			ts, m, tok := familyServer(t, name)
+			want := meanLNF(t, m, tok.EncodePrompt("Hello, world."))
+			out := ts.call(t, "POST", "/v1/embeddings", map[string]any{"input": "Hello, world."}, http.StatusOK)
+			got := vector(t, out["data"].([]any)[0].(map[string]any)["embedding"])
+			require.InDeltaSlice(t, want, got, 1e-6)
+			nonzero := 0
+			for _, v := range got {
+				if v != 0 {
+					nonzero++
+				}
+			}
+			require.Equal(t, m.Config.NEmbd, nonzero)
+		})
+	}
 }
 
 // TestEmbeddings: every input form gives the mean-pooled ln_f state, in

@@ -88,12 +88,14 @@ func encodeEmbedding(vec []float32, format string) any {
 }
 
 // embed runs tokens through the slot's decoder and returns the mean of
-// their ln_f rows, summed in float64 in position order.
+// their final norm's rows (GPT-2's ln_f, the Llama family's norm), summed
+// in float64 in position order.
 func (sl *Slot) embed(ctx context.Context, e *engine, tokens []int) ([]float32, error) {
 	C := e.m.Config.NEmbd
 	sum := make([]float64, C)
+	final := tensors.FinalNorm(tensors.FamilyOf(e.m.Config.ModelType))
 	probe := model.ProbeFunc(func(t model.Captured) {
-		if t.Name != tensors.LNF {
+		if t.Name != final {
 			return
 		}
 		for j, v := range t.Data {

@@ -196,6 +196,15 @@ func FamilyOf(modelType string) string {
 	return GPT2
 }
 
+// FinalNorm is the name of a family's final norm output, the hidden state
+// the LM head reads: GPT-2's ln_f, the Llama family's norm.
+func FinalNorm(family string) string {
+	if family == Llama {
+		return Norm
+	}
+	return LNF
+}
+
 // IncrementalRun says whether a tensor needs checkpoint 3's second,
 // incremental forward (prefill of T−1 tokens, then one step).
 func IncrementalRun(name string) bool {
