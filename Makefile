@@ -73,6 +73,18 @@ bench-serve:
 # Peak RSS of every weights format (HF, GGUF of every type) of each model
 # of MODELS against the file plus the KV cache in use, plus 10% (issue
 # #14's bound).
+# How cost grows with the model (issue #40 item 9): random-weight bf16
+# checkpoints of real configs in HF's sharded layout with real tokenizers
+# (MODELS: smollm2-135m,qwen2.5-0.5b,llama-3.2-1b by default; add
+# qwen2.5-7b,llama-3.1-8b for the large ones), written once into SCALE_DIR,
+# through the reference, run, bisect, convert and a serve chat: wall, CPU
+# and peak RSS of each step, bytes per parameter, and the targets.
+SCALE_DIR ?= .cache/bench-scale
+SCALE_MODELS ?= smollm2-135m,qwen2.5-0.5b,llama-3.2-1b
+.PHONY: bench-scale
+bench-scale: build
+	PYTHON=$(PYTHON) $(PYTHON) scripts/bench/scale.py --dir $(SCALE_DIR) --models $(SCALE_MODELS) --json $(SCALE_DIR)/scale.json
+
 .PHONY: bench-memory
 bench-memory:
 	PYTHON=$(PYTHON) bash scripts/bench/memory.sh

