@@ -37,18 +37,27 @@ the layout of llama.cpp's converter for that architecture: the {arch}.*
 hyper-parameters, blk.N.attn_q/k/v (phi3: attn_qkv), ffn_gate/up/down,
 llama's q and k rows permuted for llama.cpp's rope, rope_freqs for Llama 3
 scaling (and llorch.rope_scaling.* keys, from which llorch-check recomputes
-HF's frequencies exactly). Its tokenizer.* keys are copied from a tokenizer
-GGUF: --tokenizer, or the first *.gguf in HF_DIR that has them (such as
-llama.cpp's vocabulary file ggml-vocab-*.gguf); tokenizer.json is not
-converted. The BOS and EOS ids are config.json's.
+HF's frequencies exactly). Its tokenizer.* keys are converted from HF_DIR's
+tokenizer.json and tokenizer_config.json as llama.cpp's convert_hf_to_gguf.py
+does (model gpt2 with the llama-bpe, qwen2 or gpt-2 pre-tokenizer, or model
+llama for SentencePiece BPE; special ids, add_bos_token, the chat template;
+"[PAD{id}]" tokens up to the model's vocab_size), or copied from a tokenizer
+GGUF: --tokenizer, or without tokenizer.json the first *.gguf in HF_DIR that
+has them (such as llama.cpp's vocabulary file ggml-vocab-*.gguf). The BOS
+and EOS ids are config.json's.
 
 --type sets the 2-D matrices' type (token_embd included); norms, biases and
 position_embd stay F32, as in llama.cpp's converter. The file also records
-llorch.source.sha256, the sha256 of the HF model.safetensors, so that
-"run --model OUT.gguf" accepts reference sets made from the HF weights.
-The file is written atomically. An existing OUT.gguf is replaced only with
---force, and never when it lies inside HF_DIR (it could be the weights
-themselves).`,
+llorch.source.sha256, the sha256 of the HF weights (model.safetensors, or a
+sharded checkpoint's listing), so that "run --model OUT.gguf" accepts
+reference sets made from the HF weights.
+
+The weights (model.safetensors, or the shards model.safetensors.index.json
+lists) are mapped, not loaded: each tensor is converted and written before
+the next is read, so memory stays near the largest tensor whatever the
+model's size. The file is written atomically: a failure or a kill leaves
+OUT.gguf as it was. An existing OUT.gguf is replaced only with --force, and
+never when it lies inside HF_DIR (it could be the weights themselves).`,
 		Example: `  llorch-check convert --to gguf testdata/tiny-gpt2 tiny-f16.gguf --type f16
   llorch-check run --model tiny-f16.gguf --references testdata/references/tiny-gpt2`,
 		Args: cobra.ExactArgs(2),
@@ -83,7 +92,7 @@ themselves).`,
 	fl.StringVar(&typ, "type", "f16", "type of the 2-D matrices: f32, f16, bf16 or q8_0")
 	fl.StringVar(&name, "name", "", "general.name (default: the HF directory's name)")
 	fl.BoolVar(&force, "force", false, "replace an existing output file")
-	fl.StringVar(&tok, "tokenizer", "", "Llama family: GGUF file whose tokenizer.* keys to copy (default: HF_DIR's *.gguf that has them)")
+	fl.StringVar(&tok, "tokenizer", "", "Llama family: GGUF file whose tokenizer.* keys to copy (default: convert HF_DIR's tokenizer.json, else HF_DIR's *.gguf that has them)")
 	_ = cmd.MarkFlagRequired("to")
 	return cmd
 }

@@ -148,7 +148,7 @@ func TestConvertFamilyTokenizer(t *testing.T) {
 	}
 	out := filepath.Join(dir, "out.gguf")
 	_, err := runSub(t, newConvertCmd(), "--to", "gguf", bare, out)
-	require.ErrorContains(t, err, bare+" has no tokenizer GGUF")
+	require.ErrorContains(t, err, bare+" has no tokenizer: neither tokenizer.json nor a tokenizer GGUF")
 	assert.ErrorContains(t, err, "give one with --tokenizer")
 	_, statErr := os.Stat(out)
 	assert.True(t, os.IsNotExist(statErr), "nothing written")
