@@ -1,6 +1,8 @@
 package model
 
 import (
+	"context"
+	"math"
 	"os"
 	"path/filepath"
 	"testing"
@@ -163,4 +165,64 @@ func dropSafetensor(t *testing.T, dir, name string) {
 		}
 	}
 	require.NoError(t, os.WriteFile(filepath.Join(dir, safetensors.SingleFile), shards.File(t, keep), 0o644))
+}
+
+// A BF16 file holds every matrix as the F32 file's values rounded to
+// bfloat16 (ggml's rounding), norms, biases and position_embd as F32
+// (llama.cpp's converter's choice for f16 and bf16 alike), and loads
+// back into a model that runs.
+func TestConvertGGUFBF16(t *testing.T) {
+	out := t.TempDir()
+	for _, dir := range tinyModels() {
+		t.Run(filepath.Base(dir), func(t *testing.T) {
+			f32Path, bf16Path := filepath.Join(out, "f32.gguf"), filepath.Join(out, "bf16.gguf")
+			_, err := ConvertGGUF(dir, f32Path, GGUFFile{Type: gguf.GGMLTypeF32}, nil)
+			require.NoError(t, err)
+			w, err := ConvertGGUF(dir, bf16Path, GGUFFile{Type: gguf.GGMLTypeBF16}, nil)
+			require.NoError(t, err)
+			require.Contains(t, w.Types, "BF16")
+			a, err := gguf.Open(f32Path)
+			require.NoError(t, err)
+			defer a.Close()
+			b, err := gguf.Open(bf16Path)
+			require.NoError(t, err)
+			defer b.Close()
+			ft, ok := b.Get("general.file_type")
+			require.True(t, ok)
+			require.Equal(t, uint32(32), ft.V, "LLAMA_FTYPE_MOSTLY_BF16")
+			require.Len(t, b.Tensors, len(a.Tensors))
+			for i, ti := range b.Tensors {
+				want := a.Tensors[i]
+				require.Equal(t, want.Name, ti.Name)
+				require.Equal(t, want.Dims, ti.Dims)
+				if len(ti.Dims) == 1 || ti.Name == "position_embd.weight" {
+					require.Equal(t, gguf.GGMLTypeF32, ti.Type, ti.Name)
+				} else {
+					require.Equal(t, gguf.GGMLTypeBF16, ti.Type, ti.Name)
+				}
+				raw, err := a.TensorData(want.Name)
+				require.NoError(t, err)
+				vals := make([]float32, want.Elements())
+				require.NoError(t, gguf.DecodeFloat32(gguf.GGMLTypeF32, raw, vals))
+				if raw, err = b.TensorData(ti.Name); err != nil {
+					t.Fatal(err)
+				}
+				got := make([]float32, ti.Elements())
+				require.NoError(t, gguf.DecodeFloat32(ti.Type, raw, got))
+				for j, v := range vals {
+					if ti.Type == gguf.GGMLTypeBF16 {
+						v = math.Float32frombits(uint32(gguf.Float32ToBF16(v)) << 16)
+					}
+					if math.Float32bits(v) != math.Float32bits(got[j]) {
+						t.Fatalf("%s[%d]: %g, want %g", ti.Name, j, got[j], v)
+					}
+				}
+			}
+			m, err := Load(bf16Path)
+			require.NoError(t, err)
+			logits, err := m.Forward(context.Background(), m.NewCache(), []int{1, 2, 3}, ForwardOptions{})
+			require.NoError(t, err)
+			require.Len(t, logits, m.Config.VocabSize)
+		})
+	}
 }
