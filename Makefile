@@ -229,14 +229,18 @@ peer-llamacpp:
 # step (e2e/llamacpp/interop.mjs; the quantizer is driven through cgo);
 # then convert's F32, F16 and Q8_0 files of each Llama-family tiny model,
 # greedy-decoded by llama.cpp (e2e/llamacpp/llama_family.mjs) and by us
-# (TestConvertFamilyLlamaCppPeer).
+# (TestConvertFamilyLlamaCppPeer); then convert's F32 and BF16 files of
+# tiny models carrying real tokenizer.json files (Llama 3's, Qwen3's,
+# Mistral's), tokenized by llama.cpp (e2e/llamacpp/tokenize.mjs) as by our
+# tokenizer.json tokenizer, and greedy-decoded alike
+# (TestConvertTokenizerJSONLlamaCppPeer).
 interop-llamacpp:
 	@test -d e2e/llamacpp/node_modules/node-llama-cpp || $(NPM_PEER)
 	@tmp=$$(mktemp -d) && trap 'rm -rf "$$tmp"' EXIT && \
 	$(GO) build -o $$tmp/llorch-check ./cmd/llorch-check && \
 	$(GO) build -tags llamacpp -o $$tmp/ggml ./cmd/llamacpp-ggml && \
 	node e2e/llamacpp/interop.mjs $$tmp/llorch-check $(TINY_MODEL) $(TINY_REFS)/manifest.json $$tmp $$tmp/ggml
-	@out=$$(LLORCH_PEER=1 $(GO) test -count=1 -v -run '^TestConvertFamilyLlamaCppPeer$$' ./cmd/llorch-check 2>&1); st=$$?; \
+	@out=$$(LLORCH_PEER=1 $(GO) test -count=1 -v -run '^(TestConvertFamilyLlamaCppPeer|TestConvertTokenizerJSONLlamaCppPeer)$$' ./cmd/llorch-check 2>&1); st=$$?; \
 	echo "$$out" | grep -Ev '^(=== |    --- PASS)'; exit $$st
 
 # Where llama.cpp's GPT-2 leaves PyTorch on the tiny model's F32 GGUF: its

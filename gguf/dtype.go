@@ -69,11 +69,12 @@ func Decodable(t GGMLType) bool {
 	return ok
 }
 
-// EncodeFloat32 converts src to tensor data of type t: F32, F16 (round to
-// nearest even) or Q8_0 (ggml's quantize_row_q8_0_ref, bit for bit).
+// EncodeFloat32 converts src to tensor data of type t: F32, F16 or BF16
+// (round to nearest even) or Q8_0 (ggml's quantize_row_q8_0_ref, bit for
+// bit).
 func EncodeFloat32(t GGMLType, src []float32) ([]byte, error) {
-	if t != GGMLTypeF32 && t != GGMLTypeF16 && t != GGMLTypeQ8_0 {
-		return nil, fmt.Errorf("gguf: encoding %s is not supported (F32, F16, Q8_0)", t)
+	if t != GGMLTypeF32 && t != GGMLTypeF16 && t != GGMLTypeBF16 && t != GGMLTypeQ8_0 {
+		return nil, fmt.Errorf("gguf: encoding %s is not supported (F32, F16, BF16, Q8_0)", t)
 	}
 	n, err := byteLen(t, len(src))
 	if err != nil {
@@ -89,14 +90,28 @@ func EncodeFloat32(t GGMLType, src []float32) ([]byte, error) {
 		for i, v := range src {
 			binary.LittleEndian.PutUint16(out[2*i:], Float32To16(v))
 		}
+	case GGMLTypeBF16:
+		for i, v := range src {
+			binary.LittleEndian.PutUint16(out[2*i:], Float32ToBF16(v))
+		}
 	case GGMLTypeQ8_0:
 		for b := 0; b < len(src)/q8BlockSize; b++ {
 			quantizeQ8Block(out[b*q8BlockLen:(b+1)*q8BlockLen], src[b*q8BlockSize:(b+1)*q8BlockSize])
 		}
-	default:
-		return nil, fmt.Errorf("gguf: encoding %s is not supported (F32, F16, Q8_0)", t)
 	}
 	return out, nil
+}
+
+// Float32ToBF16 rounds a float32 to bfloat16 bits as ggml's
+// ggml_compute_fp32_to_bf16 (and gguf-py's converter) do: to nearest,
+// ties to even, and a NaN kept a quiet NaN with its sign and top payload
+// bits (rounding could carry a NaN's payload into infinity).
+func Float32ToBF16(f float32) uint16 {
+	u := math.Float32bits(f)
+	if u&0x7fffffff > 0x7f800000 {
+		return uint16(u>>16) | 64
+	}
+	return uint16((u + 0x7fff + (u>>16)&1) >> 16)
 }
 
 // quantizeQ8Block follows ggml: the scale is amax/127 in float32, values

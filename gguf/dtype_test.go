@@ -119,3 +119,33 @@ func TestConvertRoundTripAndErrors(t *testing.T) {
 	assert.ErrorContains(t, err, "4 elements are not whole Q8_0 blocks")
 	assert.ErrorContains(t, DecodeFloat32(GGMLTypeF16, []byte{1, 2, 3}, one), "F16 data is 3 bytes, 1 elements need 2")
 }
+
+// BF16 rounds as ggml's ggml_compute_fp32_to_bf16: nearest, ties to even,
+// NaNs kept quiet NaNs; DecodeFloat32 reads the bits back.
+func TestFloat32ToBF16(t *testing.T) {
+	tests := []struct {
+		in   uint32
+		want uint16
+	}{
+		{0x3f800000, 0x3f80}, // 1
+		{0xbf800000, 0xbf80}, // -1
+		{0x3f808000, 0x3f80}, // tie, even below
+		{0x3f818000, 0x3f82}, // tie, even above
+		{0x3f808001, 0x3f81}, // above the tie
+		{0x7f7fffff, 0x7f80}, // max float32 rounds to infinity
+		{0x7f800000, 0x7f80}, // +inf
+		{0x7f800001, 0x7fc0}, // signalling NaN made quiet, not infinity
+		{0xffc00001, 0xffc0}, // negative quiet NaN
+		{0x00000001, 0x0000}, // smallest subnormal rounds to zero
+	}
+	for _, tc := range tests {
+		got := Float32ToBF16(math.Float32frombits(tc.in))
+		assert.Equalf(t, tc.want, got, "%#08x", tc.in)
+	}
+	src := []float32{1, -2.5, 3.140625, 0}
+	raw, err := EncodeFloat32(GGMLTypeBF16, src)
+	require.NoError(t, err)
+	back := make([]float32, len(src))
+	require.NoError(t, DecodeFloat32(GGMLTypeBF16, raw, back))
+	assert.Equal(t, src, back, "values bfloat16 holds exactly round-trip")
+}

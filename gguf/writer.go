@@ -43,40 +43,63 @@ func Write(w io.Writer, kv []KV, tensors []TensorData) error {
 // back: duplicate keys or names, values whose Go type contradicts their
 // tag, bad alignment, and data whose size does not match dims and type.
 func checkWrite(kv []KV, tensors []TensorData) error {
-	keys := map[string]bool{}
-	for _, e := range kv {
-		if keys[e.Key] {
-			return fmt.Errorf("gguf: duplicate metadata key %q", e.Key)
-		}
-		keys[e.Key] = true
-		if err := checkValue(e.Value.Type, e.Value.V, 0); err != nil {
-			return fmt.Errorf("gguf: key %s: %w", e.Key, err)
-		}
-	}
-	if _, err := alignmentOf(kv); err != nil {
+	sizes, err := checkHeader(kv, infosOf(tensors))
+	if err != nil {
 		return err
 	}
-	names := map[string]bool{}
-	for _, t := range tensors {
-		if names[t.Name] {
-			return fmt.Errorf("gguf: duplicate tensor name %q", t.Name)
-		}
-		names[t.Name] = true
-		if len(t.Dims) > maxDims {
-			return fmt.Errorf("gguf: tensor %s: %d dims, at most %d supported", t.Name, len(t.Dims), maxDims)
-		}
-		size, err := tensorSize(TensorInfo{Name: t.Name, Dims: t.Dims, Type: t.Type})
-		if err != nil {
-			return fmt.Errorf("gguf: tensor %s: %w", t.Name, err)
-		}
-		if size < 0 {
-			return fmt.Errorf("gguf: tensor %s: unknown ggml type %d", t.Name, uint32(t.Type))
-		}
-		if int64(len(t.Data)) != size {
-			return fmt.Errorf("gguf: tensor %s: %d bytes of data, %s%v needs %d", t.Name, len(t.Data), t.Type, t.Dims, size)
+	for i, t := range tensors {
+		if int64(len(t.Data)) != sizes[i] {
+			return fmt.Errorf("gguf: tensor %s: %d bytes of data, %s%v needs %d", t.Name, len(t.Data), t.Type, t.Dims, sizes[i])
 		}
 	}
 	return nil
+}
+
+func infosOf(tensors []TensorData) []TensorInfo {
+	infos := make([]TensorInfo, len(tensors))
+	for i, t := range tensors {
+		infos[i] = TensorInfo{Name: t.Name, Dims: t.Dims, Type: t.Type}
+	}
+	return infos
+}
+
+// checkHeader is checkWrite without the data: the keys, alignment and
+// tensor infos (Name, Dims, Type; Offset and Size are the writer's), and
+// each tensor's data size.
+func checkHeader(kv []KV, tensors []TensorInfo) ([]int64, error) {
+	keys := map[string]bool{}
+	for _, e := range kv {
+		if keys[e.Key] {
+			return nil, fmt.Errorf("gguf: duplicate metadata key %q", e.Key)
+		}
+		keys[e.Key] = true
+		if err := checkValue(e.Value.Type, e.Value.V, 0); err != nil {
+			return nil, fmt.Errorf("gguf: key %s: %w", e.Key, err)
+		}
+	}
+	if _, err := alignmentOf(kv); err != nil {
+		return nil, err
+	}
+	names := map[string]bool{}
+	sizes := make([]int64, len(tensors))
+	for i, t := range tensors {
+		if names[t.Name] {
+			return nil, fmt.Errorf("gguf: duplicate tensor name %q", t.Name)
+		}
+		names[t.Name] = true
+		if len(t.Dims) > maxDims {
+			return nil, fmt.Errorf("gguf: tensor %s: %d dims, at most %d supported", t.Name, len(t.Dims), maxDims)
+		}
+		size, err := tensorSize(TensorInfo{Name: t.Name, Dims: t.Dims, Type: t.Type})
+		if err != nil {
+			return nil, fmt.Errorf("gguf: tensor %s: %w", t.Name, err)
+		}
+		if size < 0 {
+			return nil, fmt.Errorf("gguf: tensor %s: unknown ggml type %d", t.Name, uint32(t.Type))
+		}
+		sizes[i] = size
+	}
+	return sizes, nil
 }
 
 func alignmentOf(kv []KV) (uint64, error) {
@@ -188,37 +211,16 @@ func checkArray(a Array, depth int) error {
 
 // write emits a file that checkWrite accepted.
 func write(w io.Writer, kv []KV, tensors []TensorData) error {
-	align, _ := alignmentOf(kv)
-	ew := &encoder{w: bufio.NewWriterSize(w, 1<<20)}
-	ew.raw([]byte(Magic))
-	ew.u32(3)
-	ew.u64(uint64(len(tensors)))
-	ew.u64(uint64(len(kv)))
-	for _, e := range kv {
-		ew.str(e.Key)
-		ew.u32(uint32(e.Value.Type))
-		ew.value(e.Value.V)
+	sw, err := NewStreamWriter(w, kv, infosOf(tensors))
+	if err != nil {
+		return err
 	}
-	var off uint64
 	for _, t := range tensors {
-		ew.str(t.Name)
-		ew.u32(uint32(len(t.Dims)))
-		for _, d := range t.Dims {
-			ew.u64(d)
+		if _, err := sw.Write(t.Data); err != nil {
+			return err
 		}
-		ew.u32(uint32(t.Type))
-		ew.u64(off)
-		off = alignUp(off+uint64(len(t.Data)), align)
 	}
-	ew.pad(align)
-	for _, t := range tensors {
-		ew.raw(t.Data)
-		ew.pad(align)
-	}
-	if ew.err != nil {
-		return ew.err
-	}
-	return ew.w.Flush()
+	return sw.Close()
 }
 
 func alignUp(n, align uint64) uint64 { return (n + align - 1) / align * align }

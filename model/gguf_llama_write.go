@@ -21,7 +21,6 @@ import (
 // each layer's, llama's q and k permuted for llama.cpp's rope.
 func (m *Model) llamaGGUF(typ gguf.GGMLType, ftype uint32) ([]gguf.KV, []gguf.TensorData, error) {
 	c := m.Config
-	a := c.ModelType
 	if err := llamaWritable(c); err != nil {
 		return nil, nil, err
 	}
@@ -30,6 +29,43 @@ func (m *Model) llamaGGUF(typ gguf.GGMLType, ftype uint32) ([]gguf.KV, []gguf.Te
 		// parameters, which the factors cannot be recovered exactly from.
 		return nil, nil, fmt.Errorf("the model's rotary frequencies came from a file's %s without HF's rope_scaling; writing them is not implemented", ggufRopeFreqs)
 	}
+	kv := llamaKeys(c, ftype)
+
+	var tensors []gguf.TensorData
+	add := func(name string, shape []int, t gguf.GGMLType, vals []float32) error {
+		td, err := weights.Tensor(name, shape, t, vals)
+		if err != nil {
+			return err
+		}
+		tensors = append(tensors, td)
+		return nil
+	}
+	w := llamaWriter{m: m}
+	globals := llamaGlobals(c)
+	params := llamaParams(c)
+	for i, p := range params {
+		if err := checkRopeHeads(p); err != nil {
+			return nil, nil, err
+		}
+		t := gguf.GGMLTypeF32
+		if len(p.shape) == 2 {
+			t = weights.MatrixType(typ, p.shape[1])
+		}
+		if err := add(p.gguf, p.shape, t, w.values(p)); err != nil {
+			return nil, nil, err
+		}
+		if i == len(globals)-1 && c.RopeScaling != nil {
+			if err := add(ggufRopeFreqs, []int{c.RotaryDim / 2}, gguf.GGMLTypeF32, llama3RopeFactors(c)); err != nil {
+				return nil, nil, err
+			}
+		}
+	}
+	return kv, tensors, nil
+}
+
+// llamaKeys are GGUF's keys for a Llama-family config (llamaGGUF's).
+func llamaKeys(c Config, ftype uint32) []gguf.KV {
+	a := c.ModelType
 	u32 := func(key string, v int) gguf.KV { return gguf.Uint32KV(llamaKey(a, key), uint32(v)) }
 	f32 := func(key string, v float64) gguf.KV {
 		return gguf.KV{Key: llamaKey(a, key), Value: gguf.Value{Type: gguf.TypeFloat32, V: float32(v)}}
@@ -75,37 +111,7 @@ func (m *Model) llamaGGUF(typ gguf.GGMLType, ftype uint32) ([]gguf.KV, []gguf.Te
 		}
 		kv = append(kv, gguf.ArrayKV(keyEOSList, gguf.TypeUint32, u))
 	}
-
-	var tensors []gguf.TensorData
-	add := func(name string, shape []int, t gguf.GGMLType, vals []float32) error {
-		td, err := weights.Tensor(name, shape, t, vals)
-		if err != nil {
-			return err
-		}
-		tensors = append(tensors, td)
-		return nil
-	}
-	w := llamaWriter{m: m}
-	globals := llamaGlobals(c)
-	params := llamaParams(c)
-	for i, p := range params {
-		if err := checkRopeHeads(p); err != nil {
-			return nil, nil, err
-		}
-		t := gguf.GGMLTypeF32
-		if len(p.shape) == 2 {
-			t = weights.MatrixType(typ, p.shape[1])
-		}
-		if err := add(p.gguf, p.shape, t, w.values(p)); err != nil {
-			return nil, nil, err
-		}
-		if i == len(globals)-1 && c.RopeScaling != nil {
-			if err := add(ggufRopeFreqs, []int{c.RotaryDim / 2}, gguf.GGMLTypeF32, llama3RopeFactors(c)); err != nil {
-				return nil, nil, err
-			}
-		}
-	}
-	return kv, tensors, nil
+	return kv
 }
 
 // llamaWritable refuses what llama.cpp's layout cannot say for a config,

@@ -72,15 +72,19 @@ func GGUFKeys(dir string, vocabSize int) ([]gguf.KV, error) {
 // ConvertKeys are the tokenizer.* keys a GGUF file converted from the HF
 // model in dir carries. GPT-2's are built from its vocab.json and
 // merges.txt (GGUFKeys). The Llama family's (llama true) are copied from
-// a tokenizer GGUF (FileGGUFKeys): from, or else the first *.gguf (by
-// name) in dir that has them, as Load finds an HF model's tokenizer, such
-// as llama.cpp's vocabulary file ggml-vocab-*.gguf; converting
-// tokenizer.json is not implemented. Either must hold vocabSize tokens.
+// a tokenizer GGUF (FileGGUFKeys) when from names one; else converted
+// from dir's tokenizer.json (JSONGGUFKeys); else copied from the first
+// *.gguf (by name) in dir that has them, as Load finds an HF model's
+// tokenizer, such as llama.cpp's vocabulary file ggml-vocab-*.gguf.
+// Either must hold vocabSize tokens (tokenizer.json's are padded to it).
 func ConvertKeys(dir, from string, vocabSize int, llama bool) ([]gguf.KV, error) {
 	if !llama {
 		return GGUFKeys(dir, vocabSize)
 	}
 	if from == "" {
+		if _, err := os.Stat(filepath.Join(dir, "tokenizer.json")); err == nil {
+			return JSONGGUFKeys(dir, vocabSize)
+		}
 		ggufs, _ := filepath.Glob(filepath.Join(dir, "*.gguf"))
 		slices.Sort(ggufs)
 		for _, p := range ggufs {
@@ -95,8 +99,8 @@ func ConvertKeys(dir, from string, vocabSize int, llama bool) ([]gguf.KV, error)
 		}
 	}
 	if from == "" {
-		return nil, fmt.Errorf("%s has no tokenizer GGUF (a *.gguf holding tokenizer.ggml.* keys, such as llama.cpp's vocabulary file ggml-vocab-*.gguf): "+
-			"give one with --tokenizer; converting tokenizer.json for the Llama family is not implemented", dir)
+		return nil, fmt.Errorf("%s has no tokenizer: neither tokenizer.json nor a tokenizer GGUF (a *.gguf holding tokenizer.ggml.* keys, such as llama.cpp's vocabulary file ggml-vocab-*.gguf); "+
+			"give one with --tokenizer", dir)
 	}
 	tok, err := FileGGUFKeys(from)
 	if err != nil {

@@ -132,7 +132,7 @@ func TestConvertKeys(t *testing.T) {
 		{"gpt2 other size", gpt2Dir, "", 50000, false, nil, "the model's vocabulary is 50000"},
 		{"llama given", bare, vocab, n, true, llamaKeys, ""},
 		{"llama found", found, "", n, true, llamaKeys, ""},
-		{"llama none", bare, "", n, true, nil, bare + " has no tokenizer GGUF"},
+		{"llama none", bare, "", n, true, nil, bare + " has no tokenizer: neither tokenizer.json nor a tokenizer GGUF"},
 		{"llama not a tokenizer", found, filepath.Join(found, "a.gguf"), n, true, nil, "a.gguf: no tokenizer.ggml.tokens"},
 		{"llama other size", found, "", n + 1, true, nil, "b.gguf: " + strconv.Itoa(n) + " tokens, the model's vocabulary is " + strconv.Itoa(n+1)},
 	} {

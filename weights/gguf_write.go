@@ -8,9 +8,10 @@ import (
 
 // llama.cpp's llama_ftype values for general.file_type.
 var fileTypes = map[gguf.GGMLType]uint32{
-	gguf.GGMLTypeF32:  0, // LLAMA_FTYPE_ALL_F32
-	gguf.GGMLTypeF16:  1, // LLAMA_FTYPE_MOSTLY_F16
-	gguf.GGMLTypeQ8_0: 7, // LLAMA_FTYPE_MOSTLY_Q8_0
+	gguf.GGMLTypeF32:  0,  // LLAMA_FTYPE_ALL_F32
+	gguf.GGMLTypeF16:  1,  // LLAMA_FTYPE_MOSTLY_F16
+	gguf.GGMLTypeQ8_0: 7,  // LLAMA_FTYPE_MOSTLY_Q8_0
+	gguf.GGMLTypeBF16: 32, // LLAMA_FTYPE_MOSTLY_BF16
 }
 
 // FileType is general.file_type for a file whose matrices are of type
@@ -18,7 +19,7 @@ var fileTypes = map[gguf.GGMLType]uint32{
 func FileType(typ gguf.GGMLType) (uint32, error) {
 	ftype, ok := fileTypes[typ]
 	if !ok {
-		return 0, fmt.Errorf("GGUF tensor type %s is not supported (F32, F16, Q8_0)", typ)
+		return 0, fmt.Errorf("GGUF tensor type %s is not supported (F32, F16, BF16, Q8_0)", typ)
 	}
 	return ftype, nil
 }

@@ -148,7 +148,7 @@ func TestConvertFamilyTokenizer(t *testing.T) {
 	}
 	out := filepath.Join(dir, "out.gguf")
 	_, err := runSub(t, newConvertCmd(), "--to", "gguf", bare, out)
-	require.ErrorContains(t, err, bare+" has no tokenizer GGUF")
+	require.ErrorContains(t, err, bare+" has no tokenizer: neither tokenizer.json nor a tokenizer GGUF")
 	assert.ErrorContains(t, err, "give one with --tokenizer")
 	_, statErr := os.Stat(out)
 	assert.True(t, os.IsNotExist(statErr), "nothing written")
@@ -194,88 +194,101 @@ func TestConvertFamilyLlamaCppPeer(t *testing.T) {
 	if os.Getenv("LLORCH_PEER") != "1" {
 		t.Skip("LLORCH_PEER=1 runs it (make interop-llamacpp)")
 	}
-	script := filepath.Join(fixture.Root(), "e2e", "llamacpp", "llama_family.mjs")
+	requirePeer(t)
+	tokens := []int{1, 30237, 20004, 21894, 28711, 18506, 24822, 26677, 7208, 1779, 9607, 9124, 27954, 29204, 171, 15994, 26279, 4208, 25506, 3813, 14975}
+	dir := t.TempDir()
+	for _, name := range fixture.Families {
+		for _, typ := range []string{"f32", "f16", "q8_0"} {
+			t.Run(name+"/"+typ, func(t *testing.T) {
+				t.Parallel()
+				peerGreedy(t, convertFamily(t, dir, name, typ), typ, tokens)
+			})
+		}
+	}
+}
+
+// requirePeer fails without node or the llama.cpp peer.
+func requirePeer(t *testing.T) {
+	t.Helper()
 	if _, err := exec.LookPath("node"); err != nil {
 		t.Fatal("node is not installed (apt-get install -y nodejs npm)")
 	}
 	if _, err := os.Stat(filepath.Join(fixture.Root(), "e2e", "llamacpp", "node_modules", "node-llama-cpp")); err != nil {
 		t.Fatal("the llama.cpp peer is not installed (make peer-llamacpp)")
 	}
-	tokens := []int{1, 30237, 20004, 21894, 28711, 18506, 24822, 26677, 7208, 1779, 9607, 9124, 27954, 29204, 171, 15994, 26279, 4208, 25506, 3813, 14975}
-	const n = 16
-	dir := t.TempDir()
-	for _, name := range fixture.Families {
-		for _, typ := range []string{"f32", "f16", "q8_0"} {
-			t.Run(name+"/"+typ, func(t *testing.T) {
-				t.Parallel()
-				path := convertFamily(t, dir, name, typ)
-				ids := make([]string, len(tokens))
-				for i, id := range tokens {
-					ids[i] = fmt.Sprint(id)
-				}
-				out, err := exec.Command("node", script, path, strings.Join(ids, ","), fmt.Sprint(n)).Output()
-				require.NoError(t, err)
-				var peer struct {
-					Peer         string      `json:"peer"`
-					KVCache      []int       `json:"kv_cache"`
-					Logits       [][]float64 `json:"logits"`
-					Greedy       []int       `json:"greedy"`
-					GreedyLogits [][]float64 `json:"greedy_logits"`
-				}
-				require.NoError(t, json.Unmarshal(out, &peer))
-				require.Equal(t, []int{0, 0}, peer.KVCache, "F32 KV cache")
+}
 
-				m, err := model.Load(path)
-				require.NoError(t, err)
-				ctx, c, V := context.Background(), m.NewCache(), m.Config.VocabSize
-				all, err := m.Forward(ctx, c, tokens, model.ForwardOptions{AllLogits: true})
-				require.NoError(t, err)
-				var worst float64
-				for p, row := range peer.Logits {
-					require.Len(t, row, V)
-					for i, v := range row {
-						ours := float64(all[p*V+i])
-						d := math.Abs(v - ours)
-						worst = math.Max(worst, d)
-						if typ == "f32" {
-							require.LessOrEqual(t, d-1e-4*math.Abs(ours), 1e-3, "position %d, logit %d", p, i)
-						}
-					}
-				}
-				last := all[(len(tokens)-1)*V:]
-				equal, stepWorst := 0, 0.0
-				for s := range n {
-					if s > 0 {
-						require.Len(t, peer.GreedyLogits[s-1], V)
-						stepWorst = 0
-						for i, v := range peer.GreedyLogits[s-1] {
-							stepWorst = math.Max(stepWorst, math.Abs(v-float64(last[i])))
-						}
-						worst = math.Max(worst, stepWorst)
-					} else {
-						for i, v := range peer.Logits[len(tokens)-1] {
-							stepWorst = math.Max(stepWorst, math.Abs(v-float64(last[i])))
-						}
-					}
-					top, margin := argmaxMargin(last)
-					if peer.Greedy[s] != top {
-						require.LessOrEqual(t, margin, 2*stepWorst, "greedy step %d: llama.cpp %d, ours %d (our margin %.3g, |Δ logit| up to %.3g)",
-							s, peer.Greedy[s], top, margin, stepWorst)
-						t.Logf("greedy step %d: a near tie (our margin %.3g, |Δ logit| up to %.3g): llama.cpp %d, ours %d; compared no further", s, margin, stepWorst, peer.Greedy[s], top)
-						break
-					}
-					equal++
-					if s == n-1 {
-						break
-					}
-					if last, err = m.Forward(ctx, c, []int{top}, model.ForwardOptions{}); err != nil {
-						t.Fatal(err)
-					}
-				}
-				t.Logf("%s %s: %s: greedy %d/%d tokens equal, max |Δ logit| %.3g", name, typ, peer.Peer, equal, n, worst)
-			})
+// peerGreedy runs llama_family.mjs on a converted file of type typ from
+// tokens and holds its logits and greedy tokens to ours, as
+// TestConvertFamilyLlamaCppPeer describes.
+func peerGreedy(t *testing.T, path, typ string, tokens []int) {
+	t.Helper()
+	const n = 16
+	script := filepath.Join(fixture.Root(), "e2e", "llamacpp", "llama_family.mjs")
+	ids := make([]string, len(tokens))
+	for i, id := range tokens {
+		ids[i] = fmt.Sprint(id)
+	}
+	out, err := exec.Command("node", script, path, strings.Join(ids, ","), fmt.Sprint(n)).Output()
+	require.NoError(t, err)
+	var peer struct {
+		Peer         string      `json:"peer"`
+		KVCache      []int       `json:"kv_cache"`
+		Logits       [][]float64 `json:"logits"`
+		Greedy       []int       `json:"greedy"`
+		GreedyLogits [][]float64 `json:"greedy_logits"`
+	}
+	require.NoError(t, json.Unmarshal(out, &peer))
+	require.Equal(t, []int{0, 0}, peer.KVCache, "F32 KV cache")
+
+	m, err := model.Load(path)
+	require.NoError(t, err)
+	ctx, c, V := context.Background(), m.NewCache(), m.Config.VocabSize
+	all, err := m.Forward(ctx, c, tokens, model.ForwardOptions{AllLogits: true})
+	require.NoError(t, err)
+	var worst float64
+	for p, row := range peer.Logits {
+		require.Len(t, row, V)
+		for i, v := range row {
+			ours := float64(all[p*V+i])
+			d := math.Abs(v - ours)
+			worst = math.Max(worst, d)
+			if typ == "f32" {
+				require.LessOrEqual(t, d-1e-4*math.Abs(ours), 1e-3, "position %d, logit %d", p, i)
+			}
 		}
 	}
+	last := all[(len(tokens)-1)*V:]
+	equal, stepWorst := 0, 0.0
+	for s := range n {
+		if s > 0 {
+			require.Len(t, peer.GreedyLogits[s-1], V)
+			stepWorst = 0
+			for i, v := range peer.GreedyLogits[s-1] {
+				stepWorst = math.Max(stepWorst, math.Abs(v-float64(last[i])))
+			}
+			worst = math.Max(worst, stepWorst)
+		} else {
+			for i, v := range peer.Logits[len(tokens)-1] {
+				stepWorst = math.Max(stepWorst, math.Abs(v-float64(last[i])))
+			}
+		}
+		top, margin := argmaxMargin(last)
+		if peer.Greedy[s] != top {
+			require.LessOrEqual(t, margin, 2*stepWorst, "greedy step %d: llama.cpp %d, ours %d (our margin %.3g, |Δ logit| up to %.3g)",
+				s, peer.Greedy[s], top, margin, stepWorst)
+			t.Logf("greedy step %d: a near tie (our margin %.3g, |Δ logit| up to %.3g): llama.cpp %d, ours %d; compared no further", s, margin, stepWorst, peer.Greedy[s], top)
+			break
+		}
+		equal++
+		if s == n-1 {
+			break
+		}
+		if last, err = m.Forward(ctx, c, []int{top}, model.ForwardOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Logf("%s %s: %s: greedy %d/%d tokens equal, max |Δ logit| %.3g", filepath.Base(path), typ, peer.Peer, equal, n, worst)
 }
 
 // argmaxMargin is the argmax (the lowest id of a tie, as torch.argmax and

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -122,7 +123,7 @@ func TestConvertErrors(t *testing.T) {
 	}{
 		{"no --to", []string{fixture.TinyModel(), out}, `required flag(s) "to" not set`},
 		{"other format", []string{"--to", "onnx", fixture.TinyModel(), out}, `--to "onnx": only gguf`},
-		{"other type", []string{"--to", "gguf", "--type", "q4_0", fixture.TinyModel(), out}, `--type "q4_0": want f32, f16 or q8_0`},
+		{"other type", []string{"--to", "gguf", "--type", "q4_0", fixture.TinyModel(), out}, `--type "q4_0": want f32, f16, bf16 or q8_0`},
 		{"GGUF input", []string{"--to", "gguf", gg, out}, "is already GGUF"},
 		{"missing dir", []string{"--to", "gguf", filepath.Join(dir, "nope"), out}, "config.json"},
 		{"no tokenizer", []string{"--to", "gguf", noVocab, out}, "GGUF conversion needs vocab.json and merges.txt"},
@@ -178,4 +179,34 @@ func TestConvertKeepsUsersFiles(t *testing.T) {
 	require.Equal(t, "a user's file", string(b))
 	_, err = runSub(t, newConvertCmd(), "--to", "gguf", "--force", model, out)
 	require.NoError(t, err)
+}
+
+// A convert that cannot finish writing (here the file-size limit, as a
+// full disk would) leaves no output file, only a hidden temporary twin
+// that the next convert of the same path removes; the next convert
+// succeeds. Convert streams tensors into the file, so a failure comes
+// after much of it is written.
+func TestConvertInterruptedLeavesNoFile(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary")
+	}
+	bin := buildBinary(t)
+	dir := t.TempDir()
+	out := filepath.Join(dir, "out.gguf")
+	src := fixture.FamilyModel("tiny-llama")
+	cmd := exec.Command("bash", "-c", `ulimit -f 64 && exec "$0" convert --to gguf --type f32 --tokenizer "$1" "$2" "$3"`,
+		bin, familyVocab("tiny-llama"), src, out)
+	msg, err := cmd.CombinedOutput()
+	require.Error(t, err, "a 64 KiB limit stops the write: %s", msg)
+	_, err = os.Stat(out)
+	require.True(t, os.IsNotExist(err), "no output after a failed write")
+
+	_, err = runSub(t, newConvertCmd(), "--to", "gguf", "--type", "f32", "--tokenizer", familyVocab("tiny-llama"), src, out)
+	require.NoError(t, err)
+	fi, err := os.Stat(out)
+	require.NoError(t, err)
+	require.Greater(t, fi.Size(), int64(64<<10), "the limit did cut the file short")
+	entries, err := os.ReadDir(dir)
+	require.NoError(t, err)
+	require.Len(t, entries, 1, "the interrupted twin is gone: %v", entries)
 }

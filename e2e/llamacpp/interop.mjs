@@ -10,9 +10,10 @@
 // swap the two. A step inside that is a near-tie, reported with both
 // margins; its argmax depends on the CPU's kernels (prebuilt llama.cpp
 // picks AVX2 or AVX-512 ones), and more than one per case fails, since a
-// file llama.cpp misreads disagrees nearly everywhere. Q8_0 is reported: llama.cpp
-// quantises activations to 8 bits for Q8_0 weights, so its argmax may leave
-// ours at a near-tie (docs/gguf.md). With a GGML tool (cmd/llamacpp-ggml)
+// file llama.cpp misreads disagrees nearly everywhere. BF16 and Q8_0 are
+// reported: llama.cpp rounds activations to bfloat16 for BF16 weights and
+// quantises them to 8 bits for Q8_0 weights, so its argmax may leave ours
+// at a near-tie (docs/gguf.md). With a GGML tool (cmd/llamacpp-ggml)
 // the F32 file is also quantised by llama.cpp's own llama_model_quantize
 // to Q4_0 ... Q4_K_M, files llorch-check must read as llama.cpp wrote
 // them; those are reported too.
@@ -25,7 +26,7 @@ import {join} from "node:path";
 import {getLlama, LlamaLogLevel} from "node-llama-cpp";
 
 const N = 16;
-const TYPES = [["f32", true], ["f16", true], ["q8_0", false]]; // [type, argmax must agree]
+const TYPES = [["f32", true], ["f16", true], ["bf16", false], ["q8_0", false]]; // [type, argmax must agree]
 const [bin, modelDir, manifestPath, tmp, ggmlTool] = process.argv.slice(2);
 // Made by llama.cpp's quantizer from our F32 file.
 const QUANTIZED = ["Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q4_K_M", "Q5_K_M", "Q6_K"];

@@ -1,0 +1,265 @@
+package main
+
+import (
+	"bytes"
+	"compress/gzip"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/llorch/llorch-check/gguf"
+	"github.com/llorch/llorch-check/internal/fixture"
+	"github.com/llorch/llorch-check/internal/fixture/shards"
+	"github.com/llorch/llorch-check/safetensors"
+	"github.com/llorch/llorch-check/tokenizer"
+)
+
+// A tiny model carrying a real Hugging Face tokenizer (tokenizer.json and
+// tokenizer_config.json from testdata/tokenizer/tok, no vocabulary GGUF):
+// a tiny family model whose embedding (and untied head) is re-drawn with
+// vocab rows, the tokenizer's size or more (padded, as Qwen2.5's).
+type realTokModel struct {
+	family, tok   string
+	vocab         int // the model's vocab_size
+	tokens        int // the tokenizer's
+	bos, eos      int
+	vectors       string // testdata/tokenizer/VECTORS.inp and .out
+	model, preTok string // tokenizer.ggml.model and .pre expected
+	chat          string // text in the tokenizer's own chat markup
+}
+
+var realTokModels = []realTokModel{
+	{"tiny-llama3", "llama-bpe", 128256, 128256, 128000, 128001, "llama-bpe/ggml-vocab-llama-bpe.gguf", "gpt2", "llama-bpe",
+		"<|begin_of_text|><|start_header_id|>user<|end_header_id|>\n\nHi there<|eot_id|>"},
+	{"tiny-llama-qwen3", "qwen2", 151680, 151669, 151643, 151645, "qwen2/ggml-vocab-qwen2.gguf", "gpt2", "qwen2",
+		"<|im_start|>user\nHello, world!<|im_end|>\n<|im_start|>assistant\n"},
+	{"tiny-llama", "mistral-hf", 32000, 32000, 1, 2, "mistral-hf/vectors", "llama", "default",
+		"<s>[INST] What is 2+2? [/INST] Four.</s>"},
+}
+
+func (r realTokModel) name() string { return r.family + "+" + r.tok }
+
+// make writes the model into a new directory and returns it.
+func (r realTokModel) make(t *testing.T) string {
+	t.Helper()
+	src := fixture.FamilyModel(r.family)
+	dir := fixture.CopyDir(t, src)
+	ggufs, _ := filepath.Glob(filepath.Join(dir, "*.gguf"))
+	for _, g := range ggufs {
+		require.NoError(t, os.Remove(g))
+	}
+	tokDir := filepath.Join(fixture.Root(), "testdata", "tokenizer", r.tok)
+	data, err := os.ReadFile(filepath.Join(tokDir, "tokenizer.json"))
+	if os.IsNotExist(err) {
+		data = gunzipFile(t, filepath.Join(tokDir, "tokenizer.json.gz"))
+	} else {
+		require.NoError(t, err)
+	}
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "tokenizer.json"), data, 0o644))
+	fixture.CopyFile(t, filepath.Join(tokDir, "tokenizer_config.json"), filepath.Join(dir, "tokenizer_config.json"))
+	var old int
+	fixture.EditJSON(t, filepath.Join(dir, "config.json"), func(c map[string]any) {
+		old = int(c["vocab_size"].(float64))
+		c["vocab_size"], c["bos_token_id"], c["eos_token_id"] = r.vocab, r.bos, r.eos
+	})
+	ts := shards.Read(t, src)
+	rng := rand.New(rand.NewPCG(uint64(r.vocab), 7))
+	for i, x := range ts {
+		if len(x.Shape) != 2 || x.Shape[0] != old {
+			continue
+		}
+		// The embedding and an untied head, re-drawn at the new size
+		// with the old values' spread.
+		var sum float64
+		for _, v := range x.Values {
+			sum += float64(v) * float64(v)
+		}
+		sd := float32(math.Sqrt(sum / float64(len(x.Values))))
+		vals := make([]float32, r.vocab*x.Shape[1])
+		for j := range vals {
+			vals[j] = float32(rng.NormFloat64()) * sd
+		}
+		ts[i].Shape, ts[i].Values = []int{r.vocab, x.Shape[1]}, vals
+	}
+	require.NoError(t, os.WriteFile(filepath.Join(dir, safetensors.SingleFile), shards.File(t, ts), 0o644))
+	return dir
+}
+
+func gunzipFile(t *testing.T, path string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	require.NoError(t, err)
+	zr, err := gzip.NewReader(bytes.NewReader(b))
+	require.NoError(t, err)
+	out, err := io.ReadAll(zr)
+	require.NoError(t, err)
+	return out
+}
+
+// tokVectors reads llama.cpp-format test vectors: inputs and their ids.
+func tokVectors(t *testing.T, name string) ([]string, [][]int) {
+	t.Helper()
+	base := filepath.Join(fixture.Root(), "testdata", "tokenizer", name)
+	inp, err := os.ReadFile(base + ".inp")
+	require.NoError(t, err)
+	out, err := os.ReadFile(base + ".out")
+	require.NoError(t, err)
+	inputs := strings.Split(string(inp), "\n__ggml_vocab_test__\n")
+	inputs = inputs[:len(inputs)-1]
+	lines := strings.Split(strings.TrimSuffix(string(out), "\n"), "\n")
+	require.Len(t, lines, len(inputs))
+	want := make([][]int, len(lines))
+	for i, line := range lines {
+		want[i] = []int{}
+		for _, f := range strings.Fields(line) {
+			id, err := strconv.Atoi(f)
+			require.NoError(t, err)
+			want[i] = append(want[i], id)
+		}
+	}
+	return inputs, want
+}
+
+// specialTexts are every tokenizer's chat markup: each tokenizer must
+// keep the others' as text.
+func specialTexts() []string {
+	out := make([]string, len(realTokModels))
+	for i, r := range realTokModels {
+		out[i] = r.chat
+	}
+	return out
+}
+
+// A model with a real tokenizer.json and no vocabulary file converts
+// (convert finds tokenizer.json itself), and the GGUF's tokenizer
+// tokenizes llama.cpp's test vectors id for id, and special tokens as the
+// tokenizer.json does; the embedding's padding rows are [PAD{id}] tokens.
+func TestConvertTokenizerJSON(t *testing.T) {
+	out := t.TempDir()
+	for _, r := range realTokModels {
+		t.Run(r.name(), func(t *testing.T) {
+			dir := r.make(t)
+			path := filepath.Join(out, r.family+".gguf")
+			stdout, err := runSub(t, newConvertCmd(), "--to", "gguf", "--type", "bf16", dir, path)
+			require.NoError(t, err)
+			require.Contains(t, stdout, "wrote "+path+": BF16")
+			f, err := gguf.Open(path)
+			require.NoError(t, err)
+			defer f.Close()
+			for key, want := range map[string]any{"tokenizer.ggml.model": r.model, "tokenizer.ggml.pre": r.preTok, "general.file_type": uint32(32)} {
+				v, ok := f.Get(key)
+				require.True(t, ok, key)
+				assert.Equal(t, want, v.V, key)
+			}
+			toks, err := f.Strings("tokenizer.ggml.tokens")
+			require.NoError(t, err)
+			require.Len(t, toks, r.vocab)
+			for id := r.tokens; id < r.vocab; id++ {
+				assert.Equal(t, fmt.Sprintf("[PAD%d]", id), toks[id])
+			}
+			fromGGUF, err := tokenizer.FromGGUF(f)
+			require.NoError(t, err)
+			fromJSON, err := tokenizer.Load(dir)
+			require.NoError(t, err)
+			inputs, want := tokVectors(t, r.vectors)
+			for i, in := range inputs {
+				got := fromGGUF.Encode(in)
+				if got == nil {
+					got = []int{}
+				}
+				assert.Equal(t, want[i], got, "vector %d %q", i, in)
+			}
+			for _, s := range specialTexts() {
+				assert.Equal(t, fromJSON.EncodeSpecial(s), fromGGUF.EncodeSpecial(s), "%q", s)
+			}
+		})
+	}
+}
+
+// llama.cpp (the npm peer) loads what convert writes from a real
+// tokenizer.json for each family, in F32 and BF16: its tokenization of
+// the test vectors and of every family's chat markup as text, and of the
+// vectors and the model's own chat markup with special tokens parsed, is
+// our tokenizer's from tokenizer.json, id for id; and it greedy-decodes
+// our tokens (peerGreedy) from a prompt our tokenizer made. LLORCH_PEER=1
+// runs it (make interop-llamacpp).
+//
+// Other families' markup is not compared with special tokens parsed:
+// llama.cpp makes a control token of any vocabulary entry spelled as an
+// end of generation ("</s>", "<|im_end|>", "<|eot_id|>", ...), whatever
+// its type, so Qwen's ordinary token "</s>" (128247) is one token there
+// with special tokens parsed and three in Hugging Face's tokenizer (and
+// ours, and in the GGUF llama.cpp's own converter writes).
+func TestConvertTokenizerJSONLlamaCppPeer(t *testing.T) {
+	if os.Getenv("LLORCH_PEER") != "1" {
+		t.Skip("LLORCH_PEER=1 runs it (make interop-llamacpp)")
+	}
+	requirePeer(t)
+	script := filepath.Join(fixture.Root(), "e2e", "llamacpp", "tokenize.mjs")
+	out := t.TempDir()
+	for _, r := range realTokModels {
+		t.Run(r.name(), func(t *testing.T) {
+			dir := r.make(t)
+			fromJSON, err := tokenizer.Load(dir)
+			require.NoError(t, err)
+			inputs, _ := tokVectors(t, r.vectors)
+			texts := append(append([]string{}, inputs...), specialTexts()...)
+			stdin, err := json.Marshal(texts)
+			require.NoError(t, err)
+			for _, typ := range []string{"f32", "bf16"} {
+				path := filepath.Join(out, r.family+"-"+typ+".gguf")
+				_, err := runSub(t, newConvertCmd(), "--to", "gguf", "--type", typ, dir, path)
+				require.NoError(t, err)
+				cmd := exec.Command("node", script, path)
+				cmd.Stdin = bytes.NewReader(stdin)
+				res, err := cmd.Output()
+				require.NoError(t, err, "%s", res)
+				var peer struct {
+					Peer           string
+					BOS, EOS       *int
+					AddBOS         bool `json:"add_bos"`
+					Plain, Special [][]int
+				}
+				require.NoError(t, json.Unmarshal(res, &peer))
+				require.Len(t, peer.Plain, len(texts))
+				same := 0
+				for i, s := range texts {
+					want := fromJSON.Encode(s)
+					if want == nil {
+						want = []int{}
+					}
+					if assert.Equal(t, want, peer.Plain[i], "text %d %q", i, s) {
+						same++
+					}
+					if i >= len(inputs) && s != r.chat {
+						continue
+					}
+					wantSp := fromJSON.EncodeSpecial(s)
+					if wantSp == nil {
+						wantSp = []int{}
+					}
+					assert.Equal(t, wantSp, peer.Special[i], "text %d %q, special tokens parsed", i, s)
+				}
+				require.NotNil(t, peer.BOS)
+				assert.Equal(t, r.bos, *peer.BOS)
+				require.NotNil(t, peer.EOS)
+				assert.Equal(t, r.eos, *peer.EOS)
+				t.Logf("%s %s: %s tokenizes %d/%d texts as tokenizer.json does (add_bos %v)", r.name(), typ, peer.Peer, same, len(texts), peer.AddBOS)
+
+				prompt := append([]int{r.bos}, fromJSON.Encode("The quick brown fox jumps over the lazy dog. Once upon a time")...)
+				peerGreedy(t, path, typ, prompt)
+			}
+		})
+	}
+}
