@@ -1,15 +1,16 @@
 //go:build amd64 && !purego
 
 #include "textflag.h"
+#include "half_amd64.h"
 
 // Slab kernels: y += x·w on one whole 64-column slab streamed from k
-// weight rows, float32 or float16 (axpySlabKernel, axpySlab16Kernel).
-// Dispatch in kernels_amd64.go.
+// weight rows, float32, float16 or bfloat16 (axpySlabKernel,
+// axpySlab16Kernel). Dispatch in kernels_amd64.go.
 
-// AXPYSLAB is the body of axpySlabAVX2 and axpySlabF16AVX2, written once:
-// y[i,0:64] += Σ_{k'<k} x[i,k']·w[k',0:64] for i < m, w one full slab of
-// float32 (rows of 256 contiguous bytes) or float16 weights (rows of 128,
-// widened by VCVTPH2PS as they are loaded). The loops are turned round: a
+// AXPYSLAB is the body of axpySlabAVX2, axpySlabF16AVX2 and
+// axpySlabBF16AVX2, written once: y[i,0:64] += Σ_{k'<k} x[i,k']·w[k',0:64]
+// for i < m, w one full slab of float32 (rows of 256 contiguous bytes) or
+// 16-bit weights (rows of 128, widened as they are loaded: half_amd64.h). The loops are turned round: a
 // row of y stays in Y4-Y11 while the k weight rows
 // stream past it, one FMA per element per row in k order, so the bits are
 // axpyPanelAVX2's either way. WROW is the FMAs of the weight row at R10
@@ -68,19 +69,21 @@ sdone: \
 	VFMADD231PS 192(R10), Y0, Y10 \
 	VFMADD231PS 224(R10), Y0, Y11
 
-#define SLABROW16 \
-	VCVTPH2PS   (R10), Y12 \
-	VCVTPH2PS   16(R10), Y13 \
-	VCVTPH2PS   32(R10), Y14 \
-	VCVTPH2PS   48(R10), Y15 \
+// SLABROWH is a 16-bit weight row's FMAs, widened by CVT (CVTF16 or
+// CVTBF16) four registers at a time through Y12-Y15.
+#define SLABROWH(CVT) \
+	CVT((R10), Y12) \
+	CVT(16(R10), Y13) \
+	CVT(32(R10), Y14) \
+	CVT(48(R10), Y15) \
 	VFMADD231PS Y12, Y0, Y4 \
 	VFMADD231PS Y13, Y0, Y5 \
 	VFMADD231PS Y14, Y0, Y6 \
 	VFMADD231PS Y15, Y0, Y7 \
-	VCVTPH2PS   64(R10), Y12 \
-	VCVTPH2PS   80(R10), Y13 \
-	VCVTPH2PS   96(R10), Y14 \
-	VCVTPH2PS   112(R10), Y15 \
+	CVT(64(R10), Y12) \
+	CVT(80(R10), Y13) \
+	CVT(96(R10), Y14) \
+	CVT(112(R10), Y15) \
 	VFMADD231PS Y12, Y0, Y8 \
 	VFMADD231PS Y13, Y0, Y9 \
 	VFMADD231PS Y14, Y0, Y10 \
@@ -92,4 +95,8 @@ TEXT ·axpySlabAVX2(SB), NOSPLIT, $0-56
 
 // func axpySlabF16AVX2(y *float32, ldyb int, x *float32, ldxb int, w *uint16, m, k int)
 TEXT ·axpySlabF16AVX2(SB), NOSPLIT, $0-56
-	AXPYSLAB(SLABROW16, 128)
+	AXPYSLAB(SLABROWH(CVTF16), 128)
+
+// func axpySlabBF16AVX2(y *float32, ldyb int, x *float32, ldxb int, w *uint16, m, k int)
+TEXT ·axpySlabBF16AVX2(SB), NOSPLIT, $0-56
+	AXPYSLAB(SLABROWH(CVTBF16), 128)
