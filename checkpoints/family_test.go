@@ -13,7 +13,7 @@ import (
 
 func openFamily(t *testing.T, name string) (*model.Model, *references.Set) {
 	t.Helper()
-	m, err := model.LoadWith(fixture.FamilyModel(name), model.LoadOptions{Float16IfStored: true})
+	m, err := model.LoadWith(fixture.FamilyModel(name), model.LoadOptions{AsStored: true})
 	require.NoError(t, err)
 	set, err := references.Open(fixture.FamilyReferences(name))
 	require.NoError(t, err)

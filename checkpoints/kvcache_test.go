@@ -25,7 +25,7 @@ var f16KVSets = []struct{ model, set string }{
 
 func openF16KV(t *testing.T, modelName, setName string) (*model.Model, *references.Set) {
 	t.Helper()
-	m, err := model.LoadWith(fixture.FamilyModel(modelName), model.LoadOptions{Float16IfStored: true})
+	m, err := model.LoadWith(fixture.FamilyModel(modelName), model.LoadOptions{AsStored: true})
 	require.NoError(t, err)
 	set, err := references.Open(filepath.Join(fixture.Root(), "testdata", "references", setName))
 	require.NoError(t, err)

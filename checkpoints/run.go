@@ -45,8 +45,9 @@ type Report struct {
 	NotImplemented []int             `json:"not_implemented,omitempty"`
 	Cost           *Cost             `json:"cost,omitempty"`          // set: a quantisation-cost report, not a validation
 	WeightsMatch   string            `json:"weights_match,omitempty"` // how the set was matched to the model
-	// HeldAs is "float16" when the model's matrices are held as float16
-	// (model.LoadOptions.Float16), empty for float32.
+	// HeldAs is "float16" or "bfloat16" when the model's matrices are
+	// held so (model.Model.MatricesHeldAs), empty for float32 or
+	// quantised.
 	HeldAs string `json:"matrices_held_as,omitempty"`
 	// Layers is the number of blocks run when only the first ones were
 	// (--layers); 0 when all were.
@@ -96,9 +97,7 @@ func Run(ctx context.Context, m *model.Model, set *references.Set, opt Options) 
 	}
 	rep := &Report{Model: m.Dir, References: set.Dir, Overrides: opt.Overrides, Budget: opt.Budget, Cost: opt.Cost,
 		WeightsMatch: match, Emulates: set.Manifest.Emulates(), Layers: m.Layers}
-	if m.Float16 {
-		rep.HeldAs = references.Float16
-	}
+	rep.HeldAs = m.MatricesHeldAs()
 	if opt.KVCache.Float16 {
 		rep.KVCache = references.Float16
 	}

@@ -103,7 +103,7 @@ func TestShapesPassAllTwelve(t *testing.T) {
 				require.NoError(t, err, "%s: %s", strings.Join(args, " "), out)
 			}
 
-			m, err := model.LoadWith(modelDir, model.LoadOptions{Float16IfStored: true})
+			m, err := model.LoadWith(modelDir, model.LoadOptions{AsStored: true})
 			require.NoError(t, err)
 			headDim := s.headDim
 			if headDim == 0 {

@@ -2,59 +2,71 @@ package kernels
 
 import "github.com/llorch/llorch-check/internal/ggmlnum"
 
-// Float16 weights through the panel kernels: the part the assembly takes
-// widens them as it loads them (axpyPanel16Kernel, dotPanel16Kernel), the
-// rest is widened into float32 scratch first; either way the bits are
-// those of float32 weights holding the same values.
+// Float16 and bfloat16 weights through the panel kernels: the part the
+// assembly takes widens them as it loads them (axpyPanel16Kernel,
+// dotPanel16Kernel), the rest is widened into float32 scratch first;
+// either way the bits are those of float32 weights holding the same
+// values.
 
-// axpyPanel16 is axpyPanel with float16 weights: the kernel widens them
-// as it loads them (VCVTPH2PS); the edges are widened first and go to the
-// float32 code.
-func axpyPanel16(y []float32, ldy int, x []float32, ldx int, w []uint16, ldw int, n, m, k int) {
-	n16, k4 := axpyPanel16Kernel(y, ldy, x, ldx, w, ldw, n, m, k)
+// widen: dst[r*n+j] = float32(src[r*lds+j]) for r < rows, j < n, src
+// holding bits of format h.
+func (h half) widen(dst []float32, src []uint16, lds, rows, n int) {
+	if h == bfloat16 {
+		widenBF16Block(dst, src, lds, rows, n)
+		return
+	}
+	widenBlock(dst, src, lds, rows, n)
+}
+
+// axpyPanel16 is axpyPanel with 16-bit weights of format h: the kernel
+// widens them as it loads them; the edges are widened first and go to
+// the float32 code.
+func axpyPanel16(h half, y []float32, ldy int, x []float32, ldx int, w []uint16, ldw int, n, m, k int) {
+	n16, k4 := axpyPanel16Kernel(h, y, ldy, x, ldx, w, ldw, n, m, k)
 	if k4 < k && n16 > 0 {
-		axpyPanelWidened(y, ldy, x[k4:], ldx, w[k4*ldw:], ldw, n16, m, k-k4)
+		axpyPanelWidened(h, y, ldy, x[k4:], ldx, w[k4*ldw:], ldw, n16, m, k-k4)
 	}
 	if n16 < n {
-		axpyPanelWidened(y[n16:], ldy, x, ldx, w[n16:], ldw, n-n16, m, k)
+		axpyPanelWidened(h, y[n16:], ldy, x, ldx, w[n16:], ldw, n-n16, m, k)
 	}
 }
 
-// dotPanel16 is dotPanel with 4 float16 weight rows, widened in the
-// kernel; the columns it leaves are widened first.
-func dotPanel16(h []float32, ldh, m int, w []uint16, ldw, n int, out []float32, ldo int) {
-	n16, ok := dotPanel16Kernel(h, ldh, m, w, ldw, n, out, ldo)
+// dotPanel16 is dotPanel with 4 weight rows of 16-bit format f, widened
+// in the kernel; the columns it leaves are widened first.
+func dotPanel16(f half, h []float32, ldh, m int, w []uint16, ldw, n int, out []float32, ldo int) {
+	n16, ok := dotPanel16Kernel(f, h, ldh, m, w, ldw, n, out, ldo)
 	if !ok {
-		dotPanelWidened(h, ldh, m, w, ldw, n, out, ldo)
+		dotPanelWidened(f, h, ldh, m, w, ldw, n, out, ldo)
 		return
 	}
 	if n16 < n {
 		buf := getScratch(4 * (n - n16))
 		defer scratch.Put(buf)
 		rest := *buf
-		widenBlock(rest, w[n16:], ldw, 4, n-n16)
+		f.widen(rest, w[n16:], ldw, 4, n-n16)
 		addDots(h[n16:], ldh, m, rest, n-n16, n-n16, out, ldo)
 	}
 }
 
-// axpyPanelWidened is axpyPanel on float16 weights, widened into float32
-// scratch first: the pure-Go build's axpyPanel16, and the edges of the
-// assembly one, which then give the float32 kernels' bits.
-func axpyPanelWidened(y []float32, ldy int, x []float32, ldx int, w []uint16, ldw int, n, m, k int) {
+// axpyPanelWidened is axpyPanel on 16-bit weights of format h, widened
+// into float32 scratch first: the pure-Go build's axpyPanel16, and the
+// edges of the assembly one, which then give the float32 kernels' bits.
+func axpyPanelWidened(h half, y []float32, ldy int, x []float32, ldx int, w []uint16, ldw int, n, m, k int) {
 	if n == 0 || m == 0 || k == 0 {
 		return
 	}
 	buf := getScratch(k * n)
 	defer scratch.Put(buf)
-	widenBlock(*buf, w, ldw, k, n)
+	h.widen(*buf, w, ldw, k, n)
 	axpyPanel(y, ldy, x, ldx, *buf, n, n, m, k)
 }
 
-// dotPanelWidened is dotPanel on 4 float16 weight rows, widened first.
-func dotPanelWidened(h []float32, ldh, m int, w []uint16, ldw, n int, out []float32, ldo int) {
+// dotPanelWidened is dotPanel on 4 weight rows of 16-bit format f,
+// widened first.
+func dotPanelWidened(f half, h []float32, ldh, m int, w []uint16, ldw, n int, out []float32, ldo int) {
 	buf := getScratch(4 * n)
 	defer scratch.Put(buf)
-	widenBlock(*buf, w, ldw, 4, n)
+	f.widen(*buf, w, ldw, 4, n)
 	dotPanel(h, ldh, m, *buf, n, n, out, ldo)
 }
 

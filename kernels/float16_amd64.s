@@ -1,16 +1,21 @@
 //go:build amd64 && !purego
 
 #include "textflag.h"
+#include "half_amd64.h"
 
-// Float16 kernels: widening binary16 rows to float32 (widenBlock).
-// Dispatch in kernels_amd64.go, the pure-Go body in reference.go.
+// Float16 and bfloat16 kernels: widening binary16 rows to float32
+// (widenBlock), bfloat16 rows (widenBF16Block), and narrowing float32 to
+// binary16. Dispatch in kernels_amd64.go, the pure-Go bodies in
+// reference.go.
 
-// WIDEN is the body of widenF16AVX512 and widenF16F16C, written once for
-// both register widths: dst[r,0:n] = float32(src[r,0:n]) for r < rows
-// (strides in bytes; n a multiple of 2·VL/4 floats, VL a register's bytes:
-// 32 for Z0:Z1, 16 for Y0:Y1). VCVTPH2PS is exact, subnormals and NaNs
-// included. DX holds the bytes of src a row.
-#define WIDEN(V0, V1, VL) \
+// WIDEN is the body of widenF16AVX512, widenF16F16C, widenBF16AVX512 and
+// widenBF16AVX2, written once for both register widths and both formats:
+// dst[r,0:n] = float32(src[r,0:n]) for r < rows (strides in bytes; n a
+// multiple of VL values, VL the bytes of 16-bit source one register
+// widens: 32 for Z0:Z1, 16 for Y0:Y1). CVT (half_amd64.h) is exact:
+// VCVTPH2PS subnormals and NaNs included, bfloat16 bit for bit. DX holds
+// the bytes of src a row.
+#define WIDEN(CVT, V0, V1, VL) \
 	MOVQ dst+0(FP), DI \
 	MOVQ src+16(FP), SI \
 	MOVQ rows+32(FP), R8 \
@@ -23,8 +28,8 @@
 wrow: \
 	XORQ CX, CX \
 wloop: \
-	VCVTPH2PS (SI)(CX*1), V0 \
-	VCVTPH2PS VL(SI)(CX*1), V1 \
+	CVT((SI)(CX*1), V0) \
+	CVT(VL(SI)(CX*1), V1) \
 	VMOVUPS   V0, (DI)(CX*2) \
 	VMOVUPS   V1, 2*VL(DI)(CX*2) \
 	ADDQ      $(2*VL), CX \
@@ -40,11 +45,19 @@ wdone: \
 
 // func widenF16AVX512(dst *float32, lddb int, src *uint16, ldsb int, rows, n int)
 TEXT ·widenF16AVX512(SB), NOSPLIT, $0-48
-	WIDEN(Z0, Z1, 32)
+	WIDEN(CVTF16, Z0, Z1, 32)
 
 // func widenF16F16C(dst *float32, lddb int, src *uint16, ldsb int, rows, n int)
 TEXT ·widenF16F16C(SB), NOSPLIT, $0-48
-	WIDEN(Y0, Y1, 16)
+	WIDEN(CVTF16, Y0, Y1, 16)
+
+// func widenBF16AVX512(dst *float32, lddb int, src *uint16, ldsb int, rows, n int)
+TEXT ·widenBF16AVX512(SB), NOSPLIT, $0-48
+	WIDEN(CVTBF16, Z0, Z1, 32)
+
+// func widenBF16AVX2(dst *float32, lddb int, src *uint16, ldsb int, rows, n int)
+TEXT ·widenBF16AVX2(SB), NOSPLIT, $0-48
+	WIDEN(CVTBF16, Y0, Y1, 16)
 
 // func narrowF16C(dst *uint16, src *float32, n int)
 //

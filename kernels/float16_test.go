@@ -36,54 +36,90 @@ func TestWidenBlockExhaustive(t *testing.T) {
 }
 
 // halfMatrix returns random float16 weights and the same values as float32.
-func halfMatrix(r *rand.Rand, n int) (Matrix, []float32) {
-	h := make([]uint16, n)
+func halfMatrix(r *rand.Rand, n int) (Matrix, []float32) { return halfMatrixOf(r, binary16, n) }
+
+// halfMatrixOf returns random weights of 16-bit format h and the same
+// values as float32: normal values, and for bfloat16 one in 61 a
+// subnormal (float32's too: bfloat16 widens to them exactly, and every
+// path must keep them, none flush them).
+func halfMatrixOf(r *rand.Rand, h half, n int) (Matrix, []float32) {
+	bits := make([]uint16, n)
 	f := make([]float32, n)
-	for i := range h {
-		h[i] = ggmlnum.Float32To16(float32(r.NormFloat64()))
-		f[i] = ggmlnum.Float16To32(h[i])
+	for i := range bits {
+		v := float32(r.NormFloat64())
+		if h == binary16 {
+			bits[i] = ggmlnum.Float32To16(v)
+			f[i] = ggmlnum.Float16To32(bits[i])
+			continue
+		}
+		bits[i] = uint16(math.Float32bits(v) >> 16)
+		if i%61 == 0 {
+			bits[i] = bits[i]&0x8000 | uint16(1+r.IntN(0x7f))
+		}
+		f[i] = math.Float32frombits(uint32(bits[i]) << 16)
 	}
-	return Float16(h), f
+	if h == bfloat16 {
+		return BFloat16(bits), f
+	}
+	return Float16(bits), f
 }
 
-// TestMatmulFloat16SameBits: widening in blocks must not change a single
-// bit against float32 weights of the same values, for every kernel path
-// (panel and tile, parallel and serial, ragged edges).
-func TestMatmulFloat16SameBits(t *testing.T) {
+// forms are the 16-bit float formats, by name, for the tests of both.
+var forms = []struct {
+	name string
+	h    half
+}{{"f16", binary16}, {"bf16", bfloat16}}
+
+// TestMatmulHalfSameBits: widening float16 or bfloat16 in blocks must not
+// change a single bit against float32 weights of the same values, for
+// every kernel path (panel and tile, parallel and serial, ragged edges).
+func TestMatmulHalfSameBits(t *testing.T) {
 	r := rand.New(rand.NewPCG(3, 4))
 	for _, s := range []struct{ M, K, N int }{
 		{1, 3, 17}, {1, 768, 2304}, {2, 300, 515}, {3, 64, 64}, {4, 257, 200},
 		{5, 129, 97}, {8, 768, 768}, {13, 258, 531}, {128, 96, 384},
 	} {
-		t.Run(fmt.Sprintf("%dx%dx%d", s.M, s.K, s.N), func(t *testing.T) {
-			w16, w32 := halfMatrix(r, s.K*s.N)
-			x := randSlice(r, s.M*s.K)
-			got, want := randSlice(r, s.M*s.N), make([]float32, s.M*s.N)
-			copy(want, got)
-			MatMulAcc(got, x, w16, s.M, s.K, s.N)
-			MatMulAcc(want, x, Float32(w32), s.M, s.K, s.N)
-			require.Equal(t, want, got)
-		})
+		for _, f := range forms {
+			t.Run(fmt.Sprintf("%s/%dx%dx%d", f.name, s.M, s.K, s.N), func(t *testing.T) {
+				w16, w32 := halfMatrixOf(r, f.h, s.K*s.N)
+				x := randSlice(r, s.M*s.K)
+				got, want := randSlice(r, s.M*s.N), make([]float32, s.M*s.N)
+				copy(want, got)
+				MatMulAcc(got, x, w16, s.M, s.K, s.N)
+				MatMulAcc(want, x, Float32(w32), s.M, s.K, s.N)
+				require.Equal(t, want, got)
+			})
+		}
 	}
 }
 
-func TestLMHeadFloat16SameBits(t *testing.T) {
+// TestLMHeadHalfSameBits: MatMulT on row-major float16 or bfloat16 rows
+// (the dot panels and their widened edges) has float32 rows' bits.
+func TestLMHeadHalfSameBits(t *testing.T) {
 	r := rand.New(rand.NewPCG(5, 6))
 	const V, C = 4099, 40
-	w16, w32 := halfMatrix(r, V*C)
-	for _, R := range []int{1, 3, 8} {
-		x := randSlice(r, R*C)
-		got, want := make([]float32, R*V), make([]float32, R*V)
-		MatMulT(got, x, w16, R, C, V)
-		MatMulT(want, x, Float32(w32), R, C, V)
-		require.Equal(t, want, got, "R=%d", R)
+	for _, f := range forms {
+		w16, w32 := halfMatrixOf(r, f.h, V*C)
+		for _, R := range []int{1, 3, 8} {
+			x := randSlice(r, R*C)
+			got, want := make([]float32, R*V), make([]float32, R*V)
+			MatMulT(got, x, w16, R, C, V)
+			MatMulT(want, x, Float32(w32), R, C, V)
+			require.Equal(t, want, got, "%s R=%d", f.name, R)
+		}
 	}
 }
 
-func BenchmarkMatmulDecodeFloat16(b *testing.B) {
+func BenchmarkMatmulDecodeFloat16(b *testing.B) { benchmarkMatmulDecodeHalf(b, binary16) }
+
+func BenchmarkMatmulDecodeBFloat16(b *testing.B) { benchmarkMatmulDecodeHalf(b, bfloat16) }
+
+// benchmarkMatmulDecodeHalf: one decode step's product with a row-major
+// 768x3072 matrix of 16-bit format h (the panel kernels).
+func benchmarkMatmulDecodeHalf(b *testing.B, h half) {
 	r := rand.New(rand.NewPCG(1, 1))
 	const K, N = 768, 3072
-	w, _ := halfMatrix(r, K*N)
+	w, _ := halfMatrixOf(r, h, K*N)
 	x, dst := randSlice(r, K), make([]float32, N)
 	for b.Loop() {
 		MatMulAcc(dst, x, w, 1, K, N)

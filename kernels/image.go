@@ -13,11 +13,13 @@ import (
 // arrays in Arrays' order. Image and RestoreMatrix are inverses, and a
 // restored matrix's products have the original's bits.
 type MatrixImage struct {
-	Kind string `json:"kind"` // "" (empty), "f32", "f16" (row-major), "slabs" or "quant"
+	Kind string `json:"kind"` // "" (empty), "f32", "f16", "bf16" (row-major), "slabs" or "quant"
 	K    int    `json:"k,omitempty"`
 	N    int    `json:"n,omitempty"`
 	T    bool   `json:"t,omitempty"` // slabs of the transpose (SlabbedT)
-	F16  bool   `json:"f16,omitempty"`
+	// Slabs of float16 or of bfloat16 bits (neither: float32).
+	F16  bool `json:"f16,omitempty"`
+	BF16 bool `json:"bf16,omitempty"`
 	// A quantised matrix's integers' width and smallest value, groups, and
 	// whether it is the transpose of its storage.
 	Bits       int             `json:"bits,omitempty"`
@@ -52,12 +54,18 @@ func (w Matrix) Image() (MatrixImage, [][]byte) {
 		arrays := [][]byte{q.ints, asBytes(q.d), asBytes(q.dm), asBytes(q.a), asBytes(q.b)}
 		return img.with(arrays), arrays
 	case w.s != nil:
-		img := MatrixImage{Kind: "slabs", K: w.s.k, N: w.s.n, T: w.t, F16: w.s.f16 != nil}
-		arrays := [][]byte{asBytes(w.s.f32), asBytes(w.s.f16)}
+		half := w.s.h16 != nil
+		img := MatrixImage{Kind: "slabs", K: w.s.k, N: w.s.n, T: w.t,
+			F16: half && w.s.form == binary16, BF16: half && w.s.form == bfloat16}
+		arrays := [][]byte{asBytes(w.s.f32), asBytes(w.s.h16)}
 		return img.with(arrays), arrays
-	case w.f16 != nil:
-		arrays := [][]byte{asBytes(w.f16)}
-		return MatrixImage{Kind: "f16"}.with(arrays), arrays
+	case w.h16 != nil:
+		arrays := [][]byte{asBytes(w.h16)}
+		kind := "f16"
+		if w.form == bfloat16 {
+			kind = "bf16"
+		}
+		return MatrixImage{Kind: kind}.with(arrays), arrays
 	case w.f32 != nil:
 		arrays := [][]byte{asBytes(w.f32)}
 		return MatrixImage{Kind: "f32"}.with(arrays), arrays
@@ -99,23 +107,29 @@ func RestoreMatrix(img MatrixImage, arrays [][]byte) (Matrix, error) {
 			return bad("arrays for an empty matrix")
 		}
 		return Matrix{}, nil
-	case "f32", "f16":
+	case "f32", "f16", "bf16":
 		if want != 1 || img.Kind == "f32" && len(arrays[0])%4 != 0 || len(arrays[0])%2 != 0 {
 			return bad("%d arrays, want 1 of whole elements", want)
 		}
-		if img.Kind == "f16" {
+		switch img.Kind {
+		case "f16":
 			return Float16(fromBytes[uint16](arrays[0])), nil
+		case "bf16":
+			return BFloat16(fromBytes[uint16](arrays[0])), nil
 		}
 		return Float32(fromBytes[float32](arrays[0])), nil
 	case "slabs":
-		if want != 2 || img.K <= 0 || img.N <= 0 {
-			return bad("%d arrays of a %dx%d matrix", want, img.K, img.N)
+		if want != 2 || img.K <= 0 || img.N <= 0 || img.F16 && img.BF16 {
+			return bad("%d arrays of a %dx%d matrix (f16 %t, bf16 %t)", want, img.K, img.N, img.F16, img.BF16)
 		}
 		s := &slabs{k: img.K, n: img.N}
 		elems, size := len(arrays[0])/4, 4
-		if img.F16 {
+		if img.F16 || img.BF16 {
 			elems, size = len(arrays[1])/2, 2
-			s.f16 = fromBytes[uint16](arrays[1])
+			s.h16 = fromBytes[uint16](arrays[1])
+			if img.BF16 {
+				s.form = bfloat16
+			}
 		} else {
 			s.f32 = fromBytes[float32](arrays[0])
 		}

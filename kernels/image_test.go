@@ -44,6 +44,10 @@ func TestMatrixImage(t *testing.T) {
 		require.NoError(t, err)
 		return Float16(h)
 	}
+	bf16 := func(n int) Matrix {
+		w, _ := halfMatrixOf(r, bfloat16, n)
+		return w
+	}
 	slabbed := func(w Matrix, k, n int) Matrix {
 		s, err := Slabbed(w, k, n)
 		require.NoError(t, err)
@@ -67,6 +71,9 @@ func TestMatrixImage(t *testing.T) {
 		{"float32 slabs", slabbed(Float32(floats(K*N)), K, N), false},
 		{"float16 slabs", slabbed(half(K*128), K, 128), false},
 		{"float16 slabs of the transpose", slabbedT(half(N*K), N, K), true},
+		{"bfloat16", bf16(K * N), false},
+		{"bfloat16 slabs", slabbed(bf16(K*128), K, 128), false},
+		{"bfloat16 slabs of the transpose", slabbedT(bf16(N*K), N, K), true},
 		{"8-bit", randomQuant(r, N, 256, 32, false, q8).matrix(t, false), false},
 		{"4-bit K", randomQuant(r, N, 256, 32, true, q4k).matrix(t, false), false},
 		{"4-bit K, the file's layout", randomQuant(r, N, 256, 32, true, q4k).matrix(t, true), true},
@@ -77,8 +84,10 @@ func TestMatrixImage(t *testing.T) {
 			require.NoError(t, err)
 			require.Equal(t, tc.w.Len(), got.Len())
 			require.Equal(t, tc.w.Bytes(), got.Bytes())
+			require.Equal(t, tc.w.Float16Bits(), got.Float16Bits())
+			require.Equal(t, tc.w.BFloat16Bits(), got.BFloat16Bits())
 			k, n := tc.w.Len()/N, N
-			if tc.name == "float16 slabs" {
+			if tc.name == "float16 slabs" || tc.name == "bfloat16 slabs" {
 				k, n = K, 128
 			}
 			x := floats(3 * k)
@@ -97,6 +106,20 @@ func TestMatrixImage(t *testing.T) {
 			require.Equal(t, want, out)
 		})
 	}
+}
+
+// TestRestoreSlabsRefusesTwoFormats: slabs cannot be float16 and
+// bfloat16 at once; an image that says so is an error, not one read as
+// the other.
+func TestRestoreSlabsRefusesTwoFormats(t *testing.T) {
+	w, _ := halfMatrixOf(rand.New(rand.NewPCG(1, 2)), bfloat16, 64*64)
+	s, err := Slabbed(w, 64, 64)
+	require.NoError(t, err)
+	img, arrays := s.Image()
+	require.True(t, img.BF16)
+	img.F16 = true
+	_, err = RestoreMatrix(img, remap(arrays))
+	require.ErrorContains(t, err, "f16 true, bf16 true")
 }
 
 // TestRestoreMatrixRefuses: an image whose arrays contradict its shape is
@@ -148,6 +171,8 @@ func FuzzRestoreMatrix(f *testing.F) {
 		f.Add(js)
 	}
 	f.Add([]byte(`{"kind":"slabs","k":2,"n":3,"arrays":[24,0]}`))
+	f.Add([]byte(`{"kind":"slabs","k":2,"n":3,"bf16":true,"arrays":[0,12]}`))
+	f.Add([]byte(`{"kind":"bf16","arrays":[12]}`))
 	f.Fuzz(func(t *testing.T, js []byte) {
 		var img MatrixImage
 		if json.Unmarshal(js, &img) != nil {

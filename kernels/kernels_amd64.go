@@ -42,7 +42,7 @@ func kernelName() string {
 	return "generic"
 }
 
-// Panels (panels_amd64.s), float32 and float16 weights.
+// Panels (panels_amd64.s), float32, float16 and bfloat16 weights.
 
 //go:noescape
 func axpyPanelAVX2(y *float32, ldyb int, x *float32, ldxb int, w *float32, ldwb int, n, m, k int)
@@ -51,10 +51,16 @@ func axpyPanelAVX2(y *float32, ldyb int, x *float32, ldxb int, w *float32, ldwb 
 func axpyPanelF16AVX2(y *float32, ldyb int, x *float32, ldxb int, w *uint16, ldwb int, n, m, k int)
 
 //go:noescape
+func axpyPanelBF16AVX2(y *float32, ldyb int, x *float32, ldxb int, w *uint16, ldwb int, n, m, k int)
+
+//go:noescape
 func dotPanelAVX2(h *float32, ldhb int, m int, w *float32, ldwb int, n int, out *float32, ldob int)
 
 //go:noescape
 func dotPanelF16AVX2(h *float32, ldhb int, m int, w *uint16, ldwb int, n int, out *float32, ldob int)
+
+//go:noescape
+func dotPanelBF16AVX2(h *float32, ldhb int, m int, w *uint16, ldwb int, n int, out *float32, ldob int)
 
 //go:noescape
 func addVecAVX2(dst, src *float32, n int)
@@ -110,14 +116,19 @@ func axpyPanel(y []float32, ldy int, x []float32, ldx int, w []float32, ldw int,
 	}
 }
 
-// axpyPanel16Kernel is the part of axpyPanel16 (float16 weights, widened
-// in the kernel by VCVTPH2PS) that the assembly takes, as axpyPanelBulk;
-// (0, 0) without F16C.
-func axpyPanel16Kernel(y []float32, ldy int, x []float32, ldx int, w []uint16, ldw int, n, m, k int) (n16, k4 int) {
-	if !useF16C || m == 0 {
-		return 0, 0
+// axpyPanel16Kernel is the part of axpyPanel16 (16-bit weights of format
+// h, widened in the kernel: float16 by VCVTPH2PS, bfloat16 by a zero
+// extension and a shift) that the assembly takes, as axpyPanelBulk; (0, 0)
+// on a CPU without the instructions.
+func axpyPanel16Kernel(h half, y []float32, ldy int, x []float32, ldx int, w []uint16, ldw int, n, m, k int) (n16, k4 int) {
+	switch {
+	case m == 0:
+	case h == bfloat16 && useAVX2:
+		return axpyPanelBulk(axpyPanelBF16AVX2, y, ldy, x, ldx, w, ldw, n, m, k)
+	case h == binary16 && useF16C:
+		return axpyPanelBulk(axpyPanelF16AVX2, y, ldy, x, ldx, w, ldw, n, m, k)
 	}
-	return axpyPanelBulk(axpyPanelF16AVX2, y, ldy, x, ldx, w, ldw, n, m, k)
+	return 0, 0
 }
 
 // axpyRows is axpyPanel on k < 4 rows of w: x's and w's rows are copied
@@ -190,13 +201,18 @@ func dotPanels(h []float32, ldh, m int, w []float32, ldw, n int, out []float32, 
 	dotPanelsAVX2(unsafe.SliceData(h), ldh*4, m, unsafe.SliceData(w), ldw*4, n, unsafe.SliceData(out), ldo*4, groups)
 }
 
-// dotPanel16Kernel is dotPanel16 (4 float16 weight rows, widened in the
-// kernel) on its first n16 columns; ok false, nothing done, without F16C.
-func dotPanel16Kernel(h []float32, ldh, m int, w []uint16, ldw, n int, out []float32, ldo int) (n16 int, ok bool) {
-	if !useF16C || m == 0 {
-		return 0, false
+// dotPanel16Kernel is dotPanel16 (4 weight rows of 16-bit format f,
+// widened in the kernel) on its first n16 columns; ok false, nothing
+// done, on a CPU without the instructions.
+func dotPanel16Kernel(f half, h []float32, ldh, m int, w []uint16, ldw, n int, out []float32, ldo int) (n16 int, ok bool) {
+	switch {
+	case m == 0:
+	case f == bfloat16 && useAVX2:
+		return dotPanelBulk(dotPanelBF16AVX2, h, ldh, m, w, ldw, n, out, ldo), true
+	case f == binary16 && useF16C:
+		return dotPanelBulk(dotPanelF16AVX2, h, ldh, m, w, ldw, n, out, ldo), true
 	}
-	return dotPanelBulk(dotPanelF16AVX2, h, ldh, m, w, ldw, n, out, ldo), true
+	return 0, false
 }
 
 // Tiles (tiles_amd64.s).
@@ -245,7 +261,7 @@ func gemmTiles(c []float32, ldc int, a []float32, lda int, b []float32, ldb int,
 	}
 }
 
-// Float16 (float16_amd64.s).
+// Float16 and bfloat16 (float16_amd64.s).
 
 //go:noescape
 func widenF16AVX512(dst *float32, lddb int, src *uint16, ldsb int, rows, n int)
@@ -282,6 +298,40 @@ func widenBlock(dst []float32, src []uint16, lds, rows, n int) {
 }
 
 //go:noescape
+func widenBF16AVX512(dst *float32, lddb int, src *uint16, ldsb int, rows, n int)
+
+//go:noescape
+func widenBF16AVX2(dst *float32, lddb int, src *uint16, ldsb int, rows, n int)
+
+// widenBF16Block: dst[r*n+j] = the bfloat16 src[r*lds+j] as float32 for r
+// < rows, j < n, as widenBlock: 32 at a time with AVX-512BW (VPMOVZXWD to
+// 512 bits), 16 with AVX2, the rest of each row in Go.
+func widenBF16Block(dst []float32, src []uint16, lds, rows, n int) {
+	if !useAVX2 || rows == 0 || n == 0 {
+		widenBF16Generic(dst, src, lds, rows, n)
+		return
+	}
+	nv := n &^ 15
+	if useAVX512BW {
+		nv = n &^ 31
+	}
+	if nv > 0 {
+		_ = dst[(rows-1)*n+nv-1]
+		_ = src[(rows-1)*lds+nv-1]
+		if useAVX512BW {
+			widenBF16AVX512(unsafe.SliceData(dst), n*4, unsafe.SliceData(src), lds*2, rows, nv)
+		} else {
+			widenBF16AVX2(unsafe.SliceData(dst), n*4, unsafe.SliceData(src), lds*2, rows, nv)
+		}
+	}
+	if nv < n {
+		for r := 0; r < rows; r++ {
+			widenBF16Generic(dst[r*n+nv:r*n+n], src[r*lds+nv:], lds, 1, n-nv)
+		}
+	}
+}
+
+//go:noescape
 func narrowF16C(dst *uint16, src *float32, n int)
 
 // narrowFloat16Kernel runs NarrowFloat16's kernel on the first multiple
@@ -296,13 +346,17 @@ func narrowFloat16Kernel(dst []uint16, src []float32) int {
 	return n
 }
 
-// Slabs (slabs_amd64.s): one full slab of float32 or float16 weights.
+// Slabs (slabs_amd64.s): one full slab of float32, float16 or bfloat16
+// weights.
 
 //go:noescape
 func axpySlabAVX2(y *float32, ldyb int, x *float32, ldxb int, w *float32, m, k int)
 
 //go:noescape
 func axpySlabF16AVX2(y *float32, ldyb int, x *float32, ldxb int, w *uint16, m, k int)
+
+//go:noescape
+func axpySlabBF16AVX2(y *float32, ldyb int, x *float32, ldxb int, w *uint16, m, k int)
 
 // axpySlabBulk runs kern, the slab kernel for w's type, as axpyPanel on one
 // full slab, n = ldw = slab: y[i,0:64] += Σ x[i,k']·w[k',0:64] for i < m.
@@ -323,8 +377,11 @@ func axpySlabKernel(y []float32, ldy int, x []float32, ldx int, w []float32, m, 
 	return axpySlabBulk(axpySlabAVX2, y, ldy, x, ldx, w, m, k)
 }
 
-// axpySlab16Kernel is axpySlabBulk on float16 weights.
-func axpySlab16Kernel(y []float32, ldy int, x []float32, ldx int, w []uint16, m, k int) bool {
+// axpySlab16Kernel is axpySlabBulk on 16-bit weights of format h.
+func axpySlab16Kernel(h half, y []float32, ldy int, x []float32, ldx int, w []uint16, m, k int) bool {
+	if h == bfloat16 {
+		return axpySlabBulk(axpySlabBF16AVX2, y, ldy, x, ldx, w, m, k)
+	}
 	return axpySlabBulk(axpySlabF16AVX2, y, ldy, x, ldx, w, m, k)
 }
 

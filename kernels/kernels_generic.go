@@ -39,11 +39,15 @@ func widenBlock(dst []float32, src []uint16, lds, rows, n int) {
 	widenBlockGeneric(dst, src, lds, rows, n)
 }
 
-func axpyPanel16Kernel(y []float32, ldy int, x []float32, ldx int, w []uint16, ldw int, n, m, k int) (n16, k4 int) {
+func widenBF16Block(dst []float32, src []uint16, lds, rows, n int) {
+	widenBF16Generic(dst, src, lds, rows, n)
+}
+
+func axpyPanel16Kernel(h half, y []float32, ldy int, x []float32, ldx int, w []uint16, ldw int, n, m, k int) (n16, k4 int) {
 	return 0, 0
 }
 
-func dotPanel16Kernel(h []float32, ldh, m int, w []uint16, ldw, n int, out []float32, ldo int) (n16 int, ok bool) {
+func dotPanel16Kernel(f half, h []float32, ldh, m int, w []uint16, ldw, n int, out []float32, ldo int) (n16 int, ok bool) {
 	return 0, false
 }
 
@@ -51,7 +55,7 @@ func axpySlabKernel(y []float32, ldy int, x []float32, ldx int, w []float32, m, 
 	return false
 }
 
-func axpySlab16Kernel(y []float32, ldy int, x []float32, ldx int, w []uint16, m, k int) bool {
+func axpySlab16Kernel(h half, y []float32, ldy int, x []float32, ldx int, w []uint16, m, k int) bool {
 	return false
 }
 

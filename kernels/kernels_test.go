@@ -69,7 +69,8 @@ func TestMatMulBias(t *testing.T) {
 		require.NoError(t, err)
 		slabs, err := Slabbed(Float32(vals), K, N)
 		require.NoError(t, err)
-		weights := map[string]Matrix{"float32": Float32(vals), "float16": Float16(f16), "slabs": slabs}
+		bf16, _ := halfMatrixOf(r, bfloat16, K*N)
+		weights := map[string]Matrix{"float32": Float32(vals), "float16": Float16(f16), "bfloat16": bf16, "slabs": slabs}
 		if K%32 == 0 {
 			weights["quantised"] = randomQuant(r, N, K, 32, true, fourBits).matrix(t, false)
 		}
@@ -347,7 +348,8 @@ func TestMatMulRowsIndependent(t *testing.T) {
 		require.NoError(t, err)
 		slabbed, err := Slabbed(Float32(w), K, N)
 		require.NoError(t, err)
-		for name, m := range map[string]Matrix{"f32": Float32(w), "f16": Float16(h), "slabbed": slabbed} {
+		bf16, _ := halfMatrixOf(r, bfloat16, K*N)
+		for name, m := range map[string]Matrix{"f32": Float32(w), "f16": Float16(h), "bf16": bf16, "slabbed": slabbed} {
 			x := randSlice(r, 50*K)
 			all := make([]float32, 50*N)
 			MatMulAcc(all, x, m, 50, K, N)

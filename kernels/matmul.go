@@ -87,7 +87,7 @@ func matmul(dst, x []float32, w Matrix, M, K, N int, st start) {
 		return
 	}
 	chunk := colChunk
-	if w.isFloat16() {
+	if w.isHalf() {
 		chunk *= 2
 	}
 	ParallelRange(N, chunk, cols)
@@ -95,7 +95,7 @@ func matmul(dst, x []float32, w Matrix, M, K, N int, st start) {
 
 // colChunk is the unit of work of MatMulAcc: small enough that GPT-2's
 // narrowest matrix (768 columns) gives every worker several, large enough
-// (768 B per weight row) to stream well. Float16 chunks are twice as wide,
+// (768 B per weight row) to stream well. 16-bit float chunks are twice as wide,
 // the same bytes per row: at 192 columns (384 B) a decode GEMV streamed
 // 17 GB/s from DRAM, at 384 columns 21 GB/s (float32 at 192: 23).
 // Quantised chunks stream contiguous slabs whatever their width. Every
@@ -114,8 +114,9 @@ const colChunk = 192
 // multiply-add is fused in both, narrow edges and K%4 rows included
 // (axpyPanel), so a row's bits never depend on the rows beside it.
 //
-// Float16 weights go to the panel kernel's float16 twin, which widens
-// them as it loads them; for the tile kernel a block is widened into
+// 16-bit float weights (float16, bfloat16) go to the panel kernel's
+// twins, which widen them as they load them; for the tile kernel a block
+// is widened into
 // float32 scratch first (still in L2 when the kernel reads it, and reused
 // by every row). Either way the bits are those of float32 weights holding
 // the same values.
@@ -134,7 +135,7 @@ func matmulCols(dst, x []float32, w Matrix, M, K, N, j0, j1 int) {
 	acc := getScratch(M * n)
 	defer scratch.Put(acc)
 	var buf *[]float32
-	if (w.f16 != nil || w.s != nil) && tiles {
+	if (w.h16 != nil || w.s != nil) && tiles {
 		buf = getScratch(min(kSum, K) * n)
 		defer scratch.Put(buf)
 	}
@@ -146,8 +147,8 @@ func matmulCols(dst, x []float32, w Matrix, M, K, N, j0, j1 int) {
 			clear(a)
 			panelLoop(M, kk, n, func(jt, k1, m0, nn, kb, mm int) {
 				switch {
-				case w.f16 != nil:
-					axpyPanel16(a[m0*n+jt:], n, xb[m0*K+k1:], K, w.f16[(k0+k1)*N+j0+jt:], N, nn, mm, kb)
+				case w.h16 != nil:
+					axpyPanel16(w.form, a[m0*n+jt:], n, xb[m0*K+k1:], K, w.h16[(k0+k1)*N+j0+jt:], N, nn, mm, kb)
 				default:
 					axpyPanel(a[m0*n+jt:], n, xb[m0*K+k1:], K, w.f32[(k0+k1)*N+j0+jt:], N, nn, mm, kb)
 				}
@@ -161,8 +162,8 @@ func matmulCols(dst, x []float32, w Matrix, M, K, N, j0, j1 int) {
 		case w.s != nil:
 			w.s.gather(*buf, k0, j0, kk, n)
 			wb, ldw = *buf, n
-		case w.f16 != nil:
-			widenBlock(*buf, w.f16[k0*N+j0:], N, kk, n)
+		case w.h16 != nil:
+			w.form.widen(*buf, w.h16[k0*N+j0:], N, kk, n)
 			wb, ldw = *buf, n
 		default:
 			wb = w.f32[k0*N+j0:]

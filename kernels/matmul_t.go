@@ -33,21 +33,21 @@ func MatMulT(dst, x []float32, w Matrix, R, K, N int) {
 	ParallelRange(N, chunk, func(n0, n1 int) { matmulTRows(dst, x, w, R, K, N, n0, n1) })
 }
 
-// matmulTRows fills dst[:, n0:n1]. Float16 rows go to dotPanel's float16
-// twin, which gives the same bits as float32 rows of the same values.
+// matmulTRows fills dst[:, n0:n1]. 16-bit float rows go to dotPanel's
+// twins, which give the same bits as float32 rows of the same values.
 func matmulTRows(dst, x []float32, w Matrix, R, K, N, n0, n1 int) {
-	if w.f16 == nil {
+	if w.h16 == nil {
 		matmulTRows32(dst, x, w.f32, R, K, N, n0, n1)
 		return
 	}
 	n := n0
 	for ; n+4 <= n1; n += 4 {
-		dotPanel16(x, K, R, w.f16[n*K:], K, K, dst[n:], N)
+		dotPanel16(w.form, x, K, R, w.h16[n*K:], K, K, dst[n:], N)
 	}
 	if n < n1 {
 		buf := getScratch((n1 - n) * K)
 		defer scratch.Put(buf)
-		widenBlock(*buf, w.f16[n*K:], K, n1-n, K)
+		w.form.widen(*buf, w.h16[n*K:], K, n1-n, K)
 		matmulTRows32(dst[n:], x, *buf, R, K, N, 0, n1-n)
 	}
 }

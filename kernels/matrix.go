@@ -8,16 +8,17 @@ import (
 )
 
 // Matrix is a row-major weight matrix held as float32, as IEEE binary16
-// bits, or quantised (Quantized). The kernels widen float16 and quantised
-// blocks to float32 as they stream them, so arithmetic stays float32 while
-// a decode step reads half or a quarter of the bytes. The zero Matrix is
-// empty.
+// or bfloat16 bits, or quantised (Quantized). The kernels widen 16-bit
+// floats and quantised blocks to float32 as they stream them, so
+// arithmetic stays float32 while a decode step reads half or a quarter of
+// the bytes. The zero Matrix is empty.
 type Matrix struct {
-	f32 []float32
-	f16 []uint16
-	q   *quant
-	s   *slabs
-	t   bool // s holds the transpose (SlabbedT)
+	f32  []float32
+	h16  []uint16 // 16-bit float bits, of format form
+	form half
+	q    *quant
+	s    *slabs
+	t    bool // s holds the transpose (SlabbedT)
 }
 
 // Quantized builds a matrix from a quantised tensor as a file stores it:
@@ -39,7 +40,7 @@ func Quantized(rows, cols int, g ggmlnum.Groups, transposed bool, decodeRow func
 	return Matrix{q: q}, nil
 }
 
-// Slabbed returns the float32 or float16 [K,N] matrix w in the slab
+// Slabbed returns the float32 or 16-bit float [K,N] matrix w in the slab
 // layout MatMulAcc streams fastest at decode, taking over w's storage
 // (w must not be used after). The bits of every product stay those of the
 // row-major matrix. A quantised matrix is slabbed already and is returned
@@ -51,10 +52,10 @@ func Slabbed(w Matrix, K, N int) (Matrix, error) {
 	if w.Len() != K*N {
 		return Matrix{}, fmt.Errorf("kernels: slabbing a %d-element matrix as %dx%d", w.Len(), K, N)
 	}
-	return Matrix{s: newSlabs(w.f32, w.f16, K, N)}, nil
+	return Matrix{s: newSlabs(w.f32, w.h16, w.form, K, N)}, nil
 }
 
-// SlabbedT returns the float32 or float16 [rows,cols] matrix w (a token
+// SlabbedT returns the float32 or 16-bit float [rows,cols] matrix w (a token
 // embedding [V,C] that is also the LM head) held as the slabs of its
 // transpose, taking over w's storage: one slab's 64 rows are contiguous,
 // so each is transposed in place through a slab's scratch, and memory
@@ -74,17 +75,17 @@ func SlabbedT(w Matrix, rows, cols int) (Matrix, error) {
 	case w.Len() != rows*cols:
 		return Matrix{}, fmt.Errorf("kernels: SlabbedT of a %d-element matrix as %dx%d", w.Len(), rows, cols)
 	}
-	s := &slabs{f32: w.f32, f16: w.f16, k: cols, n: rows}
-	if w.f16 != nil {
-		transposeSlabs(s.f16, rows, cols)
+	s := &slabs{f32: w.f32, h16: w.h16, form: w.form, k: cols, n: rows}
+	if w.h16 != nil {
+		transposeSlabs(s.h16, rows, cols)
 	} else {
 		transposeSlabs(s.f32, rows, cols)
 	}
 	return Matrix{s: s, t: true}, nil
 }
 
-// SlabbedRows returns the [cols,rows] transpose of the float32 or float16
-// [rows,cols] matrix w, a weight as HF and GGUF store it ([out,in]), as
+// SlabbedRows returns the [cols,rows] transpose of the float32 or 16-bit
+// float [rows,cols] matrix w, a weight as HF and GGUF store it ([out,in]), as
 // the matrix MatMulAcc takes (K = cols, N = rows) in the slab layout,
 // taking over w's storage: the slabs of wᵀ are w's own 64-row panels
 // transposed, each in place (SlabbedT's storage, read the other way), so
@@ -107,7 +108,12 @@ func SlabbedRows(w Matrix, rows, cols int) (Matrix, error) {
 func Float32(vals []float32) Matrix { return Matrix{f32: vals} }
 
 // Float16 holds the binary16 bits, not a copy.
-func Float16(bits []uint16) Matrix { return Matrix{f16: bits} }
+func Float16(bits []uint16) Matrix { return Matrix{h16: bits, form: binary16} }
+
+// BFloat16 holds the bfloat16 bits (a float32's top half each), not a
+// copy. Its products have the bits of a float32 matrix holding the same
+// values, as a float16 matrix's do: bfloat16 widens exactly.
+func BFloat16(bits []uint16) Matrix { return Matrix{h16: bits, form: bfloat16} }
 
 // Len is the number of elements.
 func (w Matrix) Len() int {
@@ -117,7 +123,7 @@ func (w Matrix) Len() int {
 	case w.s != nil:
 		return w.s.k * w.s.n
 	}
-	return len(w.f32) + len(w.f16)
+	return len(w.f32) + len(w.h16)
 }
 
 // Bytes is the memory the elements take.
@@ -128,27 +134,38 @@ func (w Matrix) Bytes() int64 {
 	case w.s != nil:
 		return w.s.bytes()
 	}
-	return int64(len(w.f32))*4 + int64(len(w.f16))*2
+	return int64(len(w.f32))*4 + int64(len(w.h16))*2
 }
 
 // Float16Bits returns the binary16 bits of a float16 matrix (row-major),
 // nil otherwise.
-func (w Matrix) Float16Bits() []uint16 {
+func (w Matrix) Float16Bits() []uint16 { return w.halfBits(binary16) }
+
+// BFloat16Bits returns the bits of a bfloat16 matrix (row-major), nil
+// otherwise.
+func (w Matrix) BFloat16Bits() []uint16 { return w.halfBits(bfloat16) }
+
+// halfBits returns the bits of a 16-bit float matrix of format h
+// (row-major), nil otherwise.
+func (w Matrix) halfBits(h half) []uint16 {
 	if w.s != nil {
-		bits := w.s.float16Bits()
+		bits := w.s.halfBits(h)
 		if w.t && bits != nil {
 			return transposed(bits, w.s.k, w.s.n)
 		}
 		return bits
 	}
-	return w.f16
+	if w.form != h {
+		return nil
+	}
+	return w.h16
 }
 
-// isFloat16 says the matrix holds float16 bits, in either layout.
-func (w Matrix) isFloat16() bool { return w.f16 != nil || (w.s != nil && w.s.f16 != nil) }
+// isHalf says the matrix holds 16-bit float bits, in either layout.
+func (w Matrix) isHalf() bool { return w.h16 != nil || (w.s != nil && w.s.h16 != nil) }
 
 // Float32s returns the values as float32: the slice itself, or a widened
-// copy of the float16 bits or quantised values.
+// copy of the 16-bit float bits or quantised values.
 func (w Matrix) Float32s() []float32 {
 	if w.q != nil {
 		return w.q.float32s()
@@ -159,16 +176,16 @@ func (w Matrix) Float32s() []float32 {
 		}
 		return w.s.float32s()
 	}
-	if w.f16 == nil {
+	if w.h16 == nil {
 		return w.f32
 	}
-	out := make([]float32, len(w.f16))
-	widenBlock(out, w.f16, len(w.f16), 1, len(w.f16))
+	out := make([]float32, len(w.h16))
+	w.form.widen(out, w.h16, len(w.h16), 1, len(w.h16))
 	return out
 }
 
 // Row returns row r of a [rows,cols] matrix: a slice of the float32
-// values, or the float16 row widened into dst[:cols].
+// values, or the 16-bit float row widened into dst[:cols].
 func (w Matrix) Row(dst []float32, r, cols int) []float32 {
 	switch {
 	case w.q != nil:
@@ -181,11 +198,11 @@ func (w Matrix) Row(dst []float32, r, cols int) []float32 {
 		dst = dst[:cols]
 		w.s.gather(dst, r, 0, 1, cols)
 		return dst
-	case w.f16 == nil:
+	case w.h16 == nil:
 		return w.f32[r*cols : (r+1)*cols]
 	}
 	dst = dst[:cols]
-	widenBlock(dst, w.f16[r*cols:], cols, 1, cols)
+	w.form.widen(dst, w.h16[r*cols:], cols, 1, cols)
 	return dst
 }
 

@@ -1,16 +1,18 @@
 //go:build amd64 && !purego
 
 #include "textflag.h"
+#include "half_amd64.h"
 
-// Panel kernels: y += x·w on row-major float32 or float16 weights
-// (axpyPanel, axpyPanel16), four weight rows' dot products with rows of h
-// (dotPanel, dotPanel16), and Add. Dispatch in kernels_amd64.go, the
-// pure-Go bodies in reference.go.
+// Panel kernels: y += x·w on row-major float32, float16 or bfloat16
+// weights (axpyPanel, axpyPanel16), four weight rows' dot products with
+// rows of h (dotPanel, dotPanel16), and Add. Dispatch in
+// kernels_amd64.go, the pure-Go bodies in reference.go.
 
 // Each panel kernel is written once, as a macro, and expanded for float32
-// weights and for float16 ones, which VCVTPH2PS widens as they are
-// loaded: the same FMAs into the same accumulators in the same order, so
-// the two give the same bits. The arguments name what differs:
+// weights and for float16 and bfloat16 ones, which are widened as they
+// are loaded (half_amd64.h): the same FMAs into the same accumulators in
+// the same order, so the three give the same bits. The arguments name
+// what differs:
 //   WSHIFT  log2 of a weight's bytes (2 or 1): n columns are n<<WSHIFT
 //           bytes of a weight row
 //   YSCALE  a float32's bytes per weight byte (1 or 2): the index scale of
@@ -18,17 +20,21 @@
 //   WSTEP   a weight row's bytes per 16 columns (64 or 32)
 //   AXPYW, DOTW2  the weights' loads and FMAs, below
 
-// AXPYW32 and AXPYW16 (rw, xr, t0, t1): y's 16 columns in Y4:Y5 += xr ·
-// weight row rw's, float16 widened through scratch t0:t1 first.
+// AXPYW32, AXPYW16 and AXPYWBF16 (rw, xr, t0, t1): y's 16 columns in
+// Y4:Y5 += xr · weight row rw's, 16-bit weights widened by CVT (AXPYWH)
+// through scratch t0:t1 first.
 #define AXPYW32(rw, xr, t0, t1) \
 	VFMADD231PS (rw)(CX*1), xr, Y4 \
 	VFMADD231PS 32(rw)(CX*1), xr, Y5
 
-#define AXPYW16(rw, xr, t0, t1) \
-	VCVTPH2PS   (rw)(CX*1), t0 \
-	VCVTPH2PS   16(rw)(CX*1), t1 \
+#define AXPYWH(CVT, rw, xr, t0, t1) \
+	CVT((rw)(CX*1), t0) \
+	CVT(16(rw)(CX*1), t1) \
 	VFMADD231PS t0, xr, Y4 \
 	VFMADD231PS t1, xr, Y5
+
+#define AXPYW16(rw, xr, t0, t1) AXPYWH(CVTF16, rw, xr, t0, t1)
+#define AXPYWBF16(rw, xr, t0, t1) AXPYWH(CVTBF16, rw, xr, t0, t1)
 
 // AXPYPANEL is axpyPanelAVX2's body. For each block of 4 weight rows
 // kb..kb+3 (k a multiple of 4) and each of the m rows i of y and x
@@ -88,24 +94,27 @@ done: \
 	VZEROUPPER \
 	RET
 
-// DOTW32 and DOTW16 (ra, rb, a0, a1, b0, b1): the products of h's 16
-// columns in Y8:Y9 with weight rows ra and rb, added to a0:a1 and b0:b1;
-// float16 widened through Y10-Y13 first.
+// DOTW32, DOTW16 and DOTWBF16 (ra, rb, a0, a1, b0, b1): the products of
+// h's 16 columns in Y8:Y9 with weight rows ra and rb, added to a0:a1 and
+// b0:b1; 16-bit weights widened by CVT (DOTWH) through Y10-Y13 first.
 #define DOTW32(ra, rb, a0, a1, b0, b1) \
 	VFMADD231PS (ra)(CX*1), Y8, a0 \
 	VFMADD231PS 32(ra)(CX*1), Y9, a1 \
 	VFMADD231PS (rb)(CX*1), Y8, b0 \
 	VFMADD231PS 32(rb)(CX*1), Y9, b1
 
-#define DOTW16(ra, rb, a0, a1, b0, b1) \
-	VCVTPH2PS   (ra)(CX*1), Y10 \
-	VCVTPH2PS   16(ra)(CX*1), Y11 \
-	VCVTPH2PS   (rb)(CX*1), Y12 \
-	VCVTPH2PS   16(rb)(CX*1), Y13 \
+#define DOTWH(CVT, ra, rb, a0, a1, b0, b1) \
+	CVT((ra)(CX*1), Y10) \
+	CVT(16(ra)(CX*1), Y11) \
+	CVT((rb)(CX*1), Y12) \
+	CVT(16(rb)(CX*1), Y13) \
 	VFMADD231PS Y10, Y8, a0 \
 	VFMADD231PS Y11, Y9, a1 \
 	VFMADD231PS Y12, Y8, b0 \
 	VFMADD231PS Y13, Y9, b1
+
+#define DOTW16(ra, rb, a0, a1, b0, b1) DOTWH(CVTF16, ra, rb, a0, a1, b0, b1)
+#define DOTWBF16(ra, rb, a0, a1, b0, b1) DOTWH(CVTBF16, ra, rb, a0, a1, b0, b1)
 
 // DOTPANEL is dotPanelAVX2's body: out[i*ldo + r] = h[i,0:n]·w[r,0:n] for
 // the 4 weight rows r and the m rows i of h (strides in bytes; n a
@@ -181,6 +190,10 @@ TEXT ·axpyPanelAVX2(SB), NOSPLIT, $0-72
 TEXT ·axpyPanelF16AVX2(SB), NOSPLIT, $0-72
 	AXPYPANEL(1, 2, 32, AXPYW16)
 
+// func axpyPanelBF16AVX2(y *float32, ldyb int, x *float32, ldxb int, w *uint16, ldwb int, n, m, k int)
+TEXT ·axpyPanelBF16AVX2(SB), NOSPLIT, $0-72
+	AXPYPANEL(1, 2, 32, AXPYWBF16)
+
 // func addVecAVX2(dst, src *float32, n int)
 //
 // dst[0:n] += src[0:n], n a multiple of 16.
@@ -250,3 +263,7 @@ dotdone:
 // func dotPanelF16AVX2(h *float32, ldhb int, m int, w *uint16, ldwb int, n int, out *float32, ldob int)
 TEXT ·dotPanelF16AVX2(SB), NOSPLIT, $0-64
 	DOTPANEL(1, 2, 32, DOTW16)
+
+// func dotPanelBF16AVX2(h *float32, ldhb int, m int, w *uint16, ldwb int, n int, out *float32, ldob int)
+TEXT ·dotPanelBF16AVX2(SB), NOSPLIT, $0-64
+	DOTPANEL(1, 2, 32, DOTWBF16)

@@ -13,8 +13,19 @@ import (
 // tails, other CPUs). They call only each other.
 
 // weight is the element type of float weight matrices: float32, or
-// IEEE binary16 bits.
+// the bits of a 16-bit float (half says which).
 type weight interface{ float32 | uint16 }
+
+// half is the format of a 16-bit float matrix's bits. Both widen to
+// float32 exactly, so the kernels widen them as they read and multiply in
+// float32: the products have the bits of float32 weights holding the
+// same values.
+type half uint8
+
+const (
+	binary16 half = iota // IEEE binary16 (float16)
+	bfloat16             // bfloat16: a float32's top 16 bits
+)
 
 // slab is the column width of a quant slab: 64 bytes of integers a row.
 const slab = 64
@@ -88,6 +99,18 @@ func widenBlockGeneric(dst []float32, src []uint16, lds, rows, n int) {
 		d, s := dst[r*n:(r+1)*n], src[r*lds:r*lds+n]
 		for j, h := range s {
 			d[j] = ggmlnum.Float16To32(h)
+		}
+	}
+}
+
+// widenBF16Generic is the reference semantics of widenBF16Block:
+// dst[r*n+j] = the bfloat16 src[r*lds+j] as float32, its bits the top
+// half of the float32's (exact, NaN payloads included).
+func widenBF16Generic(dst []float32, src []uint16, lds, rows, n int) {
+	for r := 0; r < rows; r++ {
+		d, s := dst[r*n:(r+1)*n], src[r*lds:r*lds+n]
+		for j, h := range s {
+			d[j] = math.Float32frombits(uint32(h) << 16)
 		}
 	}
 }

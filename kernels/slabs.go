@@ -2,7 +2,7 @@ package kernels
 
 import "unsafe"
 
-// slabs is a float32 or float16 [K][N] matrix stored in slabs of slab
+// slabs is a float32 or 16-bit float [K][N] matrix stored in slabs of slab
 // columns, as quant stores its integers: [N/slab][K][slab], the last one
 // as narrow as the columns left (no padding: small models stay their
 // size). A decode step's share of columns is then one contiguous
@@ -10,37 +10,38 @@ import "unsafe"
 // a matrix row (9–12 KB) apart.
 type slabs struct {
 	f32  []float32
-	f16  []uint16
+	h16  []uint16 // 16-bit float bits, of format form
+	form half
 	k, n int
 }
 
-// newSlabs is the float32 or float16 (f16 not nil) [K,N] row-major
-// matrix in the slab layout (Slabbed), taking over its storage where N
-// is a whole number of slabs.
-func newSlabs(f32 []float32, f16 []uint16, K, N int) *slabs {
-	s := &slabs{k: K, n: N}
+// newSlabs is the float32 or 16-bit float (h16 not nil, of format form)
+// [K,N] row-major matrix in the slab layout (Slabbed), taking over its
+// storage where N is a whole number of slabs.
+func newSlabs(f32 []float32, h16 []uint16, form half, K, N int) *slabs {
+	s := &slabs{k: K, n: N, form: form}
 	if N%slab == 0 {
 		// [K][N/slab][slab] to [N/slab][K][slab] is a transpose of
 		// slab-wide blocks, done in place: no second copy of the model
 		// while it loads.
-		if f16 != nil {
-			s.f16 = f16
-			transposeBlocks(s.f16, K, N/slab, slab)
+		if h16 != nil {
+			s.h16 = h16
+			transposeBlocks(s.h16, K, N/slab, slab)
 		} else {
 			s.f32 = f32
 			transposeBlocks(s.f32, K, N/slab, slab)
 		}
 		return s
 	}
-	if f16 != nil {
-		s.f16 = make([]uint16, K*N)
+	if h16 != nil {
+		s.h16 = make([]uint16, K*N)
 	} else {
 		s.f32 = make([]float32, K*N)
 	}
 	for j0 := 0; j0 < N; j0 += slab {
 		for k := range K {
-			if f16 != nil {
-				copy(s.f16[s.index(k, j0):][:s.width(j0)], f16[k*N+j0:])
+			if h16 != nil {
+				copy(s.h16[s.index(k, j0):][:s.width(j0)], h16[k*N+j0:])
 			} else {
 				copy(s.f32[s.index(k, j0):][:s.width(j0)], f32[k*N+j0:])
 			}
@@ -125,7 +126,7 @@ func (s *slabs) width(j int) int { return min(slab, s.n-j/slab*slab) }
 // index is the position of row k, column j in the storage.
 func (s *slabs) index(k, j int) int { return j/slab*slab*s.k + k*s.width(j) + j%slab }
 
-func (s *slabs) bytes() int64 { return 4*int64(len(s.f32)) + 2*int64(len(s.f16)) }
+func (s *slabs) bytes() int64 { return 4*int64(len(s.f32)) + 2*int64(len(s.h16)) }
 
 // float32s is the matrix's values, row-major.
 func (s *slabs) float32s() []float32 {
@@ -134,15 +135,16 @@ func (s *slabs) float32s() []float32 {
 	return out
 }
 
-// float16Bits is a float16 matrix's bits, row-major; nil for float32.
-func (s *slabs) float16Bits() []uint16 {
-	if s.f16 == nil {
+// halfBits is a 16-bit float matrix's bits, row-major, if its format
+// is h; nil for float32 or the other format.
+func (s *slabs) halfBits(h half) []uint16 {
+	if s.h16 == nil || s.form != h {
 		return nil
 	}
 	bits := make([]uint16, s.k*s.n)
 	for k := range s.k {
 		for j0 := 0; j0 < s.n; j0 += slab {
-			copy(bits[k*s.n+j0:][:s.width(j0)], s.f16[s.index(k, j0):])
+			copy(bits[k*s.n+j0:][:s.width(j0)], s.h16[s.index(k, j0):])
 		}
 	}
 	return bits
@@ -155,8 +157,8 @@ func (s *slabs) gather(dst []float32, k0, j0, rows, n int) {
 		nn := min(n-c, slab-(j0+c)%slab)
 		at, ld := s.index(k0, j0+c), s.width(j0+c)
 		for r := range rows {
-			if s.f16 != nil {
-				widenBlock(dst[r*n+c:], s.f16[at+r*ld:], ld, 1, nn)
+			if s.h16 != nil {
+				s.form.widen(dst[r*n+c:], s.h16[at+r*ld:], ld, 1, nn)
 			} else {
 				copy(dst[r*n+c:][:nn], s.f32[at+r*ld:])
 			}
@@ -180,8 +182,8 @@ func (s *slabs) matmulPanel(dst, x []float32, M, K, N, j0, j1 int) {
 			switch {
 			case nn == slab:
 				s.axpySlab(a, nn, x[k0:], K, at, M, kk)
-			case s.f16 != nil:
-				axpyPanel16(a, nn, x[k0:], K, s.f16[at:], ld, nn, M, kk)
+			case s.h16 != nil:
+				axpyPanel16(s.form, a, nn, x[k0:], K, s.h16[at:], ld, nn, M, kk)
 			default:
 				axpyPanel(a, nn, x[k0:], K, s.f32[at:], ld, nn, M, kk)
 			}
@@ -194,9 +196,9 @@ func (s *slabs) matmulPanel(dst, x []float32, M, K, N, j0, j1 int) {
 // = slab: y[i,0:64] += Σ x[i,k']·w[k',0:64] for i < m; through the panel
 // kernels where there is no slab kernel.
 func (s *slabs) axpySlab(y []float32, ldy int, x []float32, ldx int, at, m, k int) {
-	if s.f16 != nil {
-		if !axpySlab16Kernel(y, ldy, x, ldx, s.f16[at:], m, k) {
-			axpyPanel16(y, ldy, x, ldx, s.f16[at:], slab, slab, m, k)
+	if s.h16 != nil {
+		if !axpySlab16Kernel(s.form, y, ldy, x, ldx, s.h16[at:], m, k) {
+			axpyPanel16(s.form, y, ldy, x, ldx, s.h16[at:], slab, slab, m, k)
 		}
 		return
 	}

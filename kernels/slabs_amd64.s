@@ -1,20 +1,23 @@
 //go:build amd64 && !purego
 
 #include "textflag.h"
+#include "half_amd64.h"
 
 // Slab kernels: y += x·w on one whole 64-column slab streamed from k
-// weight rows, float32 or float16 (axpySlabKernel, axpySlab16Kernel).
-// Dispatch in kernels_amd64.go.
+// weight rows, float32, float16 or bfloat16 (axpySlabKernel,
+// axpySlab16Kernel). Dispatch in kernels_amd64.go.
 
-// AXPYSLAB is the body of axpySlabAVX2 and axpySlabF16AVX2, written once:
-// y[i,0:64] += Σ_{k'<k} x[i,k']·w[k',0:64] for i < m, w one full slab of
-// float32 (rows of 256 contiguous bytes) or float16 weights (rows of 128,
-// widened by VCVTPH2PS as they are loaded). The loops are turned round: a
-// row of y stays in Y4-Y11 while the k weight rows
-// stream past it, one FMA per element per row in k order, so the bits are
+// AXPYSLAB is the body of axpySlabAVX2, axpySlabF16AVX2 and
+// axpySlabBF16AVX2, written once: y[i,0:64] += Σ_{k'<k} x[i,k']·w[k',0:64]
+// for i < m, w one full slab of float32 (rows of 256 contiguous bytes) or
+// 16-bit weights (rows of 128, widened as they are loaded). The loops are
+// turned round: a row of y stays in Y4-Y11 while the k weight rows stream
+// past it, one FMA per element per row in k order, so the bits are
 // axpyPanelAVX2's either way. WROW is the FMAs of the weight row at R10
-// times Y0; WSTEP its bytes.
-#define AXPYSLAB(WROW, WSTEP) \
+// times Y0; WSTEP its bytes. LOADY and STOREY move the row of y at DI
+// into Y4-Y11 and back, in the order of the columns WROW's registers hold
+// (SLABY32: as they lie; SLABYEO: even and odd columns apart).
+#define AXPYSLAB(WROW, WSTEP, LOADY, STOREY) \
 	MOVQ  y+0(FP), DI \
 	MOVQ  x+16(FP), SI \
 	MOVQ  m+40(FP), R13 \
@@ -24,14 +27,7 @@
 	TESTQ AX, AX \
 	JZ    sdone \
 srow: \
-	VMOVUPS (DI), Y4 \
-	VMOVUPS 32(DI), Y5 \
-	VMOVUPS 64(DI), Y6 \
-	VMOVUPS 96(DI), Y7 \
-	VMOVUPS 128(DI), Y8 \
-	VMOVUPS 160(DI), Y9 \
-	VMOVUPS 192(DI), Y10 \
-	VMOVUPS 224(DI), Y11 \
+	LOADY \
 	MOVQ    w+32(FP), R10 \
 	MOVQ    SI, R11 \
 	MOVQ    AX, R12 \
@@ -42,14 +38,7 @@ sk: \
 	ADDQ         $4, R11 \
 	DECQ         R12 \
 	JNZ          sk \
-	VMOVUPS Y4, (DI) \
-	VMOVUPS Y5, 32(DI) \
-	VMOVUPS Y6, 64(DI) \
-	VMOVUPS Y7, 96(DI) \
-	VMOVUPS Y8, 128(DI) \
-	VMOVUPS Y9, 160(DI) \
-	VMOVUPS Y10, 192(DI) \
-	VMOVUPS Y11, 224(DI) \
+	STOREY \
 	ADDQ    ldyb+8(FP), DI \
 	ADDQ    ldxb+24(FP), SI \
 	DECQ    R13 \
@@ -57,6 +46,86 @@ sk: \
 sdone: \
 	VZEROUPPER \
 	RET
+
+// SLABLOAD32 and SLABSTORE32: y's 64 columns in Y4-Y11 as they lie.
+#define SLABLOAD32 \
+	VMOVUPS (DI), Y4 \
+	VMOVUPS 32(DI), Y5 \
+	VMOVUPS 64(DI), Y6 \
+	VMOVUPS 96(DI), Y7 \
+	VMOVUPS 128(DI), Y8 \
+	VMOVUPS 160(DI), Y9 \
+	VMOVUPS 192(DI), Y10 \
+	VMOVUPS 224(DI), Y11
+
+#define SLABSTORE32 \
+	VMOVUPS Y4, (DI) \
+	VMOVUPS Y5, 32(DI) \
+	VMOVUPS Y6, 64(DI) \
+	VMOVUPS Y7, 96(DI) \
+	VMOVUPS Y8, 128(DI) \
+	VMOVUPS Y9, 160(DI) \
+	VMOVUPS Y10, 192(DI) \
+	VMOVUPS Y11, 224(DI)
+
+// The bfloat16 slab holds y's columns even and odd apart: 32 bytes of
+// bfloat16 weights are eight dwords, each an even column's bits in its
+// low half and the next odd column's in its high half, so one shift left
+// by 16 widens the eight even columns and one AND with 0xffff0000 the
+// eight odd ones: two instructions for 16 weights, as VCVTPH2PS takes,
+// where a zero extension and a shift (CVTBF16) take four. Group g of 16
+// columns sums into Y(4+2g) (columns 16g, 16g+2, ..., 16g+14) and
+// Y(5+2g) (16g+1, ..., 16g+15): every column still gets its FMAs in k
+// order, so the bits are those of any other order of the registers.
+// SLABLOADEO splits y's group at off into e (even columns) and o (odd)
+// through Y12-Y13: VSHUFPS picks the evens (odds) of each 128-bit lane of
+// the two halves, VPERMPD puts the lanes' pairs in order.
+#define SLABLOADEO(off, e, o) \
+	VMOVUPS off(DI), Y12 \
+	VMOVUPS off+32(DI), Y13 \
+	VSHUFPS $0x88, Y13, Y12, e \
+	VSHUFPS $0xdd, Y13, Y12, o \
+	VPERMPD $0xd8, e, e \
+	VPERMPD $0xd8, o, o
+
+// SLABSTOREEO interleaves e and o back into y's group at off, through
+// Y12-Y15: VPERMPD undoes the pairs' order, VUNPCKLPS and VUNPCKHPS
+// interleave each lane.
+#define SLABSTOREEO(off, e, o) \
+	VPERMPD   $0xd8, e, Y12 \
+	VPERMPD   $0xd8, o, Y13 \
+	VUNPCKLPS Y13, Y12, Y14 \
+	VUNPCKHPS Y13, Y12, Y15 \
+	VMOVUPS   Y14, off(DI) \
+	VMOVUPS   Y15, off+32(DI)
+
+#define SLABLOADBF16 \
+	SLABLOADEO(0, Y4, Y5) \
+	SLABLOADEO(64, Y6, Y7) \
+	SLABLOADEO(128, Y8, Y9) \
+	SLABLOADEO(192, Y10, Y11)
+
+#define SLABSTOREBF16 \
+	SLABSTOREEO(0, Y4, Y5) \
+	SLABSTOREEO(64, Y6, Y7) \
+	SLABSTOREEO(128, Y8, Y9) \
+	SLABSTOREEO(192, Y10, Y11)
+
+// SLABGROUPBF16 widens the 16 bfloat16 weights at off(R10), group g's,
+// into Y12 (odd columns) and Y13 (even), and adds their products with Y0
+// to e and o. Y3 holds 0xffff0000 in every dword.
+#define SLABGROUPBF16(off, e, o) \
+	VMOVDQU     off(R10), Y12 \
+	VPSLLD      $16, Y12, Y13 \
+	VPAND       Y3, Y12, Y12 \
+	VFMADD231PS Y13, Y0, e \
+	VFMADD231PS Y12, Y0, o
+
+#define SLABROWBF16 \
+	SLABGROUPBF16(0, Y4, Y5) \
+	SLABGROUPBF16(32, Y6, Y7) \
+	SLABGROUPBF16(64, Y8, Y9) \
+	SLABGROUPBF16(96, Y10, Y11)
 
 #define SLABROW32 \
 	VFMADD231PS (R10), Y0, Y4 \
@@ -68,19 +137,21 @@ sdone: \
 	VFMADD231PS 192(R10), Y0, Y10 \
 	VFMADD231PS 224(R10), Y0, Y11
 
-#define SLABROW16 \
-	VCVTPH2PS   (R10), Y12 \
-	VCVTPH2PS   16(R10), Y13 \
-	VCVTPH2PS   32(R10), Y14 \
-	VCVTPH2PS   48(R10), Y15 \
+// SLABROWH is a 16-bit weight row's FMAs, widened by CVT (half_amd64.h)
+// four registers at a time through Y12-Y15.
+#define SLABROWH(CVT) \
+	CVT((R10), Y12) \
+	CVT(16(R10), Y13) \
+	CVT(32(R10), Y14) \
+	CVT(48(R10), Y15) \
 	VFMADD231PS Y12, Y0, Y4 \
 	VFMADD231PS Y13, Y0, Y5 \
 	VFMADD231PS Y14, Y0, Y6 \
 	VFMADD231PS Y15, Y0, Y7 \
-	VCVTPH2PS   64(R10), Y12 \
-	VCVTPH2PS   80(R10), Y13 \
-	VCVTPH2PS   96(R10), Y14 \
-	VCVTPH2PS   112(R10), Y15 \
+	CVT(64(R10), Y12) \
+	CVT(80(R10), Y13) \
+	CVT(96(R10), Y14) \
+	CVT(112(R10), Y15) \
 	VFMADD231PS Y12, Y0, Y8 \
 	VFMADD231PS Y13, Y0, Y9 \
 	VFMADD231PS Y14, Y0, Y10 \
@@ -88,8 +159,16 @@ sdone: \
 
 // func axpySlabAVX2(y *float32, ldyb int, x *float32, ldxb int, w *float32, m, k int)
 TEXT ·axpySlabAVX2(SB), NOSPLIT, $0-56
-	AXPYSLAB(SLABROW32, 256)
+	AXPYSLAB(SLABROW32, 256, SLABLOAD32, SLABSTORE32)
 
 // func axpySlabF16AVX2(y *float32, ldyb int, x *float32, ldxb int, w *uint16, m, k int)
 TEXT ·axpySlabF16AVX2(SB), NOSPLIT, $0-56
-	AXPYSLAB(SLABROW16, 128)
+	AXPYSLAB(SLABROWH(CVTF16), 128, SLABLOAD32, SLABSTORE32)
+
+// func axpySlabBF16AVX2(y *float32, ldyb int, x *float32, ldxb int, w *uint16, m, k int)
+//
+// The columns even and odd apart (SLABROWBF16); Y3 is its mask.
+TEXT ·axpySlabBF16AVX2(SB), NOSPLIT, $0-56
+	VPCMPEQD Y3, Y3, Y3
+	VPSLLD   $16, Y3, Y3
+	AXPYSLAB(SLABROWBF16, 128, SLABLOADBF16, SLABSTOREBF16)

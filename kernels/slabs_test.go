@@ -11,7 +11,7 @@ import (
 
 // TestSlabbedSameBits: a slabbed matrix gives, on every kernel path
 // (panel and tile, serial and parallel, ragged last slab), the bits of the
-// row-major matrix it was made from, float32 and float16. From 4 to 8 rows
+// row-major matrix it was made from, float32, float16 and bfloat16. From 4 to 8 rows
 // the slabs take the panel path and row-major the tiles, which agree when
 // K is a multiple of 4 (matmulCols), so those shapes have such a K.
 func TestSlabbedSameBits(t *testing.T) {
@@ -21,15 +21,17 @@ func TestSlabbedSameBits(t *testing.T) {
 		{4, 256, 200}, {5, 132, 97}, {8, 768, 768}, {9, 257, 100}, {13, 258, 531}, {128, 96, 384},
 	} {
 		w16, _ := halfMatrix(r, s.K*s.N)
+		wbf16, _ := halfMatrixOf(r, bfloat16, s.K*s.N)
 		for _, w := range []struct {
 			name string
 			m    Matrix
-		}{{"f32", Float32(randSlice(r, s.K*s.N))}, {"f16", w16}} {
+		}{{"f32", Float32(randSlice(r, s.K*s.N))}, {"f16", w16}, {"bf16", wbf16}} {
 			t.Run(fmt.Sprintf("%s/%dx%dx%d", w.name, s.M, s.K, s.N), func(t *testing.T) {
 				slabbed, err := Slabbed(clone(w.m), s.K, s.N)
 				require.NoError(t, err)
 				require.Equal(t, w.m.Float32s(), slabbed.Float32s())
 				require.Equal(t, w.m.Float16Bits(), slabbed.Float16Bits())
+				require.Equal(t, w.m.BFloat16Bits(), slabbed.BFloat16Bits())
 				x := randSlice(r, s.M*s.K)
 				got, want := randSlice(r, s.M*s.N), make([]float32, s.M*s.N)
 				copy(want, got)
@@ -50,9 +52,9 @@ func TestSlabbedErrors(t *testing.T) {
 	})
 }
 
-// clone copies a float32 or float16 matrix, which Slabbed takes over.
+// clone copies a float32 or 16-bit float matrix, which Slabbed takes over.
 func clone(w Matrix) Matrix {
-	return Matrix{f32: slices.Clone(w.f32), f16: slices.Clone(w.f16)}
+	return Matrix{f32: slices.Clone(w.f32), h16: slices.Clone(w.h16), form: w.form}
 }
 
 // TestTransposeBlocks checks the in-place block transpose against a copy,
@@ -75,32 +77,36 @@ func TestTransposeBlocks(t *testing.T) {
 }
 
 // TestSlabbedT: a matrix held as the slabs of its transpose keeps its
-// values (Float32s, Float16Bits, Row, row-major as given), and MatMulT on
+// values (Float32s, Float16Bits, BFloat16Bits, Row, row-major as given), and MatMulT on
 // it is x·wᵀ within float32 rounding of a float64 sum, each row's bits
 // the same alone as in a batch, overwriting dst.
 func TestSlabbedT(t *testing.T) {
 	r := rand.New(rand.NewPCG(21, 22))
 	for _, s := range []struct {
 		rows, cols int
-		f16        bool
-	}{{1037, 64, false}, {1037, 64, true}, {100, 896, true}, {64, 32, false}, {130, 7, true}, {5, 48, false}} {
-		t.Run(fmt.Sprintf("%dx%d/f16=%t", s.rows, s.cols, s.f16), func(t *testing.T) {
+		form       string
+	}{{1037, 64, "f32"}, {1037, 64, "f16"}, {1037, 64, "bf16"}, {100, 896, "f16"}, {100, 896, "bf16"},
+		{64, 32, "f32"}, {130, 7, "f16"}, {130, 7, "bf16"}, {5, 48, "f32"}} {
+		t.Run(fmt.Sprintf("%dx%d/%s", s.rows, s.cols, s.form), func(t *testing.T) {
 			vals := randSlice(r, s.rows*s.cols)
-			var w Matrix
-			var bits []uint16
-			if s.f16 {
+			w := Float32(slices.Clone(vals))
+			var f16, bf16 []uint16
+			switch s.form {
+			case "f16":
 				var err error
-				bits, err = ToFloat16(vals)
+				f16, err = ToFloat16(vals)
 				require.NoError(t, err)
-				w = Float16(slices.Clone(bits))
-				widenBlock(vals, bits, len(bits), 1, len(bits))
-			} else {
-				w = Float32(slices.Clone(vals))
+				w = Float16(slices.Clone(f16))
+				widenBlock(vals, f16, len(f16), 1, len(f16))
+			case "bf16":
+				w, vals = halfMatrixOf(r, bfloat16, len(vals))
+				bf16 = slices.Clone(w.h16)
 			}
 			st, err := SlabbedT(w, s.rows, s.cols)
 			require.NoError(t, err)
 			require.Equal(t, vals, st.Float32s())
-			require.Equal(t, bits, st.Float16Bits())
+			require.Equal(t, f16, st.Float16Bits())
+			require.Equal(t, bf16, st.BFloat16Bits())
 			require.Equal(t, vals[3*s.cols:4*s.cols], st.Row(make([]float32, s.cols), 3, s.cols))
 			require.EqualValues(t, len(vals), st.Len())
 			const R = 5
@@ -132,16 +138,20 @@ func TestSlabbedRows(t *testing.T) {
 	r := rand.New(rand.NewPCG(23, 24))
 	for _, s := range []struct {
 		rows, cols int
-		f16        bool
-	}{{1037, 64, false}, {100, 896, true}, {64, 32, false}, {130, 7, true}, {5, 48, false}} {
-		t.Run(fmt.Sprintf("%dx%d/f16=%t", s.rows, s.cols, s.f16), func(t *testing.T) {
+		form       string
+	}{{1037, 64, "f32"}, {100, 896, "f16"}, {100, 896, "bf16"}, {64, 32, "f32"}, {130, 7, "f16"}, {130, 7, "bf16"}, {5, 48, "f32"}} {
+		t.Run(fmt.Sprintf("%dx%d/%s", s.rows, s.cols, s.form), func(t *testing.T) {
 			vals := randSlice(r, s.rows*s.cols)
 			var w, wt Matrix
-			if s.f16 {
+			switch s.form {
+			case "f16":
 				bits, err := ToFloat16(vals)
 				require.NoError(t, err)
 				w, wt = Float16(slices.Clone(bits)), Float16(transposed(bits, s.rows, s.cols))
-			} else {
+			case "bf16":
+				b, _ := halfMatrixOf(r, bfloat16, len(vals))
+				w, wt = BFloat16(slices.Clone(b.h16)), BFloat16(transposed(b.h16, s.rows, s.cols))
+			default:
 				w, wt = Float32(slices.Clone(vals)), Float32(transposed(vals, s.rows, s.cols))
 			}
 			got, err := SlabbedRows(w, s.rows, s.cols)

@@ -98,7 +98,7 @@ func storeF16(t *stTensor) {
 	t.DType, t.Raw = "F16", raw
 }
 
-// Float16IfStored holds float16 only what a file stores as float16: an
+// AsStored holds float16 only what a file stores as float16: an
 // F16 file's matrices (lossless, the float32-held logits), not an F32 or
 // Q8_0 file's, HF or GGUF.
 func TestLoadFloat16IfStored(t *testing.T) {
@@ -111,7 +111,7 @@ func TestLoadFloat16IfStored(t *testing.T) {
 		}
 	}
 	f16dir := writeModel(t, configJSON(testCfg), ts)
-	auto := LoadOptions{Float16IfStored: true}
+	auto := LoadOptions{AsStored: true}
 	for _, c := range []struct {
 		dir  string
 		want bool

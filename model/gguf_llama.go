@@ -262,7 +262,7 @@ type llamaGGUFLoader struct {
 
 // loadLlamaGGUF loads the tensors of a file ggufLlamaConfig read. Each
 // matrix stays in its file's type where the kernels hold it (float32,
-// float16 for a Float16 model or an F16 file with Float16IfStored, a
+// float16 for a Float16 model or an F16 file with AsStored, a
 // quantised type as is); q|k|v and gate|up are fused as the HF loader
 // fuses them, quantised ones into one quantised matrix when their parts
 // share a type, and into float32 (exact, at four bytes a weight) when
@@ -285,7 +285,7 @@ func loadLlamaGGUF(ctx context.Context, f *gguf.File, cfg Config, release func([
 			return nil, fmt.Errorf("unexpected tensor %q (not part of llama.cpp's %s layout for these hyper-parameters)", t.Name, cfg.ModelType)
 		}
 	}
-	if opt.Float16IfStored && ggufLlamaF16(f, params) {
+	if opt.AsStored && ggufLlamaF16(f, params) {
 		m.Float16 = true
 	}
 	gl := llamaGGUFLoader{ld: llamaLoader{m: m, dtypes: map[string]bool{}}, f: f, release: release,

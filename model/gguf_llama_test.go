@@ -115,17 +115,17 @@ func TestLlamaGGUFRoundTrip(t *testing.T) {
 	}
 }
 
-// Float16IfStored holds an F16 GGUF's matrices as float16, unrounded, as
+// AsStored holds an F16 GGUF's matrices as float16, unrounded, as
 // it holds an F16 safetensors file's: the same logits again.
 func TestLlamaGGUFFloat16IfStored(t *testing.T) {
 	for _, name := range []string{"tiny-llama", "tiny-llama-phi3"} {
-		hf, err := LoadWith(filepath.Join("../testdata", name), LoadOptions{Float16IfStored: true})
+		hf, err := LoadWith(filepath.Join("../testdata", name), LoadOptions{AsStored: true})
 		require.NoError(t, err)
 		require.True(t, hf.Float16)
 		vocab := llamaTiny[slices.IndexFunc(llamaTiny, func(e struct{ name, vocab string }) bool { return e.name == name })].vocab
 		path := filepath.Join(t.TempDir(), "m.gguf")
 		require.NoError(t, os.WriteFile(path, llamaImage(t, hf, gguf.GGMLTypeF16, vocab, nil), 0o644))
-		g, err := LoadWith(path, LoadOptions{Float16IfStored: true})
+		g, err := LoadWith(path, LoadOptions{AsStored: true})
 		require.NoError(t, err)
 		assert.True(t, g.Float16, name)
 		assert.False(t, g.RoundedToFloat16(), name)
@@ -376,9 +376,9 @@ func shrinkLlama(t testing.TB, m *Model, typ gguf.GGMLType) []byte {
 	s := *m
 	s.Config.NLayer, s.Config.VocabSize, s.h = 1, 32, m.h[:1]
 	C := s.Config.NEmbd
-	s.wte = matrixOf(m.wte.Float32s()[:32*C], nil)
+	s.wte = matrixOf(m.wte.Float32s()[:32*C], nil, false)
 	if !m.TiedHead() {
-		s.lmW = matrixOf(m.lmW.Float32s()[:32*C], nil)
+		s.lmW = matrixOf(m.lmW.Float32s()[:32*C], nil, false)
 	}
 	kv, ts, err := s.GGUF(typ)
 	require.NoError(t, err)

@@ -60,7 +60,7 @@ func loadGGUFFrom(ctx context.Context, data []byte, release func([]byte), opt Lo
 	}
 	m := &Model{Config: cfg, h: make([]block, cfg.NLayer), faultLayer: -1, Format: FormatGGUF, Float16: opt.Float16}
 	params := m.gpt2Params()
-	if opt.Float16IfStored && ggufMatricesFloat16(f, params) {
+	if opt.AsStored && ggufMatricesFloat16(f, params) {
 		m.Float16 = true
 	}
 	known := map[string]bool{ggufOutput: true}

@@ -32,13 +32,15 @@ func HeldBytes(path string, opt LoadOptions) (int64, error) {
 }
 
 // heldWidth is the bytes an element of a stored dtype takes once loaded
-// with opt (LoadOptions' rules: float16 matrices kept or rounded to,
-// everything else float32).
+// with opt (LoadOptions' rules: float16 and bfloat16 matrices kept as
+// stored, or rounded to float16; everything else float32). Vectors
+// (norms, biases) are float32 whatever the file stores, a rounding error
+// of a few hundred KB here.
 func heldWidth(dtype string, opt LoadOptions) int {
 	switch {
 	case opt.Float16:
 		return 2
-	case dtype == "F16" && opt.Float16IfStored:
+	case (dtype == "F16" || dtype == "BF16") && opt.AsStored:
 		return 2
 	}
 	return 4

@@ -37,11 +37,12 @@ type LoadOptions struct {
 	// and a value beyond float16's range is an error. Model.PrecisionDType
 	// tells which reference sets and tolerances then apply.
 	Float16 bool
-	// Float16IfStored holds the matrices as float16 when the file stores
-	// every one of them as float16: nothing is rounded, the kernels give
-	// float32 weights' bits, and memory and decode traffic halve, where
-	// float32 would double the file. Other files load as Float16 says.
-	Float16IfStored bool
+	// AsStored holds the matrices as the file stores them when every one
+	// of them is float16, or every one bfloat16 (an HF file's; a GGUF
+	// file's float16): nothing is rounded, the kernels give float32
+	// weights' bits, and memory and decode traffic halve, where float32
+	// would double the file. Other files load as Float16 says.
+	AsStored bool
 	// WeightsCache, when not empty, is a directory in which the model's
 	// weights are kept as the kernels hold them and mapped on the next
 	// load instead of re-laid (weightscache.go); Model.WeightsCache says
@@ -268,8 +269,8 @@ func loadWeightsFrom(ctx context.Context, cfg Config, f *safetensors.File, relea
 		buffers[fmt.Sprintf("h.%d.attn.bias", i)] = true
 		buffers[fmt.Sprintf("h.%d.attn.masked_bias", i)] = true
 	}
-	if opt.Float16IfStored && matricesStoredFloat16(f, want) {
-		m.Float16 = true
+	if opt.AsStored {
+		m.holdAsStored(matricesStoredAs(f, want))
 	}
 
 	found := map[string]string{} // canonical name -> name in the file
@@ -306,6 +307,8 @@ func loadWeightsFrom(ctx context.Context, cfg Config, f *safetensors.File, relea
 		switch {
 		case e.dst.mat != nil && m.Float16 && t.DType == "F16":
 			*e.dst.mat = kernels.Float16(weights.Float16Bits(f, t, release))
+		case e.dst.mat != nil && m.BFloat16 && t.DType == "BF16":
+			*e.dst.mat = kernels.BFloat16(weights.BFloat16Bits(f, t, release))
 		case e.dst.mat != nil && m.Float16:
 			h, err := weights.RoundFloat16(f, t, release, &buf)
 			if err != nil {
@@ -357,19 +360,19 @@ func checkTied(f *safetensors.File, t, wte safetensors.Tensor, release func([]by
 	return nil
 }
 
-// matricesStoredFloat16 says whether an HF file stores as F16 every
-// tensor the loader holds as a matrix (want's, and an lm_head).
-func matricesStoredFloat16(f *safetensors.File, want map[string]gpt2Param) bool {
-	n := 0
+// matricesStoredAs is the dtype an HF file stores every tensor the loader
+// holds as a matrix in (want's, and an lm_head), "" if they differ.
+func matricesStoredAs(f *safetensors.File, want map[string]gpt2Param) string {
+	dtype := ""
 	for _, t := range f.Tensors {
 		name := strings.TrimPrefix(t.Name, "transformer.")
 		if e := want[name]; e.dst.mat == nil && name != "lm_head.weight" {
 			continue
 		}
-		if t.DType != "F16" {
-			return false
+		if dtype != "" && t.DType != dtype {
+			return ""
 		}
-		n++
+		dtype = t.DType
 	}
-	return n > 0
+	return dtype
 }

@@ -39,8 +39,8 @@ func loadLlamaFrom(ctx context.Context, cfg Config, f *safetensors.File, release
 	for l := range cfg.NLayer {
 		params = append(params, llamaLayer(cfg, l)...)
 	}
-	if opt.Float16IfStored && llamaMatricesF16(params, byName) {
-		m.Float16 = true
+	if opt.AsStored {
+		m.holdAsStored(llamaMatricesDType(params, byName))
 	}
 	ld := llamaLoader{m: m, f: f, release: release, dtypes: map[string]bool{}}
 	for _, p := range params {
@@ -82,19 +82,27 @@ func loadLlamaFrom(ctx context.Context, cfg Config, f *safetensors.File, release
 	return m, nil
 }
 
-// llamaMatricesF16 says the file stores every matrix of the table as F16.
-func llamaMatricesF16(params []llamaParam, byName map[string]*safetensors.Tensor) bool {
+// llamaMatricesDType is the dtype the file stores every matrix of the
+// table in, "" if they differ.
+func llamaMatricesDType(params []llamaParam, byName map[string]*safetensors.Tensor) string {
+	dtype := ""
 	for _, p := range params {
-		if t, ok := byName[p.hf]; ok && len(p.shape) == 2 && t.DType != "F16" {
-			return false
+		t, ok := byName[p.hf]
+		if !ok || len(p.shape) != 2 {
+			continue
 		}
+		if dtype != "" && t.DType != dtype {
+			return ""
+		}
+		dtype = t.DType
 	}
-	return true
+	return dtype
 }
 
 // llamaLoader places tensors: vectors as float32, matrices as float32 or
-// float16 bits, a block's fused matrices assembled row block by row block
-// [out,in] and transposed once complete.
+// 16-bit float bits (float16, or bfloat16 for a model that holds them
+// so), a block's fused matrices assembled row block by row block [out,in]
+// and transposed once complete.
 type llamaLoader struct {
 	m       *Model
 	f       *safetensors.File
@@ -106,10 +114,10 @@ type llamaLoader struct {
 	qkv, gateUp staged
 }
 
-// staged is a matrix being assembled: float32 or float16 rows.
+// staged is a matrix being assembled: float32 or 16-bit float rows.
 type staged struct {
 	f32  []float32
-	f16  []uint16
+	h16  []uint16
 	rows int
 }
 
@@ -118,24 +126,26 @@ func (ld *llamaLoader) put(p llamaParam, t *safetensors.Tensor) error {
 	if len(p.shape) == 1 {
 		return ld.putVector(p, weights.Float32s(ld.f, *t, ld.release))
 	}
-	f32, f16, err := ld.matrix(t)
+	f32, h16, err := ld.matrix(t)
 	if err != nil {
 		return err
 	}
-	return ld.place(p, f32, f16)
+	return ld.place(p, f32, h16)
 }
 
 // place puts a matrix, [out,in] as HF and GGUF store it, float32 or
-// float16 bits, where p says: the embedding and head as they are, q/k/v
-// and gate/up staged into the layer's fused matrix, o and down as the
-// slabs of their transposes, made where they are. All but q/k/v and
-// gate/up must be the loader's own memory, not the file's pages.
-func (ld *llamaLoader) place(p llamaParam, f32 []float32, f16 []uint16) error {
+// 16-bit float bits of the model's format, where p says: the embedding
+// and head as they are, q/k/v and gate/up staged into the layer's fused
+// matrix, o and down as the slabs of their transposes, made where they
+// are. All but q/k/v and gate/up must be the loader's own memory, not the
+// file's pages.
+func (ld *llamaLoader) place(p llamaParam, f32 []float32, h16 []uint16) error {
+	bf16 := ld.m.BFloat16
 	switch p.part {
 	case partEmbed:
-		ld.m.wte = matrixOf(f32, f16)
+		ld.m.wte = matrixOf(f32, h16, bf16)
 	case partHead:
-		ld.m.lmW = matrixOf(f32, f16)
+		ld.m.lmW = matrixOf(f32, h16, bf16)
 	case partQKV, partGateUp:
 		if l := layerOf(p.hf); l != ld.layer {
 			if err := ld.finish(); err != nil {
@@ -147,22 +157,25 @@ func (ld *llamaLoader) place(p llamaParam, f32 []float32, f16 []uint16) error {
 		if p.part == partGateUp {
 			s = &ld.gateUp
 		}
-		s.put(ld.m.Config.fusedRows(p.part), p.row, p.shape[1], f32, f16)
+		s.put(ld.m.Config.fusedRows(p.part), p.row, p.shape[1], f32, h16)
 	case partO, partDown:
 		b := &ld.m.h[layerOf(p.hf)]
 		dst := &b.projW
 		if p.part == partDown {
 			dst = &b.mlpW
 		}
-		return slabbedRows(f32, f16, p.shape[0], p.shape[1], dst)
+		return slabbedRows(f32, h16, bf16, p.shape[0], p.shape[1], dst)
 	}
 	return nil
 }
 
-// matrix converts a tensor to float32, or to float16 bits for a Float16
-// model (rounding, and marking the model so, unless the file stores F16).
+// matrix converts a tensor to float32, to float16 bits for a Float16
+// model (rounding, and marking the model so, unless the file stores F16),
+// or to bfloat16 bits, as stored, for a BFloat16 one.
 func (ld *llamaLoader) matrix(t *safetensors.Tensor) ([]float32, []uint16, error) {
 	switch {
+	case ld.m.BFloat16 && t.DType == "BF16":
+		return nil, weights.BFloat16Bits(ld.f, *t, ld.release), nil
 	case !ld.m.Float16:
 		return weights.Float32s(ld.f, *t, ld.release), nil, nil
 	case t.DType == "F16":
@@ -216,10 +229,10 @@ func (ld *llamaLoader) finish() error {
 		dst  *kernels.Matrix
 		rows int
 	}{{&ld.qkv, &b.attnW, c.fusedRows(partQKV)}, {&ld.gateUp, &b.fcW, c.fusedRows(partGateUp)}} {
-		if s.st.f32 == nil && s.st.f16 == nil {
+		if s.st.f32 == nil && s.st.h16 == nil {
 			continue
 		}
-		if err := slabbedRows(s.st.f32, s.st.f16, s.rows, c.NEmbd, s.dst); err != nil {
+		if err := slabbedRows(s.st.f32, s.st.h16, ld.m.BFloat16, s.rows, c.NEmbd, s.dst); err != nil {
 			return err
 		}
 		*s.st = staged{}
@@ -228,7 +241,7 @@ func (ld *llamaLoader) finish() error {
 }
 
 // put copies a tensor's rows into the staged matrix from row on.
-func (s *staged) put(rows, row, cols int, f32 []float32, f16 []uint16) {
+func (s *staged) put(rows, row, cols int, f32 []float32, h16 []uint16) {
 	if f32 != nil {
 		if s.f32 == nil {
 			s.f32 = pages.Make[float32](rows * cols)
@@ -236,10 +249,10 @@ func (s *staged) put(rows, row, cols int, f32 []float32, f16 []uint16) {
 		copy(s.f32[row*cols:], f32)
 		return
 	}
-	if s.f16 == nil {
-		s.f16 = pages.Make[uint16](rows * cols)
+	if s.h16 == nil {
+		s.h16 = pages.Make[uint16](rows * cols)
 	}
-	copy(s.f16[row*cols:], f16)
+	copy(s.h16[row*cols:], h16)
 }
 
 // layerOf reads the layer index out of an HF name "layers.N. …".
@@ -250,10 +263,10 @@ func layerOf(name string) int {
 }
 
 // slabbedRows puts into dst the [in,out] matrix of the [out,in] weight
-// (rows, cols) held in f32 or f16, in the slab layout, taking over that
-// storage (kernels.SlabbedRows).
-func slabbedRows(f32 []float32, f16 []uint16, rows, cols int, dst *kernels.Matrix) error {
-	w, err := kernels.SlabbedRows(matrixOf(f32, f16), rows, cols)
+// (rows, cols) held in f32 or h16 (as matrixOf), in the slab layout,
+// taking over that storage (kernels.SlabbedRows).
+func slabbedRows(f32 []float32, h16 []uint16, bf16 bool, rows, cols int, dst *kernels.Matrix) error {
+	w, err := kernels.SlabbedRows(matrixOf(f32, h16, bf16), rows, cols)
 	if err != nil {
 		return err
 	}
@@ -261,9 +274,14 @@ func slabbedRows(f32 []float32, f16 []uint16, rows, cols int, dst *kernels.Matri
 	return nil
 }
 
-func matrixOf(f32 []float32, f16 []uint16) kernels.Matrix {
-	if f16 != nil {
-		return kernels.Float16(f16)
+// matrixOf is the matrix of f32, or of h16's bits, bfloat16 if bf16 and
+// float16 otherwise.
+func matrixOf(f32 []float32, h16 []uint16, bf16 bool) kernels.Matrix {
+	switch {
+	case h16 != nil && bf16:
+		return kernels.BFloat16(h16)
+	case h16 != nil:
+		return kernels.Float16(h16)
 	}
 	return kernels.Float32(f32)
 }

@@ -15,7 +15,8 @@ const (
 
 // Model is a GPT-2 language model. Its arithmetic is float32; the weight
 // matrices (wte and the four Conv1D matrices of each block) are held as
-// float32 or, loaded with LoadOptions.Float16, as float16. Forward may be
+// float32 or, loaded with LoadOptions.Float16, as float16 (with
+// LoadOptions.AsStored, as a float16 or bfloat16 file stores them). Forward may be
 // called concurrently with distinct caches; InjectFault may not run
 // concurrently with Forward.
 type Model struct {
@@ -31,6 +32,10 @@ type Model struct {
 
 	// Float16 says the weight matrices are held as float16 (LoadOptions).
 	Float16 bool
+	// BFloat16 says they are held as bfloat16: a file that stores them so,
+	// loaded with LoadOptions.AsStored. Nothing is rounded; the products
+	// are float32 weights' bits.
+	BFloat16 bool
 
 	roundedToF16 bool // some float16 matrix was rounded from another type
 
@@ -133,6 +138,30 @@ func (m *Model) DecodeBytes() int64 {
 // (Float16 on a file that stores it otherwise); an F16 file's matrices
 // held as float16 were not.
 func (m *Model) RoundedToFloat16() bool { return m.roundedToF16 }
+
+// holdAsStored holds the matrices as dtype, the type the file stores
+// every one of them in (LoadOptions.AsStored): float16 or bfloat16 bits
+// as they are; any other type as LoadOptions.Float16 says.
+func (m *Model) holdAsStored(dtype string) {
+	switch dtype {
+	case "F16":
+		m.Float16 = true
+	case "BF16":
+		m.Float16, m.BFloat16 = false, true
+	}
+}
+
+// MatricesHeldAs says how the weight matrices are held where that is not
+// as float32 or quantised: "float16", "bfloat16", or "".
+func (m *Model) MatricesHeldAs() string {
+	switch {
+	case m.Float16:
+		return "float16"
+	case m.BFloat16:
+		return "bfloat16"
+	}
+	return ""
+}
 
 // PrecisionDType is the precision of the weights the forward pass uses, as
 // WeightsDType spells it: WeightsDType, plus "F16" when float16 matrices

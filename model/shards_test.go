@@ -33,8 +33,8 @@ func TestLoadShards(t *testing.T) {
 			src := fixture.FamilyModel(name)
 			for _, dtype := range []string{"", "F32"} {
 				dir := shards.Copy(t, src, 3, dtype)
-				opt := LoadOptions{Float16IfStored: true}
-				want, err := LoadWith(src, LoadOptions{Float16IfStored: dtype == ""})
+				opt := LoadOptions{AsStored: true}
+				want, err := LoadWith(src, LoadOptions{AsStored: dtype == ""})
 				require.NoError(t, err)
 				got, err := LoadWith(dir, opt)
 				require.NoError(t, err)

@@ -47,14 +47,14 @@ const (
 
 // cacheKey is what a cache file must match to be read.
 type cacheKey struct {
-	Version         int    `json:"version"`
-	Build           string `json:"build"`
-	Source          string `json:"source"`
-	Size            int64  `json:"size"`
-	ModTime         int64  `json:"mod_time_ns"`
-	Float16         bool   `json:"float16"`
-	Float16IfStored bool   `json:"float16_if_stored"`
-	Layers          int    `json:"layers,omitempty"`
+	Version  int    `json:"version"`
+	Build    string `json:"build"`
+	Source   string `json:"source"`
+	Size     int64  `json:"size"`
+	ModTime  int64  `json:"mod_time_ns"`
+	Float16  bool   `json:"float16"`
+	AsStored bool   `json:"as_stored"`
+	Layers   int    `json:"layers,omitempty"`
 }
 
 // cacheHeader is the key, what of the model is not an array, and where
@@ -64,6 +64,7 @@ type cacheHeader struct {
 	Config       json.RawMessage `json:"config"`
 	WeightsDType string          `json:"weights_dtype"`
 	Float16      bool            `json:"float16"`
+	BFloat16     bool            `json:"bfloat16"`
 	RoundedToF16 bool            `json:"rounded_to_f16"`
 	AttnParts    [][]int         `json:"attn_parts"` // per block, each column block's width
 	FcParts      [][]int         `json:"fc_parts"`
@@ -127,7 +128,7 @@ func weightsCacheKey(path string, opt LoadOptions) (cacheKey, error) {
 		return cacheKey{}, err
 	}
 	return cacheKey{Version: cacheVersion, Build: build, Source: abs, Size: size, ModTime: modTime,
-		Float16: opt.Float16, Float16IfStored: opt.Float16IfStored, Layers: opt.Layers}, nil
+		Float16: opt.Float16, AsStored: opt.AsStored, Layers: opt.Layers}, nil
 }
 
 // weightsCachePath is the cache file of the model at key.Source: one a
@@ -173,7 +174,7 @@ func (m *Model) writeWeightsCache(path string, key cacheKey) error {
 	if err != nil {
 		return err
 	}
-	h := cacheHeader{Key: key, Config: cfg, WeightsDType: m.WeightsDType, Float16: m.Float16, RoundedToF16: m.roundedToF16}
+	h := cacheHeader{Key: key, Config: cfg, WeightsDType: m.WeightsDType, Float16: m.Float16, BFloat16: m.BFloat16, RoundedToF16: m.roundedToF16}
 	for _, b := range m.h {
 		h.AttnParts, h.FcParts = append(h.AttnParts, partWidths(b.attnParts)), append(h.FcParts, partWidths(b.fcParts))
 	}
@@ -286,7 +287,7 @@ func loadCached(ctx context.Context, path string, isGGUF bool, cachePath string,
 		return nil, errCacheMiss // a model of the same size and age, with another configuration
 	}
 	cfg := m.Config
-	m.Float16, m.roundedToF16, m.WeightsDType = h.Float16, h.RoundedToF16, h.WeightsDType
+	m.Float16, m.BFloat16, m.roundedToF16, m.WeightsDType = h.Float16, h.BFloat16, h.RoundedToF16, h.WeightsDType
 	if len(h.AttnParts) != cfg.NLayer || len(h.FcParts) != cfg.NLayer {
 		return nil, fmt.Errorf("%s: parts of %d and %d blocks, the model has %d", cachePath, len(h.AttnParts), len(h.FcParts), cfg.NLayer)
 	}

@@ -45,10 +45,10 @@ func TestWeightsCache(t *testing.T) {
 		tokens []int
 	}{
 		{"gpt2 Q8_0", ggufImage(t, gpt2, gguf.GGMLTypeQ8_0, nil), LoadOptions{}, testTokens(9, 1)},
-		{"gpt2 F16 held as float16", ggufImage(t, gpt2, gguf.GGMLTypeF16, nil), LoadOptions{Float16IfStored: true}, testTokens(9, 2)},
+		{"gpt2 F16 held as float16", ggufImage(t, gpt2, gguf.GGMLTypeF16, nil), LoadOptions{AsStored: true}, testTokens(9, 2)},
 		{"gpt2 F32", ggufImage(t, gpt2, gguf.GGMLTypeF32, nil), LoadOptions{}, testTokens(9, 3)},
 		{"llama Q8_0 with a fused matrix in column blocks", llamaImage(t, llama, gguf.GGMLTypeQ8_0, llamaSPMVocab, toF32("blk.1.ffn_up.weight")), LoadOptions{}, llamaTokens},
-		{"llama3 F16 (rope factors)", llamaImage(t, llama3, gguf.GGMLTypeF16, llamaSPMVocab, nil), LoadOptions{Float16IfStored: true}, llamaTokens},
+		{"llama3 F16 (rope factors)", llamaImage(t, llama3, gguf.GGMLTypeF16, llamaSPMVocab, nil), LoadOptions{AsStored: true}, llamaTokens},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "m.gguf")
@@ -67,6 +67,7 @@ func TestWeightsCache(t *testing.T) {
 				require.Equal(t, want.Config, m.Config)
 				assert.Equal(t, want.WeightsDType, m.WeightsDType)
 				assert.Equal(t, want.Float16, m.Float16)
+				assert.Equal(t, want.BFloat16, m.BFloat16)
 				assert.Equal(t, want.PrecisionDType(), m.PrecisionDType())
 				assert.Equal(t, want.SourceSHA256, m.SourceSHA256)
 				assert.Equal(t, want.WeightsBytes(), m.WeightsBytes())

@@ -26,7 +26,7 @@ func TestProbeFamilyServer(t *testing.T) {
 	tok, err := tokenizer.Load(fixture.FamilyModel(name))
 	require.NoError(t, err)
 	served := func(fault model.Fault) string {
-		m, err := model.LoadWith(fixture.FamilyModel(name), model.LoadOptions{Float16IfStored: true})
+		m, err := model.LoadWith(fixture.FamilyModel(name), model.LoadOptions{AsStored: true})
 		require.NoError(t, err)
 		if fault != model.FaultNone {
 			m.InjectFault(fault, -1)

@@ -63,7 +63,7 @@ func TestChatFamilyTemplates(t *testing.T) {
 // familyServer serves a Llama-family tiny model with its own chat template.
 func familyServer(t *testing.T, name string) (*testServer, *model.Model, *tokenizer.Tokenizer) {
 	t.Helper()
-	m, err := model.LoadWith(fixture.FamilyModel(name), model.LoadOptions{Float16IfStored: true})
+	m, err := model.LoadWith(fixture.FamilyModel(name), model.LoadOptions{AsStored: true})
 	require.NoError(t, err)
 	tok, err := tokenizer.Load(m.Dir)
 	require.NoError(t, err)

@@ -33,7 +33,7 @@ func newModelGauges(served func() *engine, sched *Scheduler) *modelGauges {
 		func(_ *engine, _ model.KVStats, running, _ int) float64 { return float64(running) })
 	add("llorch_queue_depth", "Requests waiting for a slot.", gauge,
 		func(_ *engine, _ model.KVStats, _, queued int) float64 { return float64(queued) })
-	add("llorch_model_memory_bytes", "Bytes of model weights held in memory (as --weight-dtype holds them: float32, float16 or quantised matrices).", gauge,
+	add("llorch_model_memory_bytes", "Bytes of model weights held in memory (as --weight-dtype holds them: float32, float16, bfloat16 or quantised matrices).", gauge,
 		func(e *engine, _ model.KVStats, _, _ int) float64 { return float64(e.m.WeightsBytes()) })
 	add("llorch_kv_cache_usage_ratio", "Share of the KV cache's blocks held by running sequences (kept prefix blocks excluded).", gauge,
 		func(_ *engine, s model.KVStats, _, _ int) float64 {

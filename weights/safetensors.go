@@ -64,6 +64,18 @@ func RoundFloat16(f *safetensors.File, t safetensors.Tensor, release func([]byte
 // Float16Bits copies an F16 tensor's little-endian bits, releasing the
 // source as Float32s does.
 func Float16Bits(f *safetensors.File, t safetensors.Tensor, release func([]byte)) []uint16 {
+	return bits16(f, t, release)
+}
+
+// BFloat16Bits copies a BF16 tensor's little-endian bits, releasing the
+// source as Float32s does.
+func BFloat16Bits(f *safetensors.File, t safetensors.Tensor, release func([]byte)) []uint16 {
+	return bits16(f, t, release)
+}
+
+// bits16 copies a 16-bit tensor's little-endian bits, chunk by chunk,
+// releasing each source range once copied.
+func bits16(f *safetensors.File, t safetensors.Tensor, release func([]byte)) []uint16 {
 	out := make([]uint16, t.Numel())
 	raw := f.Raw(t)
 	for start := 0; start < len(out); start += chunk {

@@ -43,3 +43,35 @@ func safetensorsImage(t *testing.T, name string, vals []float32) []byte {
 	}
 	return out
 }
+
+// TestBits16Chunks: Float16Bits and BFloat16Bits copy a 16-bit tensor's
+// little-endian bits as they are, chunk by chunk, releasing every source
+// byte exactly once, in order.
+func TestBits16Chunks(t *testing.T) {
+	n := chunk + 77
+	for _, c := range []struct {
+		dtype string
+		bits  func(*safetensors.File, safetensors.Tensor, func([]byte)) []uint16
+	}{{"F16", Float16Bits}, {"BF16", BFloat16Bits}} {
+		want := make([]uint16, n)
+		data := make([]byte, 0, 2*n)
+		for i := range want {
+			want[i] = uint16(i*40503 + 1)
+			data = binary.LittleEndian.AppendUint16(data, want[i])
+		}
+		h, err := json.Marshal(map[string]any{"x": map[string]any{"dtype": c.dtype, "shape": []int{n}, "data_offsets": []int{0, 2 * n}}})
+		require.NoError(t, err)
+		img := append(binary.LittleEndian.AppendUint64(nil, uint64(len(h))), h...)
+		f, err := safetensors.Parse(append(img, data...))
+		require.NoError(t, err)
+		ti := f.Tensors[0]
+		raw := f.Raw(ti)
+		var seen int
+		got := c.bits(f, ti, func(b []byte) {
+			require.Equal(t, &raw[seen], &b[0])
+			seen += len(b)
+		})
+		require.Equal(t, len(raw), seen, c.dtype)
+		require.Equal(t, want, got, c.dtype)
+	}
+}

@@ -35,7 +35,7 @@ func main() {
 	only := flag.String("only", "", "run one figure only (prefill, decode1, decodeN) for profiling")
 	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile")
 	f16 := flag.Bool("f16", false, "hold the weight matrices as float16 (model.LoadOptions.Float16)")
-	auto := flag.Bool("auto", false, "hold them as float16 if the file stores them so (--weight-dtype auto)")
+	auto := flag.Bool("auto", false, "hold them as float16 or bfloat16 if the file stores them so (--weight-dtype auto)")
 	cache := flag.String("weights-cache", "", "a weights cache directory (model.LoadOptions.WeightsCache)")
 	flag.Parse()
 
@@ -56,7 +56,7 @@ func main() {
 	}
 
 	start := time.Now()
-	m, err := model.LoadWith(*dir, model.LoadOptions{Float16: *f16, Float16IfStored: *auto, WeightsCache: *cache})
+	m, err := model.LoadWith(*dir, model.LoadOptions{Float16: *f16, AsStored: *auto, WeightsCache: *cache})
 	if err != nil {
 		fail(err)
 	}

@@ -23,7 +23,7 @@ func TestKVBudget(t *testing.T) {
 	require.NoError(t, err)
 	opt, err := parseKVCacheDType("f32")
 	require.NoError(t, err)
-	held, err := model.HeldBytes(dir, model.LoadOptions{Float16IfStored: true})
+	held, err := model.HeldBytes(dir, model.LoadOptions{AsStored: true})
 	require.NoError(t, err)
 	var params int64
 	for _, x := range shards.Read(t, dir) {
