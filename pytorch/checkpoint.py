@@ -49,14 +49,18 @@ class _Shard:
         return np.frombuffer(self.mm, dtype=_NP[dtype], count=(e - b) // np.dtype(_NP[dtype]).itemsize,
                              offset=self.base + b).reshape(shape)
 
-    def release(self, name):
-        """Drops the tensor's pages from this process's mapping: they stay in
-        the page cache but no longer count in its RSS."""
-        _, _, b, e = self.entries[name]
+    def release(self, name, lo=None, hi=None):
+        """Drops the tensor's pages (rows lo:hi of it) from this process's
+        mapping: they stay in the page cache but no longer count in its RSS."""
+        dtype, shape, b, e = self.entries[name]
         if self.mm is None or e == b:
             return
-        lo = (self.base + b) // mmap.PAGESIZE * mmap.PAGESIZE
-        self.mm.madvise(mmap.MADV_DONTNEED, lo, self.base + e - lo)
+        if lo is not None:
+            row = (e - b) // max(1, shape[0])
+            b, e = b + lo * row, b + hi * row
+        start = (self.base + b) // mmap.PAGESIZE * mmap.PAGESIZE
+        if self.base + e > start:
+            self.mm.madvise(mmap.MADV_DONTNEED, start, self.base + e - start)
 
     def close(self):
         if self.mm is not None:
@@ -125,8 +129,9 @@ class Checkpoint:
         """The tensor as stored (a view of the map)."""
         return self.where[name].array(name)
 
-    def release(self, name):
-        self.where[name].release(name)
+    def release(self, name, lo=None, hi=None):
+        """The tensor's pages (rows lo:hi) out of the RSS (_Shard.release)."""
+        self.where[name].release(name, lo, hi)
 
     def sha256(self):
         """The weights hash (module docstring): shards read in blocks."""

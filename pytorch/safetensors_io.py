@@ -31,7 +31,9 @@ def to_float32(dtype, a):
         return np.array(a, dtype=np.float32)
     if dtype == "F16":
         return a.astype(np.float32)
-    return (a.astype(np.uint32) << 16).view(np.float32)
+    u = a.astype(np.uint32)
+    u <<= 16
+    return u.view(np.float32)
 
 
 def st_to_float32(dtype, raw):

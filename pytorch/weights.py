@@ -9,9 +9,14 @@ With round_f16 the matrices (every 2-D weight but GPT-2's wpe) come out
 rounded to float16, nearest even: dump_references.py --weight-dtype f16.
 """
 
+import math
+
 import numpy as np
 
 from safetensors_io import BadInput, to_float32
+
+
+BLOCK = 1 << 22  # values converted at once
 
 
 def is_matrix(name, shape):
@@ -114,12 +119,19 @@ class MappedWeights(Weights):
         return self.ckpt.dtype(self.files[name])
 
     def _read(self, name, lo, hi):
-        t = self.files[name]
+        # Converted a block at a time into the result, each block's mapped
+        # pages dropped once converted: the peak is the float32 tensor, not
+        # it plus the stored one plus the conversion's temporaries.
+        t, dtype = self.files[name], self.ckpt.dtype(self.files[name])
         a = self.ckpt.stored(t)
-        w = to_float32(self.ckpt.dtype(t), a if lo is None else a[lo:hi])
-        if lo is None:
-            self.ckpt.release(t)
-        return w
+        lo, hi = (0, a.shape[0]) if lo is None else (lo, hi)
+        out = np.empty((hi - lo,) + a.shape[1:], dtype=np.float32)
+        step = max(1, BLOCK // max(1, math.prod(a.shape[1:])))
+        for r in range(lo, hi, step):
+            s = min(r + step, hi)
+            out[r - lo:s - lo] = to_float32(dtype, a[r:s])
+            self.ckpt.release(t, r, s)
+        return out
 
     def _take(self, name, ids):
         t = self.files[name]
