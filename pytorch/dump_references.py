@@ -6,7 +6,14 @@ The forward is picked by config.json's model_type: gpt2_torch.py for gpt2
 phi3; each is written out op by op so that every intermediate tensor can be
 captured, and runs in float32 (the reference) and float64 (the twin).
 processors.py holds checkpoints 10-12, safetensors_io.py the weights file
-format.
+format, checkpoint.py HF's layouts (one model.safetensors, or shards and
+model.safetensors.index.json).
+
+The model is never held whole: its files are mapped and each layer is
+converted (float32, then float64 for the twin) when the forward reaches
+it, every forward of a pass going through that layer before the next
+(passes.py), so the peak is about one float64 layer (or the float32 head)
+whatever the model's size. --layers N runs the first N blocks only.
 
 Needs only python3, torch and numpy. Exit 0 on success, 2 on bad input.
 """
@@ -508,7 +515,8 @@ def same_tree(a, b):
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--model", required=True, help="HF-layout directory (config.json, model.safetensors) of a "
+    ap.add_argument("--model", required=True, help="HF-layout directory (config.json and model.safetensors, or "
+                    "HF's shards and model.safetensors.index.json) of a "
                     "model_type " + ", ".join(MODEL_TYPES) + " model, "
                     "or a GGUF file in llama.cpp's gpt2 layout: its exact (dequantised) weights")
     ap.add_argument("--out", required=True, help="reference set directory to write")

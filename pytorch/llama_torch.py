@@ -35,8 +35,10 @@ C/H: Qwen3), I intermediate_size, V vocab_size.
   8   None   norm         [T,C]      final RMSNorm output
   8   None   logits       [R,V]      lm_head (or embed_tokens when tied), rows R
 
-Weights: an HF-layout directory, config.json + model.safetensors
-(safetensors_io), names with or without the "model." prefix.
+Weights: an HF-layout directory, config.json + model.safetensors or
+HF's shards and model.safetensors.index.json (checkpoint.py), names with
+or without the "model." prefix; mapped, and converted a layer at a time
+as the forward reaches it (Llama.run, passes.py).
 """
 
 import json
