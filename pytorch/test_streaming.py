@@ -143,6 +143,36 @@ class ShardedTest(unittest.TestCase):
                 self.assertEqual(mb["weights_sha256"], hashlib.sha256(lines.encode()).hexdigest())
                 self.assertEqual(ma["weights_sha256"], sha256(os.path.join(single, "model.safetensors")))
 
+    def test_weight_dtype_f16_on_shards(self):
+        """--weight-dtype f16 reads the mapped matrices rounded: a sharded
+        F32 checkpoint's set is its single file's (marked rounded), and a
+        value beyond float16's range is named, exit 2."""
+        src = tiny("tiny-llama")
+        w, _, _, _ = dr.read_safetensors(os.path.join(src, "model.safetensors"))
+        single, sharded = os.path.join(self.tmp, "f32-single"), os.path.join(self.tmp, "f32-sharded")
+        for d, n in ((single, 1), (sharded, 3)):
+            copy_model(src, d, "F32", shards=n)
+            for f in os.listdir(d):  # values that float16 rounds
+                if f.endswith(".safetensors"):
+                    p = os.path.join(d, f)
+                    got, _, _, _ = dr.read_safetensors(p)
+                    dr.write_safetensors(p, {k: ("F32", v * np.float32(1 + 1e-4)) for k, v in got.items()})
+        a, b = os.path.join(self.tmp, "f32-single.set"), os.path.join(self.tmp, "f32-sharded.set")
+        for d, out in ((single, a), (sharded, b)):
+            rc, msg = self.dump(d, out, "--cases", self.cases, "--weight-dtype", "f16")
+            self.assertEqual(rc, 0, msg)
+        sets_equal_but_weights(self, a, b)
+        m = json.loads(contents(b)["manifest.json"])["model"]
+        self.assertEqual((m["weights_dtype"], m["matrices_held_as"]), ("F32", "float16"))
+        p = os.path.join(sharded, "model-00002-of-00003.safetensors")
+        got, _, _, _ = dr.read_safetensors(p)
+        name = next(k for k, v in got.items() if v.ndim == 2)
+        got[name][0, 3] = 1e5
+        dr.write_safetensors(p, {k: ("F32", v) for k, v in got.items()})
+        rc, msg = self.dump(sharded, os.path.join(self.tmp, "never"), "--cases", self.cases, "--weight-dtype", "f16")
+        self.assertEqual(rc, 2, msg)
+        self.assertIn("element 3 is 100000.0, beyond float16's range", msg)
+
     def test_f16_shards_reproduce_the_committed_set(self):
         """The committed model's own F16 values in shards: its committed set."""
         d = os.path.join(self.tmp, "qwen3-shards")
