@@ -77,25 +77,42 @@ def kl(lp64, lp32):
     return np.log1p(np.sum(p * np.expm1(m - d), axis=1))
 
 
+# Logits held at once by score(): chunks go through the model together
+# (one pass a group, passes.py) up to this many bytes of float32 and
+# float64 logits and log-probabilities.
+GROUP_BYTES = 512 << 20
+
+
 def score(m32, m64, chunks, k):
-    """The set's arrays (FILES) over every scored position, chunk by chunk."""
+    """The set's arrays (FILES) over every scored position, chunk by chunk
+    (a group of chunks a pass; each chunk its own forward)."""
     out = {name: [] for name in FILES}
-    for toks in chunks:
-        rows = scored(len(toks))
+    V = m32.cfg["vocab_size"]
+    per = max(1, GROUP_BYTES // (max(1, len(scored(len(chunks[0])))) * V * 24))
+    for g in range(0, len(chunks), per):
+        group = chunks[g:g + per]
         with torch.no_grad():
-            l32, _ = m32.forward(toks, rows=rows)
-            l64, _ = m64.forward(toks, rows=rows)
-            lp32 = F.log_softmax(l32, dim=-1).numpy()
-            lp64 = F.log_softmax(l64, dim=-1).numpy()
-        ids = top_ids(lp64, k)
-        tgt = np.array([toks[j + 1] for j in rows], dtype=np.int64)
-        at = np.arange(len(rows))
-        out["ids"].append(ids)
-        out["logprobs"].append(np.take_along_axis(lp32, ids, axis=1))
-        out["logprobs_f64"].append(np.take_along_axis(lp64, ids, axis=1))
-        out["targets"].append(tgt)
-        out["target_logprobs"].append(lp32[at, tgt])
-        out["target_logprobs_f64"].append(lp64[at, tgt])
-        out["top1"].append(np.argmax(l32.numpy(), axis=1))  # the first of equal maxima: the lowest id
-        out["kl_f32"].append(kl(lp64, lp32))
+            r32 = m32.run([dict(tokens=toks, rows=scored(len(toks))) for toks in group])
+            r64 = m64.run([dict(tokens=toks, rows=scored(len(toks))) for toks in group])
+        for toks, (l32, _), (l64, _) in zip(group, r32, r64):
+            _score_chunk(out, toks, l32, l64, k)
+        del r32, r64
     return {name: np.ascontiguousarray(np.concatenate(v), dtype=FILES[name]) for name, v in out.items()}
+
+
+def _score_chunk(out, toks, l32, l64, k):
+    rows = scored(len(toks))
+    with torch.no_grad():
+        lp32 = F.log_softmax(l32, dim=-1).numpy()
+        lp64 = F.log_softmax(l64, dim=-1).numpy()
+    ids = top_ids(lp64, k)
+    tgt = np.array([toks[j + 1] for j in rows], dtype=np.int64)
+    at = np.arange(len(rows))
+    out["ids"].append(ids)
+    out["logprobs"].append(np.take_along_axis(lp32, ids, axis=1))
+    out["logprobs_f64"].append(np.take_along_axis(lp64, ids, axis=1))
+    out["targets"].append(tgt)
+    out["target_logprobs"].append(lp32[at, tgt])
+    out["target_logprobs_f64"].append(lp64[at, tgt])
+    out["top1"].append(np.argmax(l32.numpy(), axis=1))  # the first of equal maxima: the lowest id
+    out["kl_f32"].append(kl(lp64, lp32))

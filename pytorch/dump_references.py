@@ -6,7 +6,14 @@ The forward is picked by config.json's model_type: gpt2_torch.py for gpt2
 phi3; each is written out op by op so that every intermediate tensor can be
 captured, and runs in float32 (the reference) and float64 (the twin).
 processors.py holds checkpoints 10-12, safetensors_io.py the weights file
-format.
+format, checkpoint.py HF's layouts (one model.safetensors, or shards and
+model.safetensors.index.json).
+
+The model is never held whole: its files are mapped and each layer is
+converted (float32, then float64 for the twin) when the forward reaches
+it, every forward of a pass going through that layer before the next
+(passes.py), so the peak is about one float64 layer (or the float32 head)
+whatever the model's size. --layers N runs the first N blocks only.
 
 Needs only python3, torch and numpy. Exit 0 on success, 2 on bad input.
 """
@@ -32,10 +39,13 @@ from gpt2_tokenizer import GPT2Tokenizer  # noqa: E402,F401  (make_tiny_model re
 import corpus  # noqa: E402
 import emulate  # noqa: E402
 import model_tokenizer  # noqa: E402
+import gpt2_torch  # noqa: E402
 import llama_torch  # noqa: E402
-from gpt2_torch import GPT2, load_model, round_matrices_f16  # noqa: E402
-from processors import (EOT, argmax_lowest, context_key, greedy_generate, loglikelihood,  # noqa: E402
+from gpt2_torch import GPT2, load_model, open_model, round_matrices_f16  # noqa: E402,F401
+from passes import run_tasks  # noqa: E402
+from processors import (EOT, argmax_lowest, context_key, greedy_task, loglikelihood_task,  # noqa: E402
                         loglikelihood_tokens, process_logits)
+from weights import as_weights  # noqa: E402
 # Re-exported: make_tiny_model.py and the tests reach these through this module.
 from safetensors_io import BadInput, float32_to_bf16_bits, read_safetensors, write_safetensors  # noqa: E402,F401
 
@@ -81,9 +91,10 @@ class Recorder:
     produce the same sequence as the float32 run and only writes twins."""
 
     def __init__(self, root, case, entries, twin):
+        # entries: this case's alone (the cases' passes interleave); the
+        # twin run replays the float32 run's.
         self.root, self.case, self.entries, self.twin = root, case, entries, twin
-        # The twin run replays this case's entries, which the float32 run appended last.
-        self.i = next(i for i, e in enumerate(entries) if e["case"] == case) if twin else None
+        self.i = 0
         os.makedirs(os.path.join(root, case), exist_ok=True)
 
     def __call__(self, checkpoint, layer, name, t, rows=None):
@@ -101,8 +112,10 @@ class Recorder:
             save_npy(os.path.join(self.root, stem + ".f64.npy"), t, "<f8")
 
 
-def dump_case(model, case, root, entries, twin, logits_keep):
-    """All tensors of one case for one precision. Returns the last logits."""
+def case_task(case, root, entries, twin, logits_keep):
+    """All tensors of one case for one precision, as a passes.run_tasks
+    task: the full forward and the prefix's beside it in one pass, the
+    cached step in the next. Returns the last logits."""
     toks = case["tokens"]
     rec = Recorder(root, case["id"], entries, twin)
 
@@ -110,31 +123,34 @@ def dump_case(model, case, root, entries, twin, logits_keep):
         if name not in CACHE_NAMES:
             rec(checkpoint, layer, name, t, rows)
 
-    with torch.no_grad():
-        logits, _ = model.forward(toks, probe=full_run, rows=logits_rows(len(toks), logits_keep))
-        last = logits[-1]
-        rec(9, None, "last_logits", last)
-        rec(9, None, "last_logprobs", F.log_softmax(last, dim=-1))
-        if len(toks) >= 2:
-            _, cache = model.forward(toks[:-1], rows=[])
-            step, cache = model.forward(toks[-1:], past=cache, rows=[0])
-            for i, (k, v) in enumerate(cache):
-                rec(3, i, "k_cache", k[0])
-                rec(3, i, "v_cache", v[0])
-            rec(3, None, "step_logits", step[0])
-        for sc in SAMPLING:
-            rec(11, None, "sampling_" + sc["name"], process_logits(last, toks, sc))
+    jobs = [dict(tokens=toks, probe=full_run, rows=logits_rows(len(toks), logits_keep))]
+    if len(toks) >= 2:
+        jobs.append(dict(tokens=toks[:-1], rows=[]))
+    outs = yield jobs
+    last = outs[0][0][-1]
+    rec(9, None, "last_logits", last)
+    rec(9, None, "last_logprobs", F.log_softmax(last, dim=-1))
+    if len(toks) >= 2:
+        cache = outs[1][1]
+        del outs
+        ((step, cache),) = yield [dict(tokens=toks[-1:], past=cache, rows=[0])]
+        for i, (k, v) in enumerate(cache):
+            rec(3, i, "k_cache", k[0])
+            rec(3, i, "v_cache", v[0])
+        rec(3, None, "step_logits", step[0])
+    for sc in SAMPLING:
+        rec(11, None, "sampling_" + sc["name"], process_logits(last, toks, sc))
     return last
 
 
-def dump_pair_cache(model, pair, i, root):
+def pair_cache_task(cfg, pair, i, root):
     """A log-likelihood pair's float16 KV cache, as the forward over its input
     stores it, one K and one V file [Hkv,T,D] a layer: an f16-kv set's, which
     Go's forward stores in place of its own to compare the log-likelihood at
-    the default tolerances (FORMAT.md, "f16-kv")."""
-    n_ctx = model.cfg[context_key(model.cfg)]
+    the default tolerances (FORMAT.md, "f16-kv"). A passes.run_tasks task."""
+    n_ctx = cfg[context_key(cfg)]
     inp = (pair["context_tokens"] + pair["continuation_tokens"])[-(n_ctx + 1):][:-1]  # as loglikelihood()
-    _, cache = model.forward(inp, rows=[])
+    ((_, cache),) = yield [dict(tokens=inp, rows=[])]
     files = {"k": [], "v": []}
     os.makedirs(os.path.join(root, "loglikelihood"), exist_ok=True)
     for layer, (k, v) in enumerate(cache):
@@ -314,8 +330,8 @@ def model_type(path):
 
 
 def load(args):
-    """The model, its forward (a class taking (model, dtype)) and whether
-    --weight-dtype f16 rounded it."""
+    """The model (its weights mapped, not converted), its forward (a class
+    taking (model, dtype)) and whether --weight-dtype f16 rounded it."""
     kind = model_type(args.model)
     if kind in MODEL_TYPES or kind is None:
         why = emulate.unsupported(args.emulate, kind or "gpt2")
@@ -326,7 +342,7 @@ def load(args):
     # still compares an engine with PyTorch float32 doing the same thing.
     numerics = emulate.profile(args.emulate)
     if kind in llama_torch.ARCHS:
-        model = llama_torch.load_model(args.model)
+        model = llama_torch.open_model(args.model)
         # tokenizer.json or a GGUF vocabulary. One this module cannot read
         # is an error only where text needs it (resolve names the cause).
         model["tokenizer"], model["tokenizer_error"] = None, None
@@ -334,35 +350,73 @@ def load(args):
             model["tokenizer"] = model_tokenizer.for_model_dir(args.model)
         except BadInput as e:
             model["tokenizer_error"] = str(e)
+        used, n_layers = llama_torch.used_names, model["config"]["num_hidden_layers"]
 
         def forward(m, dtype):
             return llama_torch.Llama(m, dtype, numerics)
     elif kind in (None, "gpt2"):
-        model = load_model(args.model)
+        model = open_model(args.model)
+        used, n_layers = gpt2_torch.used_names, model["config"]["n_layer"]
 
         def forward(m, dtype):
             return GPT2(m, dtype, numerics)
     else:
         raise BadInput(f"{os.path.join(args.model, 'config.json')}: field 'model_type' = {kind!r}: "
                        f"only {', '.join(MODEL_TYPES)} are supported")
+    if args.layers is not None:
+        if args.layers > n_layers:
+            raise BadInput(f"--layers {args.layers}: more than the model's {n_layers} layers ({args.model})")
+        model["layers"] = args.layers
     # Every 2-D weight is a matrix llorch-check rounds (GPT-2's wpe aside;
     # the Llama family's norms and biases are 1-D). Marked only if rounding
     # changed the weights, as llorch-check dump marks it: an F16 file's set
-    # is the reference however it is held.
-    rounded = args.weight_dtype == "f16" and round_matrices_f16(model["weights"])
+    # is the reference however it is held. Checked over the weights the
+    # forward reads, before any runs; the forward then reads them rounded.
+    w = model["weights"] = as_weights(model["weights"])
+    rounded = False
+    if args.weight_dtype == "f16":
+        rounded = w.rounding_changes(used(w.names(), model.get("layers") or n_layers))
+        w.round_f16 = True
     model["tokenizer_info"] = model_tokenizer.info(args.model)
     return model, forward, rounded
 
 
+def generation_eos(model_dir, cfg):
+    """The ids generation_config.json lists as eos_token_id (an id or a
+    list; [] without the file or the field): transformers' generate stops
+    on them beside config.json's, and so does llorch-check (Llama 3.1's
+    <|eot_id|>, Qwen2.5's <|im_end|> are only there)."""
+    path = os.path.join(model_dir, "generation_config.json")
+    if not os.path.exists(path):
+        return []
+    try:
+        with open(path, encoding="utf-8") as f:
+            doc = json.load(f)
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise BadInput(f"{path}: not a JSON object: {e}")
+    if not isinstance(doc, dict):
+        raise BadInput(f"{path}: not a JSON object")
+    v = doc.get("eos_token_id")
+    if v is None:
+        return []
+    ids = v if isinstance(v, list) else [v]
+    V = cfg.get("vocab_size")
+    for t in ids:
+        if not isinstance(t, int) or isinstance(t, bool) or t < 0 or (V is not None and t >= V):
+            raise BadInput(f"{path}: field 'eos_token_id': {t!r} is not a token id of the {V}-token vocabulary")
+    return ids
+
+
 def forwards(args, model, forward, rounded):
-    """The float32 forward, its float64 twin, and the manifest's model and
-    generator blocks. Releases the loaded weights."""
+    """The float32 forward, its float64 twin (sharing the mapped weights),
+    and the manifest's model and generator blocks."""
     m32, m64 = forward(model, torch.float32), forward(model, torch.float64)
-    del model["weights"]
     info = {"path": args.model, "weights_file": model["weights_file"], "weights_sha256": model["sha256"],
             "weights_dtype": model["dtype"], **model["tokenizer_info"]}
     if rounded:
         info["matrices_held_as"] = "float16"
+    if "layers" in model:
+        info["layers"] = model["layers"]
     info["config"] = model["config_raw"]
     gen = {"script": "pytorch/dump_references.py", "python": platform.python_version(),
            "torch": torch.__version__, "numpy": np.__version__, "float64_twins": True,
@@ -373,6 +427,9 @@ def forwards(args, model, forward, rounded):
 
 
 def build(args, tmp):
+    """A case set in tmp: the float32 passes (every case's forwards, greedy
+    decoding and the log-likelihoods together), then the float64 ones.
+    Returns the number of tensors."""
     model, forward, rounded = load(args)
     cfg = model["config"]
     cases, ll, src = load_cases(args)
@@ -381,25 +438,32 @@ def build(args, tmp):
     if cfg["model_type"] == "gpt2":
         eos = [cfg["eos_token_id"] if isinstance(cfg["eos_token_id"], int) else EOT]
     else:
-        eos = cfg["eos_token_ids"]  # config.json's eos_token_id: none, one id or a list, any of which stops
+        eos = list(cfg["eos_token_ids"])  # config.json's eos_token_id: none, one id or a list, any of which stops
+    eos += [t for t in generation_eos(args.model, cfg) if t not in eos]
     m32, m64, info, gen = forwards(args, model, forward, rounded)
-    entries, greedy, gens = [], [], []
-    for c in cases:
-        last = dump_case(m32, c, tmp, entries, False, args.logits_rows)
-        dump_case(m64, c, tmp, entries, True, args.logits_rows)
+    per_case = {c["id"]: [] for c in cases}
+    n, np_ = len(cases), len(pairs)
+    with torch.no_grad():
+        r32 = run_tasks(m32, [case_task(c, tmp, per_case[c["id"]], False, args.logits_rows) for c in cases] +
+                        [greedy_task(cfg, c["tokens"], args.n_generate, eos) for c in cases] +
+                        [loglikelihood_task(cfg, p["context_tokens"], p["continuation_tokens"]) for p in pairs] +
+                        ([pair_cache_task(cfg, p, i, tmp) for i, p in enumerate(pairs)]
+                         if args.emulate == "f16-kv" else []))
+        r64 = run_tasks(m64, [case_task(c, tmp, per_case[c["id"]], True, args.logits_rows) for c in cases] +
+                        [loglikelihood_task(cfg, p["context_tokens"], p["continuation_tokens"]) for p in pairs])
+    close(model)
+    greedy, gens = [], []
+    for c, last, (out, why) in zip(cases, r32[:n], r32[n:2 * n]):
         greedy.append({"case": c["id"], "token": argmax_lowest(last)})
-        with torch.no_grad():
-            out, why = greedy_generate(m32, c["tokens"], args.n_generate, eos)
         # Only GPT-2's tokenizer decodes here; the Llama family's text stays null.
         text = None if not hasattr(tok, "decode") else tok.decode([t for t in out if t not in eos])
         gens.append({"case": c["id"], "tokens": out, "text": text, "stop_reason": why})
-    with torch.no_grad():
-        for i, p in enumerate(pairs):
-            ll32, is_greedy = loglikelihood(m32, p["context_tokens"], p["continuation_tokens"])
-            ll64, _ = loglikelihood(m64, p["context_tokens"], p["continuation_tokens"])
-            p.update(ll=ll32, ll_f64=ll64, is_greedy=is_greedy)
-            if args.emulate == "f16-kv":
-                p["kv_cache"] = dump_pair_cache(m32, p, i, tmp)
+    for i, p in enumerate(pairs):
+        (ll32, is_greedy), (ll64, _) = r32[2 * n + i], r64[n + i]
+        p.update(ll=ll32, ll_f64=ll64, is_greedy=is_greedy)
+        if args.emulate == "f16-kv":
+            p["kv_cache"] = r32[2 * n + np_ + i]
+    entries = [e for c in cases for e in per_case[c["id"]]]
     manifest = {
         "format_version": FORMAT_VERSION,
         "model": info,
@@ -414,6 +478,12 @@ def build(args, tmp):
     with open(os.path.join(tmp, "manifest.json"), "w", encoding="utf-8") as f:
         f.write(to_json(manifest) + "\n")
     return len(entries)
+
+
+def close(model):
+    """Unmaps the checkpoint's files (a GGUF model's weights are in memory)."""
+    if "checkpoint" in model:
+        model["checkpoint"].close()
 
 
 def build_corpus(args, tmp):
@@ -437,6 +507,7 @@ def build_corpus(args, tmp):
     chunks = corpus.chunk(tokens, n_ctx, args.corpus)
     m32, m64, info, gen = forwards(args, model, forward, rounded)
     arrays = corpus.score(m32, m64, chunks, args.top_k)
+    close(model)
     files = {}
     for name, arr in arrays.items():
         path = os.path.join(tmp, name + ".npy")
@@ -507,7 +578,8 @@ def same_tree(a, b):
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--model", required=True, help="HF-layout directory (config.json, model.safetensors) of a "
+    ap.add_argument("--model", required=True, help="HF-layout directory (config.json and model.safetensors, or "
+                    "HF's shards and model.safetensors.index.json) of a "
                     "model_type " + ", ".join(MODEL_TYPES) + " model, "
                     "or a GGUF file in llama.cpp's gpt2 layout: its exact (dequantised) weights")
     ap.add_argument("--out", required=True, help="reference set directory to write")
@@ -528,6 +600,9 @@ def main(argv=None):
     ap.add_argument("--n-generate", type=int, default=16, help="greedy tokens for checkpoint 12 (default 16)")
     ap.add_argument("--logits-rows", type=int, default=4,
                     help="keep this many rows of the full logits (first, evenly spaced, last); 0 keeps all")
+    ap.add_argument("--layers", type=int, metavar="N",
+                    help="run only the first N blocks, then the final norm and head (as vLLM's "
+                         "hf_overrides num_hidden_layers); the set records N as model.layers")
     ap.add_argument("--force", action="store_true", help="replace an existing, different reference set")
     ap.add_argument("--weight-dtype", choices=("f32", "f16"), default="f32",
                     help="f16: round the weight matrices to float16 first, the reference of "
@@ -544,6 +619,8 @@ def main(argv=None):
         ap.error("--n-generate must be >= 0")
     if args.top_k < 1:
         ap.error("--top-k must be >= 1")
+    if args.layers is not None and args.layers < 1:
+        ap.error(f"--layers {args.layers}: must be at least 1")
     if args.case and not args.cases:
         ap.error("--case picks cases of a --cases file; give --cases FILE")
 

@@ -14,7 +14,10 @@ import torch.nn.functional as F
 
 import gguf_io
 from gpt2_tokenizer import GPT2Tokenizer
-from safetensors_io import BadInput, read_safetensors
+from checkpoint import Checkpoint
+from passes import Seq, apply_head, same_rows
+from safetensors_io import BadInput
+from weights import MappedWeights, as_weights, is_matrix, round_f16
 
 EOT = 50256  # <|endoftext|>, GPT-2's eos and bos
 
@@ -88,46 +91,66 @@ def param_shapes(cfg):
 _BUFFER = re.compile(r"^h\.\d+\.attn\.(bias|masked_bias)$")
 
 
-def load_model(model_dir):
-    """Returns dict with config (verbatim and with defaults), float32 weights, sha256, dtype.
-    model_dir may also be a GGUF file (llama.cpp's gpt2 layout)."""
+def open_model(model_dir):
+    """{config_raw, config, weights (weights.Weights: float32 on demand,
+    names without "transformer."), sha256, dtype, weights_file, tokenizer}.
+    model_dir may also be a GGUF file (llama.cpp's gpt2 layout), whose
+    weights are dequantised here. Every header is checked here."""
     if model_dir.endswith(".gguf") and os.path.isfile(model_dir):
         return load_gguf(model_dir)
     if not os.path.isdir(model_dir):
         raise BadInput(f"{model_dir}: not a directory")
     raw_cfg, cfg = load_config(os.path.join(model_dir, "config.json"))
-    path = os.path.join(model_dir, "model.safetensors")
+    ckpt = Checkpoint(model_dir)
     shapes = param_shapes(cfg)
 
     def strip(name):
         return name[len("transformer."):] if name.startswith("transformer.") else name
 
-    def wanted(name):
+    files = {}
+    for name in ckpt.names():
         n = strip(name)
-        return n in shapes or n == "lm_head.weight"
-
-    tensors, dtypes, sha, names = read_safetensors(path, wanted)
-    for name in names:
-        if not wanted(name) and not _BUFFER.match(strip(name)):
-            raise BadInput(f"{path}: unexpected tensor {name!r} (not a GPT-2 parameter)")
-    weights = {}
-    for name, arr in tensors.items():
-        n = strip(name)
-        if n in weights:
-            raise BadInput(f"{path}: tensor {n!r} appears twice (with and without 'transformer.')")
-        weights[n] = arr
+        if n not in shapes and n != "lm_head.weight":
+            if _BUFFER.match(n):
+                continue
+            raise BadInput(f"{ckpt.path(name)}: unexpected tensor {name!r} (not a GPT-2 parameter)")
+        if n in files:
+            raise BadInput(f"{ckpt.path(name)}: tensor {n!r} appears twice (with and without 'transformer.')")
+        ckpt.check(name)
+        files[n] = name
+    where = os.path.join(model_dir, ckpt.weights_file)
     for n, shape in shapes.items():
-        if n not in weights:
-            raise BadInput(f"{path}: missing tensor {n!r}")
-        if list(weights[n].shape) != shape:
-            raise BadInput(f"{path}: tensor {n!r} has shape {list(weights[n].shape)}, config.json implies {shape}")
-    lm_head = weights.pop("lm_head.weight", None)
-    if lm_head is not None and not np.array_equal(lm_head, weights["wte.weight"]):
-        raise BadInput(f"{path}: lm_head.weight differs from wte.weight; only a tied LM head is supported")
-    used = sorted({d for k, d in dtypes.items() if strip(k) in shapes})
-    return {"config_raw": raw_cfg, "config": cfg, "weights": weights, "sha256": sha,
-            "dtype": "+".join(used), "weights_file": "model.safetensors",
-            "tokenizer": GPT2Tokenizer.from_dir(model_dir)}
+        if n not in files:
+            raise BadInput(f"{where}: missing tensor {n!r}")
+        if ckpt.shape(files[n]) != shape:
+            raise BadInput(f"{ckpt.path(files[n])}: tensor {n!r} has shape {ckpt.shape(files[n])}, "
+                           f"config.json implies {shape}")
+    weights = MappedWeights(ckpt, files)
+    if "lm_head.weight" in files:
+        if not same_rows(weights, "lm_head.weight", "wte.weight"):
+            raise BadInput(f"{where}: lm_head.weight differs from wte.weight; only a tied LM head is supported")
+        del weights.files["lm_head.weight"]
+    used = sorted({ckpt.dtype(t) for n, t in files.items() if n in shapes})
+    return {"config_raw": raw_cfg, "config": cfg, "weights": weights, "sha256": ckpt.sha256(),
+            "dtype": "+".join(used), "weights_file": ckpt.weights_file,
+            "tokenizer": GPT2Tokenizer.from_dir(model_dir), "checkpoint": ckpt}
+
+
+def load_model(model_dir):
+    """open_model with every weight converted: "weights" is {name: float32
+    array} (names without "transformer.")."""
+    m = open_model(model_dir)
+    if "checkpoint" in m:
+        m["weights"] = m["weights"].materialize()
+        m.pop("checkpoint").close()
+    return m
+
+
+def used_names(names, layers):
+    """The parameters a forward through the first layers blocks reads."""
+    def layer(n):
+        return int(n.split(".")[1]) if n.startswith("h.") else -1
+    return [n for n in names if layer(n) < layers]
 
 
 # GGUF tensor names of llama.cpp's gpt2 layout, and whether the matrix is a
@@ -202,21 +225,16 @@ def load_gguf(path):
 
 def round_matrices_f16(weights):
     """Rounds the weight matrices (wte and the Conv1D weights; not wpe, as
-    llorch-check's --weight-dtype f16 keeps it float32) to the nearest
-    float16, ties to even, in place. A finite value beyond float16's range
-    is an error, as it is for the Go loader. Returns whether any value
-    changed: an F16 file's matrices do not."""
+    llorch-check's --weight-dtype f16 keeps it float32) of a dict of
+    float32 arrays to the nearest float16, ties to even, in place
+    (weights.round_f16). A finite value beyond float16's range is an error,
+    as it is for the Go loader. Returns whether any value changed: an F16
+    file's matrices do not."""
     changed = False
     for n, w in weights.items():
-        if w.ndim != 2 or n == "wpe.weight":
-            continue
-        h = w.astype(np.float16)
-        bad = np.isinf(h) & np.isfinite(w)
-        if bad.any():
-            i = int(np.flatnonzero(bad)[0])
-            raise BadInput(f"tensor {n!r}: element {i} is {w.flat[i]}, beyond float16's range (+-65504)")
-        weights[n] = h.astype(np.float32)
-        changed = changed or not np.array_equal(weights[n], w)
+        if is_matrix(n, w.shape):
+            weights[n] = round_f16(n, w)
+            changed = changed or not np.array_equal(weights[n], w)
     return changed
 
 
@@ -226,7 +244,10 @@ def gelu_new(x):
 
 
 class GPT2:
-    """GPT-2 forward with explicit ops; probe(checkpoint, layer, name, tensor, rows) sees every intermediate."""
+    """GPT-2 forward with explicit ops; probe(checkpoint, layer, name, tensor, rows) sees every intermediate.
+
+    Weights are converted a layer at a time, as llama_torch.Llama's are;
+    run() takes several sequences through each layer together."""
 
     def __init__(self, model, dtype, numerics=None):
         self.cfg = model["config"]
@@ -234,18 +255,28 @@ class GPT2:
         # replace; None is plain PyTorch.
         self.numerics = numerics
         self.dtype = dtype
-        self.p = {k: torch.from_numpy(v).to(dtype) for k, v in model["weights"].items()}
+        self.w = as_weights(model["weights"])
+        self.n_layers = model.get("layers") or self.cfg["n_layer"]
         self.C, self.H = self.cfg["n_embd"], self.cfg["n_head"]
         self.D = self.C // self.H
         self.eps = float(self.cfg["layer_norm_epsilon"])
 
-    def _conv1d(self, x, prefix):
+    def _t(self, name):
+        return torch.from_numpy(self.w.get(name)).to(self.dtype)
+
+    @property
+    def p(self):
+        """Every parameter in dtype at once (tools; the forward converts a layer at a time)."""
+        return {n: self._t(n) for n in self.w.names()}
+
+    def _conv1d(self, x, prefix, P=None):
         # HF Conv1D: addmm(bias, x, W) with W stored [in, out]; no transpose.
-        w, b = self.p[prefix + ".weight"], self.p[prefix + ".bias"]
+        P = P if P is not None else {n: self._t(n) for n in (prefix + ".weight", prefix + ".bias")}
+        w, b = P[prefix + ".weight"], P[prefix + ".bias"]
         return torch.addmm(b, x.reshape(-1, x.shape[-1]), w).view(*x.shape[:-1], w.shape[1])
 
-    def _ln(self, x, prefix):
-        return F.layer_norm(x, (self.C,), self.p[prefix + ".weight"], self.p[prefix + ".bias"], self.eps)
+    def _ln(self, P, x, prefix):
+        return F.layer_norm(x, (self.C,), P[prefix + ".weight"], P[prefix + ".bias"], self.eps)
 
     def _heads(self, x):
         T = x.shape[1]
@@ -254,58 +285,82 @@ class GPT2:
     def forward(self, tokens, past=None, probe=None, rows=None):
         """tokens: ids; past: per-layer (k, v) [1,H,Tp,D]; rows: positions whose logits to
         compute (None: all). Returns (logits [R,V], present cache)."""
-        probe = probe or (lambda *a, **k: None)
-        T = len(tokens)
-        t0 = 0 if past is None else past[0][0].shape[2]
-        ids = torch.tensor(tokens, dtype=torch.long)
-        pos = torch.arange(t0, t0 + T, dtype=torch.long)
-        x = (F.embedding(ids, self.p["wte.weight"]) + F.embedding(pos, self.p["wpe.weight"])).unsqueeze(0)
-        probe(7, None, "embeddings", x[0])
+        return self.run([dict(tokens=tokens, past=past, probe=probe, rows=rows)])[0]
+
+    def run(self, jobs):
+        """Several forwards layer by layer (llama_torch.Llama.run)."""
+        seqs = [self._start(Seq(**j)) for j in jobs]
+        for i in range(self.n_layers):
+            prefix = f"h.{i}."
+            P = {n: self._t(n) for n in self.w.names() if n.startswith(prefix)}
+            for s in seqs:
+                self._block(i, P, s)
+            del P
+        P = {n: self._t(n) for n in ("ln_f.weight", "ln_f.bias")}
+        sels = []
+        for s in seqs:
+            x = self._ln(P, s.x, "ln_f")[0]
+            s.probe(8, None, "ln_f", x)
+            sels.append(x if s.rows is None else x[list(s.rows)])
+            del s.x
+        # No bias; tied unless the GGUF unties it.
+        head = "lm_head.weight" if self.w.has("lm_head.weight") else "wte.weight"
+        out = []
+        for s, logits in zip(seqs, apply_head(self.w, head, sels, self.dtype)):
+            s.probe(8, None, "logits", logits, rows=None if s.rows is None or len(s.rows) == s.T else list(s.rows))
+            out.append((logits, s.present))
+        return out
+
+    def _start(self, s):
+        T, t0 = s.T, s.t0
+        pos = list(range(t0, t0 + T))
+        # F.embedding's rows, gathered before the conversion (the same values).
+        wte = torch.from_numpy(self.w.take("wte.weight", s.tokens)).to(self.dtype)
+        wpe = torch.from_numpy(self.w.take("wpe.weight", pos)).to(self.dtype)
+        s.x = (wte + wpe).unsqueeze(0)
+        s.probe(7, None, "embeddings", s.x[0])
         # Query t (absolute t0+t) sees keys 0..t0+t, like HF's bias[:, :, k-q:k, :k].
-        mask = torch.ones(T, t0 + T, dtype=torch.bool).tril(diagonal=t0)
+        s.mask = torch.ones(T, t0 + T, dtype=torch.bool).tril(diagonal=t0)
+        return s
+
+    def _block(self, i, P, s):
+        T, x, probe, past, mask = s.T, s.x, s.probe, s.past, s.mask
         min_val = torch.full([], torch.finfo(self.dtype).min, dtype=self.dtype)
         scale = torch.full([], self.D ** 0.5, dtype=self.dtype)
-        present = []
-        for i in range(self.cfg["n_layer"]):
-            h = f"h.{i}."
-            a = self._ln(x, h + "ln_1")
-            probe(1, i, "ln_1", a[0])
-            q, k, v = self._conv1d(a, h + "attn.c_attn").split(self.C, dim=2)
-            q, k, v = self._heads(q), self._heads(k), self._heads(v)
-            probe(2, i, "q", q[0])
-            probe(2, i, "k", k[0])
-            probe(2, i, "v", v[0])
-            if self.numerics is not None:
-                k, v = self.numerics.cache(k), self.numerics.cache(v)
-            if past is not None:
-                k = torch.cat((past[i][0], k), dim=-2)
-                v = torch.cat((past[i][1], v), dim=-2)
-            present.append((k, v))
-            if self.numerics is not None:
-                q = self.numerics.kq_operand(q)
-            s = torch.matmul(q, k.transpose(-1, -2)) / scale
-            s = torch.where(mask, s, min_val)
-            probe(4, i, "scores", s[0])
-            pr = F.softmax(s, dim=-1)
-            probe(4, i, "probs", pr[0])
-            if self.numerics is not None:
-                pr = self.numerics.kqv_operand(pr)
-            o = torch.matmul(pr, v).permute(0, 2, 1, 3).contiguous().view(1, T, self.C)
-            o = self._conv1d(o, h + "attn.c_proj")
-            probe(5, i, "attn_out", o[0])
-            x = o + x
-            m = self._ln(x, h + "ln_2")
-            probe(1, i, "ln_2", m[0])
-            g = self._conv1d(m, h + "mlp.c_fc")
-            g = gelu_new(g) if self.numerics is None else self.numerics.gelu(g)
-            probe(6, i, "gelu", g[0])
-            y = self._conv1d(g, h + "mlp.c_proj")
-            probe(6, i, "mlp_out", y[0])
-            x = x + y
-            probe(7, i, "block_out", x[0])
-        x = self._ln(x, "ln_f")[0]
-        probe(8, None, "ln_f", x)
-        sel = x if rows is None else x[list(rows)]
-        logits = F.linear(sel, self.p.get("lm_head.weight", self.p["wte.weight"]))  # no bias; tied unless the GGUF unties it
-        probe(8, None, "logits", logits, rows=None if rows is None or len(rows) == T else list(rows))
-        return logits, present
+        h = f"h.{i}."
+        a = self._ln(P, x, h + "ln_1")
+        probe(1, i, "ln_1", a[0])
+        q, k, v = self._conv1d(a, h + "attn.c_attn", P).split(self.C, dim=2)
+        q, k, v = self._heads(q), self._heads(k), self._heads(v)
+        probe(2, i, "q", q[0])
+        probe(2, i, "k", k[0])
+        probe(2, i, "v", v[0])
+        if self.numerics is not None:
+            k, v = self.numerics.cache(k), self.numerics.cache(v)
+        if past is not None:
+            k = torch.cat((past[i][0], k), dim=-2)
+            v = torch.cat((past[i][1], v), dim=-2)
+        s.present.append((k, v))
+        if self.numerics is not None:
+            q = self.numerics.kq_operand(q)
+        sc = torch.matmul(q, k.transpose(-1, -2)) / scale
+        sc = torch.where(mask, sc, min_val)
+        probe(4, i, "scores", sc[0])
+        pr = F.softmax(sc, dim=-1)
+        probe(4, i, "probs", pr[0])
+        if self.numerics is not None:
+            pr = self.numerics.kqv_operand(pr)
+        o = torch.matmul(pr, v).permute(0, 2, 1, 3).contiguous().view(1, T, self.C)
+        o = self._conv1d(o, h + "attn.c_proj", P)
+        probe(5, i, "attn_out", o[0])
+        x = o + x
+        m = self._ln(P, x, h + "ln_2")
+        probe(1, i, "ln_2", m[0])
+        g = self._conv1d(m, h + "mlp.c_fc", P)
+        g = gelu_new(g) if self.numerics is None else self.numerics.gelu(g)
+        probe(6, i, "gelu", g[0])
+        y = self._conv1d(g, h + "mlp.c_proj", P)
+        probe(6, i, "mlp_out", y[0])
+        x = x + y
+        probe(7, i, "block_out", x[0])
+        s.x = x

@@ -35,8 +35,10 @@ C/H: Qwen3), I intermediate_size, V vocab_size.
   8   None   norm         [T,C]      final RMSNorm output
   8   None   logits       [R,V]      lm_head (or embed_tokens when tied), rows R
 
-Weights: an HF-layout directory, config.json + model.safetensors
-(safetensors_io), names with or without the "model." prefix.
+Weights: an HF-layout directory, config.json + model.safetensors or
+HF's shards and model.safetensors.index.json (checkpoint.py), names with
+or without the "model." prefix; mapped, and converted a layer at a time
+as the forward reaches it (Llama.run, passes.py).
 """
 
 import json
@@ -47,7 +49,10 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from safetensors_io import BadInput, read_safetensors
+from checkpoint import Checkpoint
+from passes import Seq, apply_head, same_rows
+from safetensors_io import BadInput
+from weights import MappedWeights, as_weights
 
 ARCHS = ("llama", "qwen2", "qwen3", "phi3")
 
@@ -211,38 +216,58 @@ def _strip(name):
     return name[len("model."):] if name.startswith("model.") else name
 
 
-def load_model(model_dir):
-    """{config_raw, config, weights (float32 numpy, names without "model."),
-    sha256, dtype, weights_file}."""
+def open_model(model_dir):
+    """{config_raw, config, weights (weights.MappedWeights: float32 on
+    demand, names without "model."), sha256, dtype, weights_file,
+    checkpoint}. Every header is checked here; no weight is converted."""
     if not os.path.isdir(model_dir):
         raise BadInput(f"{model_dir}: not a directory")
     raw_cfg, cfg = load_config(os.path.join(model_dir, "config.json"))
-    path = os.path.join(model_dir, "model.safetensors")
+    ckpt = Checkpoint(model_dir)
     shapes = param_shapes(cfg)
-    tensors, dtypes, sha, names = read_safetensors(path, lambda n: _strip(n) in shapes or _strip(n) == "lm_head.weight")
-    for n in names:
+    files = {}
+    for n in ckpt.names():
         s = _strip(n)
-        if s not in shapes and not (s == "lm_head.weight" and cfg["tie_word_embeddings"]) \
-                and not s.endswith("rotary_emb.inv_freq"):
-            raise BadInput(f"{path}: unexpected tensor {n!r} (not a {cfg['model_type']} parameter of this config)")
-    weights = {}
-    for n, arr in tensors.items():
-        s = _strip(n)
-        if s in weights:
-            raise BadInput(f"{path}: tensor {s!r} appears twice (with and without 'model.')")
-        weights[s] = arr
+        if s not in shapes and not (s == "lm_head.weight" and cfg["tie_word_embeddings"]):
+            if s.endswith("rotary_emb.inv_freq"):
+                continue
+            raise BadInput(f"{ckpt.path(n)}: unexpected tensor {n!r} (not a {cfg['model_type']} parameter of this config)")
+        if s in files:
+            raise BadInput(f"{ckpt.path(n)}: tensor {s!r} appears twice (with and without 'model.')")
+        ckpt.check(n)
+        files[s] = n
+    where = os.path.join(model_dir, ckpt.weights_file)
     for n, shape in shapes.items():
-        if n not in weights:
-            raise BadInput(f"{path}: missing tensor {n!r}")
-        if list(weights[n].shape) != shape:
-            raise BadInput(f"{path}: tensor {n!r} has shape {list(weights[n].shape)}, config.json implies {shape}")
-    if cfg["tie_word_embeddings"] and "lm_head.weight" in weights:
+        if n not in files:
+            raise BadInput(f"{where}: missing tensor {n!r}")
+        if ckpt.shape(files[n]) != shape:
+            raise BadInput(f"{ckpt.path(files[n])}: tensor {n!r} has shape {ckpt.shape(files[n])}, "
+                           f"config.json implies {shape}")
+    weights = MappedWeights(ckpt, files)
+    if cfg["tie_word_embeddings"] and "lm_head.weight" in files:
         # A tied checkpoint that also stores the head: it must be the embedding.
-        if not np.array_equal(weights.pop("lm_head.weight"), weights["embed_tokens.weight"]):
-            raise BadInput(f"{path}: tie_word_embeddings is true but lm_head.weight differs from embed_tokens.weight")
-    used = sorted({d for k, d in dtypes.items() if _strip(k) in shapes})
-    return {"config_raw": raw_cfg, "config": cfg, "weights": weights, "sha256": sha,
-            "dtype": "+".join(used), "weights_file": "model.safetensors"}
+        if not same_rows(weights, "lm_head.weight", "embed_tokens.weight"):
+            raise BadInput(f"{where}: tie_word_embeddings is true but lm_head.weight differs from embed_tokens.weight")
+        del weights.files["lm_head.weight"]
+    used = sorted({ckpt.dtype(t) for s, t in files.items() if s in shapes})
+    return {"config_raw": raw_cfg, "config": cfg, "weights": weights, "sha256": ckpt.sha256(),
+            "dtype": "+".join(used), "weights_file": ckpt.weights_file, "checkpoint": ckpt}
+
+
+def load_model(model_dir):
+    """open_model with every weight converted: "weights" is {name: float32
+    array} (names without "model.")."""
+    m = open_model(model_dir)
+    m["weights"] = m["weights"].materialize()
+    m.pop("checkpoint").close()
+    return m
+
+
+def used_names(names, layers):
+    """The parameters a forward through the first layers blocks reads."""
+    def layer(n):
+        return int(n.split(".")[1]) if n.startswith("layers.") else -1
+    return [n for n in names if layer(n) < layers]
 
 
 def rotate_half(x):
@@ -279,7 +304,13 @@ def inv_freq(cfg, dtype):
 
 
 class Llama:
-    """One forward for the four families; probe sees every intermediate."""
+    """One forward for the four families; probe sees every intermediate.
+
+    The weights (model["weights"]: a weights.Weights, or a dict of float32
+    arrays) are converted to dtype a layer at a time as the forward reaches
+    it and let go after; run() takes several sequences through each layer
+    together, so a layer is converted once for all of them. model["layers"],
+    when given, runs only the first blocks (then the final norm and head)."""
 
     def __init__(self, model, dtype, numerics=None):
         self.cfg = cfg = model["config"]
@@ -293,15 +324,29 @@ class Llama:
         # RMSNorm, rope tables and softmax: HF computes them in float32 at
         # least; a float64 forward keeps float64.
         self.up = torch.float64 if dtype == torch.float64 else torch.float32
-        self.p = {k: torch.from_numpy(np.ascontiguousarray(v)).to(dtype) for k, v in model["weights"].items()}
+        self.w = as_weights(model["weights"])
+        self.n_layers = model.get("layers") or cfg["num_hidden_layers"]
         self.C, self.H, self.Hkv = cfg["hidden_size"], cfg["num_attention_heads"], cfg["num_key_value_heads"]
         self.D, self.I = cfg["head_dim"], cfg["intermediate_size"]
         self.eps = float(cfg["rms_norm_eps"])
         self.scaling = self.D ** -0.5
         self.inv_freq = inv_freq(cfg, self.up)
 
-    def _linear(self, x, name):
-        return F.linear(x, self.p[name + ".weight"], self.p.get(name + ".bias"))
+    def _t(self, name):
+        return torch.from_numpy(np.ascontiguousarray(self.w.get(name))).to(self.dtype)
+
+    @property
+    def p(self):
+        """Every parameter in dtype at once (tests and tools; the forward
+        converts a layer at a time)."""
+        return {n: self._t(n) for n in self.w.names()}
+
+    def _layer(self, i):
+        prefix = f"layers.{i}."
+        return {n: self._t(n) for n in self.w.names() if n.startswith(prefix)}
+
+    def _linear(self, P, x, name):
+        return F.linear(x, P[name + ".weight"], P.get(name + ".bias"))
 
     def _rms(self, x, weight):
         # LlamaRMSNorm (Qwen2/Qwen3/Phi3 are copies of it).
@@ -331,9 +376,36 @@ class Llama:
     def forward(self, tokens, past=None, probe=None, rows=None):
         """tokens: ids; past: per-layer (k, v) [1,Hkv,Tp,D] after RoPE; rows:
         positions whose logits to compute (None: all). Returns (logits [R,V], present)."""
-        probe = probe or (lambda *a, **k: None)
-        T = len(tokens)
-        t0 = 0 if past is None else past[0][0].shape[2]
+        return self.run([dict(tokens=tokens, past=past, probe=probe, rows=rows)])[0]
+
+    def run(self, jobs):
+        """Several forwards (jobs: dicts of forward's arguments) layer by
+        layer: each layer's weights converted once for all of them. Each
+        sequence's arithmetic is forward's alone, op for op. Returns
+        [(logits, present)] in the jobs' order."""
+        seqs = [self._start(Seq(**j)) for j in jobs]
+        for i in range(self.n_layers):
+            P = self._layer(i)
+            for s in seqs:
+                self._block(i, P, s)
+            del P
+        norm = self._t("norm.weight")
+        sels = []
+        for s in seqs:
+            x = self._rms(s.x, norm)[0]
+            s.probe(8, None, "norm", x)
+            sels.append(x if s.rows is None else x[list(s.rows)])
+            del s.x
+        head = "lm_head.weight" if self.w.has("lm_head.weight") else "embed_tokens.weight"
+        out = []
+        for s, logits in zip(seqs, apply_head(self.w, head, sels, self.dtype)):
+            s.probe(8, None, "logits", logits, rows=None if s.rows is None or len(s.rows) == s.T else list(s.rows))
+            out.append((logits, s.present))
+        return out
+
+    def _start(self, s):
+        """Checks, the embeddings and the rope tables and mask of s."""
+        T, t0 = s.T, s.t0
         sw = self.cfg["active_sliding_window"]
         if sw is not None and t0 + T > sw:
             raise BadInput(f"sequence of {t0 + T} tokens exceeds sliding_window {sw}: "
@@ -341,89 +413,86 @@ class Llama:
         if t0 + T > self.cfg["max_position_embeddings"]:
             raise BadInput(f"sequence of {t0 + T} tokens exceeds max_position_embeddings "
                            f"{self.cfg['max_position_embeddings']}")
-        V = self.p["embed_tokens.weight"].shape[0]
-        if any(not 0 <= t < V for t in tokens):
+        V = self.w.shape("embed_tokens.weight")[0]
+        if any(not 0 <= t < V for t in s.tokens):
             raise BadInput(f"token id out of range [0, {V})")
-        ids = torch.tensor(tokens, dtype=torch.long)
-        x = F.embedding(ids, self.p["embed_tokens.weight"]).unsqueeze(0)
-        probe(7, None, "embeddings", x[0])
-        cos, sin = self._rope_tables(torch.arange(t0, t0 + T, dtype=torch.long))
+        # F.embedding's rows, gathered before the conversion (the same values).
+        s.x = torch.from_numpy(self.w.take("embed_tokens.weight", s.tokens)).to(self.dtype).unsqueeze(0)
+        s.probe(7, None, "embeddings", s.x[0])
+        s.cos, s.sin = self._rope_tables(torch.arange(t0, t0 + T, dtype=torch.long))
         # HF's eager mask: 0 where key <= query (absolute), finfo.min elsewhere, added.
         visible = torch.ones(T, t0 + T, dtype=torch.bool).tril(diagonal=t0)
-        mask = torch.zeros(T, t0 + T, dtype=self.dtype).masked_fill(~visible, torch.finfo(self.dtype).min)
-        H, Hkv, D, C = self.H, self.Hkv, self.D, self.C
-        present = []
-        for i in range(self.cfg["num_hidden_layers"]):
-            p = f"layers.{i}."
-            a = self._rms(x, self.p[p + "input_layernorm.weight"])
-            probe(1, i, "attn_norm", a[0])
-            if self.arch == "phi3":
-                qkv = self._linear(a, p + "self_attn.qkv_proj")
-                q, k, v = qkv[..., :H * D], qkv[..., H * D:(H + Hkv) * D], qkv[..., (H + Hkv) * D:]
-            else:
-                q = self._linear(a, p + "self_attn.q_proj")
-                k = self._linear(a, p + "self_attn.k_proj")
-                v = self._linear(a, p + "self_attn.v_proj")
-            q = q.view(1, T, H, D)
-            k = k.view(1, T, Hkv, D)
-            v = v.view(1, T, Hkv, D).transpose(1, 2)
-            probe(2, i, "q", q[0].transpose(0, 1))
-            probe(2, i, "k", k[0].transpose(0, 1))
-            probe(2, i, "v", v[0])
-            if self.arch == "qwen3":  # per-head RMSNorm over head_dim, before the transpose and RoPE
-                q = self._rms(q, self.p[p + "self_attn.q_norm.weight"])
-                k = self._rms(k, self.p[p + "self_attn.k_norm.weight"])
-                probe(2, i, "q_norm", q[0].transpose(0, 1))
-                probe(2, i, "k_norm", k[0].transpose(0, 1))
-            q, k = q.transpose(1, 2), k.transpose(1, 2)
-            q, k = self._rope(q, cos, sin), self._rope(k, cos, sin)
-            probe(2, i, "q_rope", q[0])
-            probe(2, i, "k_rope", k[0])
-            if self.numerics is not None:  # what the cache stores: k after RoPE and v, Hkv heads
-                k, v = self.numerics.cache(k), self.numerics.cache(v)
-            if past is not None:
-                k = torch.cat((past[i][0], k), dim=-2)
-                v = torch.cat((past[i][1], v), dim=-2)
-            present.append((k, v))
-            probe(3, i, "k_cache", k[0])
-            probe(3, i, "v_cache", v[0])
-            kr, vr = repeat_kv(k, H // Hkv), repeat_kv(v, H // Hkv)
-            if self.numerics is not None:
-                q = self.numerics.kq_operand(q)
-            s = torch.matmul(q, kr.transpose(2, 3)) * self.scaling
-            s = s + mask
-            probe(4, i, "scores", s[0])
-            pr = F.softmax(s, dim=-1, dtype=self.up).to(self.dtype)
-            probe(4, i, "probs", pr[0])
-            if self.numerics is not None:
-                pr = self.numerics.kqv_operand(pr)
-            o = torch.matmul(pr, vr).transpose(1, 2).contiguous().reshape(1, T, H * D)
-            o = self._linear(o, p + "self_attn.o_proj")
-            probe(5, i, "attn_out", o[0])
-            x = x + o
-            m = self._rms(x, self.p[p + "post_attention_layernorm.weight"])
-            probe(1, i, "ffn_norm", m[0])
-            if self.arch == "phi3":
-                gu = self._linear(m, p + "mlp.gate_up_proj")
-                g, u = gu.chunk(2, dim=-1)
-            else:
-                g = self._linear(m, p + "mlp.gate_proj")
-                u = self._linear(m, p + "mlp.up_proj")
-            probe(6, i, "gate", g[0])
-            probe(6, i, "up", u[0])
-            h = F.silu(g) * u
-            probe(6, i, "act", h[0])
-            y = self._linear(h, p + "mlp.down_proj")
-            probe(6, i, "down", y[0])
-            x = x + y
-            probe(7, i, "block_out", x[0])
-        x = self._rms(x, self.p["norm.weight"])[0]
-        probe(8, None, "norm", x)
-        sel = x if rows is None else x[list(rows)]
-        head = self.p.get("lm_head.weight", self.p["embed_tokens.weight"])
-        logits = F.linear(sel, head)
-        probe(8, None, "logits", logits, rows=None if rows is None or len(rows) == T else list(rows))
-        return logits, present
+        s.mask = torch.zeros(T, t0 + T, dtype=self.dtype).masked_fill(~visible, torch.finfo(self.dtype).min)
+        return s
+
+    def _block(self, i, P, s):
+        """Block i of s (P: the block's weights in dtype)."""
+        H, Hkv, D = self.H, self.Hkv, self.D
+        T, x, probe, past = s.T, s.x, s.probe, s.past
+        p = f"layers.{i}."
+        a = self._rms(x, P[p + "input_layernorm.weight"])
+        probe(1, i, "attn_norm", a[0])
+        if self.arch == "phi3":
+            qkv = self._linear(P, a, p + "self_attn.qkv_proj")
+            q, k, v = qkv[..., :H * D], qkv[..., H * D:(H + Hkv) * D], qkv[..., (H + Hkv) * D:]
+        else:
+            q = self._linear(P, a, p + "self_attn.q_proj")
+            k = self._linear(P, a, p + "self_attn.k_proj")
+            v = self._linear(P, a, p + "self_attn.v_proj")
+        q = q.view(1, T, H, D)
+        k = k.view(1, T, Hkv, D)
+        v = v.view(1, T, Hkv, D).transpose(1, 2)
+        probe(2, i, "q", q[0].transpose(0, 1))
+        probe(2, i, "k", k[0].transpose(0, 1))
+        probe(2, i, "v", v[0])
+        if self.arch == "qwen3":  # per-head RMSNorm over head_dim, before the transpose and RoPE
+            q = self._rms(q, P[p + "self_attn.q_norm.weight"])
+            k = self._rms(k, P[p + "self_attn.k_norm.weight"])
+            probe(2, i, "q_norm", q[0].transpose(0, 1))
+            probe(2, i, "k_norm", k[0].transpose(0, 1))
+        q, k = q.transpose(1, 2), k.transpose(1, 2)
+        q, k = self._rope(q, s.cos, s.sin), self._rope(k, s.cos, s.sin)
+        probe(2, i, "q_rope", q[0])
+        probe(2, i, "k_rope", k[0])
+        if self.numerics is not None:  # what the cache stores: k after RoPE and v, Hkv heads
+            k, v = self.numerics.cache(k), self.numerics.cache(v)
+        if past is not None:
+            k = torch.cat((past[i][0], k), dim=-2)
+            v = torch.cat((past[i][1], v), dim=-2)
+        s.present.append((k, v))
+        probe(3, i, "k_cache", k[0])
+        probe(3, i, "v_cache", v[0])
+        kr, vr = repeat_kv(k, H // Hkv), repeat_kv(v, H // Hkv)
+        if self.numerics is not None:
+            q = self.numerics.kq_operand(q)
+        sc = torch.matmul(q, kr.transpose(2, 3)) * self.scaling
+        sc = sc + s.mask
+        probe(4, i, "scores", sc[0])
+        pr = F.softmax(sc, dim=-1, dtype=self.up).to(self.dtype)
+        probe(4, i, "probs", pr[0])
+        if self.numerics is not None:
+            pr = self.numerics.kqv_operand(pr)
+        o = torch.matmul(pr, vr).transpose(1, 2).contiguous().reshape(1, T, H * D)
+        o = self._linear(P, o, p + "self_attn.o_proj")
+        probe(5, i, "attn_out", o[0])
+        x = x + o
+        m = self._rms(x, P[p + "post_attention_layernorm.weight"])
+        probe(1, i, "ffn_norm", m[0])
+        if self.arch == "phi3":
+            gu = self._linear(P, m, p + "mlp.gate_up_proj")
+            g, u = gu.chunk(2, dim=-1)
+        else:
+            g = self._linear(P, m, p + "mlp.gate_proj")
+            u = self._linear(P, m, p + "mlp.up_proj")
+        probe(6, i, "gate", g[0])
+        probe(6, i, "up", u[0])
+        h = F.silu(g) * u
+        probe(6, i, "act", h[0])
+        y = self._linear(P, h, p + "mlp.down_proj")
+        probe(6, i, "down", y[0])
+        x = x + y
+        probe(7, i, "block_out", x[0])
+        s.x = x
 
     def greedy(self, tokens, n):
         """n greedy tokens through the KV cache (torch.argmax: ties to the lowest id)."""

@@ -7,6 +7,7 @@ import torch
 import torch.nn.functional as F
 
 from gpt2_torch import EOT
+from passes import run_tasks
 
 def process_logits(logits, history, sc):
     """HF logits processors on a [V] vector; returns the probabilities [V].
@@ -68,14 +69,15 @@ def context_key(cfg):
     return "n_positions" if cfg["model_type"] == "gpt2" else "max_position_embeddings"
 
 
-def greedy_generate(model, tokens, n, eos):
-    """Greedy continuation through the KV cache; stops after an eos token
-    (eos: one id, or a list of ids, any of which stops it) or when the
-    context is full."""
+def greedy_task(cfg, tokens, n, eos):
+    """Greedy continuation through the KV cache, as a passes.run_tasks task
+    (one forward a pass, so that the cases' decode steps share each pass);
+    stops after an eos token (eos: one id, or a list of ids, any of which
+    stops it) or when the context is full. Returns (tokens, stop reason)."""
     stops = {eos} if isinstance(eos, int) else set(eos)
-    n_ctx = model.cfg[context_key(model.cfg)]
+    n_ctx = cfg[context_key(cfg)]
     out = []
-    logits, cache = model.forward(tokens, rows=[len(tokens) - 1])
+    ((logits, cache),) = yield [dict(tokens=tokens, rows=[len(tokens) - 1])]
     while True:
         if len(out) == n:
             return out, "max_tokens"
@@ -86,7 +88,12 @@ def greedy_generate(model, tokens, n, eos):
         if t in stops:
             return out, "eos"
         if len(out) < n:
-            logits, cache = model.forward([t], past=cache, rows=[0])
+            ((logits, cache),) = yield [dict(tokens=[t], past=cache, rows=[0])]
+
+
+def greedy_generate(model, tokens, n, eos):
+    """greedy_task of one sequence."""
+    return run_tasks(model, [greedy_task(model.cfg, tokens, n, eos)])[0]
 
 
 def loglikelihood_tokens(tok, context, continuation):
@@ -104,12 +111,18 @@ def loglikelihood_tokens(tok, context, continuation):
     return ctx, whole[len(ctx):]
 
 
-def loglikelihood(model, ctx, cont):
-    n_ctx = model.cfg[context_key(model.cfg)]
+def loglikelihood_task(cfg, ctx, cont):
+    """lm-evaluation-harness's log-likelihood of cont after ctx and whether
+    cont is the greedy continuation, as a passes.run_tasks task."""
+    n_ctx = cfg[context_key(cfg)]
     inp = (ctx + cont)[-(n_ctx + 1):][:-1]  # lm-eval truncation
     rows = list(range(len(inp) - len(cont), len(inp)))
-    logits, _ = model.forward(inp, rows=rows)
+    ((logits, _),) = yield [dict(tokens=inp, rows=rows)]
     lp = F.log_softmax(logits, dim=-1)
     target = torch.tensor(cont, dtype=torch.long)
     greedy = bool((lp.argmax(dim=-1) == target).all())
     return float(torch.gather(lp, 1, target[:, None]).sum()), greedy
+
+
+def loglikelihood(model, ctx, cont):
+    return run_tasks(model, [loglikelihood_task(model.cfg, ctx, cont)])[0]

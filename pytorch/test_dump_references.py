@@ -767,6 +767,26 @@ class LlamaDumperTest(unittest.TestCase):
         self.assertEqual(m["cases"][0]["tokens"], [1, 22557, 28725, 1526, 28723])
         self.assertEqual(m["model"]["tokenizer_file"], "tokenizer.json")
 
+    def test_generation_config_eos(self):
+        """generation_config.json's eos_token_id stops greedy generation, as
+        Go's generate stops on it (TestGenerateStopsOnGenerationConfigEOS:
+        the same model and prompt continue 372, 31271, ...); a malformed one
+        is bad input naming the file."""
+        d = os.path.join(self.tmp, "gen-eos")
+        shutil.copytree(self.model("tiny-llama3"), d)
+        with open(os.path.join(d, "generation_config.json"), "w") as f:
+            json.dump({"eos_token_id": [2, 31271]}, f)
+        out = os.path.join(self.tmp, "gen-eos-out")
+        rc, msg = run_quiet(dr.main, ["--model", d, "--tokens", "1,450,7483", "--out", out, "--n-generate", "4"])
+        self.assertEqual(rc, 0, msg)
+        res = json.loads(contents(out)["manifest.json"])["generation"]["results"][0]
+        self.assertEqual((res["tokens"], res["stop_reason"]), ([372, 31271], "eos"))
+        with open(os.path.join(d, "generation_config.json"), "w") as f:
+            json.dump({"eos_token_id": [2, 32000]}, f)
+        rc, msg = run_quiet(dr.main, ["--model", d, "--tokens", "1,450,7483", "--out", out + "2", "--n-generate", "4"])
+        self.assertEqual(rc, 2, msg)
+        self.assertIn("generation_config.json: field 'eos_token_id': 32000", msg)
+
     def test_unreadable_tokenizer(self):
         """A tokenizer.json this module cannot read stops only text: ids run,
         unchecked; text is bad input naming the cause."""

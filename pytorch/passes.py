@@ -1,0 +1,115 @@
+"""Forwards in passes: every sequence a pass needs goes through a layer
+before the next layer's weights are converted (llama_torch.Llama.run,
+gpt2_torch.GPT2.run), so that a model of any size is converted a layer at
+a time and once a pass, however many sequences the pass holds. Each
+sequence's arithmetic stays its own, op for op: layer-major is the order
+of the loops, not a batch (concatenating sequences into one matmul would
+change OpenBLAS's blocking and so the bits).
+
+run_tasks drives work that needs several passes (a KV-cache step after a
+prefill, greedy decoding): each task is a generator that yields the
+forwards it needs next and receives their results.
+"""
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+
+# The float64 LM head is applied this many bytes of its rows at a time.
+# Chunks of the vocabulary give the whole product's bits under the pinned
+# OpenBLAS (Haswell dgemm) as long as no chunk is thin: a chunk of one row
+# takes another path (measured: 27 of 288 shapes differ when the last
+# chunk is one row, none when it is merged into the one before;
+# test_streaming.py). So chunks are a multiple of 64 rows and the last
+# one takes the remainder. The float32 head is applied whole: sgemm's
+# Haswell kernel computes the rows of a product whose row count is 8-11
+# modulo 12 through a path that depends on the vocabulary's extent
+# (measured: 30 of 117 shapes differ whatever the chunk size).
+HEAD_CHUNK_BYTES = 256 << 20
+HEAD_CHUNK_UNIT = 64
+
+
+def head_chunks(V, C, dtype):
+    """Row ranges [lo, hi) of a [V,C] head applied at once in dtype."""
+    if dtype != torch.float64:
+        return [(0, V)]
+    n = max(HEAD_CHUNK_UNIT, HEAD_CHUNK_BYTES // (C * 8) // HEAD_CHUNK_UNIT * HEAD_CHUNK_UNIT)
+    bounds = list(range(0, V, n))[1:]
+    if bounds and V - bounds[-1] < n:
+        bounds.pop()  # the remainder goes with the last whole chunk
+    edges = [0] + bounds + [V]
+    return list(zip(edges[:-1], edges[1:]))
+
+
+class Seq:
+    """One sequence's forward in progress (Llama.run, GPT2.run)."""
+
+    def __init__(self, tokens, past=None, probe=None, rows=None):
+        self.tokens, self.past, self.rows = tokens, past, rows
+        self.probe = probe or (lambda *a, **k: None)
+        self.T = len(tokens)
+        self.t0 = 0 if past is None else past[0][0].shape[2]
+        self.present = []
+
+
+def apply_head(weights, name, sels, dtype):
+    """F.linear(sel, head) for every sel ([R,C] rows), the head converted
+    a chunk of rows at a time (head_chunks) and each chunk used for every
+    sel before the next is converted."""
+    V, C = weights.shape(name)
+    parts = [[] for _ in sels]
+    for lo, hi in head_chunks(V, C, dtype):
+        if not any(sel.shape[0] for sel in sels):
+            break
+        w = torch.from_numpy(weights.row_range(name, lo, hi)).to(dtype)
+        for part, sel in zip(parts, sels):
+            if sel.shape[0]:
+                part.append(F.linear(sel, w))
+        del w
+    weights.release(name)
+    return [torch.cat(p, dim=1) if len(p) > 1 else p[0] if p else sel.new_zeros((0, V))
+            for p, sel in zip(parts, sels)]
+
+
+
+def same_rows(weights, a, b, rows=1 << 14):
+    """Whether two matrices hold the same values, compared a block of rows at a time."""
+    if weights.shape(a) != weights.shape(b):
+        return False
+    n = weights.shape(a)[0]
+    same = all(np.array_equal(weights.row_range(a, lo, min(lo + rows, n)), weights.row_range(b, lo, min(lo + rows, n)))
+               for lo in range(0, n, rows))
+    weights.release(a)
+    weights.release(b)
+    return same
+
+
+
+def run_tasks(model, tasks):
+    """Runs the tasks (generators) in passes of model.run. A task yields a
+    list of forward jobs (dicts of forward's arguments) and is sent back
+    the list of their (logits, present); what it returns is its result.
+    Returns the results in the tasks' order."""
+    results = [None] * len(tasks)
+    pending = {}
+
+    def advance(i, value):
+        try:
+            pending[i] = tasks[i].send(value)
+        except StopIteration as e:
+            results[i] = e.value
+            pending.pop(i, None)
+
+    for i in range(len(tasks)):
+        advance(i, None)
+    while pending:
+        order = sorted(pending)
+        jobs = [j for i in order for j in pending[i]]
+        outs = model.run(jobs) if jobs else []
+        at = 0
+        for i in order:
+            n = len(pending[i])
+            advance(i, outs[at:at + n])
+            at += n
+    return results
