@@ -528,12 +528,11 @@ func (rs *responseShape) logprobsOf(tokens []scoredToken) []responseLogprob {
 	if !rs.logprobs {
 		return out
 	}
-	c := chatShape{e: rs.e}
 	for _, t := range tokens {
-		lp := c.tokenLogprob(t.id, *t.logprob)
+		lp := tokenLogprob(t.piece, *t.logprob)
 		alts := make([]chatLogprob, 0, len(t.top))
-		for _, a := range t.top {
-			alts = append(alts, c.tokenLogprob(a.ID, a.LogProb))
+		for k, a := range t.top {
+			alts = append(alts, tokenLogprob(t.topPieces[k], a.LogProb))
 		}
 		out = append(out, responseLogprob{Token: lp.Token, Bytes: lp.Bytes, Logprob: lp.Logprob, TopLogprobs: alts})
 	}
