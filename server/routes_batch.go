@@ -125,9 +125,13 @@ func (s *Server) handleLoglikelihood(w http.ResponseWriter, r *http.Request, e *
 			f.bad("continuations", "length", fmt.Sprintf("has %d items for %d prompts; they must pair up", len(conts), len(prompts)), len(conts))
 		}
 		for i := range min(len(prompts), len(conts)) {
-			c, t := generation.EncodePair(e.tok, prompts[i], conts[i])
-			f.check(generation.ValidatePair(c, t, e.positions(), e.m.Config.VocabSize),
-				map[string]string{"context": fmt.Sprintf("prompts[%d]", i), "continuation": fmt.Sprintf("continuations[%d]", i)})
+			names := map[string]string{"context": fmt.Sprintf("prompts[%d]", i), "continuation": fmt.Sprintf("continuations[%d]", i)}
+			c, t, err := generation.EncodePair(e.tok, prompts[i], conts[i])
+			if err != nil {
+				f.check(err, names)
+				continue
+			}
+			f.check(generation.ValidatePair(c, t, e.positions(), e.m.Config.VocabSize), names)
 			pairs = append(pairs, pair{c, t})
 		}
 	}
