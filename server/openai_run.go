@@ -99,8 +99,12 @@ func (j *openAIJob) requests(f *fields, e *engine, name string, prompts [][]int)
 // writeOpenAIErrors answers a request with fields at fault; a model
 // that is not served is OpenAI's 404.
 func writeOpenAIErrors(w http.ResponseWriter, errs []FieldError) {
-	if errs[0].Constraint == "exists" {
+	switch errs[0].Constraint {
+	case "exists":
 		writeError(w, http.StatusNotFound, "model_not_found", errs[0].Message, "model")
+		return
+	case "not_found": // a stored response or item the store does not hold
+		writeError(w, http.StatusNotFound, "not_found", errs[0].Message, errs[0].Field)
 		return
 	}
 	writeFieldErrors(w, familyOpenAI, errs)
