@@ -37,6 +37,11 @@ func TestResponsesStore(t *testing.T) {
 	third := turn(map[string]any{"input": "Why?", "previous_response_id": second["id"]})
 	require.Equal(t, chat(user("Hello"), assistant(a1), user("And then?"), assistant(a2), user("Why?")), responseText(t, third), "turn 3 continues both")
 
+	// A streamed response is stored too, by its last event.
+	events := responseEvents(t, ts, map[string]any{"input": "Hello", "max_output_tokens": 4, "temperature": 0, "stream": true})
+	streamed := events[len(events)-1]["response"].(map[string]any)
+	require.Equal(t, a2, responseText(t, turn(map[string]any{"input": "And then?", "previous_response_id": streamed["id"]})))
+
 	// The AI SDK's default provider: earlier replies by reference.
 	item := first["output"].([]any)[0].(map[string]any)["id"]
 	byRef := turn(map[string]any{"input": []any{user("Hello"), map[string]any{"type": "item_reference", "id": item}, user("And then?")}})
