@@ -40,7 +40,7 @@ type Config struct {
 	WriteTimeout   time.Duration // per write of a stream (each SSE event extends it)
 	APIKey         string        // bearer token; empty: no auth
 	CORSOrigins    []string      // allowed origins; "*" for any
-	Lenient        bool          // OpenAI routes ignore unknown fields instead of a 400 naming them
+	Lenient        bool          // model routes ignore unknown fields instead of a 400 naming them
 	// StoredResponses and StoredResponseBytes bound the /v1/responses
 	// kept for previous_response_id (0: 1000 and 64 MiB of text).
 	StoredResponses     int
