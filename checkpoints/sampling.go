@@ -103,8 +103,10 @@ func checkLoglikelihood(ctx context.Context, m *model.Model, set *references.Set
 		case got.IsGreedy != ll.IsGreedy:
 			res = res.fail("is_greedy %v, the reference has %v", got.IsGreedy, ll.IsGreedy)
 		case opt.Tokenizer != nil:
-			ctxT, contT := generation.EncodePair(opt.Tokenizer, ll.Context, ll.Continuation)
-			if !slices.Equal(ctxT, ll.ContextTokens) || !slices.Equal(contT, ll.ContinuationTokens) {
+			ctxT, contT, err := generation.EncodePair(opt.Tokenizer, ll.Context, ll.Continuation)
+			if err != nil {
+				res = res.fail("cannot tokenize the pair as the reference did: %v", err)
+			} else if !slices.Equal(ctxT, ll.ContextTokens) || !slices.Equal(contT, ll.ContinuationTokens) {
 				res = res.fail("tokenized as %v + %v, the reference has %v + %v", ctxT, contT, ll.ContextTokens, ll.ContinuationTokens)
 			}
 		}

@@ -27,19 +27,24 @@ type Loglikelihood struct {
 // trailing whitespace of the context moves to the front of the continuation,
 // the pair is encoded as one text, and the continuation is whatever follows
 // the separately encoded context (BPE merges across the boundary land in the
-// continuation). An empty context conditions on <|endoftext|>; so does a
+// continuation). An empty context conditions on PrefixToken; so does a
 // context that was only whitespace (lm-eval would score the continuation
-// with no context at all there, which a causal model cannot do).
+// with no context at all there, which a causal model cannot do). A
+// tokenizer without a prefix token makes an empty context a FieldError of
+// field "context".
 //
 // Special tokens written in the text ("<|endoftext|>") are encoded as such,
 // as Hugging Face's tokenizer (lm-eval's) and pytorch/dump_references.py do.
-func EncodePair(tok *tokenizer.Tokenizer, context, continuation string) (ctxTokens, contTokens []int) {
-	eot := tok.EOT()
-	if eot < 0 {
-		eot = EOSToken
+func EncodePair(tok *tokenizer.Tokenizer, context, continuation string) (ctxTokens, contTokens []int, err error) {
+	prefix := func(whole []int) ([]int, []int, error) {
+		id, err := PrefixToken(tok)
+		if err != nil {
+			return nil, nil, err
+		}
+		return []int{id}, whole, nil
 	}
 	if context == "" {
-		return []int{eot}, tok.EncodeSpecial(continuation)
+		return prefix(tok.EncodeSpecial(continuation))
 	}
 	trimmed := strings.TrimRightFunc(context, isPythonSpace)
 	continuation = context[len(trimmed):] + continuation
@@ -47,11 +52,28 @@ func EncodePair(tok *tokenizer.Tokenizer, context, continuation string) (ctxToke
 	whole := tok.EncodeSpecial(context + continuation)
 	ctxTokens = tok.EncodeSpecial(context)
 	if len(ctxTokens) == 0 {
-		return []int{eot}, whole
+		return prefix(whole)
 	}
 	// The context's encoding is a prefix of the whole's unless a merge
 	// crosses the boundary; lm-eval slices by length regardless.
-	return ctxTokens, slices.Clone(whole[min(len(ctxTokens), len(whole)):])
+	return ctxTokens, slices.Clone(whole[min(len(ctxTokens), len(whole)):]), nil
+}
+
+// PrefixToken is the token an empty context conditions on, lm-evaluation-
+// harness's prefix_token_id: the tokenizer's BOS when it has one (the
+// Llama family's <s>, whether or not prompts start with it), else its
+// end-of-text token (GPT-2's <|endoftext|>, 50256, which is also its BOS
+// in Hugging Face's files). Without either it is a FieldError of field
+// "context": any other id would be a meaningless condition.
+func PrefixToken(tok *tokenizer.Tokenizer) (int, error) {
+	if id, _ := tok.BOS(); id >= 0 {
+		return id, nil
+	}
+	if id := tok.EOT(); id >= 0 {
+		return id, nil
+	}
+	return 0, FieldErrors{{Field: "context", Code: CodeUnsupported,
+		Message: "is empty, and this tokenizer has neither a BOS nor an end-of-text token to condition on (lm-eval's prefix_token_id): give the pair a context"}}
 }
 
 // isPythonSpace is Python's str.isspace, which str.rstrip uses: Unicode

@@ -18,7 +18,7 @@ func TestEncodePair(t *testing.T) {
 	tok := gpt2Tokenizer(t)
 	tests := []struct {
 		name, context, continuation string
-		ctx, cont                   string // expected, as text to encode; "" ctx means [EOT]
+		ctx, cont                   string // expected, as text to encode; "" ctx means [50256]
 	}{
 		{"plain", "The cat", " sat", "The cat", " sat"},
 		{"trailing space moves", "The cat ", "sat", "The cat", " sat"},
@@ -29,8 +29,9 @@ func TestEncodePair(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			ctx, cont := generation.EncodePair(tok, tt.context, tt.continuation)
-			wantCtx := []int{generation.EOSToken}
+			ctx, cont, err := generation.EncodePair(tok, tt.context, tt.continuation)
+			require.NoError(t, err)
+			wantCtx := []int{50256} // <|endoftext|>, GPT-2's BOS and lm-eval's prefix_token_id
 			if tt.ctx != "" {
 				wantCtx = tok.Encode(tt.ctx)
 			}
@@ -44,7 +45,8 @@ func TestEncodePair(t *testing.T) {
 		})
 	}
 	// A merge across the boundary lands in the continuation.
-	ctx, cont := generation.EncodePair(tok, "hel", "lo")
+	ctx, cont, err := generation.EncodePair(tok, "hel", "lo")
+	require.NoError(t, err)
 	require.Equal(t, tok.Encode("hel"), ctx)
 	whole := tok.Encode("hello")
 	require.Equal(t, whole[min(len(ctx), len(whole)):], cont)

@@ -49,7 +49,8 @@ func TestLoglikelihoodMatchesReferences(t *testing.T) {
 		"stepwise": stepOnly{generation.NewModelDecoder(m)},
 	}
 	for i, want := range set.Manifest.Loglikelihood {
-		ctxT, contT := generation.EncodePair(tok, want.Context, want.Continuation)
+		ctxT, contT, err := generation.EncodePair(tok, want.Context, want.Continuation)
+		require.NoError(t, err)
 		require.Equal(t, want.ContextTokens, ctxT, "pair %d context", i)
 		require.Equal(t, want.ContinuationTokens, contT, "pair %d continuation", i)
 		for name, d := range decoders {

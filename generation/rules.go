@@ -87,7 +87,7 @@ func ValidatePrompt(tokens []int, contextLength, vocabSize int) error {
 // (a longer pair loses its oldest context tokens, as lm-eval's does).
 func ValidatePair(ctxTokens, contTokens []int, contextLength, vocabSize int) error {
 	var es FieldErrors
-	es.add(tokensRule("context", ctxTokens, vocabSize, fmt.Sprintf("empty; condition on <|endoftext|> (%d) instead", EOSToken)))
+	es.add(tokensRule("context", ctxTokens, vocabSize, "empty; condition on the BOS token, else <|endoftext|> (lm-eval's prefix_token_id), instead"))
 	es.add(tokensRule("continuation", contTokens, vocabSize, "no tokens; there is nothing to score"))
 	es.add(contextRule("continuation", len(contTokens), 0, contextLength))
 	return es.err()

@@ -367,10 +367,11 @@ def from_tokenizer_json(path, config_path=None):
         tok.add_bos = cfg["add_bos_token"]
         if name is not None and name in ids:
             tok.bos = ids[name]
-    # The token an empty context conditions on (encode_pair), as Go's
-    # tokenizer takes it from tokenizer.json, so both sides split a pair
-    # alike: <|endoftext|> of a byte-level vocabulary; none for SentencePiece
-    # ones (byte_fallback), whose empty contexts are then refused.
+    # The end-of-text token, which an empty context conditions on when
+    # there is no BOS (model_tokenizer.prefix_token), as Go's tokenizer
+    # takes it from tokenizer.json, so both sides split a pair alike:
+    # <|endoftext|> of a byte-level vocabulary; none for SentencePiece ones
+    # (byte_fallback).
     if not bpe.byte_fallback:
         tok.eot = added.get("<|endoftext|>", (bpe.vocab.get("<|endoftext|>"),))[0]
     return tok

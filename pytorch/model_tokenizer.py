@@ -89,25 +89,34 @@ def prompt_ids(tok, text):
     return tok.encode_prompt(text) if hasattr(tok, "encode_prompt") else tok.encode(text)
 
 
+def prefix_token(tok):
+    """The token an empty context conditions on, lm-evaluation-harness's
+    prefix_token_id, as generation.PrefixToken: the tokenizer's BOS when it
+    has one (whether or not prompts start with it), else its end-of-text
+    token (GPT-2's <|endoftext|>, also its BOS in Hugging Face's files);
+    refused without either."""
+    bos = getattr(tok, "bos", None)
+    if bos is not None:
+        return bos
+    if tok.eot is None:
+        raise BadInput("an empty context conditions on the BOS token, else the end-of-text token "
+                       "(lm-eval's prefix_token_id), and this tokenizer has neither: give the pair a context")
+    return tok.eot
+
+
 def encode_pair(tok, context, continuation):
     """A log-likelihood pair as lm-evaluation-harness's _encode_pair splits
     it: trailing whitespace (str.isspace) of the context moves to the front
     of the continuation; the whole and the context are encoded separately,
     without BOS, and the continuation is the whole's ids past the context's
-    length. An empty context, or one of only whitespace, conditions on the
-    end-of-text token (lm-eval's eot_token_id), as generation.EncodePair:
-    <|endoftext|> (tokenizer.json), tokenizer.ggml.eot_token_id else
-    eos_token_id (GGUF); refused when the tokenizer has none."""
+    length. An empty context, or one of only whitespace, conditions on
+    prefix_token (lm-eval's prefix_token_id), as generation.EncodePair."""
     n = len(context) - len(context.rstrip())
     if context and n:
         continuation = context[-n:] + continuation
         context = context[:-n]
     ctx = tok.encode(context) if context else []
     if not ctx:
-        if tok.eot is None:
-            raise BadInput("an empty context conditions on the end-of-text token (<|endoftext|>), and this "
-                           "tokenizer has none: give the pair a context")
-        whole = tok.encode(continuation)
-        return [tok.eot], whole
+        return [prefix_token(tok)], tok.encode(continuation)
     whole = tok.encode(context + continuation)
     return ctx, whole[len(ctx):]

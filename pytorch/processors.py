@@ -99,7 +99,8 @@ def greedy_generate(model, tokens, n, eos):
 def loglikelihood_tokens(tok, context, continuation):
     """lm-evaluation-harness: trailing whitespace of the context moves to the
     continuation; continuation tokens = encode(whole)[len(encode(context)):];
-    an empty context conditions on <|endoftext|>."""
+    an empty context conditions on <|endoftext|>, GPT-2's BOS and so
+    lm-eval's prefix_token_id (model_tokenizer.prefix_token)."""
     if context == "":
         return [EOT], tok.encode(continuation)
     n = len(context) - len(context.rstrip())

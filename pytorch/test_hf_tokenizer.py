@@ -48,7 +48,8 @@ VOCABS = [
      "phi-3/ggml-vocab-phi-3.gguf", 1, True, 32000),
     ("mistral-hf", lambda: tj("mistral-hf", "tokenizer.json"), "mistral-hf/vectors", 1, True, None),
     # This Llama 3 tokenizer.json's post_processor is ByteLevel alone: no BOS.
-    # Nor <|endoftext|>: an empty context is refused (Go's rule; Pair).
+    # Nor <|endoftext|>: an empty context is refused (Go's rule; Pair). The
+    # others' empty contexts condition on BOS, else end-of-text (Pair).
     ("llama-bpe", lambda: tj("llama-bpe", "tokenizer.json.gz"), "llama-bpe/ggml-vocab-llama-bpe.gguf", None, False, None),
     ("qwen2", lambda: tj("qwen2", "tokenizer.json.gz"), "qwen2/ggml-vocab-qwen2.gguf", None, False, 151643),
 ]
@@ -294,10 +295,28 @@ class Pair(unittest.TestCase):
         self.assertEqual(ctx, tok.encode("Hel"))
         self.assertEqual(cont, whole[len(ctx):])
 
-    def test_empty_context_conditions_on_eot(self):
+    def test_empty_context_conditions_on_bos(self):
+        """lm-eval's prefix_token_id: the BOS (1 here), not the end-of-text
+        token (2), as generation.PrefixToken."""
         tok = self.tok
-        self.assertEqual(model_tokenizer.encode_pair(tok, "", "Hi"), ([2], tok.encode("Hi")))
-        self.assertEqual(model_tokenizer.encode_pair(tok, "  ", "Hi"), ([2], tok.encode("  Hi")))
+        self.assertEqual(model_tokenizer.encode_pair(tok, "", "Hi"), ([1], tok.encode("Hi")))
+        self.assertEqual(model_tokenizer.encode_pair(tok, "  ", "Hi"), ([1], tok.encode("  Hi")))
+
+    def test_prefix_token(self):
+        """BOS when there is one, else the end-of-text token, for every
+        vocabulary of VOCABS (the Llama family's) and GPT-2's."""
+        for name, _, _, bos, _, eot in VOCABS:
+            with self.subTest(vocab=name):
+                tok = PeerVectors.tok(name)
+                want = bos if bos is not None else eot
+                if want is None:
+                    with self.assertRaises(BadInput):
+                        model_tokenizer.prefix_token(tok)
+                    continue
+                self.assertEqual(model_tokenizer.prefix_token(tok), want)
+                self.assertEqual(model_tokenizer.encode_pair(tok, "", "x"), ([want], tok.encode("x")))
+        gpt2 = model_tokenizer.for_model_dir(os.path.join(ROOT, "testdata", "tiny-gpt2"))
+        self.assertEqual(model_tokenizer.encode_pair(gpt2, "", "Hi"), ([50256], gpt2.encode("Hi")))
 
     def test_eot_as_go_names_it(self):
         """<|endoftext|> is the end-of-text token of a byte-level
@@ -316,7 +335,7 @@ class Pair(unittest.TestCase):
         llama3 = PeerVectors.tok("llama-bpe")
         with self.assertRaises(BadInput) as e:
             model_tokenizer.encode_pair(llama3, "", "x")
-        self.assertIn("<|endoftext|>", str(e.exception))
+        self.assertIn("prefix_token_id", str(e.exception))
         self.assertEqual(model_tokenizer.encode_pair(llama3, "a", " b"), (llama3.encode("a"), llama3.encode(" b")))
 
 

@@ -42,7 +42,8 @@ func TestRoutesReportGenerationRules(t *testing.T) {
 		require.Error(t, err)
 		return &generation.FieldError{Code: "range", Message: err.Error()}
 	}
-	ctxT, contT := generation.EncodePair(tok, "a", words(n+1))
+	ctxT, contT, err := generation.EncodePair(tok, "a", words(n+1))
+	require.NoError(t, err)
 	longStop := strings.Repeat("x", generation.MaxStopBytes+1)
 	five := []string{"a", "b", "c", "d", "e"}
 	job := func(body map[string]any) map[string]any { body["job_id"] = "r"; return body }

@@ -19,6 +19,7 @@ type openAIJob struct {
 	stream   bool
 	usage    bool // stream_options.include_usage
 	echo     bool // the prompt is part of the choice (completions only)
+	fromText bool // the prompts were text, encoded after the BOS (not ids)
 	tokenIDs bool // logprobs name tokens "token_id:N" (vLLM's return_tokens_as_token_ids)
 	logprobs bool
 	top      int // alternatives per token when logprobs
@@ -98,19 +99,27 @@ func (j *openAIJob) requests(f *fields, e *engine, name string, prompts [][]int)
 // writeOpenAIErrors answers a request with fields at fault; a model
 // that is not served is OpenAI's 404.
 func writeOpenAIErrors(w http.ResponseWriter, errs []FieldError) {
-	if errs[0].Constraint == "exists" {
+	switch errs[0].Constraint {
+	case "exists":
 		writeError(w, http.StatusNotFound, "model_not_found", errs[0].Message, "model")
+		return
+	case "not_found": // a stored response or item the store does not hold
+		writeError(w, http.StatusNotFound, "not_found", errs[0].Message, errs[0].Field)
 		return
 	}
 	writeFieldErrors(w, familyOpenAI, errs)
 }
 
 // scoredToken is a token with its log-probability (nil for the first
-// prompt position) and its most probable alternatives.
+// prompt position) and its most probable alternatives, each rendered as
+// the text it adds to the choice's text (tokenText).
 type scoredToken struct {
-	id      int
-	logprob *float64
-	top     []generation.TokenLogProb
+	id        int
+	logprob   *float64
+	top       []generation.TokenLogProb
+	piece     piece   // what the token adds to the text
+	offset    int     // characters of the choice's text before it
+	topPieces []piece // what each alternative would add in its place
 }
 
 // choiceResult is one finished choice as the runner produced it; text and
@@ -238,6 +247,10 @@ func (s *Server) runChoice(ctx context.Context, e *engine, slot *Slot, job openA
 	if first {
 		total.PromptTokens += len(prompt)
 	}
+	var render *tokenText
+	if job.logprobs {
+		render = newGeneratedText(e)
+	}
 	if job.echo {
 		ch.text = job.texts[i]
 		if job.logprobs {
@@ -249,6 +262,7 @@ func (s *Server) runChoice(ctx context.Context, e *engine, slot *Slot, job openA
 			for j, sc := range scores {
 				ch.tokens = append(ch.tokens, scoredToken{id: prompt[j+1], logprob: &sc.LogProb, top: sc.TopLogProbs})
 			}
+			render = renderPrompt(e, ch.tokens, ch.text, job.fromText)
 		}
 		if err := send(ch.text, ch.tokens, ""); err != nil {
 			return ch, err
@@ -257,7 +271,7 @@ func (s *Server) runChoice(ctx context.Context, e *engine, slot *Slot, job openA
 	res, err := s.generate(ctx, e, slot, req, func(t generation.Token) error {
 		var tokens []scoredToken
 		if job.logprobs {
-			tokens = []scoredToken{{id: t.ID, logprob: &t.LogProb, top: t.TopLogProbs}}
+			tokens = []scoredToken{render.add(t)}
 			ch.tokens = append(ch.tokens, tokens...)
 		}
 		return send(t.Text, tokens, "")

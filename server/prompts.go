@@ -67,3 +67,12 @@ func (s *Server) promptsField(e *engine, f *fields, name string) ([]string, [][]
 	}
 	return texts, encoded
 }
+
+// promptIsText reports whether a prompts field holds text (a string or a
+// list of strings), which the routes encode after the tokenizer's BOS, or
+// token ids, taken as they are.
+func promptIsText(raw json.RawMessage) bool {
+	var one string
+	var strs []string
+	return json.Unmarshal(raw, &one) == nil || json.Unmarshal(raw, &strs) == nil
+}

@@ -281,13 +281,14 @@ func TestResponsesFields(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, http.StatusOK, resp.StatusCode, "%s", b)
 	unused := strings.Split(resp.Header.Get("X-Unused-Fields"), ", ")
-	require.Subset(t, unused, []string{"store", "metadata", "user", "parallel_tool_calls", "truncation", "reasoning",
+	require.NotContains(t, unused, "store")
+	require.Subset(t, unused, []string{"metadata", "user", "parallel_tool_calls", "truncation", "reasoning",
 		"service_tier", "prompt_cache_key", "safety_identifier", "max_tool_calls", "text.verbosity"})
 	var out map[string]any
 	require.NoError(t, json.Unmarshal(b, &out))
 	require.Equal(t, map[string]any{"k": "v"}, out["metadata"])
 	require.Equal(t, false, out["parallel_tool_calls"])
-	require.Equal(t, false, out["store"], "nothing is stored, whatever store asked")
+	require.Equal(t, true, out["store"])
 	require.Equal(t, "none", out["tool_choice"])
 	require.Equal(t, map[string]any{"format": map[string]any{"type": "text"}, "verbosity": "low"}, out["text"])
 	require.EqualValues(t, 0.5, out["top_p"])
@@ -305,7 +306,6 @@ func TestResponsesFields(t *testing.T) {
 		{"empty input", map[string]any{"input": ""}, "input", "must not be empty"},
 		{"no items", map[string]any{"input": []any{}}, "input", "at least one item"},
 		{"input of numbers", map[string]any{"input": 3}, "input", "must be a string or an array"},
-		{"previous_response_id", map[string]any{"input": "Hi", "previous_response_id": "resp_1"}, "previous_response_id", "stores no responses"},
 		{"conversation", map[string]any{"input": "Hi", "conversation": "conv_1"}, "conversation", "stores no conversations"},
 		{"tools", map[string]any{"input": "Hi", "tools": []any{map[string]any{"type": "function", "name": "f"}}}, "tools", "does not call tools"},
 		{"tool_choice required", map[string]any{"input": "Hi", "tool_choice": "required"}, "tool_choice", "does not call tools"},
@@ -319,8 +319,6 @@ func TestResponsesFields(t *testing.T) {
 			"name": "x", "schema": map[string]any{"type": "string", "pattern": "^a+$"}}}}, "text.format.schema", `keyword "pattern" is not supported`},
 		{"text of another key", map[string]any{"input": "Hi", "text": map[string]any{"style": "terse"}}, "text.style", "only format and verbosity"},
 		{"verbosity", map[string]any{"input": "Hi", "text": map[string]any{"verbosity": "loud"}}, "text.verbosity", "must be"},
-		{"item_reference", map[string]any{"input": []any{map[string]any{"type": "item_reference", "id": "msg_1"}}},
-			"input[0].type", "stores no responses"},
 		{"function_call_output", map[string]any{"input": []any{map[string]any{"type": "function_call_output", "call_id": "c", "output": "x"}}},
 			"input[0].type", "does not call tools"},
 		{"image part", map[string]any{"input": []any{map[string]any{"role": "user", "content": []any{

@@ -87,6 +87,10 @@ func (s *Server) modelRoute(fam family, read modelRead) http.HandlerFunc {
 		work := read(w, r, e, f)
 		if fam == familyOpenAI {
 			s.setUnusedHeader(w, r, f)
+		} else {
+			for _, name := range f.ignored { // --lenient: logged once per name
+				s.ignored.note(r, name)
+			}
 		}
 		switch {
 		case len(f.errs) == 0:

@@ -79,6 +79,8 @@ func (u *usage) addCached(e *engine, n int) {
 func (s *Server) handleGenerate(w http.ResponseWriter, r *http.Request, e *engine, f *fields) func() {
 	prompts, _ := s.promptList(f, "prompts", true)
 	tmpl := f.settings(batchDefaults, e.m.Config.VocabSize)
+	tmpl.Grammar = f.constraint() // shared by the prompts: a compiled grammar is read-only
+	s.extraFields(f, generateFields, nil)
 	var encoded [][]int
 	if f.ok("prompts") { // else the list is at fault: its settings are still checked
 		for _, p := range prompts {
@@ -118,6 +120,7 @@ func (s *Server) handleGenerate(w http.ResponseWriter, r *http.Request, e *engin
 func (s *Server) handleLoglikelihood(w http.ResponseWriter, r *http.Request, e *engine, f *fields) func() {
 	prompts, okP := s.promptList(f, "prompts", false)
 	conts, okC := s.promptList(f, "continuations", false)
+	s.extraFields(f, loglikelihoodFields, nil)
 	type pair struct{ ctx, cont []int }
 	var pairs []pair
 	if okP && okC {
@@ -125,9 +128,13 @@ func (s *Server) handleLoglikelihood(w http.ResponseWriter, r *http.Request, e *
 			f.bad("continuations", "length", fmt.Sprintf("has %d items for %d prompts; they must pair up", len(conts), len(prompts)), len(conts))
 		}
 		for i := range min(len(prompts), len(conts)) {
-			c, t := generation.EncodePair(e.tok, prompts[i], conts[i])
-			f.check(generation.ValidatePair(c, t, e.positions(), e.m.Config.VocabSize),
-				map[string]string{"context": fmt.Sprintf("prompts[%d]", i), "continuation": fmt.Sprintf("continuations[%d]", i)})
+			names := map[string]string{"context": fmt.Sprintf("prompts[%d]", i), "continuation": fmt.Sprintf("continuations[%d]", i)}
+			c, t, err := generation.EncodePair(e.tok, prompts[i], conts[i])
+			if err != nil {
+				f.check(err, names)
+				continue
+			}
+			f.check(generation.ValidatePair(c, t, e.positions(), e.m.Config.VocabSize), names)
 			pairs = append(pairs, pair{c, t})
 		}
 	}

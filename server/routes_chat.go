@@ -215,14 +215,14 @@ type chatShape struct {
 	started  map[int]bool // choices whose first chunk (with the role) went out
 }
 
-func (c *chatShape) tokenLogprob(id int, logprob float64) chatLogprob {
-	text, _ := c.e.tok.Decode([]int{id})
-	b, _ := c.e.tok.DecodeBytes([]int{id})
-	ints := make([]int, len(b))
-	for i, x := range b {
+// tokenLogprob is a token as OpenAI lists it: the text it adds to the
+// message and that text's exact bytes, so the bytes joined are the text.
+func tokenLogprob(p piece, logprob float64) chatLogprob {
+	ints := make([]int, len(p.bytes))
+	for i, x := range p.bytes {
 		ints[i] = int(x)
 	}
-	return chatLogprob{Token: text, Logprob: logprob, Bytes: ints}
+	return chatLogprob{Token: p.text, Logprob: logprob, Bytes: ints}
 }
 
 func (c *chatShape) logprobsOf(tokens []scoredToken) *chatLogprobs {
@@ -231,10 +231,10 @@ func (c *chatShape) logprobsOf(tokens []scoredToken) *chatLogprobs {
 	}
 	out := &chatLogprobs{Content: []chatLogprob{}}
 	for _, t := range tokens {
-		lp := c.tokenLogprob(t.id, *t.logprob)
+		lp := tokenLogprob(t.piece, *t.logprob)
 		lp.TopLogprobs = []chatLogprob{}
-		for _, a := range t.top {
-			lp.TopLogprobs = append(lp.TopLogprobs, c.tokenLogprob(a.ID, a.LogProb))
+		for k, a := range t.top {
+			lp.TopLogprobs = append(lp.TopLogprobs, tokenLogprob(t.topPieces[k], a.LogProb))
 		}
 		out.Content = append(out.Content, lp)
 	}

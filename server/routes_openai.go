@@ -47,7 +47,7 @@ type completionChoice struct {
 func (s *Server) handleCompletions(w http.ResponseWriter, r *http.Request, e *engine, f *fields) func() {
 	job := s.parseOpenAI(e, f, openAIDefaults, completionFields, []unusedField{userField})
 	texts, prompts := s.promptsField(e, f, "prompt")
-	job.texts = texts
+	job.texts, job.fromText = texts, promptIsText(f.raw["prompt"])
 	if v, ok := f.integer("best_of"); ok && v != 1 {
 		f.bad("best_of", "range", "only best_of=1 is supported (one completion per prompt)", v)
 	}
@@ -63,16 +63,15 @@ func (s *Server) handleCompletions(w http.ResponseWriter, r *http.Request, e *en
 	return func() {
 		base := newOpenAIBase(r, e, "cmpl-")
 		base.Object = "text_completion"
-		s.runOpenAI(w, r, e, job, &completionShape{base: base, e: e, job: job, offsets: map[int]int{}})
+		s.runOpenAI(w, r, e, job, &completionShape{base: base, e: e, job: job})
 	}
 }
 
 // completionShape writes the legacy text_completion form.
 type completionShape struct {
-	base    openAIBase
-	e       *engine
-	job     openAIJob
-	offsets map[int]int // per streamed choice: characters before its next token
+	base openAIBase
+	e    *engine
+	job  openAIJob
 }
 
 // start is where choice i's text offsets begin: the prompt's start when
@@ -84,41 +83,39 @@ func (c *completionShape) start(i int) int {
 	return utf8.RuneCountInString(c.job.texts[i])
 }
 
-// legacy lists tokens as OpenAI's legacy logprobs from text offset off and
-// returns the offset after them. top_logprobs is keyed by text and, as
-// vLLM does, always lists the chosen token.
-func (c *completionShape) legacy(tokens []scoredToken, off int) (*legacyLogprobs, int) {
+// legacy lists choice i's tokens as OpenAI's legacy logprobs. Each token
+// is the text it adds to the choice's text and its text_offset indexes
+// that text (with the prompt before it). top_logprobs is keyed by text
+// and, as vLLM does, always lists the chosen token.
+func (c *completionShape) legacy(i int, tokens []scoredToken) *legacyLogprobs {
 	l := &legacyLogprobs{Tokens: []string{}, TokenLogprobs: []*float64{}, TopLogprobs: []map[string]float64{}, TextOffset: []int{}}
-	name := func(id int) string {
+	name := func(id int, p piece) string {
 		if c.job.tokenIDs {
 			return fmt.Sprintf("token_id:%d", id)
 		}
-		text, _ := c.e.tok.Decode([]int{id})
-		return text
+		return p.text
 	}
 	for _, t := range tokens {
-		piece := name(t.id)
-		text, _ := c.e.tok.Decode([]int{t.id})
-		l.Tokens = append(l.Tokens, piece)
+		chosen := name(t.id, t.piece)
+		l.Tokens = append(l.Tokens, chosen)
 		l.TokenLogprobs = append(l.TokenLogprobs, t.logprob)
-		l.TextOffset = append(l.TextOffset, off)
-		off += utf8.RuneCountInString(text)
+		l.TextOffset = append(l.TextOffset, c.start(i)+t.offset)
 		if t.logprob == nil {
 			l.TopLogprobs = append(l.TopLogprobs, nil)
 			continue
 		}
 		m := map[string]float64{}
-		for _, a := range t.top {
-			if key := name(a.ID); !hasKey(m, key) {
+		for k, a := range t.top {
+			if key := name(a.ID, t.topPieces[k]); !hasKey(m, key) {
 				m[key] = a.LogProb
 			}
 		}
-		if _, ok := m[piece]; !ok {
-			m[piece] = *t.logprob
+		if _, ok := m[chosen]; !ok {
+			m[chosen] = *t.logprob
 		}
 		l.TopLogprobs = append(l.TopLogprobs, m)
 	}
-	return l, off
+	return l
 }
 
 func hasKey(m map[string]float64, k string) bool {
@@ -131,11 +128,7 @@ func (c *completionShape) chunk(i int, text string, tokens []scoredToken, reason
 	if reason != "" {
 		ch.FinishReason = &reason
 	} else if c.job.logprobs {
-		off, seen := c.offsets[i]
-		if !seen {
-			off = c.start(i)
-		}
-		ch.Logprobs, c.offsets[i] = c.legacy(tokens, off)
+		ch.Logprobs = c.legacy(i, tokens)
 	}
 	return openAIResponse[completionChoice]{openAIBase: c.base, Choices: []completionChoice{ch}}
 }
@@ -146,7 +139,7 @@ func (c *completionShape) response(choices []choiceResult, u usage) any {
 	return answer(c.base, choices, u, func(i int, ch choiceResult) completionChoice {
 		cc := completionChoice{Index: i, Text: ch.text, FinishReason: &ch.reason}
 		if c.job.logprobs {
-			cc.Logprobs, _ = c.legacy(ch.tokens, c.start(i))
+			cc.Logprobs = c.legacy(i, ch.tokens)
 		}
 		return cc
 	})

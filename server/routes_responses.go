@@ -21,12 +21,11 @@ import (
 // settings.
 var responsesFields = append(slices.Clip(samplingFields), "input", "instructions", "max_output_tokens", "text",
 	"include", "top_logprobs", "truncation", "tools", "tool_choice", "previous_response_id", "conversation",
-	"background", "prompt")
+	"background", "prompt", "store")
 
 // responsesUnused are OpenAI's Responses fields accepted and not used:
-// nothing is stored, there is one service tier, the model neither reasons
-// nor calls tools.
-var responsesUnused = append(pickUnused(chatUnused, "user", "metadata", "store", "safety_identifier",
+// there is one service tier, the model neither reasons nor calls tools.
+var responsesUnused = append(pickUnused(chatUnused, "user", "metadata", "safety_identifier",
 	"prompt_cache_key", "prompt_cache_retention", "service_tier", "parallel_tool_calls"),
 	objectField("reasoning"), objectField("prompt_cache_options"),
 	unusedField{"max_tool_calls", "an integer", func() any { return new(int64) }})
@@ -50,7 +49,6 @@ var responsesUnsupported = []struct {
 }{
 	{"tools", "is not supported: this server does not call tools", []string{"[]"}},
 	{"tool_choice", `is not supported: this server does not call tools (only "auto" and "none")`, []string{`"auto"`, `"none"`}},
-	{"previous_response_id", "is not supported: this server stores no responses; send the conversation in input", nil},
 	{"conversation", "is not supported: this server stores no conversations; send the conversation in input", nil},
 	{"background", "is not supported: a response is generated during its request", []string{"false"}},
 	{"prompt", "is not supported: this server stores no prompt templates; send the prompt in input and instructions", nil},
@@ -116,43 +114,72 @@ func (s *Server) handleResponses(w http.ResponseWriter, r *http.Request, e *engi
 		}
 	}
 	resp.echo(f)
+	resp.Store = true // OpenAI's default
+	if v, ok := f.boolean("store"); ok && f.present("store") {
+		resp.Store = v
+	}
 	var prompts [][]int
-	if msgs, ok := s.responsesInput(f); ok {
-		if prompt, ids, ok := f.renderChat(e, "input", msgs); ok {
+	var conv []ChatMessage // what a stored response keeps: the conversation without instructions
+	if system, msgs, ok := s.responsesInput(f); ok {
+		conv = msgs
+		if prev, ok := f.str("previous_response_id", false); ok && prev != "" {
+			resp.PreviousResponseID = &prev
+			if earlier, found := s.responses.conversation(prev); found {
+				conv = append(earlier, msgs...)
+			} else {
+				f.bad("previous_response_id", "not_found", notStored("response", prev), prev)
+			}
+		}
+		if prompt, ids, ok := f.renderChat(e, "input", append(system, conv...)); ok {
 			job.texts, prompts = []string{prompt}, [][]int{ids}
 		}
 	}
 	job.requests(f, e, "input", prompts)
 	return func() {
-		s.runResponse(w, r, e, job, &responseShape{resp: resp, e: e, logprobs: job.logprobs})
+		rs := &responseShape{resp: resp, e: e, logprobs: job.logprobs}
+		if resp.Store {
+			rs.keep = func(o *responseObject) {
+				out := o.Output[0]
+				s.responses.put(&storedResponse{id: o.ID, itemID: out.ID,
+					msgs: append(conv, ChatMessage{Role: "assistant", Content: out.Content[0].Text})})
+			}
+		}
+		s.runResponse(w, r, e, job, rs)
 	}
 }
 
-// responsesInput reads instructions (a system message first) and input: a
-// string (one user message) or a list of message items.
-func (s *Server) responsesInput(f *fields) ([]ChatMessage, bool) {
-	var msgs []ChatMessage
+// notStored says an id is not held: never stored, stored with store
+// false, or evicted, the store being bounded.
+func notStored(what, id string) string {
+	return fmt.Sprintf("%s %q not found: this server keeps responses in memory, a bounded number of them, "+
+		"oldest evicted first, and none sent with store false or before a restart; send the conversation in input", what, id)
+}
+
+// responsesInput reads instructions (a system message, to go first) and
+// input: a string (one user message) or a list of message items and
+// references to stored output items.
+func (s *Server) responsesInput(f *fields) (system, msgs []ChatMessage, ok bool) {
 	if instructions, ok := f.str("instructions", false); ok && instructions != "" {
-		msgs = append(msgs, ChatMessage{Role: "system", Content: instructions})
+		system = []ChatMessage{{Role: "system", Content: instructions}}
 	}
 	var text string
 	var items []map[string]json.RawMessage
 	switch {
 	case !f.present("input"):
 		f.bad("input", "required", "is required", nil)
-		return nil, false
+		return nil, nil, false
 	case json.Unmarshal(f.raw["input"], &text) == nil:
 		if text == "" {
 			f.bad("input", "length", "must not be empty", text)
-			return nil, false
+			return nil, nil, false
 		}
-		return append(msgs, ChatMessage{Role: "user", Content: text}), true
+		return system, []ChatMessage{{Role: "user", Content: text}}, true
 	case json.Unmarshal(f.raw["input"], &items) != nil:
 		f.bad("input", "type", "must be a string or an array of message items", nil)
-		return nil, false
+		return nil, nil, false
 	case len(items) == 0:
 		f.bad("input", "length", "must hold at least one item", nil)
-		return nil, false
+		return nil, nil, false
 	}
 	n := len(f.errs)
 	for i, item := range items {
@@ -162,21 +189,44 @@ func (s *Server) responsesInput(f *fields) ([]ChatMessage, bool) {
 			f.bad(name+".type", "type", "must be a string", json.RawMessage(item["type"]))
 			continue
 		}
+		if typ == "item_reference" {
+			if m, ok := s.referencedItem(f, name, item); ok {
+				msgs = append(msgs, m)
+			}
+			continue
+		}
 		if typ != "" && typ != "message" {
 			f.bad(name+".type", "unsupported", itemRefusal(typ), typ)
 			continue
 		}
 		msgs = append(msgs, s.chatMessage(f, name, item, responsesMessage))
 	}
-	return msgs, len(f.errs) == n
+	return system, msgs, len(f.errs) == n
+}
+
+// referencedItem is the stored output message an item_reference names
+// (the AI SDK sends earlier replies so unless store is false).
+func (s *Server) referencedItem(f *fields, name string, item map[string]json.RawMessage) (ChatMessage, bool) {
+	var id string
+	if json.Unmarshal(item["id"], &id) != nil || id == "" {
+		f.bad(name+".id", "required", "an item_reference needs the id of a stored output item", nil)
+		return ChatMessage{}, false
+	}
+	for k := range item {
+		if k != "type" && k != "id" {
+			f.bad(name+"."+k, "unsupported", "is not a key of an item_reference (only type and id)", nil)
+		}
+	}
+	m, ok := s.responses.item(id)
+	if !ok {
+		f.bad(name+".id", "not_found", notStored("item", id), id)
+	}
+	return m, ok
 }
 
 // itemRefusal says why an input item other than a message is refused.
 func itemRefusal(typ string) string {
 	switch {
-	case typ == "item_reference":
-		return "refers to a stored item, and this server stores no responses: send the item itself " +
-			"(the AI SDK sends references unless providerOptions.openai.store is false)"
 	case strings.HasSuffix(typ, "_call") || strings.HasSuffix(typ, "_call_output"):
 		return "is not supported: this server does not call tools"
 	}
@@ -396,6 +446,9 @@ type responseShape struct {
 	logprobs bool
 	seq      int
 	text     strings.Builder // streamed so far, for a stream that fails
+	// keep stores the finished response (store true), before the client
+	// hears of it, so its next turn finds it.
+	keep func(*responseObject)
 }
 
 const responseOutputIndex, responseContentIndex = 0, 0
@@ -528,12 +581,11 @@ func (rs *responseShape) logprobsOf(tokens []scoredToken) []responseLogprob {
 	if !rs.logprobs {
 		return out
 	}
-	c := chatShape{e: rs.e}
 	for _, t := range tokens {
-		lp := c.tokenLogprob(t.id, *t.logprob)
+		lp := tokenLogprob(t.piece, *t.logprob)
 		alts := make([]chatLogprob, 0, len(t.top))
-		for _, a := range t.top {
-			alts = append(alts, c.tokenLogprob(a.ID, a.LogProb))
+		for k, a := range t.top {
+			alts = append(alts, tokenLogprob(t.topPieces[k], a.LogProb))
 		}
 		out = append(out, responseLogprob{Token: lp.Token, Bytes: lp.Bytes, Logprob: lp.Logprob, TopLogprobs: alts})
 	}
@@ -585,6 +637,9 @@ func (s *Server) runResponse(w http.ResponseWriter, r *http.Request, e *engine, 
 		}
 		total.TotalTokens = total.PromptTokens + total.CompletionTokens
 		rs.finish(ch, total)
+		if rs.keep != nil {
+			rs.keep(&rs.resp)
+		}
 		if st == nil {
 			writeJSON(w, http.StatusOK, rs.resp)
 			return nil

@@ -151,6 +151,7 @@ func (s *Server) handleExecute(w http.ResponseWriter, r *http.Request, e *engine
 	}
 	req := f.settings(workerDefaults, e.m.Config.VocabSize)
 	req.Grammar = f.constraint()
+	s.extraFields(f, executeFields, nil)
 	if hasPrompt && f.ok("prompt") {
 		// User text: "<|endoftext|>" in a prompt is characters, not the
 		// control token (docs/serve.md, tokenization).

@@ -40,11 +40,15 @@ type Config struct {
 	WriteTimeout   time.Duration // per write of a stream (each SSE event extends it)
 	APIKey         string        // bearer token; empty: no auth
 	CORSOrigins    []string      // allowed origins; "*" for any
-	Lenient        bool          // OpenAI routes ignore unknown fields instead of a 400 naming them
-	ChatTemplate   ChatFormatter // renders chat messages into a prompt, over the model's own; nil: the model's (SetModelChat), else DefaultChatTemplate
-	TokenDelay     time.Duration // sleep before each token: demos and drain tests only
-	Version        string        // build version for llorch_build_info
-	Logger         *slog.Logger  // nil: discard
+	Lenient        bool          // model routes ignore unknown fields instead of a 400 naming them
+	// StoredResponses and StoredResponseBytes bound the /v1/responses
+	// kept for previous_response_id (0: 1000 and 64 MiB of text).
+	StoredResponses     int
+	StoredResponseBytes int64
+	ChatTemplate        ChatFormatter // renders chat messages into a prompt, over the model's own; nil: the model's (SetModelChat), else DefaultChatTemplate
+	TokenDelay          time.Duration // sleep before each token: demos and drain tests only
+	Version             string        // build version for llorch_build_info
+	Logger              *slog.Logger  // nil: discard
 }
 
 // DefaultConfig is what `llorch-check serve` uses when no flag says otherwise.
@@ -85,6 +89,12 @@ func (c *Config) fillDefaults() {
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
 	}
+	if c.StoredResponses <= 0 {
+		c.StoredResponses = defaultStoredResponses
+	}
+	if c.StoredResponseBytes <= 0 {
+		c.StoredResponseBytes = defaultStoredResponseBytes
+	}
 }
 
 // engine is the loaded model; it appears once, when loading finishes.
@@ -123,6 +133,7 @@ type Server struct {
 	// rejections logs 429s: the first of a burst, then a count per interval.
 	rejections *burstLog
 	ignored    *ignoredFields // unknown request fields --lenient has logged
+	responses  *responseStore // /v1/responses kept for previous_response_id
 	jobs       *jobs
 	started    time.Time
 	handler    http.Handler
@@ -154,6 +165,7 @@ func New(cfg Config) *Server {
 	s.stop, s.stopJobs = context.WithCancelCause(context.Background())
 	s.metrics = newMetrics(cfg.Version)
 	s.ignored = &ignoredFields{log: s.log, seen: map[string]bool{}}
+	s.responses = newResponseStore(s.cfg.StoredResponses, s.cfg.StoredResponseBytes)
 	s.rejections = newBurstLog(s.log, slog.LevelWarn, "more requests refused with 429 (queue full), not logged one by one")
 	s.sched = NewScheduler(cfg.Parallel, cfg.MaxQueue, nil)
 	s.metrics.reg.MustRegister(newModelGauges(s.engine.Load, s.sched))

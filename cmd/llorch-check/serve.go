@@ -102,7 +102,7 @@ docs/serve.md.`,
 	fl.StringVar(&f.modelName, "model-name", "", "model id in responses and /v1/models (default the model directory's name, or the GGUF file's without .gguf)")
 	fl.StringVar(&f.cors, "cors-origins", "", "comma-separated origins allowed by CORS, or *")
 	fl.StringVar(&f.chatTemplate, "chat-template", "", "chat template FILE rendering /v1/chat/completions messages into the prompt: Jinja (.jinja, as Hugging Face's chat_template, with the model's bos and eos tokens) or Go text/template (default: the model's own template from tokenizer_config.json or GGUF tokenizer.chat_template; plain \"role: content\" lines, then \"assistant:\", for a model without one)")
-	fl.BoolVar(&f.lenient, "lenient", false, "OpenAI routes ignore unknown request fields instead of answering 400 naming them")
+	fl.BoolVar(&f.lenient, "lenient", false, "the model routes ignore unknown request fields (logging each name once) instead of answering 400 naming them")
 	fl.IntVar(&f.parallel, "parallel", d.Parallel, "sequences decoding at once")
 	fl.IntVar(&f.maxQueue, "max-queue", d.MaxQueue, "requests waiting for a slot; beyond it 429 with Retry-After")
 	fl.IntVar(&f.maxConnections, "max-connections", 0, fmt.Sprintf("connections open at once; beyond it a connection is answered 503 TOO_MANY_CONNECTIONS and closed (0: the open-file limit less %d, at most %d)", server.ConnectionReserve, server.MaxDefaultConnections))

@@ -83,28 +83,28 @@ test('generateObject through chat completions (response_format json_schema), an 
   }
 });
 
-test('a conversation: earlier replies sent back as text with store: false; by reference (the default) a 400 that says so', async () => {
+test('a conversation: three turns, earlier replies by reference (the default: stored) as by text (store: false)', async () => {
   const first = await generateText({ model: openai(model), ...settings });
-  const messages = [{ role: 'user', content: 'Hello' }, ...first.response.messages, { role: 'user', content: 'Again' }];
-  const again = await generateText({ model: openai(model), messages, maxOutputTokens: 4, temperature: 0, maxRetries: 0,
-    providerOptions: { openai: { store: false } } });
-  assert.equal(again.usage.outputTokens, 4);
-  assert.ok(again.usage.inputTokens > first.usage.inputTokens);
+  let messages = [{ role: 'user', content: 'Hello' }, ...first.response.messages, { role: 'user', content: 'Again' }];
+  const turn = { maxOutputTokens: 4, temperature: 0, maxRetries: 0 };
+  const byText = await generateText({ model: openai(model), messages, ...turn, providerOptions: { openai: { store: false } } });
+  const byRef = await generateText({ model: openai(model), messages, ...turn });
+  assert.equal(byRef.text, byText.text);
+  assert.equal(byRef.usage.inputTokens, byText.usage.inputTokens);
+  assert.ok(byRef.usage.inputTokens > first.usage.inputTokens);
 
-  await assert.rejects(generateText({ model: openai(model), messages, maxOutputTokens: 4, maxRetries: 0 }), (err) => {
-    assert.ok(APICallError.isInstance(err), err.constructor.name);
-    assert.equal(err.statusCode, 400);
-    assert.match(err.message, /store is false/);
-    return true;
-  });
+  messages = [...messages, ...byRef.response.messages, { role: 'user', content: 'Once more' }];
+  const third = await generateText({ model: openai(model), messages, ...turn });
+  assert.equal(third.usage.outputTokens, 4);
+  assert.ok(third.usage.inputTokens > byRef.usage.inputTokens);
 });
 
 test('errors: what this server cannot do is an APICallError naming the field', async () => {
   await assert.rejects(generateText({ model: openai(model), prompt: 'Hi', maxRetries: 0,
     providerOptions: { openai: { previousResponseId: 'resp_1' } } }), (err) => {
     assert.ok(APICallError.isInstance(err), err.constructor.name);
-    assert.equal(err.statusCode, 400);
-    assert.match(err.message, /previous_response_id: is not supported: this server stores no responses/);
+    assert.equal(err.statusCode, 404);
+    assert.match(err.message, /response "resp_1" not found/);
     return true;
   });
 });

@@ -156,9 +156,9 @@ test('responses: structured output through the SDK parse helper and a zod schema
 
 test('responses: what this server cannot do raises the SDK error classes naming the field', async () => {
   await assert.rejects(client.responses.create({ model, input: 'Hi', previous_response_id: 'resp_1' }), (err) => {
-    assert.ok(err instanceof OpenAI.BadRequestError, err.constructor.name);
+    assert.ok(err instanceof OpenAI.NotFoundError, err.constructor.name);
     assert.equal(err.param, 'previous_response_id');
-    assert.match(err.message, /stores no responses/);
+    assert.match(err.message, /not found/);
     return true;
   });
   await assert.rejects(client.responses.create({ model, input: 'Hi', tools: [{ type: 'function', name: 'f', parameters: {} }] }), (err) => {
