@@ -62,6 +62,9 @@ func (t *Tokenizer) Decode(ids []int) (string, error) {
 func (t *Tokenizer) TokenBytes(id int) ([]byte, error) { return t.idBytes(id) }
 
 func (t *Tokenizer) idBytes(id int) ([]byte, error) {
+	if id >= len(t.tokens) && id < t.padTo {
+		return nil, nil // a padding row of the model's embedding
+	}
 	if id < 0 || id >= len(t.tokens) || t.tokens[id] == nil {
 		return nil, fmt.Errorf("%w: %d (vocabulary size %d)", ErrInvalidID, id, len(t.tokens))
 	}

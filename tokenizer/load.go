@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"sort"
@@ -87,6 +88,24 @@ func Source(dir string) (name string, paths []string, err error) {
 		ErrNoTokenizer, dir, hint)
 }
 
+// configVocabSize is config.json's vocab_size in the HF directory dir, or
+// 0: the model's embedding rows, which may outnumber the tokenizer's ids.
+// The model's loader validates the file; here it only pads.
+func configVocabSize(dir string) int {
+	f, err := regularfile.Open(filepath.Join(dir, "config.json"))
+	if err != nil {
+		return 0
+	}
+	defer f.Close()
+	var c struct {
+		VocabSize int `json:"vocab_size"`
+	}
+	if json.NewDecoder(io.LimitReader(f, 16<<20)).Decode(&c) != nil {
+		return 0
+	}
+	return c.VocabSize
+}
+
 // ForModel is the tokenizer that goes with the model at path, as
 // model.Load takes it: a file is a GGUF model, whose tokenizer is its own
 // metadata, never another file that happens to share its directory; a
@@ -98,6 +117,9 @@ func ForModel(path string) (*Tokenizer, error) {
 		tok, err := Load(path)
 		if errors.Is(err, ErrNoTokenizer) {
 			return nil, nil
+		}
+		if err == nil {
+			tok.PadTo(configVocabSize(path))
 		}
 		return tok, err
 	}

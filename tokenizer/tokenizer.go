@@ -53,6 +53,7 @@ type Tokenizer struct {
 	stripSpace bool                       // decoding drops one leading space (SPM's dummy prefix)
 	bos        int                        // beginning-of-sequence token, or -1
 	addBOS     bool                       // the model's files ask for BOS first
+	padTo      int                        // ids in [len(tokens), padTo) decode to nothing (PadTo)
 }
 
 type specialToken struct {
@@ -147,6 +148,14 @@ func sortSpecial(s []specialToken) {
 		}
 	}
 }
+
+// PadTo makes the ids from the tokenizer's size up to n decode to nothing,
+// as Hugging Face's decode skips ids its vocabulary lacks: a model's
+// embedding often has rows past its tokenizer (Qwen2.5's 151936 over
+// 151665, Phi-3's 32064 over 32011), and a model can pick one (random
+// weights do, and logit_bias can). Encoding never produces them, and
+// VocabSize stays the tokenizer's own.
+func (t *Tokenizer) PadTo(n int) { t.padTo = n }
 
 // VocabSize is one more than the largest token id.
 func (t *Tokenizer) VocabSize() int { return len(t.tokens) }

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"compress/gzip"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -18,10 +19,13 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/llorch/llorch-check/generation"
 	"github.com/llorch/llorch-check/gguf"
 	"github.com/llorch/llorch-check/internal/fixture"
 	"github.com/llorch/llorch-check/internal/fixture/shards"
+	"github.com/llorch/llorch-check/model"
 	"github.com/llorch/llorch-check/safetensors"
+	"github.com/llorch/llorch-check/sampling"
 	"github.com/llorch/llorch-check/tokenizer"
 )
 
@@ -262,4 +266,29 @@ func TestConvertTokenizerJSONLlamaCppPeer(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestPaddedVocabDecodes: a model whose embedding has rows past its
+// tokenizer (Qwen's 151680 over 151669 here, as Qwen2.5's 151936 over
+// 151665) may pick one, and its text is nothing, as Hugging Face decodes
+// it; generation failed with "invalid token id" (random weights pick them).
+func TestPaddedVocabDecodes(t *testing.T) {
+	r := realTokModels[1]
+	require.Greater(t, r.vocab, r.tokens)
+	dir := r.make(t)
+	m, err := model.Load(dir)
+	require.NoError(t, err)
+	tok, err := tokenizer.ForModel(dir)
+	require.NoError(t, err)
+	pad := r.tokens + 5
+	greedy := sampling.DefaultParams()
+	greedy.Temperature = 0
+	greedy.LogitBias = map[int]float64{pad: 100}
+	got, err := generation.Generate(context.Background(), generation.NewModelDecoder(m), tok,
+		generation.Request{Prompt: tok.EncodePrompt("Hello"), MaxTokens: 3, Params: greedy}, nil)
+	require.NoError(t, err)
+	require.Equal(t, []int{pad, pad, pad}, got.Tokens)
+	require.Empty(t, got.Text)
+	_, err = tok.Decode([]int{r.vocab})
+	require.ErrorIs(t, err, tokenizer.ErrInvalidID, "past the model's rows an id is still invalid")
 }

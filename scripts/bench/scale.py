@@ -32,13 +32,16 @@ ROOT = os.path.dirname(os.path.dirname(HERE))
 PY = os.environ.get("PYTHON", "/usr/bin/python3")
 GB = 1e9
 
-# name: (config file, tokenizer source, generation_config eos ids as published)
+# name: (config file, tokenizer source, generation_config eos ids as
+# published, shard size: the published one for the large models, and for
+# the small ones, which ship one file, one that makes three shards so that
+# the sharded path is what is measured)
 MODELS = {
-    "smollm2-135m": ("SmolLM2-135M.json", "llama2", [2]),
-    "qwen2.5-0.5b": ("Qwen2.5-0.5B.json", "qwen2", [151645, 151643]),
-    "llama-3.2-1b": ("Llama-3.2-1B.json", "llama3_1", [128001, 128008, 128009]),
-    "qwen2.5-7b": ("Qwen2.5-7B.json", "qwen2", [151645, 151643]),
-    "llama-3.1-8b": ("Llama-3.1-8B.json", "llama3_1", [128001, 128008, 128009]),
+    "smollm2-135m": ("SmolLM2-135M.json", "llama2", [2], "100MB"),
+    "qwen2.5-0.5b": ("Qwen2.5-0.5B.json", "qwen2", [151645, 151643], "400MB"),
+    "llama-3.2-1b": ("Llama-3.2-1B.json", "llama3_1", [128001, 128008, 128009], "1GB"),
+    "qwen2.5-7b": ("Qwen2.5-7B.json", "qwen2", [151645, 151643], "4GB"),
+    "llama-3.1-8b": ("Llama-3.1-8B.json", "llama3_1", [128001, 128008, 128009], "5GB"),
 }
 # The end-of-turn token a chat stops on, by tokenizer.
 END_OF_TURN = {"llama3_1": 128009, "qwen2": 151645, "llama2": 2}
@@ -68,12 +71,14 @@ def tokenizer_files(kind, cache):
 
 
 def ensure_checkpoint(name, d, cache):
-    cfg, tok, eos = MODELS[name]
+    cfg, tok, eos, shard = MODELS[name]
     ckpt = os.path.join(d, name)
     if not os.path.exists(os.path.join(ckpt, "model.safetensors.index.json")):
         print(f"bench-scale: writing {name}'s random bf16 checkpoint into {ckpt} (once)", file=sys.stderr)
+        shutil.rmtree(ckpt, ignore_errors=True)
         subprocess.run([PY, os.path.join(ROOT, "pytorch/make_checkpoint.py"), "--config",
-                        os.path.join(ROOT, "testdata/configs", cfg), "--out", ckpt, "--dtype", "bf16"], check=True)
+                        os.path.join(ROOT, "testdata/configs", cfg), "--out", ckpt, "--dtype", "bf16",
+                        "--shard-size", shard], check=True)
     for f in tokenizer_files(tok, cache):
         shutil.copy(f, ckpt)
     with open(os.path.join(ckpt, "generation_config.json"), "w") as f:
