@@ -49,6 +49,7 @@ var ErrLimit = errors.New("chat template exceeds the sandbox's limits")
 type guards struct {
 	lim      Limits
 	steps    int
+	macros   int
 	output   int
 	deadline time.Time
 	pc       [1]uintptr
@@ -83,14 +84,21 @@ func (g *guards) step(args []jinja.Value, _ map[string]jinja.Value) (jinja.Value
 	return jinja.NewBool(false), nil
 }
 
+// macroCheckEvery is how many macro entries pass between two checks of
+// the stack's depth: a check walks the stack, so recursion to the limit
+// costs the square of its depth, and a few levels past MaxFrames (a
+// macro level is about ten frames) overflow nothing.
+const macroCheckEvery = 8
+
 // macro is step for a macro's entry, which also checks the stack's depth:
 // only a macro calling itself deepens the stack without end (the engine has
-// no recursive loops). Loop iterations skip the check, which costs a few
+// no recursive loops). Loop iterations skip the check, which costs
 // microseconds.
 func (g *guards) macro(args []jinja.Value, kwargs map[string]jinja.Value) (jinja.Value, error) {
+	g.macros++
 	// Callers skipping MaxFrames frames finds one only on a deeper stack;
 	// it allocates nothing.
-	if runtime.Callers(g.lim.MaxFrames, g.pc[:]) > 0 {
+	if g.macros%macroCheckEvery == 0 && runtime.Callers(g.lim.MaxFrames, g.pc[:]) > 0 {
 		return jinja.Undefined(), fmt.Errorf("%w: recursion too deep (over %d stack frames; a macro calling itself without end?)", ErrLimit, g.lim.MaxFrames)
 	}
 	return g.step(args, kwargs)
