@@ -141,6 +141,7 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz FuzzOpenCorpus -fuzztime $(FUZZTIME) -fuzzminimizetime 3s ./probe
 	$(GO) test -run '^$$' -fuzz FuzzRender -fuzztime $(FUZZTIME) -fuzzminimizetime 3s ./chat
 	$(GO) test -run '^$$' -fuzz FuzzParse -fuzztime $(FUZZTIME) -fuzzminimizetime 3s ./chat
+	$(GO) test -run '^$$' -fuzz FuzzInstrument -fuzztime $(FUZZTIME) -fuzzminimizetime 3s ./chat
 	$(GO) test -run '^$$' -fuzz FuzzSplitLimbs -fuzztime $(FUZZTIME) -fuzzminimizetime 3s ./kernels
 	$(GO) test -run '^$$' -fuzz FuzzRestoreMatrix -fuzztime $(FUZZTIME) -fuzzminimizetime 3s ./kernels
 

@@ -51,7 +51,8 @@ func (e *RaisedError) Is(target error) bool { return target == ErrRaised }
 // Template is a parsed chat template. It is safe for concurrent use.
 type Template struct {
 	src string
-	t   *jinja.Template
+	t   *jinja.Template // src instrumented with the sandbox's guards
+	lim Limits
 }
 
 // Parse parses a chat template's Jinja source, with Hugging Face's settings
@@ -68,11 +69,29 @@ func Parse(src string) (*Template, error) {
 // template came from.
 func parse(src string) (t *Template, err error) {
 	defer recoverPanic(&err, "")
-	jt, err := jinja.Compile(src)
-	if err != nil {
-		return nil, err
+	if len(src) > MaxTemplateBytes {
+		return nil, fmt.Errorf("template of %d bytes, at most %d", len(src), MaxTemplateBytes)
 	}
-	return &Template{src: src, t: jt}, nil
+	guarded, ok := instrument(src)
+	jt, err := jinja.Compile(guarded)
+	if err != nil {
+		if _, err0 := jinja.Compile(src); err0 != nil || !ok {
+			return nil, err0
+		}
+		return nil, fmt.Errorf("template cannot be sandboxed: %w", err)
+	}
+	return &Template{src: src, t: jt, lim: DefaultLimits}, nil
+}
+
+// MaxTemplateBytes is the largest chat template Parse takes: real ones are
+// a few kilobytes, the longest (with tool-calling instructions) tens.
+const MaxTemplateBytes = 1 << 20
+
+// WithLimits returns a copy of t whose renders are bounded by lim.
+func (t *Template) WithLimits(lim Limits) *Template {
+	c := *t
+	c.lim = lim
+	return &c
 }
 
 // Source returns the template's Jinja source.
@@ -105,12 +124,16 @@ func (t *Template) Render(msgs []Message, opt Options) (out string, err error) {
 	if opt.EOSToken != "" {
 		vars["eos_token"] = jinja.NewString(opt.EOSToken)
 	}
+	newGuards(t.lim).vars(vars)
 	out, err = t.t.RenderValues(vars)
 	if err != nil {
 		if re, ok := errors.AsType[*RaisedError](err); ok {
 			return "", re
 		}
 		return "", fmt.Errorf(prefix+"%w", err)
+	}
+	if len(out) > t.lim.MaxOutput {
+		return "", fmt.Errorf(prefix+"%w: output of %d bytes, at most %d", ErrLimit, len(out), t.lim.MaxOutput)
 	}
 	return out, nil
 }

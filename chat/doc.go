@@ -43,10 +43,19 @@
 //
 // # Limits
 //
-// The engine has no recursion limit: a template that recurses without end
-// (a macro calling itself without a base case) or prints a value containing
-// itself (a list appended to itself) overflows the Go stack, a fatal error
-// that no recover catches. Message content cannot cause this, only the
-// template: load templates from model files you trust. Other panics of the
-// engine are recovered and returned as errors.
+// The engine has no limits of its own, and a template comes from whoever
+// published the model, so Parse writes guards into the template's source
+// (instrument.go) that Render backs with per-render state (sandbox.go): a
+// range of at most Limits.MaxRange items (100,000, as jinja2's sandbox in
+// transformers); a macro entered on a Go stack deeper than MaxFrames stops
+// with "recursion too deep" rather than overflowing the stack, a fatal
+// error no recover catches; loop iterations plus macro calls, printed
+// bytes (with the literal text of loop and macro bodies) and wall time are
+// capped; a printed list or dict that contains itself is refused. Each is
+// an error wrapping ErrLimit. FuzzInstrument checks that the guards change
+// no output. Not bounded: one operation of the engine that allocates a
+// huge value it does not print ({% set s = 'x' * 10**10 %}), and filters
+// or comparisons that walk a value containing itself (tojson, string, ==),
+// which still overflow the stack. Other panics of the engine are
+// recovered and returned as errors.
 package chat

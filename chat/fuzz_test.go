@@ -4,6 +4,9 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/ardanlabs/jinja"
 )
 
 // fuzzTemplates are the peer table's templates, parsed, for FuzzRender and
@@ -54,15 +57,19 @@ func FuzzRender(f *testing.F) {
 	})
 }
 
-// cyclic are what a template needs to build a value that contains itself
-// or to recurse without end. The engine has no recursion limit, so such a
-// template overflows the Go stack, a fatal error no recover catches (a
-// known limitation of github.com/ardanlabs/jinja v1.8.0; see doc.go):
-// FuzzParse parses such sources but does not render them.
-var cyclic = []string{"macro", "call", "append", "update", "extend", "insert", "setdefault", "namespace"}
+// cyclic are what a template needs to build a value that contains itself.
+// The sandbox stops recursion and the printing of such a value, but the
+// engine's filters and comparisons (tojson, string, ==) would still recurse
+// through it without end, overflowing the Go stack (see doc.go): FuzzParse
+// parses such sources but does not render them.
+var cyclic = []string{"append", "update", "extend", "insert", "setdefault", "namespace"}
 
-// FuzzParse parses arbitrary template source, and renders it unless it
-// could recurse without end: neither may panic.
+// fuzzLimits keep each fuzzed render short.
+var fuzzLimits = Limits{MaxRange: 1000, MaxFrames: 2000, MaxSteps: 10_000, MaxOutput: 1 << 16, Timeout: time.Second}
+
+// FuzzParse parses arbitrary template source, and renders it in the
+// sandbox unless it could build a value containing itself: neither may
+// panic, and a macro that recurses without end is stopped.
 func FuzzParse(f *testing.F) {
 	for _, tpl := range fuzzTemplates(f) {
 		f.Add(tpl.Source(), "Hello")
@@ -82,6 +89,61 @@ func FuzzParse(f *testing.F) {
 				return
 			}
 		}
-		renderNoPanic(t, tpl, []Message{{Role: "user", Content: content}, {Role: "assistant", Content: content}})
+		renderNoPanic(t, tpl.WithLimits(fuzzLimits), []Message{{Role: "user", Content: content}, {Role: "assistant", Content: content}})
+	})
+}
+
+// unbounded are what a template needs to do unbounded work without the
+// sandbox: FuzzInstrument renders such sources only in the sandbox.
+var unbounded = append([]string{"macro", "call", "range", "*", "center", "indent", "format", "wordwrap", "truncate", "tojson", "loop"}, cyclic...)
+
+// FuzzInstrument: the sandbox's rewriting of a template changes nothing
+// it prints. Whatever the engine compiles, Parse compiles too, and where
+// the bare engine renders without error the sandbox renders the same.
+func FuzzInstrument(f *testing.F) {
+	for _, tpl := range fuzzTemplates(f) {
+		f.Add(tpl.Source())
+	}
+	f.Add("{% for m in messages -%}\n  {{- m.role }}\n{% endfor %}\n{%- if add_generation_prompt %} <a>{% endif -%}")
+	f.Add("{% raw %}{{ x }}{% for %}{% endraw %}{# {{ y }} #}{{ '}}' ~ \"%}\" }}")
+	f.Fuzz(func(t *testing.T, src string) {
+		bare, err := jinja.Compile(src)
+		if err != nil {
+			return
+		}
+		tpl, err := Parse(src)
+		if err != nil {
+			t.Fatalf("engine compiles %q, Parse does not: %v", src, err)
+		}
+		for _, w := range unbounded {
+			if strings.Contains(src, w) {
+				return
+			}
+		}
+		msgs := []Message{{Role: "user", Content: "Hi"}, {Role: "assistant", Content: "Yo"}}
+		want, err := func() (out string, err error) {
+			defer recoverPanic(&err, "")
+			return bare.RenderValues(map[string]jinja.Value{
+				"messages": jinja.NewList([]jinja.Value{
+					jinja.FromGoValue(map[string]any{"role": "user", "content": "Hi"}),
+					jinja.FromGoValue(map[string]any{"role": "assistant", "content": "Yo"}),
+				}),
+				"add_generation_prompt": jinja.NewBool(true),
+				"tools":                 jinja.None(),
+				"documents":             jinja.None(),
+				"raise_exception":       raiseException,
+				"bos_token":             jinja.NewString("<s>"),
+			})
+		}()
+		if err != nil {
+			return
+		}
+		got, err := tpl.Render(msgs, Options{AddGenerationPrompt: true, BOSToken: "<s>"})
+		if err != nil {
+			t.Fatalf("Render(%q): %v; the bare engine renders %q", src, err, want)
+		}
+		if got != want {
+			t.Fatalf("Render(%q) = %q, the bare engine renders %q", src, got, want)
+		}
 	})
 }

@@ -24,7 +24,7 @@ const TemplateFile = "chat_template.jinja"
 // returns carry the tokens; set AddGenerationPrompt before Render. Without a
 // template the error wraps ErrNoTemplate.
 func FromTokenizerConfig(path string) (*Template, Options, error) {
-	raw, err := regularfile.ReadFile(path)
+	raw, err := regularfile.ReadFileMax(path, regularfile.MaxTokenizerConfig)
 	if err != nil {
 		return nil, Options{}, fmt.Errorf("chat: %w", err)
 	}
@@ -58,7 +58,7 @@ func FromTokenizerConfig(path string) (*Template, Options, error) {
 // errors: the chat_template.jinja beside path, or path's chat_template.
 func configTemplate(path string, field json.RawMessage) (src, from string, err error) {
 	jinjaPath := filepath.Join(filepath.Dir(path), TemplateFile)
-	switch b, err := regularfile.ReadFile(jinjaPath); {
+	switch b, err := regularfile.ReadFileMax(jinjaPath, regularfile.MaxChatTemplate); {
 	case err == nil:
 		return string(b), "chat: " + jinjaPath, nil
 	case !errors.Is(err, os.ErrNotExist):

@@ -108,6 +108,11 @@ func (r *reader) count(minSize int64, what string) (int, error) {
 	return int(n), nil
 }
 
+// MaxString caps one metadata string (a key, a value, an array element):
+// the longest real ones, chat templates, are tens of KB, so a larger one
+// is refused before it is read into memory.
+const MaxString = 16 << 20
+
 func (r *reader) str(what string) (string, error) {
 	n, err := r.u64(what)
 	if err != nil {
@@ -115,6 +120,9 @@ func (r *reader) str(what string) (string, error) {
 	}
 	if n > uint64(r.left()) {
 		return "", fmt.Errorf("%w: %s: string length %d past end of file (offset %d, %d bytes left)", ErrInvalid, what, n, r.pos, r.left())
+	}
+	if n > MaxString {
+		return "", fmt.Errorf("%w: %s: a string of %d bytes, more than the cap of %d (%d MiB) for one metadata string", ErrInvalid, what, n, MaxString, MaxString>>20)
 	}
 	b, err := r.next(int64(n), what)
 	if err != nil {

@@ -5,11 +5,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
-	"os"
 	"path/filepath"
 	"strconv"
 
 	"github.com/llorch/llorch-check/gguf"
+	"github.com/llorch/llorch-check/internal/regularfile"
 	"github.com/llorch/llorch-check/weights"
 )
 
@@ -69,7 +69,7 @@ const maxDim = weights.MaxDim
 // that change GPT-2 semantics in ways this package does not implement
 // are rejected rather than silently ignored.
 func LoadConfig(path string) (Config, error) {
-	b, err := os.ReadFile(path)
+	b, err := regularfile.ReadFileMax(path, regularfile.MaxConfigJSON)
 	if err != nil {
 		return Config{}, fmt.Errorf("reading config %s: %w", path, err)
 	}

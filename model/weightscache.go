@@ -18,6 +18,7 @@ import (
 	"github.com/llorch/llorch-check/internal/atomicfile"
 	"github.com/llorch/llorch-check/internal/buildid"
 	"github.com/llorch/llorch-check/kernels"
+	"github.com/llorch/llorch-check/references"
 	"github.com/llorch/llorch-check/weights"
 )
 
@@ -27,11 +28,12 @@ import (
 // bytes as they are, where our layouts differ from the file's
 // (scripts/bench/notes/19-weights-cache.md). One file a model, in the
 // directory LoadOptions.WeightsCache names, keyed by the weights file's
-// path, size and modification time (a GGUF file, an HF directory's
-// model.safetensors; the configuration is compared whole), the load
+// path, size, modification time and sha256 (a GGUF file, an HF
+// directory's model.safetensors or shards; the configuration is compared
+// whole; weightscache_digest.go), the load
 // options that shape the layout and the executable's build (any change of
 // the code may move a layout); a file whose key differs is rewritten
-// after a full load.
+// after a full load, as is one whose checksum (Digest) does not match.
 //
 // Layout: "LLORCHWC", the header's length (uint64, little-endian), the
 // header (JSON), then from the first page boundary after it every array
@@ -40,21 +42,22 @@ import (
 
 const (
 	cacheMagic   = "LLORCHWC"
-	cacheVersion = 1
+	cacheVersion = 2 // 2: keyed by the weights' sha256, with a digest
 	cachePage    = 4096
 	cacheAlign   = 64
 )
 
 // cacheKey is what a cache file must match to be read.
 type cacheKey struct {
-	Version  int    `json:"version"`
-	Build    string `json:"build"`
-	Source   string `json:"source"`
-	Size     int64  `json:"size"`
-	ModTime  int64  `json:"mod_time_ns"`
-	Float16  bool   `json:"float16"`
-	AsStored bool   `json:"as_stored"`
-	Layers   int    `json:"layers,omitempty"`
+	Version      int    `json:"version"`
+	Build        string `json:"build"`
+	Source       string `json:"source"`
+	Size         int64  `json:"size"`
+	ModTime      int64  `json:"mod_time_ns"`
+	SourceSHA256 string `json:"source_sha256"`
+	Float16      bool   `json:"float16"`
+	AsStored     bool   `json:"as_stored"`
+	Layers       int    `json:"layers,omitempty"`
 }
 
 // cacheHeader is the key, what of the model is not an array, and where
@@ -69,6 +72,7 @@ type cacheHeader struct {
 	AttnParts    [][]int         `json:"attn_parts"` // per block, each column block's width
 	FcParts      [][]int         `json:"fc_parts"`
 	Slots        []cacheSlot     `json:"slots"`
+	Digest       string          `json:"digest"` // cacheDigest (weightscache_digest.go): CRC-32C of the rest
 }
 
 // cacheSlot is one of weightSlots: a vector's length, or a matrix's image,
@@ -127,7 +131,11 @@ func weightsCacheKey(path string, opt LoadOptions) (cacheKey, error) {
 	if err != nil {
 		return cacheKey{}, err
 	}
-	return cacheKey{Version: cacheVersion, Build: build, Source: abs, Size: size, ModTime: modTime,
+	sum, err := references.WeightsSHA256(abs)
+	if err != nil {
+		return cacheKey{}, err
+	}
+	return cacheKey{Version: cacheVersion, Build: build, Source: abs, Size: size, ModTime: modTime, SourceSHA256: sum,
 		Float16: opt.Float16, AsStored: opt.AsStored, Layers: opt.Layers}, nil
 }
 
@@ -198,6 +206,13 @@ func (m *Model) writeWeightsCache(path string, key cacheKey) error {
 		}
 		arrays = append(arrays, as...)
 		h.Slots = append(h.Slots, slot)
+	}
+	var data [][]byte // as the file holds it: each array, then its zeros
+	for i, a := range arrays {
+		data = append(data, a, make([]byte, gaps[i]))
+	}
+	if h.Digest, err = cacheDigest(h, data); err != nil {
+		return err
 	}
 	js, err := json.Marshal(h)
 	if err != nil {
@@ -301,7 +316,14 @@ func loadCached(ctx context.Context, path string, isGGUF bool, cachePath string,
 	if err != nil {
 		return nil, err
 	}
-	err = m.restoreSlots(h.Slots, mapped, start)
+	if start > int64(len(mapped)) {
+		err = fmt.Errorf("data at %d past the end (%d bytes)", start, len(mapped))
+	} else {
+		err = checkCacheDigest(h, mapped[start:])
+	}
+	if err == nil {
+		err = m.restoreSlots(h.Slots, mapped, start)
+	}
 	if err == nil {
 		err = m.checkShapes()
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/llorch/llorch-check/gguf"
+	"github.com/llorch/llorch-check/references"
 )
 
 // toF32 rewrites one tensor as F32, so that its fused matrix is held as
@@ -123,11 +124,25 @@ func TestWeightsCacheMisses(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, os.Truncate(cache, st.Size()/2))
 	m := load(LoadOptions{})
-	require.Contains(t, m.WeightsCache, "outside the file")
+	require.Contains(t, m.WeightsCache, "damaged: its digest is")
 	require.Contains(t, m.WeightsCache, "; written to ")
 	require.NoError(t, os.WriteFile(cache, []byte("GGUF, not a cache"), 0o644))
 	m = load(LoadOptions{})
 	require.Contains(t, m.WeightsCache, "not a weights cache; written to ")
+	require.True(t, strings.HasPrefix(load(LoadOptions{}).WeightsCache, "read from "))
+
+	// 2 KB overwritten inside the cache's arrays, its size kept: refused
+	// by the digest and rewritten (load compares the logits with a load
+	// without the cache). Issue 43 item 4.
+	b, err := os.ReadFile(cache)
+	require.NoError(t, err)
+	for i := len(b) - 4096; i < len(b)-2048; i++ {
+		b[i] ^= 0x5a
+	}
+	require.NoError(t, os.WriteFile(cache, b, 0o644))
+	m = load(LoadOptions{})
+	require.Contains(t, m.WeightsCache, "damaged: its digest is")
+	require.Contains(t, m.WeightsCache, "; written to ")
 	require.True(t, strings.HasPrefix(load(LoadOptions{}).WeightsCache, "read from "))
 
 	// A cache directory that cannot be made: the load stands, unwritten.
@@ -137,6 +152,21 @@ func TestWeightsCacheMisses(t *testing.T) {
 	require.NoError(t, err)
 	require.Contains(t, m.WeightsCache, "not written: ")
 	require.Equal(t, logitsOf(t, first, tokens), logitsOf(t, m, tokens))
+
+	// The weights changed in place at the same size and modification time
+	// (reproducible images normalise times): the key holds their sha256,
+	// so the cache is rewritten, not read (a new process would hash the
+	// file again; this one forgets its record of the hash).
+	st, err = os.Stat(path)
+	require.NoError(t, err)
+	b, err = os.ReadFile(path)
+	require.NoError(t, err)
+	b[len(b)-1] ^= 0x01 // the last tensor's last byte: still a valid file
+	require.NoError(t, os.WriteFile(path, b, 0o644))
+	require.NoError(t, os.Chtimes(path, st.ModTime(), st.ModTime()))
+	references.ForgetWeightsSHA256()
+	require.True(t, strings.HasPrefix(load(LoadOptions{}).WeightsCache, "written to "))
+	require.True(t, strings.HasPrefix(load(LoadOptions{}).WeightsCache, "read from "))
 }
 
 // An HF directory's weights are cached as a GGUF file's: keyed by its
@@ -240,6 +270,11 @@ func TestWeightsCacheShapes(t *testing.T) {
 			var e cacheHeader
 			require.NoError(t, json.Unmarshal(js, &e))
 			tc.edit(&e)
+			// Sealed with a digest of the edit, as a cache written by a
+			// faulty build would be: the shape checks still stand.
+			var err error
+			e.Digest, err = cacheDigest(e, [][]byte{data})
+			require.NoError(t, err)
 			bad, err := json.Marshal(e)
 			require.NoError(t, err)
 			writeCacheParts(t, cache, bad, data)
@@ -260,6 +295,17 @@ func FuzzWeightsCache(f *testing.F) {
 	js, data := cacheParts(f, cache)
 	f.Add(js)
 	f.Fuzz(func(t *testing.T, header []byte) {
+		// A header that parses is sealed with its digest, so that the
+		// checks behind the digest are fuzzed too.
+		var h cacheHeader
+		if json.Unmarshal(header, &h) == nil {
+			if sum, err := cacheDigest(h, [][]byte{data}); err == nil {
+				h.Digest = sum
+				if js, err := json.Marshal(h); err == nil {
+					header = js
+				}
+			}
+		}
 		writeCacheParts(t, cache, header, data)
 		m, err := LoadWith(path, LoadOptions{WeightsCache: dir})
 		if err != nil {

@@ -47,6 +47,15 @@ func WeightsSHA256(path string) (string, error) {
 	return sum, nil
 }
 
+// ForgetWeightsSHA256 empties WeightsSHA256's record, so that the next
+// call hashes again: for a file changed in place at the same size and
+// modification time, which the record cannot tell (a test of it).
+func ForgetWeightsSHA256() {
+	hashMemo.Lock()
+	clear(hashMemo.m)
+	hashMemo.Unlock()
+}
+
 // hashMemo is WeightsSHA256's record of what it hashed.
 var hashMemo = struct {
 	sync.Mutex

@@ -218,14 +218,21 @@ func (f *fields) floatIn(name string, lo, hi float64, openLo bool, def float64) 
 // maxPromptChars is API.md's limit on a prompt's characters.
 const maxPromptChars = 32768
 
-// checkPrompt enforces 1..32768 characters (Unicode code points).
-func (f *fields) checkPrompt(name, p string) {
+// checkPrompt enforces 1..32768 characters (Unicode code points) and
+// says whether p passed. Callers tokenize only a prompt that passed:
+// counting characters is cheap, while tokenizing a 1 MB prompt costs a
+// second of CPU and tens of MB, and a refused request is not admitted, so
+// --parallel and --max-queue would not bound that work.
+func (f *fields) checkPrompt(name, p string) bool {
 	switch n := utf8.RuneCountInString(p); {
 	case n == 0:
 		f.bad(name, "length", "must not be empty", p)
+		return false
 	case n > maxPromptChars:
 		f.bad(name, "length", fmt.Sprintf("has %d characters, at most %d are allowed", n, maxPromptChars), nil)
+		return false
 	}
+	return true
 }
 
 // rule reports one broken generation rule (nil: none) under its own field.

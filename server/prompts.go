@@ -48,8 +48,11 @@ func (s *Server) promptsField(e *engine, f *fields, name string) ([]string, [][]
 		if len(many) == 1 {
 			field = name
 		}
-		f.checkPrompt(field, p)
 		texts = append(texts, p)
+		if !f.checkPrompt(field, p) {
+			encoded = append(encoded, nil) // refused: not worth tokenizing
+			continue
+		}
 		encoded = append(encoded, e.encode(p))
 	}
 	V := e.m.Config.VocabSize

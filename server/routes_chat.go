@@ -142,7 +142,9 @@ func (f *fields) renderChat(e *engine, name string, msgs []ChatMessage) (string,
 		f.bad(name, "template", msg, nil)
 		return "", nil, false
 	}
-	f.checkPrompt(name, prompt)
+	if !f.checkPrompt(name, prompt) {
+		return "", nil, false // refused before the tokenizer's work
+	}
 	ids := e.encode(prompt)
 	if e.chat.Special() {
 		ids = e.tok.EncodeSpecial(prompt)

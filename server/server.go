@@ -121,7 +121,14 @@ func (e *engine) positions() int {
 // text ("<|endoftext|>" is characters), after the BOS token when the
 // tokenizer asks for one (the Llama family's <s>), as Hugging Face's
 // tokenizer and llama.cpp's server encode a prompt.
-func (e *engine) encode(text string) []int { return e.tok.EncodePrompt(text) }
+func (e *engine) encode(text string) []int {
+	tokenizedBytes.Add(int64(len(text)))
+	return e.tok.EncodePrompt(text)
+}
+
+// tokenizedBytes counts the bytes of user text the server has tokenized,
+// for tests that a refused prompt is not.
+var tokenizedBytes atomic.Int64
 
 // Server is the HTTP service. Create it with New, install the model with
 // SetModel once loaded, and serve Handler.

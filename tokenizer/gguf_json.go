@@ -51,7 +51,7 @@ const (
 // back (FromGGUF) to the same tokenizer.
 func JSONGGUFKeys(dir string, vocabSize int) ([]gguf.KV, error) {
 	path := filepath.Join(dir, "tokenizer.json")
-	data, err := regularfile.ReadFile(path)
+	data, err := regularfile.ReadFileMax(path, regularfile.MaxTokenizerJSON)
 	if err != nil {
 		return nil, fmt.Errorf("tokenizer: %w", err)
 	}
@@ -214,7 +214,7 @@ func looksSpecial(tok string) bool {
 // readTokenizerConfig reads dir's tokenizer_config.json; nil without one.
 func readTokenizerConfig(dir string) (map[string]json.RawMessage, error) {
 	path := filepath.Join(dir, "tokenizer_config.json")
-	data, err := regularfile.ReadFile(path)
+	data, err := regularfile.ReadFileMax(path, regularfile.MaxTokenizerConfig)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil
 	}

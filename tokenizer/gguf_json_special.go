@@ -209,13 +209,13 @@ func chatTemplate(dir string, cfg map[string]json.RawMessage) (*gguf.KV, error) 
 		}
 		return nil, nil
 	}
-	if data, err := regularfile.ReadFile(filepath.Join(dir, "chat_template.jinja")); err == nil {
+	if data, err := regularfile.ReadFileMax(filepath.Join(dir, "chat_template.jinja"), regularfile.MaxChatTemplate); err == nil {
 		return kv(string(data)), nil
 	}
 	var alt struct {
 		ChatTemplate *string `json:"chat_template"`
 	}
-	if data, err := regularfile.ReadFile(filepath.Join(dir, "chat_template.json")); err == nil && json.Unmarshal(data, &alt) == nil && alt.ChatTemplate != nil {
+	if data, err := regularfile.ReadFileMax(filepath.Join(dir, "chat_template.json"), regularfile.MaxChatTemplate); err == nil && json.Unmarshal(data, &alt) == nil && alt.ChatTemplate != nil {
 		return kv(*alt.ChatTemplate), nil
 	}
 	return nil, nil
@@ -224,7 +224,7 @@ func chatTemplate(dir string, cfg map[string]json.RawMessage) (*gguf.KV, error) 
 // readConfigIDs reads config.json's {type}_token_id integers (a list, as
 // Llama 3.1's eos_token_id, is not one, as in gguf-py).
 func readConfigIDs(dir string) (map[string]int, error) {
-	data, err := regularfile.ReadFile(filepath.Join(dir, "config.json"))
+	data, err := regularfile.ReadFileMax(filepath.Join(dir, "config.json"), regularfile.MaxConfigJSON)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil
 	}

@@ -36,7 +36,7 @@ func GGUFKeys(dir string, vocabSize int) ([]gguf.KV, error) {
 		return nil, fmt.Errorf("%s: %d tokens with ids up to %d, the model's vocabulary is %d; GGUF needs ids 0..%d, each once",
 			vocabPath, len(vocab), len(tokens)-1, vocabSize, vocabSize-1)
 	}
-	data, err := regularfile.ReadFile(mergesPath)
+	data, err := regularfile.ReadFileMax(mergesPath, regularfile.MaxMergesTxt)
 	if err != nil {
 		return nil, fmt.Errorf("tokenizer: %w (GGUF conversion needs vocab.json and merges.txt)", err)
 	}
@@ -134,9 +134,9 @@ func FileGGUFKeys(path string) ([]gguf.KV, error) {
 	return tok, nil
 }
 
-// readJSON decodes a JSON file, naming it in errors.
+// readJSON decodes vocab.json, naming it in errors.
 func readJSON(path string, dst any) error {
-	data, err := regularfile.ReadFile(path)
+	data, err := regularfile.ReadFileMax(path, regularfile.MaxVocabJSON)
 	if errors.Is(err, os.ErrNotExist) {
 		return fmt.Errorf("tokenizer: %w (GGUF conversion needs vocab.json and merges.txt)", err)
 	}

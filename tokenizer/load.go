@@ -149,7 +149,7 @@ func exists(path string) bool {
 // LoadFiles loads GPT-2's vocab.json (token -> id) and merges.txt (one
 // "left right" pair per line in rank order, after a "#version" line).
 func LoadFiles(vocabPath, mergesPath string) (*Tokenizer, error) {
-	data, err := regularfile.ReadFile(vocabPath)
+	data, err := regularfile.ReadFileMax(vocabPath, regularfile.MaxVocabJSON)
 	if err != nil {
 		return nil, fmt.Errorf("tokenizer: %w", err)
 	}
@@ -161,7 +161,7 @@ func LoadFiles(vocabPath, mergesPath string) (*Tokenizer, error) {
 	if err != nil {
 		return nil, err
 	}
-	data, err = regularfile.ReadFile(mergesPath)
+	data, err = regularfile.ReadFileMax(mergesPath, regularfile.MaxMergesTxt)
 	if err != nil {
 		return nil, fmt.Errorf("tokenizer: %w", err)
 	}

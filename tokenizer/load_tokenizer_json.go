@@ -16,7 +16,7 @@ import (
 // rejected rather than silently ignored. Its added tokens are special
 // tokens, matched by EncodeSpecial only.
 func LoadTokenizerJSON(path string) (*Tokenizer, error) {
-	data, err := regularfile.ReadFile(path)
+	data, err := regularfile.ReadFileMax(path, regularfile.MaxTokenizerJSON)
 	if err != nil {
 		return nil, fmt.Errorf("tokenizer: %w", err)
 	}

@@ -107,6 +107,9 @@ var probes = []probe{
 	{"named pipe as a model file", "exit 2 naming it, never blocked", namedPipes},
 	{"dump over its --references", "exit 2, the set untouched", dumpOverReferences},
 	{"dump killed at random", "a complete set there after each kill", dumpKilled},
+	{"hostile chat templates", "exit 2 naming the file and the limit", hostileTemplates},
+	{"60k-char prompts at once", "400 each, RSS grows < 40 MB", longPrompts},
+	{"config.json of 16 MiB + 1", "exit 2 naming the file and the cap", oversizedConfig},
 	{"second SIGTERM mid-stream", "one final event, SHUTDOWN; exit != 0", secondSignal},
 	{"drain past the deadline", "SHUTDOWN event, exit != 0", drainPastDeadline},
 }

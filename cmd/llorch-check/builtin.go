@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -39,9 +40,18 @@ func (b *builtinDefaults) path(rel string) (string, error) {
 	if dir, ok := b.dirs[rel]; ok {
 		return dir, nil
 	}
-	dir, err := llorchcheck.BuiltinCopy(builtinCache(), rel)
-	if err != nil {
-		return "", fmt.Errorf("default %s not found in this directory or its parents, and the copy built into the binary: %w", rel, err)
+	var dir string
+	var errs []error
+	for _, cache := range builtinCaches() {
+		d, err := llorchcheck.BuiltinCopy(cache, rel)
+		if err == nil {
+			dir = d
+			break
+		}
+		errs = append(errs, err)
+	}
+	if dir == "" {
+		return "", fmt.Errorf("default %s not found in this directory or its parents, and the copy built into the binary: %w", rel, errors.Join(errs...))
 	}
 	if b.dirs == nil {
 		b.dirs = map[string]string{}
@@ -50,14 +60,17 @@ func (b *builtinDefaults) path(rel string) (string, error) {
 	return dir, nil
 }
 
-// builtinCache is where the copies go: llorch-check in the user's cache
-// directory ($XDG_CACHE_HOME, ~/.cache), or in the temporary directory
-// when there is none (a container without a home).
-func builtinCache() string {
+// builtinCaches are where the copies may go, in order: llorch-check in
+// the user's cache directory ($XDG_CACHE_HOME, ~/.cache), then in the
+// temporary directory, for a container without a home or with a
+// read-only one (the copy is checked against the binary's bytes on every
+// use wherever it is).
+func builtinCaches() []string {
+	tmp := filepath.Join(os.TempDir(), fmt.Sprintf("llorch-check-%d", os.Getuid()))
 	if dir, err := os.UserCacheDir(); err == nil {
-		return filepath.Join(dir, "llorch-check")
+		return []string{filepath.Join(dir, "llorch-check"), tmp}
 	}
-	return filepath.Join(os.TempDir(), fmt.Sprintf("llorch-check-%d", os.Getuid()))
+	return []string{tmp}
 }
 
 // display rewrites the paths of built-in copies in s (a path, an error

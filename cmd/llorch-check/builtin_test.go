@@ -114,3 +114,31 @@ func indexLine(lines []string, want string) int {
 	}
 	return -1
 }
+
+// TestBuiltinDefaultsUnwritableCache: with the user's cache directory
+// unusable (read-only, or here a regular file, which even root cannot
+// write into) run, generate and serve --dry-run outside a clone copy the
+// built-in defaults into the temporary directory instead (issue 43 item 5).
+func TestBuiltinDefaultsUnwritableCache(t *testing.T) {
+	t.Chdir(t.TempDir())
+	notDir := filepath.Join(t.TempDir(), "cache")
+	require.NoError(t, os.WriteFile(notDir, []byte("not a directory"), 0o444))
+	t.Setenv("XDG_CACHE_HOME", notDir)
+	tmp := t.TempDir()
+	t.Setenv("TMPDIR", tmp)
+	saved := builtin.dirs
+	builtin.dirs = nil // copies another test made elsewhere
+	t.Cleanup(func() { builtin.dirs = saved })
+
+	for _, args := range [][]string{
+		{"run", "--checkpoint", "12"},
+		{"generate", "--prompt", "Hi", "--max-tokens", "2"},
+		{"serve", "--dry-run"},
+	} {
+		code, out, stderr := runCLI(t, args...)
+		require.Equal(t, exitOK, code, "%v: %s%s", args, out, stderr)
+	}
+	copies, err := filepath.Glob(filepath.Join(tmp, "llorch-check-*", "builtin-*", "testdata", "*"))
+	require.NoError(t, err)
+	require.NotEmpty(t, copies, "nothing copied into $TMPDIR")
+}

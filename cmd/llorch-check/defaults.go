@@ -33,7 +33,7 @@ func (f *modelFlags) register(fl *pflag.FlagSet) {
 	fl.StringVar(&f.path, "model", "", "HF-layout model directory or .gguf file (default "+defaultModel+", or outside a clone the copy built into the binary)")
 	fl.StringVar(&f.weightDType, "weight-dtype", "auto", "hold the weight matrices as f32, or f16 (half the memory and decode traffic, float32 arithmetic); auto: as the file stores them where it stores every one as float16, or (HF) as bfloat16, losing nothing, else f32 (quantised files stay quantised)")
 	fl.IntVar(&f.layers, "layers", 0, "N: load and run only the first N blocks, then the final norm and head (an HF checkpoint's; as vLLM's num_hidden_layers override), against a reference set made with the same --layers; default: the reference set's, or all")
-	fl.StringVar(&f.weightsCache, "weights-cache", "", "DIR: keep the model's weights (a GGUF file's or an HF directory's) as the kernels hold them in DIR (one file a model, the size of its weights in memory) and map them on the next load instead of re-laying every matrix; rewritten when the file, --weight-dtype or the llorch-check build changes")
+	fl.StringVar(&f.weightsCache, "weights-cache", "", "DIR: keep the model's weights (a GGUF file's or an HF directory's) as the kernels hold them in DIR (one file a model, the size of its weights in memory) and map them on the next load instead of re-laying every matrix; rewritten when the file's content (sha256), --weight-dtype or the llorch-check build changes, or when the cache file's checksum fails")
 }
 
 // options are the load options --weight-dtype and --weights-cache ask for.
