@@ -216,6 +216,12 @@ func (f serveFlags) modelChat(m *model.Model) (server.ChatFormatter, error) {
 	return t, nil
 }
 
+// maxHeaderBytes bounds a request's head as nginx's default does (4
+// buffers of 8 KB; uvicorn's h11 stops at 16 KB): net/http's default of
+// 1 MiB let a client hold that much per connection for the 10 s the head
+// may take. A longer head gets 431.
+const maxHeaderBytes = 32 << 10
+
 // maxParallel bounds --parallel before any model is read; kvBudget
 // bounds it by the model's KV caches and the machine's memory.
 const maxParallel = 4096
@@ -336,6 +342,7 @@ func runServe(cmd *cobra.Command, f serveFlags) error {
 	hs := &http.Server{
 		Handler:           srv.Handler(),
 		ReadHeaderTimeout: 10 * time.Second,
+		MaxHeaderBytes:    maxHeaderBytes,
 		ReadTimeout:       f.readTimeout,
 		WriteTimeout:      f.writeTimeout,
 		IdleTimeout:       f.idleTimeout,

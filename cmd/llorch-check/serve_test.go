@@ -310,3 +310,24 @@ func TestProbeCLI(t *testing.T) {
 	require.Equal(t, exitBadInput, code)
 	require.Contains(t, stderr, "connection refused")
 }
+
+// TestServeHeaderCap: a request head past 32 KB (nginx's default) is
+// refused with 431 and the server keeps serving; net/http's default let
+// 1 MiB heads through (issue #43 row 9).
+func TestServeHeaderCap(t *testing.T) {
+	logs, _, stop := startServeCmd(t)
+	defer stop()
+	base := "http://" + listenAddr(t, logs)
+	for _, tc := range []struct {
+		header int
+		want   int
+	}{{40 << 10, http.StatusRequestHeaderFieldsTooLarge}, {8 << 10, http.StatusOK}} {
+		req, err := http.NewRequest("GET", base+"/healthz", nil)
+		require.NoError(t, err)
+		req.Header.Set("X-Long", strings.Repeat("a", tc.header))
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		resp.Body.Close()
+		require.Equal(t, tc.want, resp.StatusCode, "a %d-byte header", tc.header)
+	}
+}
