@@ -213,17 +213,22 @@ func looksSpecial(tok string) bool {
 
 // readTokenizerConfig reads dir's tokenizer_config.json; nil without one.
 func readTokenizerConfig(dir string) (map[string]json.RawMessage, error) {
-	path := filepath.Join(dir, "tokenizer_config.json")
-	data, err := regularfile.ReadFileMax(path, regularfile.MaxTokenizerConfig)
+	return readJSONObject(filepath.Join(dir, "tokenizer_config.json"), regularfile.MaxTokenizerConfig)
+}
+
+// readJSONObject reads an optional JSON object file of at most max bytes
+// beside a model's weights; nil without the file.
+func readJSONObject(path string, max int64) (map[string]json.RawMessage, error) {
+	data, err := regularfile.ReadFileMax(path, max)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil
 	}
 	if err != nil {
 		return nil, fmt.Errorf("tokenizer: %w", err)
 	}
-	var cfg map[string]json.RawMessage
-	if err := json.Unmarshal(data, &cfg); err != nil {
+	var obj map[string]json.RawMessage
+	if err := json.Unmarshal(data, &obj); err != nil {
 		return nil, fmt.Errorf("%w: %s: %v", ErrFormat, path, err)
 	}
-	return cfg, nil
+	return obj, nil
 }

@@ -2,9 +2,7 @@ package tokenizer
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 
 	"github.com/llorch/llorch-check/gguf"
@@ -224,16 +222,9 @@ func chatTemplate(dir string, cfg map[string]json.RawMessage) (*gguf.KV, error) 
 // readConfigIDs reads config.json's {type}_token_id integers (a list, as
 // Llama 3.1's eos_token_id, is not one, as in gguf-py).
 func readConfigIDs(dir string) (map[string]int, error) {
-	data, err := regularfile.ReadFileMax(filepath.Join(dir, "config.json"), regularfile.MaxConfigJSON)
-	if errors.Is(err, os.ErrNotExist) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("tokenizer: %w", err)
-	}
-	var cfg map[string]json.RawMessage
-	if err := json.Unmarshal(data, &cfg); err != nil {
-		return nil, fmt.Errorf("%w: %s: %v", ErrFormat, filepath.Join(dir, "config.json"), err)
+	cfg, err := readJSONObject(filepath.Join(dir, "config.json"), regularfile.MaxConfigJSON)
+	if cfg == nil || err != nil {
+		return nil, err
 	}
 	out := map[string]int{}
 	for typ := range specialIDKeys {

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"sort"
@@ -92,18 +91,12 @@ func Source(dir string) (name string, paths []string, err error) {
 // 0: the model's embedding rows, which may outnumber the tokenizer's ids.
 // The model's loader validates the file; here it only pads.
 func configVocabSize(dir string) int {
-	f, err := regularfile.Open(filepath.Join(dir, "config.json"))
-	if err != nil {
+	cfg, err := readJSONObject(filepath.Join(dir, "config.json"), regularfile.MaxConfigJSON)
+	var n int
+	if err != nil || json.Unmarshal(cfg["vocab_size"], &n) != nil {
 		return 0
 	}
-	defer f.Close()
-	var c struct {
-		VocabSize int `json:"vocab_size"`
-	}
-	if json.NewDecoder(io.LimitReader(f, 16<<20)).Decode(&c) != nil {
-		return 0
-	}
-	return c.VocabSize
+	return n
 }
 
 // ForModel is the tokenizer that goes with the model at path, as
