@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"path/filepath"
 	"slices"
@@ -29,20 +28,12 @@ const maxGenerationConfig = 1 << 20
 // naming the file and field.
 func addGenerationEOS(c *Config, dir string) error {
 	path := filepath.Join(dir, GenerationConfigFile)
-	f, err := regularfile.Open(path)
+	b, err := regularfile.ReadFileMax(path, maxGenerationConfig)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil
 	}
 	if err != nil {
 		return err
-	}
-	defer f.Close()
-	b, err := io.ReadAll(io.LimitReader(f, maxGenerationConfig+1))
-	if err != nil {
-		return fmt.Errorf("reading %s: %w", path, err)
-	}
-	if len(b) > maxGenerationConfig {
-		return fmt.Errorf("%s: more than %d bytes, far larger than any real generation config", path, maxGenerationConfig)
 	}
 	var raw rawConfig
 	dec := json.NewDecoder(bytes.NewReader(b))

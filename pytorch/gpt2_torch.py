@@ -15,7 +15,7 @@ import torch.nn.functional as F
 import gguf_io
 from gpt2_tokenizer import GPT2Tokenizer
 from checkpoint import Checkpoint
-from passes import Seq, apply_head, same_rows
+from passes import Seq, finish, same_rows
 from safetensors_io import BadInput
 from weights import MappedWeights, as_weights, is_matrix, round_f16
 
@@ -297,19 +297,9 @@ class GPT2:
                 self._block(i, P, s)
             del P
         P = {n: self._t(n) for n in ("ln_f.weight", "ln_f.bias")}
-        sels = []
-        for s in seqs:
-            x = self._ln(P, s.x, "ln_f")[0]
-            s.probe(8, None, "ln_f", x)
-            sels.append(x if s.rows is None else x[list(s.rows)])
-            del s.x
         # No bias; tied unless the GGUF unties it.
         head = "lm_head.weight" if self.w.has("lm_head.weight") else "wte.weight"
-        out = []
-        for s, logits in zip(seqs, apply_head(self.w, head, sels, self.dtype)):
-            s.probe(8, None, "logits", logits, rows=None if s.rows is None or len(s.rows) == s.T else list(s.rows))
-            out.append((logits, s.present))
-        return out
+        return finish(self.w, seqs, lambda x: self._ln(P, x, "ln_f")[0], "ln_f", head, self.dtype)
 
     def _start(self, s):
         T, t0 = s.T, s.t0

@@ -50,7 +50,7 @@ import torch
 import torch.nn.functional as F
 
 from checkpoint import Checkpoint
-from passes import Seq, apply_head, same_rows
+from passes import Seq, finish, same_rows
 from safetensors_io import BadInput
 from weights import MappedWeights, as_weights
 
@@ -390,18 +390,8 @@ class Llama:
                 self._block(i, P, s)
             del P
         norm = self._t("norm.weight")
-        sels = []
-        for s in seqs:
-            x = self._rms(s.x, norm)[0]
-            s.probe(8, None, "norm", x)
-            sels.append(x if s.rows is None else x[list(s.rows)])
-            del s.x
         head = "lm_head.weight" if self.w.has("lm_head.weight") else "embed_tokens.weight"
-        out = []
-        for s, logits in zip(seqs, apply_head(self.w, head, sels, self.dtype)):
-            s.probe(8, None, "logits", logits, rows=None if s.rows is None or len(s.rows) == s.T else list(s.rows))
-            out.append((logits, s.present))
-        return out
+        return finish(self.w, seqs, lambda x: self._rms(x, norm)[0], "norm", head, self.dtype)
 
     def _start(self, s):
         """Checks, the embeddings and the rope tables and mask of s."""

@@ -53,6 +53,24 @@ class Seq:
         self.present = []
 
 
+def finish(weights, seqs, norm, name, head, dtype):
+    """The end of a pass of every sequence after its last block: the final
+    norm (probed as `name`: GPT-2's ln_f, the Llama family's norm), then
+    the LM head `head` on the rows each sequence keeps, probed as logits.
+    Returns each sequence's (logits, present cache)."""
+    sels = []
+    for s in seqs:
+        x = norm(s.x)
+        s.probe(8, None, name, x)
+        sels.append(x if s.rows is None else x[list(s.rows)])
+        del s.x
+    out = []
+    for s, logits in zip(seqs, apply_head(weights, head, sels, dtype)):
+        s.probe(8, None, "logits", logits, rows=None if s.rows is None or len(s.rows) == s.T else list(s.rows))
+        out.append((logits, s.present))
+    return out
+
+
 def apply_head(weights, name, sels, dtype):
     """F.linear(sel, head) for every sel ([R,C] rows), the head converted
     a chunk of rows at a time (head_chunks) and each chunk used for every
