@@ -157,7 +157,7 @@ func adjacent16(a, b uint16) bool {
 // Go's own cache, modulo rounding flips; everything else from a forward
 // on the set's cache. It returns the latter's capture, for checkpoint 10.
 func compareOnF16Cache(ctx context.Context, m *model.Model, set *references.Set, c references.Case, wanted []references.TensorInfo, opt Options) ([]Result, *captured, error) {
-	llama := m.Config.IsLlama()
+	llama := m.Config.Family() == tensors.Llama
 	var cache, rest []references.TensorInfo
 	for _, ti := range wanted {
 		if ti.Name == tensors.KCache || ti.Name == tensors.VCache {

@@ -30,7 +30,7 @@ type Config struct {
 	ActivationFunction string
 	BOSTokenID         int
 	EOSTokenID         int
-	ModelType          string // the architecture: "gpt2", or a Llama-family one (Architectures)
+	ModelType          string // the architecture (Architectures); empty is GPT-2's
 
 	Llama // zero for GPT-2
 }
@@ -55,9 +55,6 @@ func (c Config) KVHeads() int {
 	}
 	return c.NHead
 }
-
-// IsLlama says the model is of the Llama family (RMSNorm, RoPE, SwiGLU).
-func (c Config) IsLlama() bool { return c.ModelType != "" && c.ModelType != ArchGPT2 }
 
 // maxDim bounds every size so that products of two or three of them cannot
 // overflow int and absurd configs fail before any allocation; a GGUF
@@ -96,14 +93,17 @@ func parseConfig(b []byte) (Config, error) {
 		return Config{}, fmt.Errorf("top level is not a JSON object")
 	}
 	var c Config
-	var err error
-
 	if err := raw.checkModelType(&c); err != nil {
 		return Config{}, err
 	}
-	if c.IsLlama() {
-		return raw.llamaConfig(c.ModelType)
-	}
+	return c.family().jsonConfig(raw, c.ModelType)
+}
+
+// gpt2Config reads GPT2Config's fields; every flag that would change the
+// attention math from GPT-2's is an error naming it.
+func (raw rawConfig) gpt2Config() (Config, error) {
+	c := Config{ModelType: ArchGPT2}
+	var err error
 	sizes := []struct {
 		field string
 		dst   *int

@@ -35,24 +35,10 @@ type RopeScaling struct {
 	OriginalMaxPositions                  float64
 }
 
-type llamaDefaults struct {
-	eps, theta float64
-	positions  int
-	headDim    int // 0: hidden_size/heads
-}
-
-var llamaFamilyDefaults = map[string]llamaDefaults{
-	ArchLlama: {eps: 1e-6, theta: 10000, positions: 2048},
-	ArchQwen2: {eps: 1e-6, theta: 10000, positions: 32768},
-	ArchQwen3: {eps: 1e-6, theta: 10000, positions: 32768, headDim: 128},
-	ArchPhi3:  {eps: 1e-5, theta: 10000, positions: 4096},
-}
-
 // llamaConfig reads a Llama-family config.json. Every setting the forward
 // does not implement is an error naming the field, never ignored.
-func (r rawConfig) llamaConfig(arch string) (Config, error) {
-	def := llamaFamilyDefaults[arch]
-	c := Config{ModelType: arch, ActivationFunction: "silu"}
+func (r rawConfig) llamaConfig(def *llamaFamily) (Config, error) {
+	c := Config{ModelType: def.name, ActivationFunction: "silu"}
 	var err error
 	for _, s := range []struct {
 		field string
@@ -89,8 +75,8 @@ func (r rawConfig) llamaConfig(arch string) (Config, error) {
 		return Config{}, fmt.Errorf("field \"num_attention_heads\": value %d does not divide hidden_size %d and head_dim is not set", c.NHead, c.NEmbd)
 	case hd == 0:
 		hd = derived
-	case (arch == ArchQwen2 || arch == ArchPhi3) && hd != derived:
-		return Config{}, fmt.Errorf("field \"head_dim\": value %d: %s derives head_dim from hidden_size/num_attention_heads (%d); another value is not implemented", hd, arch, derived)
+	case def.fixedHeadDim && hd != derived:
+		return Config{}, fmt.Errorf("field \"head_dim\": value %d: %s derives head_dim from hidden_size/num_attention_heads (%d); another value is not implemented", hd, def.name, derived)
 	}
 	if hd != derived {
 		c.HeadSize = hd
@@ -119,14 +105,24 @@ func (r rawConfig) llamaConfig(arch string) (Config, error) {
 	if c.Tied, err = r.boolean("tie_word_embeddings", false); err != nil {
 		return Config{}, err
 	}
-	if err := r.llamaBiases(&c); err != nil {
+	attn, err := r.boolean("attention_bias", false)
+	if err != nil {
+		return Config{}, err
+	}
+	mlp, err := r.boolean("mlp_bias", false)
+	if err != nil {
+		return Config{}, err
+	}
+	if err := def.biases(&c, attn, mlp); err != nil {
 		return Config{}, err
 	}
 	if c.RopeScaling, err = r.ropeScaling(); err != nil {
 		return Config{}, err
 	}
-	if err := r.noSlidingWindow(arch); err != nil {
-		return Config{}, err
+	if def.window != nil {
+		if err := def.window(r, c.NPositions); err != nil {
+			return Config{}, err
+		}
 	}
 	if c.BOSTokenID, err = r.tokenID("bos_token_id", 1); err != nil {
 		return Config{}, err
@@ -135,39 +131,8 @@ func (r rawConfig) llamaConfig(arch string) (Config, error) {
 		return Config{}, err
 	}
 	c.EOSTokenID = c.EOSTokenIDs[0]
-	c.QKNorm = arch == ArchQwen3
-	c.FusedQKV = arch == ArchPhi3
+	c.QKNorm, c.FusedQKV = def.qkNorm, def.fusedQKV
 	return c, nil
-}
-
-// llamaBiases sets which projections have biases. Qwen2's modeling file
-// has q/k/v biases and no o bias whatever attention_bias says; Phi-3 and
-// Qwen3 have no MLP bias.
-func (r rawConfig) llamaBiases(c *Config) error {
-	attn, err := r.boolean("attention_bias", false)
-	if err != nil {
-		return err
-	}
-	mlp, err := r.boolean("mlp_bias", false)
-	if err != nil {
-		return err
-	}
-	switch c.ModelType {
-	case ArchQwen2:
-		c.QKVBias = true
-	case ArchPhi3:
-		if attn || mlp {
-			return fmt.Errorf("field \"attention_bias\"/\"mlp_bias\": Phi-3 has no biases; true is not implemented")
-		}
-	case ArchQwen3:
-		if mlp {
-			return fmt.Errorf("field \"mlp_bias\": value true: Qwen3 has no MLP bias; not implemented")
-		}
-		c.QKVBias, c.OBias = attn, attn
-	default:
-		c.QKVBias, c.OBias, c.MLPBias = attn, attn, mlp
-	}
-	return nil
 }
 
 // ropeScaling reads rope_scaling: null, "default", or Llama 3's.
@@ -214,46 +179,6 @@ func (r rawConfig) ropeScaling() (*RopeScaling, error) {
 		return nil, fmt.Errorf("field \"rope_scaling\": llama3 needs high_freq_factor > low_freq_factor, have %g and %g", s.HighFreqFactor, s.LowFreqFactor)
 	}
 	return s, nil
-}
-
-// noSlidingWindow rejects sliding-window attention that is switched on:
-// it is not implemented. (Phi-3's configs set a window as long as the
-// context, which a sequence never exceeds; Forward's context check holds
-// there.)
-func (r rawConfig) noSlidingWindow(arch string) error {
-	switch arch {
-	case ArchQwen2, ArchQwen3:
-		on, err := r.boolean("use_sliding_window", false)
-		if err != nil {
-			return err
-		}
-		if on {
-			return fmt.Errorf("field \"use_sliding_window\": value true: sliding-window attention is not implemented")
-		}
-		if arch == ArchQwen3 {
-			if v, ok := r.present("layer_types"); ok {
-				var types []string
-				if err := json.Unmarshal(v, &types); err != nil {
-					return fmt.Errorf("field \"layer_types\": value %s is not a list of strings", v)
-				}
-				for i, t := range types {
-					if t != "full_attention" {
-						return fmt.Errorf("field \"layer_types\": layer %d is %q; only full_attention is implemented", i, t)
-					}
-				}
-			}
-		}
-	case ArchPhi3:
-		w, err := r.positiveInt("sliding_window", false, 0)
-		if err != nil {
-			return err
-		}
-		pos, _ := r.positiveInt("max_position_embeddings", false, llamaFamilyDefaults[ArchPhi3].positions)
-		if w != 0 && w < pos {
-			return fmt.Errorf("field \"sliding_window\": value %d is shorter than the context %d: sliding-window attention is not implemented", w, pos)
-		}
-	}
-	return nil
 }
 
 func (r rawConfig) positiveFloat(field string, def float64) (float64, error) {

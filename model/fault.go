@@ -43,19 +43,11 @@ var faultNames = [...]string{
 }
 
 // AppliesTo says whether f changes the forward pass of a model with this
-// config: GPT-2's GELU and Conv1D faults have no Llama-family
-// counterpart, the Llama family's have none in GPT-2, and gqa-repeat needs
-// grouped heads.
+// config, as its family says: GPT-2's GELU and Conv1D faults have no
+// Llama-family counterpart, the Llama family's have none in GPT-2, and
+// gqa-repeat needs grouped heads.
 func (f Fault) AppliesTo(c Config) bool {
-	switch f {
-	case FaultErfGELU, FaultTransposedProj:
-		return !c.IsLlama()
-	case FaultRopeLayout, FaultRMSNormF16, FaultSwiGLUSwap:
-		return c.IsLlama()
-	case FaultGQARepeat:
-		return c.IsLlama() && c.KVHeads() < c.NHead && c.KVHeads() > 1
-	}
-	return f > FaultNone && int(f) < len(faultNames)
+	return f > FaultNone && int(f) < len(faultNames) && c.family().appliesTo(f, c)
 }
 
 // ParseFault maps a fault's name (as printed by String) to the fault.

@@ -110,15 +110,12 @@ func (m *Model) forward(ctx context.Context, spans []span, tokens []int, hk hook
 	ps.force = hk.force
 	defer passBuffers.Put(ps.buf)
 	ps.embed(tokens)
+	fam := m.Config.family()
 	for l := range m.h {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		if m.Config.IsLlama() {
-			ps.llamaBlock(l)
-		} else {
-			ps.block(l)
-		}
+		fam.block(ps, l)
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, err
@@ -155,10 +152,7 @@ func (m *Model) newPass(spans []span, tokens []int, probe Probe) *pass {
 	c := m.Config
 	R, C, H, D := len(tokens), c.NEmbd, c.NHead, c.HeadDim()
 	ps := &pass{m: m, spans: spans, p: probeWriter{probe}, R: R, lay: c.qkvLayout()}
-	ff, act, rot := c.NInner, 0, 0
-	if c.IsLlama() {
-		ff, act, rot = 2*c.NInner, c.NInner, c.RotaryDim
-	}
+	ff, act, rot := c.family().passWidths(c)
 	bufs := []struct {
 		s    *[]float32
 		cols int
@@ -257,12 +251,7 @@ func (ps *pass) head(allRows bool, dst []float32) []float32 {
 	c, R := ps.m.Config, ps.R
 	C, V := c.NEmbd, c.VocabSize
 	hf, rows := ps.h, R // h is free once the blocks are done
-	norm, name := func(dst, x []float32) {
-		layerNorm(dst, x, ps.m.lnfW, ps.m.lnfB, C, c.LayerNormEpsilon)
-	}, tensors.LNF
-	if c.IsLlama() {
-		norm, name = func(dst, x []float32) { rmsNorm(dst, x, ps.m.lnfW, C, c.RMSNormEps, false) }, tensors.Norm
-	}
+	norm, name := c.family().finalNorm(ps.m)
 	if allRows {
 		norm(hf, ps.x)
 	} else {

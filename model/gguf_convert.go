@@ -38,11 +38,7 @@ func ConvertGGUF(dir, path string, f GGUFFile, progress func(i, n int, name stri
 	var kv []gguf.KV
 	var plan []streamTensor
 	var dtype string
-	if cfg.IsLlama() {
-		kv, plan, dtype, err = llamaPlan(cfg, ckpt.File, f.Type, ftype)
-	} else {
-		kv, plan, dtype, err = gpt2Plan(cfg, ckpt.File, f.Type, ftype)
-	}
+	kv, plan, dtype, err = cfg.family().convertPlan(cfg, ckpt.File, f.Type, ftype)
 	if err != nil {
 		return GGUFWritten{}, fmt.Errorf("converting %s: %w", ckpt.Path, err)
 	}

@@ -40,7 +40,8 @@ func llamaKey(arch, key string) string { return arch + "." + key }
 // ggufLlamaConfig reads a Llama-family GGUF file's hyper-parameters into
 // the Config the HF loader would give for the config.json it came from.
 // Settings the forward does not implement are errors naming the key.
-func ggufLlamaConfig(f *gguf.File, arch string) (Config, error) {
+func ggufLlamaConfig(f *gguf.File, fam *llamaFamily) (Config, error) {
+	arch := fam.name
 	c := Config{ModelType: arch, ActivationFunction: "silu"}
 	k := func(key string) string { return llamaKey(arch, key) }
 	var err error
@@ -92,20 +93,9 @@ func ggufLlamaConfig(f *gguf.File, arch string) (Config, error) {
 	}
 	_, hasOutput := f.Tensor(ggufOutput)
 	c.Tied = !hasOutput
-	// Biases as the HF config classes have them (llamaBiases): Qwen2's
-	// q/k/v always; Llama's and Qwen3's as the file has them; Phi-3 none.
-	has := func(name string) bool { _, ok := f.Tensor(name); return ok }
-	switch arch {
-	case ArchQwen2:
-		c.QKVBias = true
-	case ArchQwen3:
-		c.QKVBias = has("blk.0.attn_q.bias")
-		c.OBias = c.QKVBias
-	case ArchLlama:
-		c.QKVBias, c.OBias, c.MLPBias = has("blk.0.attn_q.bias"), has("blk.0.attn_output.bias"), has("blk.0.ffn_down.bias")
-	}
-	c.QKNorm = arch == ArchQwen3
-	c.FusedQKV = arch == ArchPhi3
+	// Biases as the HF config classes have them (llamaFamily.biases).
+	fam.ggufBiases(&c, func(name string) bool { _, ok := f.Tensor(name); return ok })
+	c.QKNorm, c.FusedQKV = fam.qkNorm, fam.fusedQKV
 	return c, nil
 }
 
@@ -126,7 +116,7 @@ func ggufHeadDim(f *gguf.File, c *Config) error {
 	case hd == 0:
 		return fmt.Errorf("key %s: value %d is not divisible by %s %d and %s is absent",
 			k("embedding_length"), c.NEmbd, k("attention.head_count"), c.NHead, k("attention.key_length"))
-	case (c.ModelType == ArchQwen2 || c.ModelType == ArchPhi3) && hd != derived:
+	case c.llama().fixedHeadDim && hd != derived:
 		return fmt.Errorf("key %s: value %d: %s derives the head width from the embedding length (%d); another value is not implemented", k("attention.key_length"), hd, c.ModelType, derived)
 	}
 	if vl, err := weights.OptDim(f, k("attention.value_length"), hd); err != nil {
@@ -143,7 +133,7 @@ func ggufHeadDim(f *gguf.File, c *Config) error {
 	switch {
 	case c.RotaryDim%2 != 0 || c.RotaryDim > hd:
 		return fmt.Errorf("key %s: value %d is not an even number up to the head width %d", k("rope.dimension_count"), c.RotaryDim, hd)
-	case c.ModelType == ArchLlama && c.RotaryDim != hd:
+	case c.llama().llamaCppRope && c.RotaryDim != hd:
 		// llama.cpp's converter permutes whole heads for its interleaved
 		// rope, which then rotates pairs HF's partial rotary does not.
 		return fmt.Errorf("key %s: value %d: partial rotary (head width %d) with llama's permuted q/k is not implemented", k("rope.dimension_count"), c.RotaryDim, hd)
@@ -169,7 +159,7 @@ func ggufLlamaRope(f *gguf.File, c *Config) error {
 	if _, ok := f.Get(keyRopeFactor); !ok {
 		return nil
 	}
-	if c.ModelType != ArchLlama {
+	if !c.llama().llamaCppRope {
 		return fmt.Errorf("key %s: Llama 3 rope scaling is only written for llama, not %s", keyRopeFactor, c.ModelType)
 	}
 	s := &RopeScaling{}
@@ -277,7 +267,7 @@ func loadLlamaGGUF(ctx context.Context, f *gguf.File, cfg Config, release func([
 		}
 		known[p.gguf] = true
 	}
-	if cfg.ModelType == ArchLlama {
+	if cfg.llama().llamaCppRope {
 		known[ggufRopeFreqs] = true
 	}
 	for _, t := range f.Tensors {

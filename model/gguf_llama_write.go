@@ -86,7 +86,7 @@ func llamaKeys(c Config, ftype uint32) []gguf.KV {
 	if D := c.HeadDim(); D != c.NEmbd/c.NHead {
 		kv = append(kv, u32("attention.key_length", D), u32("attention.value_length", D))
 	}
-	if a == ArchPhi3 {
+	if c.llama().origContextKey {
 		// HF's original_max_position_embeddings, which only Phi-3's
 		// long-rope scaling (not implemented) reads; the context here.
 		kv = append(kv, u32("rope.scaling.original_context_length", c.NPositions))
@@ -118,11 +118,11 @@ func llamaKeys(c Config, ftype uint32) []gguf.KV {
 // as pytorch/gguf_write.py does.
 func llamaWritable(c Config) error {
 	switch {
-	case c.RopeScaling != nil && c.ModelType != ArchLlama:
+	case c.RopeScaling != nil && !c.llama().llamaCppRope:
 		return fmt.Errorf("rope_scaling llama3 is not written for %s (llama.cpp reads rope_freqs.weight for llama only)", c.ModelType)
-	case c.ModelType == ArchLlama && c.RotaryDim != c.HeadDim():
+	case c.llama().llamaCppRope && c.RotaryDim != c.HeadDim():
 		return fmt.Errorf("llama with partial rotary (%d of %d channels) is not written: llama.cpp's q/k permutation spans whole heads", c.RotaryDim, c.HeadDim())
-	case c.ModelType == ArchQwen3 && c.QKVBias:
+	case c.llama().noGGUFAttnBias && c.QKVBias:
 		return fmt.Errorf("qwen3 with attention_bias is not written (llama.cpp's qwen3 has no attention biases)")
 	}
 	return nil

@@ -55,9 +55,11 @@ func loadGGUFFrom(ctx context.Context, data []byte, release func([]byte), opt Lo
 		// its pages would otherwise stay resident until the unmap.
 		release(data[:f.DataOffset])
 	}
-	if cfg.IsLlama() {
-		return loadLlamaGGUF(ctx, f, cfg, release, opt)
-	}
+	return cfg.family().loadGGUF(ctx, f, cfg, release, opt)
+}
+
+// loadGPT2GGUF builds a GPT-2 model from a file in llama.cpp's gpt2 layout.
+func loadGPT2GGUF(ctx context.Context, f *gguf.File, cfg Config, release func([]byte), opt LoadOptions) (*Model, error) {
 	m := &Model{Config: cfg, h: make([]block, cfg.NLayer), faultLayer: -1, Format: FormatGGUF, Float16: opt.Float16}
 	params := m.gpt2Params()
 	if opt.AsStored && ggufMatricesFloat16(f, params) {
@@ -79,6 +81,7 @@ func loadGGUFFrom(ctx context.Context, data []byte, release func([]byte), opt Lo
 	// Q6_K) is an LM head of its own.
 	out, hasOutput := f.Tensor(ggufOutput)
 	tied := false
+	var err error
 	if hasOutput {
 		if tied, err = weights.SameTensor(f, out, params[0].gguf); err != nil {
 			return nil, err
@@ -196,20 +199,25 @@ func parseGGUF(data []byte) (*gguf.File, Config, error) {
 	return f, cfg, err
 }
 
-// ggufConfig reads the gpt2.* hyper-parameters (a Llama-family file's:
-// ggufLlamaConfig); the vocabulary size is token_embd's row count, which
-// the tokenizer, when present, must match.
+// ggufConfig reads the hyper-parameters of the file's architecture, as
+// its family reads them; the vocabulary size is token_embd's row count,
+// which the tokenizer, when present, must match.
 func ggufConfig(f *gguf.File) (Config, error) {
 	arch, err := f.String(keyArchitecture)
 	if err != nil {
 		return Config{}, err
 	}
-	if a, ok := archByName(arch); !ok {
+	a, ok := archByName(arch)
+	if !ok {
 		return Config{}, fmt.Errorf("key %s: value %q is not supported (known: %s)", keyArchitecture, arch, knownArchs())
-	} else if a.Name != ggufArch {
-		return ggufLlamaConfig(f, a.Name)
 	}
-	c := Config{ModelType: "gpt2", ActivationFunction: "gelu_new"}
+	return a.fam.ggufConfig(f, a.Name)
+}
+
+// gpt2GGUFConfig reads llama.cpp's gpt2.* hyper-parameters.
+func gpt2GGUFConfig(f *gguf.File) (Config, error) {
+	c := Config{ModelType: ArchGPT2, ActivationFunction: "gelu_new"}
+	var err error
 	for _, s := range []struct {
 		key string
 		dst *int

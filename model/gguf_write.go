@@ -61,11 +61,7 @@ func fileKeys(c Config, kv []gguf.KV, f GGUFFile, dtype string) []gguf.KV {
 	if f.Name != "" {
 		kv = slices.Insert(kv, 1, gguf.StringKV("general.name", f.Name))
 	}
-	if c.IsLlama() {
-		kv = WithTokenizer(kv, f.Tokenizer)
-	} else {
-		kv = append(kv, f.Tokenizer...)
-	}
+	kv = c.family().withTokenizer(kv, f.Tokenizer)
 	if f.SourceSHA256 != "" {
 		kv = append(kv, gguf.StringKV(KeySourceSHA256, f.SourceSHA256), gguf.StringKV(KeySourceDType, dtype))
 	}
@@ -110,9 +106,11 @@ func (m *Model) GGUF(typ gguf.GGMLType) ([]gguf.KV, []gguf.TensorData, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	if m.Config.IsLlama() {
-		return m.llamaGGUF(typ, ftype)
-	}
+	return m.Config.family().ggufTensors(m, typ, ftype)
+}
+
+// gpt2GGUF is GGUF for gpt2.
+func (m *Model) gpt2GGUF(typ gguf.GGMLType, ftype uint32) ([]gguf.KV, []gguf.TensorData, error) {
 	kv := gpt2Keys(m.Config, ftype)
 	var tensors []gguf.TensorData
 	for _, p := range m.gpt2Params() {

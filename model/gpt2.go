@@ -1,11 +1,72 @@
 package model
 
 import (
+	"context"
+
+	"github.com/llorch/llorch-check/gguf"
 	"github.com/llorch/llorch-check/kernels"
+	"github.com/llorch/llorch-check/safetensors"
 	"github.com/llorch/llorch-check/tensors"
 )
 
-// GPT-2's block, as HF's GPT2Block computes it (SPEC.md section 1).
+// GPT-2's block, as HF's GPT2Block computes it (docs/spec.md), and its
+// family's registration.
+
+// gpt2Family is GPT-2 (gpt2): LayerNorm, learned positions, GELU, Conv1D
+// matrices.
+type gpt2Family struct{}
+
+func init() { register(ArchGPT2, "GPT2LMHeadModel", gpt2Family{}) }
+
+func (gpt2Family) tensorFamily() string { return tensors.GPT2 }
+
+func (gpt2Family) jsonConfig(r rawConfig, _ string) (Config, error) { return r.gpt2Config() }
+
+func (gpt2Family) ggufConfig(f *gguf.File, _ string) (Config, error) { return gpt2GGUFConfig(f) }
+
+func (gpt2Family) loadHF(ctx context.Context, cfg Config, f *safetensors.File, release func([]byte), opt LoadOptions) (*Model, error) {
+	return loadWeightsFrom(ctx, cfg, f, release, opt)
+}
+
+func (gpt2Family) loadGGUF(ctx context.Context, f *gguf.File, cfg Config, release func([]byte), opt LoadOptions) (*Model, error) {
+	return loadGPT2GGUF(ctx, f, cfg, release, opt)
+}
+
+func (gpt2Family) ggufTensors(m *Model, typ gguf.GGMLType, ftype uint32) ([]gguf.KV, []gguf.TensorData, error) {
+	return m.gpt2GGUF(typ, ftype)
+}
+
+func (gpt2Family) convertPlan(cfg Config, f *safetensors.File, typ gguf.GGMLType, ftype uint32) ([]gguf.KV, []streamTensor, string, error) {
+	return gpt2Plan(cfg, f, typ, ftype)
+}
+
+// withTokenizer appends the tokenizer's keys after the model's, as
+// llama.cpp's gpt2 files order them.
+func (gpt2Family) withTokenizer(kv, tok []gguf.KV) []gguf.KV { return append(kv, tok...) }
+
+func (gpt2Family) matrixShapes(c Config) [4][2]int {
+	C, I := c.NEmbd, c.NInner
+	return [4][2]int{{C, 3 * C}, {C, C}, {C, I}, {I, C}}
+}
+
+func (gpt2Family) positionRows(c Config) int { return c.NPositions }
+
+func (gpt2Family) passWidths(c Config) (ff, act, rot int) { return c.NInner, 0, 0 }
+
+func (gpt2Family) block(ps *pass, l int) { ps.block(l) }
+
+func (gpt2Family) finalNorm(m *Model) (func(dst, x []float32), string) {
+	c := m.Config
+	return func(dst, x []float32) { layerNorm(dst, x, m.lnfW, m.lnfB, c.NEmbd, c.LayerNormEpsilon) }, tensors.LNF
+}
+
+func (gpt2Family) appliesTo(f Fault, _ Config) bool {
+	switch f {
+	case FaultRopeLayout, FaultRMSNormF16, FaultSwiGLUSwap, FaultGQARepeat:
+		return false
+	}
+	return true
+}
 
 // block is transformer layer l: x += attn(ln_1(x)); x += mlp(ln_2(x)).
 func (ps *pass) block(l int) {

@@ -63,7 +63,7 @@ func llamaLayer(c Config, l int) []llamaParam {
 			shape: []int{(H + 2*Hkv) * D, C}, part: partQKV})
 	} else {
 		qRope, kRope := 0, 0
-		if c.ModelType == ArchLlama {
+		if c.llama().llamaCppRope {
 			qRope, kRope = H, Hkv
 		}
 		qkv := []struct {

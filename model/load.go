@@ -216,15 +216,11 @@ func loadHF(ctx context.Context, dir string, opt LoadOptions) (*Model, error) {
 	if err != nil {
 		return nil, err
 	}
-	load := loadWeightsFrom
-	if cfg.IsLlama() {
-		load = loadLlamaFrom
-	}
 	f := ckpt.File
 	if opt.Layers > 0 {
 		f = firstLayers(f, opt.Layers)
 	}
-	m, err := load(ctx, cfg, f, weights.Release, opt)
+	m, err := cfg.family().loadHF(ctx, cfg, f, weights.Release, opt)
 	if uerr := ckpt.Close(); uerr != nil && err == nil {
 		err = fmt.Errorf("unmapping %s: %w", ckpt.Path, uerr)
 	}

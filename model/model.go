@@ -184,13 +184,7 @@ func (b *block) vectors() []*[]float32 {
 
 // matrixShapes are the [K,N] of each of a block's matrices, as matrices()
 // lists them.
-func (c Config) matrixShapes() [4][2]int {
-	C, I, HD := c.NEmbd, c.NInner, c.NHead*c.HeadDim()
-	if !c.IsLlama() {
-		return [4][2]int{{C, 3 * C}, {C, C}, {C, I}, {I, C}}
-	}
-	return [4][2]int{{C, c.qkvLayout().width}, {HD, C}, {C, 2 * I}, {I, C}}
-}
+func (c Config) matrixShapes() [4][2]int { return c.family().matrixShapes(c) }
 
 func (b *block) matrices() []*kernels.Matrix {
 	return []*kernels.Matrix{&b.attnW, &b.projW, &b.fcW, &b.mlpW}

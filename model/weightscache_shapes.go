@@ -15,10 +15,7 @@ func (m *Model) checkShapes() error {
 	if !m.wte.Is(c.VocabSize, C) || m.lmW.Len() != 0 && !m.lmW.Is(c.VocabSize, C) {
 		return errors.New("the token embedding or the LM head is not [vocab, hidden]")
 	}
-	wantPos := 0
-	if !c.IsLlama() {
-		wantPos = c.NPositions * C
-	}
+	wantPos := c.family().positionRows(c) * C
 	vecs := []struct {
 		v    []float32
 		want []int

@@ -15,6 +15,7 @@ import (
 	"github.com/llorch/llorch-check/internal/fixture/tiny"
 	"github.com/llorch/llorch-check/model"
 	"github.com/llorch/llorch-check/server"
+	"github.com/llorch/llorch-check/tensors"
 )
 
 // meanLNF is the embedding computed apart from the server: one forward
@@ -24,10 +25,7 @@ func meanLNF(t *testing.T, m *model.Model, tokens []int) []float64 {
 	t.Helper()
 	C := m.Config.NEmbd
 	mean := make([]float64, C)
-	final := "ln_f"
-	if m.Config.IsLlama() {
-		final = "norm"
-	}
+	final := map[string]string{tensors.GPT2: "ln_f", tensors.Llama: "norm"}[m.Config.Family()]
 	_, err := m.Forward(context.Background(), m.NewCache(), tokens, model.ForwardOptions{Probe: model.ProbeFunc(func(c model.Captured) {
 		if c.Name == final {
 			require.Equal(t, []int{len(tokens), C}, c.Shape)

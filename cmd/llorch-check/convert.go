@@ -9,6 +9,7 @@ import (
 	"github.com/llorch/llorch-check/gguf"
 	"github.com/llorch/llorch-check/model"
 	"github.com/llorch/llorch-check/references"
+	"github.com/llorch/llorch-check/tensors"
 	"github.com/llorch/llorch-check/tokenizer"
 	"github.com/llorch/llorch-check/weights"
 	"github.com/spf13/cobra"
@@ -136,7 +137,7 @@ func convertToGGUF(dir, out string, typ gguf.GGMLType, name, tokPath string, pro
 	if err != nil {
 		return w, "", err
 	}
-	tok, err := tokenizer.ConvertKeys(dir, tokPath, cfg.VocabSize, cfg.IsLlama())
+	tok, err := tokenizer.ConvertKeys(dir, tokPath, cfg.VocabSize, cfg.Family() == tensors.Llama)
 	if err != nil {
 		return w, "", err
 	}

@@ -1,0 +1,130 @@
+package model
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/llorch/llorch-check/gguf"
+	"github.com/llorch/llorch-check/safetensors"
+)
+
+// family is what an architecture brings to the generic code: how its
+// config.json and GGUF hyper-parameters read, how its tensors load and
+// are written, and how its block computes. The loaders, the GGUF writer,
+// the forward pass and the fault table call it instead of asking which
+// architecture a model is. gpt2.go and llama.go each define one.
+type family interface {
+	// tensorFamily names the checkpoint tensors the forward emits:
+	// tensors.GPT2 or tensors.Llama.
+	tensorFamily() string
+	// jsonConfig reads config.json's fields for architecture arch.
+	// Every setting the forward does not implement is an error naming
+	// the field, never ignored.
+	jsonConfig(r rawConfig, arch string) (Config, error)
+	// ggufConfig reads a GGUF file's hyper-parameters into the Config
+	// the HF loader gives for the config.json the file came from.
+	ggufConfig(f *gguf.File, arch string) (Config, error)
+
+	// loadHF builds the model from an HF checkpoint's tensors; release,
+	// if not nil, drops each converted range of a mapping.
+	loadHF(ctx context.Context, cfg Config, f *safetensors.File, release func([]byte), opt LoadOptions) (*Model, error)
+	// loadGGUF does the same from a GGUF file.
+	loadGGUF(ctx context.Context, f *gguf.File, cfg Config, release func([]byte), opt LoadOptions) (*Model, error)
+	// ggufTensors is the model in llama.cpp's layout: its keys and tensors.
+	ggufTensors(m *Model, typ gguf.GGMLType, ftype uint32) ([]gguf.KV, []gguf.TensorData, error)
+	// convertPlan is what convert streams from an HF checkpoint: the
+	// keys, each tensor's plan, and the dtype the file stores.
+	convertPlan(cfg Config, f *safetensors.File, typ gguf.GGMLType, ftype uint32) ([]gguf.KV, []streamTensor, string, error)
+	// withTokenizer places a tokenizer's GGUF keys among the model's.
+	withTokenizer(kv, tok []gguf.KV) []gguf.KV
+
+	// matrixShapes are the [K,N] of each of a block's matrices, as
+	// block.matrices lists them; positionRows the rows of a learned
+	// position table (0 without one).
+	matrixShapes(c Config) [4][2]int
+	positionRows(c Config) int
+	// passWidths are the per-row widths of a pass's FFN buffers (fc,
+	// act) and of its rotary tables (rot, 0 without RoPE).
+	passWidths(c Config) (ff, act, rot int)
+	// block is layer l of a pass; finalNorm the norm before the LM head
+	// of one row, and the name its output is captured under.
+	block(ps *pass, l int)
+	finalNorm(m *Model) (norm func(dst, x []float32), name string)
+	// appliesTo says whether fault f changes this family's forward.
+	appliesTo(f Fault, c Config) bool
+}
+
+// Arch is one architecture this package implements: the names it goes by
+// in the files that declare it, and its family.
+type Arch struct {
+	Name  string // model_type and general.architecture
+	Class string // HF's model class in config.json's architectures
+	fam   family
+}
+
+// Architectures lists every implemented architecture, in the order
+// errors list them; each family's file registers its own.
+var Architectures []Arch
+
+// register adds architectures of a family; called from the family's
+// file, once per name.
+func register(name, class string, fam family) {
+	if _, ok := archByName(name); ok {
+		panic("model: architecture " + name + " registered twice")
+	}
+	Architectures = append(Architectures, Arch{name, class, fam})
+}
+
+// family is the config's architecture's family. A Config that did not
+// come from LoadConfig or a GGUF file (no ModelType) is GPT-2's, as the
+// zero Config always was.
+func (c Config) family() family {
+	name := c.ModelType
+	if name == "" {
+		name = ArchGPT2
+	}
+	a, ok := archByName(name)
+	if !ok {
+		panic(fmt.Sprintf("model: Config of unregistered architecture %q", name))
+	}
+	return a.fam
+}
+
+// Family names the checkpoint tensors the config's forward emits:
+// tensors.GPT2 or tensors.Llama.
+func (c Config) Family() string { return c.family().tensorFamily() }
+
+func archByName(name string) (Arch, bool) {
+	for _, a := range Architectures {
+		if a.Name == name {
+			return a, true
+		}
+	}
+	return Arch{}, false
+}
+
+func archByClass(class string) (Arch, bool) {
+	for _, a := range Architectures {
+		if a.Class == class {
+			return a, true
+		}
+	}
+	return Arch{}, false
+}
+
+func knownArchs() string {
+	names := make([]string, len(Architectures))
+	for i, a := range Architectures {
+		names[i] = a.Name
+	}
+	return strings.Join(names, ", ")
+}
+
+func knownClasses() string {
+	names := make([]string, len(Architectures))
+	for i, a := range Architectures {
+		names[i] = a.Class
+	}
+	return strings.Join(names, ", ")
+}
