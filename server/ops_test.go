@@ -111,6 +111,8 @@ func TestPage(t *testing.T) {
 	require.Contains(t, resp.Header.Get("Content-Type"), "text/html")
 	require.Contains(t, string(b), "/execute")
 	require.Contains(t, string(b), "/loglikelihood")
+	// The scripts are inlined: the CSP allows no script from a URL.
+	require.NotContains(t, string(b), "<script src=")
 	resp2 := ts.do(t, "GET", "/nope", nil)
 	resp2.Body.Close()
 	require.Equal(t, http.StatusNotFound, resp2.StatusCode)
