@@ -134,6 +134,13 @@ func TestPageInChromium(t *testing.T) {
 		t.Logf("%d tokens in %d network chunks; seen partially as %q", len(ref.Tokens), chunks, partial)
 	})
 
+	t.Run("max_tokens is bounded by the model's context", func(t *testing.T) {
+		type field struct{ Model, Max string }
+		got := poll(t, browser, ts.URL+"/", `JSON.stringify({model: document.getElementById("model").textContent,
+			max: document.getElementById("max_tokens").max})`, func(f field) bool { return f.Model != "Model: loading…" })
+		require.Equal(t, strconv.Itoa(m.Config.NPositions), got.Max, "the page says %q", got.Model)
+	})
+
 	t.Run("scorer agrees with the reference log-likelihood", func(t *testing.T) {
 		p := set.Manifest.Loglikelihood[1]
 		q := url.Values{"ll_context": {p.Context}, "ll_cont": {p.Continuation}, "autoscore": {"1"}}

@@ -147,6 +147,9 @@ async function showModel() {
   $("model").textContent = h.model_loaded
     ? "Model: " + h.model + " (vocabulary " + h.vocab_size + ", context " + h.context_length + " tokens), validation " + h.validation.status
     : "Model: " + h.status;
+  // No request may ask for more tokens than the context holds; the
+  // field's bound is the served model's, not a guess that fits none.
+  if (h.context_length) $("max_tokens").max = String(h.context_length);
 }
 
 $("run").addEventListener("click", generate);
