@@ -68,10 +68,17 @@ func poll[T any](t *testing.T, c *cdp, pageURL, expr string, done func(T) bool) 
 	defer cancel()
 	session, err := c.open(ctx, pageURL)
 	require.NoError(t, err)
+	return pollIn(ctx, t, c, session, expr, done)
+}
+
+// pollIn evaluates expr in an open page until done says so or ctx ends.
+func pollIn[T any](ctx context.Context, t *testing.T, c *cdp, session, expr string, done func(T) bool) T {
+	t.Helper()
 	var v T
+	var err error
 	for {
 		var raw string
-		err := c.eval(ctx, session, expr, &raw)
+		err = c.eval(ctx, session, expr, &raw)
 		if err == nil && raw != "" {
 			require.NoError(t, json.Unmarshal([]byte(raw), &v))
 			if done(v) {

@@ -23,8 +23,10 @@ async function errorText(resp) {
   return resp.status + " " + resp.statusText;
 }
 
-function request() {
-  const body = { job_id: "page-" + Date.now().toString(36) + Math.random().toString(36).slice(2, 8), prompt: $("prompt").value };
+// sampling is the Sampling fields as request fields, blank ones left out:
+// the same names on /execute and /v1/chat/completions.
+function sampling() {
+  const body = {};
   for (const name of NUMBERS) {
     const v = $(name).value.trim();
     if (v !== "") body[name] = Number(v);
@@ -32,6 +34,11 @@ function request() {
   const stop = $("stop").value.split(",").filter((s) => s !== "");
   if (stop.length) body.stop = stop;
   return body;
+}
+
+function request() {
+  const id = "page-" + Date.now().toString(36) + Math.random().toString(36).slice(2, 8);
+  return { job_id: id, prompt: $("prompt").value, ...sampling() };
 }
 
 // parseSSE feeds text chunks and calls onEvent(name, data) for each event,
