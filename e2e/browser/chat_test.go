@@ -53,6 +53,7 @@ func TestChatInChromium(t *testing.T) {
 			first, firstTokens := d.twoTurns(t, "Hello", "Tell me more")
 			shown := d.stopSequence(t, "Hello", first, firstTokens)
 			d.refusedTurn(t, "Tell me more", shown)
+			d.stopButton(t, "Hello", "Go on")
 		})
 	}
 }
@@ -159,6 +160,33 @@ func (d *chatDriver) refusedTurn(t *testing.T, text string, shown []chatMessage)
 	require.Equal(t, text, input)
 }
 
+// stopButton stops a reply to text while it streams (40 tokens at 30 ms
+// leave the click a second): what was shown is the assistant's turn, and
+// the next request, next, carries it.
+func (d *chatDriver) stopButton(t *testing.T, text, next string) {
+	t.Helper()
+	d.run(t, `document.getElementById("max_tokens").value = "40"; document.getElementById("stop").value = "";
+		document.getElementById("chat_new").click(); true`)
+	d.submit(t, text)
+	pollIn(d.ctx, t, d.c, d.session, chatStateJS, func(s chatState) bool {
+		return s.State == "running" && len(s.Messages) == 2 && s.Messages[1].Content != ""
+	})
+	d.run(t, `document.getElementById("chat_stop").click(); true`)
+	st := pollIn(d.ctx, t, d.c, d.session, chatStateJS, func(s chatState) bool { return s.State != "running" })
+	require.Equal(t, "done", st.State, "status: %s", st.Status)
+	var class string
+	d.eval(t, `document.querySelectorAll("#chat_log .msg")[1].className`, &class)
+	require.Equal(t, "msg assistant stopped", class, "the reply ran to its end before Stop")
+	said := st.Messages[1].Content
+	require.NotEmpty(t, said)
+
+	require.Equal(t, "done", d.send(t, next).State)
+	all := d.exchanges.all()
+	require.Equal(t, []chatMessage{{"user", text}, {"assistant", said}, {"user", next}}, all[len(all)-1].request.Messages,
+		"the next turn carries what was said before Stop")
+	t.Logf("stopped by the button after %q", said)
+}
+
 // chatServer serves the named tiny model with its own chat template (the
 // plain one if it has none), a per-token delay so that a reply is seen
 // growing, and a recorder of the chat requests the page sends.
@@ -206,11 +234,17 @@ const chatStateJS = `JSON.stringify({state: document.body.dataset.chat || "",
   messages: [...document.querySelectorAll("#chat_log .msg")].map((m) => ({
     role: m.querySelector(".role").textContent, content: m.querySelector(".text").textContent}))})`
 
+// submit types text in the message box and presses Send.
+func (d *chatDriver) submit(t *testing.T, text string) {
+	t.Helper()
+	d.run(t, fmt.Sprintf(`document.getElementById("chat_input").value = %q; document.getElementById("send").click(); true`, text))
+}
+
 // send types text, sends it, and waits for the reply to finish,
 // noting a partial reply seen on the way.
 func (d *chatDriver) send(t *testing.T, text string) chatState {
 	t.Helper()
-	d.run(t, fmt.Sprintf(`document.getElementById("chat_input").value = %q; document.getElementById("send").click(); true`, text))
+	d.submit(t, text)
 	var partial string
 	st := pollIn(d.ctx, t, d.c, d.session, chatStateJS, func(s chatState) bool {
 		if n := len(s.Messages); s.State == "running" && n > 0 && s.Messages[n-1].Role == "assistant" &&
