@@ -111,6 +111,13 @@ func TestPage(t *testing.T) {
 	require.Contains(t, resp.Header.Get("Content-Type"), "text/html")
 	require.Contains(t, string(b), "/execute")
 	require.Contains(t, string(b), "/loglikelihood")
+	// The chat view: its log, its script's request and the tooltip the
+	// per-token log-probabilities show in.
+	for _, want := range []string{`id="chat_log"`, `fetch("/v1/chat/completions"`, "top_logprobs", `id="tip"`} {
+		require.Contains(t, string(b), want)
+	}
+	// The scripts are inlined: the CSP allows no script from a URL.
+	require.NotContains(t, string(b), "<script src=")
 	resp2 := ts.do(t, "GET", "/nope", nil)
 	resp2.Body.Close()
 	require.Equal(t, http.StatusNotFound, resp2.StatusCode)

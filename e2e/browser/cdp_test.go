@@ -199,3 +199,10 @@ func (c *cdp) eval(ctx context.Context, session, expr string, v any) error {
 	}
 	return json.Unmarshal(out.Result.Value, v)
 }
+
+// hover moves the mouse to (x, y) of the page's viewport, as a user
+// pointing at what is there: the page sees mouseover and :hover.
+func (c *cdp) hover(ctx context.Context, session string, x, y float64) error {
+	_, err := c.call(ctx, session, "Input.dispatchMouseEvent", map[string]any{"type": "mouseMoved", "x": x, "y": y})
+	return err
+}

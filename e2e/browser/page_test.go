@@ -68,10 +68,17 @@ func poll[T any](t *testing.T, c *cdp, pageURL, expr string, done func(T) bool) 
 	defer cancel()
 	session, err := c.open(ctx, pageURL)
 	require.NoError(t, err)
+	return pollIn(ctx, t, c, session, expr, done)
+}
+
+// pollIn evaluates expr in an open page until done says so or ctx ends.
+func pollIn[T any](ctx context.Context, t *testing.T, c *cdp, session, expr string, done func(T) bool) T {
+	t.Helper()
 	var v T
+	var err error
 	for {
 		var raw string
-		err := c.eval(ctx, session, expr, &raw)
+		err = c.eval(ctx, session, expr, &raw)
 		if err == nil && raw != "" {
 			require.NoError(t, json.Unmarshal([]byte(raw), &v))
 			if done(v) {
@@ -132,6 +139,13 @@ func TestPageInChromium(t *testing.T) {
 		chunks, _ := strconv.Atoi(st.Chunks)
 		require.GreaterOrEqual(t, chunks, 2, "the stream arrived in one piece")
 		t.Logf("%d tokens in %d network chunks; seen partially as %q", len(ref.Tokens), chunks, partial)
+	})
+
+	t.Run("max_tokens is bounded by the model's context", func(t *testing.T) {
+		type field struct{ Model, Max string }
+		got := poll(t, browser, ts.URL+"/", `JSON.stringify({model: document.getElementById("model").textContent,
+			max: document.getElementById("max_tokens").max})`, func(f field) bool { return f.Model != "Model: loading…" })
+		require.Equal(t, strconv.Itoa(m.Config.NPositions), got.Max, "the page says %q", got.Model)
 	})
 
 	t.Run("scorer agrees with the reference log-likelihood", func(t *testing.T) {
