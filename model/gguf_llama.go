@@ -275,8 +275,14 @@ func loadLlamaGGUF(ctx context.Context, f *gguf.File, cfg Config, release func([
 			return nil, fmt.Errorf("unexpected tensor %q (not part of llama.cpp's %s layout for these hyper-parameters)", t.Name, cfg.ModelType)
 		}
 	}
-	if opt.AsStored && ggufLlamaF16(f, params) {
-		m.Float16 = true
+	if opt.AsStored {
+		var names []string
+		for _, p := range params {
+			if len(p.shape) == 2 {
+				names = append(names, p.gguf)
+			}
+		}
+		m.holdAsStored(ggufStoredAs(f, names))
 	}
 	gl := llamaGGUFLoader{ld: llamaLoader{m: m, dtypes: map[string]bool{}}, f: f, release: release,
 		pending: map[part][]ggufPart{}, parts: map[part]int{}}
@@ -312,16 +318,6 @@ func loadLlamaGGUF(ctx context.Context, f *gguf.File, cfg Config, release func([
 	return m, nil
 }
 
-// ggufLlamaF16 says the file stores every matrix of the table as F16.
-func ggufLlamaF16(f *gguf.File, params []llamaParam) bool {
-	for _, p := range params {
-		if t, ok := f.Tensor(p.gguf); ok && len(p.shape) == 2 && t.Type != gguf.GGMLTypeF16 {
-			return false
-		}
-	}
-	return true
-}
-
 // load reads tensor t as parameter p.
 func (gl *llamaGGUFLoader) load(p llamaParam, t gguf.TensorInfo) error {
 	if err := weights.CheckTensor(t, weights.Dims(p.shape)); err != nil {
@@ -333,7 +329,8 @@ func (gl *llamaGGUFLoader) load(p llamaParam, t gguf.TensorInfo) error {
 	}
 	gl.ld.dtypes[t.Type.String()] = true
 	pt := ggufPart{p, weights.Part{Info: t, Raw: raw, Rows: p.shape[0], RopeHeads: p.ropeHeads}}
-	if len(p.shape) == 2 && !gl.ld.m.Float16 {
+	m := gl.ld.m
+	if len(p.shape) == 2 && !m.Float16 && !m.BFloat16 {
 		if p.part == partQKV || p.part == partGateUp {
 			return gl.fused(pt)
 		}
@@ -341,9 +338,9 @@ func (gl *llamaGGUFLoader) load(p llamaParam, t gguf.TensorInfo) error {
 			return gl.quantised(pt)
 		}
 	}
-	if len(p.shape) == 2 && gl.ld.m.Float16 && t.Type == gguf.GGMLTypeF16 {
-		// Float16 held as float16: the file's bits, not widened to
-		// float32 and rounded back (the same bits). place copies q/k/v
+	if len(p.shape) == 2 && m.heldAsStored(t.Type) {
+		// Float16 (bfloat16) held as such: the file's bits, not widened
+		// to float32 and rounded back (the same bits). place copies q/k/v
 		// and gate/up into the fused matrix; the embedding and the head
 		// it keeps, and o and down it transposes where they are, so
 		// those are copied off the file's pages first.
