@@ -150,10 +150,7 @@ func runCase(ctx context.Context, m *model.Model, set *references.Set, c referen
 			results, got, err = compareOnF16Cache(ctx, m, set, c, wanted, opt)
 		} else {
 			progress(opt, "case %s (%d tokens): forward", c.ID, len(c.Tokens))
-			got, err = capture(ctx, m, c.Tokens, opt.captureFor(wanted, tensors.LastLogits))
-			if err == nil {
-				results, err = compareAll(set, c, wanted, got, opt)
-			}
+			results, got, err = captureCompared(ctx, m, set, c, wanted, opt)
 		}
 		if err != nil {
 			return nil, err
