@@ -142,8 +142,8 @@ func ggufHeadDim(f *gguf.File, c *Config) error {
 }
 
 // ggufLlamaRope reads what the forward does not implement (llama.cpp's
-// rope scaling types, sliding-window attention) as errors, and the
-// llorch.rope_scaling.* keys into c.RopeScaling.
+// rope scaling types) as errors, the sliding window into c.Windows, and
+// the llorch.rope_scaling.* keys into c.RopeScaling.
 func ggufLlamaRope(f *gguf.File, c *Config) error {
 	k := func(key string) string { return llamaKey(c.ModelType, key) }
 	if v, ok := f.Get(k("rope.scaling.type")); ok {
@@ -151,10 +151,19 @@ func ggufLlamaRope(f *gguf.File, c *Config) error {
 			return fmt.Errorf("key %s: value %.80v: rope scaling other than Llama 3's (rope_freqs.weight) is not implemented", k("rope.scaling.type"), v.V)
 		}
 	}
+	// A window is every layer's, as llama.cpp's converter writes
+	// Mistral's and Phi-3's sliding_window (Qwen2's per-layer windows are
+	// not written: llamaWritable).
 	if w, err := weights.OptNonNegative(f, k("attention.sliding_window")); err != nil {
 		return err
-	} else if w > 0 && w < int64(c.NPositions) {
-		return fmt.Errorf("key %s: value %d is shorter than the context %d: sliding-window attention is not implemented", k("attention.sliding_window"), w, c.NPositions)
+	} else if w > 0 {
+		if w > maxDim {
+			return fmt.Errorf("key %s: value %d is out of range [1, %d]", k("attention.sliding_window"), w, maxDim)
+		}
+		c.Windows = make([]int, c.NLayer)
+		for i := range c.Windows {
+			c.Windows[i] = int(w)
+		}
 	}
 	if _, ok := f.Get(keyRopeFactor); !ok {
 		return nil
