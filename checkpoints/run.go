@@ -236,7 +236,7 @@ func checkCompatible(m *model.Model, set *references.Set) (string, error) {
 		return "", err
 	}
 	c := m.Config
-	if fam := tensors.FamilyOf(c.ModelType); dims.Family != fam {
+	if fam := c.Family(); dims.Family != fam {
 		return "", fmt.Errorf("%s: reference set is of a %s-family model, the model is %s (%s family)", set.Dir, dims.Family, c.ModelType, fam)
 	}
 	if dims.VocabSize != c.VocabSize || dims.NEmbd != c.NEmbd || dims.NHead != c.NHead || dims.NLayer != c.NLayer ||

@@ -25,6 +25,7 @@ var llamaTiny = []struct{ name, vocab string }{
 	{"tiny-llama3", llamaSPMVocab},
 	{"tiny-llama-qwen2", llamaSPMVocab},
 	{"tiny-llama-qwen3", llamaSPMVocab},
+	{"tiny-llama-mistral", llamaSPMVocab},
 	{"tiny-llama-phi3", "../testdata/tokenizer/phi-3/ggml-vocab-phi-3.gguf"},
 }
 
