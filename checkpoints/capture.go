@@ -28,6 +28,9 @@ type captureSpec struct {
 	incremental bool
 	kv          model.KVCacheOptions // the zero value: float32, as m.NewCache
 	force       *model.ForcedKV      // stored in place of the forward's own keys and values (kvforce.go); nil: none
+	// inspect, if set, sees every tensor the forward emits, before names
+	// decides whether a copy is kept (stream.go).
+	inspect func(model.Captured)
 }
 
 func (c *captured) get(name string, layer int) (model.Captured, bool) {
@@ -57,6 +60,12 @@ func capture(ctx context.Context, m *model.Model, tokens []int, spec captureSpec
 	}
 	c := &captured{tensors: map[tensorKey]model.Captured{}, keep: spec.names}
 	probe := model.ProbeFunc(c.put)
+	if spec.inspect != nil {
+		probe = func(t model.Captured) {
+			spec.inspect(t)
+			c.put(t)
+		}
+	}
 	if _, err := m.Forward(ctx, pool.NewCache(), tokens, model.ForwardOptions{Probe: probe, ForceKV: spec.force}); err != nil {
 		return nil, fmt.Errorf("forward: %w", err)
 	}

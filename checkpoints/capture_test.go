@@ -7,6 +7,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/llorch/llorch-check/internal/fixture"
+	"github.com/llorch/llorch-check/model"
+	"github.com/llorch/llorch-check/references"
 	"github.com/llorch/llorch-check/tensors"
 )
 
@@ -30,5 +33,41 @@ func TestCaptureOnlyWhatIsSelected(t *testing.T) {
 		want := tensors.FamilyNames(tensors.GPT2, cp)
 		slices.Sort(want)
 		require.Equal(t, want, names, "checkpoint %d", cp)
+	}
+}
+
+// TestComparedAsCaptured: a case's tensors are compared as the forward
+// emits them, with the results of comparing a full capture, and none is
+// kept but the last logits and checkpoint 3's (made after the forward),
+// on GPT-2 and every Llama-family model.
+func TestComparedAsCaptured(t *testing.T) {
+	for _, fam := range append([]string{"tiny-gpt2"}, fixture.Families...) {
+		t.Run(fam, func(t *testing.T) {
+			var m *model.Model
+			var set *references.Set
+			if fam == "tiny-gpt2" {
+				m, set = openDefault(t)
+			} else {
+				m, set = openFamily(t, fam)
+			}
+			c := set.Manifest.Cases[0]
+			all, err := ParseSelection("")
+			require.NoError(t, err)
+			opt := Options{Checkpoints: all}
+			wanted := selectTensors(set, c.ID, opt)
+			full, err := capture(context.Background(), m, c.Tokens, opt.captureFor(wanted, tensors.LastLogits))
+			require.NoError(t, err)
+			want, err := compareAll(set, c, wanted, full, opt)
+			require.NoError(t, err)
+
+			got, kept, err := captureCompared(context.Background(), m, set, c, wanted, opt)
+			require.NoError(t, err)
+			require.Equal(t, want, got)
+			for k := range kept.tensors {
+				require.True(t, k.name == tensors.LastLogits || k.name == tensors.StepLogits ||
+					k.name == tensors.KCache || k.name == tensors.VCache, "kept %s (layer %d)", k.name, k.layer)
+			}
+			require.Less(t, len(kept.tensors), len(full.tensors)/2)
+		})
 	}
 }

@@ -82,6 +82,28 @@ func TestCausalMaskExcludesOnlyFutureKeys(t *testing.T) {
 	require.Equal(t, 1, compare(got, want, nil, Tolerance{1e-4, 1e-4}, skip).Mismatches)
 }
 
+// TestMaskedScoresFollowTheReference: scores the reference masked before
+// a sliding window are skipped as the causal ones are; a score Go masks
+// where the reference does not (a window too short) is a mismatch.
+func TestMaskedScoresFollowTheReference(t *testing.T) {
+	// [H=1, T=3, T=3], a window of 2: query 2 does not see key 0.
+	min := float32(-math.MaxFloat32)
+	want := []float32{1, min, min, 1, 1, min, min, 1, 1}
+	skip := maskedScores([]int{1, 3, 3}, want)
+	var masked []int
+	for i := range want {
+		if skip(i) {
+			masked = append(masked, i)
+		}
+	}
+	require.Equal(t, []int{1, 2, 5, 6}, masked)
+	got := append([]float32(nil), want...)
+	got[6] = 0.5 // Go ignored the window: its probabilities show it
+	require.Zero(t, compare(got, want, nil, Tolerance{1e-4, 1e-4}, skip).Mismatches)
+	got[3] = min // Go masked a key the reference sees
+	require.Equal(t, 1, compare(got, want, nil, Tolerance{1e-4, 1e-4}, skip).Mismatches)
+}
+
 func TestParseSelection(t *testing.T) {
 	tests := []struct {
 		in      string

@@ -69,6 +69,11 @@ func TestBisectNamesFamilyFaults(t *testing.T) {
 		{"tiny-llama-qwen2", model.FaultAttnScale, 0, 4, "scores"},
 		{"tiny-llama3", model.FaultNoCausalMask, 1, 4, "probs"},
 		{"tiny-llama-phi3", model.FaultNoResidual, 0, 1, "ffn_norm"},
+		// The window matters from the 25th position of the 63-token case on:
+		// a key that should have left it, or one too many, shows in the
+		// probabilities (scores the reference masked are not compared).
+		{"tiny-llama-mistral", model.FaultWindowIgnored, 0, 4, "probs"},
+		{"tiny-llama-mistral", model.FaultWindowOffByOne, 1, 4, "probs"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.model+"/"+tc.fault.String(), func(t *testing.T) {
@@ -94,6 +99,8 @@ func TestFamilyFaultsApply(t *testing.T) {
 		{model.FaultRMSNormF16, false, true},
 		{model.FaultGQARepeat, false, true},
 		{model.FaultSwiGLUSwap, false, true},
+		{model.FaultWindowOffByOne, false, false}, // qwen3's has no window
+		{model.FaultWindowIgnored, false, false},
 	} {
 		require.Equal(t, tc.gpt2, tc.fault.AppliesTo(gpt2.Config), "%s on gpt2", tc.fault)
 		require.Equal(t, tc.llama, tc.fault.AppliesTo(qwen3.Config), "%s on qwen3", tc.fault)

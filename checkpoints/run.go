@@ -150,10 +150,7 @@ func runCase(ctx context.Context, m *model.Model, set *references.Set, c referen
 			results, got, err = compareOnF16Cache(ctx, m, set, c, wanted, opt)
 		} else {
 			progress(opt, "case %s (%d tokens): forward", c.ID, len(c.Tokens))
-			got, err = capture(ctx, m, c.Tokens, opt.captureFor(wanted, tensors.LastLogits))
-			if err == nil {
-				results, err = compareAll(set, c, wanted, got, opt)
-			}
+			results, got, err = captureCompared(ctx, m, set, c, wanted, opt)
 		}
 		if err != nil {
 			return nil, err
@@ -239,7 +236,7 @@ func checkCompatible(m *model.Model, set *references.Set) (string, error) {
 		return "", err
 	}
 	c := m.Config
-	if fam := tensors.FamilyOf(c.ModelType); dims.Family != fam {
+	if fam := c.Family(); dims.Family != fam {
 		return "", fmt.Errorf("%s: reference set is of a %s-family model, the model is %s (%s family)", set.Dir, dims.Family, c.ModelType, fam)
 	}
 	if dims.VocabSize != c.VocabSize || dims.NEmbd != c.NEmbd || dims.NHead != c.NHead || dims.NLayer != c.NLayer ||

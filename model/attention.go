@@ -20,6 +20,7 @@ type attnJob struct {
 	scale         float32   // divisor of q·k (GPT-2: √D, or D under FaultAttnScale)
 	mulScale      bool      // multiply by scale instead (HF's Llama family: q·kᵀ·D^-½)
 	noMask        bool      // FaultNoCausalMask
+	window        int       // sliding window: a query sees itself and the window−1 keys before it; 0: every earlier key
 	scores, probs []float32 // [H,T,S] probe buffers, or nil
 }
 
@@ -108,7 +109,7 @@ func (j *attnJob) head(h int, scratch []float32, e64 []float64) {
 		kernels.ScoresRows(sc[i*B:], S, j.qkv[h*D:], W, k, D, counts(i))
 	}
 	for t := range T {
-		softmaxRow(pr[t*S:(t+1)*S], sc[t*S:(t+1)*S], visible(t), j.scale, j.mulScale, e64)
+		softmaxRow(pr[t*S:(t+1)*S], sc[t*S:(t+1)*S], j.first(t), visible(t), j.scale, j.mulScale, e64)
 		clear(j.out[t*HD+h*D : t*HD+(h+1)*D])
 	}
 	for i := 0; i*B < S; i++ {
@@ -117,24 +118,39 @@ func (j *attnJob) head(h int, scratch []float32, e64 []float64) {
 	}
 }
 
-// softmaxRow scales the raw dot products in sc, masks keys at or past
-// visible with float32's most negative finite value (as HF does), and writes
-// the softmax into pr (which may alias sc). Masked probabilities are exactly
-// zero. Dividing by scale (GPT-2's attention) or multiplying by it (the
-// Llama family's) matches HF's rounding in each. e64 is scratch of at
-// least visible entries.
-func softmaxRow(pr, sc []float32, visible int, scale float32, mul bool, e64 []float64) {
-	mx := kernels.ScaleMax(sc[:visible], scale, mul, -math.MaxFloat32)
+// first is query t's first visible key: the sliding window's start, or 0.
+// The keys before it are scored with the rest (their blocks are shared
+// with keys in the window) and masked in the softmax; their exact zero
+// probabilities then add nothing to the weighted sum.
+func (j *attnJob) first(t int) int {
+	if j.window <= 0 || j.noMask {
+		return 0
+	}
+	return max(0, j.off+t+1-j.window)
+}
+
+// softmaxRow scales the raw dot products in sc, masks keys before first
+// (a sliding window) and at or past visible with float32's most negative
+// finite value (as HF does), and writes the softmax into pr (which may
+// alias sc). Masked probabilities are exactly zero. Dividing by scale
+// (GPT-2's attention) or multiplying by it (the Llama family's) matches
+// HF's rounding in each. e64 is scratch of at least visible entries.
+func softmaxRow(pr, sc []float32, first, visible int, scale float32, mul bool, e64 []float64) {
+	for i := range first {
+		sc[i] = -math.MaxFloat32
+	}
+	mx := kernels.ScaleMax(sc[first:visible], scale, mul, -math.MaxFloat32)
 	for i := visible; i < len(sc); i++ {
 		sc[i] = -math.MaxFloat32
 	}
-	kernels.ExpShifted(e64[:visible], sc[:visible], mx)
+	kernels.ExpShifted(e64[first:visible], sc[first:visible], mx)
 	var sum float64
-	for _, e := range e64[:visible] {
+	for _, e := range e64[first:visible] {
 		sum += e
 	}
 	inv := 1 / sum
-	kernels.NarrowScaled(pr[:visible], e64[:visible], inv)
+	kernels.NarrowScaled(pr[first:visible], e64[first:visible], inv)
+	clear(pr[:first])
 	for i := visible; i < len(pr); i++ {
 		pr[i] = 0
 	}

@@ -4,11 +4,13 @@ import (
 	"context"
 	"math"
 	"math/rand/v2"
+	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/llorch/llorch-check/gguf"
 	"github.com/llorch/llorch-check/internal/fixture"
 )
 
@@ -140,5 +142,38 @@ func requireSameBits(t *testing.T, want, got []float32, what string) {
 		if math.Float32bits(w) != math.Float32bits(got[i]) {
 			t.Fatalf("%s: element %d is %g, want %g", what, i, got[i], w)
 		}
+	}
+}
+
+// TestGGUFBFloat16HeldAsStored: a BF16 GGUF file (convert --type bf16)
+// loaded as stored holds its matrices as bfloat16, as the BF16
+// safetensors file it came from does, rather than widening them to twice
+// the file (an 8B model's 16 GB to 32 GB, past what HeldBytes told serve
+// to expect); its forward pass is the float32-held model's bit for bit.
+func TestGGUFBFloat16HeldAsStored(t *testing.T) {
+	for _, name := range bfloat16Models {
+		t.Run(name, func(t *testing.T) {
+			hf, err := LoadWith(fixture.BFloat16Copy(t, fixture.FamilyModel(name)), LoadOptions{AsStored: true})
+			require.NoError(t, err)
+			path := filepath.Join(t.TempDir(), "m.gguf")
+			_, err = hf.WriteGGUF(path, GGUFFile{Type: gguf.GGMLTypeBF16})
+			require.NoError(t, err)
+			bf, err := LoadWith(path, LoadOptions{AsStored: true})
+			require.NoError(t, err)
+			f32, err := LoadWith(path, LoadOptions{})
+			require.NoError(t, err)
+			require.Equal(t, "bfloat16", bf.MatricesHeldAs())
+			require.Equal(t, "", f32.MatricesHeldAs())
+			require.False(t, bf.RoundedToFloat16())
+			require.Equal(t, hf.WeightsBytes(), bf.WeightsBytes())
+			held, err := HeldBytes(path, LoadOptions{AsStored: true})
+			require.NoError(t, err)
+			// Not less than the load holds (GPT-2's file repeats the tied
+			// head as output.weight, which the load keeps once).
+			require.GreaterOrEqual(t, held, bf.WeightsBytes(), "HeldBytes")
+			requireSameBits(t, f32.wte.Float32s(), bf.wte.Float32s(), "wte")
+			requireSameRun(t, f32, bf)
+			requireSameRun(t, hf, bf)
+		})
 	}
 }

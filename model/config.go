@@ -217,6 +217,31 @@ func (r rawConfig) positiveInt(field string, required bool, def int) (int, error
 	return int(n), nil
 }
 
+// nonNegativeInt parses an optional integer field in [0, maxDim]; absent
+// or null gives def.
+func (r rawConfig) nonNegativeInt(field string, def int) (int, error) {
+	if _, ok := r.present(field); !ok {
+		return def, nil
+	}
+	if string(bytes.TrimSpace(r[field])) == "0" {
+		return 0, nil
+	}
+	return r.positiveInt(field, false, def)
+}
+
+// slidingWindow is sliding_window: def when the key is absent (the config
+// class's default), 0 (none) when it is null.
+func (r rawConfig) slidingWindow(def int) (int, error) {
+	v, ok := r["sliding_window"]
+	switch {
+	case !ok:
+		return def, nil
+	case string(bytes.TrimSpace(v)) == "null":
+		return 0, nil
+	}
+	return r.positiveInt("sliding_window", true, 0)
+}
+
 func (r rawConfig) tokenID(field string, def int) (int, error) {
 	v, ok := r.present(field)
 	if !ok {

@@ -27,6 +27,29 @@ type Llama struct {
 	QKNorm      bool  // per-head RMSNorm of q and k before RoPE (Qwen3)
 	FusedQKV    bool  // qkv_proj and gate_up_proj are single matrices (Phi-3)
 	EOSTokenIDs []int // every eos_token_id (Llama 3 lists several); EOSTokenID is the first
+	// Windows is each layer's sliding window: a query sees itself and the
+	// window−1 keys before it; 0 for a layer of full attention, nil when
+	// no layer slides (Mistral's sliding_window, Phi-3's, Qwen2's
+	// use_sliding_window).
+	Windows []int
+}
+
+// Window is layer l's sliding window; 0 for full attention.
+func (c Config) Window(l int) int {
+	if l < len(c.Windows) {
+		return c.Windows[l]
+	}
+	return 0
+}
+
+// sameWindowEverywhere says every layer has the same window, or none.
+func (c Config) sameWindowEverywhere() bool {
+	for _, w := range c.Windows {
+		if w != c.Window(0) {
+			return false
+		}
+	}
+	return true
 }
 
 // RopeScaling is rope_scaling of rope_type "llama3".
@@ -119,8 +142,8 @@ func (r rawConfig) llamaConfig(def *llamaFamily) (Config, error) {
 	if c.RopeScaling, err = r.ropeScaling(); err != nil {
 		return Config{}, err
 	}
-	if def.window != nil {
-		if err := def.window(r, c.NPositions); err != nil {
+	if def.windows != nil {
+		if err := def.windows(r, &c); err != nil {
 			return Config{}, err
 		}
 	}

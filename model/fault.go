@@ -26,6 +26,10 @@ const (
 	FaultRMSNormF16 // RMSNorm computed in float16, without HF's float32 upcast
 	FaultGQARepeat  // query head h reads KV head h mod Hkv instead of h / (H/Hkv)
 	FaultSwiGLUSwap // silu(up)·gate instead of silu(gate)·up
+
+	// Sliding windows'.
+	FaultWindowOffByOne // a query sees window+1 keys (i − j ≤ window instead of < window)
+	FaultWindowIgnored  // the sliding window dropped: every earlier key is seen
 )
 
 var faultNames = [...]string{
@@ -40,6 +44,8 @@ var faultNames = [...]string{
 	FaultRMSNormF16:     "rmsnorm-f16-upcast",
 	FaultGQARepeat:      "gqa-repeat",
 	FaultSwiGLUSwap:     "swiglu-swap",
+	FaultWindowOffByOne: "window-off-by-one",
+	FaultWindowIgnored:  "window-ignored",
 }
 
 // AppliesTo says whether f changes the forward pass of a model with this
@@ -144,6 +150,7 @@ type blockFaults struct {
 	rmsEps                                                          float64 // RMSNorm epsilon of the two norms
 	erfGELU, transposedProj, noCausalMask, attnScaleByD, noResidual bool
 	ropeInterleaved, rmsF16, gqaRepeat, swigluSwap                  bool
+	window                                                          int // the layer's sliding window; 0: none
 }
 
 func (m *Model) faultsAt(l int) blockFaults {
@@ -159,6 +166,14 @@ func (m *Model) faultsAt(l int) blockFaults {
 		rmsF16:          m.faulty(FaultRMSNormF16, l),
 		gqaRepeat:       m.faulty(FaultGQARepeat, l),
 		swigluSwap:      m.faulty(FaultSwiGLUSwap, l),
+		window:          m.Config.Window(l),
+	}
+	switch {
+	case f.window == 0:
+	case m.faulty(FaultWindowOffByOne, l):
+		f.window++
+	case m.faulty(FaultWindowIgnored, l):
+		f.window = 0
 	}
 	if m.faulty(FaultLayerNormEps, l) {
 		f.eps = faultyLayerNormEps

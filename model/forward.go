@@ -238,7 +238,7 @@ func (ps *pass) attend(l int, f blockFaults, proto attnJob) {
 		job.T, job.off, job.S = s.T, s.off, s.off+s.T
 		job.width, job.D, job.HD = W, D, HD
 		job.group, job.nKV = H/c.KVHeads(), c.KVHeads()
-		job.noMask, job.scores, job.probs = f.noCausalMask, ps.scores, ps.probs
+		job.noMask, job.window, job.scores, job.probs = f.noCausalMask, f.window, ps.scores, ps.probs
 		job.run(H)
 	}
 	ps.p.emit(tensors.Scores, l, ps.scores, H, ps.R, ps.S0)

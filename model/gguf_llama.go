@@ -142,8 +142,8 @@ func ggufHeadDim(f *gguf.File, c *Config) error {
 }
 
 // ggufLlamaRope reads what the forward does not implement (llama.cpp's
-// rope scaling types, sliding-window attention) as errors, and the
-// llorch.rope_scaling.* keys into c.RopeScaling.
+// rope scaling types) as errors, the sliding window into c.Windows, and
+// the llorch.rope_scaling.* keys into c.RopeScaling.
 func ggufLlamaRope(f *gguf.File, c *Config) error {
 	k := func(key string) string { return llamaKey(c.ModelType, key) }
 	if v, ok := f.Get(k("rope.scaling.type")); ok {
@@ -151,10 +151,19 @@ func ggufLlamaRope(f *gguf.File, c *Config) error {
 			return fmt.Errorf("key %s: value %.80v: rope scaling other than Llama 3's (rope_freqs.weight) is not implemented", k("rope.scaling.type"), v.V)
 		}
 	}
+	// A window is every layer's, as llama.cpp's converter writes
+	// Mistral's and Phi-3's sliding_window (Qwen2's per-layer windows are
+	// not written: llamaWritable).
 	if w, err := weights.OptNonNegative(f, k("attention.sliding_window")); err != nil {
 		return err
-	} else if w > 0 && w < int64(c.NPositions) {
-		return fmt.Errorf("key %s: value %d is shorter than the context %d: sliding-window attention is not implemented", k("attention.sliding_window"), w, c.NPositions)
+	} else if w > 0 {
+		if w > maxDim {
+			return fmt.Errorf("key %s: value %d is out of range [1, %d]", k("attention.sliding_window"), w, maxDim)
+		}
+		c.Windows = make([]int, c.NLayer)
+		for i := range c.Windows {
+			c.Windows[i] = int(w)
+		}
 	}
 	if _, ok := f.Get(keyRopeFactor); !ok {
 		return nil
@@ -275,8 +284,14 @@ func loadLlamaGGUF(ctx context.Context, f *gguf.File, cfg Config, release func([
 			return nil, fmt.Errorf("unexpected tensor %q (not part of llama.cpp's %s layout for these hyper-parameters)", t.Name, cfg.ModelType)
 		}
 	}
-	if opt.AsStored && ggufLlamaF16(f, params) {
-		m.Float16 = true
+	if opt.AsStored {
+		var names []string
+		for _, p := range params {
+			if len(p.shape) == 2 {
+				names = append(names, p.gguf)
+			}
+		}
+		m.holdAsStored(ggufStoredAs(f, names))
 	}
 	gl := llamaGGUFLoader{ld: llamaLoader{m: m, dtypes: map[string]bool{}}, f: f, release: release,
 		pending: map[part][]ggufPart{}, parts: map[part]int{}}
@@ -312,16 +327,6 @@ func loadLlamaGGUF(ctx context.Context, f *gguf.File, cfg Config, release func([
 	return m, nil
 }
 
-// ggufLlamaF16 says the file stores every matrix of the table as F16.
-func ggufLlamaF16(f *gguf.File, params []llamaParam) bool {
-	for _, p := range params {
-		if t, ok := f.Tensor(p.gguf); ok && len(p.shape) == 2 && t.Type != gguf.GGMLTypeF16 {
-			return false
-		}
-	}
-	return true
-}
-
 // load reads tensor t as parameter p.
 func (gl *llamaGGUFLoader) load(p llamaParam, t gguf.TensorInfo) error {
 	if err := weights.CheckTensor(t, weights.Dims(p.shape)); err != nil {
@@ -333,7 +338,8 @@ func (gl *llamaGGUFLoader) load(p llamaParam, t gguf.TensorInfo) error {
 	}
 	gl.ld.dtypes[t.Type.String()] = true
 	pt := ggufPart{p, weights.Part{Info: t, Raw: raw, Rows: p.shape[0], RopeHeads: p.ropeHeads}}
-	if len(p.shape) == 2 && !gl.ld.m.Float16 {
+	m := gl.ld.m
+	if len(p.shape) == 2 && !m.Float16 && !m.BFloat16 {
 		if p.part == partQKV || p.part == partGateUp {
 			return gl.fused(pt)
 		}
@@ -341,9 +347,9 @@ func (gl *llamaGGUFLoader) load(p llamaParam, t gguf.TensorInfo) error {
 			return gl.quantised(pt)
 		}
 	}
-	if len(p.shape) == 2 && gl.ld.m.Float16 && t.Type == gguf.GGMLTypeF16 {
-		// Float16 held as float16: the file's bits, not widened to
-		// float32 and rounded back (the same bits). place copies q/k/v
+	if len(p.shape) == 2 && m.heldAsStored(t.Type) {
+		// Float16 (bfloat16) held as such: the file's bits, not widened
+		// to float32 and rounded back (the same bits). place copies q/k/v
 		// and gate/up into the fused matrix; the embedding and the head
 		// it keeps, and o and down it transposes where they are, so
 		// those are copied off the file's pages first.

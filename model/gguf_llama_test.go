@@ -25,6 +25,7 @@ var llamaTiny = []struct{ name, vocab string }{
 	{"tiny-llama3", llamaSPMVocab},
 	{"tiny-llama-qwen2", llamaSPMVocab},
 	{"tiny-llama-qwen3", llamaSPMVocab},
+	{"tiny-llama-mistral", llamaSPMVocab},
 	{"tiny-llama-phi3", "../testdata/tokenizer/phi-3/ggml-vocab-phi-3.gguf"},
 }
 
@@ -263,7 +264,7 @@ func TestLoadLlamaGGUFBadInputs(t *testing.T) {
 		want string
 	}{
 		{"unknown architecture", llama3, setKV(keyArchitecture, str("mamba")),
-			`key general.architecture: value "mamba" is not supported (known: gpt2, llama, qwen2, qwen3, phi3)`},
+			`key general.architecture: value "mamba" is not supported (known: gpt2, llama, qwen2, qwen3, mistral, phi3)`},
 		{"missing tensor", llama3, dropTensor("blk.1.attn_k.weight"), `missing tensor "blk.1.attn_k.weight"`},
 		{"missing bias", qwen2, dropTensor("blk.0.attn_v.bias"), `missing tensor "blk.0.attn_v.bias"`},
 		{"wrong head_count_kv", llama3, setKV("llama.attention.head_count_kv", u32(4)),
@@ -280,7 +281,6 @@ func TestLoadLlamaGGUFBadInputs(t *testing.T) {
 		{"value length", qwen2, setKV("qwen2.attention.value_length", u32(8)), "key qwen2.attention.value_length: value 8 differs from the key length 16"},
 		{"vocab_size", qwen2, setKV("qwen2.vocab_size", u32(31999)), "key qwen2.vocab_size: value 31999, but token_embd.weight has 32000 rows"},
 		{"rope scaling type", qwen2, setKV("qwen2.rope.scaling.type", str("yarn")), "key qwen2.rope.scaling.type: value yarn: rope scaling other than Llama 3's"},
-		{"sliding window", qwen2, setKV("qwen2.attention.sliding_window", u32(64)), "key qwen2.attention.sliding_window: value 64 is shorter than the context 128"},
 		{"partial rotary on llama", llama3, setKV("llama.rope.dimension_count", u32(8)), "key llama.rope.dimension_count: value 8: partial rotary"},
 		{"odd rotary", qwen2, setKV("qwen2.rope.dimension_count", u32(7)), "key qwen2.rope.dimension_count: value 7 is not an even number"},
 		{"rope keys incomplete", llama3, dropKV(keyRopeLowFreq), "key not found: llorch.rope_scaling.low_freq_factor (llorch.rope_scaling.factor is set)"},

@@ -65,7 +65,7 @@ func (m *Model) llamaGGUF(typ gguf.GGMLType, ftype uint32) ([]gguf.KV, []gguf.Te
 
 // llamaKeys are GGUF's keys for a Llama-family config (llamaGGUF's).
 func llamaKeys(c Config, ftype uint32) []gguf.KV {
-	a := c.ModelType
+	a := c.llama().gguf()
 	u32 := func(key string, v int) gguf.KV { return gguf.Uint32KV(llamaKey(a, key), uint32(v)) }
 	f32 := func(key string, v float64) gguf.KV {
 		return gguf.KV{Key: llamaKey(a, key), Value: gguf.Value{Type: gguf.TypeFloat32, V: float32(v)}}
@@ -85,6 +85,9 @@ func llamaKeys(c Config, ftype uint32) []gguf.KV {
 	}
 	if D := c.HeadDim(); D != c.NEmbd/c.NHead {
 		kv = append(kv, u32("attention.key_length", D), u32("attention.value_length", D))
+	}
+	if w := c.Window(0); w > 0 {
+		kv = append(kv, u32("attention.sliding_window", w))
 	}
 	if c.llama().origContextKey {
 		// HF's original_max_position_embeddings, which only Phi-3's
@@ -122,6 +125,8 @@ func llamaWritable(c Config) error {
 		return fmt.Errorf("rope_scaling llama3 is not written for %s (llama.cpp reads rope_freqs.weight for llama only)", c.ModelType)
 	case c.llama().llamaCppRope && c.RotaryDim != c.HeadDim():
 		return fmt.Errorf("llama with partial rotary (%d of %d channels) is not written: llama.cpp's q/k permutation spans whole heads", c.RotaryDim, c.HeadDim())
+	case !c.sameWindowEverywhere():
+		return fmt.Errorf("%s with sliding windows on some layers only (%v) is not written: llama.cpp's layout has one window for every layer", c.ModelType, c.Windows)
 	case c.llama().noGGUFAttnBias && c.QKVBias:
 		return fmt.Errorf("qwen3 with attention_bias is not written (llama.cpp's qwen3 has no attention biases)")
 	}

@@ -62,8 +62,8 @@ func loadGGUFFrom(ctx context.Context, data []byte, release func([]byte), opt Lo
 func loadGPT2GGUF(ctx context.Context, f *gguf.File, cfg Config, release func([]byte), opt LoadOptions) (*Model, error) {
 	m := &Model{Config: cfg, h: make([]block, cfg.NLayer), faultLayer: -1, Format: FormatGGUF, Float16: opt.Float16}
 	params := m.gpt2Params()
-	if opt.AsStored && ggufMatricesFloat16(f, params) {
-		m.Float16 = true
+	if opt.AsStored {
+		m.holdAsStored(ggufMatricesStoredAs(f, params))
 	}
 	known := map[string]bool{ggufOutput: true}
 	for _, p := range params {
@@ -160,19 +160,20 @@ func storeGGUFTensor(m *Model, p gpt2Param, t gguf.TensorInfo, raw []byte, relea
 		*p.dst.mat = w
 		return nil
 	}
-	if t.Type == gguf.GGMLTypeF16 && p.dst.mat != nil && m.Float16 {
-		// Float16 held as float16: the file's bits, moved, not widened
-		// to float32 and rounded back (the same bits, a fifth of an F16
-		// file's load).
+	if p.dst.mat != nil && m.heldAsStored(t.Type) {
+		// Float16 (bfloat16) held as such: the file's bits, moved, not
+		// widened to float32 and rounded back (the same bits, a fifth of
+		// an F16 file's load).
 		bits, err := weights.Float16View(raw, int(t.Elements()))
 		if err != nil {
 			return fmt.Errorf("tensor %q: %w", t.Name, err)
 		}
+		held := matrixOf(nil, pages.Clone(bits), m.BFloat16)
 		if !p.transposed {
-			*p.dst.mat = kernels.Float16(pages.Clone(bits))
+			*p.dst.mat = held
 			return nil
 		}
-		w, err := kernels.SlabbedRows(kernels.Float16(pages.Clone(bits)), p.shape[1], p.shape[0])
+		w, err := kernels.SlabbedRows(held, p.shape[1], p.shape[0])
 		if err != nil {
 			return fmt.Errorf("tensor %q: %w", t.Name, err)
 		}
@@ -275,19 +276,35 @@ func ggufVocab(f *gguf.File, c *Config, bos, eos int) error {
 	return err
 }
 
-// ggufMatricesFloat16 says whether the file stores every weight matrix
-// (and output.weight, if present) as F16.
-func ggufMatricesFloat16(f *gguf.File, params []gpt2Param) bool {
+// ggufMatricesStoredAs is "F16" or "BF16" when the file stores every
+// weight matrix (and output.weight, if present) in that type; "" otherwise.
+func ggufMatricesStoredAs(f *gguf.File, params []gpt2Param) string {
 	names := []string{ggufOutput}
 	for _, p := range params {
 		if p.dst.mat != nil {
 			names = append(names, p.gguf)
 		}
 	}
+	return ggufStoredAs(f, names)
+}
+
+// ggufStoredAs is the one type, F16 or BF16, of the named tensors the
+// file has; "" when they are of another type or several.
+func ggufStoredAs(f *gguf.File, names []string) string {
+	var typ gguf.GGMLType
+	n := 0
 	for _, name := range names {
-		if t, ok := f.Tensor(name); ok && t.Type != gguf.GGMLTypeF16 {
-			return false
+		t, ok := f.Tensor(name)
+		if !ok {
+			continue
 		}
+		if n > 0 && t.Type != typ || t.Type != gguf.GGMLTypeF16 && t.Type != gguf.GGMLTypeBF16 {
+			return ""
+		}
+		typ, n = t.Type, n+1
 	}
-	return len(names) > 1
+	if n == 0 {
+		return ""
+	}
+	return typ.String()
 }

@@ -20,6 +20,9 @@ func truncateLayers(c *Config, n int) error {
 		return fmt.Errorf("--layers %d: want 1 to the model's %d layers", n, c.NLayer)
 	}
 	c.NLayer = n
+	if c.Windows != nil {
+		c.Windows = c.Windows[:n]
+	}
 	return nil
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 
 	"github.com/llorch/llorch-check/gguf"
 	"github.com/llorch/llorch-check/safetensors"
@@ -39,9 +40,13 @@ type llamaFamily struct {
 	// attention_bias and mlp_bias; ggufBiases from a GGUF file's tensors.
 	biases     func(c *Config, attn, mlp bool) error
 	ggufBiases func(c *Config, has func(name string) bool)
-	// window refuses a sliding window the config switches on: it is not
-	// implemented.
-	window func(r rawConfig, positions int) error
+	// windows sets the config's per-layer sliding windows (Config.Windows)
+	// as the HF config class derives them; nil: none (Llama's config has
+	// no window, and HF's Llama ignores a sliding_window key).
+	windows func(r rawConfig, c *Config) error
+	// ggufArch is the architecture llama.cpp's converter writes, when not
+	// name (Mistral's is llama's).
+	ggufArch string
 }
 
 func init() {
@@ -55,15 +60,19 @@ func init() {
 		{"Qwen2ForCausalLM", &llamaFamily{name: ArchQwen2, eps: 1e-6, theta: 10000, positions: 32768, fixedHeadDim: true,
 			biases:     qwen2Biases,
 			ggufBiases: func(c *Config, _ func(string) bool) { c.QKVBias = true },
-			window:     qwenWindow}},
+			windows:    qwenWindows}},
 		{"Qwen3ForCausalLM", &llamaFamily{name: ArchQwen3, eps: 1e-6, theta: 10000, positions: 32768, headDim: 128, qkNorm: true, noGGUFAttnBias: true,
 			biases:     qwen3Biases,
 			ggufBiases: func(c *Config, has func(string) bool) { c.QKVBias = has("blk.0.attn_q.bias"); c.OBias = c.QKVBias },
-			window:     qwen3Window}},
+			windows:    qwenWindows}},
+		{"MistralForCausalLM", &llamaFamily{name: ArchMistral, eps: 1e-6, theta: 10000, positions: 4096 * 32, llamaCppRope: true, ggufArch: ArchLlama,
+			biases:     func(*Config, bool, bool) error { return nil },
+			ggufBiases: func(*Config, func(string) bool) {},
+			windows:    everyLayerWindow(4096)}},
 		{"Phi3ForCausalLM", &llamaFamily{name: ArchPhi3, eps: 1e-5, theta: 10000, positions: 4096, fixedHeadDim: true, fusedQKV: true, origContextKey: true,
 			biases:     phi3Biases,
 			ggufBiases: func(*Config, func(string) bool) {},
-			window:     phi3Window}},
+			windows:    everyLayerWindow(0)}},
 	} {
 		register(a.fam.name, a.class, a.fam)
 	}
@@ -77,12 +86,23 @@ const (
 	ArchQwen2 = "qwen2" // Qwen2, Qwen2.5
 	ArchQwen3 = "qwen3"
 	ArchPhi3  = "phi3"
+	// Mistral: Llama with a sliding window (MistralConfig's default 4096;
+	// null in v0.2 on). llama.cpp converts it as llama.
+	ArchMistral = "mistral"
 )
 
 // llama is the config's Llama-family architecture; nil for GPT-2.
 func (c Config) llama() *llamaFamily {
 	l, _ := c.family().(*llamaFamily)
 	return l
+}
+
+// gguf is the architecture llama.cpp's layout calls it.
+func (l *llamaFamily) gguf() string {
+	if l.ggufArch != "" {
+		return l.ggufArch
+	}
+	return l.name
 }
 
 func (*llamaFamily) tensorFamily() string { return tensors.Llama }
@@ -135,6 +155,8 @@ func (*llamaFamily) appliesTo(f Fault, c Config) bool {
 		return false
 	case FaultGQARepeat:
 		return c.KVHeads() < c.NHead && c.KVHeads() > 1
+	case FaultWindowOffByOne, FaultWindowIgnored:
+		return slices.ContainsFunc(c.Windows, func(w int) bool { return w > 0 })
 	}
 	return true
 }
@@ -165,50 +187,73 @@ func llamaGGUFBiases(c *Config, has func(string) bool) {
 	c.QKVBias, c.OBias, c.MLPBias = has("blk.0.attn_q.bias"), has("blk.0.attn_output.bias"), has("blk.0.ffn_down.bias")
 }
 
-// Sliding windows a config switches on are refused: not implemented.
+// Sliding windows, as the HF config classes derive them. HF's mask lets
+// query i see key j when i − window < j ≤ i (masking_utils'
+// sliding_window_overlay), llama.cpp's the same (is_masked_swa, standard).
 
-func qwenWindow(r rawConfig, _ int) error {
-	on, err := r.boolean("use_sliding_window", false)
+// everyLayerWindow is Mistral's and Phi-3's: sliding_window, when set,
+// for every layer; def is the config class's default.
+func everyLayerWindow(def int) func(r rawConfig, c *Config) error {
+	return func(r rawConfig, c *Config) error {
+		w, err := r.slidingWindow(def)
+		if err != nil || w == 0 {
+			return err
+		}
+		c.Windows = make([]int, c.NLayer)
+		for i := range c.Windows {
+			c.Windows[i] = w
+		}
+		return nil
+	}
+}
+
+// qwenWindows is Qwen2's and Qwen3's: with use_sliding_window, the
+// layers layer_types calls sliding_attention, by default those from
+// max_window_layers on, slide over sliding_window keys.
+func qwenWindows(r rawConfig, c *Config) error {
+	types, err := r.layerTypes(c.NLayer)
 	if err != nil {
 		return err
 	}
-	if on {
-		return fmt.Errorf("field \"use_sliding_window\": value true: sliding-window attention is not implemented")
-	}
-	return nil
-}
-
-// qwen3Window also reads layer_types, where Qwen3's config lists each
-// layer's attention.
-func qwen3Window(r rawConfig, positions int) error {
-	if err := qwenWindow(r, positions); err != nil {
+	on, err := r.boolean("use_sliding_window", false)
+	if err != nil || !on {
 		return err
 	}
-	v, ok := r.present("layer_types")
-	if !ok {
-		return nil
+	w, err := r.slidingWindow(4096)
+	if err != nil || w == 0 {
+		return err
 	}
-	var types []string
-	if err := json.Unmarshal(v, &types); err != nil {
-		return fmt.Errorf("field \"layer_types\": value %s is not a list of strings", v)
+	from, err := r.nonNegativeInt("max_window_layers", 28)
+	if err != nil {
+		return err
 	}
-	for i, t := range types {
-		if t != "full_attention" {
-			return fmt.Errorf("field \"layer_types\": layer %d is %q; only full_attention is implemented", i, t)
+	c.Windows = make([]int, c.NLayer)
+	for i := range c.Windows {
+		if types == nil && i >= from || types != nil && types[i] == "sliding_attention" {
+			c.Windows[i] = w
 		}
 	}
 	return nil
 }
 
-// phi3Window accepts Phi-3's window only when it is as long as the
-// context, which a sequence never exceeds (Forward's context check holds).
-func phi3Window(r rawConfig, positions int) error {
-	w, err := r.positiveInt("sliding_window", false, 0)
-	if err != nil {
-		return err
+// layerTypes reads layer_types: one of full_attention or
+// sliding_attention a layer; nil when absent.
+func (r rawConfig) layerTypes(layers int) ([]string, error) {
+	v, ok := r.present("layer_types")
+	if !ok {
+		return nil, nil
 	}
-	if w != 0 && w < positions {
-		return fmt.Errorf("field \"sliding_window\": value %d is shorter than the context %d: sliding-window attention is not implemented", w, positions)
+	var types []string
+	if err := json.Unmarshal(v, &types); err != nil {
+		return nil, fmt.Errorf("field \"layer_types\": value %.80s is not a list of strings", v)
 	}
-	return nil
+	if len(types) != layers {
+		return nil, fmt.Errorf("field \"layer_types\": %d entries for %d layers", len(types), layers)
+	}
+	for i, t := range types {
+		if t != "full_attention" && t != "sliding_attention" {
+			return nil, fmt.Errorf("field \"layer_types\": layer %d is %q; only full_attention and sliding_attention are implemented", i, t)
+		}
+	}
+	return types, nil
 }

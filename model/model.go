@@ -1,6 +1,7 @@
 package model
 
 import (
+	"github.com/llorch/llorch-check/gguf"
 	"slices"
 	"strings"
 
@@ -149,6 +150,12 @@ func (m *Model) holdAsStored(dtype string) {
 	case "BF16":
 		m.Float16, m.BFloat16 = false, true
 	}
+}
+
+// heldAsStored says a matrix the file stores as typ is held with its
+// bits as they are: float16 in a Float16 model, bfloat16 in a BFloat16 one.
+func (m *Model) heldAsStored(typ gguf.GGMLType) bool {
+	return m.Float16 && typ == gguf.GGMLTypeF16 || m.BFloat16 && typ == gguf.GGMLTypeBF16
 }
 
 // MatricesHeldAs says how the weight matrices are held where that is not

@@ -28,7 +28,7 @@ func lastLogits(t *testing.T, m *Model, tokens []int) []float32 {
 // file: every family's tiny model gives the same logits bit for bit, in
 // the file's own dtype (F16 held as float16) and in float32.
 func TestLoadShards(t *testing.T) {
-	for _, name := range []string{"tiny-gpt2", "tiny-llama", "tiny-llama3", "tiny-llama-qwen2", "tiny-llama-qwen3", "tiny-llama-phi3"} {
+	for _, name := range []string{"tiny-gpt2", "tiny-llama", "tiny-llama3", "tiny-llama-qwen2", "tiny-llama-qwen3", "tiny-llama-mistral", "tiny-llama-phi3"} {
 		t.Run(name, func(t *testing.T) {
 			src := fixture.FamilyModel(name)
 			for _, dtype := range []string{"", "F32"} {

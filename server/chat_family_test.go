@@ -31,6 +31,7 @@ func TestChatFamilyTemplates(t *testing.T) {
 			"Be brief.<|eot_id|><|start_header_id|>user<|end_header_id|>\n\nHello<|eot_id|><|start_header_id|>assistant<|end_header_id|>\n\n"},
 		{"tiny-llama-qwen2", withSystem, "<|im_start|>system\nBe brief.<|im_end|>\n<|im_start|>user\nHello<|im_end|>\n<|im_start|>assistant\n"},
 		{"tiny-llama-qwen3", withSystem, "<|im_start|>system\nBe brief.<|im_end|>\n<|im_start|>user\nHello<|im_end|>\n<|im_start|>assistant\n"},
+		{"tiny-llama-mistral", user, "<s>[INST] Hello [/INST]"},
 		{"tiny-llama-phi3", user, "<s><|user|>\nHello<|end|>\n<|assistant|>\n"},
 	}
 	for _, tc := range tests {

@@ -93,7 +93,7 @@ func encodeEmbedding(vec []float32, format string) any {
 func (sl *Slot) embed(ctx context.Context, e *engine, tokens []int) ([]float32, error) {
 	C := e.m.Config.NEmbd
 	sum := make([]float64, C)
-	final := tensors.FinalNorm(tensors.FamilyOf(e.m.Config.ModelType))
+	final := tensors.FinalNorm(e.m.Config.Family())
 	probe := model.ProbeFunc(func(t model.Captured) {
 		if t.Name != final {
 			return

@@ -186,14 +186,16 @@ func FamilyNames(family string, checkpoint int) []string {
 	return out
 }
 
-// FamilyOf is the family of a model_type: Llama for the Llama family's
-// architectures, GPT2 otherwise.
+// FamilyOf is the family of a model_type, for what knows a model only by
+// its config (a reference set's manifest): GPT2 for gpt2 (and a config
+// without one, as GPT-2's once were), Llama for every other architecture
+// (the model package's registry says which it implements; a loaded
+// model's is model.Config.Family).
 func FamilyOf(modelType string) string {
-	switch modelType {
-	case "llama", "qwen2", "qwen3", "phi3":
-		return Llama
+	if modelType == "" || modelType == "gpt2" {
+		return GPT2
 	}
-	return GPT2
+	return Llama
 }
 
 // FinalNorm is the name of a family's final norm output, the hidden state
