@@ -79,6 +79,7 @@ VOCAB_GGUF = {"llama": "ggml-vocab-llama-spm.gguf", "llama3": "ggml-vocab-llama-
 ARCHS = tuple(VOCAB_GGUF)
 OUTLIERS = (5, 23, 41)
 L, H, HKV, C, I, P = 2, 4, 2, 64, 128, 128
+SEED = 1234  # the committed models'
 
 # A model's shape; default_shape(arch) is the committed models'.
 Shape = collections.namedtuple("Shape", "layers heads kv_heads hidden head_dim intermediate context tied")
@@ -334,7 +335,7 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--arch", required=True, choices=ARCHS)
     ap.add_argument("--out", required=True)
-    ap.add_argument("--seed", type=int, default=1234)
+    ap.add_argument("--seed", type=int, default=SEED)
     g = ap.add_argument_group("shape", "each overrides the arch's default (module docstring); none: the committed models")
     g.add_argument("--layers", type=int, help=f"num_hidden_layers (default {L})")
     g.add_argument("--heads", type=int, help=f"num_attention_heads, query heads (default {H})")

@@ -175,8 +175,8 @@ class TestForward(unittest.TestCase):
         cfg = m["config"]
         for i in range(cfg["num_hidden_layers"]):
             p = f"layers.{i}.self_attn."
-            w["weights"][p + "q_proj.weight"] = gguf_write.permute(w["weights"][p + "q_proj.weight"], cfg["num_attention_heads"])
-            w["weights"][p + "k_proj.weight"] = gguf_write.permute(w["weights"][p + "k_proj.weight"], cfg["num_key_value_heads"])
+            w["weights"][p + "q_proj.weight"] = lt.permute(w["weights"][p + "q_proj.weight"], cfg["num_attention_heads"])
+            w["weights"][p + "k_proj.weight"] = lt.permute(w["weights"][p + "k_proj.weight"], cfg["num_key_value_heads"])
         logits, perm = run(w, torch.float32)
         d = float((base[(0, "scores")][1] - perm[(0, "scores")][1]).tril().abs().max())
         self.assertGreater(d, 1e-2, "RoPE pair layout on scores")
