@@ -1,7 +1,7 @@
 """The model families the reference implements, by architecture name.
 
-A family is one module (gpt2_torch.py, llama_torch.py) registered in
-FAMILIES below; the generic tools (dump_references.py, gguf_write.py,
+A family is one module (gpt2_torch.py, llama_torch.py) registered by one
+register(...) line below; the generic tools (dump_references.py, gguf_write.py,
 make_checkpoint.py, emulate.py, processors.py) find a model's family here
 by its config.json model_type (or its GGUF general.architecture) and read
 what they need from the module, never naming a family themselves. What a
@@ -17,6 +17,7 @@ family module declares (README.md, "Adding a family"):
                    weights_file[, checkpoint][, tokenizer]}: every header
                    checked, no weight converted; without "tokenizer" the
                    directory's tokenizer file is read (model_tokenizer)
+  load_model(path)  open_model with every weight converted to float32
   Forward          its forward, a passes.Forward: Forward(model, dtype,
                    numerics), its block's maths only; Forward.PREFIX and
                    Forward.LAYERS name a block's parameters and the
@@ -26,13 +27,12 @@ family module declares (README.md, "Adding a family"):
   EMULATE          the emulate.py profiles its forward applies
   CORPUS           None where corpus sets (corpus.py) are made, else why not
   TOKENIZER_FILES  where its tokenizer is read from, for error messages
-  load_model(path)  open_model with every weight converted to float32
   TINY_MODELS      {arch: its committed tiny model, a folder of testdata}
   make_tiny(arch, out)  writes that model again (the same bytes)
 and, where the tool applies to it:
   hf_order(cfg)    [(tensor name in the files, shape)] in HF's state-dict
                    order (make_checkpoint.py)
-  gguf_layout(cfg, weights, matrix_type, permute_qk) -> (metadata, tensors)
+  gguf_layout(cfg, weights, permute_qk) -> ([(key, value)], [(name, array)])
                    llama.cpp's converter layout (gguf_write.py)
 """
 
