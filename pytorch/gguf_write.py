@@ -150,7 +150,10 @@ def convert(model, out, gtype=GGML_F32, vocab=None, permute_qk=True, name="tiny"
     if n_tokens != cfg["vocab_size"]:
         raise BadInput(f"{vocab}: {n_tokens} tokens, the model's vocab_size is {cfg['vocab_size']}")
     meta, tensors = fam.gguf_layout(cfg, w, permute_qk)
-    kv = [("general.architecture", STRING, cfg["model_type"], None), ("general.name", STRING, name, None)]
+    # A layout may name llama.cpp's architecture for it (Mistral's is llama).
+    arch = dict(meta).get("general.architecture", cfg["model_type"])
+    meta = [(k, v) for k, v in meta if k != "general.architecture"]
+    kv = [("general.architecture", STRING, arch, None), ("general.name", STRING, name, None)]
     kv += [(k, _TYPE_OF[type(v)], v, None) for k, v in meta]
     kv.append(("general.file_type", U32, 0 if gtype == GGML_F32 else 1, None))
     kv += tok

@@ -54,7 +54,7 @@ from safetensors_io import BadInput
 from weights import MappedWeights
 
 # What the generic tools read of this family (families.py).
-ARCHS = ("llama", "qwen2", "qwen3", "phi3")
+ARCHS = ("llama", "qwen2", "qwen3", "mistral", "phi3")
 GGUF_ARCHS = ()  # llorch-check reads their GGUF files; the reference, HF's layout
 CONTEXT = "max_position_embeddings"
 EMULATE = ("f16-kv",)
@@ -63,7 +63,7 @@ EMULATE = ("f16-kv",)
 CORPUS = "corpus sets are GPT-2's only"
 TOKENIZER_FILES = "tokenizer.json, or a *.gguf vocabulary such as tokenizer.gguf"
 TINY_MODELS = {"llama": "tiny-llama", "qwen2": "tiny-llama-qwen2", "qwen3": "tiny-llama-qwen3",
-               "phi3": "tiny-llama-phi3"}  # testdata's, make_tiny's (and tiny-llama3, llama's variant)
+               "mistral": "tiny-llama-mistral", "phi3": "tiny-llama-phi3"}  # testdata's, make_tiny's (and tiny-llama3, llama's variant)
 
 
 def eos_ids(cfg):
@@ -85,6 +85,9 @@ _DEFAULTS = {
     "qwen3": {"rms_norm_eps": 1e-6, "rope_theta": 10000.0, "max_position_embeddings": 32768, "head_dim": 128,
               "tie_word_embeddings": False, "use_sliding_window": False, "attention_bias": False,
               "hidden_act": "silu"},
+    # MistralConfig: Llama with a sliding window (null from v0.2 on).
+    "mistral": {"rms_norm_eps": 1e-6, "rope_theta": 10000.0, "max_position_embeddings": 4096 * 32,
+                "tie_word_embeddings": False, "sliding_window": 4096, "hidden_act": "silu"},
     "phi3": {"rms_norm_eps": 1e-5, "rope_theta": 10000.0, "max_position_embeddings": 4096,
              "tie_word_embeddings": False, "partial_rotary_factor": 1.0, "hidden_act": "silu"},
 }
@@ -150,16 +153,12 @@ def load_config_dict(raw, path):
                 bad(f, "Phi-3 has no biases; not implemented")
     if arch == "qwen3" and cfg.get("mlp_bias"):
         bad("mlp_bias", "Qwen3 has no MLP bias; not implemented")
-    if arch in ("qwen2", "phi3"):
+    if arch in ("qwen2", "mistral", "phi3"):
         # Qwen2's modeling file has fixed q/k/v biases and no o bias whatever
-        # the key says; Phi-3 has none (checked above).
+        # the key says; Mistral's and Phi-3's have none (Phi-3's checked above).
         cfg["attention_bias"] = False
     if arch != "llama":
         cfg["mlp_bias"] = False  # only LlamaMLP reads it (Qwen3/Phi-3 true rejected above)
-    if arch == "qwen3":
-        lt = cfg.get("layer_types")
-        if lt is not None and any(t != "full_attention" for t in lt):
-            bad("layer_types", "only full_attention layers are implemented")
     # The rope scaling: none, or Llama 3's.
     rs = cfg.get("rope_scaling")
     if rs is not None:
@@ -177,16 +176,47 @@ def load_config_dict(raw, path):
                 bad("rope_scaling", "llama3 needs high_freq_factor > low_freq_factor")
         else:
             bad("rope_scaling", f"type {kind!r} is not implemented (only llama3)")
-    # Sliding-window attention is not implemented: a window that is active
-    # is accepted only as long as no sequence reaches it (forward checks).
-    sw = cfg.get("sliding_window")
-    active = sw is not None and (arch == "phi3" or (arch in ("qwen2", "qwen3") and cfg.get("use_sliding_window")))
-    if active:
-        posint("sliding_window")
-    cfg["active_sliding_window"] = sw if active else None
+    cfg["windows"] = _windows(arch, cfg, bad, posint)
     eos = cfg.get("eos_token_id")
     cfg["eos_token_ids"] = [] if eos is None else (list(eos) if isinstance(eos, list) else [eos])
     return raw, cfg
+
+
+def _windows(arch, cfg, bad, posint):
+    """Each layer's sliding window (0: full attention), as the HF config
+    classes derive them; None when no layer slides. Mistral's and Phi-3's
+    sliding_window is every layer's; Qwen2's and Qwen3's, with
+    use_sliding_window, the layers layer_types calls sliding_attention, by
+    default those from max_window_layers on. Llama's config has none (HF's
+    Llama ignores the key)."""
+    L = cfg["num_hidden_layers"]
+    lt = cfg.get("layer_types")
+    if arch in ("qwen2", "qwen3") and lt is not None:
+        if not isinstance(lt, list) or not all(isinstance(t, str) for t in lt):
+            bad("layer_types", "must be a list of strings")
+        if len(lt) != L:
+            bad("layer_types", f"{len(lt)} entries for {L} layers")
+        for i, t in enumerate(lt):
+            if t not in ("full_attention", "sliding_attention"):
+                bad("layer_types", f"layer {i} is {t!r}; only full_attention and sliding_attention are implemented")
+    if arch in ("mistral", "phi3"):
+        if cfg.get("sliding_window") is None:
+            return None
+        return [posint("sliding_window")] * L
+    if arch in ("qwen2", "qwen3") and cfg.get("use_sliding_window"):
+        cfg.setdefault("sliding_window", 4096)
+        if cfg["sliding_window"] is None:
+            return None
+        w = posint("sliding_window")
+        first = cfg.get("max_window_layers", 28)
+        if first is None:
+            first = 28
+        if not isinstance(first, int) or isinstance(first, bool) or first < 0:
+            bad("max_window_layers", "must be a non-negative integer")
+        if lt is None:
+            return [w if i >= first else 0 for i in range(L)]
+        return [w if t == "sliding_attention" else 0 for t in lt]
+    return None
 
 
 def param_shapes(cfg):
@@ -380,10 +410,6 @@ class Llama(passes.Forward):
     def start(self, s):
         """Checks, the embeddings and the rope tables and mask of s."""
         T, t0 = s.T, s.t0
-        sw = self.cfg["active_sliding_window"]
-        if sw is not None and t0 + T > sw:
-            raise BadInput(f"sequence of {t0 + T} tokens exceeds sliding_window {sw}: "
-                           "sliding-window attention is not implemented")
         if t0 + T > self.cfg["max_position_embeddings"]:
             raise BadInput(f"sequence of {t0 + T} tokens exceeds max_position_embeddings "
                            f"{self.cfg['max_position_embeddings']}")
@@ -394,9 +420,15 @@ class Llama(passes.Forward):
         s.x = torch.from_numpy(self.w.take("embed_tokens.weight", s.tokens)).to(self.dtype).unsqueeze(0)
         s.probe(7, None, "embeddings", s.x[0])
         s.cos, s.sin = self._rope_tables(torch.arange(t0, t0 + T, dtype=torch.long))
-        # HF's eager mask: 0 where key <= query (absolute), finfo.min elsewhere, added.
-        visible = torch.ones(T, t0 + T, dtype=torch.bool).tril(diagonal=t0)
-        s.mask = torch.zeros(T, t0 + T, dtype=self.dtype).masked_fill(~visible, torch.finfo(self.dtype).min)
+        # HF's eager mask: 0 where key <= query (absolute), finfo.min elsewhere,
+        # added; a layer of window w sees only query − w < key (masking_utils'
+        # sliding_window_overlay). One mask for each window the layers have.
+        query = torch.arange(t0, t0 + T).unsqueeze(1)
+        key = torch.arange(t0 + T).unsqueeze(0)
+        s.masks = {}
+        for w in set(self.cfg["windows"] or [0]):
+            visible = (key <= query) & ((query - key < w) if w else True)
+            s.masks[w] = torch.zeros(T, t0 + T, dtype=self.dtype).masked_fill(~visible, torch.finfo(self.dtype).min)
         return s
 
     def block(self, i, P, s):
@@ -433,7 +465,7 @@ class Llama(passes.Forward):
         probe(3, i, "v_cache", v[0])
         kr, vr = repeat_kv(k, H // Hkv), repeat_kv(v, H // Hkv)
         sc = torch.matmul(self.hook("kq_operand", q), kr.transpose(2, 3)) * self.scaling
-        sc = sc + s.mask
+        sc = sc + s.masks[self.cfg["windows"][i] if self.cfg["windows"] else 0]
         probe(4, i, "scores", sc[0])
         pr = F.softmax(sc, dim=-1, dtype=self.up).to(self.dtype)
         probe(4, i, "probs", pr[0])
@@ -518,14 +550,18 @@ def gguf_layout(cfg, w, permute_qk=True):
     C, H, Hkv, D = cfg["hidden_size"], cfg["num_attention_heads"], cfg["num_key_value_heads"], cfg["head_dim"]
     rs = cfg.get("rope_scaling")
     kind = None if rs is None else rs.get("rope_type", rs.get("type"))
-    if kind not in (None, "default", "llama3") or (kind == "llama3" and arch != "llama"):
+    # llama.cpp converts Mistral as llama (its q/k permuted alike).
+    llama_like = arch in ("llama", "mistral")
+    if kind not in (None, "default", "llama3") or (kind == "llama3" and not llama_like):
         raise BadInput(f"rope_scaling {kind!r} is not written for {arch}")
-    if cfg["active_sliding_window"] is not None:
-        raise BadInput("sliding_window is not written (not implemented)")
+    windows = cfg["windows"] or [0]
+    if len(set(windows)) > 1:
+        raise BadInput(f"{arch} with sliding windows on some layers only ({windows}) is not written: "
+                       "llama.cpp's layout has one window for every layer")
     if cfg.get("mlp_bias") or (arch != "qwen2" and cfg.get("attention_bias")):
         raise BadInput("attention_bias/mlp_bias are not written")
-    a = arch
-    kv = [(f"{a}.vocab_size", cfg["vocab_size"]), (f"{a}.context_length", cfg["max_position_embeddings"]),
+    a = "llama" if llama_like else arch
+    kv = [("general.architecture", a), (f"{a}.vocab_size", cfg["vocab_size"]), (f"{a}.context_length", cfg["max_position_embeddings"]),
           (f"{a}.embedding_length", C), (f"{a}.block_count", cfg["num_hidden_layers"]),
           (f"{a}.feed_forward_length", cfg["intermediate_size"]),
           (f"{a}.rope.dimension_count", cfg["rotary_dim"]),
@@ -534,6 +570,8 @@ def gguf_layout(cfg, w, permute_qk=True):
           (f"{a}.rope.freq_base", float(cfg["rope_theta"]))]
     if D != C // H:
         kv += [(f"{a}.attention.key_length", D), (f"{a}.attention.value_length", D)]
+    if windows[0]:
+        kv.append((f"{a}.attention.sliding_window", windows[0]))
     if arch == "phi3":
         kv.append(("phi3.rope.scaling.original_context_length",
                    cfg.get("original_max_position_embeddings", cfg["max_position_embeddings"])))
@@ -549,7 +587,7 @@ def gguf_layout(cfg, w, permute_qk=True):
             t.append((b + "attn_qkv.weight", w[p + "self_attn.qkv_proj.weight"]))
         else:
             q, k = w[p + "self_attn.q_proj.weight"], w[p + "self_attn.k_proj.weight"]
-            if arch == "llama" and permute_qk:
+            if llama_like and permute_qk:
                 q, k = permute(q, H), permute(k, Hkv)
             t += [(b + "attn_q.weight", q), (b + "attn_k.weight", k),
                   (b + "attn_v.weight", w[p + "self_attn.v_proj.weight"])]
