@@ -145,8 +145,8 @@ class Checkpoint:
             s.close()
 
 
-def _read_index(path):
-    """model.safetensors.index.json's weight_map: {tensor: shard file name}."""
+def read_json_object(path):
+    """A JSON file holding an object (config.json, the index), as a dict."""
     try:
         with open(path, encoding="utf-8") as f:
             doc = json.load(f)
@@ -156,6 +156,12 @@ def _read_index(path):
         raise BadInput(f"{path}: not valid JSON: {e}")
     if not isinstance(doc, dict):
         raise BadInput(f"{path}: not a JSON object")
+    return doc
+
+
+def _read_index(path):
+    """model.safetensors.index.json's weight_map: {tensor: shard file name}."""
+    doc = read_json_object(path)
     wm = doc.get("weight_map")
     if not isinstance(wm, dict) or not wm:
         raise BadInput(f"{path}: field 'weight_map' = {wm!r}: must be a non-empty object of tensor: shard file")

@@ -1,10 +1,11 @@
 #!/usr/bin/env python3
 """Write a llorch-check reference set (references/FORMAT.md) from PyTorch.
 
-The forward is picked by config.json's model_type: gpt2_torch.py for gpt2
-(a GGUF file is GPT-2's too), llama_torch.py for llama, qwen2, qwen3 and
-phi3; each is written out op by op so that every intermediate tensor can be
-captured, and runs in float32 (the reference) and float64 (the twin).
+The forward is the family's that families.py registers for config.json's
+model_type (a GGUF file's general.architecture): gpt2_torch.py for gpt2,
+llama_torch.py for llama, qwen2, qwen3 and phi3; each is written out op by
+op so that every intermediate tensor can be captured, and runs in float32
+(the reference) and float64 (the twin).
 processors.py holds checkpoints 10-12, safetensors_io.py the weights file
 format, checkpoint.py HF's layouts (one model.safetensors, or shards and
 model.safetensors.index.json).
@@ -39,20 +40,19 @@ from gpt2_tokenizer import GPT2Tokenizer  # noqa: E402,F401  (make_tiny_model re
 import corpus  # noqa: E402
 import emulate  # noqa: E402
 import model_tokenizer  # noqa: E402
-import gpt2_torch  # noqa: E402
-import llama_torch  # noqa: E402
-from gpt2_torch import GPT2, load_model, open_model, round_matrices_f16  # noqa: E402,F401
-from passes import run_tasks  # noqa: E402
-from processors import (EOT, argmax_lowest, context_key, greedy_task, loglikelihood_task,  # noqa: E402
+import families  # noqa: E402
+# GPT-2's, re-exported: make_tiny_model.py's --stats and the tests reach them here.
+from gpt2_torch import GPT2, gelu_new, load_model, round_matrices_f16  # noqa: E402,F401
+from passes import run_tasks, used_names  # noqa: E402
+from processors import (argmax_lowest, context_key, greedy_task, loglikelihood_task,  # noqa: E402
                         loglikelihood_tokens, process_logits)
 from weights import as_weights  # noqa: E402
 # Re-exported: make_tiny_model.py and the tests reach these through this module.
 from safetensors_io import BadInput, float32_to_bf16_bits, read_safetensors, write_safetensors  # noqa: E402,F401
 
 FORMAT_VERSION = 1
-MODEL_TYPES = ("gpt2",) + llama_torch.ARCHS
-# Probed on every call by llama_torch's forward; a set holds them only from
-# the incremental run (prefill T-1 tokens, then one step), as for GPT-2.
+# Probed on every call by the Llama family's forward; a set holds them only
+# from the incremental run (prefill T-1 tokens, then one step), as for GPT-2.
 CACHE_NAMES = ("k_cache", "v_cache")
 
 # Checkpoint 11. Semantics of transformers 4.40-4.46 (RepetitionPenaltyLogitsProcessor,
@@ -251,9 +251,7 @@ def no_tokenizer(cfg, model_dir, why=None):
            "with the text for display")
     if why:
         return f"{why} ({ids})"
-    if cfg["model_type"] == "gpt2":
-        return f"{model_dir}: no tokenizer (vocab.json + merges.txt, or a GGUF's tokenizer.ggml.* keys)"
-    return f"{model_dir}: no tokenizer (tokenizer.json, or a *.gguf vocabulary such as tokenizer.gguf; or {ids})"
+    return f"{model_dir}: no tokenizer ({families.of_config(cfg).TOKENIZER_FILES}; or {ids})"
 
 
 def pick_tokens(src, what, given, encoded):
@@ -315,34 +313,19 @@ def resolve(cases, ll, src, tok, cfg, model_dir, why=None):
 
 # ---------------------------------------------------------------- main
 
-def model_type(path):
-    """config.json's model_type, which picks the forward; a GGUF file is
-    GPT-2's (gpt2_torch.load_gguf). None when config.json cannot be read or
-    names none: GPT-2's loader then says what is wrong."""
-    if path.endswith(".gguf") and os.path.isfile(path):
-        return "gpt2"
-    try:
-        with open(os.path.join(path, "config.json"), encoding="utf-8") as f:
-            raw = json.load(f)
-    except (OSError, ValueError):
-        return None
-    return raw.get("model_type") if isinstance(raw, dict) else None
-
-
 def load(args):
     """The model (its weights mapped, not converted), its forward (a class
     taking (model, dtype)) and whether --weight-dtype f16 rounded it."""
-    kind = model_type(args.model)
-    if kind in MODEL_TYPES or kind is None:
-        why = emulate.unsupported(args.emulate, kind or "gpt2")
-        if why:
-            raise BadInput(f"{why} ({args.model})")
+    fam, arch = families.of_model(args.model)
+    why = emulate.unsupported(args.emulate, arch)
+    if why:
+        raise BadInput(f"{why} ({args.model})")
     # The float64 twin applies the same approximations: its truth is the
     # emulated engine's function computed exactly, so the budget column
     # still compares an engine with PyTorch float32 doing the same thing.
     numerics = emulate.profile(args.emulate)
-    if kind in llama_torch.ARCHS:
-        model = llama_torch.open_model(args.model)
+    model = fam.open_model(args.model)
+    if "tokenizer" not in model:
         # tokenizer.json or a GGUF vocabulary. One this module cannot read
         # is an error only where text needs it (resolve names the cause).
         model["tokenizer"], model["tokenizer_error"] = None, None
@@ -350,19 +333,10 @@ def load(args):
             model["tokenizer"] = model_tokenizer.for_model_dir(args.model)
         except BadInput as e:
             model["tokenizer_error"] = str(e)
-        used, n_layers = llama_torch.used_names, model["config"]["num_hidden_layers"]
+    n_layers = model["config"][fam.Forward.LAYERS]
 
-        def forward(m, dtype):
-            return llama_torch.Llama(m, dtype, numerics)
-    elif kind in (None, "gpt2"):
-        model = open_model(args.model)
-        used, n_layers = gpt2_torch.used_names, model["config"]["n_layer"]
-
-        def forward(m, dtype):
-            return GPT2(m, dtype, numerics)
-    else:
-        raise BadInput(f"{os.path.join(args.model, 'config.json')}: field 'model_type' = {kind!r}: "
-                       f"only {', '.join(MODEL_TYPES)} are supported")
+    def forward(m, dtype):
+        return fam.Forward(m, dtype, numerics)
     if args.layers is not None:
         if args.layers > n_layers:
             raise BadInput(f"--layers {args.layers}: more than the model's {n_layers} layers ({args.model})")
@@ -375,7 +349,7 @@ def load(args):
     w = model["weights"] = as_weights(model["weights"])
     rounded = False
     if args.weight_dtype == "f16":
-        rounded = w.rounding_changes(used(w.names(), model.get("layers") or n_layers))
+        rounded = w.rounding_changes(used_names(w.names(), model.get("layers") or n_layers, fam.Forward.PREFIX))
         w.round_f16 = True
     model["tokenizer_info"] = model_tokenizer.info(args.model)
     return model, forward, rounded
@@ -435,10 +409,7 @@ def build(args, tmp):
     cases, ll, src = load_cases(args)
     tok = model["tokenizer"]
     cases, pairs = resolve(cases, ll, src, tok, cfg, args.model, model.get("tokenizer_error"))
-    if cfg["model_type"] == "gpt2":
-        eos = [cfg["eos_token_id"] if isinstance(cfg["eos_token_id"], int) else EOT]
-    else:
-        eos = list(cfg["eos_token_ids"])  # config.json's eos_token_id: none, one id or a list, any of which stops
+    eos = families.of_config(cfg).eos_ids(cfg)
     eos += [t for t in generation_eos(args.model, cfg) if t not in eos]
     m32, m64, info, gen = forwards(args, model, forward, rounded)
     per_case = {c["id"]: [] for c in cases}
@@ -491,10 +462,9 @@ def build_corpus(args, tmp):
     model, forward, rounded = load(args)
     cfg, tok = model["config"], model["tokenizer"]
     V, n_ctx = cfg["vocab_size"], cfg[context_key(cfg)]
-    if cfg["model_type"] != "gpt2":
-        # llama-perplexity starts each chunk with BOS where the vocabulary
-        # asks for one; corpus.py chunks as for GPT-2, which has none.
-        raise BadInput(f"{args.model}: --corpus: corpus sets are GPT-2's only, not model_type {cfg['model_type']!r}")
+    refused = families.of_config(cfg).CORPUS
+    if refused:
+        raise BadInput(f"{args.model}: --corpus: {refused}, not model_type {cfg['model_type']!r}")
     if tok is None:
         raise BadInput(f"{no_tokenizer(cfg, args.model)}, needed to tokenize {args.corpus}")
     if args.top_k > V:
@@ -580,8 +550,9 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--model", required=True, help="HF-layout directory (config.json and model.safetensors, or "
                     "HF's shards and model.safetensors.index.json) of a "
-                    "model_type " + ", ".join(MODEL_TYPES) + " model, "
-                    "or a GGUF file in llama.cpp's gpt2 layout: its exact (dequantised) weights")
+                    "model_type " + ", ".join(families.BY_ARCH) + " model, "
+                    "or a GGUF file in llama.cpp's " + ", ".join(families.BY_GGUF_ARCH) +
+                    " layout: its exact (dequantised) weights")
     ap.add_argument("--out", required=True, help="reference set directory to write")
     src = ap.add_mutually_exclusive_group()
     src.add_argument("--cases", help="JSON cases file: [{id, prompt and/or tokens}] or "

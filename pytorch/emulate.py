@@ -19,8 +19,9 @@ Profiles (docs/gguf.md, "llama.cpp's derived profile"):
                     q, the scores, the softmax, the GELU and every product
                     and sum stay float32 (float64 in the twin).
 
-The llama.cpp profiles are GPT-2's (ggml's GELU table); f16-kv applies to
-GPT-2 and to the Llama family (llama_torch.Llama's numerics hook).
+Which profiles a family's forward applies is the family's to say (its
+EMULATE, families.py): the llama.cpp profiles are GPT-2's (ggml's GELU
+table); f16-kv applies to GPT-2 and to the Llama family.
 
 Each llama.cpp step cites the ggml source it follows (llama.cpp as node-llama-cpp
 3.22.1 bundles it, release v0.5.0).
@@ -31,8 +32,8 @@ import math
 import numpy as np
 import torch
 
+import families
 from gpt2_torch import gelu_new
-from llama_torch import ARCHS as LLAMA_ARCHS
 
 
 def to_f16(x):
@@ -90,7 +91,6 @@ class LlamaCppCPU:
 
     # ggml's GELU table is GPT-2's activation; llama.cpp's Llama-family
     # graph (SiLU, its RoPE and RMSNorm kernels) is not emulated.
-    model_types = ("gpt2",)
     only_because = "it emulates llama.cpp's GPT-2 graph (ggml's float16 GELU table)"
 
     def __init__(self, f16_kv=False):
@@ -125,7 +125,6 @@ class F16KV:
     (there the cache holds k after RoPE and v, grouped: Hkv heads, before
     GQA repeats them)."""
 
-    model_types = ("gpt2",) + LLAMA_ARCHS
     gelu = staticmethod(gelu_new)  # gpt2_torch's own: this profile leaves the GELU alone
 
     def cache(self, t):
@@ -163,13 +162,15 @@ def profile(name):
 
 
 def unsupported(name, model_type):
-    """Why profile name cannot emulate a model of model_type, or None."""
+    """Why profile name cannot emulate a model of model_type (a family's
+    EMULATE does not list it), or None."""
     if name in (None, "none"):
         return None
-    p = PROFILES[name]()
-    if model_type in p.model_types:
+    applied = families.family(model_type).EMULATE
+    if name in applied:
         return None
-    usable = [n for n in PROFILES if model_type in PROFILES[n]().model_types]
+    p = PROFILES[name]()
+    usable = [n for n in PROFILES if n in applied]
     return (f"--emulate {name}: not implemented for model_type {model_type!r}: {p.only_because}; "
             f"the profiles for {model_type!r} are {', '.join(usable) or 'none'}")
 

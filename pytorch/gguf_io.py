@@ -57,23 +57,44 @@ class _Reader:
         raise BadInput(f"{self.path}: metadata value type {vtype} is not supported")
 
 
-def read_gguf(path):
-    """Returns (metadata dict, {name: (type, dims fastest first, bytes)},
-    sha256 of the file). Tensor bytes are views into a memory map."""
+def _open(path):
+    """The file mapped, and a reader past its header: (map, reader,
+    tensor count, metadata count)."""
     try:
         f = open(path, "rb")
     except OSError as e:
         raise BadInput(f"{path}: cannot read: {e.strerror}")
     with f:
-        data = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
-    sha = hashlib.sha256(data).hexdigest()
+        try:
+            data = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+        except ValueError:  # an empty file cannot be mapped
+            raise BadInput(f"{path}: not a GGUF file (empty)")
     r = _Reader(memoryview(data), path)
     if bytes(r.take(4)) != b"GGUF":
         raise BadInput(f"{path}: not a GGUF file (bad magic)")
     version = r.scalar("<I")
     if version not in (2, 3):
         raise BadInput(f"{path}: GGUF version {version} is not supported (2, 3)")
-    n_tensors, n_kv = r.scalar("<Q"), r.scalar("<Q")
+    return data, r, r.scalar("<Q"), r.scalar("<Q")
+
+
+def read_architecture(path):
+    """The file's general.architecture (None if it has none), read from
+    the metadata alone: what picks the family that reads it (families.py)."""
+    _, r, _, n_kv = _open(path)
+    for _ in range(n_kv):
+        key = r.string()
+        v = r.value(r.scalar("<I"))
+        if key == "general.architecture":
+            return v
+    return None
+
+
+def read_gguf(path):
+    """Returns (metadata dict, {name: (type, dims fastest first, bytes)},
+    sha256 of the file). Tensor bytes are views into a memory map."""
+    data, r, n_tensors, n_kv = _open(path)
+    sha = hashlib.sha256(data).hexdigest()
     kv = {}
     for _ in range(n_kv):
         key = r.string()

@@ -3,7 +3,6 @@ GPT2LMHeadModel in eval mode (SPEC.md section 1) down to the op choice where
 that changes rounding, with a probe at every checkpoint tensor.
 """
 
-import json
 import math
 import os
 import re
@@ -14,12 +13,30 @@ import torch.nn.functional as F
 
 import gguf_io
 from gpt2_tokenizer import GPT2Tokenizer
-from checkpoint import Checkpoint
-from passes import Seq, finish, same_rows
+from checkpoint import Checkpoint, read_json_object
+import passes
 from safetensors_io import BadInput
-from weights import MappedWeights, as_weights, is_matrix, round_f16
+from weights import MappedWeights, is_matrix, round_f16
 
 EOT = 50256  # <|endoftext|>, GPT-2's eos and bos
+
+# What the generic tools read of this family (families.py).
+ARCHS = ("gpt2",)
+GGUF_ARCHS = ("gpt2",)  # llama.cpp's gpt2 layout (load_gguf)
+CONTEXT = "n_positions"
+EMULATE = ("llamacpp-cpu", "llamacpp-cpu-f16kv", "f16-kv")
+CORPUS = None
+TOKENIZER_FILES = "vocab.json + merges.txt, or a GGUF's tokenizer.ggml.* keys"
+TINY_MODELS = {"gpt2": "tiny-gpt2"}  # testdata's, make_tiny's
+
+
+def eos_ids(cfg):
+    return [cfg["eos_token_id"] if isinstance(cfg["eos_token_id"], int) else EOT]
+
+
+def make_tiny(arch, out):
+    import make_tiny_model
+    make_tiny_model.write_model(out, **make_tiny_model.COMMITTED)
 
 
 # GPT2Config defaults for keys a hub config.json may omit.
@@ -32,14 +49,7 @@ CONFIG_DEFAULTS = {
 
 
 def load_config(path):
-    try:
-        with open(path, encoding="utf-8") as f:
-            raw = json.load(f)
-    except OSError as e:
-        raise BadInput(f"{path}: cannot read: {e.strerror}")
-    except json.JSONDecodeError as e:
-        raise BadInput(f"{path}: not valid JSON: {e}")
-    return load_config_dict(raw, path)
+    return load_config_dict(read_json_object(path), path)
 
 
 def load_config_dict(raw, path):
@@ -127,7 +137,7 @@ def open_model(model_dir):
                            f"config.json implies {shape}")
     weights = MappedWeights(ckpt, files)
     if "lm_head.weight" in files:
-        if not same_rows(weights, "lm_head.weight", "wte.weight"):
+        if not passes.same_rows(weights, "lm_head.weight", "wte.weight"):
             raise BadInput(f"{where}: lm_head.weight differs from wte.weight; only a tied LM head is supported")
         del weights.files["lm_head.weight"]
     used = sorted({ckpt.dtype(t) for n, t in files.items() if n in shapes})
@@ -144,13 +154,6 @@ def load_model(model_dir):
         m["weights"] = m["weights"].materialize()
         m.pop("checkpoint").close()
     return m
-
-
-def used_names(names, layers):
-    """The parameters a forward through the first layers blocks reads."""
-    def layer(n):
-        return int(n.split(".")[1]) if n.startswith("h.") else -1
-    return [n for n in names if layer(n) < layers]
 
 
 # GGUF tensor names of llama.cpp's gpt2 layout, and whether the matrix is a
@@ -243,31 +246,17 @@ def gelu_new(x):
     return 0.5 * x * (1.0 + torch.tanh(math.sqrt(2.0 / math.pi) * (x + 0.044715 * torch.pow(x, 3.0))))
 
 
-class GPT2:
-    """GPT-2 forward with explicit ops; probe(checkpoint, layer, name, tensor, rows) sees every intermediate.
+class GPT2(passes.Forward):
+    """GPT-2's block and embeddings; probe(checkpoint, layer, name, tensor,
+    rows) sees every intermediate. The pass is passes.Forward's."""
 
-    Weights are converted a layer at a time, as llama_torch.Llama's are;
-    run() takes several sequences through each layer together."""
+    PREFIX, LAYERS, TIED_HEAD, NORM = "h.", "n_layer", "wte.weight", "ln_f"
 
     def __init__(self, model, dtype, numerics=None):
-        self.cfg = model["config"]
-        # An engine's approximations (emulate.py), applied at the ops they
-        # replace; None is plain PyTorch.
-        self.numerics = numerics
-        self.dtype = dtype
-        self.w = as_weights(model["weights"])
-        self.n_layers = model.get("layers") or self.cfg["n_layer"]
+        super().__init__(model, dtype, numerics)
         self.C, self.H = self.cfg["n_embd"], self.cfg["n_head"]
         self.D = self.C // self.H
         self.eps = float(self.cfg["layer_norm_epsilon"])
-
-    def _t(self, name):
-        return torch.from_numpy(self.w.get(name)).to(self.dtype)
-
-    @property
-    def p(self):
-        """Every parameter in dtype at once (tools; the forward converts a layer at a time)."""
-        return {n: self._t(n) for n in self.w.names()}
 
     def _conv1d(self, x, prefix, P=None):
         # HF Conv1D: addmm(bias, x, W) with W stored [in, out]; no transpose.
@@ -282,26 +271,12 @@ class GPT2:
         T = x.shape[1]
         return x.view(1, T, self.H, self.D).permute(0, 2, 1, 3)
 
-    def forward(self, tokens, past=None, probe=None, rows=None):
-        """tokens: ids; past: per-layer (k, v) [1,H,Tp,D]; rows: positions whose logits to
-        compute (None: all). Returns (logits [R,V], present cache)."""
-        return self.run([dict(tokens=tokens, past=past, probe=probe, rows=rows)])[0]
-
-    def run(self, jobs):
-        """Several forwards layer by layer (llama_torch.Llama.run)."""
-        seqs = [self._start(Seq(**j)) for j in jobs]
-        for i in range(self.n_layers):
-            prefix = f"h.{i}."
-            P = {n: self._t(n) for n in self.w.names() if n.startswith(prefix)}
-            for s in seqs:
-                self._block(i, P, s)
-            del P
+    def final_norm(self):
+        # No bias on the head; tied unless the GGUF unties it.
         P = {n: self._t(n) for n in ("ln_f.weight", "ln_f.bias")}
-        # No bias; tied unless the GGUF unties it.
-        head = "lm_head.weight" if self.w.has("lm_head.weight") else "wte.weight"
-        return finish(self.w, seqs, lambda x: self._ln(P, x, "ln_f")[0], "ln_f", head, self.dtype)
+        return lambda x: self._ln(P, x, "ln_f")[0]
 
-    def _start(self, s):
+    def start(self, s):
         T, t0 = s.T, s.t0
         pos = list(range(t0, t0 + T))
         # F.embedding's rows, gathered before the conversion (the same values).
@@ -313,8 +288,8 @@ class GPT2:
         s.mask = torch.ones(T, t0 + T, dtype=torch.bool).tril(diagonal=t0)
         return s
 
-    def _block(self, i, P, s):
-        T, x, probe, past, mask = s.T, s.x, s.probe, s.past, s.mask
+    def block(self, i, P, s):
+        T, x, probe, mask = s.T, s.x, s.probe, s.mask
         min_val = torch.full([], torch.finfo(self.dtype).min, dtype=self.dtype)
         scale = torch.full([], self.D ** 0.5, dtype=self.dtype)
         h = f"h.{i}."
@@ -325,21 +300,13 @@ class GPT2:
         probe(2, i, "q", q[0])
         probe(2, i, "k", k[0])
         probe(2, i, "v", v[0])
-        if self.numerics is not None:
-            k, v = self.numerics.cache(k), self.numerics.cache(v)
-        if past is not None:
-            k = torch.cat((past[i][0], k), dim=-2)
-            v = torch.cat((past[i][1], v), dim=-2)
-        s.present.append((k, v))
-        if self.numerics is not None:
-            q = self.numerics.kq_operand(q)
-        sc = torch.matmul(q, k.transpose(-1, -2)) / scale
+        k, v = self.cached(i, s, k, v)
+        sc = torch.matmul(self.hook("kq_operand", q), k.transpose(-1, -2)) / scale
         sc = torch.where(mask, sc, min_val)
         probe(4, i, "scores", sc[0])
         pr = F.softmax(sc, dim=-1)
         probe(4, i, "probs", pr[0])
-        if self.numerics is not None:
-            pr = self.numerics.kqv_operand(pr)
+        pr = self.hook("kqv_operand", pr)
         o = torch.matmul(pr, v).permute(0, 2, 1, 3).contiguous().view(1, T, self.C)
         o = self._conv1d(o, h + "attn.c_proj", P)
         probe(5, i, "attn_out", o[0])
@@ -354,3 +321,6 @@ class GPT2:
         x = x + y
         probe(7, i, "block_out", x[0])
         s.x = x
+
+
+Forward = GPT2

@@ -38,10 +38,9 @@ C/H: Qwen3), I intermediate_size, V vocab_size.
 Weights: an HF-layout directory, config.json + model.safetensors or
 HF's shards and model.safetensors.index.json (checkpoint.py), names with
 or without the "model." prefix; mapped, and converted a layer at a time
-as the forward reaches it (Llama.run, passes.py).
+as the forward reaches it (passes.Forward.run).
 """
 
-import json
 import math
 import os
 
@@ -49,12 +48,33 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from checkpoint import Checkpoint
-from passes import Seq, finish, same_rows
+from checkpoint import Checkpoint, read_json_object
+import passes
 from safetensors_io import BadInput
-from weights import MappedWeights, as_weights
+from weights import MappedWeights
 
-ARCHS = ("llama", "qwen2", "qwen3", "phi3")
+# What the generic tools read of this family (families.py).
+ARCHS = ("llama", "qwen2", "qwen3", "mistral", "phi3")
+GGUF_ARCHS = ()  # llorch-check reads their GGUF files; the reference, HF's layout
+CONTEXT = "max_position_embeddings"
+EMULATE = ("f16-kv",)
+# llama-perplexity starts each chunk with BOS where the vocabulary asks for
+# one; corpus.py chunks as for GPT-2, which has none.
+CORPUS = "corpus sets are GPT-2's only"
+TOKENIZER_FILES = "tokenizer.json, or a *.gguf vocabulary such as tokenizer.gguf"
+TINY_MODELS = {"llama": "tiny-llama", "qwen2": "tiny-llama-qwen2", "qwen3": "tiny-llama-qwen3",
+               "mistral": "tiny-llama-mistral", "phi3": "tiny-llama-phi3"}  # testdata's, make_tiny's (and tiny-llama3, llama's variant)
+
+
+def eos_ids(cfg):
+    # config.json's eos_token_id: none, one id or a list, any of which stops.
+    return list(cfg["eos_token_ids"])
+
+
+def make_tiny(arch, out):
+    import make_tiny_llama
+    make_tiny_llama.write_model(arch, out, make_tiny_llama.SEED)
+
 
 # The HF config classes' defaults for keys a hub config.json may omit.
 _DEFAULTS = {
@@ -65,20 +85,16 @@ _DEFAULTS = {
     "qwen3": {"rms_norm_eps": 1e-6, "rope_theta": 10000.0, "max_position_embeddings": 32768, "head_dim": 128,
               "tie_word_embeddings": False, "use_sliding_window": False, "attention_bias": False,
               "hidden_act": "silu"},
+    # MistralConfig: Llama with a sliding window (null from v0.2 on).
+    "mistral": {"rms_norm_eps": 1e-6, "rope_theta": 10000.0, "max_position_embeddings": 4096 * 32,
+                "tie_word_embeddings": False, "sliding_window": 4096, "hidden_act": "silu"},
     "phi3": {"rms_norm_eps": 1e-5, "rope_theta": 10000.0, "max_position_embeddings": 4096,
              "tie_word_embeddings": False, "partial_rotary_factor": 1.0, "hidden_act": "silu"},
 }
 
 
 def load_config(path):
-    try:
-        with open(path, encoding="utf-8") as f:
-            raw = json.load(f)
-    except OSError as e:
-        raise BadInput(f"{path}: cannot read: {e.strerror}")
-    except json.JSONDecodeError as e:
-        raise BadInput(f"{path}: not valid JSON: {e}")
-    return load_config_dict(raw, path)
+    return load_config_dict(read_json_object(path), path)
 
 
 def load_config_dict(raw, path):
@@ -137,16 +153,12 @@ def load_config_dict(raw, path):
                 bad(f, "Phi-3 has no biases; not implemented")
     if arch == "qwen3" and cfg.get("mlp_bias"):
         bad("mlp_bias", "Qwen3 has no MLP bias; not implemented")
-    if arch in ("qwen2", "phi3"):
+    if arch in ("qwen2", "mistral", "phi3"):
         # Qwen2's modeling file has fixed q/k/v biases and no o bias whatever
-        # the key says; Phi-3 has none (checked above).
+        # the key says; Mistral's and Phi-3's have none (Phi-3's checked above).
         cfg["attention_bias"] = False
     if arch != "llama":
         cfg["mlp_bias"] = False  # only LlamaMLP reads it (Qwen3/Phi-3 true rejected above)
-    if arch == "qwen3":
-        lt = cfg.get("layer_types")
-        if lt is not None and any(t != "full_attention" for t in lt):
-            bad("layer_types", "only full_attention layers are implemented")
     # The rope scaling: none, or Llama 3's.
     rs = cfg.get("rope_scaling")
     if rs is not None:
@@ -164,16 +176,47 @@ def load_config_dict(raw, path):
                 bad("rope_scaling", "llama3 needs high_freq_factor > low_freq_factor")
         else:
             bad("rope_scaling", f"type {kind!r} is not implemented (only llama3)")
-    # Sliding-window attention is not implemented: a window that is active
-    # is accepted only as long as no sequence reaches it (forward checks).
-    sw = cfg.get("sliding_window")
-    active = sw is not None and (arch == "phi3" or (arch in ("qwen2", "qwen3") and cfg.get("use_sliding_window")))
-    if active:
-        posint("sliding_window")
-    cfg["active_sliding_window"] = sw if active else None
+    cfg["windows"] = _windows(arch, cfg, bad, posint)
     eos = cfg.get("eos_token_id")
     cfg["eos_token_ids"] = [] if eos is None else (list(eos) if isinstance(eos, list) else [eos])
     return raw, cfg
+
+
+def _windows(arch, cfg, bad, posint):
+    """Each layer's sliding window (0: full attention), as the HF config
+    classes derive them; None when no layer slides. Mistral's and Phi-3's
+    sliding_window is every layer's; Qwen2's and Qwen3's, with
+    use_sliding_window, the layers layer_types calls sliding_attention, by
+    default those from max_window_layers on. Llama's config has none (HF's
+    Llama ignores the key)."""
+    L = cfg["num_hidden_layers"]
+    lt = cfg.get("layer_types")
+    if arch in ("qwen2", "qwen3") and lt is not None:
+        if not isinstance(lt, list) or not all(isinstance(t, str) for t in lt):
+            bad("layer_types", "must be a list of strings")
+        if len(lt) != L:
+            bad("layer_types", f"{len(lt)} entries for {L} layers")
+        for i, t in enumerate(lt):
+            if t not in ("full_attention", "sliding_attention"):
+                bad("layer_types", f"layer {i} is {t!r}; only full_attention and sliding_attention are implemented")
+    if arch in ("mistral", "phi3"):
+        if cfg.get("sliding_window") is None:
+            return None
+        return [posint("sliding_window")] * L
+    if arch in ("qwen2", "qwen3") and cfg.get("use_sliding_window"):
+        cfg.setdefault("sliding_window", 4096)
+        if cfg["sliding_window"] is None:
+            return None
+        w = posint("sliding_window")
+        first = cfg.get("max_window_layers", 28)
+        if first is None:
+            first = 28
+        if not isinstance(first, int) or isinstance(first, bool) or first < 0:
+            bad("max_window_layers", "must be a non-negative integer")
+        if lt is None:
+            return [w if i >= first else 0 for i in range(L)]
+        return [w if t == "sliding_attention" else 0 for t in lt]
+    return None
 
 
 def param_shapes(cfg):
@@ -212,6 +255,21 @@ def param_shapes(cfg):
     return s
 
 
+def hf_order(cfg):
+    """[(file tensor name, shape)] in the order of HF's state dict
+    (embed_tokens, each layer, norm, lm_head): make_checkpoint.py's."""
+    shapes = param_shapes(cfg)
+    order = ["embed_tokens.weight"]
+    for i in range(cfg["num_hidden_layers"]):
+        p = f"layers.{i}."
+        order += [n for n in shapes if n.startswith(p) and ".self_attn." in n]
+        order += [n for n in shapes if n.startswith(p) and ".mlp." in n]
+        order += [p + "input_layernorm.weight", p + "post_attention_layernorm.weight"]
+    order += ["norm.weight"] + (["lm_head.weight"] if "lm_head.weight" in shapes else [])
+    assert sorted(order) == sorted(shapes), "hf_order misses a parameter"
+    return [(n if n == "lm_head.weight" else "model." + n, shapes[n]) for n in order]
+
+
 def _strip(name):
     return name[len("model."):] if name.startswith("model.") else name
 
@@ -246,7 +304,7 @@ def open_model(model_dir):
     weights = MappedWeights(ckpt, files)
     if cfg["tie_word_embeddings"] and "lm_head.weight" in files:
         # A tied checkpoint that also stores the head: it must be the embedding.
-        if not same_rows(weights, "lm_head.weight", "embed_tokens.weight"):
+        if not passes.same_rows(weights, "lm_head.weight", "embed_tokens.weight"):
             raise BadInput(f"{where}: tie_word_embeddings is true but lm_head.weight differs from embed_tokens.weight")
         del weights.files["lm_head.weight"]
     used = sorted({ckpt.dtype(t) for s, t in files.items() if s in shapes})
@@ -261,13 +319,6 @@ def load_model(model_dir):
     m["weights"] = m["weights"].materialize()
     m.pop("checkpoint").close()
     return m
-
-
-def used_names(names, layers):
-    """The parameters a forward through the first layers blocks reads."""
-    def layer(n):
-        return int(n.split(".")[1]) if n.startswith("layers.") else -1
-    return [n for n in names if layer(n) < layers]
 
 
 def rotate_half(x):
@@ -303,47 +354,26 @@ def inv_freq(cfg, dtype):
     return f
 
 
-class Llama:
-    """One forward for the four families; probe sees every intermediate.
+class Llama(passes.Forward):
+    """The block of the four families and their embeddings, RoPE and mask;
+    probe sees every intermediate. The pass is passes.Forward's."""
 
-    The weights (model["weights"]: a weights.Weights, or a dict of float32
-    arrays) are converted to dtype a layer at a time as the forward reaches
-    it and let go after; run() takes several sequences through each layer
-    together, so a layer is converted once for all of them. model["layers"],
-    when given, runs only the first blocks (then the final norm and head)."""
+    PREFIX, LAYERS, TIED_HEAD, NORM = "layers.", "num_hidden_layers", "embed_tokens.weight", "norm"
 
     def __init__(self, model, dtype, numerics=None):
-        self.cfg = cfg = model["config"]
-        # An engine's approximations (emulate.py: its cache, kq_operand and
-        # kqv_operand hooks; the Llama family has no GELU), applied at the
-        # ops they replace, in this forward and its float64 twin alike;
-        # None is plain PyTorch.
-        self.numerics = numerics
+        # numerics (emulate.py): its cache, kq_operand and kqv_operand
+        # hooks; the Llama family has no GELU.
+        super().__init__(model, dtype, numerics)
+        cfg = self.cfg
         self.arch = cfg["model_type"]
-        self.dtype = dtype
         # RMSNorm, rope tables and softmax: HF computes them in float32 at
         # least; a float64 forward keeps float64.
         self.up = torch.float64 if dtype == torch.float64 else torch.float32
-        self.w = as_weights(model["weights"])
-        self.n_layers = model.get("layers") or cfg["num_hidden_layers"]
         self.C, self.H, self.Hkv = cfg["hidden_size"], cfg["num_attention_heads"], cfg["num_key_value_heads"]
         self.D, self.I = cfg["head_dim"], cfg["intermediate_size"]
         self.eps = float(cfg["rms_norm_eps"])
         self.scaling = self.D ** -0.5
         self.inv_freq = inv_freq(cfg, self.up)
-
-    def _t(self, name):
-        return torch.from_numpy(np.ascontiguousarray(self.w.get(name))).to(self.dtype)
-
-    @property
-    def p(self):
-        """Every parameter in dtype at once (tests and tools; the forward
-        converts a layer at a time)."""
-        return {n: self._t(n) for n in self.w.names()}
-
-    def _layer(self, i):
-        prefix = f"layers.{i}."
-        return {n: self._t(n) for n in self.w.names() if n.startswith(prefix)}
 
     def _linear(self, P, x, name):
         return F.linear(x, P[name + ".weight"], P.get(name + ".bias"))
@@ -373,33 +403,13 @@ class Llama:
         xr, xp = x[..., :rot], x[..., rot:]
         return torch.cat([(xr * cos) + (rotate_half(xr) * sin), xp], dim=-1)
 
-    def forward(self, tokens, past=None, probe=None, rows=None):
-        """tokens: ids; past: per-layer (k, v) [1,Hkv,Tp,D] after RoPE; rows:
-        positions whose logits to compute (None: all). Returns (logits [R,V], present)."""
-        return self.run([dict(tokens=tokens, past=past, probe=probe, rows=rows)])[0]
-
-    def run(self, jobs):
-        """Several forwards (jobs: dicts of forward's arguments) layer by
-        layer: each layer's weights converted once for all of them. Each
-        sequence's arithmetic is forward's alone, op for op. Returns
-        [(logits, present)] in the jobs' order."""
-        seqs = [self._start(Seq(**j)) for j in jobs]
-        for i in range(self.n_layers):
-            P = self._layer(i)
-            for s in seqs:
-                self._block(i, P, s)
-            del P
+    def final_norm(self):
         norm = self._t("norm.weight")
-        head = "lm_head.weight" if self.w.has("lm_head.weight") else "embed_tokens.weight"
-        return finish(self.w, seqs, lambda x: self._rms(x, norm)[0], "norm", head, self.dtype)
+        return lambda x: self._rms(x, norm)[0]
 
-    def _start(self, s):
+    def start(self, s):
         """Checks, the embeddings and the rope tables and mask of s."""
         T, t0 = s.T, s.t0
-        sw = self.cfg["active_sliding_window"]
-        if sw is not None and t0 + T > sw:
-            raise BadInput(f"sequence of {t0 + T} tokens exceeds sliding_window {sw}: "
-                           "sliding-window attention is not implemented")
         if t0 + T > self.cfg["max_position_embeddings"]:
             raise BadInput(f"sequence of {t0 + T} tokens exceeds max_position_embeddings "
                            f"{self.cfg['max_position_embeddings']}")
@@ -410,15 +420,21 @@ class Llama:
         s.x = torch.from_numpy(self.w.take("embed_tokens.weight", s.tokens)).to(self.dtype).unsqueeze(0)
         s.probe(7, None, "embeddings", s.x[0])
         s.cos, s.sin = self._rope_tables(torch.arange(t0, t0 + T, dtype=torch.long))
-        # HF's eager mask: 0 where key <= query (absolute), finfo.min elsewhere, added.
-        visible = torch.ones(T, t0 + T, dtype=torch.bool).tril(diagonal=t0)
-        s.mask = torch.zeros(T, t0 + T, dtype=self.dtype).masked_fill(~visible, torch.finfo(self.dtype).min)
+        # HF's eager mask: 0 where key <= query (absolute), finfo.min elsewhere,
+        # added; a layer of window w sees only query − w < key (masking_utils'
+        # sliding_window_overlay). One mask for each window the layers have.
+        query = torch.arange(t0, t0 + T).unsqueeze(1)
+        key = torch.arange(t0 + T).unsqueeze(0)
+        s.masks = {}
+        for w in set(self.cfg["windows"] or [0]):
+            visible = (key <= query) & ((query - key < w) if w else True)
+            s.masks[w] = torch.zeros(T, t0 + T, dtype=self.dtype).masked_fill(~visible, torch.finfo(self.dtype).min)
         return s
 
-    def _block(self, i, P, s):
+    def block(self, i, P, s):
         """Block i of s (P: the block's weights in dtype)."""
         H, Hkv, D = self.H, self.Hkv, self.D
-        T, x, probe, past = s.T, s.x, s.probe, s.past
+        T, x, probe = s.T, s.x, s.probe
         p = f"layers.{i}."
         a = self._rms(x, P[p + "input_layernorm.weight"])
         probe(1, i, "attn_norm", a[0])
@@ -444,24 +460,16 @@ class Llama:
         q, k = self._rope(q, s.cos, s.sin), self._rope(k, s.cos, s.sin)
         probe(2, i, "q_rope", q[0])
         probe(2, i, "k_rope", k[0])
-        if self.numerics is not None:  # what the cache stores: k after RoPE and v, Hkv heads
-            k, v = self.numerics.cache(k), self.numerics.cache(v)
-        if past is not None:
-            k = torch.cat((past[i][0], k), dim=-2)
-            v = torch.cat((past[i][1], v), dim=-2)
-        s.present.append((k, v))
+        k, v = self.cached(i, s, k, v)  # what the cache stores: k after RoPE and v, Hkv heads
         probe(3, i, "k_cache", k[0])
         probe(3, i, "v_cache", v[0])
         kr, vr = repeat_kv(k, H // Hkv), repeat_kv(v, H // Hkv)
-        if self.numerics is not None:
-            q = self.numerics.kq_operand(q)
-        sc = torch.matmul(q, kr.transpose(2, 3)) * self.scaling
-        sc = sc + s.mask
+        sc = torch.matmul(self.hook("kq_operand", q), kr.transpose(2, 3)) * self.scaling
+        sc = sc + s.masks[self.cfg["windows"][i] if self.cfg["windows"] else 0]
         probe(4, i, "scores", sc[0])
         pr = F.softmax(sc, dim=-1, dtype=self.up).to(self.dtype)
         probe(4, i, "probs", pr[0])
-        if self.numerics is not None:
-            pr = self.numerics.kqv_operand(pr)
+        pr = self.hook("kqv_operand", pr)
         o = torch.matmul(pr, vr).transpose(1, 2).contiguous().reshape(1, T, H * D)
         o = self._linear(P, o, p + "self_attn.o_proj")
         probe(5, i, "attn_out", o[0])
@@ -484,14 +492,116 @@ class Llama:
         probe(7, i, "block_out", x[0])
         s.x = x
 
-    def greedy(self, tokens, n):
-        """n greedy tokens through the KV cache (torch.argmax: ties to the lowest id)."""
-        logits, past = self.forward(tokens, rows=[len(tokens) - 1])
-        out = []
-        for _ in range(n):
-            t = int(torch.argmax(logits[-1]))
-            out.append(t)
-            if len(out) == n:
-                break
-            logits, past = self.forward([t], past=past)
-        return out
+
+Forward = Llama
+
+
+# ---------------------------------------------------------------- GGUF
+
+def permute(w, n_head):
+    """llama.cpp's converter: HF's halves -> interleaved pairs, per head."""
+    rows = w.shape[0]
+    return w.reshape(n_head, 2, rows // n_head // 2, *w.shape[1:]).swapaxes(1, 2).reshape(w.shape)
+
+
+def rope_freqs_llama3(cfg):
+    """convert_hf_to_gguf.py LlamaModel.generate_extra_tensors: the factor
+    llama.cpp divides each frequency by."""
+    rs = cfg["rope_scaling"]
+    base, dim = float(cfg["rope_theta"]), cfg["rotary_dim"]
+    freqs = 1.0 / (base ** (np.arange(0, dim, 2, dtype=np.float32) / dim))
+    factor, lo, hi = rs["factor"], rs["low_freq_factor"], rs["high_freq_factor"]
+    old = rs["original_max_position_embeddings"]
+    lo_wavelen, hi_wavelen = old / lo, old / hi
+    out = []
+    for f in freqs:
+        wavelen = 2 * math.pi / f
+        if wavelen < hi_wavelen:
+            out.append(1)
+        elif wavelen > lo_wavelen:
+            out.append(factor)
+        else:
+            smooth = (old / wavelen - lo) / (hi - lo)
+            out.append(1 / ((1 - smooth) / factor + smooth))
+    return np.array(out, dtype=np.float32)
+
+
+def gguf_layout(cfg, w, permute_qk=True):
+    """(metadata [(key, value)], tensors [(name, array)]) of cfg's
+    architecture as llama.cpp's converter (convert_hf_to_gguf.py) writes
+    it, for gguf_write.py (w: {HF name without "model.": float32 array}):
+      - names: token_embd, blk.N.{attn_norm, attn_q, attn_k, attn_v,
+        attn_output, ffn_norm, ffn_gate, ffn_up, ffn_down}, output_norm,
+        output (absent when tied); qwen2 attn_{q,k,v}.bias; qwen3
+        attn_q_norm, attn_k_norm; phi3 attn_qkv (fused) and ffn_up holding
+        gate_up_proj (gate rows, then up rows);
+      - llama only: the rows of q and k PERMUTED from HF's rotate_half
+        halves into interleaved pairs (llama.cpp's "normal" rope):
+        w.reshape(n_head, 2, rows//n_head//2, cols).swapaxes(1, 2).reshape(rows, cols),
+        with n_head_kv for k (permute_qk False leaves them in HF order: a
+        deliberately wrong file). qwen2/qwen3/phi3 use "neox" rope and are
+        not permuted;
+      - llama with rope_scaling llama3: rope_freqs.weight, one factor per
+        rotary pair (1, factor, or 1/((1-smooth)/factor + smooth)), by
+        which llama.cpp divides each frequency.
+    What the layout cannot say (another rope scaling, an active sliding
+    window, llama's biases) is a BadInput."""
+    arch = cfg["model_type"]
+    C, H, Hkv, D = cfg["hidden_size"], cfg["num_attention_heads"], cfg["num_key_value_heads"], cfg["head_dim"]
+    rs = cfg.get("rope_scaling")
+    kind = None if rs is None else rs.get("rope_type", rs.get("type"))
+    # llama.cpp converts Mistral as llama (its q/k permuted alike).
+    llama_like = arch in ("llama", "mistral")
+    if kind not in (None, "default", "llama3") or (kind == "llama3" and not llama_like):
+        raise BadInput(f"rope_scaling {kind!r} is not written for {arch}")
+    windows = cfg["windows"] or [0]
+    if len(set(windows)) > 1:
+        raise BadInput(f"{arch} with sliding windows on some layers only ({windows}) is not written: "
+                       "llama.cpp's layout has one window for every layer")
+    if cfg.get("mlp_bias") or (arch != "qwen2" and cfg.get("attention_bias")):
+        raise BadInput("attention_bias/mlp_bias are not written")
+    a = "llama" if llama_like else arch
+    kv = [("general.architecture", a), (f"{a}.vocab_size", cfg["vocab_size"]), (f"{a}.context_length", cfg["max_position_embeddings"]),
+          (f"{a}.embedding_length", C), (f"{a}.block_count", cfg["num_hidden_layers"]),
+          (f"{a}.feed_forward_length", cfg["intermediate_size"]),
+          (f"{a}.rope.dimension_count", cfg["rotary_dim"]),
+          (f"{a}.attention.head_count", H), (f"{a}.attention.head_count_kv", Hkv),
+          (f"{a}.attention.layer_norm_rms_epsilon", float(cfg["rms_norm_eps"])),
+          (f"{a}.rope.freq_base", float(cfg["rope_theta"]))]
+    if D != C // H:
+        kv += [(f"{a}.attention.key_length", D), (f"{a}.attention.value_length", D)]
+    if windows[0]:
+        kv.append((f"{a}.attention.sliding_window", windows[0]))
+    if arch == "phi3":
+        kv.append(("phi3.rope.scaling.original_context_length",
+                   cfg.get("original_max_position_embeddings", cfg["max_position_embeddings"])))
+    t = [("token_embd.weight", w["embed_tokens.weight"]), ("output_norm.weight", w["norm.weight"])]
+    if "lm_head.weight" in w:
+        t.append(("output.weight", w["lm_head.weight"]))
+    if kind == "llama3":
+        t.append(("rope_freqs.weight", rope_freqs_llama3(cfg)))
+    for i in range(cfg["num_hidden_layers"]):
+        p, b = f"layers.{i}.", f"blk.{i}."
+        t.append((b + "attn_norm.weight", w[p + "input_layernorm.weight"]))
+        if arch == "phi3":
+            t.append((b + "attn_qkv.weight", w[p + "self_attn.qkv_proj.weight"]))
+        else:
+            q, k = w[p + "self_attn.q_proj.weight"], w[p + "self_attn.k_proj.weight"]
+            if llama_like and permute_qk:
+                q, k = permute(q, H), permute(k, Hkv)
+            t += [(b + "attn_q.weight", q), (b + "attn_k.weight", k),
+                  (b + "attn_v.weight", w[p + "self_attn.v_proj.weight"])]
+            if arch == "qwen2":
+                t += [(b + f"attn_{n}.bias", w[p + f"self_attn.{n}_proj.bias"]) for n in "qkv"]
+            if arch == "qwen3":
+                t += [(b + "attn_q_norm.weight", w[p + "self_attn.q_norm.weight"]),
+                      (b + "attn_k_norm.weight", w[p + "self_attn.k_norm.weight"])]
+        t.append((b + "attn_output.weight", w[p + "self_attn.o_proj.weight"]))
+        t.append((b + "ffn_norm.weight", w[p + "post_attention_layernorm.weight"]))
+        if arch == "phi3":
+            t.append((b + "ffn_up.weight", w[p + "mlp.gate_up_proj.weight"]))
+        else:
+            t += [(b + "ffn_gate.weight", w[p + "mlp.gate_proj.weight"]),
+                  (b + "ffn_up.weight", w[p + "mlp.up_proj.weight"])]
+        t.append((b + "ffn_down.weight", w[p + "mlp.down_proj.weight"]))
+    return kv, t

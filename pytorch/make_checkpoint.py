@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
-"""Write a random-weight checkpoint of a Llama-family config (llama with or
-without rope_scaling llama3, qwen2, qwen3, phi3) in Hugging Face's layout,
-for benchmarks at real sizes (make bench-scale):
+"""Write a random-weight checkpoint of a config whose family gives its
+state-dict order (families.py: a family's hf_order; the Llama family's
+llama with or without rope_scaling llama3, qwen2, qwen3, phi3) in Hugging
+Face's layout, for benchmarks at real sizes (make bench-scale):
 
   DIR/config.json                    the config, byte for byte
   DIR/model.safetensors              when everything fits one shard, else
@@ -9,12 +10,12 @@ for benchmarks at real sizes (make bench-scale):
                                      ({"metadata": {"total_size": bytes},
                                      "weight_map": {tensor: shard}})
 
-Tensor names and shapes are llama_torch.param_shapes' (the reference reads
-them by the same table), with "model." before all but lm_head.weight; a
-tied config stores no lm_head. Tensors are sharded in the order of HF's
-state dict (embed_tokens, each layer, norm, lm_head), a new shard begun
-when the next tensor would take the current one past --shard-size, as
-transformers' save_pretrained does.
+Tensor names, shapes and order are the family's hf_order (from the table
+the reference reads them by, param_shapes; for the Llama family "model."
+before all but lm_head.weight, and a tied config stores no lm_head).
+Tensors are sharded in that order, a new shard begun when the next tensor
+would take the current one past --shard-size, as transformers'
+save_pretrained does.
 
 Weights: matrices N(0, initializer_range), o_proj and down_proj divided by
 sqrt(2·layers) so that the residual stream stays of order one through
@@ -38,7 +39,7 @@ import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from llama_torch import load_config, param_shapes  # noqa: E402
+import families  # noqa: E402
 from safetensors_io import BadInput  # noqa: E402
 
 DTYPES = {"bf16": ("BF16", 2), "f16": ("F16", 2), "f32": ("F32", 4)}
@@ -57,20 +58,6 @@ def parse_size(text):
     if n <= 0:
         raise BadInput(f"--shard-size {text!r}: must be positive")
     return n
-
-
-def hf_order(cfg):
-    """[(file tensor name, shape)] in the order of HF's state dict."""
-    shapes = param_shapes(cfg)
-    order = ["embed_tokens.weight"]
-    for i in range(cfg["num_hidden_layers"]):
-        p = f"layers.{i}."
-        order += [n for n in shapes if n.startswith(p) and ".self_attn." in n]
-        order += [n for n in shapes if n.startswith(p) and ".mlp." in n]
-        order += [p + "input_layernorm.weight", p + "post_attention_layernorm.weight"]
-    order += ["norm.weight"] + (["lm_head.weight"] if "lm_head.weight" in shapes else [])
-    assert sorted(order) == sorted(shapes), "hf_order misses a parameter"
-    return [(n if n == "lm_head.weight" else "model." + n, shapes[n]) for n in order]
 
 
 def plan(tensors, itemsize, shard_size):
@@ -145,11 +132,14 @@ def write_shard(path, cfg, seed, tensors, tag, itemsize):
 
 def write_checkpoint(config_path, out, shard_size=5 * 10 ** 9, seed=0, dtype="bf16"):
     """Writes the checkpoint; returns the files written (names in out)."""
-    _, cfg = load_config(config_path)
+    fam, _, cfg = families.load_config(config_path)
+    if not hasattr(fam, "hf_order"):
+        raise BadInput(f"{config_path}: field 'model_type' = {cfg['model_type']!r}: {fam.__name__} gives no "
+                       f"checkpoint layout (hf_order) to write")
     with open(config_path, "rb") as f:
         raw = f.read()
     tag, itemsize = DTYPES[dtype]
-    shards = plan(hf_order(cfg), itemsize, shard_size)
+    shards = plan(fam.hf_order(cfg), itemsize, shard_size)
     os.makedirs(out, exist_ok=True)
     for stale in ("model.safetensors", "model.safetensors.index.json"):
         if os.path.exists(os.path.join(out, stale)):
@@ -173,7 +163,8 @@ def write_checkpoint(config_path, out, shard_size=5 * 10 ** 9, seed=0, dtype="bf
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--config", required=True, help="a Llama-family config.json (testdata/configs)")
+    ap.add_argument("--config", required=True, help="a config.json of a family with a checkpoint layout, "
+                    "such as the Llama family's (testdata/configs)")
     ap.add_argument("--out", required=True, help="directory to write")
     ap.add_argument("--shard-size", default="5GB", help="largest shard (default 5GB, transformers' default)")
     ap.add_argument("--seed", type=int, default=0)

@@ -9,12 +9,14 @@ checks teeth, as make_tiny_model.py does for GPT-2.
                   tied lm_head (keeps the committed file at 4 MB)
   --arch qwen2    q/k/v biases, tied lm_head, rms_norm_eps 1e-6
   --arch qwen3    per-head q_norm/k_norm, head_dim 32 (hidden/heads = 16), untied
+  --arch mistral  llama's weights (the same draws) with a sliding window of
+                  24 keys, which the 63-token case passes; untied
   --arch phi3     fused qkv_proj and gate_up_proj, untied, rms_norm_eps 1e-5
 
 All: hidden 64, 2 layers, 4 query heads, 2 KV heads (GQA ratio 2),
 intermediate 128, context 128, rope_theta 10000. Vocabulary: Llama 2's
 SentencePiece (32000 tokens, llama.cpp's ggml-vocab-llama-spm.gguf) for
-llama and llama3; Phi-3's (32064, ggml-vocab-phi-3.gguf) for phi3. Qwen's
+llama, llama3 and mistral; Phi-3's (32064, ggml-vocab-phi-3.gguf) for phi3. Qwen's
 vocabulary is not available as GGUF here: qwen2/qwen3 take vocab_size 32000
 and the Llama vocabulary's ids (bos 1, eos 2) for their weights' shapes.
 
@@ -72,13 +74,19 @@ from safetensors_io import write_safetensors  # noqa: E402
 
 ROOT = os.path.dirname(HERE)
 
-VOCAB_DIR = {"llama": "llama-spm", "llama3": "llama-spm", "qwen2": "llama-spm", "qwen3": "llama-spm", "phi3": "phi-3"}
+VOCAB_DIR = {"llama": "llama-spm", "llama3": "llama-spm", "qwen2": "llama-spm", "qwen3": "llama-spm",
+             "mistral": "llama-spm", "phi3": "phi-3"}
 VOCAB_GGUF = {"llama": "ggml-vocab-llama-spm.gguf", "llama3": "ggml-vocab-llama-spm.gguf",
               "qwen2": "ggml-vocab-llama-spm.gguf", "qwen3": "ggml-vocab-llama-spm.gguf",
-              "phi3": "ggml-vocab-phi-3.gguf"}
+              "mistral": "ggml-vocab-llama-spm.gguf", "phi3": "ggml-vocab-phi-3.gguf"}
+# Mistral's sliding window: shorter than the longer committed case (63
+# tokens) and not a multiple of the KV cache's block, so that keys leave
+# the window inside a block.
+MISTRAL_WINDOW = 24
 ARCHS = tuple(VOCAB_GGUF)
 OUTLIERS = (5, 23, 41)
 L, H, HKV, C, I, P = 2, 4, 2, 64, 128, 128
+SEED = 1234  # the committed models'
 
 # A model's shape; default_shape(arch) is the committed models'.
 Shape = collections.namedtuple("Shape", "layers heads kv_heads hidden head_dim intermediate context tied")
@@ -183,6 +191,9 @@ def config(arch, shape=None):
             c["rope_scaling"] = {"factor": 8.0, "high_freq_factor": 4.0, "low_freq_factor": 1.0,
                                  "original_max_position_embeddings": P // 2, "rope_type": "llama3"}
         return c
+    if arch == "mistral":
+        return dict(common, architectures=["MistralForCausalLM"], model_type="mistral", bos_token_id=1,
+                    eos_token_id=2, head_dim=D, rms_norm_eps=1e-5, sliding_window=MISTRAL_WINDOW)
     if arch == "qwen2":
         return dict(common, architectures=["Qwen2ForCausalLM"], model_type="qwen2", bos_token_id=1,
                     eos_token_id=2, max_window_layers=L, rms_norm_eps=1e-6, rope_scaling=None,
@@ -274,6 +285,7 @@ CHAT_TEMPLATES = {
     "llama3": "testdata/chat/llama-3.1-8b-instruct.jinja",
     "qwen2": "testdata/chat/qwen2.5-7b-instruct.jinja",
     "qwen3": "testdata/tokenizer/qwen2/tokenizer_config.json",
+    "mistral": "testdata/chat/mistral-7b-instruct-v0.2.jinja",
     "phi3": "testdata/chat/phi-3-mini.jinja",
 }
 
@@ -334,7 +346,7 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--arch", required=True, choices=ARCHS)
     ap.add_argument("--out", required=True)
-    ap.add_argument("--seed", type=int, default=1234)
+    ap.add_argument("--seed", type=int, default=SEED)
     g = ap.add_argument_group("shape", "each overrides the arch's default (module docstring); none: the committed models")
     g.add_argument("--layers", type=int, help=f"num_hidden_layers (default {L})")
     g.add_argument("--heads", type=int, help=f"num_attention_heads, query heads (default {H})")

@@ -47,6 +47,8 @@ from safetensors_io import float32_to_bf16_bits, write_safetensors  # noqa: E402
 VOCAB_DIR = os.path.join(os.path.dirname(HERE), "testdata", "gpt2-vocab")
 VOCAB_SIZE = 50257
 OUTLIERS = (5, 23, 41)  # residual channels with large MLP writes (mod C)
+# testdata/tiny-gpt2's arguments of write_model: the flags' defaults.
+COMMITTED = dict(seed=1234, L=2, H=4, C=64, P=128, dtype="f16")
 
 
 def make_weights(rng, L, H, C, P):
@@ -195,12 +197,13 @@ def stats(model_dir, cases_path):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--out", required=True)
-    ap.add_argument("--seed", type=int, default=1234)
-    ap.add_argument("--n-layer", type=int, default=2)
-    ap.add_argument("--n-head", type=int, default=4)
-    ap.add_argument("--n-embd", type=int, default=64)
-    ap.add_argument("--n-positions", type=int, default=128)
-    ap.add_argument("--dtype", choices=("f16", "f32", "bf16"), default="f16")
+    c = COMMITTED
+    ap.add_argument("--seed", type=int, default=c["seed"])
+    ap.add_argument("--n-layer", type=int, default=c["L"])
+    ap.add_argument("--n-head", type=int, default=c["H"])
+    ap.add_argument("--n-embd", type=int, default=c["C"])
+    ap.add_argument("--n-positions", type=int, default=c["P"])
+    ap.add_argument("--dtype", choices=("f16", "f32", "bf16"), default=c["dtype"])
     ap.add_argument("--stats", metavar="CASES", nargs="?", const=os.path.join(os.path.dirname(HERE), "testdata", "cases.json"),
                     help="after writing, print measured numerics on a cases file (default testdata/cases.json)")
     a = ap.parse_args()

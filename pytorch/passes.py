@@ -1,6 +1,6 @@
 """Forwards in passes: every sequence a pass needs goes through a layer
-before the next layer's weights are converted (llama_torch.Llama.run,
-gpt2_torch.GPT2.run), so that a model of any size is converted a layer at
+before the next layer's weights are converted (Forward.run, which every
+family's forward is), so that a model of any size is converted a layer at
 a time and once a pass, however many sequences the pass holds. Each
 sequence's arithmetic stays its own, op for op: layer-major is the order
 of the loops, not a batch (concatenating sequences into one matmul would
@@ -14,6 +14,8 @@ forwards it needs next and receives their results.
 import numpy as np
 import torch
 import torch.nn.functional as F
+
+from weights import as_weights
 
 
 # The float64 LM head is applied this many bytes of its rows at a time.
@@ -43,7 +45,7 @@ def head_chunks(V, C, dtype):
 
 
 class Seq:
-    """One sequence's forward in progress (Llama.run, GPT2.run)."""
+    """One sequence's forward in progress (Forward.run)."""
 
     def __init__(self, tokens, past=None, probe=None, rows=None):
         self.tokens, self.past, self.rows = tokens, past, rows
@@ -51,6 +53,114 @@ class Seq:
         self.T = len(tokens)
         self.t0 = 0 if past is None else past[0][0].shape[2]
         self.present = []
+
+
+def used_names(names, layers, prefix):
+    """The parameters a forward through the first layers blocks reads:
+    block i's are named prefix + "i." (Forward.PREFIX), the others are
+    read whatever the depth."""
+    def layer(n):
+        return int(n[len(prefix):].split(".")[0]) if n.startswith(prefix) else -1
+    return [n for n in names if layer(n) < layers]
+
+
+class Forward:
+    """The layer-major pass every family's forward shares; a family's
+    forward (gpt2_torch.GPT2, llama_torch.Llama) subclasses it and writes
+    only its maths:
+
+      PREFIX      block i's parameters are the names beginning PREFIX + "i."
+      LAYERS      the config field holding the number of blocks
+      TIED_HEAD   the matrix the LM head is when no lm_head.weight is stored
+      NORM        the final norm's probe name (checkpoint 8)
+      start(s)    checks, the embeddings (probed) and whatever the blocks
+                  need of the sequence s (its mask, RoPE tables), into s;
+                  returns s
+      block(i, P, s)  block i of s, P its weights in dtype: s.x in and out,
+                  the block's (k, v) appended to s.present
+      final_norm()    the final norm as a function of x [1,T,C] -> [T,C]
+
+    The weights (model["weights"]: a weights.Weights, or a dict of float32
+    arrays) are converted to dtype a layer at a time as the pass reaches
+    it and let go after; run() takes several sequences through each layer
+    together, so a layer is converted once for all of them.
+    model["layers"], when given, runs only the first blocks (then the
+    final norm and head). numerics: an engine's approximations
+    (emulate.py), applied at the ops they replace, in the forward and its
+    float64 twin alike; None is plain PyTorch."""
+
+    # What a family's forward gives (families.register checks).
+    DECLARES = ("PREFIX", "LAYERS", "TIED_HEAD", "NORM", "start", "block", "final_norm")
+
+    def __init__(self, model, dtype, numerics=None):
+        self.cfg = model["config"]
+        self.numerics = numerics
+        self.dtype = dtype
+        self.w = as_weights(model["weights"])
+        self.n_layers = model.get("layers") or self.cfg[self.LAYERS]
+
+    def _t(self, name):
+        return torch.from_numpy(np.ascontiguousarray(self.w.get(name))).to(self.dtype)
+
+    @property
+    def p(self):
+        """Every parameter in dtype at once (tests and tools; the forward
+        converts a layer at a time)."""
+        return {n: self._t(n) for n in self.w.names()}
+
+    def layer(self, i):
+        """Block i's weights in dtype."""
+        prefix = f"{self.PREFIX}{i}."
+        return {n: self._t(n) for n in self.w.names() if n.startswith(prefix)}
+
+    def hook(self, name, x):
+        """x through the numerics' hook name (cache, kq_operand,
+        kqv_operand: an engine's rounding of what it stores or multiplies);
+        x itself without numerics."""
+        return x if self.numerics is None else getattr(self.numerics, name)(x)
+
+    def cached(self, i, s, k, v):
+        """Block i's keys and values [1,heads,Tk,D] over the whole of s: k
+        and v [1,heads,T,D] as the cache stores them (the cache hook) after
+        the past's, appended to s.present."""
+        k, v = self.hook("cache", k), self.hook("cache", v)
+        if s.past is not None:
+            k = torch.cat((s.past[i][0], k), dim=-2)
+            v = torch.cat((s.past[i][1], v), dim=-2)
+        s.present.append((k, v))
+        return k, v
+
+    def forward(self, tokens, past=None, probe=None, rows=None):
+        """tokens: ids; past: per-layer (k, v) [1,heads,Tp,D] as present
+        holds them; rows: positions whose logits to compute (None: all).
+        Returns (logits [R,V], present)."""
+        return self.run([dict(tokens=tokens, past=past, probe=probe, rows=rows)])[0]
+
+    def run(self, jobs):
+        """Several forwards (jobs: dicts of forward's arguments) layer by
+        layer: each layer's weights converted once for all of them. Each
+        sequence's arithmetic is forward's alone, op for op. Returns
+        [(logits, present)] in the jobs' order."""
+        seqs = [self.start(Seq(**j)) for j in jobs]
+        for i in range(self.n_layers):
+            P = self.layer(i)
+            for s in seqs:
+                self.block(i, P, s)
+            del P
+        head = "lm_head.weight" if self.w.has("lm_head.weight") else self.TIED_HEAD
+        return finish(self.w, seqs, self.final_norm(), self.NORM, head, self.dtype)
+
+    def greedy(self, tokens, n):
+        """n greedy tokens through the KV cache (torch.argmax: ties to the lowest id)."""
+        logits, past = self.forward(tokens, rows=[len(tokens) - 1])
+        out = []
+        for _ in range(n):
+            t = int(torch.argmax(logits[-1]))
+            out.append(t)
+            if len(out) == n:
+                break
+            logits, past = self.forward([t], past=past)
+        return out
 
 
 def finish(weights, seqs, norm, name, head, dtype):

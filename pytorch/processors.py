@@ -6,8 +6,10 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+import families
 from gpt2_torch import EOT
 from passes import run_tasks
+
 
 def process_logits(logits, history, sc):
     """HF logits processors on a [V] vector; returns the probabilities [V].
@@ -64,9 +66,9 @@ def argmax_lowest(v):
 
 
 def context_key(cfg):
-    """The config key holding the model's context length: GPT-2's
-    n_positions, the Llama family's max_position_embeddings."""
-    return "n_positions" if cfg["model_type"] == "gpt2" else "max_position_embeddings"
+    """The config key holding the model's context length (its family's
+    CONTEXT: GPT-2's n_positions, the Llama family's max_position_embeddings)."""
+    return families.of_config(cfg).CONTEXT
 
 
 def greedy_task(cfg, tokens, n, eos):

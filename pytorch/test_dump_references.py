@@ -356,6 +356,15 @@ class DumperTest(unittest.TestCase):
     def load(self, out, rel, f64=False):
         return np.load(os.path.join(out, rel + (".f64.npy" if f64 else ".npy")))
 
+    def test_tiny_model_stats(self):
+        """make_tiny_model.py --stats measures what the scales were tuned
+        for through this module's names (it once reached a gelu_new this
+        module did not have)."""
+        rc, msg = run_quiet(lambda: mtm.stats(self.model, self.cases))
+        self.assertIsNone(rc)
+        self.assertIn("case a: T=", msg)
+        self.assertIn("max |tanh-GELU - erf-GELU|", msg)
+
     def test_emulate_llamacpp_cpu(self):
         """--emulate llamacpp-cpu changes the GELU and nothing before it:
         every gelu value, float32 and float64 twin, is a value of ggml's

@@ -72,6 +72,7 @@ class ReadTest(unittest.TestCase):
         string = lambda s: struct.pack("<Q", len(s)) + s  # noqa: E731
         tensor = string(b"t") + struct.pack("<I", 1) + struct.pack("<Q", 64) + struct.pack("<IQ", 12, 0)
         cases = [
+            (b"", "not a GGUF file (empty)"),
             (b"GGML" + b"\0" * 20, "bad magic"),
             (b"GGUF" + struct.pack("<IQQ", 1, 0, 0), "version 1"),
             (b"GGUF" + struct.pack("<I", 3), "truncated"),
@@ -85,3 +86,16 @@ class ReadTest(unittest.TestCase):
                 with self.assertRaises(gguf_io.BadInput) as cm:
                     gguf_io.read_gguf(self.write(data))
                 self.assertIn(want, str(cm.exception))
+
+    def test_architecture(self):
+        """read_architecture reads the metadata alone, and what read_gguf
+        refuses in the header it refuses too."""
+        string = lambda s: struct.pack("<Q", len(s)) + s  # noqa: E731
+        name = string(b"general.name") + struct.pack("<I", 8) + string(b"tiny")
+        arch = string(b"general.architecture") + struct.pack("<I", 8) + string(b"qwen3")
+        self.assertEqual(gguf_io.read_architecture(self.write(self.header(0, name + arch, 2))), "qwen3")
+        self.assertIsNone(gguf_io.read_architecture(self.write(self.header(0, name, 1))))
+        for data, want in ((b"", "empty"), (b"GGML" + b"\0" * 20, "bad magic"), (self.header(0, name, 2), "truncated")):
+            with self.subTest(want):
+                with self.assertRaisesRegex(gguf_io.BadInput, want):
+                    gguf_io.read_architecture(self.write(data))

@@ -29,7 +29,7 @@ from safetensors_io import BadInput  # noqa: E402
 
 ROOT = os.path.dirname(HERE)
 MODELS = {"llama": "tiny-llama", "llama3": "tiny-llama3", "qwen2": "tiny-llama-qwen2",
-          "qwen3": "tiny-llama-qwen3", "phi3": "tiny-llama-phi3"}
+          "qwen3": "tiny-llama-qwen3", "mistral": "tiny-llama-mistral", "phi3": "tiny-llama-phi3"}
 # BOS and 20 ids drawn once (np.random.default_rng(7).integers(3, 32000, 20)).
 TOKENS = [1] + [int(t) for t in np.random.default_rng(7).integers(3, 32000, 20)]
 N_GREEDY = 16
@@ -175,8 +175,8 @@ class TestForward(unittest.TestCase):
         cfg = m["config"]
         for i in range(cfg["num_hidden_layers"]):
             p = f"layers.{i}.self_attn."
-            w["weights"][p + "q_proj.weight"] = gguf_write.permute(w["weights"][p + "q_proj.weight"], cfg["num_attention_heads"])
-            w["weights"][p + "k_proj.weight"] = gguf_write.permute(w["weights"][p + "k_proj.weight"], cfg["num_key_value_heads"])
+            w["weights"][p + "q_proj.weight"] = lt.permute(w["weights"][p + "q_proj.weight"], cfg["num_attention_heads"])
+            w["weights"][p + "k_proj.weight"] = lt.permute(w["weights"][p + "k_proj.weight"], cfg["num_key_value_heads"])
         logits, perm = run(w, torch.float32)
         d = float((base[(0, "scores")][1] - perm[(0, "scores")][1]).tril().abs().max())
         self.assertGreater(d, 1e-2, "RoPE pair layout on scores")
@@ -208,18 +208,60 @@ class TestForward(unittest.TestCase):
         for change, field in ((dict(rope_scaling={"rope_type": "yarn", "factor": 4.0}), "rope_scaling"),
                               (dict(rope_scaling={"type": "linear", "factor": 2.0}), "rope_scaling"),
                               (dict(hidden_act="gelu"), "hidden_act"),
-                              (dict(model_type="mistral"), "model_type"),
+                              (dict(model_type="mixtral"), "model_type"),
                               (dict(num_key_value_heads=3), "num_key_value_heads")):
             with self.assertRaises(BadInput) as e:
                 lt.load_config_dict(dict(raw, **change), "cfg")
             self.assertIn(field, str(e.exception))
-        phi = with_config(load("phi3"), sliding_window=8)
-        with self.assertRaises(BadInput) as e:
-            lt.Llama(phi, torch.float32).forward(TOKENS)
-        self.assertIn("sliding_window", str(e.exception))
-        lt.Llama(phi, torch.float32).forward(TOKENS[:8])  # within the window: no difference, accepted
-        q = dict(load("qwen2")["config_raw"], use_sliding_window=True, sliding_window=4)
-        self.assertEqual(lt.load_config_dict(q, "q")[1]["active_sliding_window"], 4)
+        for arch, change, field in (("qwen3", dict(use_sliding_window=True, layer_types=["chunked_attention"] * 2), "layer_types"),
+                                    ("qwen3", dict(use_sliding_window=True, layer_types=["full_attention"]), "layer_types"),
+                                    ("mistral", dict(sliding_window=-1), "sliding_window")):
+            with self.assertRaises(BadInput) as e:
+                lt.load_config_dict(dict(load(arch)["config_raw"], **change), "cfg")
+            self.assertIn(field, str(e.exception))
+
+    def test_sliding_window_config(self):
+        """Each layer's window as the HF config classes derive it (the same
+        table as model/window_test.go's TestSlidingWindowConfig)."""
+        for arch, change, want in (
+                ("llama", dict(sliding_window=8), None),
+                ("mistral", dict(), [24, 24]),
+                ("mistral", dict(sliding_window=None), None),
+                ("phi3", dict(sliding_window=7), [7, 7]),
+                ("qwen2", dict(sliding_window=4), None),
+                ("qwen2", dict(use_sliding_window=True, sliding_window=4, max_window_layers=1), [0, 4]),
+                ("qwen2", dict(use_sliding_window=True, sliding_window=4, max_window_layers=None), [0, 0]),
+                ("qwen3", dict(use_sliding_window=True, sliding_window=6,
+                               layer_types=["sliding_attention", "full_attention"]), [6, 0])):
+            raw = dict(load(arch)["config_raw"], **change)
+            self.assertEqual(lt.load_config_dict(raw, "cfg")[1]["windows"], want, f"{arch} {change}")
+        raw = {k: v for k, v in load("mistral")["config_raw"].items() if k != "sliding_window"}
+        self.assertEqual(lt.load_config_dict(raw, "cfg")[1]["windows"], [4096, 4096], "MistralConfig's default")
+
+    def test_sliding_window_mask(self):
+        """A query sees itself and the window-1 keys before it; a window as
+        long as the sequence is no window, bit for bit; the cache's decode
+        step sees what the full forward's row saw."""
+        T = len(TOKENS)
+        base = load("mistral")
+        full_logits, full = run(with_config(base, sliding_window=None), torch.float32)
+        long_logits, long = run(with_config(base, sliding_window=T), torch.float32)
+        self.assertTrue(torch.equal(full_logits, long_logits))
+        for w in (1, 5):
+            m = with_config(base, sliding_window=w)
+            logits, cap = run(m, torch.float32)
+            for layer in range(2):
+                pr = cap[(layer, "probs")][1]
+                for q in range(T):
+                    for k in range(T):
+                        if not (k <= q and q - k < w):
+                            self.assertEqual(float(pr[:, q, k].abs().max()), 0.0, (w, layer, q, k))
+            self.assertFalse(torch.equal(logits, full_logits), w)
+            M = lt.Llama(m, torch.float32)
+            with torch.no_grad():
+                _, past = M.forward(TOKENS[:-1])
+                step, _ = M.forward(TOKENS[-1:], past=past)
+            self.assertLess(float((logits[-1] - step[-1]).abs().max()), 1e-4, w)
 
 
 class TestFiles(unittest.TestCase):
@@ -241,8 +283,9 @@ class TestFiles(unittest.TestCase):
                 path = os.path.join(tmp, arch + ".gguf")
                 gguf_write.convert(m, path, gguf_write.GGML_F16)
                 kv, tensors, _ = gguf_io.read_gguf(path)
-                a = cfg["model_type"]
+                a = "llama" if cfg["model_type"] == "mistral" else cfg["model_type"]  # llama.cpp's converter's
                 self.assertEqual(kv["general.architecture"], a)
+                self.assertEqual(kv.get(f"{a}.attention.sliding_window"), (cfg["windows"] or [None])[0])
                 self.assertEqual(kv[f"{a}.attention.head_count_kv"], 2)
                 self.assertEqual(kv[f"{a}.rope.dimension_count"], cfg["head_dim"])
                 self.assertEqual(len(kv["tokenizer.ggml.tokens"]), cfg["vocab_size"])
@@ -255,12 +298,13 @@ class TestFiles(unittest.TestCase):
                     return gguf_io.dequantize(t, data, int(np.prod(dims))).reshape(list(reversed(dims)))
 
                 w = m["weights"]
+                a = cfg["model_type"]
                 if a == "phi3":
                     np.testing.assert_array_equal(get("blk.1.attn_qkv.weight"), w["layers.1.self_attn.qkv_proj.weight"])
                     np.testing.assert_array_equal(get("blk.1.ffn_up.weight"), w["layers.1.mlp.gate_up_proj.weight"])
                     continue
                 q, k = get("blk.1.attn_q.weight"), get("blk.1.attn_k.weight")
-                if a == "llama":
+                if a in ("llama", "mistral"):
                     # Row h*D + 2i + j of the file is HF row h*D + j*D/2 + i.
                     D = cfg["head_dim"]
                     hf = w["layers.1.self_attn.k_proj.weight"]
@@ -318,7 +362,10 @@ class TestLlamaCpp(unittest.TestCase):
     def tearDownClass(cls):
         shutil.rmtree(cls.tmp, ignore_errors=True)
 
-    def _check(self, arch):
+    def _check(self, arch, positions=None):
+        """positions: compare greedy tokens only while the sequence is that
+        short (llama.cpp runs a Mistral file, its converter's llama,
+        without the sliding window: past it the two forwards differ)."""
         m = load(arch)
         path = os.path.join(self.tmp, arch + ".gguf")
         gguf_write.convert(m, path, gguf_write.GGML_F32)
@@ -344,6 +391,8 @@ class TestLlamaCpp(unittest.TestCase):
         for step, (a, b) in enumerate(zip(got["greedy"], greedy)):
             if margins[step] <= 2 * (atol + rtol * float(top2[step, 0].abs())):
                 break
+            if positions is not None and len(TOKENS) + step > positions:
+                break
             self.assertEqual(a, b, f"{arch}: greedy token {step} (PyTorch's margin {margins[step]:.2e})")
         print(f"\n  {arch}: llama.cpp vs PyTorch float32: max |Δlogit| {np.abs(L - w).max():.2e} (last position "
               f"{np.abs(L[-1] - w[-1]).max():.2e}), greedy {sum(a == b for a, b in zip(got['greedy'], greedy))}/{N_GREEDY} "
@@ -360,6 +409,13 @@ class TestLlamaCpp(unittest.TestCase):
 
     def test_qwen3(self):
         self._check("qwen3")
+
+    def test_mistral(self):
+        # TOKENS' 21 positions are inside the window of 24: every logit and
+        # the greedy tokens whose sequence fits it must be PyTorch's.
+        window = load("mistral")["config"]["windows"][0]
+        self.assertLess(len(TOKENS), window)
+        self._check("mistral", positions=window)
 
     def test_phi3(self):
         self._check("phi3")
