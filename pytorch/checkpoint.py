@@ -133,6 +133,33 @@ class Checkpoint:
         """The tensor's pages (rows lo:hi) out of the RSS (_Shard.release)."""
         self.where[name].release(name, lo, hi)
 
+    def parameters(self, shapes, prefix, what, optional=(), skip=lambda name: False):
+        """{parameter name: tensor name} of a family's table (shapes:
+        {parameter name: shape}), a tensor's name being the parameter's
+        with or without prefix: every parameter present with the shape
+        the config implies, no tensor but those and the optional ones,
+        save what skip passes over (buffers HF saves beside the weights);
+        what says what a parameter is, for the error on any other."""
+        files = {}
+        for t in self.names():
+            n = t[len(prefix):] if t.startswith(prefix) else t
+            if n not in shapes and n not in optional:
+                if skip(n):
+                    continue
+                raise BadInput(f"{self.path(t)}: unexpected tensor {t!r} (not {what})")
+            if n in files:
+                raise BadInput(f"{self.path(t)}: tensor {n!r} appears twice (with and without {prefix!r})")
+            self.check(t)
+            files[n] = t
+        where = os.path.join(self.dir, self.weights_file)
+        for n, shape in shapes.items():
+            if n not in files:
+                raise BadInput(f"{where}: missing tensor {n!r}")
+            if self.shape(files[n]) != shape:
+                raise BadInput(f"{self.path(files[n])}: tensor {n!r} has shape {self.shape(files[n])}, "
+                               f"config.json implies {shape}")
+        return files
+
     def sha256(self):
         """The weights hash (module docstring): shards read in blocks."""
         if self.weights_file == SINGLE:
@@ -143,6 +170,16 @@ class Checkpoint:
     def close(self):
         for s in self.shards.values():
             s.close()
+
+
+def converted(model):
+    """A model (a family's open_model) with every weight converted: its
+    "weights" {name: float32 array}, its checkpoint's maps closed (a GGUF
+    model's weights are in memory already)."""
+    if "checkpoint" in model:
+        model["weights"] = model["weights"].materialize()
+        model.pop("checkpoint").close()
+    return model
 
 
 def read_json_object(path):

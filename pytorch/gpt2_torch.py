@@ -13,7 +13,7 @@ import torch.nn.functional as F
 
 import gguf_io
 from gpt2_tokenizer import GPT2Tokenizer
-from checkpoint import Checkpoint, read_json_object
+from checkpoint import Checkpoint, converted, read_json_object
 import passes
 from safetensors_io import BadInput
 from weights import MappedWeights, is_matrix, round_f16
@@ -113,28 +113,8 @@ def open_model(model_dir):
     raw_cfg, cfg = load_config(os.path.join(model_dir, "config.json"))
     ckpt = Checkpoint(model_dir)
     shapes = param_shapes(cfg)
-
-    def strip(name):
-        return name[len("transformer."):] if name.startswith("transformer.") else name
-
-    files = {}
-    for name in ckpt.names():
-        n = strip(name)
-        if n not in shapes and n != "lm_head.weight":
-            if _BUFFER.match(n):
-                continue
-            raise BadInput(f"{ckpt.path(name)}: unexpected tensor {name!r} (not a GPT-2 parameter)")
-        if n in files:
-            raise BadInput(f"{ckpt.path(name)}: tensor {n!r} appears twice (with and without 'transformer.')")
-        ckpt.check(name)
-        files[n] = name
+    files = ckpt.parameters(shapes, "transformer.", "a GPT-2 parameter", ("lm_head.weight",), _BUFFER.match)
     where = os.path.join(model_dir, ckpt.weights_file)
-    for n, shape in shapes.items():
-        if n not in files:
-            raise BadInput(f"{where}: missing tensor {n!r}")
-        if ckpt.shape(files[n]) != shape:
-            raise BadInput(f"{ckpt.path(files[n])}: tensor {n!r} has shape {ckpt.shape(files[n])}, "
-                           f"config.json implies {shape}")
     weights = MappedWeights(ckpt, files)
     if "lm_head.weight" in files:
         if not passes.same_rows(weights, "lm_head.weight", "wte.weight"):
@@ -149,11 +129,7 @@ def open_model(model_dir):
 def load_model(model_dir):
     """open_model with every weight converted: "weights" is {name: float32
     array} (names without "transformer.")."""
-    m = open_model(model_dir)
-    if "checkpoint" in m:
-        m["weights"] = m["weights"].materialize()
-        m.pop("checkpoint").close()
-    return m
+    return converted(open_model(model_dir))
 
 
 # GGUF tensor names of llama.cpp's gpt2 layout, and whether the matrix is a

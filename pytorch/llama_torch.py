@@ -48,7 +48,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from checkpoint import Checkpoint, read_json_object
+from checkpoint import Checkpoint, converted, read_json_object
 import passes
 from safetensors_io import BadInput
 from weights import MappedWeights
@@ -270,10 +270,6 @@ def hf_order(cfg):
     return [(n if n == "lm_head.weight" else "model." + n, shapes[n]) for n in order]
 
 
-def _strip(name):
-    return name[len("model."):] if name.startswith("model.") else name
-
-
 def open_model(model_dir):
     """{config_raw, config, weights (weights.MappedWeights: float32 on
     demand, names without "model."), sha256, dtype, weights_file,
@@ -283,24 +279,12 @@ def open_model(model_dir):
     raw_cfg, cfg = load_config(os.path.join(model_dir, "config.json"))
     ckpt = Checkpoint(model_dir)
     shapes = param_shapes(cfg)
-    files = {}
-    for n in ckpt.names():
-        s = _strip(n)
-        if s not in shapes and not (s == "lm_head.weight" and cfg["tie_word_embeddings"]):
-            if s.endswith("rotary_emb.inv_freq"):
-                continue
-            raise BadInput(f"{ckpt.path(n)}: unexpected tensor {n!r} (not a {cfg['model_type']} parameter of this config)")
-        if s in files:
-            raise BadInput(f"{ckpt.path(n)}: tensor {s!r} appears twice (with and without 'model.')")
-        ckpt.check(n)
-        files[s] = n
+    # A tied checkpoint may store the head too (checked below); the rotary
+    # buffer older transformers saved is no parameter.
+    files = ckpt.parameters(shapes, "model.", f"a {cfg['model_type']} parameter of this config",
+                            ("lm_head.weight",) if cfg["tie_word_embeddings"] else (),
+                            lambda n: n.endswith("rotary_emb.inv_freq"))
     where = os.path.join(model_dir, ckpt.weights_file)
-    for n, shape in shapes.items():
-        if n not in files:
-            raise BadInput(f"{where}: missing tensor {n!r}")
-        if ckpt.shape(files[n]) != shape:
-            raise BadInput(f"{ckpt.path(files[n])}: tensor {n!r} has shape {ckpt.shape(files[n])}, "
-                           f"config.json implies {shape}")
     weights = MappedWeights(ckpt, files)
     if cfg["tie_word_embeddings"] and "lm_head.weight" in files:
         # A tied checkpoint that also stores the head: it must be the embedding.
@@ -315,10 +299,7 @@ def open_model(model_dir):
 def load_model(model_dir):
     """open_model with every weight converted: "weights" is {name: float32
     array} (names without "model.")."""
-    m = open_model(model_dir)
-    m["weights"] = m["weights"].materialize()
-    m.pop("checkpoint").close()
-    return m
+    return converted(open_model(model_dir))
 
 
 def rotate_half(x):

@@ -257,6 +257,38 @@ class ShardedTest(unittest.TestCase):
         self.bad(d, os.path.join(d, INDEX), "missing tensor 'layers.1.mlp.up_proj.weight'")
 
 
+class ParametersTest(unittest.TestCase):
+    """Checkpoint.parameters, the table check every family's loader makes."""
+
+    SHAPES = {"emb.weight": [4, 2], "blocks.0.w": [2, 2]}
+
+    def files(self, tensors, prefix="m.", optional=(), skip=lambda n: False):
+        with tempfile.TemporaryDirectory() as d:
+            dr.write_safetensors(os.path.join(d, "model.safetensors"),
+                                 {n: ("F32", np.zeros(shape, np.float32)) for n, shape in tensors.items()})
+            ck = checkpoint.Checkpoint(d)
+            try:
+                return ck.parameters(self.SHAPES, prefix, "a test parameter", optional, skip)
+            finally:
+                ck.close()
+
+    def test_table(self):
+        ok = {"m.emb.weight": [4, 2], "blocks.0.w": [2, 2]}  # with and without the prefix
+        self.assertEqual(self.files(ok), {"emb.weight": "m.emb.weight", "blocks.0.w": "blocks.0.w"})
+        self.assertEqual(self.files(dict(ok, **{"m.head": [4, 2], "m.blocks.0.buf": [1]}), optional=("head",),
+                                    skip=lambda n: n.endswith(".buf"))["head"], "m.head")
+        for what, tensors, want in (
+                ("missing", {"m.emb.weight": [4, 2]}, "missing tensor 'blocks.0.w'"),
+                ("shape", dict(ok, **{"blocks.0.w": [2, 3]}), "tensor 'blocks.0.w' has shape [2, 3], config.json implies [2, 2]"),
+                ("unexpected", dict(ok, **{"m.blocks.0.buf": [1]}), "unexpected tensor 'm.blocks.0.buf' (not a test parameter)"),
+                ("twice", dict(ok, **{"emb.weight": [4, 2]}), "tensor 'emb.weight' appears twice (with and without 'm.')"),
+                ("optional only when given", dict(ok, **{"head": [4, 2]}), "unexpected tensor 'head'")):
+            with self.subTest(what):
+                with self.assertRaises(dr.BadInput) as cm:
+                    self.files(tensors)
+                self.assertIn(want, str(cm.exception))
+
+
 class LayersTest(unittest.TestCase):
     """--layers N: the first N blocks, then the final norm and head."""
 
