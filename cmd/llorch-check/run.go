@@ -150,7 +150,11 @@ func (f *runFlags) execRun(cmd *cobra.Command) (*checkpoints.Report, *model.Mode
 	}
 	report, done := progressFunc(cmd.ErrOrStderr())
 	opt.Progress = report
+	// Each comparison leaves a reference tensor and its float64 twin
+	// behind: at the default GOGC they piled up to the weights' size.
+	_, _, stopGC := tuneGC()
 	rep, err := checkpoints.Run(cmd.Context(), m, set, opt)
+	stopGC()
 	done()
 	if err != nil {
 		return nil, nil, err

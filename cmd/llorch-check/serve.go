@@ -9,7 +9,6 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
-	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
@@ -456,12 +455,10 @@ func prepare(ctx context.Context, srv *server.Server, f serveFlags, log *slog.Lo
 	if err != nil {
 		return err
 	}
-	if os.Getenv("GOGC") == "" { // the operator's GOGC stands
-		// To the live heap after every collection, not to the weights
-		// once: a weights cache maps them outside the heap, which then
-		// grows from a few megabytes to tens under load.
-		runtime.GC()
-		pct, _ := server.TuneGC()
+	// To the live heap after every collection, not to the weights once: a
+	// weights cache maps them outside the heap, which then grows from a
+	// few megabytes to tens under load.
+	if pct, ok, _ := tuneGC(); ok {
 		log.Info("garbage collection tuned to the live heap after each collection", "gogc", pct, "weights_bytes", m.WeightsBytes())
 	}
 	// A weights cache the load did not find is written while the server

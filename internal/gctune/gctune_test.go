@@ -1,4 +1,4 @@
-package server
+package gctune
 
 import (
 	"runtime"
@@ -10,7 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-func TestGCPercent(t *testing.T) {
+func TestPercent(t *testing.T) {
 	for _, tc := range []struct {
 		weights int64
 		want    int
@@ -23,13 +23,13 @@ func TestGCPercent(t *testing.T) {
 		{4 << 30, 1},   // larger models: 1% is the floor
 		{64 << 30, 1},
 	} {
-		require.Equal(t, tc.want, GCPercent(tc.weights), "weights %d", tc.weights)
+		require.Equal(t, tc.want, Percent(tc.weights), "weights %d", tc.weights)
 	}
 }
 
-// TestTuneGC: after a collection GOGC is GCPercent of the live heap, and
+// TestTune: after a collection GOGC is Percent of the live heap, and
 // follows it as it grows; stop leaves it where it was.
-func TestTuneGC(t *testing.T) {
+func TestTune(t *testing.T) {
 	defer debug.SetGCPercent(debug.SetGCPercent(100))
 	live := func() int64 {
 		s := []rtmetrics.Sample{{Name: "/gc/heap/live:bytes"}}
@@ -37,7 +37,7 @@ func TestTuneGC(t *testing.T) {
 		return int64(s[0].Value.Uint64())
 	}
 	gogc := func() int { p := debug.SetGCPercent(100); debug.SetGCPercent(p); return p }
-	first, stop := TuneGC()
+	first, stop := Tune()
 	defer stop()
 	require.Equal(t, first, gogc())
 	var held [][]byte
@@ -46,7 +46,7 @@ func TestTuneGC(t *testing.T) {
 		held = append(held, make([]byte, mb<<20))
 		require.Eventually(t, func() bool {
 			runtime.GC()
-			return gogc() == GCPercent(live())
+			return gogc() == Percent(live())
 		}, 10*time.Second, time.Millisecond, "%d MB more live: GOGC %d, live %d", mb, gogc(), live())
 		seen = append(seen, gogc())
 	}
