@@ -80,6 +80,11 @@ func ggufLlamaConfig(f *gguf.File, fam *llamaFamily) (Config, error) {
 	if err := ggufLlamaRope(f, &c); err != nil {
 		return Config{}, err
 	}
+	if c.Windows != nil && arch == ArchLlama {
+		// llama.cpp converts Mistral as llama; HF's Llama has no window,
+		// so a llama file with one is a Mistral's.
+		c.ModelType = ArchMistral
+	}
 	if err := ggufVocab(f, &c, 1, 2); err != nil {
 		return Config{}, err
 	}

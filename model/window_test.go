@@ -166,6 +166,11 @@ func TestSlidingWindowGGUF(t *testing.T) {
 		g, err := Load(path)
 		require.NoError(t, err)
 		require.Equal(t, tc.windows, g.Config.Windows)
+		want := tc.arch
+		if want == ArchLlama {
+			want = ArchMistral // a llama file with a window is a Mistral's
+		}
+		require.Equal(t, want, g.Config.ModelType)
 		require.Equal(t, logitsOf(t, m, llamaTokens), logitsOf(t, g, llamaTokens))
 	}
 	mistral := windowed(t, "tiny-llama", 6, 6)
