@@ -266,7 +266,7 @@ func (j *jobs) remove(id string) {
 }
 
 // cancel ends job id and says whether it was running or queued;
-// cancelling an unknown or finished job is not an error (API.md:
+// cancelling an unknown or finished job is not an error (docs/api.md:
 // idempotent), and an unknown id is remembered so that its job, should it
 // arrive next, starts cancelled.
 func (j *jobs) cancel(id string) (running, queued bool) {

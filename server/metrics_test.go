@@ -28,7 +28,7 @@ func scrape(t *testing.T, ts *testServer) string {
 }
 
 // TestMetricsRouteLabels: a route is labelled by its method and its path
-// as API.md writes it, never by ServeMux's pattern syntax ({$}, {id...}).
+// as docs/api.md writes it, never by ServeMux's pattern syntax ({$}, {id...}).
 func TestMetricsRouteLabels(t *testing.T) {
 	ts := start(t, server.Config{})
 	cases := []struct {
