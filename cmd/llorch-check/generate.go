@@ -168,9 +168,9 @@ func runGenerate(cmd *cobra.Command, f generateFlags) error {
 	streamed := 0 // bytes of text written so far
 	if !f.asJSON {
 		if seed != nil {
-			fmt.Fprintf(stderr, "seed %d, %d prompt tokens\n", *seed, len(prompt))
+			fmt.Fprintf(stderr, "seed %d, %s\n", *seed, countTokens(len(prompt), "prompt token"))
 		} else {
-			fmt.Fprintf(stderr, "greedy, %d prompt tokens\n", len(prompt))
+			fmt.Fprintf(stderr, "greedy, %s\n", countTokens(len(prompt), "prompt token"))
 		}
 		onToken = func(t generation.Token) error {
 			streamed += len(t.Text)
@@ -206,7 +206,7 @@ func runGenerate(cmd *cobra.Command, f generateFlags) error {
 		if res.StopSequence != "" {
 			stop += fmt.Sprintf(" %q", res.StopSequence)
 		}
-		fmt.Fprintf(stderr, "%d tokens, stop: %s\n", len(res.Tokens), stop)
+		fmt.Fprintf(stderr, "%s, stop: %s\n", countTokens(len(res.Tokens), "token"), stop)
 	}
 	if res.StopReason == generation.StopCancelled {
 		return fmt.Errorf("generation cancelled after %d tokens: %w", len(res.Tokens), cmd.Context().Err())
@@ -227,4 +227,12 @@ func writeFlushed(w io.Writer, s string) error {
 		return fl.Flush()
 	}
 	return nil
+}
+
+// countTokens says n of a noun in English: "1 token", "2 tokens".
+func countTokens(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
 }
