@@ -162,3 +162,23 @@ func TestCommentsNameFilesThatExist(t *testing.T) {
 	require.NoError(t, err)
 	require.Greater(t, read, 500, "too few source files read")
 }
+
+// TestREADMEIsAFrontDoor: the README stays short enough to read in one
+// sitting (issue #42: under 300 lines) and links every page of docs/, so
+// what moved out of it can still be found from it.
+func TestREADMEIsAFrontDoor(t *testing.T) {
+	data, err := os.ReadFile("README.md")
+	require.NoError(t, err)
+	require.Less(t, strings.Count(string(data), "\n"), 300, "README.md has grown past 300 lines: move detail to a page of docs/")
+	linked := map[string]bool{}
+	for _, m := range mdLink.FindAllStringSubmatch(string(data), -1) {
+		target, _, _ := strings.Cut(m[1], "#")
+		linked[filepath.Clean(filepath.FromSlash(target))] = true
+	}
+	pages, err := filepath.Glob(filepath.Join("docs", "*.md"))
+	require.NoError(t, err)
+	require.NotEmpty(t, pages)
+	for _, p := range pages {
+		require.True(t, linked[p], "README.md does not link %s", p)
+	}
+}
