@@ -21,7 +21,8 @@ const readmeRoot = "/work/main"
 
 // readmeDocs are the files whose examples TestREADMEExamples runs, each
 // with the fewest examples it must be found to run: the README and the
-// pages its examples moved to (docs/validate.md, docs/generate.md).
+// pages its examples moved to (docs/validate.md, docs/generate.md), and
+// the probe guide's own server.
 var readmeDocs = []struct {
 	path    string
 	minimum int
@@ -29,6 +30,7 @@ var readmeDocs = []struct {
 	{"README.md", 3},
 	{"docs/validate.md", 3},
 	{"docs/generate.md", 2},
+	{"docs/probe.md", 1},
 	{"docs/deploy.md", 1},
 }
 
@@ -98,8 +100,11 @@ func runDocExamples(t *testing.T, root, doc, tmp string, env []string) int {
 		var server *exec.Cmd
 		for i, c := range b.cmds {
 			c = strings.ReplaceAll(c, "/tmp/", tmp+"/")
-			if b.wants == nil && strings.HasPrefix(c, "llorch-check serve ") {
-				server = startServer(t, root, env, c)
+			// serve runs in the background: a sh block's, or a transcript's
+			// "$ llorch-check serve … &", which prints nothing.
+			if bg, ok := strings.CutSuffix(c, " &"); strings.HasPrefix(c, "llorch-check serve ") && (b.wants == nil || ok) {
+				require.True(t, b.wants == nil || b.wants[i] == "", "%s:%d: %s shows output; a server in the background prints none", doc, b.line, c)
+				server = startServer(t, root, env, bg)
 				continue
 			}
 			cmd := exec.Command("bash", "-o", "pipefail", "-c", c)
