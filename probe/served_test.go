@@ -43,11 +43,11 @@ func TestProbeRefusesAnotherModelsSet(t *testing.T) {
 		api     string
 		differs []string
 	}{
-		{"GPT-2's set, a Qwen3 server", gpt2, familyServer(t, "tiny-llama-qwen3"), "",
+		{"GPT-2's set, a Qwen3 server", gpt2, familyServer(t, "tiny-llama-qwen3", model.FaultNone), "",
 			[]string{"architecture qwen3 (the set's: gpt2)", "vocab_size 32000 (the set's: 50257)"}},
-		{"Qwen3's set, a GPT-2 server", family("tiny-llama-qwen3"), familyServer(t, ""), "",
+		{"Qwen3's set, a GPT-2 server", family("tiny-llama-qwen3"), familyServer(t, "", model.FaultNone), "",
 			[]string{"architecture gpt2 (the set's: qwen3)", "vocab_size 50257 (the set's: 32000)"}},
-		{"Qwen2's set, a Qwen3 server", family("tiny-llama-qwen2"), familyServer(t, "tiny-llama-qwen3"), "",
+		{"Qwen2's set, a Qwen3 server", family("tiny-llama-qwen2"), familyServer(t, "tiny-llama-qwen3", model.FaultNone), "",
 			[]string{"architecture qwen3 (the set's: qwen2)"}},
 		{"GPT-2's set, llama.cpp's meta", gpt2, llamacppModels, "openai",
 			[]string{"vocab_size 32000 (the set's: 50257)"}},
@@ -73,8 +73,9 @@ func TestProbeRefusesAnotherModelsSet(t *testing.T) {
 	}
 }
 
-// familyServer serves the named Llama-family tiny model ("" the tiny GPT-2).
-func familyServer(t *testing.T, name string) http.Handler {
+// familyServer serves the named Llama-family tiny model ("" the tiny
+// GPT-2), with fault planted in every layer unless it is FaultNone.
+func familyServer(t *testing.T, name string, fault model.Fault) http.Handler {
 	t.Helper()
 	dir := fixture.TinyModel()
 	if name != "" {
@@ -82,6 +83,9 @@ func familyServer(t *testing.T, name string) http.Handler {
 	}
 	m, err := model.LoadWith(dir, model.LoadOptions{AsStored: true})
 	require.NoError(t, err)
+	if fault != model.FaultNone {
+		m.InjectFault(fault, -1)
+	}
 	tok, err := tokenizer.Load(dir)
 	require.NoError(t, err)
 	srv := server.New(server.Config{})
