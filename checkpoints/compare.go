@@ -15,7 +15,7 @@ type Stats struct {
 	WorstGot   float64
 	WantAt     float64
 
-	// Error budget against the float64 truth (SPEC.md section 2).
+	// Error budget against the float64 truth (docs/spec.md section 2).
 	HasBudget  bool
 	GoErrF64   float64 // max |got − truth|
 	RefErrF64  float64 // max |want − truth|, PyTorch float32's own error

@@ -1,4 +1,4 @@
-// Package checkpoints defines the twelve validation checkpoints of SPEC.md
+// Package checkpoints defines the twelve validation checkpoints of docs/spec.md
 // section 2, compares a model's captured tensors with a reference set, and
 // renders the results.
 package checkpoints

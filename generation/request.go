@@ -8,10 +8,10 @@ import (
 	"github.com/llorch/llorch-check/sampling"
 )
 
-// MaxStop is the most stop strings a request may give (API.md).
+// MaxStop is the most stop strings a request may give (docs/api.md).
 const MaxStop = 4
 
-// Stop reasons of a Result, as API.md's end event names them.
+// Stop reasons of a Result, as docs/api.md's end event names them.
 const (
 	StopMaxTokens = "max_tokens"
 	StopEOS       = "eos"

@@ -5,7 +5,7 @@ import (
 	"unicode/utf8"
 )
 
-// MaxStopBytes is the longest stop string a request may give (API.md).
+// MaxStopBytes is the longest stop string a request may give (docs/api.md).
 const MaxStopBytes = 100
 
 // contextRule is the one context-length rule: a prompt of prompt tokens and

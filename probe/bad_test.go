@@ -120,7 +120,7 @@ func badEndpoints(t *testing.T) []badEndpoint {
 		{"refused/worker", down.URL, "worker", 0, "connection refused"},
 		{"500", srv(answer(500, jsonType, `{"error":"boom"}`)), "openai", 0, "answered 500"},
 		{"500/detect", srv(answer(500, jsonType, `{"error":"boom"}`)), "", 0, "answered none of GET /info (TGI: 500 Internal Server Error)"},
-		{"401/detect", srv(answer(401, jsonType, `{"error":"no key"}`)), "", 0, "/v1/models (OpenAI: 401 Unauthorized)"},
+		{"401/detect", srv(answer(401, jsonType, `{"error":"no key"}`)), "", 0, "answered 401 Unauthorized (the server wants an API key"},
 		{"html", srv(answer(200, "text/html", "<html>")), "openai", 0, "not its JSON"},
 		{"no choices", srv(answer(200, jsonType, `{"choices":[]}`)), "openai", 0, "no choice with logprobs"},
 		{"short logprobs", srv(answer(200, jsonType, `{"choices":[{"text":"","logprobs":{"token_logprobs":[null],"top_logprobs":[null]}}]}`)), "openai", 0,

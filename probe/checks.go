@@ -44,7 +44,7 @@ func promptLogprobsResult(rc *refCase, lps []float64) checkpoints.Result {
 }
 
 // loglikelihoodTolerance is run's for the set's pairs: a sum of a few
-// log-probabilities (README, checkpoint 9).
+// log-probabilities (docs/spec.md, checkpoint 9).
 var loglikelihoodTolerance = checkpoints.Tolerance{Atol: 1e-4}
 
 func loglikelihoodResult(i int, ll references.Loglikelihood, sum float64) checkpoints.Result {

@@ -126,12 +126,25 @@ func (c *client) call(ctx context.Context, path string, body, out any) error {
 		return fmt.Errorf("%w: reading the answer of %s: %v", ErrServer, path, err)
 	}
 	if resp.StatusCode != http.StatusOK {
-		return &statusError{code: resp.StatusCode, msg: fmt.Sprintf("%s %s%s answered %d: %.300s", method, c.base, path, resp.StatusCode, data)}
+		return &statusError{code: resp.StatusCode, msg: fmt.Sprintf("%s %s%s answered %d: %.300s%s", method, c.base, path, resp.StatusCode, bytes.TrimSpace(data), c.keyHint(resp.StatusCode))}
 	}
 	if err := json.Unmarshal(data, out); err != nil {
 		return fmt.Errorf("%w: %s%s answered something that is not its JSON: %v", ErrServer, c.base, path, err)
 	}
 	return nil
+}
+
+// keyHint says what an answer of status code means for the key: a 401 or
+// 403 is a server that wants an API key, or refused the one given; "" for
+// any other code.
+func (c *client) keyHint(code int) string {
+	switch {
+	case code != http.StatusUnauthorized && code != http.StatusForbidden:
+		return ""
+	case c.apiKey == "":
+		return " (the server wants an API key: pass --api-key KEY or set $LLORCH_API_KEY)"
+	}
+	return " (the server refused the API key given)"
 }
 
 // post sends body to path for a streamed answer: the response when it is
@@ -144,7 +157,7 @@ func (c *client) post(ctx context.Context, path string, body any) (*http.Respons
 	if resp.StatusCode != http.StatusOK {
 		defer resp.Body.Close()
 		data, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
-		return nil, &statusError{code: resp.StatusCode, msg: fmt.Sprintf("POST %s%s answered %d: %.300s", c.base, path, resp.StatusCode, data)}
+		return nil, &statusError{code: resp.StatusCode, msg: fmt.Sprintf("POST %s%s answered %d: %.300s%s", c.base, path, resp.StatusCode, bytes.TrimSpace(data), c.keyHint(resp.StatusCode))}
 	}
 	return resp, nil
 }

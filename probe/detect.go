@@ -28,17 +28,23 @@ func detect(ctx context.Context, c *client) (name, how string, err error) {
 	var props struct {
 		Settings map[string]any `json:"default_generation_settings"`
 	}
-	if ok, _ := c.probeGET(ctx, "/props", &props); ok && props.Settings != nil {
+	if ok, err = c.probeGET(ctx, "/props", &props); err != nil {
+		return "", "", err
+	} else if ok && props.Settings != nil {
 		return "llamacpp", "detected: GET /props answered default_generation_settings, llama.cpp's server", nil
 	}
 	var version struct {
 		Version string `json:"version"`
 	}
-	if ok, _ := c.probeGET(ctx, "/api/version", &version); ok && version.Version != "" {
+	if ok, err = c.probeGET(ctx, "/api/version", &version); err != nil {
+		return "", "", err
+	} else if ok && version.Version != "" {
 		return "ollama", fmt.Sprintf("detected: GET /api/version answered Ollama's version %q", version.Version), nil
 	}
 	var models openAIModels
-	if ok, _ := c.probeGET(ctx, "/v1/models", &models); ok && models.Object == "list" {
+	if ok, err = c.probeGET(ctx, "/v1/models", &models); err != nil {
+		return "", "", err
+	} else if ok && models.Object == "list" {
 		for _, m := range models.Data {
 			if m.OwnedBy == "llamacpp" {
 				return "llamacpp", "detected: GET /v1/models lists a model owned_by llamacpp", nil
@@ -49,11 +55,15 @@ func detect(ctx context.Context, c *client) (name, how string, err error) {
 	var health struct {
 		ModelLoaded *bool `json:"model_loaded"`
 	}
-	if ok, _ := c.probeGET(ctx, "/health", &health); ok && health.ModelLoaded != nil {
+	if ok, err = c.probeGET(ctx, "/health", &health); err != nil {
+		return "", "", err
+	} else if ok && health.ModelLoaded != nil {
 		var ready struct {
 			Status string `json:"status"`
 		}
-		if ok, _ := c.probeGET(ctx, "/readyz", &ready); ok && ready.Status != "" {
+		if ok, err = c.probeGET(ctx, "/readyz", &ready); err != nil {
+			return "", "", err
+		} else if ok && ready.Status != "" {
 			return "llorch", "detected: GET /health answered as a llama-orch worker and GET /readyz as the batch API", nil
 		}
 		return "worker", "detected: GET /health answered as a llama-orch worker (model_loaded)", nil
@@ -63,7 +73,9 @@ func detect(ctx context.Context, c *client) (name, how string, err error) {
 }
 
 // probeGET reports whether path answered 200 with JSON that decodes into
-// out; err is only for a server that cannot be reached at all.
+// out; err is for a server that cannot be reached at all, or that wants
+// an API key (401, 403): detection would otherwise pass over the API that
+// refused and pick one that answers without it, then fail there.
 func (c *client) probeGET(ctx context.Context, path string, out any) (bool, error) {
 	resp, err := c.request(ctx, http.MethodGet, path, nil)
 	if err != nil {
@@ -74,6 +86,8 @@ func (c *client) probeGET(ctx context.Context, path string, out any) (bool, erro
 	switch {
 	case err != nil:
 		c.saw(path, "reading the answer: "+err.Error())
+	case c.keyHint(resp.StatusCode) != "":
+		return false, fmt.Errorf("%w: GET %s%s answered %s%s", ErrServer, c.base, path, resp.Status, c.keyHint(resp.StatusCode))
 	case resp.StatusCode != http.StatusOK:
 		c.saw(path, resp.Status)
 	case json.Unmarshal(data, out) != nil:

@@ -10,7 +10,6 @@ import (
 	"github.com/llorch/llorch-check/internal/fixture"
 	"github.com/llorch/llorch-check/model"
 	"github.com/llorch/llorch-check/references"
-	"github.com/llorch/llorch-check/server"
 	"github.com/llorch/llorch-check/tokenizer"
 )
 
@@ -26,14 +25,7 @@ func TestProbeFamilyServer(t *testing.T) {
 	tok, err := tokenizer.Load(fixture.FamilyModel(name))
 	require.NoError(t, err)
 	served := func(fault model.Fault) string {
-		m, err := model.LoadWith(fixture.FamilyModel(name), model.LoadOptions{AsStored: true})
-		require.NoError(t, err)
-		if fault != model.FaultNone {
-			m.InjectFault(fault, -1)
-		}
-		srv := server.New(server.Config{})
-		require.NoError(t, srv.SetModel(m, tok))
-		ts := httptest.NewServer(srv.Handler())
+		ts := httptest.NewServer(familyServer(t, name, fault))
 		t.Cleanup(ts.Close)
 		return ts.URL
 	}

@@ -10,7 +10,7 @@ import (
 
 // runLlorch checks the set's log-likelihoods and whether each pair's
 // continuation is greedy through /loglikelihood, and the greedy text
-// through /generate: llorch-check serve's batch API (API.md), which takes
+// through /generate: llorch-check serve's batch API (docs/api.md), which takes
 // and returns text.
 func runLlorch(ctx context.Context, p *prober) ([]checkpoints.Result, error) {
 	var greedy []checkpoints.Result

@@ -3,6 +3,7 @@ package probe
 import (
 	"fmt"
 	"math"
+	"strings"
 
 	"github.com/llorch/llorch-check/checkpoints"
 )
@@ -11,8 +12,8 @@ import (
 // and the reference part, whether a greedy mismatch is a near-tie the
 // log-probability error explains, an engine that disagrees with itself,
 // and how to name the first drifting tensor from the engine's own
-// activations.
-func nextSteps(rep *checkpoints.Report, set string) []string {
+// activations (bisect, the command that does it).
+func nextSteps(rep *checkpoints.Report, bisect string) []string {
 	var out []string
 	for _, inv := range rep.Invariance {
 		if inv.Status == checkpoints.StatusFailed {
@@ -52,13 +53,41 @@ func nextSteps(rep *checkpoints.Report, set string) []string {
 		}
 	}
 	if len(fails) > 0 {
-		out = append(out, fmt.Sprintf("to name the first tensor that drifts, dump the engine's activations for the set's cases (llama.cpp: cmd/llamacpp-ggml dump; PyTorch engines: pytorch/dump_hooks.py; references/FORMAT.md, \"Dumps from other engines\") and run: llorch-check bisect --dump DIR --references %s",
-			set))
+		out = append(out, fmt.Sprintf("to name the first tensor that drifts, dump the engine's activations for the set's cases into %s (llama.cpp: cmd/llamacpp-ggml dump; PyTorch engines: pytorch/dump_hooks.py; references/FORMAT.md, \"Dumps from other engines\") and run: %s",
+			DumpDir, bisect))
 	}
 	if c := rep.Corpus; c != nil && float64(c.Times.Value) > 10 {
 		out = append(out, fmt.Sprintf("the corpus: the engine's distributions are %.3gx further from the float64 truth than PyTorch float32's; for lossy weights or caches that is their cost, for float32 weights a numerics difference to bisect", float64(c.Times.Value)))
 	}
 	return out
+}
+
+// DumpDir is where the advice asks for the engine's activations, so that
+// the bisect command it prints runs as printed.
+const DumpDir = "engine-dump"
+
+// bisectCommand is the command line that bisects DumpDir against the set
+// in dir, as a shell reads it pasted: dir quoted where a shell would split
+// or expand it, and no --references at all when the set is the command
+// line's default (onDefault).
+func bisectCommand(dir string, onDefault bool) string {
+	cmd := "llorch-check bisect --dump " + DumpDir
+	if !onDefault {
+		cmd += " --references " + shellQuote(dir)
+	}
+	return cmd
+}
+
+// shellQuote returns s as one POSIX shell word: as it is when every byte
+// is one no shell treats specially, else in single quotes (a quote inside
+// written '\”).
+func shellQuote(s string) string {
+	if s != "" && strings.IndexFunc(s, func(r rune) bool {
+		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("@%+=:,./_-", r))
+	}) < 0 {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
 func where(e *checkpoints.Element) string {

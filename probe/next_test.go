@@ -2,6 +2,7 @@ package probe
 
 import (
 	"context"
+	"os/exec"
 	"strings"
 	"testing"
 
@@ -25,7 +26,8 @@ func TestNextSteps(t *testing.T) {
 	require.False(t, rep.Passed)
 	require.NotEmpty(t, rep.Next)
 	require.Contains(t, rep.Next[0], "first part at checkpoint 9")
-	require.Contains(t, rep.Next[len(rep.Next)-1], "llorch-check bisect --dump DIR --references "+rep.References)
+	require.Contains(t, rep.Next[len(rep.Next)-1], "into engine-dump")
+	require.Contains(t, rep.Next[len(rep.Next)-1], "llorch-check bisect --dump engine-dump --references "+rep.References)
 
 	margin := func(v float64) *checkpoints.Float { f := checkpoints.Float(v); return &f }
 	for _, tc := range []struct {
@@ -38,8 +40,19 @@ func TestNextSteps(t *testing.T) {
 			{Checkpoint: 12, Name: "generation", Case: "a", Status: checkpoints.StatusFailed, ServerMargin: margin(tc.margin),
 				Worst: &checkpoints.Element{Index: []int{7}, Axes: []string{"step"}, Got: 5, Want: 6}},
 		}}
-		next := strings.Join(nextSteps(r, "refs"), "\n")
+		next := strings.Join(nextSteps(r, bisectCommand("refs", false)), "\n")
 		require.Contains(t, next, "greedy generation parts from the reference at step 7 (token 5 against 6)")
 		require.Equal(t, tc.nearTie, strings.Contains(next, "near-tie"), next)
 	}
+}
+
+// TestShellQuote: a quoted word reaches a program as the string it was,
+// through a real shell, whatever it holds.
+func TestShellQuote(t *testing.T) {
+	for _, s := range []string{"refs/tiny-gpt2", "/tmp/a b", "(built in) references/tiny-gpt2", "it's", "$HOME", "~/refs", "a\nb", "*", "", "x;rm -rf y"} {
+		out, err := exec.Command("bash", "-c", "printf %s "+shellQuote(s)).Output()
+		require.NoError(t, err, "%q quoted as %s", s, shellQuote(s))
+		require.Equal(t, s, string(out), "quoted as %s", shellQuote(s))
+	}
+	require.Equal(t, "refs/tiny-gpt2", shellQuote("refs/tiny-gpt2"), "a plain path stays as it is")
 }

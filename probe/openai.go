@@ -11,11 +11,8 @@ import (
 )
 
 type openAIModels struct {
-	Object string `json:"object"`
-	Data   []struct {
-		ID      string `json:"id"`
-		OwnedBy string `json:"owned_by"`
-	} `json:"data"`
+	Object string       `json:"object"`
+	Data   []modelEntry `json:"data"`
 }
 
 // completion is the part of a /v1/completions answer the probe reads.
@@ -27,11 +24,19 @@ type completion struct {
 // (echo + logprobs, as lm-evaluation-harness asks), the set's
 // log-likelihoods and the greedy text, through /v1/completions.
 func runOpenAI(ctx context.Context, p *prober) ([]checkpoints.Result, error) {
-	if p.opt.Model == "" {
-		// vLLM refuses requests without the served model's name.
-		var models openAIModels
-		if ok, _ := p.c.probeGET(ctx, "/v1/models", &models); ok && len(models.Data) > 0 {
+	var models openAIModels
+	if ok, _ := p.c.probeGET(ctx, "/v1/models", &models); ok && len(models.Data) > 0 {
+		if p.opt.Model == "" {
+			// vLLM refuses requests without the served model's name.
 			p.opt.Model = models.Data[0].ID
+		}
+		for _, m := range models.Data {
+			if m.ID != p.opt.Model {
+				continue
+			}
+			if err := checkServedModel(p.set, p.opt.Endpoint, m); err != nil {
+				return nil, err
+			}
 		}
 	}
 	return p.collect(ctx, p.openAICase, func(ctx context.Context, _ int, ll references.Loglikelihood) (float64, *checkpoints.Result, error) {

@@ -41,6 +41,10 @@ type Options struct {
 	NoInvariance bool
 	// Progress reports long work (the corpus); nil for silence.
 	Progress func(format string, args ...any)
+	// DefaultReferences says the set is the command line's default, so
+	// the advice's bisect command leaves --references out: it picks the
+	// same set, where a path of the built-in copy would not paste.
+	DefaultReferences bool
 }
 
 // DefaultTopK is what OpenAI's legacy logprobs and TGI's top_n_tokens allow
@@ -197,7 +201,7 @@ func Run(ctx context.Context, set *references.Set, opt Options) (*checkpoints.Re
 	rep.Emulates = set.Manifest.Emulates()
 	rep.SetInvariance(inv)
 	rep.Corpus = verdict
-	rep.Next = nextSteps(rep, set.Dir)
+	rep.Next = nextSteps(rep, bisectCommand(set.Dir, opt.DefaultReferences))
 	return rep, nil
 }
 

@@ -23,8 +23,8 @@ import (
 var update = flag.Bool("update", false, "rewrite the golden reports of the recorded engines")
 
 // recording is a real engine's answers to a probe, recorded by probe
-// --record against a server run by hand (docs/serve.md, "Engines
-// recorded"): CI cannot build llama.cpp's server or Ollama, so their
+// --record against a server run by hand (docs/probe.md, "Recording a
+// server"): CI cannot build llama.cpp's server or Ollama, so their
 // answers, byte for byte, are what the probe is tested against.
 type recording struct {
 	name  string // testdata/probe/NAME.jsonl.gz and NAME.report.json

@@ -21,7 +21,7 @@ type workerRun struct {
 }
 
 // runWorker checks the greedy token and continuation by id through the
-// llama-orch worker API's /execute stream (API.md), which takes text and
+// llama-orch worker API's /execute stream (docs/api.md), which takes text and
 // reports no log-probabilities.
 func runWorker(ctx context.Context, p *prober) ([]checkpoints.Result, error) {
 	return p.collect(ctx, p.workerCase, nil)
@@ -49,7 +49,7 @@ func (p *prober) workerCase(ctx context.Context, rc *refCase) ([]checkpoints.Res
 	return rs, nil
 }
 
-// execute runs one greedy job and checks the stream keeps API.md's
+// execute runs one greedy job and checks the stream keeps docs/api.md's
 // contract: started first, token indices in order, one terminal event
 // whose count matches.
 func (p *prober) execute(ctx context.Context, prompt string, n int) (*workerRun, error) {

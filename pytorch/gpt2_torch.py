@@ -1,6 +1,6 @@
 """GPT-2 written out op by op in torch, mirroring Hugging Face
-GPT2LMHeadModel in eval mode (SPEC.md section 1) down to the op choice where
-that changes rounding, with a probe at every checkpoint tensor.
+GPT2LMHeadModel in eval mode (docs/spec.md section 1) down to the op choice
+where that changes rounding, with a probe at every checkpoint tensor.
 """
 
 import math

@@ -1,10 +1,11 @@
 """The Llama family (model_type llama, qwen2, qwen3, phi3) written out op by
 op in torch, mirroring Hugging Face LlamaForCausalLM, Qwen2ForCausalLM,
 Qwen3ForCausalLM and Phi3ForCausalLM in eval mode with the eager attention
-(SPEC.md section 1b), with a probe at every checkpoint tensor. The same
-module runs in float32 (HF exactly) or float64 (the same formulas, every op
-in float64: HF's float32 upcasts are kept as "at least float32", so the
-float64 twin is the truth the float32 forward is measured against).
+(docs/spec.md section 1, "The Llama family"), with a probe at every
+checkpoint tensor. The same module runs in float32 (HF exactly) or float64
+(the same formulas, every op in float64: HF's float32 upcasts are kept as
+"at least float32", so the float64 twin is the truth the float32 forward
+is measured against).
 
 Probes: probe(checkpoint, layer, name, tensor, rows=None), layer None for
 the non-layer tensors. T tokens of this call, Tk = cache length + T keys,

@@ -4,8 +4,8 @@
 A flat N(0, 0.02) model is useless as a test fixture: its logits are nearly
 uniform (every top-p/min-p cut keeps everything), its attention is uniform
 and LayerNorm eps never matters. The scales below are chosen so that the
-traps of SPEC.md section 1 are visible at the checkpoint tolerances; run with
---stats to see the measured effect on the default cases.
+traps of docs/spec.md section 1 are visible at the checkpoint tolerances;
+run with --stats to see the measured effect on the default cases.
 
 Scales (C = n_embd, layer i of L), all drawn from np.random.default_rng(seed)
 in a fixed order and stored as --dtype (default f16):

@@ -21,7 +21,7 @@ MODEL = os.path.join(ROOT, "testdata", "tiny-gpt2")
 BASELINE = os.path.join(ROOT, "testdata", "references", "tiny-gpt2")
 # Tensors a partial dump may leave out (references/partial.go).
 OPTIONAL = {"scores", "probs", "k_cache", "v_cache", "step_logits"}
-# SPEC.md's default tolerances: checkpoints 1-7, then 8-9.
+# docs/spec.md's default tolerances: checkpoints 1-7, then 8-9.
 TOL = {cp: (1e-4, 1e-4) for cp in range(1, 8)} | {8: (1e-3, 1e-4), 9: (1e-3, 1e-4)}
 
 

@@ -6,7 +6,7 @@ import (
 )
 
 // GreedyBelow is the temperature under which decoding is greedy (argmax),
-// as SPEC.md checkpoint 10 defines it. Dividing by a smaller temperature
+// as docs/spec.md's checkpoint 10 defines it. Dividing by a smaller temperature
 // would only overflow on the way to the same argmax.
 const GreedyBelow = 1e-6
 
@@ -80,7 +80,7 @@ func invalid(param string, value any, format string, args ...any) error {
 // Validate rejects settings that are mathematically meaningless for a
 // vocabulary of vocabSize tokens; the error is a *ParamError naming the
 // setting and its value.
-// Product limits (API.md's temperature ≤ 2, say) are the caller's to add.
+// Product limits (docs/api.md's temperature ≤ 2, say) are the caller's to add.
 // In greedy mode top_k, top_p and min_p are not used and not checked.
 func (p Params) Validate(vocabSize int) error {
 	switch {

@@ -11,7 +11,7 @@ import (
 	"github.com/llorch/llorch-check/server"
 )
 
-// cancelBound is API.md's 100 ms from /cancel to the stream's error event,
+// cancelBound is docs/api.md's 100 ms from /cancel to the stream's error event,
 // scaled by slack under the race detector.
 const cancelBound = 100 * time.Millisecond * slack
 
@@ -51,7 +51,7 @@ func TestCancelEndpoint(t *testing.T) {
 	latency := time.Since(sent)
 	require.Equal(t, "error", terminal)
 	require.Equal(t, "CANCELLED", data["code"])
-	require.Less(t, latency, cancelBound, "API.md: the stream ends within 100 ms of /cancel")
+	require.Less(t, latency, cancelBound, "docs/api.md: the stream ends within 100 ms of /cancel")
 
 	// Idempotent: again, and for a job that never existed.
 	require.Equal(t, false, ts.call(t, "POST", "/cancel", map[string]any{"job_id": "c1"}, http.StatusAccepted)["running"])

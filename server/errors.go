@@ -6,7 +6,7 @@ import (
 	"strconv"
 )
 
-// FieldError names one bad field of a request (API.md's field errors).
+// FieldError names one bad field of a request (docs/api.md's field errors).
 type FieldError struct {
 	Field      string `json:"field"`
 	Constraint string `json:"constraint"`

@@ -215,7 +215,7 @@ func (f *fields) floatIn(name string, lo, hi float64, openLo bool, def float64) 
 	return v
 }
 
-// maxPromptChars is API.md's limit on a prompt's characters.
+// maxPromptChars is docs/api.md's limit on a prompt's characters.
 const maxPromptChars = 32768
 
 // checkPrompt enforces 1..32768 characters (Unicode code points) and
@@ -314,7 +314,7 @@ func promptNames(list string, single bool) func(i int) map[string]string {
 	}
 }
 
-// settingDefaults differ per family: API.md's worker defaults, the batch
+// settingDefaults differ per family: docs/api.md's worker defaults, the batch
 // API's, OpenAI's.
 type settingDefaults struct {
 	maxTokens, minMaxTokens int

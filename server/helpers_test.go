@@ -117,7 +117,7 @@ func (st *stream) next(t *testing.T) (string, map[string]any) {
 	return ev.Name, data
 }
 
-// run reads a whole stream and checks API.md's grammar: started, token*,
+// run reads a whole stream and checks docs/api.md's grammar: started, token*,
 // exactly one terminal event, then the end of the stream.
 func (st *stream) run(t *testing.T) (started map[string]any, tokens []map[string]any, terminal string, last map[string]any) {
 	t.Helper()

@@ -10,6 +10,7 @@ import (
 	"errors"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/llorch/llorch-check/generation"
@@ -85,6 +86,7 @@ func (s *Server) runJob(w http.ResponseWriter, r *http.Request, id string, sk si
 	}
 	defer done()
 	queued := time.Now()
+	ctx = context.WithValue(ctx, arrivalKey{}, &arrival{at: queued})
 	slot, err := s.sched.Acquire(ctx)
 	if e := s.engine.Load(); err == nil && e != nil {
 		e.obs.queueTime.Observe(time.Since(queued).Seconds())
@@ -121,6 +123,17 @@ func (s *Server) jobContext(r *http.Request) (context.Context, context.CancelCau
 	return ctx, end
 }
 
+// arrival is when a job entered the queue. Its first generated token is
+// timed from there, so time to first token includes the queue wait, as
+// vLLM's does; timed makes a job of several sequences run in turn (n
+// choices, a batch's prompts) count once, at its first token.
+type arrival struct {
+	at    time.Time
+	timed atomic.Bool
+}
+
+type arrivalKey struct{}
+
 // generate runs one sequence in slot, timing tokens for the metrics and
 // applying the demo token delay. A generation cut short by its job's end
 // is errEnded, for runJob to report.
@@ -138,7 +151,13 @@ func (s *Server) generate(ctx context.Context, e *engine, slot *Slot, req genera
 		}
 		now := time.Now()
 		if t.Index == 0 {
-			e.obs.ttft.Observe(now.Sub(start).Seconds())
+			if a, ok := ctx.Value(arrivalKey{}).(*arrival); ok {
+				if a.timed.CompareAndSwap(false, true) {
+					e.obs.ttft.Observe(now.Sub(a.at).Seconds())
+				}
+			} else {
+				e.obs.ttft.Observe(now.Sub(start).Seconds())
+			}
 		} else {
 			e.obs.interToken.Observe(now.Sub(last).Seconds())
 		}
@@ -266,7 +285,7 @@ func (j *jobs) remove(id string) {
 }
 
 // cancel ends job id and says whether it was running or queued;
-// cancelling an unknown or finished job is not an error (API.md:
+// cancelling an unknown or finished job is not an error (docs/api.md:
 // idempotent), and an unknown id is remembered so that its job, should it
 // arrive next, starts cancelled.
 func (j *jobs) cancel(id string) (running, queued bool) {

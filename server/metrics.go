@@ -75,7 +75,7 @@ func newMetrics(version string) *metrics {
 		promptTokens: counter("llorch_prompt_tokens_total", "Prompt tokens processed."),
 		generated:    counter("llorch_generated_tokens_total", "Tokens generated."),
 		cachedTokens: counter("llorch_prompt_tokens_cached_total", "Prompt tokens taken from the KV prefix cache instead of a forward pass."),
-		ttft: histogram("llorch_time_to_first_token_seconds", "Time from admission of a request to its first generated token.",
+		ttft: histogram("llorch_time_to_first_token_seconds", "Time from a request's arrival to its first generated token: its queue wait, prefill and first step, as vLLM's; once a request, however many sequences it runs.",
 			prometheus.ExponentialBuckets(0.0005, 2, 16)),
 		interToken: histogram("llorch_inter_token_latency_seconds", "Time between consecutive generated tokens of one sequence.",
 			prometheus.ExponentialBuckets(0.0001, 2, 16)),

@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -28,7 +29,7 @@ func scrape(t *testing.T, ts *testServer) string {
 }
 
 // TestMetricsRouteLabels: a route is labelled by its method and its path
-// as API.md writes it, never by ServeMux's pattern syntax ({$}, {id...}).
+// as docs/api.md writes it, never by ServeMux's pattern syntax ({$}, {id...}).
 func TestMetricsRouteLabels(t *testing.T) {
 	ts := start(t, server.Config{})
 	cases := []struct {
@@ -145,4 +146,48 @@ func TestRejectionsCountedAndLoggedOnce(t *testing.T) {
 		}
 	}
 	require.Equal(t, 1, logged, "the first 429 of the burst is logged, the other %d are counted for the summary", refused-1)
+}
+
+// histogramSum reads a model histogram's _sum from a /metrics text.
+func histogramSum(t *testing.T, text, name string) float64 {
+	t.Helper()
+	for line := range strings.SplitSeq(text, "\n") {
+		if rest, ok := strings.CutPrefix(line, name+"_sum{"); ok {
+			_, v, _ := strings.Cut(rest, "} ")
+			f, err := strconv.ParseFloat(v, 64)
+			require.NoError(t, err, line)
+			return f
+		}
+	}
+	t.Fatalf("no %s_sum in /metrics", name)
+	return 0
+}
+
+// TestTimeToFirstTokenIncludesQueueWait: a request that waited for a slot
+// counts the wait in its time to first token, as vLLM's metric does, so
+// the histogram's sum is at least the queue time's.
+func TestTimeToFirstTokenIncludesQueueWait(t *testing.T) {
+	ts := start(t, server.Config{Parallel: 1, MaxQueue: 1, TokenDelay: 20 * time.Millisecond})
+	holder := holdSlot(t, ts)
+	status := make(chan int, 1)
+	go func() { // no require off the test's goroutine: the status goes back
+		resp, err := http.Post(ts.URL+"/generate", "application/json", strings.NewReader(`{"prompts":["Hello"],"max_tokens":2}`))
+		if err != nil {
+			status <- 0
+			return
+		}
+		resp.Body.Close()
+		status <- resp.StatusCode
+	}()
+	require.Eventually(t, func() bool {
+		return strings.Contains(scrape(t, ts), `llorch_queue_depth{model_name="tiny-gpt2"} 1`)
+	}, 10*time.Second, 5*time.Millisecond)
+	time.Sleep(200 * time.Millisecond) // a wait longer than both requests' first steps
+	ts.call(t, "POST", "/cancel", map[string]any{"job_id": "holder"}, http.StatusAccepted)
+	holder.run2(t)
+	require.Equal(t, http.StatusOK, <-status)
+	text := scrape(t, ts)
+	queue := histogramSum(t, text, "llorch_request_queue_time_seconds")
+	require.Greater(t, queue, 0.2)
+	require.GreaterOrEqual(t, histogramSum(t, text, "llorch_time_to_first_token_seconds"), queue)
 }

@@ -2,6 +2,6 @@
 
 package server_test
 
-// slack scales the latency bounds API.md demands: 1 without the race
+// slack scales the latency bounds docs/api.md demands: 1 without the race
 // detector.
 const slack = 1

@@ -8,7 +8,7 @@ import (
 	"github.com/llorch/llorch-check/generation"
 )
 
-// batchDefaults are API.md's /generate defaults.
+// batchDefaults are docs/api.md's /generate defaults.
 var batchDefaults = settingDefaults{maxTokens: 128, minMaxTokens: 1, temperature: 0.7}
 
 func (s *Server) handleHealthz(w http.ResponseWriter, r *http.Request) {

@@ -9,7 +9,7 @@ import (
 	"github.com/llorch/llorch-check/model"
 )
 
-// workerDefaults are API.md's /execute defaults.
+// workerDefaults are docs/api.md's /execute defaults.
 var workerDefaults = settingDefaults{maxTokens: 100, minMaxTokens: 1, temperature: 1.0}
 
 type healthResponse struct {

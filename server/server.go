@@ -2,7 +2,7 @@
 // (/execute as Server-Sent Events), the batch API (/generate,
 // /loglikelihood) and an OpenAI-compatible API (/v1/completions,
 // /v1/chat/completions, /v1/embeddings, /v1/models), all behind one
-// scheduler and one set of limits. API.md is the contract.
+// scheduler and one set of limits. docs/api.md is the contract.
 package server
 
 import (

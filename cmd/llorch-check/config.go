@@ -121,10 +121,11 @@ func setFromYAML(fl *pflag.FlagSet, name string, v *yaml.Node) error {
 }
 
 // printSettings writes every setting with its value and source, secrets
-// redacted, in flag order.
+// redacted, in flag order. A hidden flag (a test's or a demo's, absent
+// from --help) is listed only when something set it.
 func printSettings(w io.Writer, fl *pflag.FlagSet, source map[string]string, secret ...string) {
 	fl.VisitAll(func(f *pflag.Flag) {
-		if f.Name == "help" {
+		if f.Name == "help" || (f.Hidden && source[f.Name] == fromDefault) {
 			return
 		}
 		v := f.Value.String()

@@ -53,17 +53,20 @@ func newGenerateCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "generate [--model DIR] (--prompt TEXT | --tokens IDS) [--max-tokens N] [flags]",
 		Short: "Generate text with the Go model, streaming it to stdout",
-		Long: `Continue a prompt with the Go GPT-2, streaming the generated text to stdout
-as each token is chosen (the prompt is not echoed). Sampling follows Hugging
-Face's logit processors: repetition penalty, temperature, top-k, top-p, min-p.
-A temperature below 1e-6 is greedy. The seed (drawn when not given; greedy
+		Long: `Continue a prompt with the Go model (GPT-2, or the Llama family: llama,
+qwen2, qwen3, phi3), streaming the generated text to stdout as each token is
+chosen (the prompt is not echoed). Sampling follows Hugging Face's logit
+processors: repetition penalty, temperature, top-k, top-p, min-p. A
+temperature below 1e-6 is greedy. The seed (drawn when not given; greedy
 decoding has none) and the stop reason go to stderr; with the same seed,
 prompt and settings the output is the same on every machine.
 
-Generation stops at <|endoftext|>, after --max-tokens, or where the text
-reaches a --stop string (not included). Without --max-tokens it generates up
-to 100 tokens, fewer when the context has less room; an explicit --max-tokens
-must fit beside the prompt in the model's context. With --json, stdout is one document:
+Generation stops at the model's end of text (GPT-2's <|endoftext|>; the
+Llama family's end-of-sequence id and generation_config.json's end-of-turn
+ids), after --max-tokens, or where the text reaches a --stop string (not
+included). Without --max-tokens it generates up to 100 tokens, fewer when
+the context has less room; an explicit --max-tokens must fit beside the
+prompt in the model's context. With --json, stdout is one document:
 {"tokens", "text", "stop_reason", "stop_sequence" (when one matched), "seed"
 (unless greedy), "prompt_tokens"}.`,
 		Example: `  llorch-check generate --prompt "Once upon a time" --max-tokens 40 --temperature 0.8 --seed 7
@@ -165,9 +168,9 @@ func runGenerate(cmd *cobra.Command, f generateFlags) error {
 	streamed := 0 // bytes of text written so far
 	if !f.asJSON {
 		if seed != nil {
-			fmt.Fprintf(stderr, "seed %d, %d prompt tokens\n", *seed, len(prompt))
+			fmt.Fprintf(stderr, "seed %d, %s\n", *seed, countTokens(len(prompt), "prompt token"))
 		} else {
-			fmt.Fprintf(stderr, "greedy, %d prompt tokens\n", len(prompt))
+			fmt.Fprintf(stderr, "greedy, %s\n", countTokens(len(prompt), "prompt token"))
 		}
 		onToken = func(t generation.Token) error {
 			streamed += len(t.Text)
@@ -203,7 +206,7 @@ func runGenerate(cmd *cobra.Command, f generateFlags) error {
 		if res.StopSequence != "" {
 			stop += fmt.Sprintf(" %q", res.StopSequence)
 		}
-		fmt.Fprintf(stderr, "%d tokens, stop: %s\n", len(res.Tokens), stop)
+		fmt.Fprintf(stderr, "%s, stop: %s\n", countTokens(len(res.Tokens), "token"), stop)
 	}
 	if res.StopReason == generation.StopCancelled {
 		return fmt.Errorf("generation cancelled after %d tokens: %w", len(res.Tokens), cmd.Context().Err())
@@ -224,4 +227,12 @@ func writeFlushed(w io.Writer, s string) error {
 		return fl.Flush()
 	}
 	return nil
+}
+
+// countTokens says n of a noun in English: "1 token", "2 tokens".
+func countTokens(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
 }

@@ -243,3 +243,21 @@ func TestGenerateCancelled(t *testing.T) {
 	require.ErrorContains(t, err, "loading stopped")
 	require.Empty(t, out.String())
 }
+
+// TestGenerateCountsInEnglish: stderr's counts agree with their number
+// ("1 prompt token", not "1 prompt tokens").
+func TestGenerateCountsInEnglish(t *testing.T) {
+	for _, tc := range []struct {
+		tokens, maxTokens string
+		want              []string
+	}{
+		{"15496", "1", []string{"greedy, 1 prompt token\n", "1 token, stop: max_tokens"}},
+		{"15496,13", "2", []string{"greedy, 2 prompt tokens\n", "2 tokens, stop: max_tokens"}},
+	} {
+		_, stderr, err := runGenerateCLI(t, "--tokens", tc.tokens, "--max-tokens", tc.maxTokens, "--temperature", "0")
+		require.NoError(t, err)
+		for _, w := range tc.want {
+			require.Contains(t, stderr, w)
+		}
+	}
+}

@@ -1,5 +1,6 @@
-// Command llorch-check validates a Go GPT-2 forward pass against PyTorch
-// reference tensors, checkpoint by checkpoint, and serves the model.
+// Command llorch-check validates a forward pass written in Go (GPT-2, or the
+// Llama family: llama, qwen2, qwen3, phi3) against PyTorch reference tensors,
+// checkpoint by checkpoint, and serves the model.
 package main
 
 import (

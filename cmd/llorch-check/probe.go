@@ -136,7 +136,8 @@ func runProbe(cmd *cobra.Command, f probeFlags) error {
 		return err
 	}
 	opt := probe.Options{Endpoint: f.endpoint, APIKey: f.apiKey, Model: f.modelName, API: f.api, TopK: f.topK,
-		Corpus: f.corpus, CorpusChunks: f.corpusChunks, Tokenizer: tok, NoInvariance: !f.invariance}
+		Corpus: f.corpus, CorpusChunks: f.corpusChunks, Tokenizer: tok, NoInvariance: !f.invariance,
+		DefaultReferences: f.references == ""}
 	if f.every > 0 {
 		return canary(cmd.Context(), cmd.ErrOrStderr(), f, set, opt)
 	}

@@ -173,9 +173,11 @@ func newRunCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "run",
 		Short: "Compare the Go forward with a reference set, checkpoint by checkpoint",
-		Long: `run executes the Go GPT-2 forward on every case of a reference set, captures
-the tensors of the selected checkpoints for every layer, and compares each
-with PyTorch's (numpy allclose: |got − want| ≤ atol + rtol·|want|).
+		Long: `run executes the Go forward (GPT-2, or the Llama family: llama, qwen2,
+qwen3, phi3, as config.json or the GGUF file says) on every case of a
+reference set, captures the tensors of the selected checkpoints for every
+layer, and compares each with PyTorch's (numpy allclose:
+|got − want| ≤ atol + rtol·|want|).
 
 With no flags it runs all twelve checkpoints on the default tiny model and
 its committed reference set. Exit 0: all passed; 1: a checkpoint failed;
@@ -226,8 +228,11 @@ func newBisectCmd() *cobra.Command {
 		Use:   "bisect [--dump DIR]",
 		Short: "Name the first checkpoint, layer and tensor where Go (or a dump) leaves the reference",
 		Long: `bisect runs the same comparison as run, walks the tensors in forward order
-(embeddings, then each block's ln_1, q/k/v, scores, probs, attn_out, ln_2,
-gelu, mlp_out, block_out, then ln_f and the logits) and names the first one
+(GPT-2: embeddings, then each block's ln_1, q/k/v, scores, probs, attn_out,
+ln_2, gelu, mlp_out, block_out, then ln_f and the logits; the Llama family:
+embeddings, then each block's attn_norm, q/k/v, q_norm/k_norm (Qwen3),
+q_rope/k_rope, scores, probs, attn_out, ffn_norm, gate/up, act, down,
+block_out, then norm and the logits) and names the first one
 outside tolerance, with its worst element (token position, head, channel)
 and both values. Exit 1 when it finds one, 0 when everything passes.
 

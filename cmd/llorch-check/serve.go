@@ -55,8 +55,8 @@ func newServeCmd() *cobra.Command {
 		Long: `serve loads the model and answers the HTTP API of docs/api.md: the worker API
 (/health, /execute as Server-Sent Events, /cancel), the batch API
 (/generate, /loglikelihood, /healthz, /readyz), an OpenAI-compatible API
-(/v1/completions, /v1/chat/completions, /v1/embeddings, /v1/models,
-/tokenize, /detokenize), /metrics for
+(/v1/completions, /v1/chat/completions, /v1/responses, /v1/embeddings,
+/v1/models, /tokenize, /detokenize), /metrics for
 Prometheus and a page at / to try the model by hand.
 
 With --references DIR, every checkpoint runs at start-up and the server is

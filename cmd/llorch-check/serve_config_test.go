@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -28,6 +29,11 @@ func TestServePrintConfig(t *testing.T) {
 	}
 	require.NotContains(t, out, "s3cret")
 	require.NotContains(t, errOut, "listening")
+	// The hidden demo flag shows only when set.
+	require.NotRegexp(t, `(?m)^token-delay\s`, out)
+	code, out, errOut = runCLI(t, "serve", "--token-delay", "5ms", "--print-config")
+	require.Equal(t, 0, code, errOut)
+	require.Regexp(t, `token-delay\s+5ms\s+# flag`, out)
 }
 
 func TestServeConfigErrors(t *testing.T) {
@@ -86,4 +92,23 @@ func status(url string) int {
 	}
 	resp.Body.Close()
 	return resp.StatusCode
+}
+
+// TestServeHelpListsEveryRoute: serve --help names every route the server
+// registers (server/routes.go), so a new route cannot go unlisted.
+func TestServeHelpListsEveryRoute(t *testing.T) {
+	src, err := os.ReadFile(filepath.Join("..", "..", "server", "routes.go"))
+	require.NoError(t, err)
+	code, out, _ := runCLI(t, "serve", "--help")
+	require.Equal(t, exitOK, code)
+	routes := regexp.MustCompile(`"(?:GET|POST) (/[^"{]*)`).FindAllStringSubmatch(string(src), -1)
+	require.Greater(t, len(routes), 10, "too few routes read from server/routes.go")
+	for _, m := range routes {
+		path := strings.TrimSuffix(m[1], "/") // "/v1/models/{id...}" is /v1/models's
+		if path == "" {
+			path = "/" // "GET /{$}", the page
+		}
+		named := regexp.MustCompile(`(^|[\s(])` + regexp.QuoteMeta(path) + `([\s),.]|$)`)
+		require.Regexp(t, named, out, "serve --help does not name %s", path)
+	}
 }

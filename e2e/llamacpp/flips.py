@@ -19,7 +19,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 import emulate  # noqa: E402
 import numpy as np  # noqa: E402
 
-ATOL = RTOL = 1e-4  # checkpoint 6, SPEC.md section 2
+ATOL = RTOL = 1e-4  # checkpoint 6, docs/spec.md section 2
 
 
 def entry(root, case, layer):
