@@ -7,7 +7,7 @@ const NoLayer = -1
 // Data aliases the model's scratch buffers: it is valid only during the
 // Capture call, and a probe that keeps it must copy it.
 type Captured struct {
-	Checkpoint int    // SPEC.md section 2 checkpoint number
+	Checkpoint int    // the checkpoint number (docs/spec.md)
 	Layer      int    // block index, or NoLayer
 	Name       string // tensor name as in references/FORMAT.md
 	Shape      []int

@@ -6,7 +6,7 @@ import (
 )
 
 // naiveForward is an independent float64 GPT-2 written as plain loops over
-// the whole sequence, straight from SPEC.md section 1. It returns [T][V]
+// the whole sequence, straight from docs/spec.md. It returns [T][V]
 // logits and, per layer, the full-sequence keys and values as [H][T][D].
 func naiveForward(c Config, w *testWeights, tokens []int) (logits [][]float64, ks, vs [][][][]float64) {
 	C, H, D, I, V := c.NEmbd, c.NHead, c.NEmbd/c.NHead, c.NInner, c.VocabSize
