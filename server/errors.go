@@ -46,6 +46,24 @@ const (
 // without making clients idle for long.
 const retryAfterSeconds = 1
 
+// Header values of the pre-rendered refusals, shared by every answer
+// (http.Server only reads them), so that writing one allocates nothing.
+var (
+	jsonContentType  = []string{"application/json"}
+	retryAfterHeader = []string{strconv.Itoa(retryAfterSeconds)}
+)
+
+// writeRendered writes a refusal's pre-rendered body, with the
+// Retry-After that writeError gives a 429 or 503.
+func writeRendered(w http.ResponseWriter, status int, body []byte) {
+	h := w.Header()
+	h["Content-Type"] = jsonContentType
+	h["Retry-After"] = retryAfterHeader
+	setOutcome(w, outcomeForStatus(status))
+	w.WriteHeader(status)
+	_, _ = w.Write(body)
+}
+
 func errorType(status int) string {
 	switch {
 	case status == http.StatusUnauthorized:

@@ -168,7 +168,7 @@ func (s *Server) outer(next http.Handler) http.Handler {
 			}
 			s.log.Log(r.Context(), level, "request", attrs...)
 		}()
-		if s.cors(rec, r) {
+		if reserveOnly(rec, r) || s.cors(rec, r) {
 			return
 		}
 		next.ServeHTTP(rec, r)

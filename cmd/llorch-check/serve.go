@@ -338,7 +338,6 @@ func runServe(cmd *cobra.Command, f serveFlags) error {
 	if warning != "" {
 		log.Warn(warning)
 	}
-	ln = srv.LimitConnections(ln, maxConns)
 	hs := &http.Server{
 		Handler:           srv.Handler(),
 		ReadHeaderTimeout: 10 * time.Second,
@@ -348,6 +347,7 @@ func runServe(cmd *cobra.Command, f serveFlags) error {
 		IdleTimeout:       f.idleTimeout,
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}
+	ln = srv.LimitConnections(hs, ln, maxConns)
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- hs.Serve(ln) }()
 	addr := ln.Addr().String()
