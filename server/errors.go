@@ -53,7 +53,21 @@ var (
 	retryAfterHeader = []string{strconv.Itoa(retryAfterSeconds)}
 )
 
-// writeRendered writes a refusal's pre-rendered body, with the
+// queueFullBody is the 429 QUEUE_FULL answer's body, rendered once: a
+// client ignoring Retry-After asks again at once, and its refusal must
+// cost far less than the work it waits for (issue #43 row 8).
+var queueFullBody = mustRender(http.StatusTooManyRequests, codeQueueFull, "all slots are busy and the queue is full; retry later")
+
+// mustRender renders an error body as writeError writes it.
+func mustRender(status int, code, message string) []byte {
+	b, err := json.Marshal(map[string]apiError{"error": {Message: message, Type: errorType(status), Code: code}})
+	if err != nil {
+		panic(err) // a fixed value: cannot fail
+	}
+	return append(b, '\n')
+}
+
+// writeRendered writes a refusal rendered by mustRender, with the
 // Retry-After that writeError gives a 429 or 503.
 func writeRendered(w http.ResponseWriter, status int, body []byte) {
 	h := w.Header()

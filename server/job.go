@@ -91,8 +91,7 @@ func (s *Server) runJob(w http.ResponseWriter, r *http.Request, id string, sk si
 	}
 	switch {
 	case errors.Is(err, ErrQueueFull):
-		s.metrics.rejected.Inc()
-		writeError(w, http.StatusTooManyRequests, codeQueueFull, "all slots are busy and the queue is full; retry later", "")
+		s.refuseQueueFull(w)
 		return
 	case err != nil:
 		s.endJob(w, r, ctx, id, sk, stageQueued, err)
@@ -105,6 +104,26 @@ func (s *Server) runJob(w http.ResponseWriter, r *http.Request, id string, sk si
 	if err := work(ctx, slot); err != nil {
 		s.endJob(w, r, ctx, id, sk, stageRunning, err)
 	}
+}
+
+// shed answers 429 QUEUE_FULL and reports true when the scheduler is
+// full, before the request's body is read: a client that ignores
+// Retry-After sends its request again at once, and decoding, validating
+// and tokenizing it only to refuse it took the CPU the admitted work
+// needed (issue #43 row 8). A request that passes may still be refused by
+// Acquire if the last place went meanwhile.
+func (s *Server) shed(w http.ResponseWriter) bool {
+	if !s.sched.Full() {
+		return false
+	}
+	s.refuseQueueFull(w)
+	return true
+}
+
+// refuseQueueFull answers 429 QUEUE_FULL, pre-rendered, and counts it.
+func (s *Server) refuseQueueFull(w http.ResponseWriter) {
+	s.metrics.rejected.Inc()
+	writeRendered(w, http.StatusTooManyRequests, queueFullBody)
 }
 
 // jobContext is the request's context plus --request-timeout; it ends when
