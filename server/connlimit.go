@@ -79,8 +79,8 @@ func (s *Server) LimitConnections(hs *http.Server, ln net.Listener, max int) net
 		if base != nil {
 			ctx = base(ctx, c)
 		}
-		if lc, ok := c.(*limitedConn); ok && lc.reserve {
-			ctx = context.WithValue(ctx, reserveKey{}, lc)
+		if lc, ok := c.(*limitedConn); ok {
+			ctx = context.WithValue(ctx, connKey{}, lc)
 		}
 		return ctx
 	}
@@ -236,16 +236,21 @@ func (l *limitListener) refused(remote net.Addr) {
 	}
 }
 
-// reserveKey is the context key of a request on a reserve connection: its
-// *limitedConn.
-type reserveKey struct{}
+// connKey is the context key of a request's *limitedConn.
+type connKey struct{}
+
+// connOf is the connection r came on, nil without a connection cap.
+func connOf(r *http.Request) *limitedConn {
+	lc, _ := r.Context().Value(connKey{}).(*limitedConn)
+	return lc
+}
 
 // reserveOnly answers a request on a connection of the health reserve
 // that is not for health or metrics with the 503 and reports true; the
 // connection closes after any answer, to free the reserve.
 func reserveOnly(w http.ResponseWriter, r *http.Request) bool {
-	lc, ok := r.Context().Value(reserveKey{}).(*limitedConn)
-	if !ok {
+	lc := connOf(r)
+	if lc == nil || !lc.reserve {
 		return false
 	}
 	w.Header().Set("Connection", "close")
@@ -265,6 +270,7 @@ type limitedConn struct {
 	reserve  bool          // in the health reserve, not under the cap
 	headerBy time.Time     // a reserve connection's deadline for its request head
 	waiting  atomic.Bool   // on the idle list (read without the lock)
+	retryAt  atomic.Int64  // Unix ns before which a client refused 429 was told not to ask again (shed)
 	elem     *list.Element // on the idle list; guarded by l.mu
 	released bool          // its place given back; guarded by l.mu
 }

@@ -112,9 +112,29 @@ func (s *Server) runJob(w http.ResponseWriter, r *http.Request, id string, sk si
 // and tokenizing it only to refuse it took the CPU the admitted work
 // needed (issue #43 row 8). A request that passes may still be refused by
 // Acquire if the last place went meanwhile.
-func (s *Server) shed(w http.ResponseWriter) bool {
+//
+// A request that comes on a connection refused before its Retry-After
+// passed is held until it has (or its client goes): a client hammering
+// on a kept-alive connection then costs a sleeping goroutine, not a
+// refusal's CPU in a loop. Then it is admitted if a place came free.
+func (s *Server) shed(w http.ResponseWriter, r *http.Request) bool {
 	if !s.sched.Full() {
 		return false
+	}
+	lc := connOf(r)
+	if lc != nil {
+		if wait := time.Until(time.Unix(0, lc.retryAt.Load())); wait > 0 {
+			t := time.NewTimer(wait)
+			select {
+			case <-t.C:
+			case <-r.Context().Done():
+				t.Stop()
+			}
+			if r.Context().Err() == nil && !s.sched.Full() {
+				return false
+			}
+		}
+		lc.retryAt.Store(time.Now().Add(retryAfterSeconds * time.Second).UnixNano())
 	}
 	s.refuseQueueFull(w)
 	return true

@@ -81,7 +81,7 @@ type modelRead func(w http.ResponseWriter, r *http.Request, e *engine, f *fields
 func (s *Server) modelRoute(fam family, read modelRead, job bool) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		e, ok := s.readyEngine(w)
-		if !ok || job && s.shed(w) {
+		if !ok || job && s.shed(w, r) {
 			return
 		}
 		f, rerr := decodeBody(r)

@@ -1,14 +1,19 @@
 package server_test
 
 import (
+	"bufio"
+	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/llorch/llorch-check/internal/fixture/tiny"
 	"github.com/llorch/llorch-check/server"
 )
 
@@ -67,4 +72,48 @@ func TestShedBeforeBody(t *testing.T) {
 	ts.call(t, "POST", "/tokenize", map[string]any{"prompt": "Hello"}, http.StatusOK)
 	ts.call(t, "POST", "/cancel", map[string]any{"job_id": "holder"}, http.StatusAccepted)
 	holder.run2(t)
+}
+
+// TestShedHoldsHammering (issue #43 row 8): a client that asks again on
+// the same connection before the Retry-After of its 429 has passed is
+// held until it has, not refused in a loop; if a slot came free
+// meanwhile, its request is then admitted.
+func TestShedHoldsHammering(t *testing.T) {
+	m, tok, _ := tiny.Load(t)
+	srv := server.New(server.Config{Parallel: 1, MaxQueue: 0, TokenDelay: 20 * time.Millisecond})
+	require.NoError(t, srv.SetModel(m, tok))
+	ts := serve(t, srv)
+	tcp, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	hs := &http.Server{Handler: srv.Handler()}
+	go hs.Serve(srv.LimitConnections(hs, tcp, 100))
+	t.Cleanup(func() { hs.Close() })
+	holder := holdSlot(t, ts)
+
+	c, err := net.Dial("tcp", tcp.Addr().String())
+	require.NoError(t, err)
+	defer c.Close()
+	r := bufio.NewReader(c)
+	const req = "POST /generate HTTP/1.1\r\nHost: test\r\nContent-Type: application/json\r\nContent-Length: 40\r\n\r\n" +
+		`{"prompts":["Hello"],"max_tokens":2}    `
+	_, err = io.WriteString(c, req)
+	require.NoError(t, err)
+	resp, err := http.ReadResponse(r, nil)
+	require.NoError(t, err)
+	_, _ = io.Copy(io.Discard, resp.Body)
+	require.Equal(t, http.StatusTooManyRequests, resp.StatusCode)
+
+	// Again at once: held, not answered, until Retry-After has passed.
+	_, err = io.WriteString(c, req)
+	require.NoError(t, err)
+	require.NoError(t, c.SetReadDeadline(time.Now().Add(100*time.Millisecond)))
+	_, err = r.Peek(1)
+	require.ErrorIs(t, err, os.ErrDeadlineExceeded, "answered while held")
+	require.NoError(t, c.SetReadDeadline(time.Time{}))
+	ts.call(t, "POST", "/cancel", map[string]any{"job_id": "holder"}, http.StatusAccepted)
+	holder.run2(t)
+	resp, err = http.ReadResponse(r, nil)
+	require.NoError(t, err)
+	body, _ := io.ReadAll(resp.Body)
+	require.Equal(t, http.StatusOK, resp.StatusCode, "admitted once the slot came free: %s", body)
 }
