@@ -163,9 +163,7 @@ func run(o options) error {
 		r.Parallel = o.parallel
 	}
 	if o.asJSON {
-		enc := json.NewEncoder(os.Stdout)
-		enc.SetIndent("", "  ")
-		return enc.Encode(r)
+		return printJSON(r)
 	}
 	printReport(r)
 	return nil
@@ -309,6 +307,13 @@ func startServer(o options) (string, func(), error) {
 	ln = srv.LimitConnections(hs, ln, limit)
 	go func() { _ = hs.Serve(ln) }()
 	return "http://" + ln.Addr().String(), func() { _ = hs.Close() }, nil
+}
+
+// printJSON prints a report as indented JSON (--json).
+func printJSON(r any) error {
+	enc := json.NewEncoder(os.Stdout)
+	enc.SetIndent("", "  ")
+	return enc.Encode(r)
 }
 
 func percentile(sorted []time.Duration, p float64) time.Duration {

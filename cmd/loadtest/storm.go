@@ -3,12 +3,10 @@ package main
 import (
 	"bufio"
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
-	"os"
 	"strconv"
 	"strings"
 	"sync"
@@ -61,9 +59,7 @@ func runStorm(o options, base string, inProcess bool) error {
 		r.Parallel = o.parallel
 	}
 	if o.asJSON {
-		enc := json.NewEncoder(os.Stdout)
-		enc.SetIndent("", "  ")
-		return enc.Encode(r)
+		return printJSON(r)
 	}
 	fmt.Printf("clients            %d", r.Clients)
 	if r.Parallel > 0 {
