@@ -256,7 +256,9 @@ drift-llamacpp:
 
 # Hostile clients against a real serve process on loopback: bursts,
 # malformed and oversized bodies, disconnects, early cancels, slow readers,
-# scoring memory, drain past the deadline; a line per probe with RSS.
+# scoring memory, drain past the deadline, each row of issues 28 and 43
+# (idle sockets at the connection cap, a retry storm, ...); a line per
+# probe with RSS.
 .PHONY: chaos
 chaos:
 	$(GO) run ./cmd/chaos
