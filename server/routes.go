@@ -74,10 +74,12 @@ func (s *Server) readyEngine(w http.ResponseWriter) (*engine, bool) {
 type modelRead func(w http.ResponseWriter, r *http.Request, e *engine, f *fields) (work func())
 
 // modelRoute is the skeleton every model route shares. The engine must be
-// ready and the body valid JSON; read reads the route's fields and returns
-// its work. Then an OpenAI route names the fields it did not use
-// (X-Unused-Fields); every field error is one 400 in the route family's
-// shape, and without errors the work runs.
+// ready; a job route (one that takes a slot) is refused before its body
+// is read when no slot can be had (shed); the body must be valid JSON;
+// read reads the route's fields and returns its work. Then an OpenAI
+// route names the fields it did not use (X-Unused-Fields); every field
+// error is one 400 in the route family's shape, and without errors the
+// work runs.
 func (s *Server) modelRoute(fam family, read modelRead, job bool) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		e, ok := s.readyEngine(w)
