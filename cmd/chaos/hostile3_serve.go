@@ -120,7 +120,7 @@ func retryStorm(_ *server, short bool) (string, bool) {
 			wg.Go(func() {
 				for ctx.Err() == nil {
 					req, _ := http.NewRequestWithContext(ctx, http.MethodPost, s.base+"/generate",
-						strings.NewReader(`{"prompts":["Hello."],"max_tokens":16}`))
+						strings.NewReader(`{"prompts":["Hello."],"max_tokens":4}`))
 					req.Header.Set("Content-Type", "application/json")
 					resp, err := client.Do(req)
 					if err != nil {
