@@ -256,7 +256,9 @@ drift-llamacpp:
 
 # Hostile clients against a real serve process on loopback: bursts,
 # malformed and oversized bodies, disconnects, early cancels, slow readers,
-# scoring memory, drain past the deadline; a line per probe with RSS.
+# scoring memory, drain past the deadline, each row of issues 28 and 43
+# (idle sockets at the connection cap, a retry storm, ...); a line per
+# probe with RSS.
 .PHONY: chaos
 chaos:
 	$(GO) run ./cmd/chaos
@@ -264,11 +266,14 @@ chaos:
 .PHONY: loadtest test-browser
 
 # N concurrent streaming clients against `serve`'s server on loopback for a
-# bounded time (the tiny model in-process unless LOADTEST_FLAGS has --url).
+# bounded time (the tiny model in-process unless LOADTEST_FLAGS has --url);
+# then the retry storm: 32 x --parallel clients honouring Retry-After, then
+# ignoring it, LOAD_DURATION each, and the goodput ratio (target >= 0.8).
 LOAD_CLIENTS ?= 8
 LOAD_DURATION ?= 10s
 loadtest:
 	$(GO) run ./cmd/loadtest --clients $(LOAD_CLIENTS) --duration $(LOAD_DURATION) $(LOADTEST_FLAGS)
+	$(GO) run ./cmd/loadtest --storm --duration $(LOAD_DURATION) $(LOADTEST_FLAGS)
 
 # The page at / driven in headless Chromium (Debian's chromium), and the
 # official OpenAI SDK loaded in a page on another origin (its pinned package

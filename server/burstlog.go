@@ -37,20 +37,34 @@ func newBurstLog(log *slog.Logger, level slog.Level, summary string) *burstLog {
 // event logs msg with attrs when no line of this log was written in the
 // last interval; otherwise it counts the event for the next summary.
 func (b *burstLog) event(ctx context.Context, msg string, attrs ...any) {
+	if b.first() {
+		b.emit(ctx, msg, attrs...)
+	}
+}
+
+// emit logs msg at the log's level, for a caller that asked first.
+func (b *burstLog) emit(ctx context.Context, msg string, attrs ...any) {
+	b.log.Log(ctx, b.level, msg, attrs...)
+}
+
+// first reports whether an event is to be logged now, the first of a
+// burst; if not, it is counted for the next summary. A caller that
+// builds the line's attributes only when first says so costs an event
+// a counted lock, no allocation.
+func (b *burstLog) first() bool {
 	b.mu.Lock()
+	defer b.mu.Unlock()
 	now := b.now()
 	if b.suppressed == 0 && !now.Before(b.quietUntil) {
 		b.quietUntil = now.Add(b.interval)
-		b.mu.Unlock()
-		b.log.Log(ctx, b.level, msg, attrs...)
-		return
+		return true
 	}
 	b.suppressed++
 	if !b.pending {
 		b.pending = true
 		b.after(b.quietUntil.Sub(now), b.flush)
 	}
-	b.mu.Unlock()
+	return false
 }
 
 // flush writes the summary of the events counted since the last line.

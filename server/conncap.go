@@ -4,8 +4,9 @@ import "fmt"
 
 // ConnectionReserve is what the default connection cap leaves of the
 // open-file limit for the process's other files: the model's files, the
-// listener, the log, the ready callback and the refusals being written
-// (LimitConnections writes at most maxRefusing at once).
+// listener, the log, the ready callback, the health reserve's
+// connections (healthReserve) and the refusals lingering (at most
+// maxRefusing).
 const ConnectionReserve = 128
 
 // MaxDefaultConnections bounds the default cap under a very large

@@ -46,6 +46,38 @@ const (
 // without making clients idle for long.
 const retryAfterSeconds = 1
 
+// Header values of the pre-rendered refusals, shared by every answer
+// (http.Server only reads them), so that writing one allocates nothing.
+var (
+	jsonContentType  = []string{"application/json"}
+	retryAfterHeader = []string{strconv.Itoa(retryAfterSeconds)}
+)
+
+// queueFullBody is the 429 QUEUE_FULL answer's body, rendered once: a
+// client ignoring Retry-After asks again at once, and its refusal must
+// cost far less than the work it waits for (issue #43 row 8).
+var queueFullBody = mustRender(http.StatusTooManyRequests, codeQueueFull, "all slots are busy and the queue is full; retry later")
+
+// mustRender renders an error body as writeError writes it.
+func mustRender(status int, code, message string) []byte {
+	b, err := json.Marshal(map[string]apiError{"error": {Message: message, Type: errorType(status), Code: code}})
+	if err != nil {
+		panic(err) // a fixed value: cannot fail
+	}
+	return append(b, '\n')
+}
+
+// writeRendered writes a refusal rendered by mustRender, with the
+// Retry-After that writeError gives a 429 or 503.
+func writeRendered(w http.ResponseWriter, status int, body []byte) {
+	h := w.Header()
+	h["Content-Type"] = jsonContentType
+	h["Retry-After"] = retryAfterHeader
+	setOutcome(w, outcomeForStatus(status))
+	w.WriteHeader(status)
+	_, _ = w.Write(body)
+}
+
 func errorType(status int) string {
 	switch {
 	case status == http.StatusUnauthorized:

@@ -93,8 +93,7 @@ func (s *Server) runJob(w http.ResponseWriter, r *http.Request, id string, sk si
 	}
 	switch {
 	case errors.Is(err, ErrQueueFull):
-		s.metrics.rejected.Inc()
-		writeError(w, http.StatusTooManyRequests, codeQueueFull, "all slots are busy and the queue is full; retry later", "")
+		s.refuseQueueFull(w)
 		return
 	case err != nil:
 		s.endJob(w, r, ctx, id, sk, stageQueued, err)
@@ -107,6 +106,46 @@ func (s *Server) runJob(w http.ResponseWriter, r *http.Request, id string, sk si
 	if err := work(ctx, slot); err != nil {
 		s.endJob(w, r, ctx, id, sk, stageRunning, err)
 	}
+}
+
+// shed answers 429 QUEUE_FULL and reports true when the scheduler is
+// full, before the request's body is read: a client that ignores
+// Retry-After sends its request again at once, and decoding, validating
+// and tokenizing it only to refuse it took the CPU the admitted work
+// needed (issue #43 row 8). A request that passes may still be refused by
+// Acquire if the last place went meanwhile.
+//
+// A request that comes on a connection refused before its Retry-After
+// passed is held until it has (or its client goes): a client hammering
+// on a kept-alive connection then costs a sleeping goroutine, not a
+// refusal's CPU in a loop. Then it is admitted if a place came free.
+func (s *Server) shed(w http.ResponseWriter, r *http.Request) bool {
+	if !s.sched.Full() {
+		return false
+	}
+	lc := connOf(r)
+	if lc != nil {
+		if wait := time.Until(time.Unix(0, lc.retryAt.Load())); wait > 0 {
+			t := time.NewTimer(wait)
+			select {
+			case <-t.C:
+			case <-r.Context().Done():
+				t.Stop()
+			}
+			if r.Context().Err() == nil && !s.sched.Full() {
+				return false
+			}
+		}
+		lc.retryAt.Store(time.Now().Add(retryAfterSeconds * time.Second).UnixNano())
+	}
+	s.refuseQueueFull(w)
+	return true
+}
+
+// refuseQueueFull answers 429 QUEUE_FULL, pre-rendered, and counts it.
+func (s *Server) refuseQueueFull(w http.ResponseWriter) {
+	s.metrics.rejected.Inc()
+	writeRendered(w, http.StatusTooManyRequests, queueFullBody)
 }
 
 // jobContext is the request's context plus --request-timeout; it ends when

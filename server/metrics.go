@@ -27,6 +27,7 @@ type metrics struct {
 	rejected      prometheus.Counter
 	cancellations *prometheus.CounterVec
 	connsRefused  prometheus.Counter
+	idleClosed    prometheus.Counter
 	openConns     prometheus.Gauge
 	maxConns      prometheus.Gauge
 
@@ -65,6 +66,9 @@ func newMetrics(version string) *metrics {
 		connsRefused: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "llorch_connections_refused_total", Help: "Connections refused with 503 because --max-connections were open.",
 		}),
+		idleClosed: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "llorch_idle_connections_closed_total", Help: "Idle connections closed, oldest first, to admit a new one at the --max-connections cap.",
+		}),
 		openConns: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "llorch_open_connections", Help: "Connections open under the --max-connections cap.",
 		}),
@@ -90,7 +94,7 @@ func newMetrics(version string) *metrics {
 		Name: "llorch_build_info", Help: "Build information; the value is always 1.",
 	}, []string{"version", "goversion"})
 	build.WithLabelValues(version, runtime.Version()).Set(1)
-	m.reg.MustRegister(m.requests, m.duration, m.rejected, m.cancellations, m.connsRefused, m.openConns, m.maxConns,
+	m.reg.MustRegister(m.requests, m.duration, m.rejected, m.cancellations, m.connsRefused, m.idleClosed, m.openConns, m.maxConns,
 		m.promptTokens, m.generated, m.cachedTokens, m.ttft, m.interToken, m.queueTime, m.prefillTime, m.batchSize,
 		build, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m

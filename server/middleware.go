@@ -151,24 +151,27 @@ func (s *Server) outer(next http.Handler) http.Handler {
 			if outcome == "" {
 				outcome = outcomeForStatus(rec.status)
 			}
+			// An overload refuses as fast as clients retry: the first
+			// refusal is logged, then a count per interval, and the line
+			// of one that is only counted is not even built.
+			overload := rec.status == http.StatusTooManyRequests
+			if overload && !s.rejections.first() {
+				return
+			}
 			// Probes and scrapes come every few seconds: debug, not info.
 			level := slog.LevelInfo
-			if quiet[r.URL.Path] && rec.status < 400 {
+			switch {
+			case overload:
+				level = s.rejections.level
+			case quiet[r.URL.Path] && rec.status < 400:
 				level = slog.LevelDebug
 			}
 			// Never the body: prompts stay out of the logs.
-			attrs := []any{"request_id", id, "method", r.Method, "path", r.URL.Path,
+			s.log.Log(r.Context(), level, "request", "request_id", id, "method", r.Method, "path", r.URL.Path,
 				"status", rec.status, "outcome", outcome, "bytes", rec.bytes,
-				"duration_ms", float64(time.Since(start).Microseconds()) / 1000, "remote", r.RemoteAddr}
-			if rec.status == http.StatusTooManyRequests {
-				// An overload refuses as fast as clients retry: the first
-				// refusal, then a count per interval.
-				s.rejections.event(r.Context(), "request", attrs...)
-				return
-			}
-			s.log.Log(r.Context(), level, "request", attrs...)
+				"duration_ms", float64(time.Since(start).Microseconds())/1000, "remote", r.RemoteAddr)
 		}()
-		if s.cors(rec, r) {
+		if reserveOnly(rec, r) || s.cors(rec, r) {
 			return
 		}
 		next.ServeHTTP(rec, r)

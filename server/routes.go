@@ -12,23 +12,28 @@ func (s *Server) routes() http.Handler {
 	handle := func(pattern string, open bool, h http.HandlerFunc) {
 		mux.Handle(pattern, s.route(pattern, open, h))
 	}
+	// model routes read the model; job routes also take a slot, and are
+	// refused before their body is read when none can be had.
 	model := func(pattern string, fam family, read modelRead) {
-		handle(pattern, false, s.modelRoute(fam, read))
+		handle(pattern, false, s.modelRoute(fam, read, false))
+	}
+	job := func(pattern string, fam family, read modelRead) {
+		handle(pattern, false, s.modelRoute(fam, read, true))
 	}
 	// Worker API.
 	handle("GET /health", true, s.handleHealth)
-	model("POST /execute", familyWorker, s.handleExecute)
+	job("POST /execute", familyWorker, s.handleExecute)
 	handle("POST /cancel", false, s.handleCancel)
 	// Batch API.
-	model("POST /generate", familyWorker, s.handleGenerate)
-	model("POST /loglikelihood", familyWorker, s.handleLoglikelihood)
+	job("POST /generate", familyWorker, s.handleGenerate)
+	job("POST /loglikelihood", familyWorker, s.handleLoglikelihood)
 	handle("GET /healthz", true, s.handleHealthz)
 	handle("GET /readyz", true, s.handleReadyz)
 	// OpenAI-compatible API.
-	model("POST /v1/completions", familyOpenAI, s.handleCompletions)
-	model("POST /v1/chat/completions", familyOpenAI, s.handleChat)
-	model("POST /v1/responses", familyOpenAI, s.handleResponses)
-	model("POST /v1/embeddings", familyOpenAI, s.handleEmbeddings)
+	job("POST /v1/completions", familyOpenAI, s.handleCompletions)
+	job("POST /v1/chat/completions", familyOpenAI, s.handleChat)
+	job("POST /v1/responses", familyOpenAI, s.handleResponses)
+	job("POST /v1/embeddings", familyOpenAI, s.handleEmbeddings)
 	handle("GET /v1/models", false, s.handleModels)
 	handle("GET /v1/models/{id...}", false, s.handleModel)
 	model("POST /tokenize", familyOpenAI, s.handleTokenize)
@@ -69,14 +74,16 @@ func (s *Server) readyEngine(w http.ResponseWriter) (*engine, bool) {
 type modelRead func(w http.ResponseWriter, r *http.Request, e *engine, f *fields) (work func())
 
 // modelRoute is the skeleton every model route shares. The engine must be
-// ready and the body valid JSON; read reads the route's fields and returns
-// its work. Then an OpenAI route names the fields it did not use
-// (X-Unused-Fields); every field error is one 400 in the route family's
-// shape, and without errors the work runs.
-func (s *Server) modelRoute(fam family, read modelRead) http.HandlerFunc {
+// ready; a job route (one that takes a slot) is refused before its body
+// is read when no slot can be had (shed); the body must be valid JSON;
+// read reads the route's fields and returns its work. Then an OpenAI
+// route names the fields it did not use (X-Unused-Fields); every field
+// error is one 400 in the route family's shape, and without errors the
+// work runs.
+func (s *Server) modelRoute(fam family, read modelRead, job bool) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		e, ok := s.readyEngine(w)
-		if !ok {
+		if !ok || job && s.shed(w, r) {
 			return
 		}
 		f, rerr := decodeBody(r)

@@ -89,6 +89,15 @@ func (s *Scheduler) Acquire(ctx context.Context) (*Slot, error) {
 	}
 }
 
+// Full reports whether Acquire would fail with ErrQueueFull now: every
+// slot busy and the queue at its limit. A route asks before it reads its
+// body, to refuse for the cost of a lock (Server.shed).
+func (s *Scheduler) Full() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.free) == 0 && len(s.waiting) >= s.maxQueue
+}
+
 // Release gives the slot to the longest waiter, or back to the free set.
 func (sl *Slot) Release() {
 	if sl.dec != nil {

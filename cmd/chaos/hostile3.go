@@ -3,9 +3,11 @@
 package main
 
 import (
+	"bytes"
 	"fmt"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -86,4 +88,94 @@ func oversizedConfig(_ *server, _ bool) (string, bool) {
 		return fmt.Sprintf("exit %d, %.60s", code, stderr), false
 	}
 	return "refused naming the cap, exit 2", true
+}
+
+// weightsCacheContent: generate --weights-cache, then the model file
+// changed in place keeping its size and mtime (as reproducible images
+// normalise mtimes): the next run generates the changed model's tokens,
+// as a run without the cache does, not the cached model's.
+func weightsCacheContent(_ *server, _ bool) (string, bool) {
+	dir, err := copyDir("testdata/tiny-gpt2")
+	if err != nil {
+		return err.Error(), false
+	}
+	defer os.RemoveAll(filepath.Dir(dir))
+	cache := filepath.Join(filepath.Dir(dir), "weights-cache")
+	generate := func(withCache bool) (string, error) {
+		args := []string{"generate", "--model", dir, "--prompt", "The library opened", "--max-tokens", "8", "--temperature", "0"}
+		if withCache {
+			args = append(args, "--weights-cache", cache)
+		}
+		cmd := exec.Command(binPath, args...)
+		var stdout bytes.Buffer
+		cmd.Stdout = &stdout
+		if code, stderr := runCmd(cmd, 30*time.Second); code != 0 {
+			return "", fmt.Errorf("generate: exit %d, %.60s", code, stderr)
+		}
+		return stdout.String(), nil
+	}
+	before, err := generate(true)
+	if err != nil {
+		return err.Error(), false
+	}
+	weights := filepath.Join(dir, "model.safetensors")
+	if err := zeroMiddle(weights); err != nil {
+		return err.Error(), false
+	}
+	cached, err := generate(true)
+	if err != nil {
+		return err.Error(), false
+	}
+	fresh, err := generate(false)
+	if err != nil {
+		return err.Error(), false
+	}
+	return fmt.Sprintf("changed: %v, same as uncached: %v", cached != before, cached == fresh), cached == fresh && fresh != before
+}
+
+// zeroMiddle overwrites the middle third of a file with zeros (valid
+// float32s) and gives it back its size and modification time.
+func zeroMiddle(path string) error {
+	info, err := os.Stat(path)
+	if err != nil {
+		return err
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY, 0)
+	if err != nil {
+		return err
+	}
+	_, err = f.WriteAt(make([]byte, info.Size()/3), info.Size()/3)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return err
+	}
+	return os.Chtimes(path, info.ModTime(), info.ModTime())
+}
+
+// unwritableCache: outside a clone, with the user's cache directory
+// unusable (a regular file, which even root cannot make a directory
+// in), serve --dry-run on the built-in defaults copies them to $TMPDIR
+// and exits 0.
+func unwritableCache(_ *server, _ bool) (string, bool) {
+	dir, err := os.MkdirTemp("", "chaos-cache-")
+	if err != nil {
+		return err.Error(), false
+	}
+	defer os.RemoveAll(dir)
+	notDir := filepath.Join(dir, "cache")
+	tmp := filepath.Join(dir, "tmp")
+	work := filepath.Join(dir, "work")
+	for _, err := range []error{os.WriteFile(notDir, []byte("not a directory"), 0o444), os.Mkdir(tmp, 0o755), os.Mkdir(work, 0o755)} {
+		if err != nil {
+			return err.Error(), false
+		}
+	}
+	cmd := exec.Command(binPath, "serve", "--dry-run")
+	cmd.Dir = work
+	cmd.Env = append(os.Environ(), "XDG_CACHE_HOME="+notDir, "TMPDIR="+tmp)
+	code, stderr := runCmd(cmd, 30*time.Second)
+	copies, _ := filepath.Glob(filepath.Join(tmp, "llorch-check-*", "builtin-*"))
+	return fmt.Sprintf("exit %d, %d copies in $TMPDIR", code, len(copies)), code == 0 && len(copies) > 0 && !strings.Contains(stderr, "read-only")
 }

@@ -104,7 +104,7 @@ docs/serve.md.`,
 	fl.BoolVar(&f.lenient, "lenient", false, "the model routes ignore unknown request fields (logging each name once) instead of answering 400 naming them")
 	fl.IntVar(&f.parallel, "parallel", d.Parallel, "sequences decoding at once")
 	fl.IntVar(&f.maxQueue, "max-queue", d.MaxQueue, "requests waiting for a slot; beyond it 429 with Retry-After")
-	fl.IntVar(&f.maxConnections, "max-connections", 0, fmt.Sprintf("connections open at once; beyond it a connection is answered 503 TOO_MANY_CONNECTIONS and closed (0: the open-file limit less %d, at most %d)", server.ConnectionReserve, server.MaxDefaultConnections))
+	fl.IntVar(&f.maxConnections, "max-connections", 0, fmt.Sprintf("connections open at once; at the cap the one idle longest is closed for a new one, with none idle a few more may ask for health and metrics only, beyond that a connection is answered 503 TOO_MANY_CONNECTIONS and closed (0: the open-file limit less %d, at most %d)", server.ConnectionReserve, server.MaxDefaultConnections))
 	fl.IntVar(&f.kvCacheTokens, "kv-cache-tokens", 0, "positions the KV cache holds for all sequences at once, in blocks of 16 taken as sequences grow and given back as they end; a request waits until its prompt + max_tokens fit (0: --parallel × the model's context)")
 	fl.StringVar(&f.kvCacheDType, "kv-cache-dtype", "f32", "f32, or f16: keys and values stored as float16, half the memory (validate it with an f16-kv reference set: run --kv-cache-dtype f16)")
 	fl.IntVar(&f.prefixTokens, "prefix-cache-tokens", 0, "positions of finished prompts kept for reuse while no request holds them, least recently used evicted first (0: the model's context)")
@@ -337,7 +337,6 @@ func runServe(cmd *cobra.Command, f serveFlags) error {
 	if warning != "" {
 		log.Warn(warning)
 	}
-	ln = srv.LimitConnections(ln, maxConns)
 	hs := &http.Server{
 		Handler:           srv.Handler(),
 		ReadHeaderTimeout: 10 * time.Second,
@@ -347,6 +346,7 @@ func runServe(cmd *cobra.Command, f serveFlags) error {
 		IdleTimeout:       f.idleTimeout,
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}
+	ln = srv.LimitConnections(hs, ln, maxConns)
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- hs.Serve(ln) }()
 	addr := ln.Addr().String()

@@ -1,6 +1,8 @@
 // Command loadtest drives `llorch-check serve` with N concurrent streaming
 // clients on loopback for a bounded time and reports requests/s, tokens/s,
 // time to first token (p50/p99), errors by kind and the server's peak RSS.
+// With --storm it measures the goodput that clients ignoring Retry-After
+// leave against clients honouring it (storm.go).
 //
 // Without --url it serves the default tiny model in-process on a loopback
 // port (the same server package `serve` uses), so `make loadtest` needs no
@@ -41,6 +43,7 @@ type options struct {
 	duration                   time.Duration
 	temperature                float64
 	asJSON                     bool
+	storm                      bool
 }
 
 // report is the outcome of one run.
@@ -71,7 +74,13 @@ func main() {
 	flag.IntVar(&o.parallel, "parallel", 4, "in-process server: --parallel")
 	flag.IntVar(&o.maxQueue, "max-queue", 16, "in-process server: --max-queue")
 	flag.BoolVar(&o.asJSON, "json", false, "print the report as JSON")
+	flag.BoolVar(&o.storm, "storm", false, "retry storm: goodput of clients ignoring Retry-After against the same clients honouring it, --duration each (--clients default: 32 × --parallel)")
 	flag.Parse()
+	clientsSet := false
+	flag.Visit(func(f *flag.Flag) { clientsSet = clientsSet || f.Name == "clients" })
+	if o.storm && !clientsSet {
+		o.clients = stormClientsPerSlot * o.parallel
+	}
 	if err := run(o); err != nil {
 		fmt.Fprintln(os.Stderr, "loadtest:", err)
 		os.Exit(1)
@@ -91,6 +100,9 @@ func run(o options) error {
 		}
 		defer stop()
 		base = url
+	}
+	if o.storm {
+		return runStorm(o, base, inProcess)
 	}
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: o.clients * 2}}
 
@@ -151,9 +163,7 @@ func run(o options) error {
 		r.Parallel = o.parallel
 	}
 	if o.asJSON {
-		enc := json.NewEncoder(os.Stdout)
-		enc.SetIndent("", "  ")
-		return enc.Encode(r)
+		return printJSON(r)
 	}
 	printReport(r)
 	return nil
@@ -162,10 +172,17 @@ func run(o options) error {
 // stream runs one /execute request and returns its time to first token,
 // tokens received, and the error kind ("" for a clean end).
 func stream(ctx context.Context, client *http.Client, base string, o options, job string) (time.Duration, int, string) {
+	ttft, n, kind, _ := streamWait(ctx, client, base, o, job)
+	return ttft, n, kind
+}
+
+// streamWait is stream, and for a 429 or 503 also the wait its
+// Retry-After asks for.
+func streamWait(ctx context.Context, client *http.Client, base string, o options, job string) (time.Duration, int, string, time.Duration) {
 	body, _ := json.Marshal(map[string]any{"job_id": job, "prompt": o.prompt, "max_tokens": o.maxTokens, "temperature": o.temperature})
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, base+"/execute", bytes.NewReader(body))
 	if err != nil {
-		return 0, 0, "request"
+		return 0, 0, "request", 0
 	}
 	req.Header.Set("Content-Type", "application/json")
 	if o.apiKey != "" {
@@ -175,14 +192,15 @@ func stream(ctx context.Context, client *http.Client, base string, o options, jo
 	resp, err := client.Do(req)
 	if err != nil {
 		if ctx.Err() != nil {
-			return 0, 0, "shutdown"
+			return 0, 0, "shutdown", 0
 		}
-		return 0, 0, "transport"
+		return 0, 0, "transport", 0
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
 		_, _ = io.Copy(io.Discard, resp.Body)
-		return 0, 0, "http_" + strconv.Itoa(resp.StatusCode)
+		wait, _ := strconv.Atoi(resp.Header.Get("Retry-After"))
+		return 0, 0, "http_" + strconv.Itoa(resp.StatusCode), time.Duration(wait) * time.Second
 	}
 	var ttft time.Duration
 	n := 0
@@ -206,19 +224,19 @@ func stream(ctx context.Context, client *http.Client, base string, o options, jo
 			}
 			n++
 		case "end":
-			return ttft, n, ""
+			return ttft, n, "", 0
 		case "error":
 			var e struct {
 				Code string `json:"code"`
 			}
 			_ = json.Unmarshal([]byte(data), &e)
-			return ttft, n, "event_" + e.Code
+			return ttft, n, "event_" + e.Code, 0
 		}
 	}
 	if ctx.Err() != nil {
-		return ttft, n, "shutdown"
+		return ttft, n, "shutdown", 0
 	}
-	return ttft, n, "stream_cut"
+	return ttft, n, "stream_cut", 0
 }
 
 // sampleRSS polls the server's /metrics for its resident memory.
@@ -283,9 +301,19 @@ func startServer(o options) (string, func(), error) {
 	if err != nil {
 		return "", nil, err
 	}
+	// As serve does: the connection cap from the open-file limit.
 	hs := &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	limit, _ := server.ConnectionCap(0)
+	ln = srv.LimitConnections(hs, ln, limit)
 	go func() { _ = hs.Serve(ln) }()
 	return "http://" + ln.Addr().String(), func() { _ = hs.Close() }, nil
+}
+
+// printJSON prints a report as indented JSON (--json).
+func printJSON(r any) error {
+	enc := json.NewEncoder(os.Stdout)
+	enc.SetIndent("", "  ")
+	return enc.Encode(r)
 }
 
 func percentile(sorted []time.Duration, p float64) time.Duration {
