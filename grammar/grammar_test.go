@@ -163,3 +163,32 @@ func TestJSONObject(t *testing.T) {
 	assert.True(t, g.Matches([]byte("{\n"+strings.Repeat(" ", 20)+"}")))
 	assert.False(t, g.Matches([]byte("{\n"+strings.Repeat(" ", 21)+"}")))
 }
+
+// TestRepetitionReachesOneState: a repetition's every turn is the same
+// state, so a long string interns no more stacks or states than a short
+// one (before the tail call, each character pushed one more node and
+// every step walked the chain: quadratic in the string's length).
+func TestRepetitionReachesOneState(t *testing.T) {
+	for _, src := range []string{`{"type":"string"}`, `{"type":"array","items":{"type":"integer"}}`, `{"type":"object","additionalProperties":{"type":"boolean"}}`} {
+		g, err := FromJSONSchema([]byte(src))
+		require.NoError(t, err)
+		grow := func(n int) (nodes, states int) {
+			m := g.NewMatcher()
+			var text string
+			switch src[9] {
+			case 's':
+				text = `"` + strings.Repeat("ab", n)
+			case 'a':
+				text = `[1` + strings.Repeat(", 23", n)
+			default:
+				text = `{"a":true` + strings.Repeat(`, "b": false`, n)
+			}
+			require.NoError(t, m.Accept([]byte(text)), src)
+			return len(m.nodes), len(m.states)
+		}
+		n10, s10 := grow(10)
+		n1000, s1000 := grow(1000)
+		assert.Equal(t, n10, n1000, "%s: stacks interned", src)
+		assert.Equal(t, s10, s1000, "%s: states interned", src)
+	}
+}
