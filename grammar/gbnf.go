@@ -100,6 +100,9 @@ func Parse(src string) (*Grammar, error) {
 	if err := p.g.checkLeftRecursion(); err != nil {
 		return nil, err
 	}
+	if err := p.g.pruneUnproductive(); err != nil {
+		return nil, err
+	}
 	return p.g, nil
 }
 

@@ -30,6 +30,10 @@ func TestParseErrors(t *testing.T) {
 		{"grows too large", `root ::= "` + strings.Repeat("x", 2000) + `"{1000}`, "grows past 1048576 elements (1000 copies of 2000)"},
 		{"missing ::=", `root "a"`, "expected ::="},
 		{"unclosed group", `root ::= ("a" | "b"`, "expected )"},
+		{"class of nothing", `root ::= [^\x00-\U0010FFFF]`, `the language is empty: rule "root" matches no text (rule "root" has a character class`},
+		{"lone surrogate", "root ::= \"a\" x\nx ::= \"\\uD800\"", `the language is empty: rule "root" matches no text (rule "x" has`},
+		{"surrogates only", `root ::= [^\x00-\uD7FF\uE000-\U0010FFFF]+`, `the language is empty`},
+		{"no end", `root ::= "a" root`, `the language is empty: rule "root" matches no text (every alternative recurses`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := Parse(tc.src)
@@ -191,4 +195,18 @@ func TestRepetitionReachesOneState(t *testing.T) {
 		assert.Equal(t, n10, n1000, "%s: stacks interned", src)
 		assert.Equal(t, s10, s1000, "%s: states interned", src)
 	}
+}
+
+// TestUnproductivePruned: an alternative that can match no text is never
+// entered, so the mask never leaves a text with nothing to take.
+func TestUnproductivePruned(t *testing.T) {
+	g, err := Parse("root ::= \"a\" x | \"b\" (\"c\" | [^\\x00-\\U0010FFFF])\nx ::= [\\uD800-\\uDFFF]")
+	require.NoError(t, err)
+	assert.True(t, g.Matches([]byte("bc")))
+	assert.Error(t, g.NewMatcher().Accept([]byte("a")), "a leads only to a class of nothing")
+	v := NewVocab([][]byte{[]byte("a"), []byte("b"), []byte("c"), nil}, []int{3}, nil)
+	m := g.NewMatcher()
+	assert.Equal(t, []uint64{0b10}, m.Mask(v))
+	require.NoError(t, m.Accept([]byte("b")))
+	assert.Equal(t, []uint64{0b100}, m.Mask(v))
 }

@@ -122,6 +122,8 @@ func TestStructuredOutputRefused(t *testing.T) {
 		{"pattern", map[string]any{"response_format": map[string]any{"type": "json_schema", "json_schema": map[string]any{"name": "x",
 			"schema": map[string]any{"type": "string", "pattern": "^a+$"}}}}, "response_format.json_schema.schema", `keyword "pattern" is not supported`},
 		{"bad grammar", map[string]any{"grammar": `root ::= foo`}, "grammar", `rule "foo" is used but never defined`},
+		{"empty language", map[string]any{"grammar": `root ::= [^\x00-\U0010FFFF]`}, "grammar", `the language is empty`},
+		{"lone surrogate", map[string]any{"grammar": `root ::= "\uD800"`}, "grammar", `the language is empty`},
 		{"grammar not a string", map[string]any{"grammar": 3}, "grammar", ""},
 		{"two constraints", map[string]any{"grammar": `root ::= "a"`, "response_format": map[string]any{"type": "json_object"}}, "grammar", "give one of"},
 	} {
