@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"math"
 	"regexp"
 	"slices"
 	"strconv"
@@ -327,76 +326,49 @@ func (c *converter) visitType(s *object, t, path, name string, depth int) (strin
 	return "", &SchemaError{Path: path + "/type", Message: fmt.Sprintf("unknown type %q (string, number, integer, boolean, null, array, object)", t)}
 }
 
-// boundKeywords bound a number; number honours the bounds that only
-// limit its digits (zod writes ±(2^53−1) for every integer).
+// boundKeywords bound an integer or a number.
 var boundKeywords = []string{"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"}
 
-// number is the rule of an integer or number within its bounds, if any:
-// without a sign when the least is 0 or more, and with as many digits
-// before the point (at most 16, no exponent) as keep every number the
-// rule writes inside them. Bounds that a count of digits cannot express
-// (minimum 1, maximum 0.5) are a SchemaError.
+// number is the rule of an integer or number within its bounds, if any
+// (rangeRule): a bounded number is written without an exponent.
 func (c *converter) number(s *object, t, path string) (string, error) {
-	lo, hi := math.Inf(-1), math.Inf(1)
+	var lo, hi *bound
 	given := false
 	for _, k := range boundKeywords {
 		v, ok := s.get(k)
 		if !ok {
 			continue
 		}
-		n, _ := v.(json.Number)
-		f, err := strconv.ParseFloat(string(n), 64)
+		b, err := readBound(v, k, t == "integer")
 		if err != nil {
-			return "", &SchemaError{Path: path + "/" + k, Message: "must be a number"}
+			return "", &SchemaError{Path: path + "/" + k, Message: err.Error()}
 		}
 		given = true
-		switch k {
-		case "minimum":
-			lo = math.Max(lo, f)
-		case "exclusiveMinimum":
-			lo = math.Max(lo, math.Nextafter(f, math.Inf(1)))
-		case "maximum":
-			hi = math.Min(hi, f)
-		case "exclusiveMaximum":
-			hi = math.Min(hi, math.Nextafter(f, math.Inf(-1)))
+		if k == "minimum" || k == "exclusiveMinimum" {
+			lo = maxBound(lo, b)
+		} else {
+			hi = minBound(hi, b)
 		}
 	}
 	if !given {
 		return c.use(t), nil
 	}
-	// The largest d such that every number of at most d digits before
-	// the point (and, for a number, any fraction) lies in [lo, hi]:
-	// signed if that fits, else without a sign (a least of 0 or between
-	// -1 and 0: the non-negative numbers lie within it).
-	fits := func(signed bool) int {
-		digits := 0
-		for d := 1; d <= 16; d++ {
-			top := math.Pow(10, float64(d)) // a number's fraction may reach it
-			if t == "integer" {
-				top--
-			}
-			bottom := 0.0
-			if signed {
-				bottom = -top
-			}
-			if top <= hi && bottom >= lo {
-				digits = d
-			}
-		}
-		return digits
-	}
-	sign, digits := `"-"? `, fits(true)
-	if digits == 0 {
-		sign, digits = "", fits(false)
-	}
-	if digits == 0 {
-		return "", &SchemaError{Path: path, Message: fmt.Sprintf("bounds [%g, %g] are not supported: only bounds that a count of digits (and no sign, for a least of 0) keeps to", lo, hi)}
-	}
-	body := fmt.Sprintf(`(%s([0] | [1-9] [0-9]{0,%d}))`, sign, digits-1)
-	if t == "number" {
-		body += ` ("." ` + c.use("decimal-part") + `)?`
+	body, err := rangeRule(lo, hi, t == "integer")
+	if err != nil {
+		return "", &SchemaError{Path: path, Message: fmt.Sprintf("%s (%s)", err, describeBounds(s))}
 	}
 	return body + " " + c.use("space"), nil
+}
+
+// describeBounds names a schema's bound keywords and their values.
+func describeBounds(s *object) string {
+	var parts []string
+	for _, k := range boundKeywords {
+		if v, ok := s.get(k); ok {
+			parts = append(parts, fmt.Sprintf("%s %v", k, v))
+		}
+	}
+	return strings.Join(parts, ", ")
 }
 
 // bounds reads a pair of count keywords (absent: 0 and -1, no bound).
