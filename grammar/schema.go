@@ -69,7 +69,7 @@ func (e *SchemaError) Error() string {
 // unsupportedKeywords constrain values in ways a grammar here does not
 // express; a schema using one is refused rather than half obeyed.
 var unsupportedKeywords = []string{
-	"pattern", "format", "multipleOf", "patternProperties", "minProperties", "maxProperties", "uniqueItems",
+	"multipleOf", "patternProperties", "minProperties", "maxProperties", "uniqueItems",
 	"contains", "not", "if", "then", "else", "dependentRequired", "dependentSchemas",
 	"prefixItems", "propertyNames", "unevaluatedProperties", "unevaluatedItems", "contentEncoding",
 }
@@ -288,6 +288,11 @@ func (c *converter) visitObject(s *object, path, name string, depth int) (string
 				return "", &SchemaError{Path: path + "/" + k, Message: "numeric bounds need \"type\": \"integer\" or \"number\""}
 			}
 		}
+		for _, k := range stringKeywords {
+			if _, ok := s.get(k); ok {
+				return "", &SchemaError{Path: path + "/" + k, Message: fmt.Sprintf("%s needs \"type\": \"string\"", k)}
+			}
+		}
 		return c.use("value"), nil
 	}
 	alts := make([]string, len(types))
@@ -310,14 +315,7 @@ func (c *converter) visitType(s *object, t, path, name string, depth int) (strin
 	case "boolean", "null":
 		return c.use(t), nil
 	case "string":
-		lo, hi, err := bounds(s, path, "minLength", "maxLength")
-		if err != nil {
-			return "", err
-		}
-		if lo == 0 && hi < 0 {
-			return c.use("string"), nil
-		}
-		return `"\"" ` + repeat(c.use("char"), lo, hi) + ` "\"" ` + c.use("space"), nil
+		return c.str(s, path)
 	case "array":
 		return c.array(s, path, name, depth)
 	case "object":

@@ -74,7 +74,16 @@ func TestFromJSONSchemaErrors(t *testing.T) {
 	for _, tc := range []struct{ name, schema, want string }{
 		{"not JSON", `{`, "JSON schema at #: not JSON"},
 		{"false", `false`, "false accepts nothing"},
-		{"pattern", `{"type":"object","properties":{"a":{"type":"string","pattern":"x+"}}}`, `JSON schema at #/properties/a/pattern: the keyword "pattern" is not supported`},
+		{"lookahead", `{"type":"object","properties":{"a":{"type":"string","pattern":"(?=x)y"}}}`, `JSON schema at #/properties/a/pattern: pattern at character 2: the group (?= is not supported`},
+		{"backreference", `{"type":"string","pattern":"(a)\\1"}`, `#/pattern: pattern at character 4: the escape \1 is not supported`},
+		{"word boundary", `{"type":"string","pattern":"\\bx"}`, `the escape \b is not supported`},
+		{"inner anchor", `{"type":"string","pattern":"a^b"}`, `the anchor ^ is supported only at the pattern's start`},
+		{"possessive", `{"type":"string","pattern":"a++"}`, `possessive repetitions are not supported`},
+		{"pattern not a string", `{"type":"string","pattern":1}`, `#/pattern: must be a string`},
+		{"unknown format", `{"type":"string","format":"ipv6"}`, `#/format: the format "ipv6" is not supported (date, time, date-time, uuid, email)`},
+		{"format and pattern", `{"type":"string","format":"date","pattern":"^2"}`, `format and pattern together are not supported`},
+		{"format and length", `{"type":"string","format":"email","maxLength":20}`, `format and maxLength together are not supported`},
+		{"format without a type", `{"format":"date"}`, `#/format: format needs "type": "string"`},
 		{"fractional number bound", `{"type":"number","maximum":0.5}`, "#/maximum: 0.5 is not supported: a number's bounds must be whole numbers"},
 		{"bounds without a type", `{"minimum":0}`, `numeric bounds need "type": "integer" or "number"`},
 		{"bound not a number", `{"type":"integer","maximum":"9"}`, "#/maximum: must be a number"},
@@ -102,55 +111,21 @@ func TestFromJSONSchemaErrors(t *testing.T) {
 // apart from the grammar: whatever a model picks, the text it ends with
 // parses and satisfies the schema.
 func TestSchemaSentencesValidate(t *testing.T) {
-	tokens := make([][]byte, 257)
-	for b := range 256 {
-		tokens[b] = []byte{byte(b)}
-	}
-	const eos = 256
-	v := NewVocab(tokens, []int{eos}, nil)
 	schemas := []string{
 		`{"type":"object","properties":{"name":{"type":"string","maxLength":5},"age":{"type":"integer"},"score":{"type":"number"},"tags":{"type":"array","items":{"enum":["a","b",null]},"maxItems":3},"ok":{"type":["boolean","null"]}},"required":["name","tags"],"additionalProperties":false}`,
 		`{"type":"array","items":{"anyOf":[{"type":"integer"},{"type":"string","minLength":1,"maxLength":2}]},"minItems":1,"maxItems":4}`,
 		`{"$defs":{"n":{"type":"object","properties":{"v":{"const":7},"k":{"type":"array","items":{"$ref":"#/$defs/n"},"maxItems":2}},"required":["v"],"additionalProperties":false}},"$ref":"#/$defs/n"}`,
 	}
 	r := rand.New(rand.NewPCG(3, 4))
+	v := byteVocab()
 	for si, src := range schemas {
 		g, err := FromJSONSchema([]byte(src))
 		require.NoError(t, err)
 		var schema any
 		require.NoError(t, json.Unmarshal([]byte(src), &schema))
 		for trial := range 30 {
-			m := g.NewMatcher()
-			var text []byte
-			for len(text) < 400 {
-				mask := m.Mask(v)
-				var ids []int
-				for id := range 257 {
-					if Allowed(mask, id) {
-						ids = append(ids, id)
-					}
-				}
-				require.NotEmpty(t, ids, "schema %d: dead end after %q", si, text)
-				id := ids[r.IntN(len(ids))]
-				// Lean towards closing: end when allowed, and prefer
-				// structure over more characters half the time.
-				if Allowed(mask, eos) {
-					id = eos
-				} else if r.IntN(2) == 0 {
-					for _, c := range []int{'}', ']', '"', ','} {
-						if Allowed(mask, c) {
-							id = c
-							break
-						}
-					}
-				}
-				if id == eos {
-					break
-				}
-				require.NoError(t, m.Accept(tokens[id]))
-				text = append(text, tokens[id]...)
-			}
-			require.True(t, m.Complete(), "schema %d trial %d: unfinished %q", si, trial, text)
+			text := randomSentence(t, g, v, r)
+			require.NotNil(t, text, "schema %d trial %d: unfinished", si, trial)
 			require.True(t, utf8.Valid(text), "%q", text)
 			var got any
 			require.NoError(t, json.Unmarshal(text, &got), "schema %d: %q", si, text)
@@ -158,6 +133,51 @@ func TestSchemaSentencesValidate(t *testing.T) {
 			require.NoError(t, validate(schema, got, defs, "#"), "schema %d: %s", si, text)
 		}
 	}
+}
+
+// byteVocab has a token for each byte and end of text (256).
+func byteVocab() *Vocab {
+	tokens := make([][]byte, 257)
+	for b := range 256 {
+		tokens[b] = []byte{byte(b)}
+	}
+	return NewVocab(tokens, []int{256}, nil)
+}
+
+// randomSentence walks a random path through g one byte at a time, every
+// byte drawn from what the mask of v (byteVocab) allows, leaning towards
+// closing: it ends when end of text is allowed, and half the time takes
+// structure over more characters. Nil if 400 bytes did not finish it.
+func randomSentence(t *testing.T, g *Grammar, v *Vocab, r *rand.Rand) []byte {
+	t.Helper()
+	const eos = 256
+	m := g.NewMatcher()
+	var text []byte
+	for len(text) < 400 {
+		mask := m.Mask(v)
+		var ids []int
+		for id := range 257 {
+			if Allowed(mask, id) {
+				ids = append(ids, id)
+			}
+		}
+		require.NotEmpty(t, ids, "dead end after %q", text)
+		if Allowed(mask, eos) {
+			return text
+		}
+		id := ids[r.IntN(len(ids))]
+		if r.IntN(2) == 0 {
+			for _, c := range []int{'"', '}', ']', ','} {
+				if Allowed(mask, c) {
+					id = c
+					break
+				}
+			}
+		}
+		require.NoError(t, m.Accept([]byte{byte(id)}))
+		text = append(text, byte(id))
+	}
+	return nil
 }
 
 // validate checks v against the schema subset the tests use.
