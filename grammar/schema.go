@@ -3,6 +3,7 @@ package grammar
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"regexp"
 	"slices"
@@ -81,11 +82,16 @@ const maxRepeat = 1000
 // FromJSONSchema compiles a JSON schema into the grammar of the JSON
 // texts it accepts: type (and lists of types), properties in schema order
 // with required ones first, additionalProperties, items, minItems,
-// maxItems, minLength, maxLength, enum, const, anyOf, oneOf, a one-schema
-// allOf, $ref into $defs or definitions, and numeric bounds a count of
-// digits keeps to (number). Annotations (title, description, default,
-// ...) are ignored; keywords that would constrain values in other ways
-// (pattern, format, multipleOf, ...) are a SchemaError.
+// maxItems, minLength, maxLength, format (date, time, date-time, uuid,
+// email), pattern (a regular-expression subset: patternRule), integer
+// bounds of any value and whole-number bounds on a number, enum, const,
+// anyOf, oneOf (as anyOf), allOf, and $ref into $defs or definitions.
+// Keywords beside $ref, allOf, anyOf and oneOf are merged into each
+// schema, and those beside enum and const filter the values; what cannot
+// be merged is a SchemaError naming it, never dropped. Annotations
+// (title, description, default, ...) are ignored; keywords that would
+// constrain values in other ways (multipleOf, uniqueItems, ...) are a
+// SchemaError.
 func FromJSONSchema(schema []byte) (*Grammar, error) {
 	v, err := decodeOrdered(schema)
 	if err != nil {
@@ -98,11 +104,7 @@ func FromJSONSchema(schema []byte) (*Grammar, error) {
 		return nil, err
 	}
 	c.define("root", body)
-	var b strings.Builder
-	for _, name := range c.order {
-		fmt.Fprintf(&b, "%s ::= %s\n", name, c.rules[name])
-	}
-	g, err := Parse(b.String())
+	g, err := Parse(c.source())
 	if err != nil {
 		return nil, &SchemaError{Path: "#", Message: err.Error()}
 	}
@@ -114,6 +116,15 @@ type converter struct {
 	rules map[string]string
 	order []string
 	names map[string]bool
+}
+
+// source is the GBNF text of the rules defined.
+func (c *converter) source() string {
+	var b strings.Builder
+	for _, name := range c.order {
+		fmt.Fprintf(&b, "%s ::= %s\n", name, c.rules[name])
+	}
+	return b.String()
 }
 
 func (c *converter) define(name, body string) {
@@ -222,42 +233,93 @@ func (c *converter) visitObject(s *object, path, name string, depth int) (string
 			return "", &SchemaError{Path: path + "/" + k, Message: fmt.Sprintf("the keyword %q is not supported by constrained decoding here", k)}
 		}
 	}
+	// A keyword beside $ref, allOf, anyOf, oneOf, const or enum holds
+	// too: merged into each schema, or filtering the values.
 	if ref, ok := s.get("$ref"); ok {
-		return c.ref(ref, path+"/$ref", depth)
+		sib := siblings(s, "$ref")
+		if sib == nil {
+			return c.ref(ref, path+"/$ref", depth)
+		}
+		target, err := c.target(ref, path+"/$ref")
+		if err != nil {
+			return "", err
+		}
+		return c.visitMerged(target, sib, path, "$ref", name, depth)
 	}
-	if v, ok := s.get("const"); ok {
-		return literal(v), nil
-	}
-	if v, ok := s.get("enum"); ok {
+	if v, ok := s.get("allOf"); ok {
 		list, ok := v.([]any)
 		if !ok || len(list) == 0 {
-			return "", &SchemaError{Path: path + "/enum", Message: "must be a non-empty array"}
+			return "", &SchemaError{Path: path + "/allOf", Message: "must be a non-empty array"}
 		}
-		alts := make([]string, len(list))
+		var all any = true
+		if sib := siblings(s, "allOf"); sib != nil {
+			all = sib
+		}
 		for i, e := range list {
+			m, err := merge(all, e)
+			if err != nil {
+				return "", &SchemaError{Path: fmt.Sprintf("%s/allOf/%d", path, i), Message: "cannot merge with the schemas beside it: " + err.Error()}
+			}
+			all = m
+		}
+		return c.visit(all, path+"/allOf", name, depth+1)
+	}
+	for _, k := range []string{"const", "enum"} {
+		v, ok := s.get(k)
+		if !ok {
+			continue
+		}
+		values := []any{v}
+		if k == "enum" {
+			list, ok := v.([]any)
+			if !ok || len(list) == 0 {
+				return "", &SchemaError{Path: path + "/enum", Message: "must be a non-empty array"}
+			}
+			values = list
+		}
+		if sib := siblings(s, k); sib != nil {
+			var err error
+			if values, err = c.filterValues(values, sib, k, path, depth); err != nil {
+				return "", err
+			}
+		}
+		alts := make([]string, len(values))
+		for i, e := range values {
 			alts[i] = literal(e)
 		}
 		return "(" + strings.Join(alts, " | ") + ")", nil
 	}
-	for _, k := range []string{"anyOf", "oneOf", "allOf"} {
+	for _, k := range []string{"anyOf", "oneOf"} {
 		v, ok := s.get(k)
 		if !ok {
 			continue
 		}
 		list, ok := v.([]any)
-		if !ok || len(list) == 0 || k == "allOf" && len(list) != 1 {
-			msg := "must be a non-empty array"
-			if k == "allOf" {
-				msg = "is supported with exactly one schema"
-			}
-			return "", &SchemaError{Path: path + "/" + k, Message: msg}
+		if !ok || len(list) == 0 {
+			return "", &SchemaError{Path: path + "/" + k, Message: "must be a non-empty array"}
 		}
-		alts := make([]string, len(list))
+		sib := siblings(s, k)
+		var alts []string
 		for i, e := range list {
-			var err error
-			if alts[i], err = c.visit(e, fmt.Sprintf("%s/%s/%d", path, k, i), fmt.Sprintf("%s-%d", name, i), depth+1); err != nil {
+			at, sub := fmt.Sprintf("%s/%s/%d", path, k, i), fmt.Sprintf("%s-%d", name, i)
+			if sib != nil {
+				m, err := merge(e, sib)
+				if errors.Is(err, errNoValue) {
+					continue // an alternative the keywords beside it rule out
+				}
+				if err != nil {
+					return "", &SchemaError{Path: at, Message: fmt.Sprintf("the keywords beside %s (%s) cannot be merged into it: %s", k, strings.Join(sib.keys, ", "), err)}
+				}
+				e = m
+			}
+			alt, err := c.visit(e, at, sub, depth+1)
+			if err != nil {
 				return "", err
 			}
+			alts = append(alts, alt)
+		}
+		if len(alts) == 0 {
+			return "", &SchemaError{Path: path + "/" + k, Message: fmt.Sprintf("no alternative satisfies the keywords beside %s (%s)", k, strings.Join(sib.keys, ", "))}
 		}
 		return "(" + strings.Join(alts, " | ") + ")", nil
 	}
@@ -528,10 +590,20 @@ func (c *converter) object(s *object, path, name string, depth int) (string, err
 	return b.String(), nil
 }
 
-// ref is the rule for a $ref into the root's $defs or definitions.
-func (c *converter) ref(v any, path string, depth int) (string, error) {
-	ref, _ := v.(string)
-	var key, def string
+// visitMerged visits schema s merged with sib, the keywords beside the
+// keyword kw that led to s.
+func (c *converter) visitMerged(s any, sib *object, path, kw, name string, depth int) (string, error) {
+	m, err := merge(s, sib)
+	if err != nil {
+		return "", &SchemaError{Path: path, Message: fmt.Sprintf("the keywords beside %s (%s) cannot be merged into it: %s", kw, strings.Join(sib.keys, ", "), err)}
+	}
+	return c.visit(m, path, name, depth+1)
+}
+
+// refKey splits a $ref into the root's table ($defs, definitions, or #
+// for the root itself) and the name in it.
+func refKey(v any, path string) (ref, key, def string, err error) {
+	ref, _ = v.(string)
 	for _, prefix := range []string{"#/$defs/", "#/definitions/"} {
 		if strings.HasPrefix(ref, prefix) {
 			key, def = strings.TrimSuffix(prefix[2:], "/"), ref[len(prefix):]
@@ -541,7 +613,38 @@ func (c *converter) ref(v any, path string, depth int) (string, error) {
 		key = "#"
 	}
 	if key == "" {
-		return "", &SchemaError{Path: path, Message: fmt.Sprintf("%q: only references to #, #/$defs/NAME and #/definitions/NAME are supported", ref)}
+		return "", "", "", &SchemaError{Path: path, Message: fmt.Sprintf("%q: only references to #, #/$defs/NAME and #/definitions/NAME are supported", ref)}
+	}
+	return ref, key, def, nil
+}
+
+// target is the schema a $ref names.
+func (c *converter) target(v any, path string) (any, error) {
+	ref, key, def, err := refKey(v, path)
+	if err != nil || key == "#" {
+		return c.root, err
+	}
+	defs, _ := c.root.(*object)
+	var table any
+	if defs != nil {
+		table, _ = defs.get(key)
+	}
+	t, _ := table.(*object)
+	if t == nil {
+		return nil, &SchemaError{Path: path, Message: fmt.Sprintf("%q: the schema has no %s", ref, key)}
+	}
+	target, ok := t.get(def)
+	if !ok {
+		return nil, &SchemaError{Path: path, Message: fmt.Sprintf("%q: %s has no %q", ref, key, def)}
+	}
+	return target, nil
+}
+
+// ref is the rule for a $ref into the root's $defs or definitions.
+func (c *converter) ref(v any, path string, depth int) (string, error) {
+	ref, key, def, err := refKey(v, path)
+	if err != nil {
+		return "", err
 	}
 	rule := "ref-" + nonName.ReplaceAllString(def, "-")
 	if key == "#" {
@@ -550,21 +653,9 @@ func (c *converter) ref(v any, path string, depth int) (string, error) {
 	if c.names[ref] {
 		return rule, nil
 	}
-	target := c.root
-	if key != "#" {
-		defs, _ := c.root.(*object)
-		var table any
-		if defs != nil {
-			table, _ = defs.get(key)
-		}
-		t, _ := table.(*object)
-		if t == nil {
-			return "", &SchemaError{Path: path, Message: fmt.Sprintf("%q: the schema has no %s", ref, key)}
-		}
-		var ok bool
-		if target, ok = t.get(def); !ok {
-			return "", &SchemaError{Path: path, Message: fmt.Sprintf("%q: %s has no %q", ref, key, def)}
-		}
+	target, err := c.target(v, path)
+	if err != nil {
+		return "", err
 	}
 	c.names[ref] = true
 	c.define(rule, "")

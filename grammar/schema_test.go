@@ -55,6 +55,18 @@ func TestFromJSONSchema(t *testing.T) {
 		{"bounded number", `{"type":"number","exclusiveMinimum":-1,"maximum":100}`, []string{`99.5`, `0`, `7`, `100`, `-0.5`}, []string{`100.5`, `-1`, `1e1`}},
 		{"zod's positive number", `{"type":"number","exclusiveMinimum":0}`, []string{`0.5`, `3`, `0.001`}, []string{`0`, `0.0`, `-0.5`}},
 		{"zod's non-negative number", `{"type":"number","minimum":0}`, []string{`0`, `0.0`, `12.25`}, []string{`-0.5`, `-1`}},
+		{"enum beside a type", `{"enum":["a",1,2.5,"b",null],"type":"integer"}`, []string{`1`}, []string{`"a"`, `2.5`, `null`}},
+		{"enum beside a length", `{"type":"string","enum":["ab","abcd","x"],"maxLength":3}`, []string{`"ab"`, `"x"`}, []string{`"abcd"`}},
+		{"const beside a type", `{"type":"string","const":"a"}`, []string{`"a"`}, []string{`"b"`}},
+		{"ref beside a type", `{"$defs":{"s":{"type":["string","integer"]}},"$ref":"#/$defs/s","type":"integer"}`, []string{`1`}, []string{`"a"`}},
+		{"ref beside a bound", `{"$defs":{"s":{"type":"integer"}},"$ref":"#/$defs/s","minimum":1,"description":"d"}`, []string{`1`}, []string{`0`}},
+		{"allOf beside a bound", `{"allOf":[{"type":"integer"}],"maximum":3}`, []string{`3`}, []string{`4`, `"a"`}},
+		{
+			"allOf of objects", `{"type":"object","allOf":[{"properties":{"a":{"type":"integer"}},"required":["a"]},{"properties":{"b":{"type":"string"},"a":{"minimum":1}},"required":["b"]}]}`,
+			[]string{`{"a":1,"b":"x"}`}, []string{`{"a":1}`, `{"b":"x"}`, `{"a":0,"b":"x"}`},
+		},
+		{"anyOf beside a bound", `{"anyOf":[{"type":"integer"},{"type":"string"}],"minimum":5}`, []string{`5`, `"x"`}, []string{`4`}},
+		{"anyOf beside a type", `{"anyOf":[{"type":"integer"},{"type":"string"}],"type":"string"}`, []string{`"x"`}, []string{`4`}},
 		{"annotations ignored", `{"title":"T","description":"d","default":1,"examples":[1],"$schema":"x","type":"integer"}`, []string{`1`}, []string{`"1"`}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -94,7 +106,13 @@ func TestFromJSONSchemaErrors(t *testing.T) {
 		{"missing def", `{"$ref":"#/$defs/x"}`, "the schema has no $defs"},
 		{"bounds", `{"type":"string","minLength":3,"maxLength":2}`, "2 is below minLength 3"},
 		{"too long", `{"type":"string","maxLength":100000}`, "must be an integer 0..1000"},
-		{"allOf", `{"allOf":[{},{}]}`, "is supported with exactly one schema"},
+		{"const beside a type", `{"const":"a","type":"integer"}`, "#/const: no value of const satisfies the keywords beside it (type)"},
+		{"enum beside a length", `{"enum":["abc"],"type":"string","maxLength":2}`, "#/enum: no value of enum satisfies the keywords beside it (type, maxLength)"},
+		{"allOf conflict", `{"allOf":[{"type":"integer","minimum":1},{"minimum":2}]}`, `#/allOf/1: cannot merge with the schemas beside it: "minimum" is given twice with different values (1 and 2)`},
+		{"allOf types", `{"allOf":[{"type":"string"}],"type":"integer"}`, `no value is of type "integer" and of type "string"`},
+		{"ref beside a conflict", `{"$defs":{"s":{"type":"integer","maximum":3}},"$ref":"#/$defs/s","maximum":4}`, `#: the keywords beside $ref (maximum) cannot be merged into it: "maximum" is given twice`},
+		{"anyOf ruled out", `{"anyOf":[{"type":"string"},{"type":"boolean"}],"type":"integer"}`, `#/anyOf: no alternative satisfies the keywords beside anyOf (type)`},
+		{"closed object merged", `{"allOf":[{"properties":{"a":{}}}],"additionalProperties":false}`, `property "a" is merged into a schema whose additionalProperties limits it`},
 		{"empty enum", `{"enum":[]}`, "must be a non-empty array"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
