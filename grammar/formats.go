@@ -10,13 +10,16 @@ import (
 // supported, after llama.cpp's: RFC 3339's full-date, full-time and
 // date-time (days as each month has them, February to the 28th: a 29th
 // would need the year's leap), RFC 4122's uuid in hex either case, and an
-// email address of dot-separated atoms at a domain with a top-level name
-// (what zod's .email() takes, without quoted or bracketed forms).
+// email address of one to three dot-separated atoms at a domain of one to
+// three labels and a top-level name, each part at most 20 characters
+// (10 the top-level name), so that a model that never stops writing a
+// part still ends within a small context: what zod's .email() takes,
+// without quoted or bracketed forms.
 var stringFormats = map[string]string{
 	"date":  `[0-9]{4} "-" (("0" [13578] | "1" [02]) "-" ("0" [1-9] | [12] [0-9] | "3" [01]) | ("0" [469] | "11") "-" ("0" [1-9] | [12] [0-9] | "30") | "02" "-" ("0" [1-9] | "1" [0-9] | "2" [0-8]))`,
 	"time":  `([01] [0-9] | "2" [0-3]) ":" [0-5] [0-9] ":" [0-5] [0-9] ("." [0-9]{1,9})? ("Z" | [+-] ([01] [0-9] | "2" [0-3]) ":" [0-5] [0-9])`,
 	"uuid":  `[0-9a-fA-F]{8} "-" [0-9a-fA-F]{4} "-" [0-9a-fA-F]{4} "-" [0-9a-fA-F]{4} "-" [0-9a-fA-F]{12}`,
-	"email": `[A-Za-z0-9_+-]{1,64} ("." [A-Za-z0-9_+-]{1,64}){0,8} "@" ([A-Za-z0-9] ([A-Za-z0-9-]{0,61} [A-Za-z0-9])? "."){1,4} [A-Za-z]{2,24}`,
+	"email": `[A-Za-z0-9_+-]{1,20} ("." [A-Za-z0-9_+-]{1,20}){0,2} "@" ([A-Za-z0-9] ([A-Za-z0-9-]{0,18} [A-Za-z0-9])? "."){1,3} [A-Za-z]{2,10}`,
 }
 
 func init() {
