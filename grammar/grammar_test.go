@@ -115,13 +115,30 @@ func TestMaskMatchesBruteForce(t *testing.T) {
 		[]byte(`name`), []byte(`age`), []byte(`1`), []byte(`23`), []byte(`-`), []byte(`.5`), []byte(`e`), []byte(`true`),
 		[]byte(`tr`), []byte(`ue`), []byte(`null`), []byte(`,`), []byte(`[`), []byte(`]`), []byte(`"}`), []byte(`a"`),
 		{0xE4}, {0xB8, 0xAD}, {0xE4, 0xB8, 0xAD}, []byte(`\u00e9`), []byte(`\`), []byte(`u`), nil, []byte(`<eos>`), []byte(`:`), []byte(`tags`), []byte(`ta`), []byte(`gs`), []byte(`false`),
+		[]byte(`0`), []byte(`5`), []byte(`18`), []byte(`120`), []byte(`-0`), []byte(`@`), []byte(`.com`), []byte(`ab`), []byte(`2024`), []byte(`-`), []byte(`T`),
+		[]byte(`Z`), []byte(`AB`), []byte(`C-`), []byte(`12`), []byte(`1`), []byte(`01`), []byte(`-12`), []byte(`:00`), []byte(`e4`),
 	}
 	const eos = 31
 	v := NewVocab(tokens, []int{eos}, nil)
-	g, err := FromJSONSchema([]byte(`{"type":"object","properties":{"name":{"type":"string","maxLength":6},"age":{"type":"integer"},"tags":{"type":"array","items":{"type":"boolean"},"maxItems":2}},"required":["name"],"additionalProperties":false}`))
-	require.NoError(t, err)
+	for i, schema := range []string{
+		`{"type":"object","properties":{"name":{"type":"string","maxLength":6},"age":{"type":"integer"},"tags":{"type":"array","items":{"type":"boolean"},"maxItems":2}},"required":["name"],"additionalProperties":false}`,
+		`{"type":"array","items":{"anyOf":[{"type":"integer","exclusiveMinimum":0},{"type":"integer","minimum":-120,"maximum":-18},{"type":"number","minimum":0,"exclusiveMaximum":5}]},"maxItems":3}`,
+		`{"type":"array","items":{"anyOf":[{"type":"string","format":"email"},{"type":"string","format":"date-time"},{"type":"string","format":"uuid"}]},"maxItems":2}`,
+		`{"type":"array","items":{"anyOf":[{"type":"string","pattern":"^[A-Z]{2,3}-\\d+$"},{"enum":["ab",12,"x"],"type":"string"},{"allOf":[{"type":"integer"}],"maximum":120}]},"maxItems":3}`,
+	} {
+		g, err := FromJSONSchema([]byte(schema))
+		require.NoError(t, err, schema)
+		trials := 40
+		if i > 0 {
+			trials = 10 // the probes start over for every token and step
+		}
+		maskMatchesBruteForce(t, g, v, tokens, eos, trials)
+	}
+}
+
+func maskMatchesBruteForce(t *testing.T, g *Grammar, v *Vocab, tokens [][]byte, eos, trials int) {
 	r := rand.New(rand.NewPCG(1, 2))
-	for trial := range 40 {
+	for trial := range trials {
 		m := g.NewMatcher()
 		var text []byte
 		for step := 0; step < 40; step++ {
