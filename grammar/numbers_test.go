@@ -27,13 +27,7 @@ func TestIntegerRanges(t *testing.T) {
 	}
 	r := rand.New(rand.NewPCG(5, 6))
 	for _, bs := range cases {
-		schema := `{"type":"integer"`
-		for k, v := range bs {
-			schema += fmt.Sprintf(`,%q:%s`, k, v)
-		}
-		schema += "}"
-		g, err := FromJSONSchema([]byte(schema))
-		require.NoError(t, err, schema)
+		schema, g := boundedGrammar(t, "integer", bs)
 		in := func(x *big.Rat) bool { return within(x, bs) }
 		var probes []int64
 		for _, v := range bs {
@@ -53,6 +47,19 @@ func TestIntegerRanges(t *testing.T) {
 		require.False(t, g.Matches([]byte("-0")), schema)
 		require.False(t, g.Matches([]byte("1.0")), schema)
 	}
+}
+
+// boundedGrammar compiles a schema of type typ with the bounds bs.
+func boundedGrammar(t *testing.T, typ string, bs map[string]string) (string, *Grammar) {
+	t.Helper()
+	schema := fmt.Sprintf(`{"type":%q`, typ)
+	for k, v := range bs {
+		schema += fmt.Sprintf(`,%q:%s`, k, v)
+	}
+	schema += "}"
+	g, err := FromJSONSchema([]byte(schema))
+	require.NoError(t, err, schema)
+	return schema, g
 }
 
 // within compares x with the bounds exactly.
@@ -78,13 +85,7 @@ func TestNumberRanges(t *testing.T) {
 	}
 	r := rand.New(rand.NewPCG(7, 8))
 	for _, bs := range cases {
-		schema := `{"type":"number"`
-		for k, v := range bs {
-			schema += fmt.Sprintf(`,%q:%s`, k, v)
-		}
-		schema += "}"
-		g, err := FromJSONSchema([]byte(schema))
-		require.NoError(t, err, schema)
+		schema, g := boundedGrammar(t, "number", bs)
 		var probes []string
 		for _, v := range bs {
 			n, _ := strconv.Atoi(v)

@@ -9,21 +9,7 @@ import "fmt"
 // finish, so a mask is never empty before the text is whole; a grammar
 // whose root is left with nothing is an error naming the class at fault.
 func (g *Grammar) pruneUnproductive() error {
-	productive := make([]bool, len(g.alts))
-	for changed := true; changed; {
-		changed = false
-		for r, alts := range g.alts {
-			if productive[r] {
-				continue
-			}
-			for _, a := range alts {
-				if g.productiveFrom(a, productive) {
-					productive[r], changed = true, true
-					break
-				}
-			}
-		}
-	}
+	productive := g.rulesWhere(g.productiveFrom)
 	if !productive[g.root] {
 		for i := range g.elems {
 			if e := &g.elems[i]; e.kind == elemChar && !e.holdsScalar() {
