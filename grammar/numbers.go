@@ -238,6 +238,11 @@ func sameLength(x, y string) string {
 	return "(" + strings.Join(alts, " | ") + ")"
 }
 
+// numberFormats are OpenAPI's formats of a number that every number
+// written here has (16 digits a part, an exponent of 2): the others, such
+// as int32, would bound it, and are refused rather than ignored.
+var numberFormats = []string{"int64", "float", "double"}
+
 // readBound reads bound keyword k's value: a whole number, clamped to
 // one past the 16 digits numbers are written with (a bound further out
 // leaves the same numbers). An integer's fractional bound is rounded

@@ -382,6 +382,9 @@ var boundKeywords = []string{"minimum", "maximum", "exclusiveMinimum", "exclusiv
 // number is the rule of an integer or number within its bounds, if any
 // (rangeRule): a bounded number is written without an exponent.
 func (c *converter) number(s *object, t, path string) (string, error) {
+	if f, ok := s.get("format"); ok && !slices.Contains(numberFormats, fmt.Sprint(f)) {
+		return "", &SchemaError{Path: path + "/format", Message: fmt.Sprintf("the format %s of a number is not supported (int64, float, double)", marshal(plain(f)))}
+	}
 	var lo, hi *bound
 	given := false
 	for _, k := range boundKeywords {

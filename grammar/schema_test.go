@@ -67,6 +67,7 @@ func TestFromJSONSchema(t *testing.T) {
 		},
 		{"anyOf beside a bound", `{"anyOf":[{"type":"integer"},{"type":"string"}],"minimum":5}`, []string{`5`, `"x"`}, []string{`4`}},
 		{"anyOf beside a type", `{"anyOf":[{"type":"integer"},{"type":"string"}],"type":"string"}`, []string{`"x"`}, []string{`4`}},
+		{"OpenAPI's int64", `{"type":"integer","format":"int64","minimum":0}`, []string{`0`, `9999999999999999`}, []string{`-1`}},
 		{"annotations ignored", `{"title":"T","description":"d","default":1,"examples":[1],"$schema":"x","type":"integer"}`, []string{`1`}, []string{`"1"`}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -95,6 +96,7 @@ func TestFromJSONSchemaErrors(t *testing.T) {
 		{"unknown format", `{"type":"string","format":"ipv6"}`, `#/format: the format "ipv6" is not supported (date, time, date-time, uuid, email)`},
 		{"format and pattern", `{"type":"string","format":"date","pattern":"^2"}`, `format and pattern together are not supported`},
 		{"format and length", `{"type":"string","format":"email","maxLength":20}`, `format and maxLength together are not supported`},
+		{"int32", `{"type":"integer","format":"int32"}`, `#/format: the format "int32" of a number is not supported (int64, float, double)`},
 		{"format without a type", `{"format":"date"}`, `#/format: format needs "type": "string"`},
 		{"fractional number bound", `{"type":"number","maximum":0.5}`, "#/maximum: 0.5 is not supported: a number's bounds must be whole numbers"},
 		{"bounds without a type", `{"minimum":0}`, `numeric bounds need "type": "integer" or "number"`},
