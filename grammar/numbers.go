@@ -3,6 +3,7 @@ package grammar
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"math/big"
 	"strconv"
 	"strings"
@@ -250,12 +251,33 @@ var numberFormats = []string{"int64", "float", "double"}
 // number's must be whole.
 func readBound(v any, k string, integer bool) (*bound, error) {
 	n, _ := v.(json.Number)
-	r, ok := new(big.Rat).SetString(string(n))
+	lower := k == "minimum" || k == "exclusiveMinimum"
+	b := &bound{exclusive: strings.HasPrefix(k, "exclusive")}
+	// A float64 first: an exact reading of 1e999999 takes a tenth of a
+	// second, and a bound that far out leaves what one past 16 digits does.
+	f, err := strconv.ParseFloat(string(n), 64)
+	if n == "" || err != nil && !math.IsInf(f, 0) {
+		return nil, fmt.Errorf("must be a number")
+	}
+	if math.Abs(f) > 2*maxIntegral {
+		b.v = int64(math.Copysign(maxIntegral+1, f))
+		return b, nil
+	}
+	r, ok := new(big.Rat), true
+	mantissa, _, _ := strings.Cut(strings.ToLower(string(n)), "e")
+	switch {
+	case f == 0 && strings.Trim(mantissa, "-0.") != "":
+		// Below float64's least but not 0: it rounds as ±0.5 does.
+		r.SetFrac64(1, 2)
+		if strings.HasPrefix(mantissa, "-") {
+			r.Neg(r)
+		}
+	default:
+		_, ok = r.SetString(string(n))
+	}
 	if !ok {
 		return nil, fmt.Errorf("must be a number")
 	}
-	lower := k == "minimum" || k == "exclusiveMinimum"
-	b := &bound{exclusive: strings.HasPrefix(k, "exclusive")}
 	q := new(big.Int).Quo(r.Num(), r.Denom()) // towards zero
 	if !r.IsInt() {
 		if !integer {

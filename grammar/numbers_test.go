@@ -23,15 +23,16 @@ func TestIntegerRanges(t *testing.T) {
 		{"minimum": "1.5", "maximum": "9.5"}, {"exclusiveMinimum": "-2.5", "exclusiveMaximum": "2.5"},
 		{"minimum": "10", "exclusiveMinimum": "10"}, {"minimum": "3", "maximum": "3"},
 		{"minimum": "123456", "maximum": "9876543"}, {"minimum": "-9007199254740991", "maximum": "9007199254740991"},
-		{"minimum": "1e2", "maximum": "1e30"}, {"maximum": "-20.5"}, {"minimum": "0", "exclusiveMaximum": "1"},
+		{"minimum": "1e2", "maximum": "1e30"}, {"minimum": "-1e999", "maximum": "0e999999"}, {"minimum": "-0.0"},
+		{"exclusiveMinimum": "1e-999999"}, {"exclusiveMinimum": "-1e-999999", "maximum": "1e-999"}, {"maximum": "-20.5"}, {"minimum": "0", "exclusiveMaximum": "1"},
 	}
 	r := rand.New(rand.NewPCG(5, 6))
 	for _, bs := range cases {
 		schema, g := boundedGrammar(t, "integer", bs)
-		in := func(x *big.Rat) bool { return within(x, bs) }
+		exact := exactBounds(bs)
+		in := func(x *big.Rat) bool { return within(x, exact) }
 		var probes []int64
-		for _, v := range bs {
-			b, _ := new(big.Rat).SetString(v)
+		for _, b := range exact {
 			f, _ := b.Float64()
 			for d := int64(-30); d <= 30; d++ {
 				probes = append(probes, int64(f)+d)
@@ -62,10 +63,18 @@ func boundedGrammar(t *testing.T, typ string, bs map[string]string) (string, *Gr
 	return schema, g
 }
 
-// within compares x with the bounds exactly.
-func within(x *big.Rat, bs map[string]string) bool {
+// exactBounds reads the bounds' values exactly.
+func exactBounds(bs map[string]string) map[string]*big.Rat {
+	out := map[string]*big.Rat{}
 	for k, v := range bs {
-		b, _ := new(big.Rat).SetString(v)
+		out[k], _ = new(big.Rat).SetString(v)
+	}
+	return out
+}
+
+// within compares x with the bounds exactly.
+func within(x *big.Rat, bs map[string]*big.Rat) bool {
+	for k, b := range bs {
 		c := x.Cmp(b)
 		if k == "minimum" && c < 0 || k == "exclusiveMinimum" && c <= 0 || k == "maximum" && c > 0 || k == "exclusiveMaximum" && c >= 0 {
 			return false
@@ -86,6 +95,7 @@ func TestNumberRanges(t *testing.T) {
 	r := rand.New(rand.NewPCG(7, 8))
 	for _, bs := range cases {
 		schema, g := boundedGrammar(t, "number", bs)
+		exact := exactBounds(bs)
 		var probes []string
 		for _, v := range bs {
 			n, _ := strconv.Atoi(v)
@@ -107,12 +117,12 @@ func TestNumberRanges(t *testing.T) {
 			f, _ := strconv.ParseFloat(p, 64)
 			got := g.Matches([]byte(p))
 			if got {
-				require.True(t, within(x, bs), "%s: %s taken, outside", schema, p)
-				require.True(t, within(new(big.Rat).SetFloat64(f), bs), "%s: %s taken, parses outside", schema, p)
+				require.True(t, within(x, exact), "%s: %s taken, outside", schema, p)
+				require.True(t, within(new(big.Rat).SetFloat64(f), exact), "%s: %s taken, parses outside", schema, p)
 			} else if len(p) < 8 && p[0] != '-' || len(p) < 8 && x.Sign() != 0 {
 				// Short decimals inside the bounds are all taken (long ones
 				// near an exclusive bound may be refused: see fraction).
-				require.False(t, within(x, bs), "%s: %s refused, inside", schema, p)
+				require.False(t, within(x, exact), "%s: %s refused, inside", schema, p)
 			}
 		}
 	}
@@ -125,6 +135,9 @@ func TestNumberBoundErrors(t *testing.T) {
 		{`{"type":"integer","exclusiveMinimum":0.2,"exclusiveMaximum":0.8}`, `no integer lies within`},
 		{`{"type":"number","exclusiveMinimum":3,"exclusiveMaximum":3}`, `no number lies within`},
 		{`{"type":"integer","minimum":1e17}`, `no integer lies within`},
+		{`{"type":"integer","minimum":1e999999}`, `no integer lies within`},
+		{`{"type":"integer","maximum":-1e999999}`, `no integer lies within`},
+		{`{"type":"number","exclusiveMinimum":-1e-999999}`, `#/exclusiveMinimum: -1e-999999 is not supported: a number's bounds must be whole`},
 	} {
 		_, err := FromJSONSchema([]byte(tc.schema))
 		require.ErrorContains(t, err, tc.want, tc.schema)
