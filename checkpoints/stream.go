@@ -11,7 +11,7 @@ import (
 // streamed compares each wanted tensor while the forward emits it and
 // keeps none of them: a case then holds the model, one tensor and its two
 // references, not every tensor of every layer (Qwen2.5-0.5B's run peaked
-// at 2.0x file + KV cache holding them all; notes 26).
+// at 2.0x file + KV cache holding them all; bench notes 28).
 type streamed struct {
 	set   *references.Set
 	c     references.Case

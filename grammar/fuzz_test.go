@@ -33,6 +33,10 @@ func FuzzFromJSONSchema(f *testing.F) {
 		`{"type":"object","properties":{"a":{"type":"integer","minimum":0}},"required":["a"]}`,
 		`{"$defs":{"n":{"anyOf":[{"type":"null"},{"$ref":"#/$defs/n"}]}},"$ref":"#/$defs/n"}`,
 		`{"enum":[1,"x",null,{"a":[]}]}`, `{"type":["string","array"],"maxItems":2,"maxLength":3}`, `true`, `{`,
+		`{"type":"integer","exclusiveMinimum":-17.5,"maximum":1e3}`, `{"type":"number","minimum":0,"exclusiveMaximum":10}`,
+		`{"type":"string","pattern":"^(a|[^b-d]\\d{2,3})+?x*$"}`, `{"type":"string","format":"date-time"}`,
+		`{"allOf":[{"type":"integer"},{"maximum":3}],"$defs":{"a":{"$ref":"#/$defs/a","type":"string"}}}`,
+		`{"enum":["a",2],"type":"string","$ref":"#"}`,
 	} {
 		f.Add([]byte(s))
 	}

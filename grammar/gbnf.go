@@ -100,6 +100,9 @@ func Parse(src string) (*Grammar, error) {
 	if err := p.g.checkLeftRecursion(); err != nil {
 		return nil, err
 	}
+	if err := p.g.pruneUnproductive(); err != nil {
+		return nil, err
+	}
 	return p.g, nil
 }
 
@@ -489,21 +492,7 @@ func (p *parser) char() (rune, error) {
 // checkLeftRecursion refuses a rule that can reach itself before taking a
 // character: the recognizer would expand it forever.
 func (g *Grammar) checkLeftRecursion() error {
-	nullable := make([]bool, len(g.alts))
-	for changed := true; changed; {
-		changed = false
-		for r, alts := range g.alts {
-			if nullable[r] {
-				continue
-			}
-			for _, a := range alts {
-				if g.nullableFrom(a, nullable) {
-					nullable[r], changed = true, true
-					break
-				}
-			}
-		}
-	}
+	nullable := g.rulesWhere(g.nullableFrom)
 	// first[r]: the rules r can expand to without taking a character.
 	state := make([]uint8, len(g.alts)) // 0 unseen, 1 on the path, 2 done
 	var visit func(r int32) error
@@ -534,6 +523,27 @@ func (g *Grammar) checkLeftRecursion() error {
 		}
 	}
 	return nil
+}
+
+// rulesWhere is, for each rule, whether some alternative of it holds by
+// alt, given what is known of the rules so far: the least fixed point.
+func (g *Grammar) rulesWhere(alt func(i int32, known []bool) bool) []bool {
+	known := make([]bool, len(g.alts))
+	for changed := true; changed; {
+		changed = false
+		for r, alts := range g.alts {
+			if known[r] {
+				continue
+			}
+			for _, a := range alts {
+				if alt(a, known) {
+					known[r], changed = true, true
+					break
+				}
+			}
+		}
+	}
+	return known
 }
 
 // nullableFrom reports whether the alternative from elems[i] can match

@@ -30,6 +30,10 @@ func TestParseErrors(t *testing.T) {
 		{"grows too large", `root ::= "` + strings.Repeat("x", 2000) + `"{1000}`, "grows past 1048576 elements (1000 copies of 2000)"},
 		{"missing ::=", `root "a"`, "expected ::="},
 		{"unclosed group", `root ::= ("a" | "b"`, "expected )"},
+		{"class of nothing", `root ::= [^\x00-\U0010FFFF]`, `the language is empty: rule "root" matches no text (rule "root" has a character class`},
+		{"lone surrogate", "root ::= \"a\" x\nx ::= \"\\uD800\"", `the language is empty: rule "root" matches no text (rule "x" has`},
+		{"surrogates only", `root ::= [^\x00-\uD7FF\uE000-\U0010FFFF]+`, `the language is empty`},
+		{"no end", `root ::= "a" root`, `the language is empty: rule "root" matches no text (every alternative recurses`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := Parse(tc.src)
@@ -111,13 +115,30 @@ func TestMaskMatchesBruteForce(t *testing.T) {
 		[]byte(`name`), []byte(`age`), []byte(`1`), []byte(`23`), []byte(`-`), []byte(`.5`), []byte(`e`), []byte(`true`),
 		[]byte(`tr`), []byte(`ue`), []byte(`null`), []byte(`,`), []byte(`[`), []byte(`]`), []byte(`"}`), []byte(`a"`),
 		{0xE4}, {0xB8, 0xAD}, {0xE4, 0xB8, 0xAD}, []byte(`\u00e9`), []byte(`\`), []byte(`u`), nil, []byte(`<eos>`), []byte(`:`), []byte(`tags`), []byte(`ta`), []byte(`gs`), []byte(`false`),
+		[]byte(`0`), []byte(`5`), []byte(`18`), []byte(`120`), []byte(`-0`), []byte(`@`), []byte(`.com`), []byte(`ab`), []byte(`2024`), []byte(`-`), []byte(`T`),
+		[]byte(`Z`), []byte(`AB`), []byte(`C-`), []byte(`12`), []byte(`1`), []byte(`01`), []byte(`-12`), []byte(`:00`), []byte(`e4`),
 	}
 	const eos = 31
 	v := NewVocab(tokens, []int{eos}, nil)
-	g, err := FromJSONSchema([]byte(`{"type":"object","properties":{"name":{"type":"string","maxLength":6},"age":{"type":"integer"},"tags":{"type":"array","items":{"type":"boolean"},"maxItems":2}},"required":["name"],"additionalProperties":false}`))
-	require.NoError(t, err)
+	for i, schema := range []string{
+		`{"type":"object","properties":{"name":{"type":"string","maxLength":6},"age":{"type":"integer"},"tags":{"type":"array","items":{"type":"boolean"},"maxItems":2}},"required":["name"],"additionalProperties":false}`,
+		`{"type":"array","items":{"anyOf":[{"type":"integer","exclusiveMinimum":0},{"type":"integer","minimum":-120,"maximum":-18},{"type":"number","minimum":0,"exclusiveMaximum":5}]},"maxItems":3}`,
+		`{"type":"array","items":{"anyOf":[{"type":"string","format":"email"},{"type":"string","format":"date-time"},{"type":"string","format":"uuid"}]},"maxItems":2}`,
+		`{"type":"array","items":{"anyOf":[{"type":"string","pattern":"^[A-Z]{2,3}-\\d+$"},{"enum":["ab",12,"x"],"type":"string"},{"allOf":[{"type":"integer"}],"maximum":120}]},"maxItems":3}`,
+	} {
+		g, err := FromJSONSchema([]byte(schema))
+		require.NoError(t, err, schema)
+		trials := 40
+		if i > 0 {
+			trials = 10 // the probes start over for every token and step
+		}
+		maskMatchesBruteForce(t, g, v, tokens, eos, trials)
+	}
+}
+
+func maskMatchesBruteForce(t *testing.T, g *Grammar, v *Vocab, tokens [][]byte, eos, trials int) {
 	r := rand.New(rand.NewPCG(1, 2))
-	for trial := range 40 {
+	for trial := range trials {
 		m := g.NewMatcher()
 		var text []byte
 		for step := 0; step < 40; step++ {
@@ -162,4 +183,47 @@ func TestJSONObject(t *testing.T) {
 	assert.False(t, g.Matches([]byte("{"+strings.Repeat(" ", 2)+"}")))
 	assert.True(t, g.Matches([]byte("{\n"+strings.Repeat(" ", 20)+"}")))
 	assert.False(t, g.Matches([]byte("{\n"+strings.Repeat(" ", 21)+"}")))
+}
+
+// TestRepetitionReachesOneState: a repetition's every turn is the same
+// state, so a long string interns no more stacks or states than a short
+// one (before the tail call, each character pushed one more node and
+// every step walked the chain: quadratic in the string's length).
+func TestRepetitionReachesOneState(t *testing.T) {
+	for _, src := range []string{`{"type":"string"}`, `{"type":"array","items":{"type":"integer"}}`, `{"type":"object","additionalProperties":{"type":"boolean"}}`} {
+		g, err := FromJSONSchema([]byte(src))
+		require.NoError(t, err)
+		grow := func(n int) (nodes, states int) {
+			m := g.NewMatcher()
+			var text string
+			switch src[9] {
+			case 's':
+				text = `"` + strings.Repeat("ab", n)
+			case 'a':
+				text = `[1` + strings.Repeat(", 23", n)
+			default:
+				text = `{"a":true` + strings.Repeat(`, "b": false`, n)
+			}
+			require.NoError(t, m.Accept([]byte(text)), src)
+			return len(m.nodes), len(m.states)
+		}
+		n10, s10 := grow(10)
+		n1000, s1000 := grow(1000)
+		assert.Equal(t, n10, n1000, "%s: stacks interned", src)
+		assert.Equal(t, s10, s1000, "%s: states interned", src)
+	}
+}
+
+// TestUnproductivePruned: an alternative that can match no text is never
+// entered, so the mask never leaves a text with nothing to take.
+func TestUnproductivePruned(t *testing.T) {
+	g, err := Parse("root ::= \"a\" x | \"b\" (\"c\" | [^\\x00-\\U0010FFFF])\nx ::= [\\uD800-\\uDFFF]")
+	require.NoError(t, err)
+	assert.True(t, g.Matches([]byte("bc")))
+	assert.Error(t, g.NewMatcher().Accept([]byte("a")), "a leads only to a class of nothing")
+	v := NewVocab([][]byte{[]byte("a"), []byte("b"), []byte("c"), nil}, []int{3}, nil)
+	m := g.NewMatcher()
+	assert.Equal(t, []uint64{0b10}, m.Mask(v))
+	require.NoError(t, m.Accept([]byte("b")))
+	assert.Equal(t, []uint64{0b100}, m.Mask(v))
 }

@@ -87,7 +87,14 @@ func (m *Matcher) expand(set []int32, s int32, seen map[int32]bool) []int32 {
 	case elemEnd:
 		return m.expand(set, n.next, seen)
 	}
-	rest := m.intern(node{n.pos + 1, n.next})
+	// A reference that ends its alternative returns straight to what
+	// follows the alternative (llama.cpp's tail call): pushing the ended
+	// alternative would grow the stack by one node per repetition of
+	// star ::= x star, and every step would walk down that chain.
+	rest := n.next
+	if m.g.elems[n.pos+1].kind != elemEnd {
+		rest = m.intern(node{n.pos + 1, n.next})
+	}
 	for _, a := range m.g.alts[e.rule] {
 		set = m.expand(set, m.intern(node{a, rest}), seen)
 	}

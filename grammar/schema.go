@@ -1,10 +1,9 @@
 package grammar
 
 import (
-	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
-	"math"
 	"regexp"
 	"slices"
 	"strconv"
@@ -70,7 +69,7 @@ func (e *SchemaError) Error() string {
 // unsupportedKeywords constrain values in ways a grammar here does not
 // express; a schema using one is refused rather than half obeyed.
 var unsupportedKeywords = []string{
-	"pattern", "format", "multipleOf", "patternProperties", "minProperties", "maxProperties", "uniqueItems",
+	"multipleOf", "patternProperties", "minProperties", "maxProperties", "uniqueItems",
 	"contains", "not", "if", "then", "else", "dependentRequired", "dependentSchemas",
 	"prefixItems", "propertyNames", "unevaluatedProperties", "unevaluatedItems", "contentEncoding",
 }
@@ -82,11 +81,16 @@ const maxRepeat = 1000
 // FromJSONSchema compiles a JSON schema into the grammar of the JSON
 // texts it accepts: type (and lists of types), properties in schema order
 // with required ones first, additionalProperties, items, minItems,
-// maxItems, minLength, maxLength, enum, const, anyOf, oneOf, a one-schema
-// allOf, $ref into $defs or definitions, and numeric bounds a count of
-// digits keeps to (number). Annotations (title, description, default,
-// ...) are ignored; keywords that would constrain values in other ways
-// (pattern, format, multipleOf, ...) are a SchemaError.
+// maxItems, minLength, maxLength, format (date, time, date-time, uuid,
+// email), pattern (a regular-expression subset: patternRule), integer
+// bounds of any value and whole-number bounds on a number, enum, const,
+// anyOf, oneOf (as anyOf), allOf, and $ref into $defs or definitions.
+// Keywords beside $ref, allOf, anyOf and oneOf are merged into each
+// schema, and those beside enum and const filter the values; what cannot
+// be merged is a SchemaError naming it, never dropped. Annotations
+// (title, description, default, ...) are ignored; keywords that would
+// constrain values in other ways (multipleOf, uniqueItems, ...) are a
+// SchemaError.
 func FromJSONSchema(schema []byte) (*Grammar, error) {
 	v, err := decodeOrdered(schema)
 	if err != nil {
@@ -99,11 +103,7 @@ func FromJSONSchema(schema []byte) (*Grammar, error) {
 		return nil, err
 	}
 	c.define("root", body)
-	var b strings.Builder
-	for _, name := range c.order {
-		fmt.Fprintf(&b, "%s ::= %s\n", name, c.rules[name])
-	}
-	g, err := Parse(b.String())
+	g, err := Parse(c.source())
 	if err != nil {
 		return nil, &SchemaError{Path: "#", Message: err.Error()}
 	}
@@ -115,6 +115,15 @@ type converter struct {
 	rules map[string]string
 	order []string
 	names map[string]bool
+}
+
+// source is the GBNF text of the rules defined.
+func (c *converter) source() string {
+	var b strings.Builder
+	for _, name := range c.order {
+		fmt.Fprintf(&b, "%s ::= %s\n", name, c.rules[name])
+	}
+	return b.String()
 }
 
 func (c *converter) define(name, body string) {
@@ -170,15 +179,6 @@ func literal(v any) string {
 	return gbnfString(string(marshal(plain(v)))) + " space"
 }
 
-// marshal is v's JSON text as written by a model: <, > and & as they are.
-func marshal(v any) []byte {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	_ = enc.Encode(v) // decodeOrdered's values always encode
-	return bytes.TrimSuffix(buf.Bytes(), []byte("\n"))
-}
-
 // gbnfString quotes s as a GBNF literal.
 func gbnfString(s string) string {
 	var b strings.Builder
@@ -223,42 +223,93 @@ func (c *converter) visitObject(s *object, path, name string, depth int) (string
 			return "", &SchemaError{Path: path + "/" + k, Message: fmt.Sprintf("the keyword %q is not supported by constrained decoding here", k)}
 		}
 	}
+	// A keyword beside $ref, allOf, anyOf, oneOf, const or enum holds
+	// too: merged into each schema, or filtering the values.
 	if ref, ok := s.get("$ref"); ok {
-		return c.ref(ref, path+"/$ref", depth)
+		sib := siblings(s, "$ref")
+		if sib == nil {
+			return c.ref(ref, path+"/$ref", depth)
+		}
+		target, err := c.target(ref, path+"/$ref")
+		if err != nil {
+			return "", err
+		}
+		return c.visitMerged(target, sib, path, "$ref", name, depth)
 	}
-	if v, ok := s.get("const"); ok {
-		return literal(v), nil
-	}
-	if v, ok := s.get("enum"); ok {
+	if v, ok := s.get("allOf"); ok {
 		list, ok := v.([]any)
 		if !ok || len(list) == 0 {
-			return "", &SchemaError{Path: path + "/enum", Message: "must be a non-empty array"}
+			return "", &SchemaError{Path: path + "/allOf", Message: "must be a non-empty array"}
 		}
-		alts := make([]string, len(list))
+		var all any = true
+		if sib := siblings(s, "allOf"); sib != nil {
+			all = sib
+		}
 		for i, e := range list {
+			m, err := merge(all, e)
+			if err != nil {
+				return "", &SchemaError{Path: fmt.Sprintf("%s/allOf/%d", path, i), Message: "cannot merge with the schemas beside it: " + err.Error()}
+			}
+			all = m
+		}
+		return c.visit(all, path+"/allOf", name, depth+1)
+	}
+	for _, k := range []string{"const", "enum"} {
+		v, ok := s.get(k)
+		if !ok {
+			continue
+		}
+		values := []any{v}
+		if k == "enum" {
+			list, ok := v.([]any)
+			if !ok || len(list) == 0 {
+				return "", &SchemaError{Path: path + "/enum", Message: "must be a non-empty array"}
+			}
+			values = list
+		}
+		if sib := siblings(s, k); sib != nil {
+			var err error
+			if values, err = c.filterValues(values, sib, k, path, depth); err != nil {
+				return "", err
+			}
+		}
+		alts := make([]string, len(values))
+		for i, e := range values {
 			alts[i] = literal(e)
 		}
 		return "(" + strings.Join(alts, " | ") + ")", nil
 	}
-	for _, k := range []string{"anyOf", "oneOf", "allOf"} {
+	for _, k := range []string{"anyOf", "oneOf"} {
 		v, ok := s.get(k)
 		if !ok {
 			continue
 		}
 		list, ok := v.([]any)
-		if !ok || len(list) == 0 || k == "allOf" && len(list) != 1 {
-			msg := "must be a non-empty array"
-			if k == "allOf" {
-				msg = "is supported with exactly one schema"
-			}
-			return "", &SchemaError{Path: path + "/" + k, Message: msg}
+		if !ok || len(list) == 0 {
+			return "", &SchemaError{Path: path + "/" + k, Message: "must be a non-empty array"}
 		}
-		alts := make([]string, len(list))
+		sib := siblings(s, k)
+		var alts []string
 		for i, e := range list {
-			var err error
-			if alts[i], err = c.visit(e, fmt.Sprintf("%s/%s/%d", path, k, i), fmt.Sprintf("%s-%d", name, i), depth+1); err != nil {
+			at, sub := fmt.Sprintf("%s/%s/%d", path, k, i), fmt.Sprintf("%s-%d", name, i)
+			if sib != nil {
+				m, err := merge(e, sib)
+				if errors.Is(err, errNoValue) {
+					continue // an alternative the keywords beside it rule out
+				}
+				if err != nil {
+					return "", &SchemaError{Path: at, Message: fmt.Sprintf("the keywords beside %s (%s) cannot be merged into it: %s", k, strings.Join(sib.keys, ", "), err)}
+				}
+				e = m
+			}
+			alt, err := c.visit(e, at, sub, depth+1)
+			if err != nil {
 				return "", err
 			}
+			alts = append(alts, alt)
+		}
+		if len(alts) == 0 {
+			return "", &SchemaError{Path: path + "/" + k, Message: fmt.Sprintf("no alternative satisfies the keywords beside %s (%s)", k, strings.Join(sib.keys, ", "))}
 		}
 		return "(" + strings.Join(alts, " | ") + ")", nil
 	}
@@ -289,6 +340,11 @@ func (c *converter) visitObject(s *object, path, name string, depth int) (string
 				return "", &SchemaError{Path: path + "/" + k, Message: "numeric bounds need \"type\": \"integer\" or \"number\""}
 			}
 		}
+		for _, k := range stringKeywords {
+			if _, ok := s.get(k); ok {
+				return "", &SchemaError{Path: path + "/" + k, Message: fmt.Sprintf("%s needs \"type\": \"string\"", k)}
+			}
+		}
 		return c.use("value"), nil
 	}
 	alts := make([]string, len(types))
@@ -311,14 +367,7 @@ func (c *converter) visitType(s *object, t, path, name string, depth int) (strin
 	case "boolean", "null":
 		return c.use(t), nil
 	case "string":
-		lo, hi, err := bounds(s, path, "minLength", "maxLength")
-		if err != nil {
-			return "", err
-		}
-		if lo == 0 && hi < 0 {
-			return c.use("string"), nil
-		}
-		return `"\"" ` + repeat(c.use("char"), lo, hi) + ` "\"" ` + c.use("space"), nil
+		return c.str(s, path)
 	case "array":
 		return c.array(s, path, name, depth)
 	case "object":
@@ -327,76 +376,52 @@ func (c *converter) visitType(s *object, t, path, name string, depth int) (strin
 	return "", &SchemaError{Path: path + "/type", Message: fmt.Sprintf("unknown type %q (string, number, integer, boolean, null, array, object)", t)}
 }
 
-// boundKeywords bound a number; number honours the bounds that only
-// limit its digits (zod writes ±(2^53−1) for every integer).
+// boundKeywords bound an integer or a number.
 var boundKeywords = []string{"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"}
 
-// number is the rule of an integer or number within its bounds, if any:
-// without a sign when the least is 0 or more, and with as many digits
-// before the point (at most 16, no exponent) as keep every number the
-// rule writes inside them. Bounds that a count of digits cannot express
-// (minimum 1, maximum 0.5) are a SchemaError.
+// number is the rule of an integer or number within its bounds, if any
+// (rangeRule): a bounded number is written without an exponent.
 func (c *converter) number(s *object, t, path string) (string, error) {
-	lo, hi := math.Inf(-1), math.Inf(1)
+	if f, ok := s.get("format"); ok && !slices.Contains(numberFormats, fmt.Sprint(f)) {
+		return "", &SchemaError{Path: path + "/format", Message: fmt.Sprintf("the format %s of a number is not supported (int64, float, double)", marshal(plain(f)))}
+	}
+	var lo, hi *bound
 	given := false
 	for _, k := range boundKeywords {
 		v, ok := s.get(k)
 		if !ok {
 			continue
 		}
-		n, _ := v.(json.Number)
-		f, err := strconv.ParseFloat(string(n), 64)
+		b, err := readBound(v, k, t == "integer")
 		if err != nil {
-			return "", &SchemaError{Path: path + "/" + k, Message: "must be a number"}
+			return "", &SchemaError{Path: path + "/" + k, Message: err.Error()}
 		}
 		given = true
-		switch k {
-		case "minimum":
-			lo = math.Max(lo, f)
-		case "exclusiveMinimum":
-			lo = math.Max(lo, math.Nextafter(f, math.Inf(1)))
-		case "maximum":
-			hi = math.Min(hi, f)
-		case "exclusiveMaximum":
-			hi = math.Min(hi, math.Nextafter(f, math.Inf(-1)))
+		if k == "minimum" || k == "exclusiveMinimum" {
+			lo = maxBound(lo, b)
+		} else {
+			hi = minBound(hi, b)
 		}
 	}
 	if !given {
 		return c.use(t), nil
 	}
-	// The largest d such that every number of at most d digits before
-	// the point (and, for a number, any fraction) lies in [lo, hi]:
-	// signed if that fits, else without a sign (a least of 0 or between
-	// -1 and 0: the non-negative numbers lie within it).
-	fits := func(signed bool) int {
-		digits := 0
-		for d := 1; d <= 16; d++ {
-			top := math.Pow(10, float64(d)) // a number's fraction may reach it
-			if t == "integer" {
-				top--
-			}
-			bottom := 0.0
-			if signed {
-				bottom = -top
-			}
-			if top <= hi && bottom >= lo {
-				digits = d
-			}
-		}
-		return digits
-	}
-	sign, digits := `"-"? `, fits(true)
-	if digits == 0 {
-		sign, digits = "", fits(false)
-	}
-	if digits == 0 {
-		return "", &SchemaError{Path: path, Message: fmt.Sprintf("bounds [%g, %g] are not supported: only bounds that a count of digits (and no sign, for a least of 0) keeps to", lo, hi)}
-	}
-	body := fmt.Sprintf(`(%s([0] | [1-9] [0-9]{0,%d}))`, sign, digits-1)
-	if t == "number" {
-		body += ` ("." ` + c.use("decimal-part") + `)?`
+	body, err := rangeRule(lo, hi, t == "integer")
+	if err != nil {
+		return "", &SchemaError{Path: path, Message: fmt.Sprintf("%s (%s)", err, describeBounds(s))}
 	}
 	return body + " " + c.use("space"), nil
+}
+
+// describeBounds names a schema's bound keywords and their values.
+func describeBounds(s *object) string {
+	var parts []string
+	for _, k := range boundKeywords {
+		if v, ok := s.get(k); ok {
+			parts = append(parts, fmt.Sprintf("%s %v", k, v))
+		}
+	}
+	return strings.Join(parts, ", ")
 }
 
 // bounds reads a pair of count keywords (absent: 0 and -1, no bound).
@@ -556,151 +581,4 @@ func (c *converter) object(s *object, path, name string, depth int) (string, err
 	}
 	b.WriteString(` "}" space`)
 	return b.String(), nil
-}
-
-// ref is the rule for a $ref into the root's $defs or definitions.
-func (c *converter) ref(v any, path string, depth int) (string, error) {
-	ref, _ := v.(string)
-	var key, def string
-	for _, prefix := range []string{"#/$defs/", "#/definitions/"} {
-		if strings.HasPrefix(ref, prefix) {
-			key, def = strings.TrimSuffix(prefix[2:], "/"), ref[len(prefix):]
-		}
-	}
-	if ref == "#" {
-		key = "#"
-	}
-	if key == "" {
-		return "", &SchemaError{Path: path, Message: fmt.Sprintf("%q: only references to #, #/$defs/NAME and #/definitions/NAME are supported", ref)}
-	}
-	rule := "ref-" + nonName.ReplaceAllString(def, "-")
-	if key == "#" {
-		rule = "ref-root"
-	}
-	if c.names[ref] {
-		return rule, nil
-	}
-	target := c.root
-	if key != "#" {
-		defs, _ := c.root.(*object)
-		var table any
-		if defs != nil {
-			table, _ = defs.get(key)
-		}
-		t, _ := table.(*object)
-		if t == nil {
-			return "", &SchemaError{Path: path, Message: fmt.Sprintf("%q: the schema has no %s", ref, key)}
-		}
-		var ok bool
-		if target, ok = t.get(def); !ok {
-			return "", &SchemaError{Path: path, Message: fmt.Sprintf("%q: %s has no %q", ref, key, def)}
-		}
-	}
-	c.names[ref] = true
-	c.define(rule, "")
-	body, err := c.visit(target, ref, rule, depth+1)
-	if err != nil {
-		return "", err
-	}
-	c.define(rule, body)
-	return rule, nil
-}
-
-// object is a JSON object that keeps its keys' order (a schema's
-// properties are generated in the order it lists them).
-type object struct {
-	keys []string
-	vals map[string]any
-}
-
-func (o *object) get(k string) (any, bool) {
-	v, ok := o.vals[k]
-	return v, ok
-}
-
-// decodeOrdered parses JSON into *object, []any, string, json.Number,
-// bool and nil.
-func decodeOrdered(data []byte) (any, error) {
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.UseNumber()
-	v, err := decodeValue(dec)
-	if err != nil {
-		return nil, err
-	}
-	if _, err := dec.Token(); err == nil {
-		return nil, fmt.Errorf("more than one value")
-	}
-	return v, nil
-}
-
-func decodeValue(dec *json.Decoder) (any, error) {
-	t, err := dec.Token()
-	if err != nil {
-		return nil, err
-	}
-	switch t := t.(type) {
-	case json.Delim:
-		switch t {
-		case '{':
-			o := &object{vals: map[string]any{}}
-			for dec.More() {
-				kt, err := dec.Token()
-				if err != nil {
-					return nil, err
-				}
-				k := kt.(string) // the decoder only gives strings as keys
-				v, err := decodeValue(dec)
-				if err != nil {
-					return nil, err
-				}
-				if _, dup := o.vals[k]; !dup {
-					o.keys = append(o.keys, k)
-				}
-				o.vals[k] = v
-			}
-			_, err := dec.Token() // }
-			return o, err
-		case '[':
-			list := []any{}
-			for dec.More() {
-				v, err := decodeValue(dec)
-				if err != nil {
-					return nil, err
-				}
-				list = append(list, v)
-			}
-			_, err := dec.Token() // ]
-			return list, err
-		}
-		return nil, fmt.Errorf("unexpected %v", t)
-	}
-	return t, nil
-}
-
-// plain turns decodeOrdered's values back into what encoding/json writes,
-// keys in their order.
-func plain(v any) any {
-	switch v := v.(type) {
-	case *object:
-		var b bytes.Buffer
-		b.WriteByte('{')
-		for i, k := range v.keys {
-			if i > 0 {
-				b.WriteByte(',')
-			}
-			kb, vb := marshal(k), marshal(plain(v.vals[k]))
-			b.Write(kb)
-			b.WriteByte(':')
-			b.Write(vb)
-		}
-		b.WriteByte('}')
-		return json.RawMessage(b.Bytes())
-	case []any:
-		out := make([]any, len(v))
-		for i, e := range v {
-			out[i] = plain(e)
-		}
-		return out
-	}
-	return v
 }

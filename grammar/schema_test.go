@@ -49,8 +49,25 @@ func TestFromJSONSchema(t *testing.T) {
 		{"definitions", `{"definitions":{"x":{"type":"null"}},"type":"array","items":{"$ref":"#/definitions/x"}}`, []string{`[null, null]`}, []string{`[1]`}},
 		{"non-negative", `{"type":"integer","minimum":0}`, []string{`0`, `12`}, []string{`-1`, `-0`}},
 		{"zod's integer", `{"type":"integer","minimum":-9007199254740991,"maximum":9007199254740991}`,
-			[]string{`123456789012345`, `-5`}, []string{`1234567890123456`, `1.5`}},
-		{"bounded number", `{"type":"number","exclusiveMinimum":-1,"maximum":100}`, []string{`99.5`, `0`, `7`}, []string{`100`, `-1`, `1e1`}},
+			[]string{`123456789012345`, `-5`, `9007199254740991`, `-9007199254740991`}, []string{`9007199254740992`, `-9007199254740992`, `1.5`}},
+		{"zod's positive integer", `{"type":"integer","exclusiveMinimum":0}`, []string{`1`, `10`, `9999999999999999`}, []string{`0`, `-1`, `-0`}},
+		{"zod's min and max", `{"type":"integer","minimum":18,"maximum":120}`, []string{`18`, `99`, `120`}, []string{`17`, `121`, `5`, `1000`}},
+		{"bounded number", `{"type":"number","exclusiveMinimum":-1,"maximum":100}`, []string{`99.5`, `0`, `7`, `100`, `-0.5`}, []string{`100.5`, `-1`, `1e1`}},
+		{"zod's positive number", `{"type":"number","exclusiveMinimum":0}`, []string{`0.5`, `3`, `0.001`}, []string{`0`, `0.0`, `-0.5`}},
+		{"zod's non-negative number", `{"type":"number","minimum":0}`, []string{`0`, `0.0`, `12.25`}, []string{`-0.5`, `-1`}},
+		{"enum beside a type", `{"enum":["a",1,2.5,"b",null],"type":"integer"}`, []string{`1`}, []string{`"a"`, `2.5`, `null`}},
+		{"enum beside a length", `{"type":"string","enum":["ab","abcd","x"],"maxLength":3}`, []string{`"ab"`, `"x"`}, []string{`"abcd"`}},
+		{"const beside a type", `{"type":"string","const":"a"}`, []string{`"a"`}, []string{`"b"`}},
+		{"ref beside a type", `{"$defs":{"s":{"type":["string","integer"]}},"$ref":"#/$defs/s","type":"integer"}`, []string{`1`}, []string{`"a"`}},
+		{"ref beside a bound", `{"$defs":{"s":{"type":"integer"}},"$ref":"#/$defs/s","minimum":1,"description":"d"}`, []string{`1`}, []string{`0`}},
+		{"allOf beside a bound", `{"allOf":[{"type":"integer"}],"maximum":3}`, []string{`3`}, []string{`4`, `"a"`}},
+		{
+			"allOf of objects", `{"type":"object","allOf":[{"properties":{"a":{"type":"integer"}},"required":["a"]},{"properties":{"b":{"type":"string"},"a":{"minimum":1}},"required":["b"]}]}`,
+			[]string{`{"a":1,"b":"x"}`}, []string{`{"a":1}`, `{"b":"x"}`, `{"a":0,"b":"x"}`},
+		},
+		{"anyOf beside a bound", `{"anyOf":[{"type":"integer"},{"type":"string"}],"minimum":5}`, []string{`5`, `"x"`}, []string{`4`}},
+		{"anyOf beside a type", `{"anyOf":[{"type":"integer"},{"type":"string"}],"type":"string"}`, []string{`"x"`}, []string{`4`}},
+		{"OpenAPI's int64", `{"type":"integer","format":"int64","minimum":0}`, []string{`0`, `9999999999999999`}, []string{`-1`}},
 		{"annotations ignored", `{"title":"T","description":"d","default":1,"examples":[1],"$schema":"x","type":"integer"}`, []string{`1`}, []string{`"1"`}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -70,9 +87,18 @@ func TestFromJSONSchemaErrors(t *testing.T) {
 	for _, tc := range []struct{ name, schema, want string }{
 		{"not JSON", `{`, "JSON schema at #: not JSON"},
 		{"false", `false`, "false accepts nothing"},
-		{"pattern", `{"type":"object","properties":{"a":{"type":"string","pattern":"x+"}}}`, `JSON schema at #/properties/a/pattern: the keyword "pattern" is not supported`},
-		{"minimum above 0", `{"type":"integer","minimum":1}`, "bounds [1, +Inf] are not supported"},
-		{"narrow", `{"type":"number","maximum":0.5}`, "bounds [-Inf, 0.5] are not supported"},
+		{"lookahead", `{"type":"object","properties":{"a":{"type":"string","pattern":"(?=x)y"}}}`, `JSON schema at #/properties/a/pattern: pattern at character 2: the group (?= is not supported`},
+		{"backreference", `{"type":"string","pattern":"(a)\\1"}`, `#/pattern: pattern at character 4: the escape \1 is not supported`},
+		{"word boundary", `{"type":"string","pattern":"\\bx"}`, `the escape \b is not supported`},
+		{"inner anchor", `{"type":"string","pattern":"a^b"}`, `the anchor ^ is supported only at the pattern's start`},
+		{"possessive", `{"type":"string","pattern":"a++"}`, `possessive repetitions are not supported`},
+		{"pattern not a string", `{"type":"string","pattern":1}`, `#/pattern: must be a string`},
+		{"unknown format", `{"type":"string","format":"ipv6"}`, `#/format: the format "ipv6" is not supported (date, time, date-time, uuid, email)`},
+		{"format and pattern", `{"type":"string","format":"date","pattern":"^2"}`, `format and pattern together are not supported`},
+		{"format and length", `{"type":"string","format":"email","maxLength":20}`, `format and maxLength together are not supported`},
+		{"int32", `{"type":"integer","format":"int32"}`, `#/format: the format "int32" of a number is not supported (int64, float, double)`},
+		{"format without a type", `{"format":"date"}`, `#/format: format needs "type": "string"`},
+		{"fractional number bound", `{"type":"number","maximum":0.5}`, "#/maximum: 0.5 is not supported: a number's bounds must be whole numbers"},
 		{"bounds without a type", `{"minimum":0}`, `numeric bounds need "type": "integer" or "number"`},
 		{"bound not a number", `{"type":"integer","maximum":"9"}`, "#/maximum: must be a number"},
 		{"unknown type", `{"type":"text"}`, `unknown type "text"`},
@@ -82,7 +108,13 @@ func TestFromJSONSchemaErrors(t *testing.T) {
 		{"missing def", `{"$ref":"#/$defs/x"}`, "the schema has no $defs"},
 		{"bounds", `{"type":"string","minLength":3,"maxLength":2}`, "2 is below minLength 3"},
 		{"too long", `{"type":"string","maxLength":100000}`, "must be an integer 0..1000"},
-		{"allOf", `{"allOf":[{},{}]}`, "is supported with exactly one schema"},
+		{"const beside a type", `{"const":"a","type":"integer"}`, "#/const: no value of const satisfies the keywords beside it (type)"},
+		{"enum beside a length", `{"enum":["abc"],"type":"string","maxLength":2}`, "#/enum: no value of enum satisfies the keywords beside it (type, maxLength)"},
+		{"allOf conflict", `{"allOf":[{"type":"integer","minimum":1},{"minimum":2}]}`, `#/allOf/1: cannot merge with the schemas beside it: "minimum" is given twice with different values (1 and 2)`},
+		{"allOf types", `{"allOf":[{"type":"string"}],"type":"integer"}`, `no value is of type "integer" and of type "string"`},
+		{"ref beside a conflict", `{"$defs":{"s":{"type":"integer","maximum":3}},"$ref":"#/$defs/s","maximum":4}`, `#: the keywords beside $ref (maximum) cannot be merged into it: "maximum" is given twice`},
+		{"anyOf ruled out", `{"anyOf":[{"type":"string"},{"type":"boolean"}],"type":"integer"}`, `#/anyOf: no alternative satisfies the keywords beside anyOf (type)`},
+		{"closed object merged", `{"allOf":[{"properties":{"a":{}}}],"additionalProperties":false}`, `property "a" is merged into a schema whose additionalProperties limits it`},
 		{"empty enum", `{"enum":[]}`, "must be a non-empty array"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -99,55 +131,21 @@ func TestFromJSONSchemaErrors(t *testing.T) {
 // apart from the grammar: whatever a model picks, the text it ends with
 // parses and satisfies the schema.
 func TestSchemaSentencesValidate(t *testing.T) {
-	tokens := make([][]byte, 257)
-	for b := range 256 {
-		tokens[b] = []byte{byte(b)}
-	}
-	const eos = 256
-	v := NewVocab(tokens, []int{eos}, nil)
 	schemas := []string{
 		`{"type":"object","properties":{"name":{"type":"string","maxLength":5},"age":{"type":"integer"},"score":{"type":"number"},"tags":{"type":"array","items":{"enum":["a","b",null]},"maxItems":3},"ok":{"type":["boolean","null"]}},"required":["name","tags"],"additionalProperties":false}`,
 		`{"type":"array","items":{"anyOf":[{"type":"integer"},{"type":"string","minLength":1,"maxLength":2}]},"minItems":1,"maxItems":4}`,
 		`{"$defs":{"n":{"type":"object","properties":{"v":{"const":7},"k":{"type":"array","items":{"$ref":"#/$defs/n"},"maxItems":2}},"required":["v"],"additionalProperties":false}},"$ref":"#/$defs/n"}`,
 	}
 	r := rand.New(rand.NewPCG(3, 4))
+	v := byteVocab()
 	for si, src := range schemas {
 		g, err := FromJSONSchema([]byte(src))
 		require.NoError(t, err)
 		var schema any
 		require.NoError(t, json.Unmarshal([]byte(src), &schema))
 		for trial := range 30 {
-			m := g.NewMatcher()
-			var text []byte
-			for len(text) < 400 {
-				mask := m.Mask(v)
-				var ids []int
-				for id := range 257 {
-					if Allowed(mask, id) {
-						ids = append(ids, id)
-					}
-				}
-				require.NotEmpty(t, ids, "schema %d: dead end after %q", si, text)
-				id := ids[r.IntN(len(ids))]
-				// Lean towards closing: end when allowed, and prefer
-				// structure over more characters half the time.
-				if Allowed(mask, eos) {
-					id = eos
-				} else if r.IntN(2) == 0 {
-					for _, c := range []int{'}', ']', '"', ','} {
-						if Allowed(mask, c) {
-							id = c
-							break
-						}
-					}
-				}
-				if id == eos {
-					break
-				}
-				require.NoError(t, m.Accept(tokens[id]))
-				text = append(text, tokens[id]...)
-			}
-			require.True(t, m.Complete(), "schema %d trial %d: unfinished %q", si, trial, text)
+			text := randomSentence(t, g, v, r)
+			require.NotNil(t, text, "schema %d trial %d: unfinished", si, trial)
 			require.True(t, utf8.Valid(text), "%q", text)
 			var got any
 			require.NoError(t, json.Unmarshal(text, &got), "schema %d: %q", si, text)
@@ -155,6 +153,51 @@ func TestSchemaSentencesValidate(t *testing.T) {
 			require.NoError(t, validate(schema, got, defs, "#"), "schema %d: %s", si, text)
 		}
 	}
+}
+
+// byteVocab has a token for each byte and end of text (256).
+func byteVocab() *Vocab {
+	tokens := make([][]byte, 257)
+	for b := range 256 {
+		tokens[b] = []byte{byte(b)}
+	}
+	return NewVocab(tokens, []int{256}, nil)
+}
+
+// randomSentence walks a random path through g one byte at a time, every
+// byte drawn from what the mask of v (byteVocab) allows, leaning towards
+// closing: it ends when end of text is allowed, and half the time takes
+// structure over more characters. Nil if 400 bytes did not finish it.
+func randomSentence(t *testing.T, g *Grammar, v *Vocab, r *rand.Rand) []byte {
+	t.Helper()
+	const eos = 256
+	m := g.NewMatcher()
+	var text []byte
+	for len(text) < 400 {
+		mask := m.Mask(v)
+		var ids []int
+		for id := range 257 {
+			if Allowed(mask, id) {
+				ids = append(ids, id)
+			}
+		}
+		require.NotEmpty(t, ids, "dead end after %q", text)
+		if Allowed(mask, eos) {
+			return text
+		}
+		id := ids[r.IntN(len(ids))]
+		if r.IntN(2) == 0 {
+			for _, c := range []int{'"', '}', ']', ','} {
+				if Allowed(mask, c) {
+					id = c
+					break
+				}
+			}
+		}
+		require.NoError(t, m.Accept([]byte{byte(id)}))
+		text = append(text, byte(id))
+	}
+	return nil
 }
 
 // validate checks v against the schema subset the tests use.

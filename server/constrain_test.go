@@ -119,9 +119,15 @@ func TestStructuredOutputRefused(t *testing.T) {
 		{"unknown type", map[string]any{"response_format": map[string]any{"type": "xml"}}, "response_format.type", `must be "text", "json_object" or "json_schema"`},
 		{"not an object", map[string]any{"response_format": "json"}, "response_format", "must be an object"},
 		{"no schema", map[string]any{"response_format": map[string]any{"type": "json_schema", "json_schema": map[string]any{"name": "x"}}}, "response_format.json_schema.schema", "is required"},
-		{"pattern", map[string]any{"response_format": map[string]any{"type": "json_schema", "json_schema": map[string]any{"name": "x",
-			"schema": map[string]any{"type": "string", "pattern": "^a+$"}}}}, "response_format.json_schema.schema", `keyword "pattern" is not supported`},
+		{"unsupported keyword", map[string]any{"response_format": map[string]any{"type": "json_schema", "json_schema": map[string]any{"name": "x",
+			"schema": map[string]any{"type": "integer", "multipleOf": 3}}}}, "response_format.json_schema.schema", `keyword "multipleOf" is not supported`},
+		{"unsupported pattern", map[string]any{"response_format": map[string]any{"type": "json_schema", "json_schema": map[string]any{"name": "x",
+			"schema": map[string]any{"type": "string", "pattern": "^(?=a)a+$"}}}}, "response_format.json_schema.schema", `#/pattern: pattern at character 2: the group (?= is not supported`},
+		{"const beside a type", map[string]any{"json_schema": map[string]any{"const": "a", "type": "integer"}}, "json_schema", `#/const: no value of const satisfies the keywords beside it (type)`},
+		{"fractional number bound", map[string]any{"json_schema": map[string]any{"type": "number", "maximum": 0.5}}, "json_schema", `#/maximum: 0.5 is not supported`},
 		{"bad grammar", map[string]any{"grammar": `root ::= foo`}, "grammar", `rule "foo" is used but never defined`},
+		{"empty language", map[string]any{"grammar": `root ::= [^\x00-\U0010FFFF]`}, "grammar", `the language is empty`},
+		{"lone surrogate", map[string]any{"grammar": `root ::= "\uD800"`}, "grammar", `the language is empty`},
 		{"grammar not a string", map[string]any{"grammar": 3}, "grammar", ""},
 		{"two constraints", map[string]any{"grammar": `root ::= "a"`, "response_format": map[string]any{"type": "json_object"}}, "grammar", "give one of"},
 	} {
@@ -142,9 +148,9 @@ func TestStructuredOutputRefused(t *testing.T) {
 			}
 		})
 	}
-	resp := ts.call(t, "POST", "/execute", map[string]any{"job_id": "x", "prompt": "Hi", "json_schema": map[string]any{"type": "string", "pattern": "^a+$"}}, http.StatusBadRequest)
+	resp := ts.call(t, "POST", "/execute", map[string]any{"job_id": "x", "prompt": "Hi", "json_schema": map[string]any{"type": "integer", "multipleOf": 3}}, http.StatusBadRequest)
 	errs := resp["errors"].([]any)
 	require.Len(t, errs, 1)
 	assert.Equal(t, "json_schema", errs[0].(map[string]any)["field"])
-	assert.Contains(t, errs[0].(map[string]any)["message"], `"pattern" is not supported`)
+	assert.Contains(t, errs[0].(map[string]any)["message"], `"multipleOf" is not supported`)
 }

@@ -316,7 +316,7 @@ func TestResponsesFields(t *testing.T) {
 		{"json_schema without a schema", map[string]any{"input": "Hi", "text": map[string]any{"format": map[string]any{"type": "json_schema", "name": "x"}}},
 			"text.format.schema", "is required"},
 		{"json_schema of an unsupported keyword", map[string]any{"input": "Hi", "text": map[string]any{"format": map[string]any{"type": "json_schema",
-			"name": "x", "schema": map[string]any{"type": "string", "pattern": "^a+$"}}}}, "text.format.schema", `keyword "pattern" is not supported`},
+			"name": "x", "schema": map[string]any{"type": "integer", "multipleOf": 3}}}}, "text.format.schema", `keyword "multipleOf" is not supported`},
 		{"text of another key", map[string]any{"input": "Hi", "text": map[string]any{"style": "terse"}}, "text.style", "only format and verbosity"},
 		{"verbosity", map[string]any{"input": "Hi", "text": map[string]any{"verbosity": "loud"}}, "text.verbosity", "must be"},
 		{"function_call_output", map[string]any{"input": []any{map[string]any{"type": "function_call_output", "call_id": "c", "output": "x"}}},
