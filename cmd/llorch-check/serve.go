@@ -270,9 +270,9 @@ func (f serveFlags) kvBudgetIn(path string, total int64) (int, string, error) {
 	if err != nil {
 		return 0, "", err
 	}
-	free := total - held - kvHeadroom(total)
-	perBlock := cfg.KVShape().Bytes(kvcache.DefaultBlockTokens, kvOpt)
-	if cfg.KVShape().Bytes(full, kvOpt) <= free {
+	free, shape := total-held-kvHeadroom(total), cfg.KVShape()
+	perBlock, fullBytes := shape.Bytes(kvcache.DefaultBlockTokens, kvOpt), shape.Bytes(full, kvOpt)
+	if fullBytes <= free {
 		return int(full), reason, nil
 	}
 	blocks := free / max(perBlock, 1)
@@ -282,7 +282,7 @@ func (f serveFlags) kvBudgetIn(path string, total int64) (int, string, error) {
 	}
 	tokens := blocks * kvcache.DefaultBlockTokens
 	return int(tokens), fmt.Sprintf("the memory left after the weights: %.1f GB of %.1f GB, less %.1f GB kept for the process (--parallel %d × context %d would need %.1f GB; --kv-cache-tokens overrides)",
-		float64(free)/1e9, float64(total)/1e9, float64(kvHeadroom(total))/1e9, f.parallel, cfg.NPositions, float64(cfg.KVShape().Bytes(full, kvOpt))/1e9), nil
+		float64(free)/1e9, float64(total)/1e9, float64(kvHeadroom(total))/1e9, f.parallel, cfg.NPositions, float64(fullBytes)/1e9), nil
 }
 
 // kvHeadroom is the memory a default KV budget leaves for everything but
