@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/llorch/llorch-check/kvcache"
 	"github.com/llorch/llorch-check/model"
 	"github.com/llorch/llorch-check/tensors"
 )
@@ -26,8 +27,8 @@ type captured struct {
 type captureSpec struct {
 	names       map[string]bool
 	incremental bool
-	kv          model.KVCacheOptions // the zero value: float32, as m.NewCache
-	force       *model.ForcedKV      // stored in place of the forward's own keys and values (kvforce.go); nil: none
+	kv          kvcache.Options // the zero value: float32, as m.NewCache
+	force       *model.ForcedKV // stored in place of the forward's own keys and values (kvforce.go); nil: none
 	// inspect, if set, sees every tensor the forward emits, before names
 	// decides whether a copy is kept (stream.go).
 	inspect func(model.Captured)

@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/llorch/llorch-check/generation"
+	"github.com/llorch/llorch-check/kvcache"
 	"github.com/llorch/llorch-check/model"
 	"github.com/llorch/llorch-check/references"
 )
@@ -15,7 +16,7 @@ import (
 // step, the logits past checkpoint 9's tolerance); a set of another
 // engine's profile checks that engine, not Go's forward. Run applies it;
 // the errors are bad input.
-func CheckKVCache(set *references.Set, kv model.KVCacheOptions) error {
+func CheckKVCache(set *references.Set, kv kvcache.Options) error {
 	e := set.Manifest.Emulates()
 	switch {
 	case e == nil && kv.Float16:
@@ -36,8 +37,8 @@ func CheckKVCache(set *references.Set, kv model.KVCacheOptions) error {
 // kvCache is what of Options.KVCache shapes the numbers: the storage and
 // the block size. A server's bound and prefix cache would only limit or
 // share the fresh pools a run makes.
-func (o Options) kvCache() model.KVCacheOptions {
-	return model.KVCacheOptions{Float16: o.KVCache.Float16, BlockTokens: o.KVCache.BlockTokens}
+func (o Options) kvCache() kvcache.Options {
+	return kvcache.Options{Float16: o.KVCache.Float16, BlockTokens: o.KVCache.BlockTokens}
 }
 
 // decoder is the decoder checkpoints 9 and 12 run the model through: the

@@ -10,6 +10,7 @@ import (
 
 	"github.com/llorch/llorch-check/gguf"
 	"github.com/llorch/llorch-check/internal/fixture"
+	"github.com/llorch/llorch-check/kvcache"
 	"github.com/llorch/llorch-check/model"
 	"github.com/llorch/llorch-check/references"
 	"github.com/llorch/llorch-check/tensors"
@@ -36,18 +37,18 @@ func openF16KV(t *testing.T, modelName, setName string) (*model.Model, *referenc
 // TestCheckKVCache: a set of the f16-kv profile goes with the float16
 // cache and only with it; other engines' sets stay refused either way.
 func TestCheckKVCache(t *testing.T) {
-	f16 := model.KVCacheOptions{Float16: true}
+	f16 := kvcache.Options{Float16: true}
 	tests := []struct {
 		name    string
 		profile string // "" for a plain set
-		kv      model.KVCacheOptions
+		kv      kvcache.Options
 		wantErr []string // nil: accepted
 	}{
-		{"plain f32", "", model.KVCacheOptions{}, nil},
+		{"plain f32", "", kvcache.Options{}, nil},
 		{"plain f16", "", f16, []string{"--kv-cache-dtype f16: ", " is a plain reference set", "fails by design", "--emulate f16-kv"}},
 		{"f16-kv f16", references.EmulationF16KV, f16, nil},
-		{"f16-kv f32", references.EmulationF16KV, model.KVCacheOptions{}, []string{"applies f16-kv's approximations", "run with --kv-cache-dtype f16"}},
-		{"llamacpp f32", "llamacpp-cpu", model.KVCacheOptions{}, []string{"applies llamacpp-cpu's approximations", "not llorch-check's forward"}},
+		{"f16-kv f32", references.EmulationF16KV, kvcache.Options{}, []string{"applies f16-kv's approximations", "run with --kv-cache-dtype f16"}},
+		{"llamacpp f32", "llamacpp-cpu", kvcache.Options{}, []string{"applies llamacpp-cpu's approximations", "not llorch-check's forward"}},
 		{"llamacpp f16", "llamacpp-cpu-f16kv", f16, []string{"applies llamacpp-cpu-f16kv's approximations", "not llorch-check's forward"}},
 	}
 	for _, tc := range tests {
@@ -89,7 +90,7 @@ func TestF16KVCacheHoldsTheProfilesValues(t *testing.T) {
 			for _, c := range set.Manifest.Cases {
 				wanted := selectTensors(set, c.ID, Options{Checkpoints: Selection{2: true, 3: true}})
 				spec := captureFor(wanted)
-				spec.kv = model.KVCacheOptions{Float16: true}
+				spec.kv = kvcache.Options{Float16: true}
 				got, err := capture(context.Background(), m, c.Tokens, spec)
 				require.NoError(t, err)
 				for l := range m.Config.NLayer {
@@ -166,7 +167,7 @@ func TestF16KVSetsNeedTheF16Cache(t *testing.T) {
 
 			_, err = Run(ctx, m, set, Options{Tokenizer: tok})
 			require.ErrorContains(t, err, "--kv-cache-dtype f16")
-			f16, err := Run(ctx, m, set, Options{Tokenizer: tok, KVCache: model.KVCacheOptions{Float16: true}})
+			f16, err := Run(ctx, m, set, Options{Tokenizer: tok, KVCache: kvcache.Options{Float16: true}})
 			require.NoError(t, err)
 			require.Equal(t, references.Float16, f16.KVCache)
 			flips := 0

@@ -9,6 +9,7 @@ import (
 
 	"github.com/llorch/llorch-check/generation"
 	"github.com/llorch/llorch-check/gguf"
+	"github.com/llorch/llorch-check/kvcache"
 	"github.com/llorch/llorch-check/model"
 	"github.com/llorch/llorch-check/references"
 	"github.com/llorch/llorch-check/tensors"
@@ -257,9 +258,9 @@ func (o Options) pairDecoder(m *model.Model, set *references.Set, i int, ll refe
 // keys and values in place of its own.
 type forcedDecoder struct {
 	m     *model.Model
-	pool  *model.KVPool
+	pool  *kvcache.Pool
 	force *model.ForcedKV
-	cache *model.Cache
+	cache *kvcache.Cache
 }
 
 func (d *forcedDecoder) Prefill(ctx context.Context, tokens []int) ([]float32, error) {

@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/llorch/llorch-check/kvcache"
 	"github.com/llorch/llorch-check/model"
 	"github.com/llorch/llorch-check/references"
 	"github.com/llorch/llorch-check/tensors"
@@ -28,7 +29,7 @@ type Options struct {
 	// with its Float16 and BlockTokens (MaxTokens and PrefixCache
 	// are ignored). The zero value is float32; Float16 needs a set of the
 	// f16-kv profile (CheckKVCache).
-	KVCache model.KVCacheOptions
+	KVCache kvcache.Options
 }
 
 // Report is everything one run found.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/llorch/llorch-check/kvcache"
 	"github.com/llorch/llorch-check/model"
 )
 
@@ -44,7 +45,7 @@ func SlotBytes(m *model.Model) int64 {
 	c := m.Config
 	chunk, V := int64(scoreChunk), int64(c.VocabSize)
 	acts := 4 * chunk * int64(8*c.NEmbd+2*c.NInner) // residual, ln, qkv, attention, MLP buffers
-	return c.CacheBytes() + 4*chunk*V + 8*V + acts
+	return c.KVShape().CacheBytes() + 4*chunk*V + 8*V + acts
 }
 
 // ScoreRows runs tokens through m on cache c (reset first): the positions
@@ -53,13 +54,13 @@ func SlotBytes(m *model.Model) int64 {
 // the forward pass is computed on its own; for the same reason positions
 // before from that a prefix-caching pool still holds (Cache.ReusePrefix)
 // are reused, not recomputed.
-func ScoreRows(ctx context.Context, m *model.Model, c *model.Cache, tokens []int, from int, fn func(j int, logits []float32) error) error {
+func ScoreRows(ctx context.Context, m *model.Model, c *kvcache.Cache, tokens []int, from int, fn func(j int, logits []float32) error) error {
 	_, err := scoreRows(ctx, m, c, tokens, from, fn)
 	return err
 }
 
 // scoreRows is ScoreRows, also returning the positions reused.
-func scoreRows(ctx context.Context, m *model.Model, c *model.Cache, tokens []int, from int, fn func(j int, logits []float32) error) (int, error) {
+func scoreRows(ctx context.Context, m *model.Model, c *kvcache.Cache, tokens []int, from int, fn func(j int, logits []float32) error) (int, error) {
 	c.Reset()
 	reused := 0
 	if from > 0 {
@@ -103,7 +104,7 @@ type Batcher interface {
 	Join()
 	Leave()
 	// Step appends token to c in the next batch and returns its logits.
-	Step(ctx context.Context, c *model.Cache, token int) ([]float32, error)
+	Step(ctx context.Context, c *kvcache.Cache, token int) ([]float32, error)
 }
 
 // sequenceEnder is an optional Decoder capability: told when a generation
@@ -118,7 +119,7 @@ type sequenceEnder interface {
 // concurrent request.
 type ModelDecoder struct {
 	m      *model.Model
-	cache  *model.Cache
+	cache  *kvcache.Cache
 	batch  Batcher // nil: every step runs alone
 	joined bool
 	cached int // prompt positions the last Prefill or Rows reused
@@ -130,7 +131,7 @@ func NewModelDecoder(m *model.Model) *ModelDecoder { return NewBatchedDecoder(m,
 
 // NewBatchedDecoder returns a decoder whose cache comes from pool (nil: a
 // pool of its own) and whose steps go through b (nil: alone).
-func NewBatchedDecoder(m *model.Model, pool *model.KVPool, b Batcher) *ModelDecoder {
+func NewBatchedDecoder(m *model.Model, pool *kvcache.Pool, b Batcher) *ModelDecoder {
 	c := m.NewCache()
 	if pool != nil {
 		c = pool.NewCache()
@@ -150,7 +151,7 @@ func (d *ModelDecoder) EndSequence() {
 // Reserve promises the coming sequence positions positions of a bounded
 // pool, waiting while ctx lasts for running sequences to give blocks back
 // (a server calls it when a request starts, so that no sequence runs out
-// of blocks half way). An error wrapping model.ErrKVCacheFull means the
+// of blocks half way). An error wrapping kvcache.ErrFull means the
 // pool could never hold that many.
 func (d *ModelDecoder) Reserve(ctx context.Context, positions int) error {
 	return d.cache.ReserveWait(ctx, positions)
@@ -172,7 +173,7 @@ func (d *ModelDecoder) CachedTokens() int { return d.cached }
 // through the batches, in chunks beside the other sequences' decode steps
 // (the server's chunked prefill).
 type chunkPrefiller interface {
-	Prefill(ctx context.Context, c *model.Cache, tokens []int) ([]float32, error)
+	Prefill(ctx context.Context, c *kvcache.Cache, tokens []int) ([]float32, error)
 	PrefillChunk() int // positions a step carries; 0: prompts run alone
 }
 
@@ -204,7 +205,7 @@ func (d *ModelDecoder) Step(ctx context.Context, token int) ([]float32, error) {
 		// alone. DecodeBatch, not Forward, so the logits land in the
 		// cache's own buffer instead of fresh memory every step.
 		d.EndSequence()
-		logits, err := d.m.DecodeBatch(ctx, []*model.Cache{d.cache}, []int{token})
+		logits, err := d.m.DecodeBatch(ctx, []*kvcache.Cache{d.cache}, []int{token})
 		if err != nil {
 			return nil, err
 		}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/llorch/llorch-check/generation"
 	"github.com/llorch/llorch-check/internal/fixture/tiny"
+	"github.com/llorch/llorch-check/kvcache"
 	"github.com/llorch/llorch-check/model"
 )
 
@@ -21,7 +22,7 @@ type countingBatcher struct {
 
 func (b *countingBatcher) Join()  { b.joins++ }
 func (b *countingBatcher) Leave() { b.leaves++ }
-func (b *countingBatcher) Step(ctx context.Context, c *model.Cache, token int) ([]float32, error) {
+func (b *countingBatcher) Step(ctx context.Context, c *kvcache.Cache, token int) ([]float32, error) {
 	b.runs++
 	if b.fail != nil {
 		return nil, b.fail

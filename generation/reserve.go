@@ -4,7 +4,7 @@ import (
 	"context"
 	"errors"
 
-	"github.com/llorch/llorch-check/model"
+	"github.com/llorch/llorch-check/kvcache"
 )
 
 // reserver is an optional Decoder capability: promising a sequence its
@@ -28,7 +28,7 @@ func reserve(ctx context.Context, d Decoder, positions int, field string) error 
 		return nil
 	}
 	err := r.Reserve(ctx, positions)
-	if errors.Is(err, model.ErrKVCacheFull) {
+	if errors.Is(err, kvcache.ErrFull) {
 		return &FieldError{Field: field, Code: CodeContextLength, Value: positions,
 			Message: "positions are more than the server's KV cache holds (" + err.Error() + ")"}
 	}

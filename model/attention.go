@@ -4,6 +4,7 @@ import (
 	"math"
 
 	"github.com/llorch/llorch-check/kernels"
+	"github.com/llorch/llorch-check/kvcache"
 )
 
 // attnJob is one layer's attention over T new queries at absolute positions
@@ -11,7 +12,7 @@ import (
 type attnJob struct {
 	qkv           []float32 // [T,width]: q | k | v, heads side by side (qkvLayout)
 	out           []float32 // [T,H·D] merged heads, before c_proj
-	cache         *Cache
+	cache         *kvcache.Cache
 	layer         int
 	T, off, S     int
 	width, D, HD  int       // row widths of qkv and out, head width
@@ -53,9 +54,7 @@ func (j *attnJob) scratch() (*[]float32, *[]float64) {
 	if j.scores != nil {
 		n = 0
 	}
-	if p := j.cache.seq.pool; p.f16 {
-		n += p.blockTokens * p.headDim
-	}
+	n += j.cache.BlockBufLen()
 	return scoreBuffers.get(n), expBuffers.get(j.S)
 }
 
@@ -93,7 +92,7 @@ func (j *attnJob) head(h int, scratch []float32, e64 []float64) {
 		}
 		return j.off + t + 1
 	}
-	B := j.cache.seq.pool.blockTokens
+	B := j.cache.BlockTokens()
 	vis, nv := make([]int, T), make([]int, T) // each query's visible keys, in all and in block i
 	for t := range T {
 		vis[t] = visible(t)
@@ -105,7 +104,7 @@ func (j *attnJob) head(h int, scratch []float32, e64 []float64) {
 		return nv
 	}
 	for i := 0; i*B < S; i++ {
-		k := j.cache.blockKV(j.layer, 0, kv, i, widened)
+		k := j.cache.BlockKeys(j.layer, kv, i, widened)
 		kernels.ScoresRows(sc[i*B:], S, j.qkv[h*D:], W, k, D, counts(i))
 	}
 	for t := range T {
@@ -113,7 +112,7 @@ func (j *attnJob) head(h int, scratch []float32, e64 []float64) {
 		clear(j.out[t*HD+h*D : t*HD+(h+1)*D])
 	}
 	for i := 0; i*B < S; i++ {
-		v := j.cache.blockKV(j.layer, 1, kv, i, widened)
+		v := j.cache.BlockValues(j.layer, kv, i, widened)
 		kernels.AddWeightedSumRows(j.out[h*D:], HD, pr[i*B:], S, v, D, counts(i))
 	}
 }

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+
+	"github.com/llorch/llorch-check/kvcache"
 )
 
 // DecodeBatch advances len(caches) independent sequences by one token each
@@ -22,7 +24,7 @@ import (
 //
 // On any error no cache is changed. The caches must be distinct, and none
 // may be used concurrently by another call.
-func (m *Model) DecodeBatch(ctx context.Context, caches []*Cache, tokens []int) ([][]float32, error) {
+func (m *Model) DecodeBatch(ctx context.Context, caches []*kvcache.Cache, tokens []int) ([][]float32, error) {
 	if len(caches) != len(tokens) {
 		return nil, fmt.Errorf("decode batch: %d caches but %d tokens", len(caches), len(tokens))
 	}
@@ -44,7 +46,7 @@ func (m *Model) WarmUp(ctx context.Context) error {
 	if _, err := m.Forward(ctx, c, []int{eos, eos}, ForwardOptions{}); err != nil {
 		return err
 	}
-	_, err := m.DecodeBatch(ctx, []*Cache{c}, []int{eos})
+	_, err := m.DecodeBatch(ctx, []*kvcache.Cache{c}, []int{eos})
 	return err
 }
 
@@ -53,14 +55,14 @@ func (m *Model) WarmUp(ctx context.Context) error {
 // decode steps of the running sequences, so the chunk's rows and theirs
 // share one pass over the weights (chunked prefill). logits[i] is the
 // last position's, in caches[i]'s buffer.
-func (m *Model) StepBatch(ctx context.Context, caches []*Cache, tokens [][]int) ([][]float32, error) {
+func (m *Model) StepBatch(ctx context.Context, caches []*kvcache.Cache, tokens [][]int) ([][]float32, error) {
 	if len(caches) != len(tokens) {
 		return nil, fmt.Errorf("step batch: %d caches but %d token lists", len(caches), len(tokens))
 	}
 	if len(caches) == 0 {
 		return nil, errors.New("step batch: no sequences")
 	}
-	seen := make(map[*Cache]bool, len(caches))
+	seen := make(map[*kvcache.Cache]bool, len(caches))
 	spans := make([]span, len(caches))
 	var flat []int
 	for i, c := range caches {
@@ -71,13 +73,13 @@ func (m *Model) StepBatch(ctx context.Context, caches []*Cache, tokens [][]int) 
 			return nil, fmt.Errorf("step batch: sequence %d: the same cache appears twice", i)
 		}
 		seen[c] = true
-		spans[i] = span{c: c, off: c.n, T: len(tokens[i])}
+		spans[i] = span{c: c, off: c.Len(), T: len(tokens[i])}
 		flat = append(flat, tokens[i]...)
 	}
 	V := m.Config.VocabSize
 	out := make([][]float32, len(caches))
 	if len(caches) == 1 {
-		out[0] = caches[0].stepLogits(V)
+		out[0] = caches[0].LogitsBuffer(V)
 		if _, err := m.forward(ctx, spans, flat, hooks{}, false, out[0]); err != nil {
 			return nil, err
 		}
@@ -92,7 +94,7 @@ func (m *Model) StepBatch(ctx context.Context, caches []*Cache, tokens [][]int) 
 		return nil, err
 	}
 	for i, c := range caches {
-		out[i] = c.stepLogits(V)
+		out[i] = c.LogitsBuffer(V)
 		copy(out[i], (*buf)[i*V:(i+1)*V])
 	}
 	return out, nil

@@ -5,6 +5,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/llorch/llorch-check/kvcache"
 )
 
 // TestDecodeBatchMatchesForward decodes sequences of different lengths
@@ -14,7 +16,7 @@ func TestDecodeBatchMatchesForward(t *testing.T) {
 	ctx := context.Background()
 	lens := []int{1, 5, 3, 9}
 	B := len(lens)
-	batch, single := make([]*Cache, B), make([]*Cache, B)
+	batch, single := make([]*kvcache.Cache, B), make([]*kvcache.Cache, B)
 	for b, n := range lens {
 		batch[b], single[b] = m.NewCache(), m.NewCache()
 		toks := testTokens(n, uint64(10+b))
@@ -53,18 +55,18 @@ func TestDecodeBatchErrors(t *testing.T) {
 	require.NoError(t, err)
 	_, err = m.DecodeBatch(ctx, nil, nil)
 	require.Error(t, err)
-	_, err = m.DecodeBatch(ctx, []*Cache{a}, []int{1, 2})
+	_, err = m.DecodeBatch(ctx, []*kvcache.Cache{a}, []int{1, 2})
 	require.Error(t, err)
-	_, err = m.DecodeBatch(ctx, []*Cache{a, a}, []int{1, 2})
+	_, err = m.DecodeBatch(ctx, []*kvcache.Cache{a, a}, []int{1, 2})
 	require.ErrorContains(t, err, "twice")
-	_, err = m.DecodeBatch(ctx, []*Cache{a, full}, []int{1, 2})
+	_, err = m.DecodeBatch(ctx, []*kvcache.Cache{a, full}, []int{1, 2})
 	require.ErrorContains(t, err, "sequence 1")
 	require.Equal(t, 0, a.Len(), "a failed batch must leave every cache unchanged")
-	_, err = m.DecodeBatch(ctx, []*Cache{a}, []int{testCfg.VocabSize})
+	_, err = m.DecodeBatch(ctx, []*kvcache.Cache{a}, []int{testCfg.VocabSize})
 	require.Error(t, err)
 	cctx, cancel := context.WithCancel(ctx)
 	cancel()
-	_, err = m.DecodeBatch(cctx, []*Cache{a}, []int{1})
+	_, err = m.DecodeBatch(cctx, []*kvcache.Cache{a}, []int{1})
 	require.ErrorIs(t, err, context.Canceled)
 	require.Equal(t, 0, a.Len())
 }
@@ -76,7 +78,7 @@ func TestDecodeBatchSameBits(t *testing.T) {
 	m, _ := testModel(t)
 	ctx := context.Background()
 	const B = 5
-	batch := make([]*Cache, B)
+	batch := make([]*kvcache.Cache, B)
 	prompts := make([][]int, B)
 	for b := range batch {
 		batch[b] = m.NewCache()
@@ -105,7 +107,7 @@ func TestDecodeBatchReusesLogits(t *testing.T) {
 	m, _ := testModel(t)
 	ctx := context.Background()
 	for _, B := range []int{1, 3} {
-		caches, alone := make([]*Cache, B), make([]*Cache, B)
+		caches, alone := make([]*kvcache.Cache, B), make([]*kvcache.Cache, B)
 		for b := range caches {
 			caches[b], alone[b] = m.NewCache(), m.NewCache()
 		}

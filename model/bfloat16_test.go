@@ -12,6 +12,7 @@ import (
 
 	"github.com/llorch/llorch-check/gguf"
 	"github.com/llorch/llorch-check/internal/fixture"
+	"github.com/llorch/llorch-check/kvcache"
 )
 
 // bfloat16Models are the committed tiny models (F16 files) whose
@@ -124,9 +125,9 @@ func requireSameRun(t *testing.T, want, got *Model) {
 			requireSameBits(t, x.Data, y.Data, x.Name)
 		}
 	}
-	bw, err := want.DecodeBatch(ctx, []*Cache{cw, want.NewCache()}, []int{toks[11], toks[0]})
+	bw, err := want.DecodeBatch(ctx, []*kvcache.Cache{cw, want.NewCache()}, []int{toks[11], toks[0]})
 	require.NoError(t, err)
-	bg, err := got.DecodeBatch(ctx, []*Cache{cg, got.NewCache()}, []int{toks[11], toks[0]})
+	bg, err := got.DecodeBatch(ctx, []*kvcache.Cache{cg, got.NewCache()}, []int{toks[11], toks[0]})
 	require.NoError(t, err)
 	require.Len(t, bg, len(bw))
 	for i := range bw {

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/llorch/llorch-check/gguf"
+	"github.com/llorch/llorch-check/kvcache"
 	"github.com/stretchr/testify/require"
 )
 
@@ -64,9 +65,9 @@ func requireSameLogits(t *testing.T, want, got *Model) {
 		require.NoError(t, err)
 		require.Equal(t, lw, lg)
 	}
-	bw, err := want.DecodeBatch(ctx, []*Cache{cw, want.NewCache()}, []int{3, 4})
+	bw, err := want.DecodeBatch(ctx, []*kvcache.Cache{cw, want.NewCache()}, []int{3, 4})
 	require.NoError(t, err)
-	bg, err := got.DecodeBatch(ctx, []*Cache{cg, got.NewCache()}, []int{3, 4})
+	bg, err := got.DecodeBatch(ctx, []*kvcache.Cache{cg, got.NewCache()}, []int{3, 4})
 	require.NoError(t, err)
 	require.Equal(t, bw, bg)
 }

@@ -8,10 +8,11 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/llorch/llorch-check/gguf"
+	"github.com/llorch/llorch-check/kvcache"
 )
 
 // snapshots is every layer's keys and values of c.
-func snapshots(c *Cache, nLayer int) (k, v [][]float32) {
+func snapshots(c *kvcache.Cache, nLayer int) (k, v [][]float32) {
 	for l := range nLayer {
 		kl, vl := c.Snapshot(l)
 		k, v = append(k, kl), append(v, vl)
@@ -33,7 +34,7 @@ func TestForceKV(t *testing.T) {
 	tokens := testTokens(9, 3)
 	T, L := len(tokens), m.Config.NLayer
 	for _, f16 := range []bool{false, true} {
-		p := newPool(t, m, KVCacheOptions{Float16: f16, BlockTokens: 4})
+		p := newPool(t, m, kvcache.Options{Float16: f16, BlockTokens: 4})
 		own := p.NewCache()
 		want, err := m.Forward(ctx, own, tokens, ForwardOptions{AllLogits: true})
 		require.NoError(t, err)

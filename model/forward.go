@@ -7,6 +7,7 @@ import (
 	"slices"
 
 	"github.com/llorch/llorch-check/kernels"
+	"github.com/llorch/llorch-check/kvcache"
 	"github.com/llorch/llorch-check/sampling"
 	"github.com/llorch/llorch-check/tensors"
 )
@@ -36,16 +37,16 @@ type ForcedKV struct {
 // Forward runs tokens through the model, appending their keys/values to c
 // (positions continue from c.Len()), and returns logits. On any error the
 // cache is left as it was. A cache must not be shared by concurrent calls.
-func (m *Model) Forward(ctx context.Context, c *Cache, tokens []int, opt ForwardOptions) ([]float32, error) {
+func (m *Model) Forward(ctx context.Context, c *kvcache.Cache, tokens []int, opt ForwardOptions) ([]float32, error) {
 	if err := m.checkInput(c, tokens); err != nil {
 		return nil, err
 	}
 	T, V := len(tokens), m.Config.VocabSize
-	if err := m.checkForcedKV(opt.ForceKV, c.n+T); err != nil {
+	if err := m.checkForcedKV(opt.ForceKV, c.Len()+T); err != nil {
 		return nil, err
 	}
 	allRows := opt.AllLogits || opt.Probe != nil
-	logits, err := m.forward(ctx, []span{{c: c, off: c.n, T: T}}, tokens, hooks{opt.Probe, opt.ForceKV}, allRows, nil)
+	logits, err := m.forward(ctx, []span{{c: c, off: c.Len(), T: T}}, tokens, hooks{opt.Probe, opt.ForceKV}, allRows, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -59,7 +60,7 @@ func (m *Model) Forward(ctx context.Context, c *Cache, tokens []int, opt Forward
 // off..off+T-1 of cache c, held in rows row..row+T-1 of the stacked
 // activations.
 type span struct {
-	c           *Cache
+	c           *kvcache.Cache
 	off, T, row int
 }
 
@@ -99,7 +100,7 @@ func (m *Model) forward(ctx context.Context, spans []span, tokens []int, hk hook
 		return nil, err
 	}
 	for i, s := range spans {
-		if err := s.c.seq.grow(s.off, s.off+s.T); err != nil {
+		if err := s.c.Grow(s.T); err != nil {
 			if len(spans) > 1 {
 				err = fmt.Errorf("sequence %d: %w", i, err)
 			}
@@ -122,7 +123,7 @@ func (m *Model) forward(ctx context.Context, spans []span, tokens []int, hk hook
 	}
 	logits := ps.head(allRows, dst)
 	for _, s := range spans {
-		s.c.commit(tokens[s.row : s.row+s.T])
+		s.c.Commit(tokens[s.row : s.row+s.T])
 	}
 	return logits, nil
 }
@@ -224,10 +225,11 @@ func (ps *pass) attend(l int, f blockFaults, proto attnJob) {
 	H, D, W := c.NHead, c.HeadDim(), ps.lay.width
 	HD := H * D
 	for _, s := range ps.spans {
-		s.c.store(l, ps.qkv[s.row*W:], ps.lay, s.off, s.T)
+		qkv := ps.qkv[s.row*W:]
+		s.c.Store(l, qkv[ps.lay.k:], qkv[ps.lay.v:], W, s.off, s.T)
 		if ps.force != nil {
 			if k, v := ps.force.Layer(l); k != nil && v != nil {
-				s.c.overwrite(l, k, v, ps.force.Positions, s.off, s.T)
+				s.c.Overwrite(l, k, v, ps.force.Positions, s.off, s.T)
 			}
 		}
 	}
@@ -279,20 +281,20 @@ func (ps *pass) head(allRows bool, dst []float32) []float32 {
 
 // checkInput rejects everything that would make the pass fail half way, so
 // that errors never leave a partly written cache behind.
-func (m *Model) checkInput(c *Cache, tokens []int) error {
+func (m *Model) checkInput(c *kvcache.Cache, tokens []int) error {
 	cfg := m.Config
 	if c == nil {
 		return errors.New("forward: nil cache")
 	}
-	if p := c.seq.pool; p.nLayer != cfg.NLayer || p.nHead != cfg.KVHeads() || p.headDim != cfg.HeadDim() || c.capacity != cfg.NPositions {
+	if c.Shape() != cfg.KVShape() {
 		return errors.New("forward: cache was made for a model of a different shape")
 	}
 	if len(tokens) == 0 {
 		return errors.New("forward: no tokens")
 	}
-	if avail := c.capacity - c.n; len(tokens) > avail {
+	if avail := c.Cap() - c.Len(); len(tokens) > avail {
 		return fmt.Errorf("forward: %d tokens requested but only %d of %d positions are available (cache holds %d)",
-			len(tokens), avail, c.capacity, c.n)
+			len(tokens), avail, c.Cap(), c.Len())
 	}
 	for i, tok := range tokens {
 		if tok < 0 || tok >= cfg.VocabSize {

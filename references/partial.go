@@ -40,7 +40,7 @@ type Emulation struct {
 }
 
 // EmulationF16KV is the profile of llorch-check's own float16 KV cache
-// (model.KVCacheOptions.Float16): its sets check Go's forward with that
+// (kvcache.Options.Float16): its sets check Go's forward with that
 // cache, not another engine.
 const EmulationF16KV = "f16-kv"
 

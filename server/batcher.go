@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/llorch/llorch-check/kvcache"
 	"github.com/llorch/llorch-check/model"
 )
 
@@ -45,7 +46,7 @@ type batcher struct {
 }
 
 type step struct {
-	cache  *model.Cache
+	cache  *kvcache.Cache
 	tokens []int           // one decode token, or a chunk of a prompt
 	done   chan stepResult // buffered: the batch never blocks on a reader
 }
@@ -78,7 +79,7 @@ func (b *batcher) Leave() {
 // ctx ends while the step waits for its batch it returns at once; if the
 // batch is already running it waits for that one step, because the batch
 // is writing the cache.
-func (b *batcher) Step(ctx context.Context, cache *model.Cache, token int) ([]float32, error) {
+func (b *batcher) Step(ctx context.Context, cache *kvcache.Cache, token int) ([]float32, error) {
 	return b.step(ctx, cache, []int{token})
 }
 
@@ -90,7 +91,7 @@ func (b *batcher) Step(ctx context.Context, cache *model.Cache, token int) ([]fl
 // cores. The caller is a member (Join). It returns the last position's
 // logits, in the cache's buffer. Chunking changes no bits: every row of a
 // pass is computed on its own.
-func (b *batcher) Prefill(ctx context.Context, cache *model.Cache, tokens []int) ([]float32, error) {
+func (b *batcher) Prefill(ctx context.Context, cache *kvcache.Cache, tokens []int) ([]float32, error) {
 	chunk := b.chunk
 	if chunk <= 0 {
 		chunk = len(tokens)
@@ -109,7 +110,7 @@ func (b *batcher) Prefill(ctx context.Context, cache *model.Cache, tokens []int)
 // alone, outside the batches (generation.ModelDecoder asks).
 func (b *batcher) PrefillChunk() int { return b.chunk }
 
-func (b *batcher) step(ctx context.Context, cache *model.Cache, tokens []int) ([]float32, error) {
+func (b *batcher) step(ctx context.Context, cache *kvcache.Cache, tokens []int) ([]float32, error) {
 	st := &step{cache: cache, tokens: tokens, done: make(chan stepResult, 1)}
 	b.mu.Lock()
 	b.pending = append(b.pending, st)
@@ -198,7 +199,7 @@ func (b *batcher) decode(batch []*step) (logits [][]float32, err error) {
 			err = fmt.Errorf("decode batch of %d: panic: %v", len(batch), p)
 		}
 	}()
-	caches := make([]*model.Cache, len(batch))
+	caches := make([]*kvcache.Cache, len(batch))
 	tokens := make([][]int, len(batch))
 	for i, st := range batch {
 		caches[i], tokens[i] = st.cache, st.tokens

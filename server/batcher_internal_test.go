@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/llorch/llorch-check/internal/fixture"
+	"github.com/llorch/llorch-check/kvcache"
 	"github.com/llorch/llorch-check/model"
 )
 
@@ -72,7 +73,7 @@ func TestBatcherChunkedPrefill(t *testing.T) {
 	require.NoError(t, err)
 	var wantSteps [][]float32
 	for _, tok := range prompt[3:9] {
-		l, err := m.DecodeBatch(ctx, []*model.Cache{decoded}, []int{tok})
+		l, err := m.DecodeBatch(ctx, []*kvcache.Cache{decoded}, []int{tok})
 		require.NoError(t, err)
 		wantSteps = append(wantSteps, append([]float32(nil), l[0]...))
 	}

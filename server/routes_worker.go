@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/llorch/llorch-check/generation"
-	"github.com/llorch/llorch-check/model"
+	"github.com/llorch/llorch-check/kvcache"
 )
 
 // workerDefaults are docs/api.md's /execute defaults.
@@ -51,7 +51,7 @@ type kvHealth struct {
 	CachedTokens int64  `json:"cached_tokens"`
 }
 
-func newKVHealth(p *model.KVPool) *kvHealth {
+func newKVHealth(p *kvcache.Pool) *kvHealth {
 	st := p.Stats()
 	h := &kvHealth{MaxTokens: p.MaxTokens(), BlockTokens: st.BlockTokens, DType: "f32", PrefixCache: p.PrefixCache(),
 		UsedBlocks: st.HeldBlocks - st.IdleBlocks, IdleBlocks: st.IdleBlocks, SpareBlocks: st.SpareBlocks,

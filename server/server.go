@@ -17,6 +17,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/llorch/llorch-check/kvcache"
 	"github.com/llorch/llorch-check/model"
 	"github.com/llorch/llorch-check/tokenizer"
 )
@@ -103,7 +104,7 @@ type engine struct {
 	tok   *tokenizer.Tokenizer
 	name  string
 	batch *batcher      // decode steps of every slot running on m
-	pool  *model.KVPool // every slot's keys and values
+	pool  *kvcache.Pool // every slot's keys and values
 	chat  ChatFormatter // Config.ChatTemplate, else the model's own, else DefaultChatTemplate
 	obs   *modelMetrics // the metrics of its work, labelled with its name
 }
@@ -232,7 +233,7 @@ func modelName(m *model.Model) string {
 // no request waits for blocks unless the operator bounds the pool lower,
 // and one context's worth of finished prompts kept for reuse, so that an
 // idle server holds that much and not the whole bound.
-func (s *Server) kvOptions(m *model.Model) model.KVCacheOptions {
+func (s *Server) kvOptions(m *model.Model) kvcache.Options {
 	n := s.cfg.KVCacheTokens
 	if n <= 0 {
 		n = s.cfg.Parallel * m.Config.NPositions
@@ -241,7 +242,7 @@ func (s *Server) kvOptions(m *model.Model) model.KVCacheOptions {
 	if keep <= 0 {
 		keep = m.Config.NPositions
 	}
-	return model.KVCacheOptions{MaxTokens: n, Float16: s.cfg.KVCacheFloat16, PrefixCache: s.cfg.PrefixCache, PrefixCacheTokens: keep}
+	return kvcache.Options{MaxTokens: n, Float16: s.cfg.KVCacheFloat16, PrefixCache: s.cfg.PrefixCache, PrefixCacheTokens: keep}
 }
 
 // kvBudget says why the KV cache holds what it does.

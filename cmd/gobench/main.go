@@ -21,6 +21,7 @@ import (
 
 	"github.com/llorch/llorch-check/internal/procstat"
 	"github.com/llorch/llorch-check/kernels"
+	"github.com/llorch/llorch-check/kvcache"
 	"github.com/llorch/llorch-check/model"
 )
 
@@ -125,7 +126,7 @@ func toks(n, seed int) []int {
 // decode prefills B caches with prompt tokens each, then times steps
 // batched decode steps of one token per sequence.
 func decode(ctx context.Context, m *model.Model, B, prompt, steps int) float64 {
-	caches := make([]*model.Cache, B)
+	caches := make([]*kvcache.Cache, B)
 	next := make([][]int, B)
 	for b := range caches {
 		caches[b] = m.NewCache()

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 
 	llorchcheck "github.com/llorch/llorch-check"
+	"github.com/llorch/llorch-check/kvcache"
 	"github.com/llorch/llorch-check/model"
 	"github.com/llorch/llorch-check/references"
 	"github.com/spf13/pflag"
@@ -119,7 +120,7 @@ func openReferences(flag string) (*references.Set, error) {
 // testdata/references/tiny-llama), as the repository keeps each default
 // model's set; the default set if there is none. With kv's float16 cache
 // it takes that set's f16-kv twin (NAME-f16kv) where there is one.
-func openModelReferences(flag, modelPath string, kv model.KVCacheOptions) (*references.Set, error) {
+func openModelReferences(flag, modelPath string, kv kvcache.Options) (*references.Set, error) {
 	twin := func(dir string) string { return dir }
 	if kv.Float16 {
 		twin = references.F16KVTwin

@@ -8,6 +8,7 @@ import (
 
 	"github.com/llorch/llorch-check/internal/fixture"
 	"github.com/llorch/llorch-check/internal/fixture/shards"
+	"github.com/llorch/llorch-check/kvcache"
 	"github.com/llorch/llorch-check/model"
 )
 
@@ -40,10 +41,10 @@ func TestKVBudget(t *testing.T) {
 		tokens, why, err := f.kvBudgetIn(dir, total)
 		require.NoError(t, err)
 		free := total - held - kvHeadroom(total)
-		require.Less(t, tokens, 4<<24, "four full contexts (%d GB) do not fit", cfg.KVCacheBytes(4<<24, opt)/gb)
-		require.Zero(t, tokens%model.DefaultBlockTokens)
-		require.LessOrEqual(t, cfg.KVCacheBytes(int64(tokens), opt), free)
-		require.Greater(t, cfg.KVCacheBytes(int64(tokens+model.DefaultBlockTokens), opt), free, "every whole block that fits")
+		require.Less(t, tokens, 4<<24, "four full contexts (%d GB) do not fit", cfg.KVShape().Bytes(4<<24, opt)/gb)
+		require.Zero(t, tokens%kvcache.DefaultBlockTokens)
+		require.LessOrEqual(t, cfg.KVShape().Bytes(int64(tokens), opt), free)
+		require.Greater(t, cfg.KVShape().Bytes(int64(tokens+kvcache.DefaultBlockTokens), opt), free, "every whole block that fits")
 		require.Contains(t, why, "the memory left after the weights")
 		require.Contains(t, why, "--parallel 4 × context 16777216 would need")
 	}

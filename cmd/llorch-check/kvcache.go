@@ -3,7 +3,7 @@ package main
 import (
 	"fmt"
 
-	"github.com/llorch/llorch-check/model"
+	"github.com/llorch/llorch-check/kvcache"
 	"github.com/llorch/llorch-check/references"
 	"github.com/spf13/pflag"
 )
@@ -19,12 +19,12 @@ func registerKVCache(fl *pflag.FlagSet, dtype *string) {
 
 // parseKVCacheDType is the KV cache --kv-cache-dtype asks for: f32 (the
 // zero value, as model.NewCache) or f16.
-func parseKVCacheDType(dtype string) (model.KVCacheOptions, error) {
+func parseKVCacheDType(dtype string) (kvcache.Options, error) {
 	switch dtype {
 	case "f32", "":
-		return model.KVCacheOptions{}, nil
+		return kvcache.Options{}, nil
 	case "f16":
-		return model.KVCacheOptions{Float16: true}, nil
+		return kvcache.Options{Float16: true}, nil
 	}
-	return model.KVCacheOptions{}, fmt.Errorf("--kv-cache-dtype %q: want f32 or f16", dtype)
+	return kvcache.Options{}, fmt.Errorf("--kv-cache-dtype %q: want f32 or f16", dtype)
 }

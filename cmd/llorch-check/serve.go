@@ -18,6 +18,7 @@ import (
 
 	"github.com/llorch/llorch-check/internal/procstat"
 	"github.com/llorch/llorch-check/internal/regularfile"
+	"github.com/llorch/llorch-check/kvcache"
 	"github.com/llorch/llorch-check/model"
 	"github.com/llorch/llorch-check/server"
 )
@@ -248,7 +249,7 @@ func (f serveFlags) kvBudgetIn(path string, total int64) (int, string, error) {
 		return 0, "", err
 	}
 	if f.kvCacheTokens > 0 {
-		kv := cfg.KVCacheBytes(int64(f.kvCacheTokens), kvOpt)
+		kv := cfg.KVShape().Bytes(int64(f.kvCacheTokens), kvOpt)
 		if total > 0 && kv > total {
 			return 0, "", fmt.Errorf("a KV cache of %d positions (--kv-cache-tokens) needs %.1f GB as %s, more than this machine's %.1f GB; bound it lower",
 				f.kvCacheTokens, float64(kv)/1e9, f.kvCacheDType, float64(total)/1e9)
@@ -268,9 +269,9 @@ func (f serveFlags) kvBudgetIn(path string, total int64) (int, string, error) {
 	if err != nil {
 		return 0, "", err
 	}
-	free := total - held - kvHeadroom(total)
-	perBlock := cfg.KVCacheBytes(model.DefaultBlockTokens, kvOpt)
-	if cfg.KVCacheBytes(full, kvOpt) <= free {
+	free, shape := total-held-kvHeadroom(total), cfg.KVShape()
+	perBlock, fullBytes := shape.Bytes(kvcache.DefaultBlockTokens, kvOpt), shape.Bytes(full, kvOpt)
+	if fullBytes <= free {
 		return int(full), reason, nil
 	}
 	blocks := free / max(perBlock, 1)
@@ -278,9 +279,9 @@ func (f serveFlags) kvBudgetIn(path string, total int64) (int, string, error) {
 		return 0, "", fmt.Errorf("the weights, held in %.1f GB, leave no room for a KV cache in this machine's %.1f GB (%.1f GB kept for the process); a smaller --weight-dtype or model",
 			float64(held)/1e9, float64(total)/1e9, float64(kvHeadroom(total))/1e9)
 	}
-	tokens := blocks * model.DefaultBlockTokens
+	tokens := blocks * kvcache.DefaultBlockTokens
 	return int(tokens), fmt.Sprintf("the memory left after the weights: %.1f GB of %.1f GB, less %.1f GB kept for the process (--parallel %d × context %d would need %.1f GB; --kv-cache-tokens overrides)",
-		float64(free)/1e9, float64(total)/1e9, float64(kvHeadroom(total))/1e9, f.parallel, cfg.NPositions, float64(cfg.KVCacheBytes(full, kvOpt))/1e9), nil
+		float64(free)/1e9, float64(total)/1e9, float64(kvHeadroom(total))/1e9, f.parallel, cfg.NPositions, float64(fullBytes)/1e9), nil
 }
 
 // kvHeadroom is the memory a default KV budget leaves for everything but

@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/llorch/llorch-check/checkpoints"
+	"github.com/llorch/llorch-check/kvcache"
 	"github.com/llorch/llorch-check/model"
 	"github.com/llorch/llorch-check/references"
 	"github.com/llorch/llorch-check/tokenizer"
@@ -94,6 +95,6 @@ func dryRunServe(cmd *cobra.Command, f serveFlags) error {
 // the KV cache serve runs with (kv: its pool's options; only the storage
 // type and block size matter here). A float16 cache needs a set of the
 // f16-kv profile and a float32 one a plain set (checkpoints.CheckKVCache).
-func selfCheck(ctx context.Context, m *model.Model, tok *tokenizer.Tokenizer, set *references.Set, kv model.KVCacheOptions) (*checkpoints.Report, error) {
+func selfCheck(ctx context.Context, m *model.Model, tok *tokenizer.Tokenizer, set *references.Set, kv kvcache.Options) (*checkpoints.Report, error) {
 	return checkpoints.Run(ctx, m, set, checkpoints.Options{Tokenizer: tok, KVCache: kv})
 }

@@ -1,6 +1,6 @@
 //go:build !unix
 
-package model
+package kvcache
 
 // Without mmap a block's memory is the Go heap's, returned to the system
 // when the garbage collector's scavenger gets to it.

@@ -1,9 +1,9 @@
-package model
+package kvcache
 
 import "time"
 
 // DefaultSpareLinger is how long the memory of an ended block stays mapped
-// for the next block unless KVCacheOptions says otherwise: long enough to
+// for the next block unless Options says otherwise: long enough to
 // carry a server from one request to the next under load, short enough
 // that an idle server's memory follows the tokens it holds.
 const DefaultSpareLinger = 2 * time.Second
@@ -22,7 +22,7 @@ const DefaultSpareLinger = 2 * time.Second
 // (scripts/bench/notes/20-prefill-rest.md). A spare never raises memory
 // above the pool's peak: every spare was a held block, and an allocation
 // takes a spare before it maps anew, so held + spare blocks never exceed
-// the most blocks held at once (KVStats.PeakBlocks).
+// the most blocks held at once (Stats.PeakBlocks).
 type blockMem struct {
 	f32   []float32
 	f16   []uint16
@@ -32,7 +32,7 @@ type blockMem struct {
 
 // takeSpare gives a new block the most recently freed memory, if any (its
 // pages are the likeliest still in cache). p.mu is held.
-func (p *KVPool) takeSpare(b *kvBlock) bool {
+func (p *Pool) takeSpare(b *kvBlock) bool {
 	n := len(p.spare)
 	if n == 0 {
 		return false
@@ -47,7 +47,7 @@ func (p *KVPool) takeSpare(b *kvBlock) bool {
 
 // release keeps a dropped block's memory as a spare, or gives it back when
 // spares do not linger. p.mu is held.
-func (p *KVPool) release(b *kvBlock) {
+func (p *Pool) release(b *kvBlock) {
 	if p.linger <= 0 {
 		b.free()
 		return
@@ -62,7 +62,7 @@ func (p *KVPool) release(b *kvBlock) {
 
 // trimSpares gives back the spares unused for the linger and waits for
 // the next one to age.
-func (p *KVPool) trimSpares() {
+func (p *Pool) trimSpares() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.trim = nil

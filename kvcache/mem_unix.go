@@ -1,6 +1,6 @@
 //go:build unix
 
-package model
+package kvcache
 
 import (
 	"unsafe"

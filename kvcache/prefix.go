@@ -1,12 +1,13 @@
-package model
+package kvcache
 
 import "slices"
 
-// commit makes positions n..n+len(tokens)-1, written by a pass that
-// succeeded, part of the sequence. A prefix-caching pool indexes every
+// Commit makes positions Len()..Len()+len(tokens)-1, grown and written by
+// a pass that succeeded, part of the sequence; tokens are the tokens at
+// those positions. A prefix-caching pool indexes every
 // block this fills, by its parent block and its tokens, so that a later
 // prompt with the same prefix finds it.
-func (c *Cache) commit(tokens []int) {
+func (c *Cache) Commit(tokens []int) {
 	from := c.n
 	c.n += len(tokens)
 	p := c.seq.pool

@@ -1,4 +1,4 @@
-package model
+package kvcache
 
 import (
 	"context"
@@ -11,7 +11,7 @@ import (
 )
 
 // Cache holds the keys and values of the positions one sequence has seen,
-// in blocks of its KVPool: a block is taken as the sequence grows into it
+// in blocks of its Pool: a block is taken as the sequence grows into it
 // and given back by Reset, Truncate or Close (or when the cache is
 // garbage), so a cache holds memory for the positions it has, not for the
 // context. Blocks of a prompt prefix may be shared with other caches of a
@@ -22,47 +22,23 @@ type Cache struct {
 	n        int
 	capacity int
 	tokens   []int32   // the positions' tokens, when the pool caches prefixes
-	logits   []float32 // DecodeBatch's result for this sequence, reused
+	logits   []float32 // LogitsBuffer's, reused step after step
 }
 
 // kvSeq is what a cache holds in its pool, apart from the Cache itself so
 // that a cache dropped without Close gives its blocks back when collected.
 type kvSeq struct {
-	pool        *KVPool
+	pool        *Pool
 	blocks      []*kvBlock
 	reservation int // blocks this cache may grow to whatever the others take
 }
 
-// NewCache returns an empty cache for up to NPositions positions, on a
-// float32 pool of its own with no bound.
-func (m *Model) NewCache() *Cache {
-	p, _ := m.NewKVPool(KVCacheOptions{}) // the defaults are valid
-	return p.NewCache()
-}
-
-// NewCache returns an empty cache of the pool, for up to the model's
-// context of positions.
-func (p *KVPool) NewCache() *Cache {
+// NewCache returns an empty cache of the pool, for up to the shape's
+// Positions.
+func (p *Pool) NewCache() *Cache {
 	c := &Cache{seq: &kvSeq{pool: p}, capacity: p.capacity}
 	runtime.AddCleanup(c, (*kvSeq).close, c.seq)
 	return c
-}
-
-// CacheBytes is the memory a full-context float32 KV cache of one
-// sequence would hold: what a cache can grow to.
-func (c Config) CacheBytes() int64 {
-	return 2 * 4 * int64(c.NLayer) * int64(c.KVHeads()) * int64(c.NPositions) * int64(c.HeadDim())
-}
-
-// KVCacheBytes is the memory tokens positions of KV cache hold, stored as
-// opt says (float16: half of float32's): what a pool bounded at tokens
-// can grow to, known before any weights are read.
-func (c Config) KVCacheBytes(tokens int64, opt KVCacheOptions) int64 {
-	kv := tokens * c.CacheBytes() / int64(c.NPositions)
-	if opt.Float16 {
-		kv /= 2
-	}
-	return kv
 }
 
 // Len is the number of positions held.
@@ -74,12 +50,20 @@ func (c *Cache) Cap() int { return c.capacity }
 // Bytes is the memory of the blocks the cache holds, shared ones included.
 func (c *Cache) Bytes() int64 { return int64(len(c.seq.blocks)) * c.seq.pool.BlockBytes() }
 
-// stepLogits is the cache's logits buffer of v floats: reused every step,
-// because a fresh 200 KB a step cost ~0.8 ms in page faults here (the
-// runtime returns freed pages to the OS), 10% of a quantised decode step.
-func (c *Cache) stepLogits(v int) []float32 {
-	if len(c.logits) != v {
-		c.logits = make([]float32, v)
+// Shape is the model shape the cache was made for, Positions being its
+// capacity: a forward pass refuses a cache of another model's shape.
+func (c *Cache) Shape() Shape {
+	p := c.seq.pool
+	return Shape{Layers: p.nLayer, KVHeads: p.nHead, HeadDim: p.headDim, Positions: c.capacity}
+}
+
+// LogitsBuffer is a buffer of n floats the cache owns for its sequence's
+// logits (a batched decode's result), reused every step, because a fresh
+// 200 KB a step cost ~0.8 ms in page faults here (the runtime returns
+// freed pages to the OS), 10% of a quantised decode step.
+func (c *Cache) LogitsBuffer(n int) []float32 {
+	if len(c.logits) != n {
+		c.logits = make([]float32, n)
 	}
 	return c.logits
 }
@@ -112,7 +96,7 @@ func (c *Cache) Truncate(n int) error {
 }
 
 // Reserve makes sure the cache can grow to positions positions whatever
-// other caches of the pool take meanwhile, or returns ErrKVCacheFull at
+// other caches of the pool take meanwhile, or returns ErrFull at
 // once: a server reserves a request's prompt plus its new tokens when it
 // admits it, so that no sequence runs out of blocks half way. Memory is
 // still only taken as positions are written.
@@ -125,7 +109,7 @@ func (c *Cache) Reserve(positions int) error {
 	next := p.reserved - max(c.seq.reservation, held) + max(want, held)
 	if p.maxBlocks > 0 && next > p.maxBlocks {
 		return fmt.Errorf("%w: %d positions need %d blocks of %d; %d of %d are promised to running sequences",
-			ErrKVCacheFull, positions, want, p.blockTokens, p.reserved-max(c.seq.reservation, held), p.maxBlocks)
+			ErrFull, positions, want, p.blockTokens, p.reserved-max(c.seq.reservation, held), p.maxBlocks)
 	}
 	if next < p.reserved {
 		p.wake()
@@ -141,14 +125,14 @@ func (c *Cache) ReserveWait(ctx context.Context, positions int) error {
 	p := c.seq.pool
 	if need := p.blocksFor(min(positions, c.capacity)); p.maxBlocks > 0 && need > p.maxBlocks {
 		return fmt.Errorf("%w: %d positions need %d blocks of %d; the pool holds %d (%d positions)",
-			ErrKVCacheFull, positions, need, p.blockTokens, p.maxBlocks, p.MaxTokens())
+			ErrFull, positions, need, p.blockTokens, p.maxBlocks, p.MaxTokens())
 	}
 	for {
 		p.mu.Lock()
 		freed := p.freed
 		p.mu.Unlock()
 		err := c.Reserve(positions)
-		if !errors.Is(err, ErrKVCacheFull) {
+		if !errors.Is(err, ErrFull) {
 			return err
 		}
 		select {
@@ -158,6 +142,15 @@ func (c *Cache) ReserveWait(ctx context.Context, positions int) error {
 		}
 	}
 }
+
+// Grow makes room for T positions past Len, for a forward pass to write
+// (Store, Overwrite) before it commits them: it takes the blocks they
+// need, and copies a shared or indexed block they fall in so that writing
+// it changes no other sequence. A block past the cache's reservation is
+// only taken if the pool's bound leaves room for it; if not, the error
+// wraps ErrFull. The positions stay invisible to Len until Commit, and a
+// pass that fails before it leaves the cache's positions as they were.
+func (c *Cache) Grow(T int) error { return c.seq.grow(c.n, c.n+T) }
 
 // shrink keeps the first n blocks.
 func (s *kvSeq) shrink(n int) {
@@ -207,7 +200,7 @@ func (s *kvSeq) grow(from, n int) error {
 	for len(s.blocks) < need {
 		if p.maxBlocks > 0 && len(s.blocks) >= s.reservation && p.reserved >= p.maxBlocks {
 			return fmt.Errorf("%w: all %d blocks of %d positions are promised to running sequences",
-				ErrKVCacheFull, p.maxBlocks, p.blockTokens)
+				ErrFull, p.maxBlocks, p.blockTokens)
 		}
 		b, err := p.alloc()
 		if err != nil {
@@ -244,31 +237,34 @@ func (s *kvSeq) private(i int) error {
 }
 
 // at is where head h's K (kv 0) or V (kv 1) of layer l starts in a block.
-func (p *KVPool) at(l, kv, h int) int {
+func (p *Pool) at(l, kv, h int) int {
 	return ((l*2+kv)*p.nHead + h) * p.blockTokens * p.headDim
 }
 
-// store copies the new tokens' keys and values into layer l's cache at
-// positions off..off+T-1, from rows of qkv (q | k | v, heads side by side,
-// l.width floats a row). A float16 pool rounds them to nearest even.
-func (c *Cache) store(l int, qkv []float32, lay qkvLayout, off, T int) {
+// Store copies T new positions' keys and values into layer l at positions
+// off..off+T-1, made room for by Grow. Position off+t's keys are
+// k[t*stride:], its values v[t*stride:], each KVHeads heads of HeadDim
+// side by side: k and v may be the key and value columns of one fused
+// projection's rows (stride its width). A float16 pool rounds them to
+// nearest even.
+func (c *Cache) Store(l int, k, v []float32, stride, off, T int) {
 	// A prefill's positions are shared over the cores (one core copied
 	// them while the other waited); a decode step's one is copied here.
 	const per = 16
-	kernels.ParallelRange(T, per, func(t0, t1 int) { c.storeRows(l, qkv, lay, off, t0, t1) })
+	kernels.ParallelRange(T, per, func(t0, t1 int) { c.storeRows(l, k, v, stride, off, t0, t1) })
 }
 
-// storeRows is store's rows t0..t1-1 of qkv.
-func (c *Cache) storeRows(l int, qkv []float32, lay qkvLayout, off, t0, t1 int) {
+// storeRows is Store's rows t0..t1-1.
+func (c *Cache) storeRows(l int, krows, vrows []float32, stride, off, t0, t1 int) {
 	p := c.seq.pool
 	B, D := p.blockTokens, p.headDim
 	for t := t0; t < t1; t++ {
 		pos := off + t
 		b, r := c.seq.blocks[pos/B], pos%B
-		src := qkv[t*lay.width:]
+		ksrc, vsrc := krows[t*stride:], vrows[t*stride:]
 		for h := range p.nHead {
 			k, v := p.at(l, 0, h)+r*D, p.at(l, 1, h)+r*D
-			ks, vs := src[lay.k+h*D:lay.k+(h+1)*D], src[lay.v+h*D:lay.v+(h+1)*D]
+			ks, vs := ksrc[h*D:(h+1)*D], vsrc[h*D:(h+1)*D]
 			if p.f16 {
 				kernels.NarrowFloat16(b.f16[k:k+D], ks)
 				kernels.NarrowFloat16(b.f16[v:v+D], vs)
@@ -280,10 +276,10 @@ func (c *Cache) storeRows(l int, qkv []float32, lay qkvLayout, off, t0, t1 int) 
 	}
 }
 
-// overwrite replaces layer l's keys and values at positions off..off+T-1
-// with those of k and v, [Hkv, n, D] from position 0 (ForcedKV), rounded
-// as store rounds.
-func (c *Cache) overwrite(l int, k, v []float32, n, off, T int) {
+// Overwrite replaces layer l's keys and values at positions off..off+T-1
+// with those of k and v, [KVHeads, n, HeadDim] from position 0 (a
+// checkpoint harness's forced cache), rounded as Store rounds.
+func (c *Cache) Overwrite(l int, k, v []float32, n, off, T int) {
 	p := c.seq.pool
 	B, D := p.blockTokens, p.headDim
 	for pos := off; pos < off+T; pos++ {
@@ -333,6 +329,29 @@ func (c *Cache) gather(l, kv int) []float32 {
 	return out
 }
 
+// BlockTokens is the positions a block of the cache's pool holds: the
+// attention kernels run block by block.
+func (c *Cache) BlockTokens() int { return c.seq.pool.blockTokens }
+
+// BlockBufLen is the length of the buf BlockKeys and BlockValues need: a
+// block of one head widened from float16, or 0 in a float32 pool, whose
+// blocks are returned as they are held.
+func (c *Cache) BlockBufLen() int {
+	if p := c.seq.pool; p.f16 {
+		return p.blockTokens * p.headDim
+	}
+	return 0
+}
+
+// BlockKeys returns block i's keys of KV head h in layer l as float32
+// [BlockTokens, HeadDim], widened into buf in a float16 pool. Positions
+// past Len in the block hold stale or unwritten values: the caller's
+// causal mask must never read them.
+func (c *Cache) BlockKeys(l, h, i int, buf []float32) []float32 { return c.blockKV(l, 0, h, i, buf) }
+
+// BlockValues is BlockKeys for the values.
+func (c *Cache) BlockValues(l, h, i int, buf []float32) []float32 { return c.blockKV(l, 1, h, i, buf) }
+
 // blockKV returns block i's keys (kv 0) or values (kv 1) of head h in
 // layer l as float32 [B, D], widened into buf in a float16 pool.
 func (c *Cache) blockKV(l, kv, h, i int, buf []float32) []float32 {
@@ -344,16 +363,4 @@ func (c *Cache) blockKV(l, kv, h, i int, buf []float32) []float32 {
 	}
 	kernels.Widen(buf[:n], b.f16[at:at+n])
 	return buf[:n]
-}
-
-// qkvLayout is where q, k and v sit in a row of the fused projection:
-// GPT-2's c_attn gives [q | k | v] of C each; the Llama family's give H
-// query heads then Hkv key and Hkv value heads.
-type qkvLayout struct {
-	width, k, v int
-}
-
-func (c Config) qkvLayout() qkvLayout {
-	q, kv := c.NHead*c.HeadDim(), c.KVHeads()*c.HeadDim()
-	return qkvLayout{width: q + 2*kv, k: q, v: q + kv}
 }

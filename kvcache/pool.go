@@ -1,4 +1,4 @@
-package model
+package kvcache
 
 import (
 	"container/list"
@@ -8,18 +8,18 @@ import (
 	"time"
 )
 
-// ErrKVCacheFull is the answer to a reservation or a block the pool cannot
+// ErrFull is the answer to a reservation or a block the pool cannot
 // give without going past its bound.
-var ErrKVCacheFull = errors.New("KV cache full")
+var ErrFull = errors.New("KV cache full")
 
 // DefaultBlockTokens is the positions a KV block holds unless
-// KVCacheOptions says otherwise: vLLM's default, small enough that a
+// Options says otherwise: vLLM's default, small enough that a
 // sequence wastes at most 15 positions, large enough that the attention
 // kernels run on whole 4-key panels and the bookkeeping stays negligible.
 const DefaultBlockTokens = 16
 
-// KVCacheOptions shape a KVPool.
-type KVCacheOptions struct {
+// Options shape a Pool.
+type Options struct {
 	// BlockTokens is the positions a block holds, a positive multiple of
 	// 4 (the attention kernels' key panel, so that keys held in blocks
 	// score and sum with the bits of one contiguous cache); 0 means
@@ -49,13 +49,13 @@ type KVCacheOptions struct {
 	SpareLinger time.Duration
 }
 
-// KVPool holds the keys and values of a model's sequences in blocks of
+// Pool holds the keys and values of a model's sequences in blocks of
 // BlockTokens positions, allocated as a sequence grows and returned when
 // it ends, so memory follows the tokens held rather than sequences ×
 // context. A block holds, for each layer, K then V, each [Hkv, B, D], so
 // one head's keys in a block are a contiguous [B, D] matrix for the
 // attention kernels. It is safe for concurrent use by distinct caches.
-type KVPool struct {
+type Pool struct {
 	nLayer, nHead, headDim, blockTokens int
 	capacity                            int // a cache's positions: the model's context
 	maxBlocks                           int // 0: unbounded
@@ -70,9 +70,9 @@ type KVPool struct {
 	index    map[blockKey]*kvBlock // full blocks by their prefix, when prefix caching
 	idle     list.List             // kept blocks nobody references, least recently used at the front
 	linger   time.Duration         // how long spare memory waits for a block; <= 0: not kept
-	spare    []blockMem            // ended blocks' memory, oldest first (kvspare.go)
+	spare    []blockMem            // ended blocks' memory, oldest first (spare.go)
 	trim     *time.Timer           // gives back spares past the linger; nil when none wait
-	stats    KVStats
+	stats    Stats
 	freed    chan struct{} // closed (and replaced) when blocks or promises are given back
 }
 
@@ -92,11 +92,11 @@ type kvBlock struct {
 	refs   int
 	key    blockKey
 	tokens []int32       // the positions' tokens, once indexed
-	idle   *list.Element // in KVPool.idle while refs == 0
+	idle   *list.Element // in Pool.idle while refs == 0
 }
 
-// KVStats are a pool's counters, for /health and metrics.
-type KVStats struct {
+// Stats are a pool's counters, for /health and metrics.
+type Stats struct {
 	BlockTokens  int   `json:"block_tokens"`
 	BlockBytes   int64 `json:"block_bytes"`
 	MaxBlocks    int   `json:"max_blocks"`    // 0: unbounded
@@ -110,11 +110,10 @@ type KVStats struct {
 
 // MappedBytes is the memory of the blocks mapped: held (used and kept)
 // and spare.
-func (s KVStats) MappedBytes() int64 { return int64(s.HeldBlocks+s.SpareBlocks) * s.BlockBytes }
+func (s Stats) MappedBytes() int64 { return int64(s.HeldBlocks+s.SpareBlocks) * s.BlockBytes }
 
-// NewKVPool returns an empty pool for m's caches.
-func (m *Model) NewKVPool(opt KVCacheOptions) (*KVPool, error) {
-	cfg := m.Config
+// NewPool returns an empty pool for the caches of a model of shape s.
+func NewPool(s Shape, opt Options) (*Pool, error) {
 	B := opt.BlockTokens
 	if B == 0 {
 		B = DefaultBlockTokens
@@ -128,9 +127,9 @@ func (m *Model) NewKVPool(opt KVCacheOptions) (*KVPool, error) {
 	if opt.PrefixCache && opt.MaxTokens == 0 {
 		return nil, errors.New("KV prefix cache without a bound on the positions held: it would keep every block")
 	}
-	p := &KVPool{
-		nLayer: cfg.NLayer, nHead: cfg.KVHeads(), headDim: cfg.HeadDim(), blockTokens: B,
-		capacity: cfg.NPositions, maxBlocks: (opt.MaxTokens + B - 1) / B, maxIdle: (opt.PrefixCacheTokens + B - 1) / B,
+	p := &Pool{
+		nLayer: s.Layers, nHead: s.KVHeads, headDim: s.HeadDim, blockTokens: B,
+		capacity: s.Positions, maxBlocks: (opt.MaxTokens + B - 1) / B, maxIdle: (opt.PrefixCacheTokens + B - 1) / B,
 		f16: opt.Float16, prefix: opt.PrefixCache, linger: opt.SpareLinger,
 	}
 	if p.linger == 0 {
@@ -146,26 +145,26 @@ func (m *Model) NewKVPool(opt KVCacheOptions) (*KVPool, error) {
 }
 
 // MaxTokens is the bound on the positions held, 0 if none.
-func (p *KVPool) MaxTokens() int { return p.maxBlocks * p.blockTokens }
+func (p *Pool) MaxTokens() int { return p.maxBlocks * p.blockTokens }
 
 // wake tells the reservations waiting that room may have come back.
 // p.mu is held.
-func (p *KVPool) wake() {
+func (p *Pool) wake() {
 	close(p.freed)
 	p.freed = make(chan struct{})
 }
 
 // BlockTokens is the positions a block holds.
-func (p *KVPool) BlockTokens() int { return p.blockTokens }
+func (p *Pool) BlockTokens() int { return p.blockTokens }
 
 // PrefixCache says the pool keeps full blocks for prompts that share them.
-func (p *KVPool) PrefixCache() bool { return p.prefix }
+func (p *Pool) PrefixCache() bool { return p.prefix }
 
 // Float16 says the pool stores keys and values as float16.
-func (p *KVPool) Float16() bool { return p.f16 }
+func (p *Pool) Float16() bool { return p.f16 }
 
 // BlockBytes is the memory of one block.
-func (p *KVPool) BlockBytes() int64 {
+func (p *Pool) BlockBytes() int64 {
 	if p.f16 {
 		return 2 * int64(p.blockElems)
 	}
@@ -173,7 +172,7 @@ func (p *KVPool) BlockBytes() int64 {
 }
 
 // Stats returns the pool's counters.
-func (p *KVPool) Stats() KVStats {
+func (p *Pool) Stats() Stats {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	s := p.stats
@@ -182,16 +181,16 @@ func (p *KVPool) Stats() KVStats {
 }
 
 // blocksFor is the blocks n positions need.
-func (p *KVPool) blocksFor(n int) int { return (n + p.blockTokens - 1) / p.blockTokens }
+func (p *Pool) blocksFor(n int) int { return (n + p.blockTokens - 1) / p.blockTokens }
 
 // alloc returns a new block with one reference, evicting the least
 // recently used kept block when the bound is reached; its memory is a
 // spare's if one waits (stale: written before it is read), else fresh.
 // p.mu is held.
-func (p *KVPool) alloc() (*kvBlock, error) {
+func (p *Pool) alloc() (*kvBlock, error) {
 	if p.maxBlocks > 0 && p.held >= p.maxBlocks {
 		if p.idle.Len() == 0 {
-			return nil, fmt.Errorf("%w: all %d blocks of %d positions are in use", ErrKVCacheFull, p.maxBlocks, p.blockTokens)
+			return nil, fmt.Errorf("%w: all %d blocks of %d positions are in use", ErrFull, p.maxBlocks, p.blockTokens)
 		}
 		p.drop(p.idle.Remove(p.idle.Front()).(*kvBlock))
 		p.stats.Evictions++
@@ -212,7 +211,7 @@ func (p *KVPool) alloc() (*kvBlock, error) {
 }
 
 // drop forgets a block and makes its memory a spare. p.mu is held.
-func (p *KVPool) drop(b *kvBlock) {
+func (p *Pool) drop(b *kvBlock) {
 	if b.tokens != nil {
 		delete(p.index, b.key)
 	}
@@ -223,7 +222,7 @@ func (p *KVPool) drop(b *kvBlock) {
 
 // unref gives up one reference; the block is kept for reuse if it is
 // indexed, else freed. p.mu is held.
-func (p *KVPool) unref(b *kvBlock) {
+func (p *Pool) unref(b *kvBlock) {
 	b.refs--
 	if b.refs > 0 {
 		return
@@ -240,7 +239,7 @@ func (p *KVPool) unref(b *kvBlock) {
 }
 
 // ref takes a reference on a block found in the index. p.mu is held.
-func (p *KVPool) ref(b *kvBlock) {
+func (p *Pool) ref(b *kvBlock) {
 	if b.refs == 0 {
 		p.idle.Remove(b.idle)
 		b.idle = nil
