@@ -20,6 +20,8 @@ type Llama struct {
 	RotaryDim  int     // head_dim × partial_rotary_factor (Phi-3); the rest of a head passes RoPE untouched
 	// RopeScaling is Llama 3's frequency scaling; nil for none.
 	RopeScaling *RopeScaling
+	// LongRope is Phi-3's longrope scaling; nil for none.
+	LongRope    *LongRope
 	Tied        bool  // tie_word_embeddings: the LM head is embed_tokens
 	QKVBias     bool  // q/k/v projections have biases (Qwen2, or attention_bias)
 	OBias       bool  // o_proj has a bias (Llama's attention_bias)
@@ -139,7 +141,7 @@ func (r rawConfig) llamaConfig(def *llamaFamily) (Config, error) {
 	if err := def.biases(&c, attn, mlp); err != nil {
 		return Config{}, err
 	}
-	if c.RopeScaling, err = r.ropeScaling(); err != nil {
+	if c.RopeScaling, c.LongRope, err = r.ropeScaling(&c); err != nil {
 		return Config{}, err
 	}
 	if def.windows != nil {
@@ -158,31 +160,26 @@ func (r rawConfig) llamaConfig(def *llamaFamily) (Config, error) {
 	return c, nil
 }
 
-// ropeScaling reads rope_scaling: null, "default", or Llama 3's.
-func (r rawConfig) ropeScaling() (*RopeScaling, error) {
+// ropeScaling reads rope_scaling: null, "default", Llama 3's, or
+// longrope (longRope).
+func (r rawConfig) ropeScaling(c *Config) (*RopeScaling, *LongRope, error) {
 	v, ok := r.present("rope_scaling")
 	if !ok {
-		return nil, nil
+		return nil, nil, nil
 	}
-	var sub rawConfig
-	dec := json.NewDecoder(bytes.NewReader(v))
-	dec.UseNumber()
-	if err := dec.Decode(&sub); err != nil || sub == nil {
-		return nil, fmt.Errorf("field \"rope_scaling\": value %s is not null or an object", v)
-	}
-	kind, err := sub.str("rope_type", "")
-	if err == nil && kind == "" {
-		kind, err = sub.str("type", "")
-	}
+	sub, kind, err := ropeKind(v)
 	if err != nil {
-		return nil, fmt.Errorf("field \"rope_scaling\": %w", err)
+		return nil, nil, err
 	}
 	switch kind {
 	case "default":
-		return nil, nil
+		return nil, nil, nil
+	case "longrope", "su":
+		lr, err := r.longRope(sub, c)
+		return nil, lr, err
 	case "llama3":
 	default:
-		return nil, fmt.Errorf("field \"rope_scaling\": type %q is not implemented (only llama3)", kind)
+		return nil, nil, fmt.Errorf("field \"rope_scaling\": type %q is not implemented (only llama3 and longrope)", kind)
 	}
 	s := &RopeScaling{}
 	for _, f := range []struct {
@@ -195,13 +192,13 @@ func (r rawConfig) ropeScaling() (*RopeScaling, error) {
 		{"original_max_position_embeddings", &s.OriginalMaxPositions},
 	} {
 		if *f.dst, err = sub.positiveFloat(f.field, 0); err != nil || *f.dst == 0 {
-			return nil, fmt.Errorf("field \"rope_scaling\": llama3 needs a positive %s", f.field)
+			return nil, nil, fmt.Errorf("field \"rope_scaling\": llama3 needs a positive %s", f.field)
 		}
 	}
 	if s.HighFreqFactor <= s.LowFreqFactor {
-		return nil, fmt.Errorf("field \"rope_scaling\": llama3 needs high_freq_factor > low_freq_factor, have %g and %g", s.HighFreqFactor, s.LowFreqFactor)
+		return nil, nil, fmt.Errorf("field \"rope_scaling\": llama3 needs high_freq_factor > low_freq_factor, have %g and %g", s.HighFreqFactor, s.LowFreqFactor)
 	}
-	return s, nil
+	return s, nil, nil
 }
 
 func (r rawConfig) positiveFloat(field string, def float64) (float64, error) {

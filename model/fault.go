@@ -30,22 +30,26 @@ const (
 	// Sliding windows'.
 	FaultWindowOffByOne // a query sees window+1 keys (i − j ≤ window instead of < window)
 	FaultWindowIgnored  // the sliding window dropped: every earlier key is seen
+
+	// Long RoPE's.
+	FaultLongRopeWrongFactor // longrope's factors chosen by the context, not by the call's last position (llama.cpp's choice)
 )
 
 var faultNames = [...]string{
-	FaultNone:           "none",
-	FaultErfGELU:        "erf-gelu",
-	FaultTransposedProj: "transposed-proj",
-	FaultNoCausalMask:   "no-causal-mask",
-	FaultAttnScale:      "attn-scale",
-	FaultLayerNormEps:   "layernorm-eps",
-	FaultNoResidual:     "no-residual",
-	FaultRopeLayout:     "rope-layout",
-	FaultRMSNormF16:     "rmsnorm-f16-upcast",
-	FaultGQARepeat:      "gqa-repeat",
-	FaultSwiGLUSwap:     "swiglu-swap",
-	FaultWindowOffByOne: "window-off-by-one",
-	FaultWindowIgnored:  "window-ignored",
+	FaultNone:                "none",
+	FaultErfGELU:             "erf-gelu",
+	FaultTransposedProj:      "transposed-proj",
+	FaultNoCausalMask:        "no-causal-mask",
+	FaultAttnScale:           "attn-scale",
+	FaultLayerNormEps:        "layernorm-eps",
+	FaultNoResidual:          "no-residual",
+	FaultRopeLayout:          "rope-layout",
+	FaultRMSNormF16:          "rmsnorm-f16-upcast",
+	FaultGQARepeat:           "gqa-repeat",
+	FaultSwiGLUSwap:          "swiglu-swap",
+	FaultWindowOffByOne:      "window-off-by-one",
+	FaultWindowIgnored:       "window-ignored",
+	FaultLongRopeWrongFactor: "longrope-wrong-factor",
 }
 
 // AppliesTo says whether f changes the forward pass of a model with this

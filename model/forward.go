@@ -188,11 +188,18 @@ func (m *Model) newPass(spans []span, tokens []int, probe Probe) *pass {
 // tables for the pass's rows are made here, once for every layer).
 func (ps *pass) embed(tokens []int) {
 	m, C := ps.m, ps.m.Config.NEmbd
-	type place struct{ row, pos int }
+	type place struct {
+		row, pos int
+		long     bool // longrope's long factors: the span's last position is past the pretrained context
+	}
 	rows := make([]place, 0, ps.R)
 	for _, s := range ps.spans {
+		long := m.rope.useLong(s.off + s.T - 1)
+		if m.fault == FaultLongRopeWrongFactor { // the model's, whatever layer it was injected at
+			long = m.rope.useLong(m.Config.NPositions - 1) // by the context, as llama.cpp chooses
+		}
 		for t := range s.T {
-			rows = append(rows, place{s.row + t, s.off + t})
+			rows = append(rows, place{s.row + t, s.off + t, long})
 		}
 	}
 	// A quantised table decodes a row value by value: a prefill's rows
@@ -205,7 +212,7 @@ func (ps *pass) embed(tokens []int) {
 			row, we := ps.x[r*C:(r+1)*C], m.wte.Row(buf, tokens[r], C)
 			if m.wpe == nil {
 				copy(row, we)
-				m.rope.tables(ps.cos[r*len(m.rope.invFreq):], ps.sin[r*len(m.rope.invFreq):], p.pos)
+				m.rope.tables(ps.cos[r*len(m.rope.invFreq):], ps.sin[r*len(m.rope.invFreq):], p.pos, p.long)
 				continue
 			}
 			pe := m.wpe[p.pos*C : (p.pos+1)*C]

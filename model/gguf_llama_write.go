@@ -125,6 +125,8 @@ func llamaWritable(c Config) error {
 		return fmt.Errorf("rope_scaling llama3 is not written for %s (llama.cpp reads rope_freqs.weight for llama only)", c.ModelType)
 	case c.llama().llamaCppRope && c.RotaryDim != c.HeadDim():
 		return fmt.Errorf("llama with partial rotary (%d of %d channels) is not written: llama.cpp's q/k permutation spans whole heads", c.RotaryDim, c.HeadDim())
+	case c.LongRope != nil:
+		return fmt.Errorf("%s with rope_scaling longrope is not written (llama.cpp's rope_factors_long/short tensors are not implemented)", c.ModelType)
 	case !c.sameWindowEverywhere():
 		return fmt.Errorf("%s with sliding windows on some layers only (%v) is not written: llama.cpp's layout has one window for every layer", c.ModelType, c.Windows)
 	case c.llama().noGGUFAttnBias && c.QKVBias:

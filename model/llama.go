@@ -249,6 +249,11 @@ func applyRope(x, cos, sin []float32, interleaved bool) {
 // inv_freq buffer holds them.
 type rope struct {
 	invFreq []float32 // [RotaryDim/2]
+	// longrope's (withLongRope): the long factors' frequencies, used by a
+	// call whose last position is past original; cos and sin times attn.
+	long     []float32
+	original int
+	attn     float32
 }
 
 // newRope computes HF's default rope init, 1 / θ^(2i/d), and Llama 3's
@@ -264,7 +269,9 @@ func newRope(c Config) rope {
 	if s := c.RopeScaling; s != nil {
 		llama3Scale(inv, s)
 	}
-	return rope{invFreq: inv}
+	r := rope{invFreq: inv}
+	r.withLongRope(c)
+	return r
 }
 
 // llama3Scale applies rope_scaling "llama3": long wavelengths divided by
@@ -294,11 +301,21 @@ func llama3Scale(inv []float32, s *RopeScaling) {
 // tables fills cos and sin (len(invFreq) each) for position pos: the
 // angle pos·f rounded to float32, as HF's float32 matmul of inv_freq and
 // positions gives it, then its cosine and sine rounded to float32.
-func (r rope) tables(cos, sin []float32, pos int) {
+// With long (useLong) the long factors' frequencies; longrope's cos and
+// sin are then multiplied by its attention factor, in float32.
+func (r rope) tables(cos, sin []float32, pos int, long bool) {
 	p := float32(pos)
-	for i, f := range r.invFreq {
+	inv := r.invFreq
+	if long {
+		inv = r.long
+	}
+	for i, f := range inv {
 		a := float64(f * p)
 		cos[i] = float32(math.Cos(a))
 		sin[i] = float32(math.Sin(a))
+		if r.long != nil {
+			cos[i] *= r.attn
+			sin[i] *= r.attn
+		}
 	}
 }

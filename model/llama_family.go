@@ -157,6 +157,8 @@ func (*llamaFamily) appliesTo(f Fault, c Config) bool {
 		return c.KVHeads() < c.NHead && c.KVHeads() > 1
 	case FaultWindowOffByOne, FaultWindowIgnored:
 		return slices.ContainsFunc(c.Windows, func(w int) bool { return w > 0 })
+	case FaultLongRopeWrongFactor:
+		return c.LongRope != nil && c.NPositions > c.LongRope.Original
 	}
 	return true
 }

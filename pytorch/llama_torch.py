@@ -175,12 +175,44 @@ def load_config_dict(raw, path):
                     bad("rope_scaling", f"llama3 needs a positive {f}")
             if rs["high_freq_factor"] <= rs["low_freq_factor"]:
                 bad("rope_scaling", "llama3 needs high_freq_factor > low_freq_factor")
+        elif kind in ("longrope", "su"):  # "su": Phi-3's first name for it
+            _longrope(cfg, rs, bad)
         else:
-            bad("rope_scaling", f"type {kind!r} is not implemented (only llama3)")
+            bad("rope_scaling", f"type {kind!r} is not implemented (only llama3 and longrope)")
     cfg["windows"] = _windows(arch, cfg, bad, posint)
     eos = cfg.get("eos_token_id")
     cfg["eos_token_ids"] = [] if eos is None else (list(eos) if isinstance(eos, list) else [eos])
     return raw, cfg
+
+
+def _longrope(cfg, rs, bad):
+    """Checks Phi-3's longrope and derives what HF's
+    _compute_longrope_parameters does: the pretrained context (the
+    config's original_max_position_embeddings, else the context), factor
+    (rope_scaling's, else context / pretrained) and the attention factor
+    (rope_scaling's, else sqrt(1 + ln factor / ln pretrained) when factor
+    > 1, else 1), into cfg["longrope"]."""
+    half = cfg["rotary_dim"] // 2
+    for f in ("short_factor", "long_factor"):
+        v = rs.get(f)
+        if (not isinstance(v, list) or len(v) != half
+                or not all(isinstance(x, (int, float)) and not isinstance(x, bool) and x > 0 for x in v)):
+            bad("rope_scaling", f"longrope needs {f}: {half} positive numbers (rotary dimension / 2)")
+    orig = cfg.get("original_max_position_embeddings") or rs.get("original_max_position_embeddings") \
+        or cfg["max_position_embeddings"]
+    if not isinstance(orig, int) or isinstance(orig, bool) or orig <= 0:
+        bad("original_max_position_embeddings", "must be a positive integer")
+    factor = rs.get("factor")
+    if factor is None:
+        factor = cfg["max_position_embeddings"] / orig
+    attn = rs.get("attention_factor")
+    if attn is None:
+        attn = 1.0 if factor <= 1.0 else math.sqrt(1 + math.log(factor) / math.log(orig))
+    for name, v in (("factor", factor), ("attention_factor", attn)):
+        if not isinstance(v, (int, float)) or isinstance(v, bool) or not v > 0:
+            bad("rope_scaling", f"longrope's {name} must be a positive number")
+    cfg["longrope"] = {"short": [float(x) for x in rs["short_factor"]], "long": [float(x) for x in rs["long_factor"]],
+                       "original": orig, "attention_factor": float(attn)}
 
 
 def _windows(arch, cfg, bad, posint):
@@ -317,10 +349,15 @@ def repeat_kv(x, n_rep):
     return x[:, :, None, :, :].expand(b, hkv, n_rep, t, d).reshape(b, hkv * n_rep, t, d)
 
 
-def inv_freq(cfg, dtype):
-    """HF's rope init (default, or _compute_llama3_parameters) in dtype
+def inv_freq(cfg, dtype, long=False):
+    """HF's rope init (default, _compute_llama3_parameters, or
+    _compute_longrope_parameters with the short or long factors) in dtype
     (float32: HF's buffer exactly)."""
     dim, base = cfg["rotary_dim"], float(cfg["rope_theta"])
+    lr = cfg.get("longrope")
+    if lr is not None:
+        ext = torch.tensor(lr["long" if long else "short"], dtype=dtype)
+        return 1.0 / (ext * base ** (torch.arange(0, dim, 2, dtype=torch.int64).to(dtype) / dim))
     f = 1.0 / (base ** (torch.arange(0, dim, 2, dtype=torch.int64).to(dtype) / dim))
     rs = cfg.get("rope_scaling")
     if rs is not None and rs.get("rope_type", rs.get("type")) == "llama3":
@@ -356,6 +393,14 @@ class Llama(passes.Forward):
         self.eps = float(cfg["rms_norm_eps"])
         self.scaling = self.D ** -0.5
         self.inv_freq = inv_freq(cfg, self.up)
+        lr = cfg.get("longrope")
+        # longrope: the long factors for a forward whose last position is
+        # past the pretrained context (HF's longrope_frequency_update: per
+        # call, so a cache keeps the keys of earlier calls as they were
+        # rotated), and cos and sin scaled by the attention factor.
+        self.long_inv_freq = inv_freq(cfg, self.up, long=True) if lr else None
+        self.rope_switch = lr["original"] if lr else None
+        self.attention_scaling = lr["attention_factor"] if lr else 1.0
 
     def _linear(self, P, x, name):
         return F.linear(x, P[name + ".weight"], P.get(name + ".bias"))
@@ -369,12 +414,19 @@ class Llama(passes.Forward):
         return weight * h.to(in_dtype)
 
     def _rope_tables(self, positions):
-        # LlamaRotaryEmbedding.forward, attention_scaling 1 (default, llama3).
-        f = self.inv_freq[None, :, None]
+        # LlamaRotaryEmbedding.forward (Phi3RotaryEmbedding's dynamic update
+        # for longrope: seq_len is the call's last position + 1).
+        f = self.inv_freq
+        if self.rope_switch is not None and int(positions.max()) + 1 > self.rope_switch:
+            f = self.long_inv_freq
+        f = f[None, :, None]
         pos = positions[None, None, :].to(self.up)
         freqs = torch.matmul(f, pos).transpose(1, 2)
         emb = torch.cat((freqs, freqs), dim=-1)
-        return emb.cos().to(self.dtype), emb.sin().to(self.dtype)  # [1,T,rot]
+        cos, sin = emb.cos(), emb.sin()
+        if self.rope_switch is not None:
+            cos, sin = cos * self.attention_scaling, sin * self.attention_scaling
+        return cos.to(self.dtype), sin.to(self.dtype)  # [1,T,rot]
 
     def _rope(self, x, cos, sin):
         # apply_rotary_pos_emb; Phi-3's partial form passes the tail through.

@@ -12,6 +12,9 @@ checks teeth, as make_tiny_model.py does for GPT-2.
   --arch mistral  llama's weights (the same draws) with a sliding window of
                   24 keys, which the 63-token case passes; untied
   --arch phi3     fused qkv_proj and gate_up_proj, untied, rms_norm_eps 1e-5
+  --arch phi3-longrope  phi3 (the same draws) with rope_scaling longrope and
+                  a pretrained context of 32: the 63-token case runs on the
+                  long factors, the 5-token one on the short
 
 All: hidden 64, 2 layers, 4 query heads, 2 KV heads (GQA ratio 2),
 intermediate 128, context 128, rope_theta 10000. Vocabulary: Llama 2's
@@ -75,10 +78,11 @@ from safetensors_io import write_safetensors  # noqa: E402
 ROOT = os.path.dirname(HERE)
 
 VOCAB_DIR = {"llama": "llama-spm", "llama3": "llama-spm", "qwen2": "llama-spm", "qwen3": "llama-spm",
-             "mistral": "llama-spm", "phi3": "phi-3"}
+             "mistral": "llama-spm", "phi3": "phi-3", "phi3-longrope": "phi-3"}
 VOCAB_GGUF = {"llama": "ggml-vocab-llama-spm.gguf", "llama3": "ggml-vocab-llama-spm.gguf",
               "qwen2": "ggml-vocab-llama-spm.gguf", "qwen3": "ggml-vocab-llama-spm.gguf",
-              "mistral": "ggml-vocab-llama-spm.gguf", "phi3": "ggml-vocab-phi-3.gguf"}
+              "mistral": "ggml-vocab-llama-spm.gguf", "phi3": "ggml-vocab-phi-3.gguf",
+              "phi3-longrope": "ggml-vocab-phi-3.gguf"}
 # Mistral's sliding window: shorter than the longer committed case (63
 # tokens) and not a multiple of the KV cache's block, so that keys leave
 # the window inside a block.
@@ -105,7 +109,7 @@ def head_dim(arch):
 
 
 def vocab_size(arch):
-    return 32064 if arch == "phi3" else 32000
+    return 32064 if arch.startswith("phi3") else 32000
 
 
 def tied(arch):
@@ -202,10 +206,22 @@ def config(arch, shape=None):
         return dict(common, architectures=["Qwen3ForCausalLM"], model_type="qwen3", attention_bias=False,
                     bos_token_id=1, eos_token_id=2, head_dim=D, max_window_layers=L, rms_norm_eps=1e-6,
                     rope_scaling=None, sliding_window=None, use_sliding_window=False)
-    return dict(common, architectures=["Phi3ForCausalLM"], model_type="phi3", bos_token_id=1,
-                eos_token_id=32000, pad_token_id=32000, embd_pdrop=0.0, resid_pdrop=0.0,
-                original_max_position_embeddings=P, partial_rotary_factor=1.0, rms_norm_eps=1e-5,
-                rope_scaling=None, sliding_window=None)
+    c = dict(common, architectures=["Phi3ForCausalLM"], model_type="phi3", bos_token_id=1,
+             eos_token_id=32000, pad_token_id=32000, embd_pdrop=0.0, resid_pdrop=0.0,
+             original_max_position_embeddings=P, partial_rotary_factor=1.0, rms_norm_eps=1e-5,
+             rope_scaling=None, sliding_window=None)
+    if arch == "phi3-longrope":
+        # Phi-3-mini-128k's and Phi-3.5-mini's shape of it: a pretrained
+        # context of a quarter of the context (4096 of 131072 there, 32 of
+        # 128 here, so the 63-token case runs on the long factors and the
+        # 5-token one on the short), factors per rotary pair near 1 (short)
+        # and growing to tens (long), no explicit attention_factor.
+        half = D // 2
+        c["original_max_position_embeddings"] = P // 4
+        c["rope_scaling"] = {"type": "longrope",
+                             "short_factor": [round(1 + 0.05 * i, 2) for i in range(half)],
+                             "long_factor": [round(1.5 ** i, 4) for i in range(half)]}
+    return c
 
 
 def make_weights(arch, seed, shape=None):
@@ -232,7 +248,7 @@ def make_weights(arch, seed, shape=None):
         q = 0.22 * f_in * rng.standard_normal((H * D, C))
         k = 0.22 * f_in * rng.standard_normal((HKV * D, C))
         v = 0.15 * f_in * rng.standard_normal((HKV * D, C))
-        if arch == "phi3":
+        if arch.startswith("phi3"):
             w[p + "self_attn.qkv_proj.weight"] = np.concatenate([q, k, v])
         else:
             w[p + "self_attn.q_proj.weight"], w[p + "self_attn.k_proj.weight"] = q, k
@@ -247,7 +263,7 @@ def make_weights(arch, seed, shape=None):
         w[p + "self_attn.o_proj.weight"] = 0.06 * (i + 1) * f_o * rng.standard_normal((C, H * D))
         gate = 0.18 * f_in * rng.standard_normal((I, C))
         up = 0.18 * f_in * rng.standard_normal((I, C))
-        if arch == "phi3":
+        if arch.startswith("phi3"):
             w[p + "mlp.gate_up_proj.weight"] = np.concatenate([gate, up])
         else:
             w[p + "mlp.gate_proj.weight"], w[p + "mlp.up_proj.weight"] = gate, up
@@ -287,6 +303,7 @@ CHAT_TEMPLATES = {
     "qwen3": "testdata/tokenizer/qwen2/tokenizer_config.json",
     "mistral": "testdata/chat/mistral-7b-instruct-v0.2.jinja",
     "phi3": "testdata/chat/phi-3-mini.jinja",
+    "phi3-longrope": "testdata/chat/phi-3-mini.jinja",
 }
 
 

@@ -9,6 +9,7 @@ Run: /usr/bin/python3 -m unittest discover -s pytorch -p 'test_*.py'
 import copy
 import hashlib
 import json
+import math
 import os
 import shutil
 import subprocess
@@ -219,6 +220,40 @@ class TestForward(unittest.TestCase):
             with self.assertRaises(BadInput) as e:
                 lt.load_config_dict(dict(load(arch)["config_raw"], **change), "cfg")
             self.assertIn(field, str(e.exception))
+
+    def test_longrope(self):
+        """Phi-3's longrope as HF's _compute_longrope_parameters: the
+        pretrained context, the default attention factor, the factors chosen
+        a call at a time by its last position (so decoding past the switch
+        keeps the short-rotated keys of earlier calls); not written to GGUF.
+        The committed tiny model reproduces."""
+        path = os.path.join(ROOT, "testdata", "tiny-llama-phi3-longrope")
+        m = lt.load_model(path)
+        lr = m["config"]["longrope"]
+        self.assertEqual(lr["original"], 32)
+        self.assertAlmostEqual(lr["attention_factor"], math.sqrt(1 + math.log(4) / math.log(32)), places=15)
+        M = lt.Llama(m, torch.float32)
+        cos, _ = M._rope_tables(torch.arange(0, 32))
+        self.assertEqual(float(cos[0, 0, 0]), float(torch.tensor(1.0) * lr["attention_factor"]))
+        cos_long, _ = M._rope_tables(torch.arange(0, 33))
+        self.assertFalse(torch.equal(cos[0, 20], cos_long[0, 20]), "33 positions: the long factors")
+        toks = [100 + 37 * i for i in range(40)]
+        with torch.no_grad():
+            whole, _ = M.forward(toks)
+            _, past = M.forward(toks[:30])
+            for t in toks[30:]:
+                step, past = M.forward([t], past=past)
+        self.assertGreater(float((whole[-1] - step[-1]).abs().max()), 1e-3)
+        with self.assertRaises(BadInput) as e:
+            lt.load_config_dict(dict(m["config_raw"], rope_scaling=dict(m["config_raw"]["rope_scaling"], short_factor=[1.0] * 7)), "cfg")
+        self.assertIn("short_factor", str(e.exception))
+        with self.assertRaises(BadInput):
+            gguf_write.convert(m, os.path.join(tempfile.mkdtemp(), "x.gguf"), gguf_write.GGML_F32)
+        with tempfile.TemporaryDirectory() as tmp:
+            make_tiny_llama.write_model("phi3-longrope", tmp, 1234)
+            for f in ("model.safetensors", "config.json"):
+                with open(os.path.join(tmp, f), "rb") as a, open(os.path.join(path, f), "rb") as b:
+                    self.assertEqual(a.read(), b.read(), f)
 
     def test_sliding_window_config(self):
         """Each layer's window as the HF config classes derive it (the same

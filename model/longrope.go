@@ -1,0 +1,110 @@
+package model
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"math"
+)
+
+// LongRope is rope_scaling of type longrope (Phi-3-mini-128k, Phi-3.5):
+// HF's _compute_longrope_parameters. A forward pass whose last position
+// is past the pretrained context rotates with the long factors, any other
+// with the short ones: the choice is made a call at a time
+// (longrope_frequency_update), so a cache keeps the keys of earlier calls
+// as they were rotated, and a sequence's logits depend on how it was cut
+// into calls; the reference does the same. cos and sin are multiplied by
+// the attention factor.
+type LongRope struct {
+	Short, Long     []float64 // per rotary pair: inv_freq = 1 / (factor · θ^(2i/d))
+	Original        int       // the pretrained context (original_max_position_embeddings)
+	AttentionFactor float64
+}
+
+// longRope reads rope_scaling of type longrope (or "su", its first name)
+// from sub, the config's rotary dimension and contexts being read.
+func (r rawConfig) longRope(sub rawConfig, c *Config) (*LongRope, error) {
+	half := c.RotaryDim / 2
+	s := &LongRope{}
+	for _, f := range []struct {
+		field string
+		dst   *[]float64
+	}{{"short_factor", &s.Short}, {"long_factor", &s.Long}} {
+		v, _ := sub.present(f.field)
+		if err := json.Unmarshal(v, f.dst); err != nil || len(*f.dst) != half || !allPositive(*f.dst) {
+			return nil, fmt.Errorf("field \"rope_scaling\": longrope needs %s: %d positive numbers (rotary dimension / 2)", f.field, half)
+		}
+	}
+	// HF reads the config's original_max_position_embeddings (Phi-3's),
+	// else rope_scaling's, else the context.
+	var err error
+	if s.Original, err = r.positiveInt("original_max_position_embeddings", false, 0); err != nil {
+		return nil, err
+	}
+	if s.Original == 0 {
+		if s.Original, err = sub.positiveInt("original_max_position_embeddings", false, c.NPositions); err != nil {
+			return nil, fmt.Errorf("field \"rope_scaling\": %w", err)
+		}
+	}
+	factor, err := sub.positiveFloat("factor", float64(c.NPositions)/float64(s.Original))
+	if err != nil {
+		return nil, fmt.Errorf("field \"rope_scaling\": %w", err)
+	}
+	def := 1.0
+	if factor > 1 {
+		def = math.Sqrt(1 + math.Log(factor)/math.Log(float64(s.Original)))
+	}
+	if s.AttentionFactor, err = sub.positiveFloat("attention_factor", def); err != nil {
+		return nil, fmt.Errorf("field \"rope_scaling\": %w", err)
+	}
+	return s, nil
+}
+
+func allPositive(v []float64) bool {
+	for _, x := range v {
+		if !(x > 0) || math.IsInf(x, 0) {
+			return false
+		}
+	}
+	return true
+}
+
+// ropeKind reads rope_scaling's type: rope_type, else type.
+func ropeKind(v json.RawMessage) (rawConfig, string, error) {
+	var sub rawConfig
+	dec := json.NewDecoder(bytes.NewReader(v))
+	dec.UseNumber()
+	if err := dec.Decode(&sub); err != nil || sub == nil {
+		return nil, "", fmt.Errorf("field \"rope_scaling\": value %.80s is not null or an object", v)
+	}
+	kind, err := sub.str("rope_type", "")
+	if err == nil && kind == "" {
+		kind, err = sub.str("type", "")
+	}
+	if err != nil {
+		return nil, "", fmt.Errorf("field \"rope_scaling\": %w", err)
+	}
+	return sub, kind, nil
+}
+
+// withLongRope adds the long factors, the switch and the attention factor
+// to r, as newRope computes the short ones: 1 / (factor · θ^(2i/d)), each
+// operation rounded to float32 as PyTorch does.
+func (r *rope) withLongRope(c Config) {
+	s := c.LongRope
+	if s == nil {
+		return
+	}
+	dim := c.RotaryDim
+	r.invFreq, r.long = make([]float32, dim/2), make([]float32, dim/2)
+	for i := range r.invFreq {
+		p := float32(math.Pow(c.RopeTheta, float64(float32(2*i)/float32(dim))))
+		r.invFreq[i] = 1 / (float32(s.Short[i]) * p)
+		r.long[i] = 1 / (float32(s.Long[i]) * p)
+	}
+	r.original, r.attn = s.Original, float32(s.AttentionFactor)
+}
+
+// useLong says a forward call whose last position is last rotates with the
+// long factors.
+func (r rope) useLong(last int) bool { return r.long != nil && last+1 > r.original }
