@@ -311,6 +311,28 @@ def resolve(cases, ll, src, tok, cfg, model_dir, why=None):
     return out, pairs
 
 
+def reaching_cases(cases, cfg):
+    """A case for each length-dependent mechanism the config has that no
+    case reaches (a family's reach(cfg): {name: length}, e.g. a sliding
+    window of 4096, or longrope's pretrained context), so that the set
+    exercises it rather than assumes it: the longest case's tokens, its
+    first (BOS) kept, cycled to 8 past that length, within the context. Its
+    id says which: past-window, past-longrope."""
+    reach = getattr(families.of_config(cfg), "reach", None)
+    if reach is None or not cases:
+        return []
+    ctx = cfg[context_key(cfg)]
+    longest = max((c["tokens"] for c in cases), key=len)
+    out = []
+    for name, n in sorted(reach(cfg).items()):
+        if n >= ctx or any(len(c["tokens"]) > n for c in cases + out):
+            continue
+        length, body = min(n + 8, ctx), longest[1:] or longest
+        toks = longest[:1] + [body[i % len(body)] for i in range(length - 1)]
+        out.append({"id": f"past-{name}", "prompt": None, "tokens": toks})
+    return out
+
+
 # ---------------------------------------------------------------- main
 
 def load(args):
@@ -409,6 +431,8 @@ def build(args, tmp):
     cases, ll, src = load_cases(args)
     tok = model["tokenizer"]
     cases, pairs = resolve(cases, ll, src, tok, cfg, args.model, model.get("tokenizer_error"))
+    if not getattr(args, "case", None):
+        cases += reaching_cases(cases, cfg)
     eos = families.of_config(cfg).eos_ids(cfg)
     eos += [t for t in generation_eos(args.model, cfg) if t not in eos]
     m32, m64, info, gen = forwards(args, model, forward, rounded)

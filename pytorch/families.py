@@ -30,6 +30,9 @@ family module declares (README.md, "Adding a family"):
   TINY_MODELS      {arch: its committed tiny model, a folder of testdata}
   make_tiny(arch, out)  writes that model again (the same bytes)
 and, where the tool applies to it:
+  reach(cfg)       {mechanism: the sequence length past which it acts}
+                   (a sliding window, longrope's switch): dump_references
+                   adds a case past each that no case reaches
   hf_order(cfg)    [(tensor name in the files, shape)] in HF's state-dict
                    order (make_checkpoint.py)
   gguf_layout(cfg, weights, permute_qk) -> ([(key, value)], [(name, array)])

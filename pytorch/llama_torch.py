@@ -67,6 +67,18 @@ TINY_MODELS = {"llama": "tiny-llama", "qwen2": "tiny-llama-qwen2", "qwen3": "tin
                "mistral": "tiny-llama-mistral", "phi3": "tiny-llama-phi3"}  # testdata's, make_tiny's (and tiny-llama3, llama's variant)
 
 
+def reach(cfg):
+    """{mechanism: the sequence length past which it acts}: the longest
+    sliding window, longrope's pretrained context (dump_references makes a
+    case longer than each when none is)."""
+    out = {}
+    if cfg.get("windows") and max(cfg["windows"]):
+        out["window"] = max(cfg["windows"])
+    if cfg.get("longrope"):
+        out["longrope"] = cfg["longrope"]["original"]
+    return out
+
+
 def eos_ids(cfg):
     # config.json's eos_token_id: none, one id or a list, any of which stops.
     return list(cfg["eos_token_ids"])

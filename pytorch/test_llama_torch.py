@@ -255,6 +255,35 @@ class TestForward(unittest.TestCase):
                 with open(os.path.join(tmp, f), "rb") as a, open(os.path.join(path, f), "rb") as b:
                     self.assertEqual(a.read(), b.read(), f)
 
+    def test_cases_reach_the_window(self):
+        """A set whose cases never pass the sliding window gets one that
+        does (past-window: the longest case cycled to 8 past it, BOS first);
+        --case keeps only what was asked for."""
+        import dump_references as dr
+        with tempfile.TemporaryDirectory() as tmp:
+            model = os.path.join(tmp, "m")
+            shutil.copytree(os.path.join(ROOT, "testdata", "tiny-llama-mistral"), model, symlinks=True)
+            with open(os.path.join(model, "config.json")) as f:
+                cfg = json.load(f)
+            cfg["sliding_window"] = 80
+            with open(os.path.join(model, "config.json"), "w") as f:
+                json.dump(cfg, f)
+            cases = os.path.join(ROOT, "testdata", "cases-llama.json")
+            out = os.path.join(tmp, "refs")
+            self.assertEqual(dr.main(["--model", model, "--cases", cases, "--out", out, "--n-generate", "2"]), 0)
+            with open(os.path.join(out, "manifest.json")) as f:
+                m = json.load(f)
+            ids = [c["id"] for c in m["cases"]]
+            self.assertEqual(ids, ["hello", "story", "past-window"])
+            story, past = m["cases"][1]["tokens"], m["cases"][2]["tokens"]
+            self.assertEqual(len(past), 88)
+            self.assertEqual(past[:len(story)], story)
+            self.assertEqual(past[len(story)], story[1])
+            one = os.path.join(tmp, "one")
+            self.assertEqual(dr.main(["--model", model, "--cases", cases, "--case", "story", "--out", one, "--n-generate", "2"]), 0)
+            with open(os.path.join(one, "manifest.json")) as f:
+                self.assertEqual([c["id"] for c in json.load(f)["cases"]], ["story"])
+
     def test_sliding_window_config(self):
         """Each layer's window as the HF config classes derive it (the same
         table as model/window_test.go's TestSlidingWindowConfig)."""
