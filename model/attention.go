@@ -103,7 +103,13 @@ func (j *attnJob) head(h int, scratch []float32, e64 []float64) {
 		}
 		return nv
 	}
-	for i := 0; i*B < S; i++ {
+	// Blocks wholly before the first query's sliding window are neither
+	// scored nor summed: softmaxRow masks their keys for every query, and
+	// their zero probabilities would add nothing (a decode step at
+	// position 30000 with Mistral's window of 4096 reads 4096 keys, not
+	// 30000).
+	i0 := j.first(0) / B
+	for i := i0; i*B < S; i++ {
 		k := j.cache.BlockKeys(j.layer, kv, i, widened)
 		kernels.ScoresRows(sc[i*B:], S, j.qkv[h*D:], W, k, D, counts(i))
 	}
@@ -111,7 +117,7 @@ func (j *attnJob) head(h int, scratch []float32, e64 []float64) {
 		softmaxRow(pr[t*S:(t+1)*S], sc[t*S:(t+1)*S], j.first(t), visible(t), j.scale, j.mulScale, e64)
 		clear(j.out[t*HD+h*D : t*HD+(h+1)*D])
 	}
-	for i := 0; i*B < S; i++ {
+	for i := i0; i*B < S; i++ {
 		v := j.cache.BlockValues(j.layer, kv, i, widened)
 		kernels.AddWeightedSumRows(j.out[h*D:], HD, pr[i*B:], S, v, D, counts(i))
 	}

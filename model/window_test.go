@@ -11,6 +11,7 @@ import (
 
 	"github.com/llorch/llorch-check/gguf"
 	"github.com/llorch/llorch-check/internal/fixture"
+	"github.com/llorch/llorch-check/kvcache"
 )
 
 // TestSlidingWindowConfig: each architecture's sliding window is read as
@@ -182,4 +183,28 @@ func TestSlidingWindowGGUF(t *testing.T) {
 	perLayer := windowed(t, "tiny-llama-qwen2", 0, 4)
 	_, _, err = perLayer.GGUF(gguf.GGMLTypeF32)
 	require.ErrorContains(t, err, "sliding windows on some layers only ([0 4]) is not written")
+}
+
+// TestSlidingWindowSkipsBlocks: blocks wholly before the window are
+// skipped, not scored and masked, and that changes no bit: a prefill and
+// decode steps on caches of 4-position blocks (most of them skipped) give
+// a single 128-position block's logits, bit for bit.
+func TestSlidingWindowSkipsBlocks(t *testing.T) {
+	m := windowed(t, "tiny-llama-mistral", 5, 9)
+	run := func(block int) [][]float32 {
+		p, err := m.NewKVPool(kvcache.Options{BlockTokens: block})
+		require.NoError(t, err)
+		c := p.NewCache()
+		var out [][]float32
+		logits, err := m.Forward(t.Context(), c, llamaTokens[:12], ForwardOptions{AllLogits: true})
+		require.NoError(t, err)
+		out = append(out, logits)
+		for _, tok := range llamaTokens[12:] {
+			logits, err = m.Forward(t.Context(), c, []int{tok}, ForwardOptions{})
+			require.NoError(t, err)
+			out = append(out, logits)
+		}
+		return out
+	}
+	require.Equal(t, run(128), run(4))
 }
