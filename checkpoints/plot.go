@@ -53,21 +53,20 @@ func (r *Report) WritePlot(w io.Writer, nLayer int, format string) error {
 		nums = append(nums, n)
 	}
 	sort.Ints(nums)
-	var args []any
 	labels := []string{"tolerance (1)"}
 	lo, hi := 0.0, 0.0 // the tolerance line (10^0) is always in view
-	for _, n := range nums {
+	for i, n := range nums {
 		cp, _ := ByNumber(n)
-		for i := range series[n] {
-			series[n][i].Y = math.Log10(series[n][i].Y)
-			lo, hi = math.Min(lo, series[n][i].Y), math.Max(hi, series[n][i].Y)
+		for j := range series[n] {
+			series[n][j].Y = math.Log10(series[n][j].Y)
+			lo, hi = math.Min(lo, series[n][j].Y), math.Max(hi, series[n][j].Y)
 		}
 		label := fmt.Sprintf("%d %s", n, cp.Name)
 		labels = append(labels, label)
-		args = append(args, label, series[n])
-	}
-	if err := plotutil.AddLinePoints(p, args...); err != nil {
-		return err
+		line, head := layerLine(series[n], nLayer)
+		if err := addSeries(p, label, i, line, head); err != nil {
+			return err
+		}
 	}
 	tol := plotter.NewFunction(func(float64) float64 { return 0 })
 	tol.Dashes = []vg.Length{vg.Points(4), vg.Points(3)}
@@ -100,6 +99,47 @@ func (r *Report) WritePlot(w io.Writer, nLayer int, format string) error {
 	legend.Draw(draw.Crop(dc, width-strip+vg.Points(12), 0, 0, -vg.Points(36)))
 	_, err = c.WriteTo(w)
 	return err
+}
+
+// layerLine splits a checkpoint's points into the line through its layers
+// and the points after them (x = nLayer: the head's tensors, checkpoint
+// 3's step logits), which belong to no layer and are drawn unjoined.
+func layerLine(xys plotter.XYs, nLayer int) (line, head plotter.XYs) {
+	for _, xy := range xys {
+		if int(xy.X) >= nLayer {
+			head = append(head, xy)
+		} else {
+			line = append(line, xy)
+		}
+	}
+	return line, head
+}
+
+// addSeries draws series i's line with points, and its head points in the
+// same colour and shape without a line; one legend entry.
+func addSeries(p *plot.Plot, label string, i int, line, head plotter.XYs) error {
+	color, shape := plotutil.Color(i), plotutil.Shape(i)
+	if len(line) > 0 {
+		l, pts, err := plotter.NewLinePoints(line)
+		if err != nil {
+			return err
+		}
+		l.Color, l.Dashes, pts.Color, pts.Shape = color, plotutil.Dashes(i), color, shape
+		p.Add(l, pts)
+		p.Legend.Add(label, l, pts)
+	}
+	if len(head) > 0 {
+		pts, err := plotter.NewScatter(head)
+		if err != nil {
+			return err
+		}
+		pts.Color, pts.Shape = color, shape
+		p.Add(pts)
+		if len(line) == 0 {
+			p.Legend.Add(label, pts)
+		}
+	}
+	return nil
 }
 
 // seriesByCheckpoint takes, per checkpoint and layer, the worst ratio over

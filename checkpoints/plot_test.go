@@ -8,6 +8,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
 )
 
 var svgText = regexp.MustCompile(`<text x="([-0-9.e]+)"[^>]*>([^<]*)</text>`)
@@ -73,3 +74,45 @@ func TestPlotLegendRoomForOtherFonts(t *testing.T) {
 }
 
 var legendEntry = regexp.MustCompile(`^(\d+ .+|tolerance \(1\))$`)
+
+// TestPlotHeadPointsUnjoined: a checkpoint's entries after the blocks
+// (checkpoint 3's step logits, the head's tensors) are drawn as points
+// apart from its layers' line, not as one more layer on it.
+func TestPlotHeadPointsUnjoined(t *testing.T) {
+	xys := plotter.XYs{{X: 0, Y: 1}, {X: 1, Y: 2}, {X: 2, Y: 3}}
+	line, head := layerLine(xys, 2)
+	require.Equal(t, plotter.XYs{{X: 0, Y: 1}, {X: 1, Y: 2}}, line)
+	require.Equal(t, plotter.XYs{{X: 2, Y: 3}}, head)
+
+	r := &Report{}
+	for layer := range 2 {
+		l := layer
+		r.Results = append(r.Results, Result{Checkpoint: 3, Name: "k_cache", Layer: &l, TolRatio: 0.1, stats: &Stats{}})
+	}
+	r.Results = append(r.Results, Result{Checkpoint: 3, Name: "step_logits", TolRatio: 0.2, stats: &Stats{}})
+	var buf bytes.Buffer
+	require.NoError(t, r.WritePlot(&buf, 2, "svg"))
+	// The markers are circles (d="Mx+2.5,y A..."); a line that joined the
+	// head's would have a vertex at its centre, the rightmost marker's.
+	svg := buf.String()
+	marker := regexp.MustCompile(`<path d="M([-0-9.e]+),([-0-9.e]+)A2\.5,2\.5`)
+	// The data area's clip rectangle is the first path; the legend's
+	// markers lie right of it.
+	area := regexp.MustCompile(`<path d="M0,0L([-0-9.e]+),0`).FindStringSubmatch(svg)
+	require.NotNil(t, area)
+	right, err := strconv.ParseFloat(area[1], 64)
+	require.NoError(t, err)
+	headX, headY := -1.0, ""
+	for _, m := range marker.FindAllStringSubmatch(svg, -1) {
+		x, err := strconv.ParseFloat(m[1], 64)
+		require.NoError(t, err)
+		if x-2.5 > headX && x < right {
+			headX, headY = x-2.5, m[2]
+		}
+	}
+	require.Greater(t, headX, 0.0)
+	vertex := "L" + strconv.FormatFloat(headX, 'g', 5, 64) + "," + headY
+	for _, m := range regexp.MustCompile(`<path d="([^"A]*)"`).FindAllStringSubmatch(svg, -1) {
+		require.NotContains(t, m[1], vertex, "a line runs to the head's point")
+	}
+}
