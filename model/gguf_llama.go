@@ -80,10 +80,11 @@ func ggufLlamaConfig(f *gguf.File, fam *llamaFamily) (Config, error) {
 	if err := ggufLlamaRope(f, &c); err != nil {
 		return Config{}, err
 	}
-	if c.Windows != nil && arch == ArchLlama {
-		// llama.cpp converts Mistral as llama; HF's Llama has no window,
-		// so a llama file with one is a Mistral's.
-		c.ModelType = ArchMistral
+	if c.Windows != nil && fam.windows == nil {
+		// A window in a file of an architecture without one is the
+		// architecture llama.cpp's converter writes under this name
+		// (Mistral's under llama: HF's Llama has no window).
+		c.ModelType = windowedAs(arch)
 	}
 	if err := ggufVocab(f, &c, 1, 2); err != nil {
 		return Config{}, err

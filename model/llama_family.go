@@ -91,6 +91,17 @@ const (
 	ArchMistral = "mistral"
 )
 
+// windowedAs is the registered architecture with sliding windows that
+// llama.cpp's converter writes as arch; arch itself when there is none.
+func windowedAs(arch string) string {
+	for _, a := range Architectures {
+		if l, ok := a.fam.(*llamaFamily); ok && l.windows != nil && l.gguf() == arch && l.name != arch {
+			return l.name
+		}
+	}
+	return arch
+}
+
 // llama is the config's Llama-family architecture; nil for GPT-2.
 func (c Config) llama() *llamaFamily {
 	l, _ := c.family().(*llamaFamily)
