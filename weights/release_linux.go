@@ -26,6 +26,37 @@ func Release(b []byte) {
 	_ = unix.Madvise(b[lo:hi], unix.MADV_DONTNEED)
 }
 
+// Prefetch asks the kernel to start reading b, a part of a file mapping
+// about to be read, from the disk, and returns at once: a mapping read in
+// order otherwise waits on each fault's small read-ahead. Errors only
+// cost time, so they are ignored.
+func Prefetch(b []byte) {
+	if len(b) == 0 {
+		return
+	}
+	page := uintptr(os.Getpagesize())
+	base := uintptrOf(b)
+	lo := int((page - base%page) % page)
+	if lo >= len(b) {
+		return
+	}
+	_ = unix.Madvise(b[lo:], unix.MADV_WILLNEED)
+}
+
+// populateRead maps the whole pages of b, a part of a file mapping about
+// to be read, in one call (reading what the page cache lacks), instead of
+// a fault a page. Errors (an older kernel) only cost the faults.
+func populateRead(b []byte) {
+	page := uintptr(os.Getpagesize())
+	base := uintptrOf(b)
+	lo := int((page - base%page) % page)
+	hi := len(b) - int((base+uintptr(len(b)))%page)
+	if hi-lo < int(page) {
+		return
+	}
+	_ = unix.Madvise(b[lo:hi], unix.MADV_POPULATE_READ)
+}
+
 // adviseMapping asks the kernel to map b, a file mapping being converted,
 // with small pages: where the page cache holds a file in 2 MB folios the
 // kernel otherwise maps whole folios at a fault, putting back pages that

@@ -7,3 +7,8 @@ package weights
 func Release(b []byte) {}
 
 func adviseMapping([]byte) {}
+
+// Prefetch is a no-op off Linux.
+func Prefetch(b []byte) {}
+
+func populateRead([]byte) {}

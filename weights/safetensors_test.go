@@ -4,6 +4,8 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"math"
+	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/llorch/llorch-check/safetensors"
@@ -73,5 +75,25 @@ func TestBits16Chunks(t *testing.T) {
 		})
 		require.Equal(t, len(raw), seen, c.dtype)
 		require.Equal(t, want, got, c.dtype)
+	}
+}
+
+// BenchmarkBFloat16BitsMapped copies a mapped 128 MB bfloat16 tensor as
+// an HF load does (releasing each chunk): the copy, the faults of the
+// mapping and of the fresh output (scripts/bench/notes: load).
+func BenchmarkBFloat16BitsMapped(b *testing.B) {
+	n := 64 << 20
+	h, err := json.Marshal(map[string]any{"x": map[string]any{"dtype": "BF16", "shape": []int{n}, "data_offsets": []int{0, 2 * n}}})
+	require.NoError(b, err)
+	img := append(binary.LittleEndian.AppendUint64(nil, uint64(len(h))), h...)
+	img = append(img, make([]byte, 2*n)...)
+	path := filepath.Join(b.TempDir(), "model.safetensors")
+	require.NoError(b, os.WriteFile(path, img, 0o644))
+	c, err := MapWeights(path)
+	require.NoError(b, err)
+	defer c.Close()
+	b.SetBytes(int64(2 * n))
+	for b.Loop() {
+		_ = BFloat16Bits(c.File, c.File.Tensors[0], Release)
 	}
 }
