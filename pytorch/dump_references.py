@@ -44,6 +44,7 @@ import families  # noqa: E402
 # GPT-2's, re-exported: make_tiny_model.py's --stats and the tests reach them here.
 from gpt2_torch import GPT2, gelu_new, load_model, round_matrices_f16  # noqa: E402,F401
 from passes import run_tasks, used_names  # noqa: E402
+from progress import Progress  # noqa: E402
 from processors import (argmax_lowest, context_key, greedy_task, loglikelihood_task,  # noqa: E402
                         loglikelihood_tokens, process_logits)
 from weights import as_weights  # noqa: E402
@@ -407,6 +408,7 @@ def forwards(args, model, forward, rounded):
     """The float32 forward, its float64 twin (sharing the mapped weights),
     and the manifest's model and generator blocks."""
     m32, m64 = forward(model, torch.float32), forward(model, torch.float64)
+    m32.progress, m64.progress = Progress("float32"), Progress("float64")
     info = {"path": args.model, "weights_file": model["weights_file"], "weights_sha256": model["sha256"],
             "weights_dtype": model["dtype"], **model["tokenizer_info"]}
     if rounded:

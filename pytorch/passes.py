@@ -98,6 +98,10 @@ class Forward:
         self.dtype = dtype
         self.w = as_weights(model["weights"])
         self.n_layers = model.get("layers") or self.cfg[self.LAYERS]
+        # progress(pass, layers done, layers, sequences), if set, after
+        # each layer of a pass: an 8B model's reference runs for an hour.
+        self.progress = None
+        self.passes = 0
 
     def _t(self, name):
         return torch.from_numpy(np.ascontiguousarray(self.w.get(name))).to(self.dtype)
@@ -142,11 +146,14 @@ class Forward:
         sequence's arithmetic is forward's alone, op for op. Returns
         [(logits, present)] in the jobs' order."""
         seqs = [self.start(Seq(**j)) for j in jobs]
+        self.passes += 1
         for i in range(self.n_layers):
             P = self.layer(i)
             for s in seqs:
                 self.block(i, P, s)
             del P
+            if self.progress is not None:
+                self.progress(self.passes, i + 1, self.n_layers, len(seqs))
         head = "lm_head.weight" if self.w.has("lm_head.weight") else self.TIED_HEAD
         return finish(self.w, seqs, self.final_norm(), self.NORM, head, self.dtype)
 
