@@ -126,11 +126,43 @@ func (ld *llamaLoader) put(p llamaParam, t *safetensors.Tensor) error {
 	if len(p.shape) == 1 {
 		return ld.putVector(p, weights.Float32s(ld.f, *t, ld.release))
 	}
+	if (p.part == partQKV || p.part == partGateUp) && ld.heldAsStored(t) {
+		// Copied from the file straight into the fused matrix.
+		s, err := ld.stage(p)
+		if err != nil {
+			return err
+		}
+		cols := p.shape[1]
+		s.bits(ld.m.Config.fusedRows(p.part), cols)
+		weights.Bits16Into(s.h16[p.row*cols:], ld.f, *t, ld.release)
+		return nil
+	}
 	f32, h16, err := ld.matrix(t)
 	if err != nil {
 		return err
 	}
 	return ld.place(p, f32, h16)
+}
+
+// heldAsStored says whether the model holds matrix t's 16-bit bits as the
+// file stores them.
+func (ld *llamaLoader) heldAsStored(t *safetensors.Tensor) bool {
+	return (ld.m.BFloat16 && t.DType == "BF16") || (ld.m.Float16 && !ld.m.BFloat16 && t.DType == "F16")
+}
+
+// stage is the fused matrix p is part of, in its layer: the previous
+// layer's, if any, is finished first.
+func (ld *llamaLoader) stage(p llamaParam) (*staged, error) {
+	if l := layerOf(p.hf); l != ld.layer {
+		if err := ld.finish(); err != nil {
+			return nil, err
+		}
+		ld.layer = l
+	}
+	if p.part == partGateUp {
+		return &ld.gateUp, nil
+	}
+	return &ld.qkv, nil
 }
 
 // place puts a matrix, [out,in] as HF and GGUF store it, float32 or
@@ -147,15 +179,9 @@ func (ld *llamaLoader) place(p llamaParam, f32 []float32, h16 []uint16) error {
 	case partHead:
 		ld.m.lmW = matrixOf(f32, h16, bf16)
 	case partQKV, partGateUp:
-		if l := layerOf(p.hf); l != ld.layer {
-			if err := ld.finish(); err != nil {
-				return err
-			}
-			ld.layer = l
-		}
-		s := &ld.qkv
-		if p.part == partGateUp {
-			s = &ld.gateUp
+		s, err := ld.stage(p)
+		if err != nil {
+			return err
 		}
 		s.put(ld.m.Config.fusedRows(p.part), p.row, p.shape[1], f32, h16)
 	case partO, partDown:
@@ -249,10 +275,15 @@ func (s *staged) put(rows, row, cols int, f32 []float32, h16 []uint16) {
 		copy(s.f32[row*cols:], f32)
 		return
 	}
+	s.bits(rows, cols)
+	copy(s.h16[row*cols:], h16)
+}
+
+// bits makes the staged matrix of 16-bit bits if it is not made yet.
+func (s *staged) bits(rows, cols int) {
 	if s.h16 == nil {
 		s.h16 = pages.Make[uint16](rows * cols)
 	}
-	copy(s.h16[row*cols:], h16)
 }
 
 // layerOf reads the layer index out of an HF name "layers.N. …".

@@ -65,29 +65,32 @@ func RoundFloat16(f *safetensors.File, t safetensors.Tensor, release func([]byte
 // Float16Bits copies an F16 tensor's little-endian bits, releasing the
 // source as Float32s does.
 func Float16Bits(f *safetensors.File, t safetensors.Tensor, release func([]byte)) []uint16 {
-	return bits16(f, t, release)
+	out := pages.Make[uint16](t.Numel())
+	Bits16Into(out, f, t, release)
+	return out
 }
 
 // BFloat16Bits copies a BF16 tensor's little-endian bits, releasing the
 // source as Float32s does.
 func BFloat16Bits(f *safetensors.File, t safetensors.Tensor, release func([]byte)) []uint16 {
-	return bits16(f, t, release)
+	return Float16Bits(f, t, release)
 }
 
-// bits16 copies a 16-bit tensor's little-endian bits, chunk by chunk,
-// releasing each source range once copied. On a little-endian CPU the
-// bits are the bytes: a chunk is one memmove (decoding element by element
-// was 70 of the 110 CPU-seconds of an 8B bfloat16 load). With a mapping
-// (release not nil) the next chunk is asked of the disk while this one is
-// copied, and this one's pages are mapped in one call (populateRead), as
-// the output's are (pages.Make): under a hypervisor a fault a 4 KB page
-// made the copy of a 16 GB model cost more than its reading.
-func bits16(f *safetensors.File, t safetensors.Tensor, release func([]byte)) []uint16 {
-	out := pages.Make[uint16](t.Numel())
+// Bits16Into copies a 16-bit tensor's little-endian bits into dst (at
+// least its length), chunk by chunk, releasing each source range once
+// copied: a loader assembling a fused matrix copies each part straight
+// into it. On a little-endian CPU the bits are the bytes: a chunk is one
+// memmove (decoding element by element was 70 of the 110 CPU-seconds of
+// an 8B bfloat16 load). With a mapping (release not nil) the next chunk
+// is asked of the disk while this one is copied, and this one's pages
+// are mapped in one call (populateRead): under a hypervisor a fault a 4 KB
+// page made the copy of a 16 GB model cost more than its reading.
+func Bits16Into(dst []uint16, f *safetensors.File, t safetensors.Tensor, release func([]byte)) {
+	out := dst[:t.Numel()]
 	raw := f.Raw(t)
-	var dst []byte
-	if littleEndian {
-		dst = unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(out))), 2*len(out))
+	var bytes []byte
+	if littleEndian && len(out) > 0 {
+		bytes = unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(out))), 2*len(out))
 	}
 	for start := 0; start < len(out); start += chunk {
 		end := min(start+chunk, len(out))
@@ -98,8 +101,8 @@ func bits16(f *safetensors.File, t safetensors.Tensor, release func([]byte)) []u
 		if release != nil {
 			populateRead(src)
 		}
-		if dst != nil {
-			copy(dst[2*start:2*end], src)
+		if bytes != nil {
+			copy(bytes[2*start:2*end], src)
 		} else {
 			for i := range out[start:end] {
 				out[start+i] = binary.LittleEndian.Uint16(src[2*i:])
@@ -109,7 +112,6 @@ func bits16(f *safetensors.File, t safetensors.Tensor, release func([]byte)) []u
 			release(src)
 		}
 	}
-	return out
 }
 
 // FirstDifference compares two tensors of as many elements value by value
