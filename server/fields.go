@@ -276,17 +276,32 @@ func (f *fields) requests(e *engine, tmpl generation.Request, prompts [][]int, n
 	for i, p := range prompts {
 		reqs[i] = tmpl
 		reqs[i].Prompt = p
-		f.check(reqs[i].Validate(n, V), names(i))
-		if room := e.positions(); reqs[i].DefaultMaxTokens && room < n && len(p) < room {
+		f.check(reqs[i].Validate(n, V), blame(names(i), len(prompts), len(p), n))
+		room := e.positions()
+		if reqs[i].DefaultMaxTokens && room < n && len(p) < room {
 			// A KV cache bounded below the context (--kv-cache-tokens, or
 			// the memory an 8B model leaves) bounds what a request that
 			// sent no max_tokens generates, as the context would: a value
 			// the client never sent must not fail it.
 			reqs[i].MaxTokens = min(reqs[i].MaxTokens, room-len(p))
 		}
-		f.check(kvRule(e, reqs[i].Fit(n)), names(i))
+		f.check(kvRule(e, reqs[i].Fit(n)), blame(names(i), len(prompts), len(p), room))
 	}
 	return reqs
+}
+
+// blame is prompt i's renames with its context-length rule left on
+// max_tokens when the request's one prompt fits the limit alone: then the
+// client's max_tokens is what does not fit, and the field to change (a
+// chat's messages are not). A prompt that fills the limit by itself, or
+// one of several (max_tokens is theirs together), keeps the prompt's name.
+func blame(rename map[string]string, prompts, promptTokens, limit int) map[string]string {
+	if prompts != 1 || promptTokens >= limit {
+		return rename
+	}
+	rename = maps.Clone(rename)
+	delete(rename, "max_tokens")
+	return rename
 }
 
 // kvRule refuses a generation the server's KV cache could never hold at

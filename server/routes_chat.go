@@ -70,9 +70,6 @@ type chatChoice struct {
 func (s *Server) handleChat(w http.ResponseWriter, r *http.Request, e *engine, f *fields) func() {
 	renamed := f.alias("max_completion_tokens", "max_tokens")
 	job := s.parseOpenAI(e, f, chatDefaults, chatFields, chatUnused)
-	if renamed {
-		f.rename("max_tokens", "max_completion_tokens")
-	}
 	for _, u := range chatUnsupported {
 		f.unsupported(u.name, u.why, u.neutral...)
 	}
@@ -94,6 +91,9 @@ func (s *Server) handleChat(w http.ResponseWriter, r *http.Request, e *engine, f
 		job.texts, prompts = []string{prompt}, [][]int{ids}
 	}
 	job.requests(f, e, "messages", prompts)
+	if renamed { // after the context's rules, which may name max_tokens too
+		f.rename("max_tokens", "max_completion_tokens")
+	}
 	return func() {
 		base := newOpenAIBase(r, e, "chatcmpl-")
 		base.Object = "chat.completion"
