@@ -28,13 +28,40 @@ type requestError struct {
 	fields     []FieldError // a 400 naming fields, such as text that is not UTF-8
 }
 
+// headError is what the request's head alone shows wrong with a JSON
+// body: its Content-Type (415), a Content-Length beyond limit (413; a
+// negative limit skips this check, MaxBytesReader enforces it anyway) or
+// of 0 (400: no JSON object). It costs no read, so a job route answers it
+// before a 429 (docs/api.md, "Order of checks").
+func headError(r *http.Request, limit int64) *requestError {
+	switch {
+	case !isJSON(r.Header.Get("Content-Type")):
+		return &requestError{status: http.StatusUnsupportedMediaType, code: codeMediaType,
+			message: fmt.Sprintf("Content-Type %q: want application/json", r.Header.Get("Content-Type"))}
+	case limit >= 0 && r.ContentLength > limit:
+		return &requestError{status: http.StatusRequestEntityTooLarge, code: codeTooLarge,
+			message: fmt.Sprintf("body exceeds the limit of %d bytes (Content-Length %d)", limit, r.ContentLength)}
+	case r.ContentLength == 0:
+		return &requestError{status: http.StatusBadRequest, constraint: "json_object", message: "empty body; want one JSON object"}
+	}
+	return nil
+}
+
+// isJSON: the media type is application/json, parameters aside. The
+// common exact form costs no parse (a refusal must stay cheap).
+func isJSON(contentType string) bool {
+	if contentType == "application/json" {
+		return true
+	}
+	ct, _, err := mime.ParseMediaType(contentType)
+	return err == nil && ct == "application/json"
+}
+
 // decodeBody reads a JSON object body field by field, so that validation
 // can name every bad field instead of stopping at the first type error.
 func decodeBody(r *http.Request) (*fields, *requestError) {
-	ct, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
-	if err != nil || ct != "application/json" {
-		return nil, &requestError{status: http.StatusUnsupportedMediaType, code: codeMediaType,
-			message: fmt.Sprintf("Content-Type %q: want application/json", r.Header.Get("Content-Type"))}
+	if re := headError(r, -1); re != nil {
+		return nil, re
 	}
 	body, err := io.ReadAll(r.Body)
 	if err != nil {
