@@ -80,7 +80,7 @@ func (s *Server) handleChat(w http.ResponseWriter, r *http.Request, e *engine, f
 			f.unused = append(f.unused, "modalities")
 		}
 	}
-	job.settings.Grammar = f.constraint()
+	job.settings.Grammar = f.constraint(e)
 	job.logprobs, _ = f.boolean("logprobs")
 	job.top = int(f.intIn("top_logprobs", 0, maxLogprobs, 0))
 	if job.top > 0 && !job.logprobs {

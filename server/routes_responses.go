@@ -100,7 +100,7 @@ func (s *Server) handleResponses(w http.ResponseWriter, r *http.Request, e *engi
 		f.unsupported(u.name, u.why, u.neutral...)
 	}
 	resp := newResponseObject(r, e, job.settings)
-	job.settings.Grammar = f.responsesText(&resp.Text)
+	job.settings.Grammar = f.startable(e, "text.format", f.responsesText(&resp.Text))
 	job.logprobs, job.top = f.responsesLogprobs()
 	resp.TopLogprobs = job.top
 	if mode, ok := f.str("truncation", false); ok {
