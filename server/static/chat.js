@@ -124,11 +124,12 @@ function tokenView(el) {
   };
 }
 
-// fitTokens makes the token spans spell content. Where a stop sequence
-// cut the reply the tokens run past its text: the span it cuts keeps its
-// part, and the tokens wholly past it become one "stop" mark, so that
-// every token the model generated can still be pointed at. Tokens that
-// do not spell the text at all give way to the text.
+// fitTokens makes the token spans spell content. This server lists only
+// the tokens of the returned text (the one a stop sequence cuts as its
+// part of it); should tokens run past the text, the span the text ends in
+// keeps its part and the tokens wholly past it become one "stop" mark, so
+// that every token listed can still be pointed at. Tokens that do not
+// spell the text at all give way to the text.
 function fitTokens(el, content) {
   if (!el.textContent.startsWith(content)) {
     el.textContent = content;
