@@ -1,7 +1,6 @@
 package server
 
 import (
-	"slices"
 	"sync"
 
 	"github.com/llorch/llorch-check/grammar"
@@ -24,11 +23,14 @@ type startIndex struct {
 
 func (x *startIndex) build(tok *tokenizer.Tokenizer, eos []int) {
 	x.once.Do(func() {
-		special := append(tok.SpecialIDs(), eos...)
+		special := map[int]bool{}
+		for _, id := range append(tok.SpecialIDs(), eos...) {
+			special[id] = true
+		}
 		var rest [256][]int32
 		for id := range tok.VocabSize() {
 			b, err := tok.TokenBytes(id)
-			if err != nil || len(b) == 0 || slices.Contains(special, id) {
+			if err != nil || len(b) == 0 || special[id] {
 				continue
 			}
 			if len(b) == 1 {
