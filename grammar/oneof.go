@@ -22,6 +22,9 @@ import (
 // that one requires and the other's additionalProperties false forbids.
 // Anything else is refused, naming the two alternatives and why.
 
+// maxProofSteps bounds the comparisons one oneOf's proof may make.
+const maxProofSteps = 10000
+
 // jsonKinds are JSON Schema's types, an integer counted as a number.
 var jsonKinds = []string{"null", "boolean", "number", "string", "array", "object"}
 
@@ -29,6 +32,7 @@ var jsonKinds = []string{"null", "boolean", "number", "string", "array", "object
 // merged with the keywords beside it; at[i] is alts[i]'s index in the
 // schema) are not provably disjoint.
 func (c *converter) checkOneOf(alts []any, at []int, path string, depth int) error {
+	c.proofSteps = 0
 	for i := range alts {
 		for j := i + 1; j < len(alts); j++ {
 			if ok, why := c.disjoint(alts[i], alts[j], depth); !ok {
@@ -47,6 +51,12 @@ func (c *converter) checkOneOf(alts []any, at []int, path string, depth int) err
 func (c *converter) disjoint(a, b any, depth int) (bool, string) {
 	if depth > maxDepth {
 		return false, "nested too deep to compare"
+	}
+	// Alternatives within alternatives and required properties that
+	// refer back branch at every level: a budget keeps a hostile schema
+	// from making the proof exponential.
+	if c.proofSteps++; c.proofSteps > maxProofSteps {
+		return false, fmt.Sprintf("more than %d comparisons to prove them disjoint", maxProofSteps)
 	}
 	a, okA := c.resolved(a, depth)
 	b, okB := c.resolved(b, depth)

@@ -80,6 +80,11 @@ func TestOneOfOverlapRefused(t *testing.T) {
 		{"properties alone accept strings", `{"oneOf":[{"properties":{"a":{"type":"integer"}}},{"type":"string"}]}`, "#/oneOf", "both accept string values"},
 		{"the third against the first", `{"oneOf":[{"type":"string"},{"type":"integer"},{"type":["null","string"]}]}`, "#/oneOf", "alternatives 0 and 2"},
 		{"nested", `{"type":"object","properties":{"v":{"oneOf":[{},{"type":"null"}]}}}`, "#/properties/v/oneOf", "both accept null values"},
+		// Each level's two required properties refer back: 2^64 comparisons
+		// without the budget (the test would not end), refused at once with it.
+		{"a proof that branches without end", `{"$defs":{"A":{"type":"object","required":["a","b"],"properties":{"a":{"$ref":"#/$defs/A"},"b":{"$ref":"#/$defs/B"}}},` +
+			`"B":{"type":"object","required":["a","b"],"properties":{"a":{"$ref":"#/$defs/B"},"b":{"$ref":"#/$defs/A"}}}},"oneOf":[{"$ref":"#/$defs/A"},{"$ref":"#/$defs/B"}]}`,
+			"#/oneOf", "no property both require has disjoint schemas"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := FromJSONSchema([]byte(tc.schema))

@@ -112,10 +112,11 @@ func FromJSONSchema(schema []byte) (*Grammar, error) {
 }
 
 type converter struct {
-	root  any
-	rules map[string]string
-	order []string
-	names map[string]bool
+	root       any
+	rules      map[string]string
+	order      []string
+	names      map[string]bool
+	proofSteps int // comparisons of the oneOf being proved (oneof.go)
 }
 
 // source is the GBNF text of the rules defined.
