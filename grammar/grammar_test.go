@@ -227,3 +227,21 @@ func TestUnproductivePruned(t *testing.T) {
 	require.NoError(t, m.Accept([]byte("b")))
 	assert.Equal(t, []uint64{0b100}, m.Mask(v))
 }
+
+// TestViable: Viable says whether bytes can continue the text, as Accept
+// would, and leaves the text where it was.
+func TestViable(t *testing.T) {
+	g, err := Parse(`root ::= "ab" | "€"`)
+	require.NoError(t, err)
+	m := g.NewMatcher()
+	for _, c := range []struct {
+		b  string
+		ok bool
+	}{{"a", true}, {"ab", true}, {"abc", false}, {"b", false}, {"\xe2", true}, {"€", true}, {"\xe2\x82\xad", false}, {"", true}} {
+		require.Equal(t, c.ok, m.Viable([]byte(c.b)), "%q", c.b)
+	}
+	require.False(t, m.Complete(), "Viable does not advance the text")
+	require.NoError(t, m.Accept([]byte("a")))
+	require.True(t, m.Viable([]byte("b")))
+	require.False(t, m.Viable([]byte("a")))
+}

@@ -212,6 +212,18 @@ func (m *Matcher) Accept(b []byte) error {
 	return nil
 }
 
+// Viable reports whether b can continue the text, without advancing it
+// (Accept's test alone).
+func (m *Matcher) Viable(b []byte) bool {
+	s := m.cur
+	for _, c := range b {
+		if s = m.step(s, c); s == dead {
+			return false
+		}
+	}
+	return true
+}
+
 // Complete reports whether the text so far is a whole sentence.
 func (m *Matcher) Complete() bool { return m.states[m.cur].accept }
 

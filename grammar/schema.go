@@ -84,7 +84,8 @@ const maxRepeat = 1000
 // maxItems, minLength, maxLength, format (date, time, date-time, uuid,
 // email), pattern (a regular-expression subset: patternRule), integer
 // bounds of any value and whole-number bounds on a number, enum, const,
-// anyOf, oneOf (as anyOf), allOf, and $ref into $defs or definitions.
+// anyOf, oneOf (when its alternatives are provably disjoint: oneof.go),
+// allOf, and $ref into $defs or definitions.
 // Keywords beside $ref, allOf, anyOf and oneOf are merged into each
 // schema, and those beside enum and const filter the values; what cannot
 // be merged is a SchemaError naming it, never dropped. Annotations
@@ -111,10 +112,11 @@ func FromJSONSchema(schema []byte) (*Grammar, error) {
 }
 
 type converter struct {
-	root  any
-	rules map[string]string
-	order []string
-	names map[string]bool
+	root       any
+	rules      map[string]string
+	order      []string
+	names      map[string]bool
+	proofSteps int // comparisons of the oneOf being proved (oneof.go)
 }
 
 // source is the GBNF text of the rules defined.
@@ -289,27 +291,36 @@ func (c *converter) visitObject(s *object, path, name string, depth int) (string
 			return "", &SchemaError{Path: path + "/" + k, Message: "must be a non-empty array"}
 		}
 		sib := siblings(s, k)
-		var alts []string
+		var es []any
+		var at []int // es[i]'s index in list
 		for i, e := range list {
-			at, sub := fmt.Sprintf("%s/%s/%d", path, k, i), fmt.Sprintf("%s-%d", name, i)
 			if sib != nil {
 				m, err := merge(e, sib)
 				if errors.Is(err, errNoValue) {
 					continue // an alternative the keywords beside it rule out
 				}
 				if err != nil {
-					return "", &SchemaError{Path: at, Message: fmt.Sprintf("the keywords beside %s (%s) cannot be merged into it: %s", k, strings.Join(sib.keys, ", "), err)}
+					return "", &SchemaError{Path: fmt.Sprintf("%s/%s/%d", path, k, i),
+						Message: fmt.Sprintf("the keywords beside %s (%s) cannot be merged into it: %s", k, strings.Join(sib.keys, ", "), err)}
 				}
 				e = m
 			}
-			alt, err := c.visit(e, at, sub, depth+1)
-			if err != nil {
+			es, at = append(es, e), append(at, i)
+		}
+		if len(es) == 0 {
+			return "", &SchemaError{Path: path + "/" + k, Message: fmt.Sprintf("no alternative satisfies the keywords beside %s (%s)", k, strings.Join(sib.keys, ", "))}
+		}
+		if k == "oneOf" {
+			if err := c.checkOneOf(es, at, path, depth); err != nil {
 				return "", err
 			}
-			alts = append(alts, alt)
 		}
-		if len(alts) == 0 {
-			return "", &SchemaError{Path: path + "/" + k, Message: fmt.Sprintf("no alternative satisfies the keywords beside %s (%s)", k, strings.Join(sib.keys, ", "))}
+		alts := make([]string, len(es))
+		for i, e := range es {
+			var err error
+			if alts[i], err = c.visit(e, fmt.Sprintf("%s/%s/%d", path, k, at[i]), fmt.Sprintf("%s-%d", name, at[i]), depth+1); err != nil {
+				return "", err
+			}
 		}
 		return "(" + strings.Join(alts, " | ") + ")", nil
 	}

@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"runtime"
 
-	"github.com/llorch/llorch-check/gguf"
+	"github.com/llorch/llorch-check/internal/ggmlnum"
 	"github.com/llorch/llorch-check/kernels"
 )
 
@@ -319,7 +319,7 @@ func (c *Cache) gather(l, kv int) []float32 {
 			at := p.at(l, kv, h)
 			if p.f16 {
 				for j := range dst {
-					dst[j] = gguf.Float16To32(c.seq.blocks[i].f16[at+j])
+					dst[j] = ggmlnum.Float16To32(c.seq.blocks[i].f16[at+j])
 				}
 				continue
 			}

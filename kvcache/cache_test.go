@@ -5,7 +5,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/llorch/llorch-check/gguf"
+	"github.com/llorch/llorch-check/internal/ggmlnum"
 )
 
 // Store reads position off+t's heads at k[t*stride:] and v[t*stride:] (here
@@ -28,7 +28,7 @@ func TestStoreLayout(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			round := func(x float32) float32 { return x }
 			if tc.opt.Float16 {
-				round = func(x float32) float32 { return gguf.Float16To32(gguf.Float32To16(x)) }
+				round = func(x float32) float32 { return ggmlnum.Float16To32(ggmlnum.Float32To16(x)) }
 			}
 			rows := make([][]float32, testShape.Layers) // each layer's fused rows
 			for l := range rows {

@@ -12,8 +12,15 @@ import (
 var constraintFields = []string{"response_format", "grammar", "json_schema"}
 
 // constraint reads the constraint fields into a compiled grammar (nil if
-// none, or response_format {"type": "text"}); at most one may be given.
-func (f *fields) constraint() *grammar.Grammar {
+// none, or response_format {"type": "text"}); at most one may be given,
+// and e's vocabulary must be able to begin it (startable).
+func (f *fields) constraint(e *engine) *grammar.Grammar {
+	name, g := f.readConstraint()
+	return f.startable(e, name, g)
+}
+
+// readConstraint is constraint's grammar and the field it came from.
+func (f *fields) readConstraint() (string, *grammar.Grammar) {
 	var given []string
 	for _, name := range constraintFields {
 		if f.present(name) && string(f.raw[name]) != "null" {
@@ -22,28 +29,28 @@ func (f *fields) constraint() *grammar.Grammar {
 	}
 	switch len(given) {
 	case 0:
-		return nil
+		return "", nil
 	case 1:
 	default:
 		f.bad(given[1], "conflict", "give one of response_format, grammar and json_schema, not "+given[0]+" and "+given[1], nil)
-		return nil
+		return "", nil
 	}
 	switch given[0] {
 	case "grammar":
 		src, ok := f.str("grammar", false)
 		if !ok {
-			return nil
+			return "", nil
 		}
 		g, err := grammar.Parse(src)
 		if err != nil {
 			f.bad("grammar", "grammar", err.Error(), nil)
-			return nil
+			return "", nil
 		}
-		return g
+		return "grammar", g
 	case "json_schema":
-		return f.schema("json_schema", f.raw["json_schema"])
+		return "json_schema", f.schema("json_schema", f.raw["json_schema"])
 	}
-	return f.responseFormat()
+	return "response_format", f.responseFormat()
 }
 
 // responseFormat reads OpenAI's response_format: {"type": "text"},

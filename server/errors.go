@@ -39,6 +39,7 @@ const (
 	codeMethodNotAllowed = "METHOD_NOT_ALLOWED"
 	codeTooLarge         = "BODY_TOO_LARGE"
 	codeMediaType        = "UNSUPPORTED_MEDIA_TYPE"
+	codeGrammarDeadEnd   = "GRAMMAR_DEAD_END" // the request's grammar needs what the vocabulary cannot spell
 )
 
 // retryAfterSeconds is what a shed request is told to wait: one token

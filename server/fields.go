@@ -28,13 +28,40 @@ type requestError struct {
 	fields     []FieldError // a 400 naming fields, such as text that is not UTF-8
 }
 
+// headError is what the request's head alone shows wrong with a JSON
+// body: its Content-Type (415), a Content-Length beyond limit (413; a
+// negative limit skips this check, MaxBytesReader enforces it anyway) or
+// of 0 (400: no JSON object). It costs no read, so a job route answers it
+// before a 429 (docs/api.md, "Order of checks").
+func headError(r *http.Request, limit int64) *requestError {
+	switch {
+	case !isJSON(r.Header.Get("Content-Type")):
+		return &requestError{status: http.StatusUnsupportedMediaType, code: codeMediaType,
+			message: fmt.Sprintf("Content-Type %q: want application/json", r.Header.Get("Content-Type"))}
+	case limit >= 0 && r.ContentLength > limit:
+		return &requestError{status: http.StatusRequestEntityTooLarge, code: codeTooLarge,
+			message: fmt.Sprintf("body exceeds the limit of %d bytes (Content-Length %d)", limit, r.ContentLength)}
+	case r.ContentLength == 0:
+		return &requestError{status: http.StatusBadRequest, constraint: "json_object", message: "empty body; want one JSON object"}
+	}
+	return nil
+}
+
+// isJSON: the media type is application/json, parameters aside. The
+// common exact form costs no parse (a refusal must stay cheap).
+func isJSON(contentType string) bool {
+	if contentType == "application/json" {
+		return true
+	}
+	ct, _, err := mime.ParseMediaType(contentType)
+	return err == nil && ct == "application/json"
+}
+
 // decodeBody reads a JSON object body field by field, so that validation
 // can name every bad field instead of stopping at the first type error.
 func decodeBody(r *http.Request) (*fields, *requestError) {
-	ct, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
-	if err != nil || ct != "application/json" {
-		return nil, &requestError{status: http.StatusUnsupportedMediaType, code: codeMediaType,
-			message: fmt.Sprintf("Content-Type %q: want application/json", r.Header.Get("Content-Type"))}
+	if re := headError(r, -1); re != nil {
+		return nil, re
 	}
 	body, err := io.ReadAll(r.Body)
 	if err != nil {
@@ -276,17 +303,32 @@ func (f *fields) requests(e *engine, tmpl generation.Request, prompts [][]int, n
 	for i, p := range prompts {
 		reqs[i] = tmpl
 		reqs[i].Prompt = p
-		f.check(reqs[i].Validate(n, V), names(i))
-		if room := e.positions(); reqs[i].DefaultMaxTokens && room < n && len(p) < room {
+		f.check(reqs[i].Validate(n, V), blame(names(i), len(prompts), len(p), n))
+		room := e.positions()
+		if reqs[i].DefaultMaxTokens && room < n && len(p) < room {
 			// A KV cache bounded below the context (--kv-cache-tokens, or
 			// the memory an 8B model leaves) bounds what a request that
 			// sent no max_tokens generates, as the context would: a value
 			// the client never sent must not fail it.
 			reqs[i].MaxTokens = min(reqs[i].MaxTokens, room-len(p))
 		}
-		f.check(kvRule(e, reqs[i].Fit(n)), names(i))
+		f.check(kvRule(e, reqs[i].Fit(n)), blame(names(i), len(prompts), len(p), room))
 	}
 	return reqs
+}
+
+// blame is prompt i's renames with its context-length rule left on
+// max_tokens when the request's one prompt fits the limit alone: then the
+// client's max_tokens is what does not fit, and the field to change (a
+// chat's messages are not). A prompt that fills the limit by itself, or
+// one of several (max_tokens is theirs together), keeps the prompt's name.
+func blame(rename map[string]string, prompts, promptTokens, limit int) map[string]string {
+	if prompts != 1 || promptTokens >= limit {
+		return rename
+	}
+	rename = maps.Clone(rename)
+	delete(rename, "max_tokens")
+	return rename
 }
 
 // kvRule refuses a generation the server's KV cache could never hold at

@@ -47,7 +47,7 @@ const (
 // wire format: its API error code, message and metrics outcome.
 type jobEnd struct {
 	stage   stage
-	code    string // CANCELLED, TIMEOUT, SHUTDOWN or INFERENCE_FAILED
+	code    string // CANCELLED, TIMEOUT, SHUTDOWN, INFERENCE_FAILED or GRAMMAR_DEAD_END
 	message string
 	outcome string
 }
@@ -247,6 +247,13 @@ func (s *Server) endJob(w http.ResponseWriter, r *http.Request, ctx context.Cont
 	case ctx.Err() != nil || errors.Is(err, context.Canceled):
 		end.code, end.outcome = s.endCause(ctx)
 		end.message = endMessage(end.code)
+	case errors.Is(err, generation.ErrGrammarDeadEnd):
+		// The request's grammar and this vocabulary, not the server: a
+		// client error, told as one (startsIn catches the first step
+		// before a slot is taken; this is a later one).
+		s.log.Info("constrained generation reached a dead end", "request_id", requestID(r.Context()), "job_id", id, "path", r.URL.Path, "error", err)
+		end.code, end.outcome = codeGrammarDeadEnd, outcomeClientError
+		end.message = "the text reached a point where the grammar allows no token of this model's vocabulary (it needs a character the vocabulary cannot spell): " + err.Error()
 	default:
 		s.log.Error("job failed", "request_id", requestID(r.Context()), "job_id", id, "path", r.URL.Path, "error", err)
 		end.code, end.outcome, end.message = codeInference, outcomeServerError, err.Error()
@@ -369,7 +376,7 @@ type jsonAnswer struct{}
 
 func (jsonAnswer) ended(w http.ResponseWriter, end jobEnd) {
 	status := map[string]int{codeTimeout: http.StatusGatewayTimeout, codeShutdown: http.StatusServiceUnavailable,
-		codeInference: http.StatusInternalServerError}[end.code]
+		codeInference: http.StatusInternalServerError, codeGrammarDeadEnd: http.StatusBadRequest}[end.code]
 	code := end.code
 	if status == 0 {
 		status, code = 499, codeCancelled
@@ -414,8 +421,11 @@ func (k *openAIStream) ended(w http.ResponseWriter, end jobEnd) {
 		return
 	}
 	typ := "timeout_error"
-	if end.code == codeShutdown || end.code == codeInference {
+	switch end.code {
+	case codeShutdown, codeInference:
 		typ = "server_error"
+	case codeGrammarDeadEnd:
+		typ = "invalid_request_error"
 	}
 	_ = k.sse.data(map[string]any{"error": apiError{Message: end.message, Type: typ, Code: end.code}})
 	_ = k.sse.write("data: [DONE]\n\n")

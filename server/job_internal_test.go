@@ -9,6 +9,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/llorch/llorch-check/generation"
 )
 
 // recordSink keeps what endJob asked it to tell.
@@ -35,6 +37,7 @@ func TestEndJobClassifiesOnce(t *testing.T) {
 		{"client gone", errDisconnected, errEnded, codeCancelled, outcomeDisconnected},
 		{"context error from the model", errCancelled, fmt.Errorf("step: %w", context.Canceled), codeCancelled, outcomeCancelled},
 		{"failure", nil, errors.New("boom"), codeInference, outcomeServerError},
+		{"grammar dead end", nil, fmt.Errorf("token 3: %w", generation.ErrGrammarDeadEnd), codeGrammarDeadEnd, outcomeClientError},
 		{"write failed", errDisconnected, fmt.Errorf("%w: broken pipe", errWrite), "", outcomeDisconnected},
 	} {
 		t.Run(c.name, func(t *testing.T) {

@@ -85,7 +85,7 @@ func TestKVCacheBound(t *testing.T) {
 	out := ts.call(t, "POST", "/v1/completions", map[string]any{
 		"prompt": tokenPrompt(10, 3), "max_tokens": 100, "temperature": 0}, http.StatusBadRequest)
 	e := out["error"].(map[string]any)
-	require.Equal(t, "prompt", e["param"], "the route reports context rules on the prompt")
+	require.Equal(t, "max_tokens", e["param"], "the prompt alone fits: max_tokens is what does not")
 	require.Contains(t, e["message"], "plus max_tokens 100 needs 110 positions; the server's KV cache holds 64")
 
 	// Without max_tokens (as the OpenAI SDKs send a chat), the cache, not

@@ -22,12 +22,12 @@ func TestMaxTokensBoundedByTheModel(t *testing.T) {
 		body        func(maxTokens any) map[string]any
 	}{
 		{"/execute", "max_tokens", func(n any) map[string]any { return map[string]any{"job_id": "m", "prompt": "Hi", "max_tokens": n} }},
-		{"/generate", "prompts[0]", func(n any) map[string]any { return map[string]any{"prompts": []string{"Hi"}, "max_tokens": n} }},
-		{"/v1/completions", "prompt", func(n any) map[string]any { return map[string]any{"prompt": "Hi", "max_tokens": n} }},
-		{"/v1/chat/completions", "messages", func(n any) map[string]any {
+		{"/generate", "max_tokens", func(n any) map[string]any { return map[string]any{"prompts": []string{"Hi"}, "max_tokens": n} }},
+		{"/v1/completions", "max_tokens", func(n any) map[string]any { return map[string]any{"prompt": "Hi", "max_tokens": n} }},
+		{"/v1/chat/completions", "max_tokens", func(n any) map[string]any {
 			return map[string]any{"messages": []map[string]string{{"role": "user", "content": "Hi"}}, "max_tokens": n}
 		}},
-		{"/v1/chat/completions", "messages", func(n any) map[string]any {
+		{"/v1/chat/completions", "max_completion_tokens", func(n any) map[string]any {
 			return map[string]any{"messages": []map[string]string{{"role": "user", "content": "Hi"}}, "max_completion_tokens": n}
 		}},
 	}

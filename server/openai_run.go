@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"time"
+	"unicode/utf8"
 
 	"github.com/llorch/llorch-check/generation"
 )
@@ -119,6 +120,7 @@ type scoredToken struct {
 	top       []generation.TokenLogProb
 	piece     piece   // what the token adds to the text
 	offset    int     // characters of the choice's text before it
+	end       int     // and with it (offset: it completes no character)
 	topPieces []piece // what each alternative would add in its place
 }
 
@@ -268,10 +270,11 @@ func (s *Server) runChoice(ctx context.Context, e *engine, slot *Slot, job openA
 			return ch, err
 		}
 	}
+	cover := newCoverage(utf8.RuneCountInString(ch.text))
 	res, err := s.generate(ctx, e, slot, req, func(t generation.Token) error {
 		var tokens []scoredToken
 		if job.logprobs {
-			tokens = []scoredToken{render.add(t)}
+			tokens = cover.add(render.add(t), t.Text)
 			ch.tokens = append(ch.tokens, tokens...)
 		}
 		return send(t.Text, tokens, "")
@@ -285,5 +288,11 @@ func (s *Server) runChoice(ctx context.Context, e *engine, slot *Slot, job openA
 	}
 	ch.text += res.Text
 	ch.reason = finishReason(res.StopReason)
+	if rest := cover.finish(res.StopReason == generation.StopSequence); len(rest) > 0 {
+		ch.tokens = append(ch.tokens, rest...)
+		if err := send("", rest, ""); err != nil {
+			return ch, err
+		}
+	}
 	return ch, send("", nil, ch.reason)
 }

@@ -204,7 +204,7 @@ func TestCompletionsErrors(t *testing.T) {
 	e = ts.call(t, "POST", "/v1/completions", map[string]any{"prompt": [][]int{{1, -5}}}, http.StatusBadRequest)
 	require.Equal(t, "prompt[0][1]", e["error"].(map[string]any)["param"])
 	e = ts.call(t, "POST", "/v1/completions", map[string]any{"prompt": make([]int, 120), "max_tokens": 16}, http.StatusBadRequest)
-	require.Equal(t, "prompt", e["error"].(map[string]any)["param"])
+	require.Equal(t, "max_tokens", e["error"].(map[string]any)["param"])
 }
 
 // TestCompletionsTokenIDs: vLLM's return_tokens_as_token_ids names every

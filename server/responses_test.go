@@ -329,7 +329,7 @@ func TestResponsesFields(t *testing.T) {
 		{"max_tokens", map[string]any{"input": "Hi", "max_tokens": 5}, "max_tokens", "max_output_tokens"},
 		{"n", map[string]any{"input": "Hi", "n": 2}, "n", "one output"},
 		{"max_output_tokens 0", map[string]any{"input": "Hi", "max_output_tokens": 0}, "max_output_tokens", "must be ≥ 1"},
-		{"max_output_tokens beyond the context", map[string]any{"input": "Hi", "max_output_tokens": 1 << 20}, "input", "context"},
+		{"max_output_tokens beyond the context", map[string]any{"input": "Hi", "max_output_tokens": 1 << 20}, "max_output_tokens", "context"},
 		{"top_logprobs alone", map[string]any{"input": "Hi", "top_logprobs": 3}, "top_logprobs", "message.output_text.logprobs"},
 		{"include unknown", map[string]any{"input": "Hi", "include": []string{"everything"}}, "include[0]", "must be one of"},
 		{"truncation", map[string]any{"input": "Hi", "truncation": "middle"}, "truncation", `"auto" or "disabled"`},

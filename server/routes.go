@@ -74,8 +74,9 @@ func (s *Server) readyEngine(w http.ResponseWriter) (*engine, bool) {
 type modelRead func(w http.ResponseWriter, r *http.Request, e *engine, f *fields) (work func())
 
 // modelRoute is the skeleton every model route shares. The engine must be
-// ready; a job route (one that takes a slot) is refused before its body
-// is read when no slot can be had (shed); the body must be valid JSON;
+// ready; the head must announce a JSON body (headError); a job route (one
+// that takes a slot) is then refused before its body is read when no
+// slot can be had (shed); the body must be valid JSON;
 // read reads the route's fields and returns its work. Then an OpenAI
 // route names the fields it did not use (X-Unused-Fields); every field
 // error is one 400 in the route family's shape, and without errors the
@@ -83,7 +84,16 @@ type modelRead func(w http.ResponseWriter, r *http.Request, e *engine, f *fields
 func (s *Server) modelRoute(fam family, read modelRead, job bool) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		e, ok := s.readyEngine(w)
-		if !ok || job && s.shed(w, r) {
+		if !ok {
+			return
+		}
+		// What the head shows wrong is answered before a 429: a client
+		// that retries a malformed request must learn it is malformed.
+		if herr := headError(r, s.cfg.MaxBodyBytes); herr != nil {
+			writeRequestError(w, fam, herr)
+			return
+		}
+		if job && s.shed(w, r) {
 			return
 		}
 		f, rerr := decodeBody(r)

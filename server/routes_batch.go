@@ -79,7 +79,7 @@ func (u *usage) addCached(e *engine, n int) {
 func (s *Server) handleGenerate(w http.ResponseWriter, r *http.Request, e *engine, f *fields) func() {
 	prompts, _ := s.promptList(f, "prompts", true)
 	tmpl := f.settings(batchDefaults, e.m.Config.VocabSize)
-	tmpl.Grammar = f.constraint() // shared by the prompts: a compiled grammar is read-only
+	tmpl.Grammar = f.constraint(e) // shared by the prompts: a compiled grammar is read-only
 	s.extraFields(f, generateFields, nil)
 	var encoded [][]int
 	if f.ok("prompts") { // else the list is at fault: its settings are still checked

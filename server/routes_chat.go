@@ -70,9 +70,6 @@ type chatChoice struct {
 func (s *Server) handleChat(w http.ResponseWriter, r *http.Request, e *engine, f *fields) func() {
 	renamed := f.alias("max_completion_tokens", "max_tokens")
 	job := s.parseOpenAI(e, f, chatDefaults, chatFields, chatUnused)
-	if renamed {
-		f.rename("max_tokens", "max_completion_tokens")
-	}
 	for _, u := range chatUnsupported {
 		f.unsupported(u.name, u.why, u.neutral...)
 	}
@@ -83,7 +80,7 @@ func (s *Server) handleChat(w http.ResponseWriter, r *http.Request, e *engine, f
 			f.unused = append(f.unused, "modalities")
 		}
 	}
-	job.settings.Grammar = f.constraint()
+	job.settings.Grammar = f.constraint(e)
 	job.logprobs, _ = f.boolean("logprobs")
 	job.top = int(f.intIn("top_logprobs", 0, maxLogprobs, 0))
 	if job.top > 0 && !job.logprobs {
@@ -94,6 +91,9 @@ func (s *Server) handleChat(w http.ResponseWriter, r *http.Request, e *engine, f
 		job.texts, prompts = []string{prompt}, [][]int{ids}
 	}
 	job.requests(f, e, "messages", prompts)
+	if renamed { // after the context's rules, which may name max_tokens too
+		f.rename("max_tokens", "max_completion_tokens")
+	}
 	return func() {
 		base := newOpenAIBase(r, e, "chatcmpl-")
 		base.Object = "chat.completion"

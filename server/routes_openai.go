@@ -54,7 +54,7 @@ func (s *Server) handleCompletions(w http.ResponseWriter, r *http.Request, e *en
 	f.unsupported("suffix", "is not supported: this server has no insertion (fill-in-the-middle) mode", `""`)
 	job.echo, _ = f.boolean("echo")
 	job.tokenIDs, _ = f.boolean("return_tokens_as_token_ids")
-	job.settings.Grammar = f.constraint()
+	job.settings.Grammar = f.constraint(e)
 	if f.present("logprobs") {
 		n := int(f.intIn("logprobs", 0, maxLogprobs, 0))
 		job.logprobs, job.top = true, max(n, 1) // so the argmax is always listed

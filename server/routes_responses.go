@@ -87,9 +87,6 @@ func (s *Server) handleResponses(w http.ResponseWriter, r *http.Request, e *engi
 	}
 	renamed := f.alias("max_output_tokens", "max_tokens")
 	job := s.parseOpenAI(e, f, chatDefaults, responsesFields, responsesUnused)
-	if renamed {
-		f.rename("max_tokens", "max_output_tokens")
-	}
 	for _, c := range chatOnly {
 		switch {
 		case !slices.Contains(refused, c.name):
@@ -103,7 +100,7 @@ func (s *Server) handleResponses(w http.ResponseWriter, r *http.Request, e *engi
 		f.unsupported(u.name, u.why, u.neutral...)
 	}
 	resp := newResponseObject(r, e, job.settings)
-	job.settings.Grammar = f.responsesText(&resp.Text)
+	job.settings.Grammar = f.startable(e, "text.format", f.responsesText(&resp.Text))
 	job.logprobs, job.top = f.responsesLogprobs()
 	resp.TopLogprobs = job.top
 	if mode, ok := f.str("truncation", false); ok {
@@ -135,6 +132,9 @@ func (s *Server) handleResponses(w http.ResponseWriter, r *http.Request, e *engi
 		}
 	}
 	job.requests(f, e, "input", prompts)
+	if renamed { // after the context's rules, which may name max_tokens too
+		f.rename("max_tokens", "max_output_tokens")
+	}
 	return func() {
 		rs := &responseShape{resp: resp, e: e, logprobs: job.logprobs}
 		if resp.Store {

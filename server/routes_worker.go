@@ -150,7 +150,7 @@ func (s *Server) handleExecute(w http.ResponseWriter, r *http.Request, e *engine
 		f.checkPrompt("prompt", prompt)
 	}
 	req := f.settings(workerDefaults, e.m.Config.VocabSize)
-	req.Grammar = f.constraint()
+	req.Grammar = f.constraint(e)
 	s.extraFields(f, executeFields, nil)
 	if hasPrompt && f.ok("prompt") {
 		// User text: "<|endoftext|>" in a prompt is characters, not the

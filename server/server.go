@@ -107,6 +107,7 @@ type engine struct {
 	pool  *kvcache.Pool // every slot's keys and values
 	chat  ChatFormatter // Config.ChatTemplate, else the model's own, else DefaultChatTemplate
 	obs   *modelMetrics // the metrics of its work, labelled with its name
+	start startIndex    // the vocabulary's first bytes, for constrained requests (startsIn)
 }
 
 // positions is the most positions one request may use: the context, or

@@ -51,7 +51,7 @@ func renderPrompt(e *engine, tokens []scoredToken, text string, fromText bool) *
 
 // render sets t's rendering, offset and its alternatives' renderings.
 func (r *tokenText) render(t *scoredToken) {
-	t.piece, t.offset = r.piece(t.id), r.runes
+	t.piece, t.offset, t.end = r.piece(t.id), r.runes, r.runes
 	t.topPieces = make([]piece, len(t.top))
 	for k, a := range t.top {
 		t.topPieces[k] = r.piece(a.ID)
@@ -64,6 +64,7 @@ func (r *tokenText) render(t *scoredToken) {
 	}
 	s, _ := r.dec.Add(t.id)
 	r.runes += utf8.RuneCountInString(s)
+	t.end = r.runes
 }
 
 // piece is what token id adds to the text at this point: its exact bytes

@@ -206,3 +206,17 @@ func (c *cdp) hover(ctx context.Context, session string, x, y float64) error {
 	_, err := c.call(ctx, session, "Input.dispatchMouseEvent", map[string]any{"type": "mouseMoved", "x": x, "y": y})
 	return err
 }
+
+// press types one key as a user would (down, then up): the page sees
+// keydown and the browser's default action, such as Tab moving the focus.
+func (c *cdp) press(ctx context.Context, session, key string) error {
+	vk := map[string]int{"Tab": 9, "Enter": 13, "Escape": 27, "End": 35, "Home": 36,
+		"ArrowLeft": 37, "ArrowUp": 38, "ArrowRight": 39, "ArrowDown": 40}[key]
+	for _, typ := range []string{"keyDown", "keyUp"} {
+		if _, err := c.call(ctx, session, "Input.dispatchKeyEvent", map[string]any{"type": typ, "key": key, "code": key,
+			"windowsVirtualKeyCode": vk, "nativeVirtualKeyCode": vk}); err != nil {
+			return err
+		}
+	}
+	return nil
+}

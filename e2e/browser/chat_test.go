@@ -27,9 +27,11 @@ import (
 // own Jinja template, which refuses a conversation whose roles do not
 // alternate, and SentencePiece tokens with leading spaces): two turns,
 // each seen streaming; the second request carries the first turn; the
-// reply on the page is the API's; hovering each token shows the
-// log-probability and alternatives the API returned for it. Then a new
-// chat cut by a stop sequence, and a turn the server refuses.
+// reply on the page is the API's; hovering each token, and reaching it
+// from the keyboard (Tab, then the arrow keys), shows the log-probability
+// and alternatives the API returned for it, and names it for screen
+// readers. Then a new chat cut by a stop sequence, and a turn the server
+// refuses.
 func TestChatInChromium(t *testing.T) {
 	browser := launch(t, chromium(t))
 	for _, name := range []string{"tiny-gpt2", "tiny-llama"} {
@@ -109,6 +111,7 @@ func (d *chatDriver) twoTurns(t *testing.T, turns ...string) (string, []apiToken
 		require.True(t, strings.HasPrefix(content, st.Partial) && len(st.Partial) < len(content),
 			"partial %q of %q", st.Partial, content)
 		d.checkHover(t, i, tokens)
+		d.checkKeyboard(t, i, tokens)
 		replies = append(replies, content)
 		if i == 0 {
 			firstTokens = tokens
@@ -120,9 +123,10 @@ func (d *chatDriver) twoTurns(t *testing.T, turns ...string) (string, []apiToken
 
 // stopSequence starts a new chat with a stop sequence spanning the second
 // and third tokens of reply, text's greedy reply: the same reply stops
-// inside its second token, the page shows the text the API sent, and the
-// tokens past it are still there to point at (a "stop" mark). It returns
-// the messages shown.
+// inside its second token, the page shows the text the API sent, and its
+// tokens are those the API listed, which end with the text (the one the
+// cut splits as its part of it, none past it). It returns the messages
+// shown.
 func (d *chatDriver) stopSequence(t *testing.T, text, reply string, tokens []apiToken) []chatMessage {
 	t.Helper()
 	require.Greater(t, len(tokens), 3)
@@ -138,9 +142,11 @@ func (d *chatDriver) stopSequence(t *testing.T, text, reply string, tokens []api
 	require.True(t, strings.HasPrefix(reply, content) && len(content) < len(reply), "%q stopped at %q", reply, stop)
 	require.Equal(t, []chatMessage{{"user", text}, {"assistant", content}}, st.Messages)
 	d.checkHover(t, 0, got)
-	var last string
-	d.eval(t, `[...document.querySelectorAll("#chat_log .tok")].pop().className`, &last)
-	require.Equal(t, "tok mark stop", last)
+	d.checkKeyboard(t, 0, got)
+	var spelled string
+	d.eval(t, `[...document.querySelectorAll("#chat_log .msg.assistant .tok")].map((s) => s.textContent).join("")`, &spelled)
+	require.Equal(t, content, spelled, "the token spans spell the reply, nothing past the stop")
+	require.Less(t, len(got), len(tokens), "the tokens past the stop are not listed")
 	t.Logf("stopped at %q: %q, %d tokens", stop, content, len(got))
 	return st.Messages
 }
@@ -292,6 +298,18 @@ func (d *chatDriver) checkHover(t *testing.T, reply int, want []apiToken) {
 		require.NotEmpty(t, entries, "hovering token span %d of reply %d shows no tooltip", k, reply+1)
 		got = append(got, entries...)
 	}
+	compareTips(t, got, want)
+	var hidden bool
+	require.NoError(t, d.c.hover(d.ctx, d.session, 1, 1))
+	d.eval(t, `document.getElementById("tip").hidden`, &hidden)
+	require.True(t, hidden, "the tooltip stays after the pointer left the tokens")
+}
+
+// compareTips: the tooltips shown, in order, are the API's tokens with
+// their log-probabilities (unrounded, and printed to 4 places) and
+// alternatives.
+func compareTips(t *testing.T, got []tipEntry, want []apiToken) {
+	t.Helper()
 	require.Len(t, got, len(want), "the tooltips cover every token the API returned")
 	for k, w := range want {
 		g := got[k]
@@ -305,10 +323,99 @@ func (d *chatDriver) checkHover(t *testing.T, reply int, want []apiToken) {
 			require.Equal(t, alt.Logprob, parseFloat(t, g.Alts[a].Logprob), "token %d alternative %d", k, a)
 		}
 	}
-	var hidden bool
-	require.NoError(t, d.c.hover(d.ctx, d.session, 1, 1))
-	d.eval(t, `document.getElementById("tip").hidden`, &hidden)
-	require.True(t, hidden, "the tooltip stays after the pointer left the tokens")
+}
+
+// checkKeyboard reaches reply i's tokens from the keyboard: Tab from the
+// field before the conversation (one tab stop a reply) focuses its first
+// token and shows its details as hovering does, the right arrow walks the
+// tokens to the end (the tooltips again the API's tokens, in order), End
+// and Home jump, Escape hides the details, and each token is a named
+// button (its text and probability) described by the tooltip while it
+// shows. Tab then leaves the reply, and the tooltip goes.
+func (d *chatDriver) checkKeyboard(t *testing.T, reply int, want []apiToken) {
+	t.Helper()
+	press := func(key string) { require.NoError(t, d.c.press(d.ctx, d.session, key)) }
+	type focused struct {
+		Reply, Index, Count int
+		Role, Label, Desc   string
+		Tip                 []tipEntry
+	}
+	const focusJS = `(() => { const s = document.activeElement;
+		const replies = [...document.querySelectorAll("#chat_log .msg.assistant")];
+		const r = replies.findIndex((m) => m.contains(s));
+		const toks = r < 0 ? [] : [...replies[r].querySelectorAll(".tok")];
+		const tip = document.getElementById("tip");
+		return {reply: r, index: toks.indexOf(s), count: toks.length, role: s.getAttribute("role") || "",
+			label: s.getAttribute("aria-label") || "", desc: s.getAttribute("aria-describedby") || "",
+			tip: tip.hidden ? null : [...tip.querySelectorAll(".tip-token")].map((e) => ({token: e.dataset.token,
+				logprob: e.dataset.logprob, shown: e.querySelector(".tip-lp").textContent,
+				alts: [...e.querySelectorAll("tr")].map((r) => ({token: r.dataset.token, logprob: r.dataset.logprob}))}))}; })()`
+	at := func() focused {
+		var f focused
+		d.eval(t, focusJS, &f)
+		return f
+	}
+	d.run(t, `document.getElementById("chat_system").focus(); true`)
+	for range reply + 1 {
+		press("Tab")
+	}
+	f := at()
+	require.Equal(t, reply, f.Reply, "Tab %d times from the system prompt reaches reply %d", reply+1, reply+1)
+	require.Equal(t, 0, f.Index, "a reply's tab stop is its first token")
+	var got []tipEntry
+	for k := range f.Count {
+		if k > 0 {
+			press("ArrowRight")
+			f = at()
+		}
+		require.Equal(t, k, f.Index, "the right arrow moves to the next token")
+		require.Equal(t, "button", f.Role)
+		require.NotEmpty(t, f.Tip, "focusing token span %d of reply %d shows no tooltip", k, reply+1)
+		require.Equal(t, "tip", f.Desc, "the tooltip describes the focused token")
+		require.Contains(t, f.Label, "probability ", "token span %d's accessible name", k)
+		for _, e := range f.Tip {
+			lp, err := strconv.ParseFloat(e.Logprob, 64)
+			require.NoError(t, err)
+			require.Contains(t, f.Label, fmtProb(lp), "the name holds the probability the tooltip shows")
+		}
+		got = append(got, f.Tip...)
+	}
+	compareTips(t, got, want)
+	press("ArrowRight")
+	require.Equal(t, f.Count-1, at().Index, "the right arrow stops at the last token")
+	press("Home")
+	require.Equal(t, 0, at().Index)
+	press("End")
+	require.Equal(t, f.Count-1, at().Index)
+	press("Escape")
+	require.Empty(t, at().Tip, "Escape hides the details")
+	require.Empty(t, at().Desc)
+	last := f.Count - 1
+	press("Tab")
+	f = at()
+	require.NotEqual(t, reply, f.Reply, "Tab leaves the reply's tokens: one tab stop a reply")
+	require.Empty(t, f.Tip)
+	// Back into the reply, its tab stop is where the focus left it.
+	d.run(t, `document.getElementById("chat_system").focus(); true`)
+	for range reply + 1 {
+		press("Tab")
+	}
+	f = at()
+	require.Equal(t, [2]int{reply, last}, [2]int{f.Reply, f.Index}, "the tab stop moved with the arrows")
+	press("Home") // leave the first token the tab stop for the next check
+	d.run(t, `document.activeElement.blur(); true`)
+}
+
+// fmtProb is the page's probability as it prints it (chat.js's fmtProb).
+func fmtProb(logprob float64) string {
+	p := math.Exp(logprob)
+	if p >= 0.001 {
+		return strconv.FormatFloat(100*p, 'f', 2, 64) + "%"
+	}
+	s := strconv.FormatFloat(100*p, 'e', 1, 64) // 1.2e-05 where JavaScript writes 1.2e-5
+	mant, exp, _ := strings.Cut(s, "e")
+	n, _ := strconv.Atoi(exp)
+	return mant + "e" + fmt.Sprintf("%+d", n) + "%"
 }
 
 func parseFloat(t *testing.T, s string) float64 {

@@ -1,9 +1,10 @@
 // Package ggmlnum is the arithmetic of ggml's number formats, shared by
-// the file-format package gguf and the kernels that keep a model in
-// those formats: IEEE binary16 conversion, and the float a quantised
-// group's integer stands for (its scale formed from float16 factors, then
-// scaled and offset as ggml's dequantisers round them). It imports
-// nothing of the module, so that both can import it.
+// the file-format package gguf, the kernels that keep a model in those
+// formats and the float16 KV cache (kvcache): IEEE binary16 conversion,
+// and the float a quantised group's integer stands for (its scale formed
+// from float16 factors, then scaled and offset as ggml's dequantisers
+// round them). It imports nothing of the module, so that all can import
+// it.
 package ggmlnum
 
 import "math"

@@ -2,7 +2,11 @@
 // The chat view. Each turn sends the whole conversation to
 // /v1/chat/completions, which renders it with the model's chat template;
 // the reply streams in, each token shaded by its probability, and hovering
-// a token shows its log-probability and the alternatives the model weighed.
+// or focusing a token shows its log-probability and the alternatives the
+// model weighed. From the keyboard a reply's tokens are one tab stop
+// (Tab), then the arrow keys, Home and End move between them and Escape
+// hides the details; each token is named for screen readers by its text
+// and probability.
 // Uses $, headers, errorText, sampling and sseParser of page.js.
 
 const chat = { history: [], controller: null };
@@ -63,8 +67,31 @@ function tokenSpan(el, text, entries, cls) {
   s.className = cls;
   s.textContent = text;
   s.style.backgroundColor = shade(Math.min(...entries.map((t) => t.logprob)));
+  // A reply's first token is its tab stop (a roving tabindex: the arrow
+  // keys move it), the rest are reached from there.
+  s.tabIndex = el.querySelector(".tok") ? -1 : 0;
+  s.setAttribute("role", "button");
   tokenInfo.set(s, entries);
   el.append(s);
+  labelToken(s);
+}
+
+// labelToken names a token span for assistive technology: its text and
+// the probability of each token it shows (the tooltip has the rest, and
+// is the span's description while shown).
+function labelToken(s) {
+  const entries = tokenInfo.get(s);
+  const probs = entries.map((e) => fmtProb(e.logprob)).join(", ");
+  let what = JSON.stringify(s.textContent);
+  if (s.classList.contains("end")) what = "end of text";
+  else if (s.classList.contains("stop")) what = "tokens past the stop sequence";
+  s.setAttribute("aria-label", what + ", probability " + probs + (entries.length > 1 ? " (" + entries.length + " tokens)" : ""));
+}
+
+// tabStop makes sure one token of el is its tab stop.
+function tabStop(el) {
+  const toks = [...el.querySelectorAll(".tok")];
+  if (toks.length && !toks.some((s) => s.tabIndex === 0)) toks[0].tabIndex = 0;
 }
 
 // tokenView renders a reply's tokens into el as they stream. A token's
@@ -97,11 +124,12 @@ function tokenView(el) {
   };
 }
 
-// fitTokens makes the token spans spell content. Where a stop sequence
-// cut the reply the tokens run past its text: the span it cuts keeps its
-// part, and the tokens wholly past it become one "stop" mark, so that
-// every token the model generated can still be pointed at. Tokens that
-// do not spell the text at all give way to the text.
+// fitTokens makes the token spans spell content. This server lists only
+// the tokens of the returned text (the one a stop sequence cuts as its
+// part of it); should tokens run past the text, the span the text ends in
+// keeps its part and the tokens wholly past it become one "stop" mark, so
+// that every token listed can still be pointed at. Tokens that do not
+// spell the text at all give way to the text.
 function fitTokens(el, content) {
   if (!el.textContent.startsWith(content)) {
     el.textContent = content;
@@ -116,10 +144,12 @@ function fitTokens(el, content) {
       s.remove();
     } else if (n > left) {
       s.textContent = s.textContent.slice(0, left);
+      labelToken(s);
     }
     left -= n;
   }
   if (cut.length) tokenSpan(el, "", cut, "tok mark stop");
+  tabStop(el);
   return true;
 }
 
@@ -277,6 +307,7 @@ function showTip(span) {
   hideTip();
   tipFor = span;
   span.classList.add("active");
+  span.setAttribute("aria-describedby", "tip");
   const tip = $("tip");
   tip.replaceChildren(...tokenInfo.get(span).map(tipToken));
   tip.hidden = false;
@@ -287,10 +318,54 @@ function showTip(span) {
 }
 
 function hideTip() {
-  if (tipFor) tipFor.classList.remove("active");
+  if (tipFor) {
+    tipFor.classList.remove("active");
+    tipFor.removeAttribute("aria-describedby");
+  }
   tipFor = null;
   $("tip").hidden = true;
 }
+
+// The keyboard: focus shows a token's details as hovering does; within a
+// reply the arrow keys, Home and End move the focus (and the reply's tab
+// stop with it), Escape hides the details, Enter or Space shows them
+// again.
+function tokenOf(target) {
+  const span = target.closest && target.closest(".tok");
+  return span && tokenInfo.has(span) ? span : null;
+}
+
+function focusToken(from, to) {
+  if (!to || to === from) return;
+  from.tabIndex = -1;
+  to.tabIndex = 0;
+  to.focus();
+}
+
+$("chat_log").addEventListener("focusin", (ev) => {
+  const span = tokenOf(ev.target);
+  if (span) showTip(span);
+});
+$("chat_log").addEventListener("focusout", (ev) => {
+  if (tipFor && tipFor === ev.target) hideTip();
+});
+$("chat_log").addEventListener("keydown", (ev) => {
+  const span = tokenOf(ev.target);
+  if (!span) return;
+  const toks = [...span.parentElement.querySelectorAll(".tok")];
+  const i = toks.indexOf(span);
+  const to = { ArrowRight: toks[i + 1], ArrowDown: toks[i + 1], ArrowLeft: toks[i - 1], ArrowUp: toks[i - 1],
+    Home: toks[0], End: toks[toks.length - 1] }[ev.key];
+  if (to !== undefined) {
+    ev.preventDefault();
+    focusToken(span, to);
+  } else if (ev.key === "Escape") {
+    hideTip();
+  } else if (ev.key === "Enter" || ev.key === " ") {
+    ev.preventDefault();
+    showTip(span);
+  }
+});
 
 $("chat_log").addEventListener("mouseover", (ev) => {
   const span = ev.target.closest && ev.target.closest(".tok");
