@@ -98,8 +98,8 @@ class Forward:
         self.dtype = dtype
         self.w = as_weights(model["weights"])
         self.n_layers = model.get("layers") or self.cfg[self.LAYERS]
-        # progress(pass, layers done, layers, sequences), if set, after
-        # each layer of a pass: an 8B model's reference runs for an hour.
+        # progress(pass, layers done, layers, sequences), if set, as a pass
+        # begins (0 done) and after each layer: an 8B model's reference runs for an hour.
         self.progress = None
         self.passes = 0
 
@@ -147,6 +147,8 @@ class Forward:
         [(logits, present)] in the jobs' order."""
         seqs = [self.start(Seq(**j)) for j in jobs]
         self.passes += 1
+        if self.progress is not None:
+            self.progress(self.passes, 0, self.n_layers, len(seqs))
         for i in range(self.n_layers):
             P = self.layer(i)
             for s in seqs:

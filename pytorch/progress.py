@@ -19,6 +19,10 @@ class Progress:
 
     def __call__(self, n, done, layers, seqs):
         now = self.clock()
+        if done == 0:  # a pass begins (the first: the count of "in all" too)
+            self.start = now
+            if n == 1:
+                self.t0 = now
         msg = (f"dump_references: {self.what} pass {n}, {seqs} sequence{'s' if seqs != 1 else ''}: "
                f"layer {done}/{layers}, {_dur(now - self.t0)} in all")
         if self.tty:
@@ -29,8 +33,6 @@ class Progress:
                 self.line = False
         elif done == layers and now - self.start >= LOG_AFTER_S:
             self.out.write(msg + f" (pass {_dur(now - self.start)})\n")
-        if done == layers:
-            self.start = now  # the next pass's clock, and the work between passes with it
         self.out.flush()
 
 

@@ -22,21 +22,26 @@ class Stream(io.StringIO):
 
 class TestProgress(unittest.TestCase):
     def run_passes(self, tty, pass_s):
-        """Two passes of three layers, each layer pass_s/3 seconds."""
+        """Two passes of three layers, each layer pass_s/3 seconds, after
+        an hour before the first (the float32 passes, for the float64
+        twin's) and 10 s between them (saving tensors)."""
         now = [0.0]
         out = Stream(tty)
         p = Progress("float64", out, clock=lambda: now[0])
+        now[0] += 3600
         for n in (1, 2):
+            p(n, 0, 3, 2)
             for done in (1, 2, 3):
                 now[0] += pass_s / 3
                 p(n, done, 3, 2)
+            now[0] += 10
         return out.getvalue()
 
     def test_cases(self):
         for name, tty, pass_s, want in [
             ("log, slow passes: a line a pass", False, 90, [
                 "dump_references: float64 pass 1, 2 sequences: layer 3/3, 1m30s in all (pass 1m30s)",
-                "dump_references: float64 pass 2, 2 sequences: layer 3/3, 3m00s in all (pass 1m30s)"]),
+                "dump_references: float64 pass 2, 2 sequences: layer 3/3, 3m10s in all (pass 1m30s)"]),
             ("log, quick passes: nothing", False, 3, []),
         ]:
             with self.subTest(name):
@@ -45,7 +50,7 @@ class TestProgress(unittest.TestCase):
     def test_terminal_rewrites_one_line_a_pass(self):
         got = self.run_passes(True, 3)
         self.assertEqual(got.count("\n"), 2)  # a line ends with each pass
-        self.assertEqual(got.count("\r\x1b[K"), 6)  # rewritten after every layer
+        self.assertEqual(got.count("\r\x1b[K"), 8)  # rewritten as a pass begins and after every layer
         self.assertIn("float64 pass 2, 2 sequences: layer 2/3", got)
 
 
