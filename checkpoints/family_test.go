@@ -24,9 +24,10 @@ func openFamily(t *testing.T, name string) (*model.Model, *references.Set) {
 // TestFamiliesPassAllTwelve runs every checkpoint of every Llama-family
 // tiny model against its PyTorch reference set.
 func TestFamiliesPassAllTwelve(t *testing.T) {
-	// tiny-llama-phi3-longrope is not among fixture.Families, whose tests
-	// convert each to GGUF: longrope is not written (either side).
-	for _, name := range append(slices.Clone(fixture.Families), "tiny-llama-phi3-longrope") {
+	// tiny-llama-phi3-longrope and Gemma's are not among fixture.Families,
+	// whose tests convert each to GGUF: longrope and Gemma's layout are
+	// not written (either side).
+	for _, name := range append(slices.Clone(fixture.Families), "tiny-llama-phi3-longrope", "tiny-llama-gemma2", "tiny-llama-gemma3") {
 		t.Run(name, func(t *testing.T) {
 			m, set := openFamily(t, name)
 			tok, err := tokenizer.Load(m.Dir)
@@ -81,6 +82,15 @@ func TestBisectNamesFamilyFaults(t *testing.T) {
 		// long factors; chosen by the context of 128 instead, the 5-token
 		// case's rotation is wrong from layer 0's q on.
 		{"tiny-llama-phi3-longrope", model.FaultLongRopeWrongFactor, 0, 2, "q_rope"},
+		// Gemma's: the 1 of (1 + w) added again shows at the first norm;
+		// the attention soft-cap dropped at the scores it caps; the window
+		// faults on the sliding layers (layer 0 of both).
+		{"tiny-llama-gemma2", model.FaultGemmaNormDouble, 0, 1, "attn_norm"},
+		{"tiny-llama-gemma3", model.FaultGemmaNormDouble, 1, 1, "attn_norm"},
+		{"tiny-llama-gemma2", model.FaultNoSoftcap, 1, 4, "scores"},
+		{"tiny-llama-gemma2", model.FaultWindowIgnored, 0, 4, "probs"},
+		{"tiny-llama-gemma3", model.FaultWindowOffByOne, 0, 4, "probs"},
+		{"tiny-llama-gemma2", model.FaultAttnScale, 1, 4, "scores"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.model+"/"+tc.fault.String(), func(t *testing.T) {

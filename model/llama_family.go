@@ -47,6 +47,9 @@ type llamaFamily struct {
 	// ggufArch is the architecture llama.cpp's converter writes, when not
 	// name (Mistral's is llama's).
 	ggufArch string
+	// gemma is Gemma's version (2 or 3; gemma.go), 0 for the others: its
+	// config, its four norms a block and its attention (gemmaBlock).
+	gemma int
 }
 
 func init() {
@@ -118,11 +121,23 @@ func (l *llamaFamily) gguf() string {
 
 func (*llamaFamily) tensorFamily() string { return tensors.Llama }
 
-func (l *llamaFamily) jsonConfig(r rawConfig, _ string) (Config, error) { return r.llamaConfig(l) }
+func (l *llamaFamily) jsonConfig(r rawConfig, _ string) (Config, error) {
+	if l.gemma != 0 {
+		return r.gemmaConfig(l)
+	}
+	return r.llamaConfig(l)
+}
 
 func (l *llamaFamily) ggufConfig(f *gguf.File, _ string) (Config, error) {
+	if l.gemma != 0 {
+		return Config{}, errGemmaGGUF
+	}
 	return ggufLlamaConfig(f, l)
 }
+
+// errGemmaGGUF: Gemma's GGUF layout (its norms stored as 1 + w, its
+// post-norms and soft-caps) is neither read nor written yet.
+var errGemmaGGUF = fmt.Errorf("GGUF files of Gemma (gemma2, gemma3) are not implemented yet")
 
 func (*llamaFamily) loadHF(ctx context.Context, cfg Config, f *safetensors.File, release func([]byte), opt LoadOptions) (*Model, error) {
 	return loadLlamaFrom(ctx, cfg, f, release, opt)
@@ -132,11 +147,17 @@ func (*llamaFamily) loadGGUF(ctx context.Context, f *gguf.File, cfg Config, rele
 	return loadLlamaGGUF(ctx, f, cfg, release, opt)
 }
 
-func (*llamaFamily) ggufTensors(m *Model, typ gguf.GGMLType, ftype uint32) ([]gguf.KV, []gguf.TensorData, error) {
+func (l *llamaFamily) ggufTensors(m *Model, typ gguf.GGMLType, ftype uint32) ([]gguf.KV, []gguf.TensorData, error) {
+	if l.gemma != 0 {
+		return nil, nil, errGemmaGGUF
+	}
 	return m.llamaGGUF(typ, ftype)
 }
 
-func (*llamaFamily) convertPlan(cfg Config, f *safetensors.File, typ gguf.GGMLType, ftype uint32) ([]gguf.KV, []streamTensor, string, error) {
+func (l *llamaFamily) convertPlan(cfg Config, f *safetensors.File, typ gguf.GGMLType, ftype uint32) ([]gguf.KV, []streamTensor, string, error) {
+	if l.gemma != 0 {
+		return nil, nil, "", errGemmaGGUF
+	}
 	return llamaPlan(cfg, f, typ, ftype)
 }
 
@@ -153,7 +174,13 @@ func (*llamaFamily) passWidths(c Config) (ff, act, rot int) {
 	return 2 * c.NInner, c.NInner, c.RotaryDim
 }
 
-func (*llamaFamily) block(ps *pass, l int) { ps.llamaBlock(l) }
+func (f *llamaFamily) block(ps *pass, l int) {
+	if f.gemma != 0 {
+		ps.gemmaBlock(l)
+		return
+	}
+	ps.llamaBlock(l)
+}
 
 func (*llamaFamily) finalNorm(m *Model) (func(dst, x []float32), string) {
 	c := m.Config
@@ -162,6 +189,10 @@ func (*llamaFamily) finalNorm(m *Model) (func(dst, x []float32), string) {
 
 func (*llamaFamily) appliesTo(f Fault, c Config) bool {
 	switch f {
+	case FaultGemmaNormDouble:
+		return c.Gemma != nil
+	case FaultNoSoftcap:
+		return c.Gemma != nil && (c.Gemma.AttnSoftcap > 0 || c.Gemma.FinalSoftcap > 0)
 	case FaultErfGELU, FaultTransposedProj:
 		return false
 	case FaultGQARepeat:
