@@ -118,8 +118,27 @@ func TestFamilyFaultsApply(t *testing.T) {
 		{model.FaultSwiGLUSwap, false, true},
 		{model.FaultWindowOffByOne, false, false}, // qwen3's has no window
 		{model.FaultWindowIgnored, false, false},
+		{model.FaultGemmaNormDouble, false, false},
+		{model.FaultNoSoftcap, false, false},
 	} {
 		require.Equal(t, tc.gpt2, tc.fault.AppliesTo(gpt2.Config), "%s on gpt2", tc.fault)
 		require.Equal(t, tc.llama, tc.fault.AppliesTo(qwen3.Config), "%s on qwen3", tc.fault)
+	}
+	// Gemma's: Gemma 3 has no soft-cap to drop (none configured).
+	gemma2, _ := openFamily(t, "tiny-llama-gemma2")
+	gemma3, _ := openFamily(t, "tiny-llama-gemma3")
+	for _, tc := range []struct {
+		fault          model.Fault
+		gemma2, gemma3 bool
+	}{
+		{model.FaultGemmaNormDouble, true, true},
+		{model.FaultNoSoftcap, true, false},
+		{model.FaultWindowOffByOne, true, true},
+		{model.FaultWindowIgnored, true, true},
+		{model.FaultSwiGLUSwap, true, true},
+		{model.FaultErfGELU, false, false},
+	} {
+		require.Equal(t, tc.gemma2, tc.fault.AppliesTo(gemma2.Config), "%s on gemma2", tc.fault)
+		require.Equal(t, tc.gemma3, tc.fault.AppliesTo(gemma3.Config), "%s on gemma3", tc.fault)
 	}
 }
