@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/llorch/llorch-check/gguf"
 	"github.com/llorch/llorch-check/safetensors"
 	"github.com/stretchr/testify/require"
 )
@@ -81,4 +82,37 @@ func hfVectors(t *testing.T, dir string) map[string][]float32 {
 		}
 	}
 	return out
+}
+
+// TestGemmaWeightsCache: a Gemma 3 model restored from the weights cache
+// (its norms held as 1 + w, its local rope) computes what a fresh load
+// does.
+func TestGemmaWeightsCache(t *testing.T) {
+	dir := filepath.Join("..", "testdata", "tiny-llama-gemma3")
+	fresh, err := Load(dir)
+	require.NoError(t, err)
+	tokens := []int{1, 450, 4996, 17354, 1701, 975, 278, 17366, 11203, 29889}
+	want := logitsOf(t, fresh, tokens)
+	cache := t.TempDir()
+	for _, state := range []string{"written to ", "read from "} {
+		m, err := LoadWith(dir, LoadOptions{WeightsCache: cache})
+		require.NoError(t, err)
+		require.Contains(t, m.WeightsCache, state)
+		require.Equal(t, fresh.local.invFreq, m.local.invFreq)
+		require.Equal(t, want, logitsOf(t, m, tokens), state)
+	}
+}
+
+// TestGemmaGGUFRefused: Gemma's GGUF layout is not written yet; convert
+// and WriteGGUF say so rather than write a file llama.cpp would misread.
+func TestGemmaGGUFRefused(t *testing.T) {
+	for _, name := range []string{"tiny-llama-gemma2", "tiny-llama-gemma3"} {
+		dir := filepath.Join("..", "testdata", name)
+		_, err := ConvertGGUF(dir, filepath.Join(t.TempDir(), "m.gguf"), GGUFFile{Type: gguf.GGMLTypeF32}, nil)
+		require.ErrorContains(t, err, "GGUF files of Gemma", name)
+		m, err := Load(dir)
+		require.NoError(t, err)
+		_, err = m.WriteGGUF(filepath.Join(t.TempDir(), "m.gguf"), GGUFFile{Type: gguf.GGMLTypeF32})
+		require.ErrorContains(t, err, "GGUF files of Gemma", name)
+	}
 }
