@@ -19,13 +19,15 @@ checks teeth, as make_tiny_model.py does for GPT-2.
                   slides over 24 keys, layer 1 is global; attention
                   soft-cap 5 and final logit soft-cap 3 (Gemma 2 ships 50
                   and 30: scaled to the tiny scores and logits so that both
-                  bite), query_pre_attn_scalar 24 (not head_dim 16)
-  --arch gemma3   Gemma 3: gemma2's shape with q_norm/k_norm, no soft-caps,
-                  sliding_window_pattern 2 (layer 0 local, layer 1 global),
-                  global rope_theta 1e6 with rope_scaling linear factor 8,
-                  local rope_local_base_freq 10000
+                  bite); query_pre_attn_scalar = head_dim (16), as the
+                  Gemma models llama.cpp's layout can say
+  --arch gemma3   Gemma 3: gemma2's block with q_norm/k_norm, no soft-caps,
+                  6 layers with sliding_window_pattern 6 (layers 0-4 local,
+                  5 global: llama.cpp's fixed pattern), global rope_theta
+                  1e6 with rope_scaling linear factor 8, local
+                  rope_local_base_freq 10000
 
-All: hidden 64, 2 layers, 4 query heads, 2 KV heads (GQA ratio 2),
+All: hidden 64, 2 layers (gemma3: 6), 4 query heads, 2 KV heads (GQA ratio 2),
 intermediate 128, context 128, rope_theta 10000. Vocabulary: Llama 2's
 SentencePiece (32000 tokens, llama.cpp's ggml-vocab-llama-spm.gguf) for
 llama, llama3 and mistral; Phi-3's (32064, ggml-vocab-phi-3.gguf) for phi3. Qwen's
@@ -134,7 +136,7 @@ def gemma(arch):
 
 
 def default_shape(arch):
-    return Shape(L, H, HKV, C, head_dim(arch), I, P, tied(arch))
+    return Shape(6 if arch == "gemma3" else L, H, HKV, C, head_dim(arch), I, P, tied(arch))
 
 
 def make_shape(arch, **given):
@@ -215,13 +217,13 @@ def config(arch, shape=None):
     if gemma(arch):
         g = dict(common, hidden_act="gelu_pytorch_tanh", hidden_activation="gelu_pytorch_tanh",
                  attention_bias=False, bos_token_id=1, eos_token_id=2, pad_token_id=0, head_dim=D,
-                 query_pre_attn_scalar=24, rms_norm_eps=1e-6, sliding_window=GEMMA_WINDOW)
+                 query_pre_attn_scalar=D, rms_norm_eps=1e-6, sliding_window=GEMMA_WINDOW)
         if arch == "gemma2":
             return dict(g, architectures=["Gemma2ForCausalLM"], model_type="gemma2",
                         attn_logit_softcapping=5.0, final_logit_softcapping=3.0)
         return dict(g, architectures=["Gemma3ForCausalLM"], model_type="gemma3_text", rope_theta=1000000.0,
                     rope_local_base_freq=10000.0, rope_scaling={"factor": 8.0, "rope_type": "linear"},
-                    sliding_window_pattern=2, attn_logit_softcapping=None, final_logit_softcapping=None)
+                    sliding_window_pattern=6, attn_logit_softcapping=None, final_logit_softcapping=None)
     if arch == "mistral":
         return dict(common, architectures=["MistralForCausalLM"], model_type="mistral", bos_token_id=1,
                     eos_token_id=2, head_dim=D, rms_norm_eps=1e-5, sliding_window=MISTRAL_WINDOW)
@@ -291,16 +293,23 @@ def make_weights(arch, seed, shape=None):
             w[p + "self_attn.k_proj.bias"] = 0.5 * rng.standard_normal(HKV * D)
             w[p + "self_attn.v_proj.bias"] = 0.1 * rng.standard_normal(HKV * D)
         if arch in ("qwen3", "gemma3"):
-            w[p + "self_attn.q_norm.weight"] = 2.0 * np.exp(0.2 * rng.standard_normal(D)) - off
-            w[p + "self_attn.k_norm.weight"] = 2.0 * np.exp(0.2 * rng.standard_normal(D)) - off
-        w[p + "self_attn.o_proj.weight"] = 0.06 * (i + 1) * f_o * rng.standard_normal((C, H * D))
+            # Gemma 3's q/k norms scale by exp(0.2·N) only: over its six
+            # layers, scores peaked as Qwen3's make float32's own error
+            # (PyTorch's as much as ours) grow past the tolerance.
+            qk = 1.0 if arch == "gemma3" else 2.0
+            w[p + "self_attn.q_norm.weight"] = qk * np.exp(0.2 * rng.standard_normal(D)) - off
+            w[p + "self_attn.k_norm.weight"] = qk * np.exp(0.2 * rng.standard_normal(D)) - off
+        # Gemma's o_proj and down_proj alternate between the first two
+        # layers' spreads (its post-norms rescale each block's output).
+        depth = (i % 2 + 1) if gemma(arch) else (i + 1)
+        w[p + "self_attn.o_proj.weight"] = 0.06 * depth * f_o * rng.standard_normal((C, H * D))
         gate = 0.18 * f_in * rng.standard_normal((I, C))
         up = 0.18 * f_in * rng.standard_normal((I, C))
         if arch.startswith("phi3"):
             w[p + "mlp.gate_up_proj.weight"] = np.concatenate([gate, up])
         else:
             w[p + "mlp.gate_proj.weight"], w[p + "mlp.up_proj.weight"] = gate, up
-        down = 0.05 * (i + 1) * f_down * rng.standard_normal((C, I))
+        down = 0.05 * depth * f_down * rng.standard_normal((C, I))
         down[out, :] *= 5.0
         w[p + "mlp.down_proj.weight"] = down
     g = 4.5 * f_in * np.exp(0.2 * rng.standard_normal(C))

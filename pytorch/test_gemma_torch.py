@@ -100,12 +100,12 @@ class GemmaTest(unittest.TestCase):
         self.assertTrue(torch.equal(cap[(None, "embeddings")], rows * 8.0))
 
     def test_local_and_global_rope(self):
-        # Layer 0 slides and rotates with rope_local_base_freq 10000;
-        # layer 1 with rope_theta 1e6 scaled linearly by 8.
+        # Layers 0-4 slide and rotate with rope_local_base_freq 10000;
+        # layer 5 with rope_theta 1e6 scaled linearly by 8.
         _, cap = run(load("gemma3"))
         D = 16
         pos = np.arange(len(TOKENS), dtype=np.float64)
-        for layer, base, factor in ((0, 1e4, 1.0), (1, 1e6, 8.0)):
+        for layer, base, factor in ((0, 1e4, 1.0), (4, 1e4, 1.0), (5, 1e6, 8.0)):
             inv = 1.0 / (base ** (np.arange(0, D, 2) / D)) / factor
             ang = np.outer(pos, inv)
             cos, sin = np.cos(np.concatenate([ang, ang], 1)), np.sin(np.concatenate([ang, ang], 1))
@@ -117,9 +117,9 @@ class GemmaTest(unittest.TestCase):
 
     def test_windows(self):
         self.assertEqual(load("gemma2")["config"]["windows"], [24, 0])
-        self.assertEqual(load("gemma3")["config"]["windows"], [24, 0])
-        six = with_config(load("gemma3"), sliding_window_pattern=6, num_hidden_layers=2)
-        self.assertEqual(six["config"]["windows"], [24, 24])
+        self.assertEqual(load("gemma3")["config"]["windows"], [24, 24, 24, 24, 24, 0])
+        two = with_config(load("gemma3"), sliding_window_pattern=2)
+        self.assertEqual(two["config"]["windows"], [24, 0, 24, 0, 24, 0])
         _, cap = run(load("gemma2"))
         p = cap[(0, "probs")]  # [H, T, T]: a query sees itself and the 23 keys before it
         t = len(TOKENS) - 1

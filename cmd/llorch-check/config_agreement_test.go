@@ -109,8 +109,9 @@ func TestConfigsAgreeWithTheReference(t *testing.T) {
 		{"gemma3 final soft-cap", "tiny-llama-gemma3", func(m map[string]any) { m["final_logit_softcapping"] = 30.0 }},
 		{"gemma3 default pattern", "tiny-llama-gemma3", func(m map[string]any) { delete(m, "sliding_window_pattern") }},
 		{"gemma3 layer_types over the pattern", "tiny-llama-gemma3", func(m map[string]any) {
-			m["layer_types"] = []string{"sliding_attention", "sliding_attention"}
+			m["layer_types"] = []string{"sliding_attention", "full_attention", "sliding_attention", "full_attention", "full_attention", "sliding_attention"}
 		}},
+		{"gemma3 pattern 2", "tiny-llama-gemma3", func(m map[string]any) { m["sliding_window_pattern"] = 2 }},
 		{"gemma3 default rope", "tiny-llama-gemma3", func(m map[string]any) {
 			for _, k := range []string{"rope_theta", "rope_local_base_freq", "rope_scaling"} {
 				delete(m, k)
