@@ -29,6 +29,8 @@ gelu_tanh(gate)·up, logits after the final soft-cap.
 
 import math
 
+import numpy as np
+
 import torch
 import torch.nn.functional as F
 
@@ -40,7 +42,9 @@ from checkpoint import converted, read_json_object
 ARCHS = ("gemma2", "gemma3_text")
 GGUF_ARCHS = ()
 CONTEXT = "max_position_embeddings"
-EMULATE = ("f16-kv",)
+# llamacpp-cpu: llama.cpp's GELU through ggml's float16 table (its GeGLU),
+# what its Gemma graph computes otherwise than HF beyond float32 rounding.
+EMULATE = ("f16-kv", "llamacpp-cpu")
 CORPUS = llama_torch.CORPUS
 TOKENIZER_FILES = llama_torch.TOKENIZER_FILES
 TINY_MODELS = {"gemma2": "tiny-llama-gemma2", "gemma3_text": "tiny-llama-gemma3"}
@@ -328,7 +332,10 @@ class Gemma(llama_torch.Llama):
         u = self._linear(P, m, p + "mlp.up_proj")
         probe(6, i, "gate", g[0])
         probe(6, i, "up", u[0])
-        h = F.gelu(g, approximate="tanh") * u
+        # An engine's GELU (emulate.py's llamacpp-cpu: ggml's float16
+        # table) where numerics give one; HF's tanh GELU otherwise.
+        act = F.gelu(g, approximate="tanh") if self.numerics is None else self.numerics.gelu(g)
+        h = act * u
         probe(6, i, "act", h[0])
         y = self._linear(P, h, p + "mlp.down_proj")
         probe(6, i, "down", y[0])
@@ -340,3 +347,84 @@ class Gemma(llama_torch.Llama):
 
 
 Forward = Gemma
+
+
+# ---------------------------------------------------------------- GGUF
+
+# llama.cpp's architecture of each (gemma3_text is its gemma3).
+GGUF_ARCH = {"gemma2": "gemma2", "gemma3_text": "gemma3"}
+# llama.cpp's hard-coded rules: sliding layers i % pattern < pattern - 1,
+# and Gemma 3's local layers on base 10000.
+LLAMACPP_PATTERN = {"gemma2": 2, "gemma3_text": 6}
+LLAMACPP_LOCAL_BASE = 10000.0
+# The layer counts llama.cpp takes for a 27B (scale by n_embd/n_head).
+LLAMACPP_27B_LAYERS = {"gemma2": 46, "gemma3_text": 62}
+
+
+def gguf_writable(cfg):
+    """Refuses (BadInput) what llama.cpp's Gemma layout cannot say: it
+    stores no query_pre_attn_scalar (it scales by 1/sqrt(head_dim), or
+    by 1/sqrt(hidden/heads) for a 27B), no window pattern and no local
+    rope base (both fixed per architecture)."""
+    arch = cfg["model_type"]
+    C, H, D, L = cfg["hidden_size"], cfg["num_attention_heads"], cfg["head_dim"], cfg["num_hidden_layers"]
+    q = cfg["query_pre_attn_scalar"]
+    if not (q == D or (L == LLAMACPP_27B_LAYERS[arch] and q == C // H)):
+        raise BadInput(f"{arch} with query_pre_attn_scalar {q} is not written: llama.cpp scales by "
+                       f"1/sqrt(head_dim {D}) (or hidden/heads for a 27B) and stores no such key")
+    n = LLAMACPP_PATTERN[arch]
+    w = cfg["sliding_window"]
+    want = [w if i % n < n - 1 else 0 for i in range(L)]
+    if cfg["windows"] != want:
+        raise BadInput(f"{arch} with windows {cfg['windows']} is not written: llama.cpp slides every layer "
+                       f"but each {n}th ({want})")
+    if cfg["local_rope_theta"] not in (None, LLAMACPP_LOCAL_BASE):
+        raise BadInput(f"gemma3 with rope_local_base_freq {cfg['local_rope_theta']} is not written: "
+                       f"llama.cpp's local layers rotate on base {LLAMACPP_LOCAL_BASE:g}")
+
+
+def gguf_layout(cfg, w, permute_qk=True):
+    """(metadata, tensors) as llama.cpp's converter (Gemma2Model,
+    Gemma3Model) writes them: every norm weight stored as w + 1 (here in
+    float32, from the float32 weights), post_attention_norm and
+    post_ffw_norm, Gemma 3's attn_q_norm/attn_k_norm; the soft-caps,
+    window and (Gemma 3) linear rope scaling as keys. permute_qk has no
+    effect (Gemma's rope is neox)."""
+    gguf_writable(cfg)
+    a = GGUF_ARCH[cfg["model_type"]]
+    C, H, Hkv, D = cfg["hidden_size"], cfg["num_attention_heads"], cfg["num_key_value_heads"], cfg["head_dim"]
+    kv = [("general.architecture", a), (f"{a}.context_length", cfg["max_position_embeddings"]),
+          (f"{a}.embedding_length", C), (f"{a}.block_count", cfg["num_hidden_layers"]),
+          (f"{a}.feed_forward_length", cfg["intermediate_size"]),
+          (f"{a}.attention.head_count", H), (f"{a}.attention.head_count_kv", Hkv),
+          (f"{a}.attention.layer_norm_rms_epsilon", float(cfg["rms_norm_eps"])),
+          (f"{a}.attention.key_length", D), (f"{a}.attention.value_length", D),
+          (f"{a}.rope.freq_base", float(cfg["rope_theta"])),
+          (f"{a}.attention.sliding_window", cfg["sliding_window"])]
+    if cfg["attn_softcap"] is not None:
+        kv.append((f"{a}.attn_logit_softcapping", float(cfg["attn_softcap"])))
+    if cfg["final_softcap"] is not None:
+        kv.append((f"{a}.final_logit_softcapping", float(cfg["final_softcap"])))
+    if cfg["rope_linear"] is not None:
+        kv += [(f"{a}.rope.scaling.type", "linear"), (f"{a}.rope.scaling.factor", float(cfg["rope_linear"]))]
+
+    def norm(name):
+        return (w[name] + np.float32(1)).astype(np.float32)
+
+    t = [("token_embd.weight", w["embed_tokens.weight"]), ("output_norm.weight", norm("norm.weight"))]
+    if "lm_head.weight" in w:
+        t.append(("output.weight", w["lm_head.weight"]))
+    for i in range(cfg["num_hidden_layers"]):
+        p, b = f"layers.{i}.", f"blk.{i}."
+        t.append((b + "attn_norm.weight", norm(p + "input_layernorm.weight")))
+        t += [(b + f"attn_{n}.weight", w[p + f"self_attn.{n}_proj.weight"]) for n in "qkv"]
+        if cfg["model_type"] == "gemma3_text":
+            t += [(b + "attn_q_norm.weight", norm(p + "self_attn.q_norm.weight")),
+                  (b + "attn_k_norm.weight", norm(p + "self_attn.k_norm.weight"))]
+        t.append((b + "attn_output.weight", w[p + "self_attn.o_proj.weight"]))
+        t.append((b + "post_attention_norm.weight", norm(p + "post_attention_layernorm.weight")))
+        t.append((b + "ffn_norm.weight", norm(p + "pre_feedforward_layernorm.weight")))
+        t += [(b + "ffn_gate.weight", w[p + "mlp.gate_proj.weight"]), (b + "ffn_up.weight", w[p + "mlp.up_proj.weight"]),
+              (b + "ffn_down.weight", w[p + "mlp.down_proj.weight"])]
+        t.append((b + "post_ffw_norm.weight", norm(p + "post_feedforward_layernorm.weight")))
+    return kv, t

@@ -17,7 +17,7 @@ checks teeth, as make_tiny_model.py does for GPT-2.
                   long factors, the 5-token one on the short
   --arch gemma2   Gemma 2: four (1+w) norms a block, GeGLU, tied; layer 0
                   slides over 24 keys, layer 1 is global; attention
-                  soft-cap 5 and final logit soft-cap 3 (Gemma 2 ships 50
+                  soft-cap 5 and final logit soft-cap 10 (Gemma 2 ships 50
                   and 30: scaled to the tiny scores and logits so that both
                   bite); query_pre_attn_scalar = head_dim (16), as the
                   Gemma models llama.cpp's layout can say
@@ -220,7 +220,7 @@ def config(arch, shape=None):
                  query_pre_attn_scalar=D, rms_norm_eps=1e-6, sliding_window=GEMMA_WINDOW)
         if arch == "gemma2":
             return dict(g, architectures=["Gemma2ForCausalLM"], model_type="gemma2",
-                        attn_logit_softcapping=5.0, final_logit_softcapping=3.0)
+                        attn_logit_softcapping=5.0, final_logit_softcapping=10.0)
         return dict(g, architectures=["Gemma3ForCausalLM"], model_type="gemma3_text", rope_theta=1000000.0,
                     rope_local_base_freq=10000.0, rope_scaling={"factor": 8.0, "rope_type": "linear"},
                     sliding_window_pattern=6, attn_logit_softcapping=None, final_logit_softcapping=None)
