@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/llorch/llorch-check/gguf"
+	"github.com/llorch/llorch-check/internal/fixture"
 	"github.com/llorch/llorch-check/safetensors"
 	"github.com/stretchr/testify/require"
 )
@@ -103,16 +104,41 @@ func TestGemmaWeightsCache(t *testing.T) {
 	}
 }
 
-// TestGemmaGGUFRefused: Gemma's GGUF layout is not written yet; convert
-// and WriteGGUF say so rather than write a file llama.cpp would misread.
+// TestGemmaGGUFRefused: a Gemma config llama.cpp's layout cannot say
+// (its scale, window pattern and local rope base are fixed) is refused by
+// convert and WriteGGUF, naming the setting; the committed configs are
+// written and read back as the same model.
 func TestGemmaGGUFRefused(t *testing.T) {
-	for _, name := range []string{"tiny-llama-gemma2", "tiny-llama-gemma3"} {
-		dir := filepath.Join("..", "testdata", name)
-		_, err := ConvertGGUF(dir, filepath.Join(t.TempDir(), "m.gguf"), GGUFFile{Type: gguf.GGMLTypeF32}, nil)
-		require.ErrorContains(t, err, "GGUF files of Gemma", name)
-		m, err := Load(dir)
+	for _, tc := range []struct {
+		model string
+		edit  func(m map[string]any)
+		want  string
+	}{
+		{"tiny-llama-gemma2", func(m map[string]any) { m["query_pre_attn_scalar"] = 24 }, "query_pre_attn_scalar 24"},
+		{"tiny-llama-gemma2", func(m map[string]any) { m["final_logit_softcapping"] = nil }, "without a soft-cap"},
+		{"tiny-llama-gemma3", func(m map[string]any) { m["sliding_window_pattern"] = 2 }, "llama.cpp's layer pattern"},
+		{"tiny-llama-gemma3", func(m map[string]any) { m["rope_local_base_freq"] = 20000 }, "rope_local_base_freq 20000"},
+		{"tiny-llama-gemma3", func(map[string]any) {}, ""},
+	} {
+		dir := fixture.CopyDir(t, filepath.Join("..", "testdata", tc.model))
+		fixture.EditJSON(t, filepath.Join(dir, "config.json"), tc.edit)
+		path := filepath.Join(t.TempDir(), "m.gguf")
+		_, err := ConvertGGUF(dir, path, GGUFFile{Type: gguf.GGMLTypeF32}, nil)
+		m, lerr := Load(dir)
+		require.NoError(t, lerr)
+		_, werr := m.WriteGGUF(filepath.Join(t.TempDir(), "w.gguf"), GGUFFile{Type: gguf.GGMLTypeF32})
+		if tc.want != "" {
+			require.ErrorContains(t, err, tc.want, tc.model)
+			require.ErrorContains(t, werr, tc.want, tc.model)
+			continue
+		}
 		require.NoError(t, err)
-		_, err = m.WriteGGUF(filepath.Join(t.TempDir(), "m.gguf"), GGUFFile{Type: gguf.GGMLTypeF32})
-		require.ErrorContains(t, err, "GGUF files of Gemma", name)
+		require.NoError(t, werr)
+		g, err := Load(path)
+		require.NoError(t, err)
+		require.Equal(t, m.Config.Windows, g.Config.Windows)
+		require.Equal(t, *m.Config.Gemma, *g.Config.Gemma)
+		tokens := []int{1, 450, 4996, 17354, 1701, 975, 278, 17366, 11203, 29889}
+		require.Equal(t, logitsOf(t, m, tokens), logitsOf(t, g, tokens), "the file's norms hold 1 + w: not added again")
 	}
 }

@@ -27,6 +27,8 @@ var llamaTiny = []struct{ name, vocab string }{
 	{"tiny-llama-qwen3", llamaSPMVocab},
 	{"tiny-llama-mistral", llamaSPMVocab},
 	{"tiny-llama-phi3", "../testdata/tokenizer/phi-3/ggml-vocab-phi-3.gguf"},
+	{"tiny-llama-gemma2", llamaSPMVocab},
+	{"tiny-llama-gemma3", llamaSPMVocab},
 }
 
 const llamaSPMVocab = "../testdata/tokenizer/llama-spm/ggml-vocab-llama-spm.gguf"

@@ -186,7 +186,6 @@ func TestLoadGGUFBadInputs(t *testing.T) {
 	}{
 		{"wrong architecture", setKV("general.architecture", gguf.Value{Type: gguf.TypeString, V: "mamba"}), `key general.architecture: value "mamba" is not supported (known: gpt2, llama`},
 		{"no architecture", dropKV("general.architecture"), "key not found: general.architecture"},
-		{"gemma2, not read yet", setKV("general.architecture", gguf.Value{Type: gguf.TypeString, V: "gemma2"}), "GGUF files of Gemma (gemma2, gemma3) are not implemented yet"},
 		{"missing context length", dropKV(keyContextLength), "key not found: gpt2.context_length"},
 		{"missing embedding length", dropKV(keyEmbeddingLen), "key not found: gpt2.embedding_length"},
 		{"missing feed-forward length", dropKV(keyFeedForwardLen), "key not found: gpt2.feed_forward_length"},

@@ -129,15 +129,8 @@ func (l *llamaFamily) jsonConfig(r rawConfig, _ string) (Config, error) {
 }
 
 func (l *llamaFamily) ggufConfig(f *gguf.File, _ string) (Config, error) {
-	if l.gemma != 0 {
-		return Config{}, errGemmaGGUF
-	}
 	return ggufLlamaConfig(f, l)
 }
-
-// errGemmaGGUF: Gemma's GGUF layout (its norms stored as 1 + w, its
-// post-norms and soft-caps) is neither read nor written yet.
-var errGemmaGGUF = fmt.Errorf("GGUF files of Gemma (gemma2, gemma3) are not implemented yet")
 
 func (*llamaFamily) loadHF(ctx context.Context, cfg Config, f *safetensors.File, release func([]byte), opt LoadOptions) (*Model, error) {
 	return loadLlamaFrom(ctx, cfg, f, release, opt)
@@ -147,17 +140,11 @@ func (*llamaFamily) loadGGUF(ctx context.Context, f *gguf.File, cfg Config, rele
 	return loadLlamaGGUF(ctx, f, cfg, release, opt)
 }
 
-func (l *llamaFamily) ggufTensors(m *Model, typ gguf.GGMLType, ftype uint32) ([]gguf.KV, []gguf.TensorData, error) {
-	if l.gemma != 0 {
-		return nil, nil, errGemmaGGUF
-	}
+func (*llamaFamily) ggufTensors(m *Model, typ gguf.GGMLType, ftype uint32) ([]gguf.KV, []gguf.TensorData, error) {
 	return m.llamaGGUF(typ, ftype)
 }
 
-func (l *llamaFamily) convertPlan(cfg Config, f *safetensors.File, typ gguf.GGMLType, ftype uint32) ([]gguf.KV, []streamTensor, string, error) {
-	if l.gemma != 0 {
-		return nil, nil, "", errGemmaGGUF
-	}
+func (*llamaFamily) convertPlan(cfg Config, f *safetensors.File, typ gguf.GGMLType, ftype uint32) ([]gguf.KV, []streamTensor, string, error) {
 	return llamaPlan(cfg, f, typ, ftype)
 }
 

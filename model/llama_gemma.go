@@ -55,7 +55,7 @@ func init() {
 	}{
 		{"Gemma2ForCausalLM", &llamaFamily{name: ArchGemma2, eps: 1e-6, theta: 10000, positions: 8192, headDim: 256, gemma: 2,
 			biases: gemmaBiases, ggufBiases: func(*Config, func(string) bool) {}, windows: gemmaWindows(2)}},
-		{"Gemma3ForCausalLM", &llamaFamily{name: ArchGemma3, eps: 1e-6, theta: 1e6, positions: 131072, headDim: 256, gemma: 3, qkNorm: true,
+		{"Gemma3ForCausalLM", &llamaFamily{name: ArchGemma3, eps: 1e-6, theta: 1e6, positions: 131072, headDim: 256, gemma: 3, qkNorm: true, ggufArch: "gemma3",
 			biases: gemmaBiases, ggufBiases: func(*Config, func(string) bool) {}, windows: gemmaWindows(3)}},
 	} {
 		register(a.fam.name, a.class, a.fam)

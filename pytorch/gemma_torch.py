@@ -378,6 +378,9 @@ def gguf_writable(cfg):
     if cfg["windows"] != want:
         raise BadInput(f"{arch} with windows {cfg['windows']} is not written: llama.cpp slides every layer "
                        f"but each {n}th ({want})")
+    if arch == "gemma2" and (cfg["attn_softcap"] is None or cfg["final_softcap"] is None):
+        raise BadInput("gemma2 without a soft-cap is not written: llama.cpp reads an absent soft-cap key "
+                       "as its default (50, 30)")
     if cfg["local_rope_theta"] not in (None, LLAMACPP_LOCAL_BASE):
         raise BadInput(f"gemma3 with rope_local_base_freq {cfg['local_rope_theta']} is not written: "
                        f"llama.cpp's local layers rotate on base {LLAMACPP_LOCAL_BASE:g}")
@@ -393,14 +396,18 @@ def gguf_layout(cfg, w, permute_qk=True):
     gguf_writable(cfg)
     a = GGUF_ARCH[cfg["model_type"]]
     C, H, Hkv, D = cfg["hidden_size"], cfg["num_attention_heads"], cfg["num_key_value_heads"], cfg["head_dim"]
-    kv = [("general.architecture", a), (f"{a}.context_length", cfg["max_position_embeddings"]),
+    # The Llama family's keys (llama_torch.gguf_layout's, which Go's
+    # convert writes alike), then Gemma's.
+    kv = [("general.architecture", a), (f"{a}.vocab_size", cfg["vocab_size"]),
+          (f"{a}.context_length", cfg["max_position_embeddings"]),
           (f"{a}.embedding_length", C), (f"{a}.block_count", cfg["num_hidden_layers"]),
-          (f"{a}.feed_forward_length", cfg["intermediate_size"]),
+          (f"{a}.feed_forward_length", cfg["intermediate_size"]), (f"{a}.rope.dimension_count", D),
           (f"{a}.attention.head_count", H), (f"{a}.attention.head_count_kv", Hkv),
           (f"{a}.attention.layer_norm_rms_epsilon", float(cfg["rms_norm_eps"])),
-          (f"{a}.attention.key_length", D), (f"{a}.attention.value_length", D),
-          (f"{a}.rope.freq_base", float(cfg["rope_theta"])),
-          (f"{a}.attention.sliding_window", cfg["sliding_window"])]
+          (f"{a}.rope.freq_base", float(cfg["rope_theta"]))]
+    if D != C // H:
+        kv += [(f"{a}.attention.key_length", D), (f"{a}.attention.value_length", D)]
+    kv.append((f"{a}.attention.sliding_window", cfg["sliding_window"]))
     if cfg["attn_softcap"] is not None:
         kv.append((f"{a}.attn_logit_softcapping", float(cfg["attn_softcap"])))
     if cfg["final_softcap"] is not None:
