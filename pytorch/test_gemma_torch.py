@@ -150,7 +150,8 @@ class GGUFLayoutTest(unittest.TestCase):
         for name, changes, why in (("gemma2", {"query_pre_attn_scalar": 24}, "query_pre_attn_scalar 24"),
                                    ("gemma3", {"sliding_window_pattern": 2}, "llama.cpp slides every layer but each 6th"),
                                    ("gemma2", {"layer_types": ["full_attention", "sliding_attention"]}, "but each 2th"),
-                                   ("gemma3", {"rope_local_base_freq": 20000.0}, "rope_local_base_freq 20000")):
+                                   ("gemma3", {"rope_local_base_freq": 20000.0}, "rope_local_base_freq 20000"),
+                                   ("gemma2", {"final_logit_softcapping": None}, "without a soft-cap")):
             m = with_config(load(name), **changes)
             with self.assertRaisesRegex(BadInput, why):
                 gt.gguf_layout(m["config"], m["weights"])
