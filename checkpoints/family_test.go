@@ -81,6 +81,15 @@ func TestBisectNamesFamilyFaults(t *testing.T) {
 		// long factors; chosen by the context of 128 instead, the 5-token
 		// case's rotation is wrong from layer 0's q on.
 		{"tiny-llama-phi3-longrope", model.FaultLongRopeWrongFactor, 0, 2, "q_rope"},
+		// Gemma's: the 1 of (1 + w) added again shows at the first norm;
+		// the attention soft-cap dropped at the scores it caps; the window
+		// faults on the sliding layers (layer 0 of both).
+		{"tiny-llama-gemma2", model.FaultGemmaNormDouble, 0, 1, "attn_norm"},
+		{"tiny-llama-gemma3", model.FaultGemmaNormDouble, 1, 1, "attn_norm"},
+		{"tiny-llama-gemma2", model.FaultNoSoftcap, 1, 4, "scores"},
+		{"tiny-llama-gemma2", model.FaultWindowIgnored, 0, 4, "probs"},
+		{"tiny-llama-gemma3", model.FaultWindowOffByOne, 0, 4, "probs"},
+		{"tiny-llama-gemma2", model.FaultAttnScale, 1, 4, "scores"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.model+"/"+tc.fault.String(), func(t *testing.T) {
@@ -108,8 +117,27 @@ func TestFamilyFaultsApply(t *testing.T) {
 		{model.FaultSwiGLUSwap, false, true},
 		{model.FaultWindowOffByOne, false, false}, // qwen3's has no window
 		{model.FaultWindowIgnored, false, false},
+		{model.FaultGemmaNormDouble, false, false},
+		{model.FaultNoSoftcap, false, false},
 	} {
 		require.Equal(t, tc.gpt2, tc.fault.AppliesTo(gpt2.Config), "%s on gpt2", tc.fault)
 		require.Equal(t, tc.llama, tc.fault.AppliesTo(qwen3.Config), "%s on qwen3", tc.fault)
+	}
+	// Gemma's: Gemma 3 has no soft-cap to drop (none configured).
+	gemma2, _ := openFamily(t, "tiny-llama-gemma2")
+	gemma3, _ := openFamily(t, "tiny-llama-gemma3")
+	for _, tc := range []struct {
+		fault          model.Fault
+		gemma2, gemma3 bool
+	}{
+		{model.FaultGemmaNormDouble, true, true},
+		{model.FaultNoSoftcap, true, false},
+		{model.FaultWindowOffByOne, true, true},
+		{model.FaultWindowIgnored, true, true},
+		{model.FaultSwiGLUSwap, true, true},
+		{model.FaultErfGELU, false, false},
+	} {
+		require.Equal(t, tc.gemma2, tc.fault.AppliesTo(gemma2.Config), "%s on gemma2", tc.fault)
+		require.Equal(t, tc.gemma3, tc.fault.AppliesTo(gemma3.Config), "%s on gemma3", tc.fault)
 	}
 }

@@ -19,6 +19,7 @@ type attnJob struct {
 	group, nKV    int       // query heads per key/value head (grouped-query attention), key/value heads
 	wrongGroup    bool      // FaultGQARepeat: query head h reads KV head h mod Hkv
 	scale         float32   // divisor of q·k (GPT-2: √D, or D under FaultAttnScale)
+	softcap       float32   // Gemma 2's: scores become tanh(s/softcap)·softcap after the scaling; 0: none
 	mulScale      bool      // multiply by scale instead (HF's Llama family: q·kᵀ·D^-½)
 	noMask        bool      // FaultNoCausalMask
 	window        int       // sliding window: a query sees itself and the window−1 keys before it; 0: every earlier key
@@ -114,7 +115,7 @@ func (j *attnJob) head(h int, scratch []float32, e64 []float64) {
 		kernels.ScoresRows(sc[i*B:], S, j.qkv[h*D:], W, k, D, counts(i))
 	}
 	for t := range T {
-		softmaxRow(pr[t*S:(t+1)*S], sc[t*S:(t+1)*S], j.first(t), visible(t), j.scale, j.mulScale, e64)
+		softmaxRow(pr[t*S:(t+1)*S], sc[t*S:(t+1)*S], j.first(t), visible(t), j.scale, j.mulScale, j.softcap, e64)
 		clear(j.out[t*HD+h*D : t*HD+(h+1)*D])
 	}
 	for i := i0; i*B < S; i++ {
@@ -139,12 +140,21 @@ func (j *attnJob) first(t int) int {
 // finite value (as HF does), and writes the softmax into pr (which may
 // alias sc). Masked probabilities are exactly zero. Dividing by scale
 // (GPT-2's attention) or multiplying by it (the Llama family's) matches
-// HF's rounding in each. e64 is scratch of at least visible entries.
-func softmaxRow(pr, sc []float32, first, visible int, scale float32, mul bool, e64 []float64) {
+// HF's rounding in each. A positive cap soft-caps the scaled scores,
+// tanh(s/cap)·cap, before the mask (Gemma 2). e64 is scratch of at least
+// visible entries.
+func softmaxRow(pr, sc []float32, first, visible int, scale float32, mul bool, cap float32, e64 []float64) {
 	for i := range first {
 		sc[i] = -math.MaxFloat32
 	}
 	mx := kernels.ScaleMax(sc[first:visible], scale, mul, -math.MaxFloat32)
+	if cap > 0 {
+		softcap(sc[first:visible], cap)
+		mx = -math.MaxFloat32
+		for _, s := range sc[first:visible] {
+			mx = max(mx, s)
+		}
+	}
 	for i := visible; i < len(sc); i++ {
 		sc[i] = -math.MaxFloat32
 	}

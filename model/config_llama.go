@@ -34,6 +34,8 @@ type Llama struct {
 	// no layer slides (Mistral's sliding_window, Phi-3's, Qwen2's
 	// use_sliding_window).
 	Windows []int
+	// Gemma is Gemma 2's and Gemma 3's settings (gemma.go); nil elsewhere.
+	Gemma *Gemma
 }
 
 // Window is layer l's sliding window; 0 for full attention.

@@ -104,6 +104,18 @@ func archByName(name string) (Arch, bool) {
 	return Arch{}, false
 }
 
+// archByGGUF is the architecture llama.cpp writes under a name of its
+// own (Gemma 3's gemma3 for HF's gemma3_text), for a name no
+// architecture has.
+func archByGGUF(name string) (Arch, bool) {
+	for _, a := range Architectures {
+		if l, ok := a.fam.(*llamaFamily); ok && l.gemma != 0 && l.gguf() == name {
+			return a, true
+		}
+	}
+	return Arch{}, false
+}
+
 func archByClass(class string) (Arch, bool) {
 	for _, a := range Architectures {
 		if a.Class == class {

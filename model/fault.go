@@ -33,6 +33,10 @@ const (
 
 	// Long RoPE's.
 	FaultLongRopeWrongFactor // longrope's factors chosen by the context, not by the call's last position (llama.cpp's choice)
+
+	// Gemma's.
+	FaultGemmaNormDouble // 1 added to norm weights that already hold 1 + w (a GGUF loader that adds it again)
+	FaultNoSoftcap       // Gemma 2's attention soft-cap dropped (and, injected in every layer, the final logit soft-cap)
 )
 
 var faultNames = [...]string{
@@ -50,6 +54,8 @@ var faultNames = [...]string{
 	FaultWindowOffByOne:      "window-off-by-one",
 	FaultWindowIgnored:       "window-ignored",
 	FaultLongRopeWrongFactor: "longrope-wrong-factor",
+	FaultGemmaNormDouble:     "gemma-norm-double",
+	FaultNoSoftcap:           "no-softcap",
 }
 
 // AppliesTo says whether f changes the forward pass of a model with this
@@ -154,7 +160,8 @@ type blockFaults struct {
 	rmsEps                                                          float64 // RMSNorm epsilon of the two norms
 	erfGELU, transposedProj, noCausalMask, attnScaleByD, noResidual bool
 	ropeInterleaved, rmsF16, gqaRepeat, swigluSwap                  bool
-	window                                                          int // the layer's sliding window; 0: none
+	normDouble, noSoftcap                                           bool // Gemma's
+	window                                                          int  // the layer's sliding window; 0: none
 }
 
 func (m *Model) faultsAt(l int) blockFaults {
@@ -170,6 +177,8 @@ func (m *Model) faultsAt(l int) blockFaults {
 		rmsF16:          m.faulty(FaultRMSNormF16, l),
 		gqaRepeat:       m.faulty(FaultGQARepeat, l),
 		swigluSwap:      m.faulty(FaultSwiGLUSwap, l),
+		normDouble:      m.faulty(FaultGemmaNormDouble, l),
+		noSoftcap:       m.faulty(FaultNoSoftcap, l),
 		window:          m.Config.Window(l),
 	}
 	switch {

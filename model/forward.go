@@ -140,6 +140,7 @@ type pass struct {
 	buf                           *[]float32 // holds them all, from passBuffers
 	lay                           qkvLayout
 	cos, sin                      []float32 // [R, RotaryDim/2]: the Llama family's RoPE at each row's position
+	cosL, sinL                    []float32 // the same of Model.local (Gemma 3's sliding layers); nil without one
 
 	// Probe buffers: heads split out of qkv, attention scores and
 	// probabilities of the first span's S0 keys.
@@ -159,6 +160,15 @@ func (m *Model) newPass(spans []span, tokens []int, probe Probe) *pass {
 		cols int
 	}{{&ps.x, C}, {&ps.h, C}, {&ps.qkv, ps.lay.width}, {&ps.att, H * D}, {&ps.proj, C}, {&ps.fc, ff}, {&ps.act, act},
 		{&ps.cos, rot / 2}, {&ps.sin, rot / 2}}
+	if m.local.invFreq != nil {
+		bufs = append(bufs, struct {
+			s    *[]float32
+			cols int
+		}{&ps.cosL, rot / 2}, struct {
+			s    *[]float32
+			cols int
+		}{&ps.sinL, rot / 2})
+	}
 	n := 0
 	for _, b := range bufs {
 		n += R * b.cols
@@ -205,6 +215,7 @@ func (ps *pass) embed(tokens []int) {
 	// A quantised table decodes a row value by value: a prefill's rows
 	// are shared over the cores, a decode step's taken here.
 	const per = 16
+	g := m.Config.Gemma
 	kernels.ParallelRange(len(rows), per, func(lo, hi int) {
 		buf := make([]float32, C)
 		for _, p := range rows[lo:hi] {
@@ -212,7 +223,17 @@ func (ps *pass) embed(tokens []int) {
 			row, we := ps.x[r*C:(r+1)*C], m.wte.Row(buf, tokens[r], C)
 			if m.wpe == nil {
 				copy(row, we)
-				m.rope.tables(ps.cos[r*len(m.rope.invFreq):], ps.sin[r*len(m.rope.invFreq):], p.pos, p.long)
+				n := len(m.rope.invFreq)
+				m.rope.tables(ps.cos[r*n:], ps.sin[r*n:], p.pos, p.long)
+				if ps.cosL != nil {
+					m.local.tables(ps.cosL[r*n:], ps.sinL[r*n:], p.pos, false)
+				}
+				if g != nil {
+					s := embedScale(m.Config)
+					for i := range row {
+						row[i] *= s
+					}
+				}
 				continue
 			}
 			pe := m.wpe[p.pos*C : (p.pos+1)*C]
@@ -277,6 +298,9 @@ func (ps *pass) head(allRows bool, dst []float32) []float32 {
 		logits = make([]float32, rows*V)
 	}
 	ps.m.lmHead(logits, hf, rows)
+	if g := c.Gemma; g != nil && g.FinalSoftcap > 0 && !ps.m.faulty(FaultNoSoftcap, -1) {
+		softcap(logits[:rows*V], float32(g.FinalSoftcap))
+	}
 	if ps.p.on() {
 		last := logits[(rows-1)*V:]
 		ps.p.emit(tensors.Logits, NoLayer, logits, R, V)

@@ -80,6 +80,9 @@ type streamTensor struct {
 	// ropeHeads: the rows are permuted for llama.cpp's rope, row r of src
 	// going to weights.RopeRow(r, rows, ropeHeads).
 	ropeHeads int
+	// plusOne: 1 is added to each value, in float32 (Gemma's norms, which
+	// GGUF stores as 1 + w, as the model holds them).
+	plusOne bool
 }
 
 // streamChunk is the number of values converted at a time (16 MiB of
@@ -134,6 +137,11 @@ func (t streamTensor) write(sw *gguf.StreamWriter, f *safetensors.File) error {
 			for r := r0; r < r1; r++ {
 				s := from[r]
 				safetensors.DecodeInto(vals[(r-r0)*cols:(r-r0+1)*cols], t.src.DType, raw[s*cols*size:(s+1)*cols*size])
+			}
+		}
+		if t.plusOne {
+			for i := range vals {
+				vals[i]++
 			}
 		}
 		if err := put(vals); err != nil {
@@ -195,7 +203,7 @@ func llamaPlan(cfg Config, f *safetensors.File, typ gguf.GGMLType, ftype uint32)
 		if len(p.shape) == 2 {
 			ty = weights.MatrixType(typ, p.shape[1])
 		}
-		plan = append(plan, streamTensor{name: p.gguf, shape: p.shape, typ: ty, src: t, ropeHeads: p.ropeHeads})
+		plan = append(plan, streamTensor{name: p.gguf, shape: p.shape, typ: ty, src: t, ropeHeads: p.ropeHeads, plusOne: cfg.Gemma != nil && p.part.isNorm()})
 		if i == len(globals)-1 && cfg.RopeScaling != nil {
 			plan = append(plan, streamTensor{name: ggufRopeFreqs, shape: []int{cfg.RotaryDim / 2}, typ: gguf.GGMLTypeF32, vals: llama3RopeFactors(cfg)})
 		}

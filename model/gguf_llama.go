@@ -43,6 +43,9 @@ func llamaKey(arch, key string) string { return arch + "." + key }
 func ggufLlamaConfig(f *gguf.File, fam *llamaFamily) (Config, error) {
 	arch := fam.name
 	c := Config{ModelType: arch, ActivationFunction: "silu"}
+	if fam.gemma != 0 {
+		arch = fam.gguf() // Gemma 3's keys are llama.cpp's gemma3.*
+	}
 	k := func(key string) string { return llamaKey(arch, key) }
 	var err error
 	for _, s := range []struct {
@@ -68,7 +71,7 @@ func ggufLlamaConfig(f *gguf.File, fam *llamaFamily) (Config, error) {
 	if c.NHead%c.NKVHead != 0 {
 		return Config{}, fmt.Errorf("key %s: value %d does not divide %s %d", k("attention.head_count_kv"), c.NKVHead, k("attention.head_count"), c.NHead)
 	}
-	if err := ggufHeadDim(f, &c); err != nil {
+	if err := ggufHeadDim(f, &c, k); err != nil {
 		return Config{}, err
 	}
 	if c.RMSNormEps, err = weights.PositiveFloat(f, k("attention.layer_norm_rms_epsilon"), 0); err != nil {
@@ -77,7 +80,11 @@ func ggufLlamaConfig(f *gguf.File, fam *llamaFamily) (Config, error) {
 	if c.RopeTheta, err = weights.PositiveFloat(f, k("rope.freq_base"), 10000); err != nil {
 		return Config{}, err
 	}
-	if err := ggufLlamaRope(f, &c); err != nil {
+	if fam.gemma != 0 {
+		if err := ggufGemma(f, &c, fam, k); err != nil {
+			return Config{}, err
+		}
+	} else if err := ggufLlamaRope(f, &c, k); err != nil {
 		return Config{}, err
 	}
 	if c.Windows != nil && fam.windows == nil {
@@ -108,8 +115,7 @@ func ggufLlamaConfig(f *gguf.File, fam *llamaFamily) (Config, error) {
 // ggufHeadDim sets the head width: attention.key_length when the file
 // has it (Qwen3's head_dim), else embedding_length / head_count; and the
 // rotary dimension, rope.dimension_count (the whole head by default).
-func ggufHeadDim(f *gguf.File, c *Config) error {
-	k := func(key string) string { return llamaKey(c.ModelType, key) }
+func ggufHeadDim(f *gguf.File, c *Config, k func(string) string) error {
 	derived := 0
 	if c.NEmbd%c.NHead == 0 {
 		derived = c.NEmbd / c.NHead
@@ -150,8 +156,7 @@ func ggufHeadDim(f *gguf.File, c *Config) error {
 // ggufLlamaRope reads what the forward does not implement (llama.cpp's
 // rope scaling types) as errors, the sliding window into c.Windows, and
 // the llorch.rope_scaling.* keys into c.RopeScaling.
-func ggufLlamaRope(f *gguf.File, c *Config) error {
-	k := func(key string) string { return llamaKey(c.ModelType, key) }
+func ggufLlamaRope(f *gguf.File, c *Config, k func(string) string) error {
 	if v, ok := f.Get(k("rope.scaling.type")); ok {
 		if s, _ := v.V.(string); s != "none" {
 			return fmt.Errorf("key %s: value %.80v: rope scaling other than Llama 3's (rope_freqs.weight) is not implemented", k("rope.scaling.type"), v.V)
@@ -273,7 +278,7 @@ type llamaGGUFLoader struct {
 // share a type, and into float32 (exact, at four bytes a weight) when
 // they do not, as llama.cpp's Q4_K_M stores attn_v as Q6_K beside Q4_K.
 func loadLlamaGGUF(ctx context.Context, f *gguf.File, cfg Config, release func([]byte), opt LoadOptions) (*Model, error) {
-	m := &Model{Config: cfg, h: make([]block, cfg.NLayer), faultLayer: -1, Format: FormatGGUF, Float16: opt.Float16}
+	m := &Model{Config: cfg, h: make([]block, cfg.NLayer), faultLayer: -1, Format: FormatGGUF, Float16: opt.Float16, local: localRope(cfg)}
 	params := llamaParams(cfg)
 	known := map[string]bool{}
 	for _, p := range params {

@@ -86,7 +86,10 @@ func llamaKeys(c Config, ftype uint32) []gguf.KV {
 	if D := c.HeadDim(); D != c.NEmbd/c.NHead {
 		kv = append(kv, u32("attention.key_length", D), u32("attention.value_length", D))
 	}
-	if w := c.Window(0); w > 0 {
+	if c.Gemma != nil {
+		kv = append(kv, u32("attention.sliding_window", gemmaWindow(c)))
+		kv = append(kv, gemmaKeys(c, a)...)
+	} else if w := c.Window(0); w > 0 {
 		kv = append(kv, u32("attention.sliding_window", w))
 	}
 	if c.llama().origContextKey {
@@ -120,6 +123,9 @@ func llamaKeys(c Config, ftype uint32) []gguf.KV {
 // llamaWritable refuses what llama.cpp's layout cannot say for a config,
 // as pytorch/gguf_write.py does.
 func llamaWritable(c Config) error {
+	if c.Gemma != nil {
+		return gemmaWritable(c)
+	}
 	switch {
 	case c.RopeScaling != nil && !c.llama().llamaCppRope:
 		return fmt.Errorf("rope_scaling llama3 is not written for %s (llama.cpp reads rope_freqs.weight for llama only)", c.ModelType)
@@ -173,6 +179,10 @@ func (w *llamaWriter) layerValues(p llamaParam, b *block) []float32 {
 		return b.ln1W
 	case partFFNNorm:
 		return b.ln2W
+	case partPostAttnNorm:
+		return b.postAttnW
+	case partPostFFNNorm:
+		return b.postFFNW
 	case partQNorm:
 		return b.qNormW
 	case partKNorm:

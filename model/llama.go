@@ -26,47 +26,56 @@ func (ps *pass) llamaBlock(l int) {
 }
 
 func (ps *pass) llamaAttention(l int, b *block, f blockFaults) {
-	c, R, lay := ps.m.Config, ps.R, ps.lay
-	C, H, Hkv, D := c.NEmbd, c.NHead, c.KVHeads(), c.HeadDim()
-	rmsNorm(ps.h, ps.x, b.ln1W, C, f.rmsEps, f.rmsF16)
-	ps.p.emit(tensors.AttnNorm, l, ps.h, R, C)
-	linear(ps.qkv, ps.h, b.attnW, b.attnParts, b.attnB, R, C, lay.width)
-	ps.emitHeads(l, tensors.Q, tensors.K, tensors.V)
-	if c.QKNorm {
-		for r := range R {
-			row := ps.qkv[r*lay.width:]
-			for h := range H {
-				rmsNormRow(row[h*D:(h+1)*D], row[h*D:(h+1)*D], b.qNormW, f.rmsEps, false)
-			}
-			for h := range Hkv {
-				k := row[lay.k+h*D : lay.k+(h+1)*D]
-				rmsNormRow(k, k, b.kNormW, f.rmsEps, false)
-			}
-		}
-		ps.emitHeads(l, tensors.QNorm, tensors.KNorm, "")
-	}
-	half := c.RotaryDim / 2
-	for r := range R {
-		row, cos, sin := ps.qkv[r*lay.width:], ps.cos[r*half:(r+1)*half], ps.sin[r*half:(r+1)*half]
-		for h := range H + Hkv { // the query heads, then the key heads right after them
-			applyRope(row[h*D:(h+1)*D], cos, sin, f.ropeInterleaved)
-		}
-	}
-	ps.emitHeads(l, tensors.QRope, tensors.KRope, "")
+	D := ps.m.Config.HeadDim()
 	// HF multiplies by scaling = D^-½ (a Python float, met as float32);
 	// FaultAttnScale divides by D instead.
 	job := attnJob{scale: float32(1 / math.Sqrt(float64(D))), mulScale: true, wrongGroup: f.gqaRepeat}
 	if f.attnScaleByD {
 		job.scale, job.mulScale = float32(D), false
 	}
-	ps.attend(l, f, job)
-	conv1D(ps.proj, ps.att, b.projW, b.projB, R, H*D, C, false)
-	ps.p.emit(tensors.AttnOut, l, ps.proj, R, C)
+	ps.attnOut(l, b, f, ps.cos, ps.sin, job)
 	if f.noResidual {
 		copy(ps.x, ps.proj)
 	} else {
 		kernels.AddShared(ps.x, ps.proj)
 	}
+}
+
+// attnOut is o_proj(attn(rope(q), rope(k), v)) of input_layernorm(x),
+// into ps.proj: cos and sin are the layer's rope tables, proto its
+// attention's scaling and faults.
+func (ps *pass) attnOut(l int, b *block, f blockFaults, cos, sin []float32, job attnJob) {
+	c, R, lay := ps.m.Config, ps.R, ps.lay
+	C, H, Hkv, D := c.NEmbd, c.NHead, c.KVHeads(), c.HeadDim()
+	rmsNorm(ps.h, ps.x, f.gemmaNorm(b.ln1W), C, f.rmsEps, f.rmsF16)
+	ps.p.emit(tensors.AttnNorm, l, ps.h, R, C)
+	linear(ps.qkv, ps.h, b.attnW, b.attnParts, b.attnB, R, C, lay.width)
+	ps.emitHeads(l, tensors.Q, tensors.K, tensors.V)
+	if c.QKNorm {
+		qw, kw := f.gemmaNorm(b.qNormW), f.gemmaNorm(b.kNormW)
+		for r := range R {
+			row := ps.qkv[r*lay.width:]
+			for h := range H {
+				rmsNormRow(row[h*D:(h+1)*D], row[h*D:(h+1)*D], qw, f.rmsEps, false)
+			}
+			for h := range Hkv {
+				k := row[lay.k+h*D : lay.k+(h+1)*D]
+				rmsNormRow(k, k, kw, f.rmsEps, false)
+			}
+		}
+		ps.emitHeads(l, tensors.QNorm, tensors.KNorm, "")
+	}
+	half := c.RotaryDim / 2
+	for r := range R {
+		row, cos, sin := ps.qkv[r*lay.width:], cos[r*half:(r+1)*half], sin[r*half:(r+1)*half]
+		for h := range H + Hkv { // the query heads, then the key heads right after them
+			applyRope(row[h*D:(h+1)*D], cos, sin, f.ropeInterleaved)
+		}
+	}
+	ps.emitHeads(l, tensors.QRope, tensors.KRope, "")
+	ps.attend(l, f, job)
+	conv1D(ps.proj, ps.att, b.projW, b.projB, R, H*D, C, false)
+	ps.p.emit(tensors.AttnOut, l, ps.proj, R, C)
 }
 
 // emitHeads hands the probe q's heads [H,T,D] and k's and v's [Hkv,T,D]
@@ -92,10 +101,17 @@ func (ps *pass) emitHeads(l int, q, k, v string) {
 // post-attention RMSNorm; gate and up come from one product with the
 // fused [C, 2I] matrix.
 func (ps *pass) swiGLU(l int, b *block, f blockFaults) {
+	rmsNorm(ps.h, ps.x, b.ln2W, ps.m.Config.NEmbd, f.rmsEps, f.rmsF16)
+	ps.p.emit(tensors.FFNNorm, l, ps.h, ps.R, ps.m.Config.NEmbd)
+	ps.gated(l, b, f, siluMul)
+	kernels.AddShared(ps.x, ps.proj)
+}
+
+// gated is down_proj(act(gate_proj(h)) · up_proj(h)) of ps.h into
+// ps.proj, act·up computed by mul (siluMul, or Gemma's geglu).
+func (ps *pass) gated(l int, b *block, f blockFaults, mul func(out, gate, up, neg []float32, e []float64)) {
 	c, R := ps.m.Config, ps.R
 	C, I := c.NEmbd, c.NInner
-	rmsNorm(ps.h, ps.x, b.ln2W, C, f.rmsEps, f.rmsF16)
-	ps.p.emit(tensors.FFNNorm, l, ps.h, R, C)
 	linear(ps.fc, ps.h, b.fcW, b.fcParts, b.fcB, R, C, 2*I)
 	if ps.p.on() {
 		for i, name := range []string{tensors.Gate, tensors.Up} {
@@ -113,7 +129,7 @@ func (ps *pass) swiGLU(l int, b *block, f blockFaults) {
 		neg, e := scoreBuffers.get(I), expBuffers.get(I)
 		for r := r0; r < r1; r++ {
 			row, out := ps.fc[r*2*I:(r+1)*2*I], ps.act[r*I:(r+1)*I]
-			siluMul(out, row[g:g+I], row[u:u+I], *neg, *e)
+			mul(out, row[g:g+I], row[u:u+I], *neg, *e)
 		}
 		scoreBuffers.put(neg)
 		expBuffers.put(e)
@@ -126,7 +142,6 @@ func (ps *pass) swiGLU(l int, b *block, f blockFaults) {
 	ps.p.emit(tensors.Act, l, ps.act, R, I)
 	conv1D(ps.proj, ps.act, b.mlpW, b.mlpB, R, I, C, false)
 	ps.p.emit(tensors.Down, l, ps.proj, R, C)
-	kernels.AddShared(ps.x, ps.proj)
 }
 
 // swiGLUChunk is the rows a goroutine takes at a time in a prefill.
@@ -268,6 +283,13 @@ func newRope(c Config) rope {
 	}
 	if s := c.RopeScaling; s != nil {
 		llama3Scale(inv, s)
+	}
+	if g := c.Gemma; g != nil && g.LinearFactor > 0 {
+		// rope_scaling "linear": inv_freq / factor, a float32 tensor by a
+		// Python float (met as float32).
+		for i := range inv {
+			inv[i] /= float32(g.LinearFactor)
+		}
 	}
 	r := rope{invFreq: inv}
 	r.withLongRope(c)

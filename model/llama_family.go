@@ -47,6 +47,9 @@ type llamaFamily struct {
 	// ggufArch is the architecture llama.cpp's converter writes, when not
 	// name (Mistral's is llama's).
 	ggufArch string
+	// gemma is Gemma's version (2 or 3; gemma.go), 0 for the others: its
+	// config, its four norms a block and its attention (gemmaBlock).
+	gemma int
 }
 
 func init() {
@@ -118,7 +121,12 @@ func (l *llamaFamily) gguf() string {
 
 func (*llamaFamily) tensorFamily() string { return tensors.Llama }
 
-func (l *llamaFamily) jsonConfig(r rawConfig, _ string) (Config, error) { return r.llamaConfig(l) }
+func (l *llamaFamily) jsonConfig(r rawConfig, _ string) (Config, error) {
+	if l.gemma != 0 {
+		return r.gemmaConfig(l)
+	}
+	return r.llamaConfig(l)
+}
 
 func (l *llamaFamily) ggufConfig(f *gguf.File, _ string) (Config, error) {
 	return ggufLlamaConfig(f, l)
@@ -153,7 +161,13 @@ func (*llamaFamily) passWidths(c Config) (ff, act, rot int) {
 	return 2 * c.NInner, c.NInner, c.RotaryDim
 }
 
-func (*llamaFamily) block(ps *pass, l int) { ps.llamaBlock(l) }
+func (f *llamaFamily) block(ps *pass, l int) {
+	if f.gemma != 0 {
+		ps.gemmaBlock(l)
+		return
+	}
+	ps.llamaBlock(l)
+}
 
 func (*llamaFamily) finalNorm(m *Model) (func(dst, x []float32), string) {
 	c := m.Config
@@ -162,6 +176,10 @@ func (*llamaFamily) finalNorm(m *Model) (func(dst, x []float32), string) {
 
 func (*llamaFamily) appliesTo(f Fault, c Config) bool {
 	switch f {
+	case FaultGemmaNormDouble:
+		return c.Gemma != nil
+	case FaultNoSoftcap:
+		return c.Gemma != nil && (c.Gemma.AttnSoftcap > 0 || c.Gemma.FinalSoftcap > 0)
 	case FaultErfGELU, FaultTransposedProj:
 		return false
 	case FaultGQARepeat:

@@ -38,7 +38,18 @@ const (
 	partGateUpBias
 	partDown
 	partDownBias
+	partPostAttnNorm // Gemma's
+	partPostFFNNorm
 )
+
+// isNorm says the part is a norm's weight: Gemma's hold 1 + w.
+func (p part) isNorm() bool {
+	switch p {
+	case partNorm, partAttnNorm, partQNorm, partKNorm, partFFNNorm, partPostAttnNorm, partPostFFNNorm:
+		return true
+	}
+	return false
+}
 
 // llamaGlobals are the tensors outside the layers; the head only when
 // untied.
@@ -93,7 +104,15 @@ func llamaLayer(c Config, l int) []llamaParam {
 	if c.OBias {
 		ps = append(ps, llamaParam{hf: "layers.%d.self_attn.o_proj.bias", gguf: "blk.%d.attn_output.bias", shape: []int{C}, part: partOBias})
 	}
-	ps = append(ps, llamaParam{hf: "layers.%d.post_attention_layernorm.weight", gguf: "blk.%d.ffn_norm.weight", shape: []int{C}, part: partFFNNorm})
+	if c.Gemma != nil {
+		// Gemma's post_attention_layernorm follows the attention; its
+		// pre_feedforward_layernorm is the others' post_attention_layernorm.
+		ps = append(ps,
+			llamaParam{hf: "layers.%d.post_attention_layernorm.weight", gguf: "blk.%d.post_attention_norm.weight", shape: []int{C}, part: partPostAttnNorm},
+			llamaParam{hf: "layers.%d.pre_feedforward_layernorm.weight", gguf: "blk.%d.ffn_norm.weight", shape: []int{C}, part: partFFNNorm})
+	} else {
+		ps = append(ps, llamaParam{hf: "layers.%d.post_attention_layernorm.weight", gguf: "blk.%d.ffn_norm.weight", shape: []int{C}, part: partFFNNorm})
+	}
 	if c.FusedQKV {
 		// llama.cpp's phi3 keeps gate_up_proj whole as ffn_up.
 		ps = append(ps, llamaParam{hf: "layers.%d.mlp.gate_up_proj.weight", gguf: "blk.%d.ffn_up.weight", shape: []int{2 * I, C}, part: partGateUp})
@@ -113,6 +132,9 @@ func llamaLayer(c Config, l int) []llamaParam {
 	ps = append(ps, llamaParam{hf: "layers.%d.mlp.down_proj.weight", gguf: "blk.%d.ffn_down.weight", shape: []int{C, I}, part: partDown})
 	if c.MLPBias {
 		ps = append(ps, llamaParam{hf: "layers.%d.mlp.down_proj.bias", gguf: "blk.%d.ffn_down.bias", shape: []int{C}, part: partDownBias})
+	}
+	if c.Gemma != nil {
+		ps = append(ps, llamaParam{hf: "layers.%d.post_feedforward_layernorm.weight", gguf: "blk.%d.post_ffw_norm.weight", shape: []int{C}, part: partPostFFNNorm})
 	}
 	for i := range ps {
 		ps[i].hf, ps[i].gguf = fmt.Sprintf(ps[i].hf, l), fmt.Sprintf(ps[i].gguf, l)

@@ -34,7 +34,7 @@ func loadLlamaFrom(ctx context.Context, cfg Config, f *safetensors.File, release
 		}
 		byName[name] = t
 	}
-	m := &Model{Config: cfg, h: make([]block, cfg.NLayer), faultLayer: -1, Float16: opt.Float16, rope: newRope(cfg)}
+	m := &Model{Config: cfg, h: make([]block, cfg.NLayer), faultLayer: -1, Float16: opt.Float16, rope: newRope(cfg), local: localRope(cfg)}
 	params := llamaGlobals(cfg)
 	for l := range cfg.NLayer {
 		params = append(params, llamaLayer(cfg, l)...)
@@ -42,7 +42,7 @@ func loadLlamaFrom(ctx context.Context, cfg Config, f *safetensors.File, release
 	if opt.AsStored {
 		m.holdAsStored(llamaMatricesDType(params, byName))
 	}
-	ld := llamaLoader{m: m, f: f, release: release, dtypes: map[string]bool{}}
+	ld := llamaLoader{m: m, f: f, release: release, dtypes: map[string]bool{}, hf: true}
 	for _, p := range params {
 		if err := ctx.Err(); err != nil {
 			return nil, fmt.Errorf("loading stopped: %w", err)
@@ -109,6 +109,9 @@ type llamaLoader struct {
 	release func([]byte)
 	dtypes  map[string]bool
 	buf     []float32 // weights.RoundFloat16's
+	// hf: the tensors are HF's, whose Gemma norms hold w (a GGUF file's
+	// hold 1 + w already).
+	hf bool
 	// The current layer's fused matrices, [out,in], and its index.
 	layer       int
 	qkv, gateUp staged
@@ -214,12 +217,23 @@ func (ld *llamaLoader) matrix(t *safetensors.Tensor) ([]float32, []uint16, error
 
 func (ld *llamaLoader) putVector(p llamaParam, v []float32) error {
 	m := ld.m
+	if ld.hf && m.Config.Gemma != nil && p.part.isNorm() {
+		// HF's Gemma norms hold w and multiply by 1 + w in float32; the
+		// model holds the sum, as llama.cpp's GGUF files do.
+		for i := range v {
+			v[i]++
+		}
+	}
 	if p.part == partNorm {
 		m.lnfW = v
 		return nil
 	}
 	b := &m.h[layerOf(p.hf)]
 	switch p.part {
+	case partPostAttnNorm:
+		b.postAttnW = v
+	case partPostFFNNorm:
+		b.postFFNW = v
 	case partAttnNorm:
 		b.ln1W = v
 	case partFFNNorm:

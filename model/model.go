@@ -59,6 +59,9 @@ type Model struct {
 	h    []block
 
 	rope rope // the Llama family's rotary embedding
+	// local is Gemma 3's rope of its sliding layers (rope_local_base_freq);
+	// empty when every layer rotates with rope.
+	local rope
 
 	fault      Fault
 	faultLayer int
@@ -87,11 +90,14 @@ type block struct {
 	kNormW     []float32      // [D]: Qwen3's k_norm
 	projW      kernels.Matrix // [H·D,C]: c_proj, or o_proj
 	projB      []float32      // [C]
-	ln2W, ln2B []float32      // [C]: ln_2, or post_attention_layernorm
+	ln2W, ln2B []float32      // [C]: ln_2, or post_attention_layernorm (Gemma: pre_feedforward_layernorm)
 	fcW        kernels.Matrix // [C,F]: c_fc (F = I), or gate|up (F = 2I)
 	fcB        []float32      // [F]
 	mlpW       kernels.Matrix // [I,C]: c_proj, or down_proj
 	mlpB       []float32      // [C]
+	// Gemma's post_attention_layernorm and post_feedforward_layernorm,
+	// held as 1 + w as its other norms are.
+	postAttnW, postFFNW []float32 // [C]
 
 	// attnParts (fcParts) hold the fused matrix as column blocks instead,
 	// attnW (fcW) then empty, when a GGUF file stores its parts in
@@ -186,7 +192,7 @@ func (m *Model) PrecisionDType() string {
 }
 
 func (b *block) vectors() []*[]float32 {
-	return []*[]float32{&b.ln1W, &b.ln1B, &b.attnB, &b.qNormW, &b.kNormW, &b.projB, &b.ln2W, &b.ln2B, &b.fcB, &b.mlpB}
+	return []*[]float32{&b.ln1W, &b.ln1B, &b.attnB, &b.qNormW, &b.kNormW, &b.projB, &b.ln2W, &b.ln2B, &b.fcB, &b.mlpB, &b.postAttnW, &b.postFFNW}
 }
 
 // matrixShapes are the [K,N] of each of a block's matrices, as matrices()

@@ -97,7 +97,7 @@ func arraySpan(n, slack int64) int64 { return (n + slack + cacheAlign - 1) / cac
 // weightSlots lists every array of weights the model holds, in the fixed
 // order a cache stores them.
 func (m *Model) weightSlots() []dest {
-	s := []dest{mat(&m.wte), mat(&m.lmW), vec(&m.wpe), vec(&m.lnfW), vec(&m.lnfB), vec(&m.rope.invFreq)}
+	s := []dest{mat(&m.wte), mat(&m.lmW), vec(&m.wpe), vec(&m.lnfW), vec(&m.lnfB), vec(&m.rope.invFreq), vec(&m.local.invFreq)}
 	for i := range m.h {
 		b := &m.h[i]
 		for _, v := range b.vectors() {

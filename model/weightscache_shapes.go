@@ -19,12 +19,12 @@ func (m *Model) checkShapes() error {
 	vecs := []struct {
 		v    []float32
 		want []int
-	}{{m.wpe, []int{wantPos}}, {m.lnfW, []int{C}}, {m.lnfB, []int{0, C}}, {m.rope.invFreq, []int{0, c.RotaryDim / 2}}}
+	}{{m.wpe, []int{wantPos}}, {m.lnfW, []int{C}}, {m.lnfB, []int{0, C}}, {m.rope.invFreq, []int{0, c.RotaryDim / 2}}, {m.local.invFreq, []int{0, c.RotaryDim / 2}}}
 	shapes := c.matrixShapes()
 	for l := range m.h {
 		b := &m.h[l]
 		W, F := shapes[0][1], shapes[2][1]
-		for i, want := range [][]int{{C}, {0, C}, {0, W}, {0, D}, {0, D}, {0, C}, {C}, {0, C}, {0, F}, {0, C}} {
+		for i, want := range [][]int{{C}, {0, C}, {0, W}, {0, D}, {0, D}, {0, C}, {C}, {0, C}, {0, F}, {0, C}, {0, C}, {0, C}} {
 			vecs = append(vecs, struct {
 				v    []float32
 				want []int

@@ -261,7 +261,7 @@ func TestWeightsCacheShapes(t *testing.T) {
 		// Layer 0's c_fc [C,4C] and MLP c_proj [4C,C]: each image
 		// consistent, the same size, each in the other's place.
 		{"two matrices swapped", func(h *cacheHeader) {
-			const fc = 6 + 10 + 2 // wte..invFreq, layer 0's vectors, then attn, proj
+			const fc = 7 + 12 + 2 // wte..the local rope's invFreq, layer 0's vectors, then attn, proj
 			h.Slots[fc], h.Slots[fc+1] = h.Slots[fc+1], h.Slots[fc]
 		}, "layer 0: matrix 2 is not ["},
 		{"slots missing", func(h *cacheHeader) { h.Slots = h.Slots[:len(h.Slots)-1] }, "weight arrays, the model has"},

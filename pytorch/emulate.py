@@ -89,9 +89,9 @@ class LlamaCppCPU:
     the softmax are rounded to float16 too. Products of float16 values are
     exact in float32; the sums stay float32."""
 
-    # ggml's GELU table is GPT-2's activation; llama.cpp's Llama-family
-    # graph (SiLU, its RoPE and RMSNorm kernels) is not emulated.
-    only_because = "it emulates llama.cpp's GPT-2 graph (ggml's float16 GELU table)"
+    # ggml's GELU table is GPT-2's activation and Gemma's GeGLU's; llama.cpp's
+    # Llama-family graph (SiLU, its RoPE and RMSNorm kernels) is not emulated.
+    only_because = "it emulates llama.cpp's GELU (ggml's float16 table): GPT-2's and Gemma's graphs"
 
     def __init__(self, f16_kv=False):
         self.f16_kv = f16_kv

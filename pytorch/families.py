@@ -41,6 +41,7 @@ and, where the tool applies to it:
 
 import os
 
+import gemma_torch
 import gguf_io
 import gpt2_torch
 import llama_torch
@@ -82,6 +83,7 @@ def register(fam):
 # One line a family.
 register(gpt2_torch)
 register(llama_torch)
+register(gemma_torch)
 
 
 def family(arch, where="model"):

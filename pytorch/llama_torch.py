@@ -315,15 +315,17 @@ def hf_order(cfg):
     return [(n if n == "lm_head.weight" else "model." + n, shapes[n]) for n in order]
 
 
-def open_model(model_dir):
+def open_model(model_dir, load=None, shapes_of=None):
     """{config_raw, config, weights (weights.MappedWeights: float32 on
     demand, names without "model."), sha256, dtype, weights_file,
-    checkpoint}. Every header is checked here; no weight is converted."""
+    checkpoint}. Every header is checked here; no weight is converted.
+    load and shapes_of: a family built on this one's load_config and
+    param_shapes (gemma_torch), these by default."""
     if not os.path.isdir(model_dir):
         raise BadInput(f"{model_dir}: not a directory")
-    raw_cfg, cfg = load_config(os.path.join(model_dir, "config.json"))
+    raw_cfg, cfg = (load or load_config)(os.path.join(model_dir, "config.json"))
     ckpt = Checkpoint(model_dir)
-    shapes = param_shapes(cfg)
+    shapes = (shapes_of or param_shapes)(cfg)
     # A tied checkpoint may store the head too (checked below); the rotary
     # buffer older transformers saved is no parameter.
     files = ckpt.parameters(shapes, "model.", f"a {cfg['model_type']} parameter of this config",

@@ -15,8 +15,19 @@ checks teeth, as make_tiny_model.py does for GPT-2.
   --arch phi3-longrope  phi3 (the same draws) with rope_scaling longrope and
                   a pretrained context of 32: the 63-token case runs on the
                   long factors, the 5-token one on the short
+  --arch gemma2   Gemma 2: four (1+w) norms a block, GeGLU, tied; layer 0
+                  slides over 24 keys, layer 1 is global; attention
+                  soft-cap 5 and final logit soft-cap 10 (Gemma 2 ships 50
+                  and 30: scaled to the tiny scores and logits so that both
+                  bite); query_pre_attn_scalar = head_dim (16), as the
+                  Gemma models llama.cpp's layout can say
+  --arch gemma3   Gemma 3: gemma2's block with q_norm/k_norm, no soft-caps,
+                  6 layers with sliding_window_pattern 6 (layers 0-4 local,
+                  5 global: llama.cpp's fixed pattern), global rope_theta
+                  1e6 with rope_scaling linear factor 8, local
+                  rope_local_base_freq 10000
 
-All: hidden 64, 2 layers, 4 query heads, 2 KV heads (GQA ratio 2),
+All: hidden 64, 2 layers (gemma3: 6), 4 query heads, 2 KV heads (GQA ratio 2),
 intermediate 128, context 128, rope_theta 10000. Vocabulary: Llama 2's
 SentencePiece (32000 tokens, llama.cpp's ggml-vocab-llama-spm.gguf) for
 llama, llama3 and mistral; Phi-3's (32064, ggml-vocab-phi-3.gguf) for phi3. Qwen's
@@ -78,15 +89,19 @@ from safetensors_io import write_safetensors  # noqa: E402
 ROOT = os.path.dirname(HERE)
 
 VOCAB_DIR = {"llama": "llama-spm", "llama3": "llama-spm", "qwen2": "llama-spm", "qwen3": "llama-spm",
-             "mistral": "llama-spm", "phi3": "phi-3", "phi3-longrope": "phi-3"}
+             "mistral": "llama-spm", "phi3": "phi-3", "phi3-longrope": "phi-3", "gemma2": "llama-spm",
+             "gemma3": "llama-spm"}
 VOCAB_GGUF = {"llama": "ggml-vocab-llama-spm.gguf", "llama3": "ggml-vocab-llama-spm.gguf",
               "qwen2": "ggml-vocab-llama-spm.gguf", "qwen3": "ggml-vocab-llama-spm.gguf",
               "mistral": "ggml-vocab-llama-spm.gguf", "phi3": "ggml-vocab-phi-3.gguf",
-              "phi3-longrope": "ggml-vocab-phi-3.gguf"}
+              "phi3-longrope": "ggml-vocab-phi-3.gguf", "gemma2": "ggml-vocab-llama-spm.gguf",
+              "gemma3": "ggml-vocab-llama-spm.gguf"}
 # Mistral's sliding window: shorter than the longer committed case (63
 # tokens) and not a multiple of the KV cache's block, so that keys leave
 # the window inside a block.
 MISTRAL_WINDOW = 24
+# Gemma's sliding layers' window, for the same reasons.
+GEMMA_WINDOW = 24
 ARCHS = tuple(VOCAB_GGUF)
 OUTLIERS = (5, 23, 41)
 L, H, HKV, C, I, P = 2, 4, 2, 64, 128, 128
@@ -113,11 +128,15 @@ def vocab_size(arch):
 
 
 def tied(arch):
-    return arch in ("llama3", "qwen2")
+    return arch in ("llama3", "qwen2", "gemma2", "gemma3")
+
+
+def gemma(arch):
+    return arch in ("gemma2", "gemma3")
 
 
 def default_shape(arch):
-    return Shape(L, H, HKV, C, head_dim(arch), I, P, tied(arch))
+    return Shape(6 if arch == "gemma3" else L, H, HKV, C, head_dim(arch), I, P, tied(arch))
 
 
 def make_shape(arch, **given):
@@ -195,6 +214,16 @@ def config(arch, shape=None):
             c["rope_scaling"] = {"factor": 8.0, "high_freq_factor": 4.0, "low_freq_factor": 1.0,
                                  "original_max_position_embeddings": P // 2, "rope_type": "llama3"}
         return c
+    if gemma(arch):
+        g = dict(common, hidden_act="gelu_pytorch_tanh", hidden_activation="gelu_pytorch_tanh",
+                 attention_bias=False, bos_token_id=1, eos_token_id=2, pad_token_id=0, head_dim=D,
+                 query_pre_attn_scalar=D, rms_norm_eps=1e-6, sliding_window=GEMMA_WINDOW)
+        if arch == "gemma2":
+            return dict(g, architectures=["Gemma2ForCausalLM"], model_type="gemma2",
+                        attn_logit_softcapping=5.0, final_logit_softcapping=10.0)
+        return dict(g, architectures=["Gemma3ForCausalLM"], model_type="gemma3_text", rope_theta=1000000.0,
+                    rope_local_base_freq=10000.0, rope_scaling={"factor": 8.0, "rope_type": "linear"},
+                    sliding_window_pattern=6, attn_logit_softcapping=None, final_logit_softcapping=None)
     if arch == "mistral":
         return dict(common, architectures=["MistralForCausalLM"], model_type="mistral", bos_token_id=1,
                     eos_token_id=2, head_dim=D, rms_norm_eps=1e-5, sliding_window=MISTRAL_WINDOW)
@@ -240,11 +269,17 @@ def make_weights(arch, seed, shape=None):
         s = np.where(small, 0.025, 0.07) * np.exp(0.2 * rng.standard_normal((n, 1)))
         return rng.standard_normal((n, C)) * s
 
+    # Gemma's norms hold w and multiply by 1 + w: stored as the others'
+    # factor minus 1, so that they scale alike.
+    off = 1.0 if gemma(arch) else 0.0
     w = {"model.embed_tokens.weight": rows(V)}
     for i in range(L):
         p = f"model.layers.{i}."
-        w[p + "input_layernorm.weight"] = np.exp(0.2 * rng.standard_normal(C))
-        w[p + "post_attention_layernorm.weight"] = np.exp(0.2 * rng.standard_normal(C))
+        w[p + "input_layernorm.weight"] = np.exp(0.2 * rng.standard_normal(C)) - off
+        w[p + "post_attention_layernorm.weight"] = np.exp(0.2 * rng.standard_normal(C)) - off
+        if gemma(arch):
+            w[p + "pre_feedforward_layernorm.weight"] = np.exp(0.2 * rng.standard_normal(C)) - off
+            w[p + "post_feedforward_layernorm.weight"] = np.exp(0.2 * rng.standard_normal(C)) - off
         q = 0.22 * f_in * rng.standard_normal((H * D, C))
         k = 0.22 * f_in * rng.standard_normal((HKV * D, C))
         v = 0.15 * f_in * rng.standard_normal((HKV * D, C))
@@ -257,22 +292,29 @@ def make_weights(arch, seed, shape=None):
             w[p + "self_attn.q_proj.bias"] = 0.1 * rng.standard_normal(H * D)
             w[p + "self_attn.k_proj.bias"] = 0.5 * rng.standard_normal(HKV * D)
             w[p + "self_attn.v_proj.bias"] = 0.1 * rng.standard_normal(HKV * D)
-        if arch == "qwen3":
-            w[p + "self_attn.q_norm.weight"] = 2.0 * np.exp(0.2 * rng.standard_normal(D))
-            w[p + "self_attn.k_norm.weight"] = 2.0 * np.exp(0.2 * rng.standard_normal(D))
-        w[p + "self_attn.o_proj.weight"] = 0.06 * (i + 1) * f_o * rng.standard_normal((C, H * D))
+        if arch in ("qwen3", "gemma3"):
+            # Gemma 3's q/k norms scale by exp(0.2·N) only: over its six
+            # layers, scores peaked as Qwen3's make float32's own error
+            # (PyTorch's as much as ours) grow past the tolerance.
+            qk = 1.0 if arch == "gemma3" else 2.0
+            w[p + "self_attn.q_norm.weight"] = qk * np.exp(0.2 * rng.standard_normal(D)) - off
+            w[p + "self_attn.k_norm.weight"] = qk * np.exp(0.2 * rng.standard_normal(D)) - off
+        # Gemma's o_proj and down_proj alternate between the first two
+        # layers' spreads (its post-norms rescale each block's output).
+        depth = (i % 2 + 1) if gemma(arch) else (i + 1)
+        w[p + "self_attn.o_proj.weight"] = 0.06 * depth * f_o * rng.standard_normal((C, H * D))
         gate = 0.18 * f_in * rng.standard_normal((I, C))
         up = 0.18 * f_in * rng.standard_normal((I, C))
         if arch.startswith("phi3"):
             w[p + "mlp.gate_up_proj.weight"] = np.concatenate([gate, up])
         else:
             w[p + "mlp.gate_proj.weight"], w[p + "mlp.up_proj.weight"] = gate, up
-        down = 0.05 * (i + 1) * f_down * rng.standard_normal((C, I))
+        down = 0.05 * depth * f_down * rng.standard_normal((C, I))
         down[out, :] *= 5.0
         w[p + "mlp.down_proj.weight"] = down
     g = 4.5 * f_in * np.exp(0.2 * rng.standard_normal(C))
     g[out] = 0.1
-    w["model.norm.weight"] = g
+    w["model.norm.weight"] = g - off
     if not s.tied:
         w["lm_head.weight"] = rows(V)
     return w
@@ -304,6 +346,9 @@ CHAT_TEMPLATES = {
     "mistral": "testdata/chat/mistral-7b-instruct-v0.2.jinja",
     "phi3": "testdata/chat/phi-3-mini.jinja",
     "phi3-longrope": "testdata/chat/phi-3-mini.jinja",
+    # Gemma's own template comes with its tokenizer; these models have Llama 2's vocabulary.
+    "gemma2": "testdata/chat/mistral-7b-instruct-v0.2.jinja",
+    "gemma3": "testdata/chat/mistral-7b-instruct-v0.2.jinja",
 }
 
 

@@ -79,6 +79,10 @@ class Forward:
       block(i, P, s)  block i of s, P its weights in dtype: s.x in and out,
                   the block's (k, v) appended to s.present
       final_norm()    the final norm as a function of x [1,T,C] -> [T,C]
+    and may override
+      logits_out(logits)  what the model does to the LM head's output
+                  before it is probed and returned (Gemma's soft-cap);
+                  identity by default
 
     The weights (model["weights"]: a weights.Weights, or a dict of float32
     arrays) are converted to dtype a layer at a time as the pass reaches
@@ -116,6 +120,9 @@ class Forward:
         """Block i's weights in dtype."""
         prefix = f"{self.PREFIX}{i}."
         return {n: self._t(n) for n in self.w.names() if n.startswith(prefix)}
+
+    def logits_out(self, logits):
+        return logits
 
     def hook(self, name, x):
         """x through the numerics' hook name (cache, kq_operand,
@@ -157,7 +164,7 @@ class Forward:
             if self.progress is not None:
                 self.progress(self.passes, i + 1, self.n_layers, len(seqs))
         head = "lm_head.weight" if self.w.has("lm_head.weight") else self.TIED_HEAD
-        return finish(self.w, seqs, self.final_norm(), self.NORM, head, self.dtype)
+        return finish(self.w, seqs, self.final_norm(), self.NORM, head, self.dtype, self.logits_out)
 
     def greedy(self, tokens, n):
         """n greedy tokens through the KV cache (torch.argmax: ties to the lowest id)."""
@@ -172,11 +179,12 @@ class Forward:
         return out
 
 
-def finish(weights, seqs, norm, name, head, dtype):
+def finish(weights, seqs, norm, name, head, dtype, out_fn=None):
     """The end of a pass of every sequence after its last block: the final
     norm (probed as `name`: GPT-2's ln_f, the Llama family's norm), then
     the LM head `head` on the rows each sequence keeps, probed as logits.
-    Returns each sequence's (logits, present cache)."""
+    Returns each sequence's (logits, present cache); out_fn, if given,
+    maps the head's logits first (Forward.logits_out)."""
     sels = []
     for s in seqs:
         x = norm(s.x)
@@ -185,6 +193,8 @@ def finish(weights, seqs, norm, name, head, dtype):
         del s.x
     out = []
     for s, logits in zip(seqs, apply_head(weights, head, sels, dtype)):
+        if out_fn is not None:
+            logits = out_fn(logits)
         s.probe(8, None, "logits", logits, rows=None if s.rows is None or len(s.rows) == s.T else list(s.rows))
         out.append((logits, s.present))
     return out

@@ -33,6 +33,9 @@ func TestChatFamilyTemplates(t *testing.T) {
 		{"tiny-llama-qwen3", withSystem, "<|im_start|>system\nBe brief.<|im_end|>\n<|im_start|>user\nHello<|im_end|>\n<|im_start|>assistant\n"},
 		{"tiny-llama-mistral", user, "<s>[INST] Hello [/INST]"},
 		{"tiny-llama-phi3", user, "<s><|user|>\nHello<|end|>\n<|assistant|>\n"},
+		// Gemma's tiny models have Llama 2's vocabulary, and so its template.
+		{"tiny-llama-gemma2", user, "<s>[INST] Hello [/INST]"},
+		{"tiny-llama-gemma3", user, "<s>[INST] Hello [/INST]"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.model, func(t *testing.T) {

@@ -42,9 +42,13 @@ const (
 	FFNNorm  = "ffn_norm"
 	Gate     = "gate"
 	Up       = "up"
-	Act      = "act" // silu(gate)·up
+	Act      = "act" // silu(gate)·up; Gemma's gelu_tanh(gate)·up
 	Down     = "down"
 	Norm     = "norm"
+	// Gemma's norms after attention and after the FFN, before each
+	// residual add.
+	PostAttnNorm = "post_attn_norm"
+	PostFFNNorm  = "post_ffn_norm"
 
 	// SamplingPrefix starts the name of a checkpoint 11 tensor; the rest
 	// is the name of a sampling configuration.
@@ -130,6 +134,7 @@ var Table = []Kind{
 	{Scores, 4, true, shapeHTT, headQueryKey, ""},
 	{Probs, 4, true, shapeHTT, headQueryKey, ""},
 	{AttnOut, 5, true, shapeTC, tokenChannel, ""},
+	{PostAttnNorm, 1, true, shapeTC, tokenChannel, Llama},
 	{LN2, 1, true, shapeTC, tokenChannel, GPT2},
 	{FFNNorm, 1, true, shapeTC, tokenChannel, Llama},
 	{GELU, 6, true, shapeTI, tokenChannel, GPT2},
@@ -138,6 +143,7 @@ var Table = []Kind{
 	{Up, 6, true, shapeTI, tokenChannel, Llama},
 	{Act, 6, true, shapeTI, tokenChannel, Llama},
 	{Down, 6, true, shapeTC, tokenChannel, Llama},
+	{PostFFNNorm, 1, true, shapeTC, tokenChannel, Llama},
 	{BlockOut, 7, true, shapeTC, tokenChannel, ""},
 	{LNF, 8, false, shapeTC, tokenChannel, GPT2},
 	{Norm, 8, false, shapeTC, tokenChannel, Llama},

@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -16,7 +17,10 @@ import (
 )
 
 // agreementPy loads each config.json given with pytorch/families.py and
-// prints, a line each, "ok WINDOWS LONGROPE_ORIGINAL" or "refused".
+// prints, a line each, "ok WINDOWS LONGROPE_ORIGINAL GEMMA" or "refused";
+// GEMMA is "-" for the other families, else query_pre_attn_scalar, the
+// attention and final soft-caps, the local rope base and the linear rope
+// factor, 0 for none.
 const agreementPy = `
 import json, sys
 sys.path.insert(0, "pytorch")
@@ -29,7 +33,11 @@ for path in sys.argv[1:]:
         print("refused")
         continue
     lr = cfg.get("longrope")
-    print("ok", json.dumps(cfg.get("windows")).replace(" ", ""), lr["original"] if lr else 0)
+    g = "-"
+    if "query_pre_attn_scalar" in cfg:
+        g = ",".join("%g" % (cfg[k] or 0) for k in ("query_pre_attn_scalar", "attn_softcap", "final_softcap",
+                                                     "local_rope_theta", "rope_linear"))
+    print("ok", json.dumps(cfg.get("windows")).replace(" ", ""), lr["original"] if lr else 0, g)
 `
 
 // TestConfigsAgreeWithTheReference: dump_references.py and run accept and
@@ -75,6 +83,48 @@ func TestConfigsAgreeWithTheReference(t *testing.T) {
 		{"linear", "tiny-llama-qwen2", func(m map[string]any) { m["rope_scaling"] = map[string]any{"type": "linear", "factor": 2.0} }},
 		{"gelu", "tiny-llama-mistral", func(m map[string]any) { m["hidden_act"] = "gelu" }},
 		{"mixtral", "tiny-llama", func(m map[string]any) { m["model_type"] = "mixtral" }},
+		// Gemma: the config classes' defaults, HF's layer rules, and what
+		// HF's modeling files read (Gemma 3's attention never reads
+		// attn_logit_softcapping) or that is not implemented.
+		{"gemma2 as committed", "tiny-llama-gemma2", func(map[string]any) {}},
+		{"gemma2 defaults", "tiny-llama-gemma2", func(m map[string]any) {
+			for _, k := range []string{"attn_logit_softcapping", "final_logit_softcapping", "query_pre_attn_scalar", "sliding_window", "num_key_value_heads"} {
+				delete(m, k)
+			}
+		}},
+		{"gemma2 null soft-caps", "tiny-llama-gemma2", func(m map[string]any) {
+			m["attn_logit_softcapping"], m["final_logit_softcapping"] = nil, nil
+		}},
+		{"gemma2 layer_types", "tiny-llama-gemma2", func(m map[string]any) {
+			m["layer_types"] = []string{"full_attention", "sliding_attention"}
+		}},
+		{"gemma2 zero soft-cap", "tiny-llama-gemma2", func(m map[string]any) { m["attn_logit_softcapping"] = 0 }},
+		{"gemma2 erf gelu", "tiny-llama-gemma2", func(m map[string]any) { m["hidden_activation"] = "gelu" }},
+		{"gemma2 silu hidden_act ignored", "tiny-llama-gemma2", func(m map[string]any) { m["hidden_act"] = "silu" }},
+		{"gemma2 attention bias", "tiny-llama-gemma2", func(m map[string]any) { m["attention_bias"] = true }},
+		{"gemma2 bidirectional", "tiny-llama-gemma2", func(m map[string]any) { m["use_bidirectional_attention"] = true }},
+		{"gemma2 yarn", "tiny-llama-gemma2", func(m map[string]any) { m["rope_scaling"] = map[string]any{"rope_type": "yarn", "factor": 2.0} }},
+		{"gemma3 as committed", "tiny-llama-gemma3", func(map[string]any) {}},
+		{"gemma3 attention soft-cap unread", "tiny-llama-gemma3", func(m map[string]any) { m["attn_logit_softcapping"] = 50.0 }},
+		{"gemma3 final soft-cap", "tiny-llama-gemma3", func(m map[string]any) { m["final_logit_softcapping"] = 30.0 }},
+		{"gemma3 default pattern", "tiny-llama-gemma3", func(m map[string]any) { delete(m, "sliding_window_pattern") }},
+		{"gemma3 layer_types over the pattern", "tiny-llama-gemma3", func(m map[string]any) {
+			m["layer_types"] = []string{"sliding_attention", "full_attention", "sliding_attention", "full_attention", "full_attention", "sliding_attention"}
+		}},
+		{"gemma3 pattern 2", "tiny-llama-gemma3", func(m map[string]any) { m["sliding_window_pattern"] = 2 }},
+		{"gemma3 default rope", "tiny-llama-gemma3", func(m map[string]any) {
+			for _, k := range []string{"rope_theta", "rope_local_base_freq", "rope_scaling"} {
+				delete(m, k)
+			}
+		}},
+		{"gemma3 llama3 scaling", "tiny-llama-gemma3", rs(func(s map[string]any) {
+			s["rope_type"], s["low_freq_factor"], s["high_freq_factor"], s["original_max_position_embeddings"] = "llama3", 1.0, 4.0, 64
+		})},
+		{"gemma3 linear without factor", "tiny-llama-gemma3", rs(func(s map[string]any) { delete(s, "factor") })},
+		{"gemma3 rope_parameters", "tiny-llama-gemma3", func(m map[string]any) {
+			m["rope_parameters"] = map[string]any{"full_attention": map[string]any{"rope_type": "default"}}
+		}},
+		{"gemma3 zero local base", "tiny-llama-gemma3", func(m map[string]any) { m["rope_local_base_freq"] = 0 }},
 	}
 	var paths []string
 	for _, tc := range cases {
@@ -100,7 +150,11 @@ func TestConfigsAgreeWithTheReference(t *testing.T) {
 			if c.LongRope != nil {
 				orig = c.LongRope.Original
 			}
-			got = "ok " + string(w) + " " + strconv.Itoa(orig)
+			g := "-"
+			if c.Gemma != nil {
+				g = fmt.Sprintf("%g,%g,%g,%g,%g", c.Gemma.QueryPreAttnScalar, c.Gemma.AttnSoftcap, c.Gemma.FinalSoftcap, c.Gemma.LocalTheta, c.Gemma.LinearFactor)
+			}
+			got = "ok " + string(w) + " " + strconv.Itoa(orig) + " " + g
 		}
 		require.Equal(t, lines[i], got, "%s: Go said %v", tc.name, err)
 	}

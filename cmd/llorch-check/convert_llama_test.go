@@ -246,6 +246,10 @@ func peerGreedy(t *testing.T, path, typ string, tokens []int) {
 	ctx, c, V := context.Background(), m.NewCache(), m.Config.VocabSize
 	all, err := m.Forward(ctx, c, tokens, model.ForwardOptions{AllLogits: true})
 	require.NoError(t, err)
+	// llama.cpp computes Gemma's GELU through a float16 table (docs/gguf.md):
+	// its F32 logits are an approximation's, reported, not held to
+	// checkpoint 9's tolerance; its greedy tokens still must be ours.
+	tableGELU := m.Config.Gemma != nil
 	var worst float64
 	for p, row := range peer.Logits {
 		require.Len(t, row, V)
@@ -253,7 +257,7 @@ func peerGreedy(t *testing.T, path, typ string, tokens []int) {
 			ours := float64(all[p*V+i])
 			d := math.Abs(v - ours)
 			worst = math.Max(worst, d)
-			if typ == "f32" {
+			if typ == "f32" && !tableGELU {
 				require.LessOrEqual(t, d-1e-4*math.Abs(ours), 1e-3, "position %d, logit %d", p, i)
 			}
 		}

@@ -1,0 +1,437 @@
+"""Gemma 2 and Gemma 3 text (model_type gemma2, gemma3_text) written out op
+by op in torch, mirroring Hugging Face Gemma2ForCausalLM and
+Gemma3ForCausalLM in eval mode with the eager attention, on
+llama_torch.Llama's pass (its cache, mask and probes). What Gemma changes
+(/work/shared/SPEC.md 1c, model/gemma.go):
+
+  - RMSNorm: x·rsqrt(mean(x²)+eps)·(1+w), in float32 at least, cast after
+    the multiply; four norms a block (input, post-attention before the
+    residual add, pre-feedforward, post-feedforward before the add);
+  - GeGLU: down(gelu_tanh(gate)·up) (hidden_activation gelu_pytorch_tanh);
+  - embeddings × √hidden_size: Gemma 2's torch.tensor(hidden**0.5,
+    dtype=the activations'), Gemma 3's a float32 buffer cast to the
+    activations' dtype;
+  - scores × query_pre_attn_scalar^-½; Gemma 2 soft-caps them,
+    tanh(s/c)·c, before the mask, and the logits by
+    final_logit_softcapping (Gemma 3 applies the final cap if set and
+    never reads attn_logit_softcapping);
+  - Gemma 3: per-head q_norm/k_norm ((1+w) form) before RoPE; sliding
+    layers rotate with rope_local_base_freq (default RoPE), the others
+    with rope_theta and rope_scaling (linear: inv_freq / factor).
+  - Sliding layers: layer_types, else Gemma 2's even layers, Gemma 3's all
+    but every sliding_window_pattern-th (default 6).
+
+Probes as llama_torch's, plus at checkpoint 1 post_attn_norm [T,C] (after
+o_proj's norm, before the residual add) and post_ffn_norm [T,C] (after
+down's norm); ffn_norm is pre_feedforward_layernorm's output, act
+gelu_tanh(gate)·up, logits after the final soft-cap.
+"""
+
+import math
+
+import numpy as np
+
+import torch
+import torch.nn.functional as F
+
+import llama_torch
+from llama_torch import repeat_kv
+from safetensors_io import BadInput
+from checkpoint import converted, read_json_object
+
+ARCHS = ("gemma2", "gemma3_text")
+GGUF_ARCHS = ()
+CONTEXT = "max_position_embeddings"
+# llamacpp-cpu: llama.cpp's GELU through ggml's float16 table (its GeGLU),
+# what its Gemma graph computes otherwise than HF beyond float32 rounding.
+EMULATE = ("f16-kv", "llamacpp-cpu")
+CORPUS = llama_torch.CORPUS
+TOKENIZER_FILES = llama_torch.TOKENIZER_FILES
+TINY_MODELS = {"gemma2": "tiny-llama-gemma2", "gemma3_text": "tiny-llama-gemma3"}
+reach = llama_torch.reach
+eos_ids = llama_torch.eos_ids
+
+# Gemma2Config's and Gemma3TextConfig's defaults for keys a hub
+# config.json may omit.
+_DEFAULTS = {
+    "gemma2": {"rms_norm_eps": 1e-6, "rope_theta": 10000.0, "max_position_embeddings": 8192, "head_dim": 256,
+               "num_key_value_heads": 4, "tie_word_embeddings": True, "attention_bias": False,
+               "hidden_activation": "gelu_pytorch_tanh", "query_pre_attn_scalar": 256, "sliding_window": 4096,
+               "final_logit_softcapping": 30.0, "attn_logit_softcapping": 50.0, "bos_token_id": 2,
+               "eos_token_id": 1},
+    "gemma3_text": {"rms_norm_eps": 1e-6, "rope_theta": 1_000_000.0, "max_position_embeddings": 131072,
+                    "head_dim": 256, "num_key_value_heads": 4, "tie_word_embeddings": True,
+                    "attention_bias": False, "hidden_activation": "gelu_pytorch_tanh",
+                    "query_pre_attn_scalar": 256, "sliding_window": 4096, "final_logit_softcapping": None,
+                    "attn_logit_softcapping": None, "rope_local_base_freq": 10000.0,
+                    "sliding_window_pattern": 6, "bos_token_id": 2, "eos_token_id": 1},
+}
+
+
+def make_tiny(arch, out):
+    import make_tiny_llama
+    make_tiny_llama.write_model(TINY_ARCH[arch], out, make_tiny_llama.SEED)
+
+
+# make_tiny_llama's --arch of each architecture.
+TINY_ARCH = {"gemma2": "gemma2", "gemma3_text": "gemma3"}
+
+
+def load_config(path):
+    return load_config_dict(read_json_object(path), path)
+
+
+def load_config_dict(raw, path):
+    """(verbatim config, config with defaults and derived fields). Every
+    setting this forward does not implement is a BadInput naming it."""
+    if not isinstance(raw, dict):
+        raise BadInput(f"{path}: not a JSON object")
+    arch = raw.get("model_type")
+    if arch not in ARCHS:
+        raise BadInput(f"{path}: field 'model_type' = {arch!r}: only {', '.join(ARCHS)} are supported")
+    cfg = dict(_DEFAULTS[arch])
+    cfg.update({k: v for k, v in raw.items() if v is not None or k in ("final_logit_softcapping",
+                                                                      "attn_logit_softcapping")})
+
+    def bad(field, why):
+        raise BadInput(f"{path}: field {field!r} = {cfg.get(field)!r}: {why}")
+
+    def posint(field):
+        v = cfg.get(field)
+        if not isinstance(v, int) or isinstance(v, bool) or v <= 0:
+            bad(field, "must be a positive integer")
+        return v
+
+    def posnum(field):
+        v = cfg.get(field)
+        if not isinstance(v, (int, float)) or isinstance(v, bool) or not v > 0 or math.isinf(v):
+            bad(field, "must be a positive finite number")
+        return float(v)
+
+    for f in ("vocab_size", "hidden_size", "intermediate_size", "num_hidden_layers", "num_attention_heads",
+              "max_position_embeddings", "num_key_value_heads", "head_dim", "sliding_window"):
+        posint(f)
+    if cfg["num_attention_heads"] % cfg["num_key_value_heads"]:
+        bad("num_key_value_heads", f"does not divide num_attention_heads {cfg['num_attention_heads']}")
+    if cfg["head_dim"] % 2:
+        bad("head_dim", "is odd: RoPE rotates pairs")
+    cfg["rotary_dim"] = cfg["head_dim"]
+    if cfg["hidden_activation"] != "gelu_pytorch_tanh":
+        bad("hidden_activation", "only gelu_pytorch_tanh (GeGLU) is implemented")
+    for f in ("rms_norm_eps", "rope_theta", "query_pre_attn_scalar"):
+        posnum(f)
+    for f in ("tie_word_embeddings", "attention_bias", "use_bidirectional_attention"):
+        if f in cfg and not isinstance(cfg[f], bool):
+            bad(f, "must be true or false")
+    if cfg["attention_bias"]:
+        bad("attention_bias", "Gemma's attention biases are not implemented")
+    if cfg.get("use_bidirectional_attention"):
+        bad("use_bidirectional_attention", "not implemented (causal attention only)")
+    if "rope_parameters" in raw and raw["rope_parameters"] is not None:
+        bad("rope_parameters", "not implemented (rope_theta, rope_local_base_freq and rope_scaling are)")
+    caps = {}
+    for f in ("final_logit_softcapping", "attn_logit_softcapping"):
+        caps[f] = None if cfg.get(f) is None else posnum(f)
+    cfg["final_softcap"] = caps["final_logit_softcapping"]
+    # HF's Gemma 3 attention never reads attn_logit_softcapping.
+    cfg["attn_softcap"] = caps["attn_logit_softcapping"] if arch == "gemma2" else None
+    cfg["local_rope_theta"] = posnum("rope_local_base_freq") if arch == "gemma3_text" else None
+    cfg["rope_linear"] = None
+    rs = cfg.get("rope_scaling")
+    if rs is not None:
+        if not isinstance(rs, dict):
+            bad("rope_scaling", "must be null or an object")
+        kind = rs.get("rope_type", rs.get("type"))
+        if kind == "linear":
+            v = rs.get("factor")
+            if not isinstance(v, (int, float)) or isinstance(v, bool) or not v > 0:
+                bad("rope_scaling", "linear needs a positive factor")
+            cfg["rope_linear"] = float(v)
+        elif kind != "default":
+            bad("rope_scaling", f"type {kind!r} is not implemented for Gemma (only linear)")
+    L = cfg["num_hidden_layers"]
+    lt = cfg.get("layer_types")
+    if lt is not None:
+        if not isinstance(lt, list) or not all(isinstance(t, str) for t in lt):
+            bad("layer_types", "must be a list of strings")
+        if len(lt) != L:
+            bad("layer_types", f"{len(lt)} entries for {L} layers")
+        for i, t in enumerate(lt):
+            if t not in ("full_attention", "sliding_attention"):
+                bad("layer_types", f"layer {i} is {t!r}; only full_attention and sliding_attention are implemented")
+        sliding = [t == "sliding_attention" for t in lt]
+    else:
+        pattern = posint("sliding_window_pattern") if arch == "gemma3_text" else 2
+        sliding = [bool((i + 1) % pattern) for i in range(L)]
+    cfg["windows"] = [cfg["sliding_window"] if s else 0 for s in sliding]
+    eos = cfg.get("eos_token_id")
+    cfg["eos_token_ids"] = [] if eos is None else (list(eos) if isinstance(eos, list) else [eos])
+    return raw, cfg
+
+
+def param_shapes(cfg):
+    """{HF name without "model.": shape}, lm_head included unless tied."""
+    C, V, I = cfg["hidden_size"], cfg["vocab_size"], cfg["intermediate_size"]
+    H, Hkv, D = cfg["num_attention_heads"], cfg["num_key_value_heads"], cfg["head_dim"]
+    s = {"embed_tokens.weight": [V, C], "norm.weight": [C]}
+    if not cfg["tie_word_embeddings"]:
+        s["lm_head.weight"] = [V, C]
+    for i in range(cfg["num_hidden_layers"]):
+        p = f"layers.{i}."
+        for n in ("input_layernorm", "post_attention_layernorm", "pre_feedforward_layernorm",
+                  "post_feedforward_layernorm"):
+            s[p + n + ".weight"] = [C]
+        for n, rows in (("q", H * D), ("k", Hkv * D), ("v", Hkv * D)):
+            s[p + f"self_attn.{n}_proj.weight"] = [rows, C]
+        s[p + "self_attn.o_proj.weight"] = [C, H * D]
+        if cfg["model_type"] == "gemma3_text":
+            s[p + "self_attn.q_norm.weight"] = [D]
+            s[p + "self_attn.k_norm.weight"] = [D]
+        s[p + "mlp.gate_proj.weight"] = [I, C]
+        s[p + "mlp.up_proj.weight"] = [I, C]
+        s[p + "mlp.down_proj.weight"] = [C, I]
+    return s
+
+
+def hf_order(cfg):
+    """[(file tensor name, shape)] in HF's state-dict order."""
+    shapes = param_shapes(cfg)
+    order = ["embed_tokens.weight"]
+    for i in range(cfg["num_hidden_layers"]):
+        p = f"layers.{i}."
+        order += [n for n in shapes if n.startswith(p) and ".self_attn." in n]
+        order += [n for n in shapes if n.startswith(p) and ".mlp." in n]
+        order += [p + n + ".weight" for n in ("input_layernorm", "post_attention_layernorm",
+                                              "pre_feedforward_layernorm", "post_feedforward_layernorm")]
+    order += ["norm.weight"] + (["lm_head.weight"] if "lm_head.weight" in shapes else [])
+    assert sorted(order) == sorted(shapes), "hf_order misses a parameter"
+    return [(n if n == "lm_head.weight" else "model." + n, shapes[n]) for n in order]
+
+
+def open_model(model_dir):
+    return llama_torch.open_model(model_dir, load_config, param_shapes)
+
+
+def load_model(model_dir):
+    return converted(open_model(model_dir))
+
+
+class Gemma(llama_torch.Llama):
+    """Gemma 2's and Gemma 3's embeddings, block and logits on the Llama
+    family's pass."""
+
+    def __init__(self, model, dtype, numerics=None):
+        super().__init__(model, dtype, numerics)
+        cfg = self.cfg
+        self.gemma3 = cfg["model_type"] == "gemma3_text"
+        self.scaling = cfg["query_pre_attn_scalar"] ** -0.5
+        plain = dict(cfg, rope_scaling=None, longrope=None)
+        self.inv_freq = llama_torch.inv_freq(plain, self.up)
+        if cfg["rope_linear"] is not None:
+            self.inv_freq = self.inv_freq / cfg["rope_linear"]  # _compute_linear_scaling_rope_parameters
+        self.local_inv_freq = None
+        if cfg["local_rope_theta"] is not None:
+            self.local_inv_freq = llama_torch.inv_freq(dict(plain, rope_theta=cfg["local_rope_theta"]), self.up)
+
+    def _rms(self, x, weight):
+        # Gemma2RMSNorm / Gemma3RMSNorm: (1 + w) in float32, cast after.
+        h = x.to(self.up)
+        h = h * torch.rsqrt(h.pow(2).mean(-1, keepdim=True) + self.eps)
+        return (h * (1.0 + weight.to(self.up))).to(x.dtype)
+
+    def _tables(self, f, positions):
+        pos = positions[None, None, :].to(self.up)
+        freqs = torch.matmul(f[None, :, None], pos).transpose(1, 2)
+        emb = torch.cat((freqs, freqs), dim=-1)
+        return emb.cos().to(self.dtype), emb.sin().to(self.dtype)
+
+    def _normalizer(self):
+        C = self.cfg["hidden_size"]
+        if self.gemma3:  # Gemma3TextScaledWordEmbedding's buffer: float32, cast to the weights' dtype
+            return torch.tensor(C ** 0.5).to(self.dtype)
+        return torch.tensor(C ** 0.5, dtype=self.dtype)
+
+    def logits_out(self, logits):
+        c = self.cfg["final_softcap"]
+        if c is None:
+            return logits
+        return torch.tanh(logits / c) * c
+
+    def start(self, s):
+        T, t0 = s.T, s.t0
+        if t0 + T > self.cfg["max_position_embeddings"]:
+            raise BadInput(f"sequence of {t0 + T} tokens exceeds max_position_embeddings "
+                           f"{self.cfg['max_position_embeddings']}")
+        V = self.w.shape("embed_tokens.weight")[0]
+        if any(not 0 <= t < V for t in s.tokens):
+            raise BadInput(f"token id out of range [0, {V})")
+        x = torch.from_numpy(self.w.take("embed_tokens.weight", s.tokens)).to(self.dtype).unsqueeze(0)
+        s.x = x * self._normalizer()
+        s.probe(7, None, "embeddings", s.x[0])
+        positions = torch.arange(t0, t0 + T, dtype=torch.long)
+        s.cos, s.sin = self._tables(self.inv_freq, positions)
+        if self.local_inv_freq is not None:
+            s.cos_local, s.sin_local = self._tables(self.local_inv_freq, positions)
+        query = torch.arange(t0, t0 + T).unsqueeze(1)
+        key = torch.arange(t0 + T).unsqueeze(0)
+        s.masks = {}
+        for w in set(self.cfg["windows"]):
+            visible = (key <= query) & ((query - key < w) if w else True)
+            s.masks[w] = torch.zeros(T, t0 + T, dtype=self.dtype).masked_fill(~visible, torch.finfo(self.dtype).min)
+        return s
+
+    def block(self, i, P, s):
+        H, Hkv, D = self.H, self.Hkv, self.D
+        T, x, probe = s.T, s.x, s.probe
+        p = f"layers.{i}."
+        window = self.cfg["windows"][i]
+        a = self._rms(x, P[p + "input_layernorm.weight"])
+        probe(1, i, "attn_norm", a[0])
+        q = self._linear(P, a, p + "self_attn.q_proj").view(1, T, H, D)
+        k = self._linear(P, a, p + "self_attn.k_proj").view(1, T, Hkv, D)
+        v = self._linear(P, a, p + "self_attn.v_proj").view(1, T, Hkv, D).transpose(1, 2)
+        probe(2, i, "q", q[0].transpose(0, 1))
+        probe(2, i, "k", k[0].transpose(0, 1))
+        probe(2, i, "v", v[0])
+        if self.gemma3:
+            q = self._rms(q, P[p + "self_attn.q_norm.weight"])
+            k = self._rms(k, P[p + "self_attn.k_norm.weight"])
+            probe(2, i, "q_norm", q[0].transpose(0, 1))
+            probe(2, i, "k_norm", k[0].transpose(0, 1))
+        q, k = q.transpose(1, 2), k.transpose(1, 2)
+        cos, sin = s.cos, s.sin
+        if self.local_inv_freq is not None and window:
+            cos, sin = s.cos_local, s.sin_local
+        q, k = self._rope(q, cos, sin), self._rope(k, cos, sin)
+        probe(2, i, "q_rope", q[0])
+        probe(2, i, "k_rope", k[0])
+        k, v = self.cached(i, s, k, v)
+        probe(3, i, "k_cache", k[0])
+        probe(3, i, "v_cache", v[0])
+        kr, vr = repeat_kv(k, H // Hkv), repeat_kv(v, H // Hkv)
+        sc = torch.matmul(self.hook("kq_operand", q), kr.transpose(2, 3)) * self.scaling
+        cap = self.cfg["attn_softcap"]
+        if cap is not None:
+            sc = sc / cap
+            sc = torch.tanh(sc)
+            sc = sc * cap
+        sc = sc + s.masks[window]
+        probe(4, i, "scores", sc[0])
+        pr = F.softmax(sc, dim=-1, dtype=self.up).to(self.dtype)
+        probe(4, i, "probs", pr[0])
+        pr = self.hook("kqv_operand", pr)
+        o = torch.matmul(pr, vr).transpose(1, 2).contiguous().reshape(1, T, H * D)
+        o = self._linear(P, o, p + "self_attn.o_proj")
+        probe(5, i, "attn_out", o[0])
+        o = self._rms(o, P[p + "post_attention_layernorm.weight"])
+        probe(1, i, "post_attn_norm", o[0])
+        x = x + o
+        m = self._rms(x, P[p + "pre_feedforward_layernorm.weight"])
+        probe(1, i, "ffn_norm", m[0])
+        g = self._linear(P, m, p + "mlp.gate_proj")
+        u = self._linear(P, m, p + "mlp.up_proj")
+        probe(6, i, "gate", g[0])
+        probe(6, i, "up", u[0])
+        # An engine's GELU (emulate.py's llamacpp-cpu: ggml's float16
+        # table) where numerics give one; HF's tanh GELU otherwise.
+        act = F.gelu(g, approximate="tanh") if self.numerics is None else self.numerics.gelu(g)
+        h = act * u
+        probe(6, i, "act", h[0])
+        y = self._linear(P, h, p + "mlp.down_proj")
+        probe(6, i, "down", y[0])
+        y = self._rms(y, P[p + "post_feedforward_layernorm.weight"])
+        probe(1, i, "post_ffn_norm", y[0])
+        x = x + y
+        probe(7, i, "block_out", x[0])
+        s.x = x
+
+
+Forward = Gemma
+
+
+# ---------------------------------------------------------------- GGUF
+
+# llama.cpp's architecture of each (gemma3_text is its gemma3).
+GGUF_ARCH = {"gemma2": "gemma2", "gemma3_text": "gemma3"}
+# llama.cpp's hard-coded rules: sliding layers i % pattern < pattern - 1,
+# and Gemma 3's local layers on base 10000.
+LLAMACPP_PATTERN = {"gemma2": 2, "gemma3_text": 6}
+LLAMACPP_LOCAL_BASE = 10000.0
+# The layer counts llama.cpp takes for a 27B (scale by n_embd/n_head).
+LLAMACPP_27B_LAYERS = {"gemma2": 46, "gemma3_text": 62}
+
+
+def gguf_writable(cfg):
+    """Refuses (BadInput) what llama.cpp's Gemma layout cannot say: it
+    stores no query_pre_attn_scalar (it scales by 1/sqrt(head_dim), or
+    by 1/sqrt(hidden/heads) for a 27B), no window pattern and no local
+    rope base (both fixed per architecture)."""
+    arch = cfg["model_type"]
+    C, H, D, L = cfg["hidden_size"], cfg["num_attention_heads"], cfg["head_dim"], cfg["num_hidden_layers"]
+    q = cfg["query_pre_attn_scalar"]
+    if not (q == D or (L == LLAMACPP_27B_LAYERS[arch] and q == C // H)):
+        raise BadInput(f"{arch} with query_pre_attn_scalar {q} is not written: llama.cpp scales by "
+                       f"1/sqrt(head_dim {D}) (or hidden/heads for a 27B) and stores no such key")
+    n = LLAMACPP_PATTERN[arch]
+    w = cfg["sliding_window"]
+    want = [w if i % n < n - 1 else 0 for i in range(L)]
+    if cfg["windows"] != want:
+        raise BadInput(f"{arch} with windows {cfg['windows']} is not written: llama.cpp slides every layer "
+                       f"but each {n}th ({want})")
+    if arch == "gemma2" and (cfg["attn_softcap"] is None or cfg["final_softcap"] is None):
+        raise BadInput("gemma2 without a soft-cap is not written: llama.cpp reads an absent soft-cap key "
+                       "as its default (50, 30)")
+    if cfg["local_rope_theta"] not in (None, LLAMACPP_LOCAL_BASE):
+        raise BadInput(f"gemma3 with rope_local_base_freq {cfg['local_rope_theta']} is not written: "
+                       f"llama.cpp's local layers rotate on base {LLAMACPP_LOCAL_BASE:g}")
+
+
+def gguf_layout(cfg, w, permute_qk=True):
+    """(metadata, tensors) as llama.cpp's converter (Gemma2Model,
+    Gemma3Model) writes them: every norm weight stored as w + 1 (here in
+    float32, from the float32 weights), post_attention_norm and
+    post_ffw_norm, Gemma 3's attn_q_norm/attn_k_norm; the soft-caps,
+    window and (Gemma 3) linear rope scaling as keys. permute_qk has no
+    effect (Gemma's rope is neox)."""
+    gguf_writable(cfg)
+    a = GGUF_ARCH[cfg["model_type"]]
+    C, H, Hkv, D = cfg["hidden_size"], cfg["num_attention_heads"], cfg["num_key_value_heads"], cfg["head_dim"]
+    # The Llama family's keys (llama_torch.gguf_layout's, which Go's
+    # convert writes alike), then Gemma's.
+    kv = [("general.architecture", a), (f"{a}.vocab_size", cfg["vocab_size"]),
+          (f"{a}.context_length", cfg["max_position_embeddings"]),
+          (f"{a}.embedding_length", C), (f"{a}.block_count", cfg["num_hidden_layers"]),
+          (f"{a}.feed_forward_length", cfg["intermediate_size"]), (f"{a}.rope.dimension_count", D),
+          (f"{a}.attention.head_count", H), (f"{a}.attention.head_count_kv", Hkv),
+          (f"{a}.attention.layer_norm_rms_epsilon", float(cfg["rms_norm_eps"])),
+          (f"{a}.rope.freq_base", float(cfg["rope_theta"]))]
+    if D != C // H:
+        kv += [(f"{a}.attention.key_length", D), (f"{a}.attention.value_length", D)]
+    kv.append((f"{a}.attention.sliding_window", cfg["sliding_window"]))
+    if cfg["attn_softcap"] is not None:
+        kv.append((f"{a}.attn_logit_softcapping", float(cfg["attn_softcap"])))
+    if cfg["final_softcap"] is not None:
+        kv.append((f"{a}.final_logit_softcapping", float(cfg["final_softcap"])))
+    if cfg["rope_linear"] is not None:
+        kv += [(f"{a}.rope.scaling.type", "linear"), (f"{a}.rope.scaling.factor", float(cfg["rope_linear"]))]
+
+    def norm(name):
+        return (w[name] + np.float32(1)).astype(np.float32)
+
+    t = [("token_embd.weight", w["embed_tokens.weight"]), ("output_norm.weight", norm("norm.weight"))]
+    if "lm_head.weight" in w:
+        t.append(("output.weight", w["lm_head.weight"]))
+    for i in range(cfg["num_hidden_layers"]):
+        p, b = f"layers.{i}.", f"blk.{i}."
+        t.append((b + "attn_norm.weight", norm(p + "input_layernorm.weight")))
+        t += [(b + f"attn_{n}.weight", w[p + f"self_attn.{n}_proj.weight"]) for n in "qkv"]
+        if cfg["model_type"] == "gemma3_text":
+            t += [(b + "attn_q_norm.weight", norm(p + "self_attn.q_norm.weight")),
+                  (b + "attn_k_norm.weight", norm(p + "self_attn.k_norm.weight"))]
+        t.append((b + "attn_output.weight", w[p + "self_attn.o_proj.weight"]))
+        t.append((b + "post_attention_norm.weight", norm(p + "post_attention_layernorm.weight")))
+        t.append((b + "ffn_norm.weight", norm(p + "pre_feedforward_layernorm.weight")))
+        t += [(b + "ffn_gate.weight", w[p + "mlp.gate_proj.weight"]), (b + "ffn_up.weight", w[p + "mlp.up_proj.weight"]),
+              (b + "ffn_down.weight", w[p + "mlp.down_proj.weight"])]
+        t.append((b + "post_ffw_norm.weight", norm(p + "post_feedforward_layernorm.weight")))
+    return kv, t
