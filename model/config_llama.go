@@ -34,6 +34,9 @@ type Llama struct {
 	// no layer slides (Mistral's sliding_window, Phi-3's, Qwen2's
 	// use_sliding_window).
 	Windows []int
+	// MoE is the mixture of experts (Qwen3-MoE, Mixtral); nil for a dense
+	// model.
+	MoE *MoE
 }
 
 // Window is layer l's sliding window; 0 for full attention.
@@ -146,6 +149,11 @@ func (r rawConfig) llamaConfig(def *llamaFamily) (Config, error) {
 	}
 	if def.windows != nil {
 		if err := def.windows(r, &c); err != nil {
+			return Config{}, err
+		}
+	}
+	if def.moe != nil {
+		if err := def.moe.read(r, &c); err != nil {
 			return Config{}, err
 		}
 	}

@@ -33,6 +33,10 @@ const (
 
 	// Long RoPE's.
 	FaultLongRopeWrongFactor // longrope's factors chosen by the context, not by the call's last position (llama.cpp's choice)
+
+	// Mixtures of experts'.
+	FaultMoENoRenorm         // the chosen experts' probabilities not divided by their sum
+	FaultMoESoftmaxAfterTopK // top-k of the router logits, then a softmax over the k chosen
 )
 
 var faultNames = [...]string{
@@ -50,6 +54,8 @@ var faultNames = [...]string{
 	FaultWindowOffByOne:      "window-off-by-one",
 	FaultWindowIgnored:       "window-ignored",
 	FaultLongRopeWrongFactor: "longrope-wrong-factor",
+	FaultMoENoRenorm:         "moe-no-renorm",
+	FaultMoESoftmaxAfterTopK: "moe-softmax-after-topk",
 }
 
 // AppliesTo says whether f changes the forward pass of a model with this
@@ -155,6 +161,7 @@ type blockFaults struct {
 	erfGELU, transposedProj, noCausalMask, attnScaleByD, noResidual bool
 	ropeInterleaved, rmsF16, gqaRepeat, swigluSwap                  bool
 	window                                                          int // the layer's sliding window; 0: none
+	moeNoRenorm, moeSoftmaxAfterTopK                                bool
 }
 
 func (m *Model) faultsAt(l int) blockFaults {
@@ -171,6 +178,9 @@ func (m *Model) faultsAt(l int) blockFaults {
 		gqaRepeat:       m.faulty(FaultGQARepeat, l),
 		swigluSwap:      m.faulty(FaultSwiGLUSwap, l),
 		window:          m.Config.Window(l),
+
+		moeNoRenorm:         m.faulty(FaultMoENoRenorm, l),
+		moeSoftmaxAfterTopK: m.faulty(FaultMoESoftmaxAfterTopK, l),
 	}
 	switch {
 	case f.window == 0:

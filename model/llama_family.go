@@ -47,6 +47,9 @@ type llamaFamily struct {
 	// ggufArch is the architecture llama.cpp's converter writes, when not
 	// name (Mistral's is llama's).
 	ggufArch string
+	// moe: a mixture of experts' config and tensor names (moe_config.go);
+	// nil for a dense architecture.
+	moe *moeLayout
 }
 
 func init() {
@@ -133,10 +136,16 @@ func (*llamaFamily) loadGGUF(ctx context.Context, f *gguf.File, cfg Config, rele
 }
 
 func (*llamaFamily) ggufTensors(m *Model, typ gguf.GGMLType, ftype uint32) ([]gguf.KV, []gguf.TensorData, error) {
+	if m.Config.MoE != nil {
+		return nil, nil, errMoEGGUF(m.Config)
+	}
 	return m.llamaGGUF(typ, ftype)
 }
 
 func (*llamaFamily) convertPlan(cfg Config, f *safetensors.File, typ gguf.GGMLType, ftype uint32) ([]gguf.KV, []streamTensor, string, error) {
+	if cfg.MoE != nil {
+		return nil, nil, "", errMoEGGUF(cfg)
+	}
 	return llamaPlan(cfg, f, typ, ftype)
 }
 
@@ -170,6 +179,8 @@ func (*llamaFamily) appliesTo(f Fault, c Config) bool {
 		return slices.ContainsFunc(c.Windows, func(w int) bool { return w > 0 })
 	case FaultLongRopeWrongFactor:
 		return c.LongRope != nil && c.NPositions > c.LongRope.Original
+	case FaultMoENoRenorm, FaultMoESoftmaxAfterTopK:
+		return moeFaultApplies(f, c)
 	}
 	return true
 }

@@ -158,6 +158,8 @@ func (ld *llamaLoader) place(p llamaParam, f32 []float32, h16 []uint16) error {
 			s = &ld.gateUp
 		}
 		s.put(ld.m.Config.fusedRows(p.part), p.row, p.shape[1], f32, h16)
+	case partRouter, partExpertGate, partExpertUp, partExpertDown:
+		return ld.placeExpert(p, f32, h16)
 	case partO, partDown:
 		b := &ld.m.h[layerOf(p.hf)]
 		dst := &b.projW
