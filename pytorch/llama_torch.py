@@ -1,4 +1,5 @@
-"""The Llama family (model_type llama, qwen2, qwen3, phi3) written out op by
+"""The Llama family (model_type llama, qwen2, qwen3, mistral, phi3, and the
+mixtures of experts qwen3_moe and mixtral, moe_torch.py) written out op by
 op in torch, mirroring Hugging Face LlamaForCausalLM, Qwen2ForCausalLM,
 Qwen3ForCausalLM and Phi3ForCausalLM in eval mode with the eager attention
 (docs/spec.md section 1, "The Llama family"), with a probe at every
@@ -32,6 +33,10 @@ C/H: Qwen3), I intermediate_size, V vocab_size.
   6   i      up           [T,I]      up_proj (Phi-3: second half)
   6   i      act          [T,I]      silu(gate) * up
   6   i      down         [T,C]      down_proj, before the residual add
+  6   i      router_logits, experts, expert_weights, expert_gate, expert_up,
+             expert_act, expert_down: a mixture of experts' sparse layer
+             instead of gate, up and act (moe_torch.py); down is then the
+             experts' weighted sum
   7   i      block_out    [T,C]      residual stream after the block
   8   None   norm         [T,C]      final RMSNorm output
   8   None   logits       [R,V]      lm_head (or embed_tokens when tied), rows R
