@@ -9,6 +9,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/llorch/llorch-check/gguf"
 	"github.com/llorch/llorch-check/internal/fixture"
 	"github.com/llorch/llorch-check/kernels"
 	"github.com/llorch/llorch-check/tensors"
@@ -151,6 +152,32 @@ func TestSparseDecodeReadsChosenExperts(t *testing.T) {
 			got, err := m.Forward(context.Background(), m.NewCache(), tokens, ForwardOptions{})
 			require.NoError(t, err)
 			require.Equal(t, want, got)
+		})
+	}
+}
+
+// TestMoERefusals: what cannot hold a mixture of experts refuses it,
+// naming it, instead of writing a file without the experts: both GGUF
+// writers (WriteGGUF and convert's stream) and the weights cache, which
+// then leaves the model loaded from its file.
+func TestMoERefusals(t *testing.T) {
+	for _, name := range fixture.MoEFamilies {
+		t.Run(name, func(t *testing.T) {
+			src := fixture.FamilyModel(name)
+			out := filepath.Join(t.TempDir(), "m.gguf")
+			cacheDir := t.TempDir()
+			m, err := LoadWith(src, LoadOptions{WeightsCache: cacheDir})
+			require.NoError(t, err)
+			require.Contains(t, m.WeightsCache, "not written: the weights cache does not hold experts")
+			entries, err := os.ReadDir(cacheDir)
+			require.NoError(t, err)
+			require.Empty(t, entries)
+			_, err = m.WriteGGUF(out, GGUFFile{Type: gguf.GGMLTypeF16})
+			require.ErrorContains(t, err, "writing a mixture of experts as GGUF")
+			_, err = ConvertGGUF(src, out, GGUFFile{Type: gguf.GGMLTypeF16}, nil)
+			require.ErrorContains(t, err, "writing a mixture of experts as GGUF")
+			_, err = os.Stat(out)
+			require.ErrorIs(t, err, os.ErrNotExist)
 		})
 	}
 }
