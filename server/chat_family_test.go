@@ -33,6 +33,9 @@ func TestChatFamilyTemplates(t *testing.T) {
 		{"tiny-llama-qwen3", withSystem, "<|im_start|>system\nBe brief.<|im_end|>\n<|im_start|>user\nHello<|im_end|>\n<|im_start|>assistant\n"},
 		{"tiny-llama-mistral", user, "<s>[INST] Hello [/INST]"},
 		{"tiny-llama-phi3", user, "<s><|user|>\nHello<|end|>\n<|assistant|>\n"},
+		// The mixtures of experts serve chat as their families' instruct models format it.
+		{"tiny-llama-qwen3moe", withSystem, "<|im_start|>system\nBe brief.<|im_end|>\n<|im_start|>user\nHello<|im_end|>\n<|im_start|>assistant\n"},
+		{"tiny-llama-mixtral", user, "<s>[INST] Hello [/INST]"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.model, func(t *testing.T) {
