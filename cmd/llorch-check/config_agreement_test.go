@@ -16,7 +16,9 @@ import (
 )
 
 // agreementPy loads each config.json given with pytorch/families.py and
-// prints, a line each, "ok WINDOWS LONGROPE_ORIGINAL" or "refused".
+// prints, a line each, "ok WINDOWS LONGROPE_ORIGINAL EXPERTS" or
+// "refused", EXPERTS a mixture of experts' [experts, top-k, width,
+// renormalised, sparse layers] or null.
 const agreementPy = `
 import json, sys
 sys.path.insert(0, "pytorch")
@@ -29,7 +31,10 @@ for path in sys.argv[1:]:
         print("refused")
         continue
     lr = cfg.get("longrope")
-    print("ok", json.dumps(cfg.get("windows")).replace(" ", ""), lr["original"] if lr else 0)
+    m = cfg.get("moe")
+    moe = [m["experts"], m["top_k"], m["inner"], m["norm"], m["sparse"]] if m else None
+    print("ok", json.dumps(cfg.get("windows")).replace(" ", ""), lr["original"] if lr else 0,
+          json.dumps(moe).replace(" ", ""))
 `
 
 // TestConfigsAgreeWithTheReference: dump_references.py and run accept and
@@ -74,7 +79,25 @@ func TestConfigsAgreeWithTheReference(t *testing.T) {
 		{"yarn", "tiny-llama", func(m map[string]any) { m["rope_scaling"] = map[string]any{"rope_type": "yarn", "factor": 4.0} }},
 		{"linear", "tiny-llama-qwen2", func(m map[string]any) { m["rope_scaling"] = map[string]any{"type": "linear", "factor": 2.0} }},
 		{"gelu", "tiny-llama-mistral", func(m map[string]any) { m["hidden_act"] = "gelu" }},
-		{"mixtral", "tiny-llama", func(m map[string]any) { m["model_type"] = "mixtral" }},
+		{"llama as mixtral", "tiny-llama", func(m map[string]any) { m["model_type"] = "mixtral" }},
+		{"mamba", "tiny-llama", func(m map[string]any) { m["model_type"] = "mamba" }},
+		{"qwen3_moe as committed", "tiny-llama-qwen3moe", func(map[string]any) {}},
+		{"qwen3_moe's defaults", "tiny-llama-qwen3moe", func(m map[string]any) {
+			for _, k := range []string{"num_experts", "num_experts_per_tok", "moe_intermediate_size", "norm_topk_prob", "mlp_only_layers", "decoder_sparse_step"} {
+				delete(m, k)
+			}
+		}},
+		{"qwen3_moe sparse step 2", "tiny-llama-qwen3moe", func(m map[string]any) { m["mlp_only_layers"], m["decoder_sparse_step"] = nil, 2 }},
+		{"qwen3_moe renormalised", "tiny-llama-qwen3moe", func(m map[string]any) { m["norm_topk_prob"] = true }},
+		{"qwen3_moe window", "tiny-llama-qwen3moe", func(m map[string]any) { m["use_sliding_window"] = true }},
+		{"qwen3_moe top 5 of 4", "tiny-llama-qwen3moe", func(m map[string]any) { m["num_experts_per_tok"] = 5 }},
+		{"mixtral as committed", "tiny-llama-mixtral", func(map[string]any) {}},
+		{"mixtral's defaults", "tiny-llama-mixtral", func(m map[string]any) {
+			delete(m, "num_local_experts")
+			delete(m, "num_experts_per_tok")
+			delete(m, "sliding_window")
+		}},
+		{"mixtral no experts", "tiny-llama-mixtral", func(m map[string]any) { m["num_local_experts"] = 0 }},
 	}
 	var paths []string
 	for _, tc := range cases {
@@ -100,7 +123,15 @@ func TestConfigsAgreeWithTheReference(t *testing.T) {
 			if c.LongRope != nil {
 				orig = c.LongRope.Original
 			}
-			got = "ok " + string(w) + " " + strconv.Itoa(orig)
+			moe := []byte("null")
+			if e := c.MoE; e != nil {
+				sparse := make([]bool, c.NLayer)
+				for l := range sparse {
+					sparse[l] = c.Sparse(l)
+				}
+				moe, _ = json.Marshal([]any{e.Experts, e.TopK, e.Inner, e.NormTopK, sparse})
+			}
+			got = "ok " + string(w) + " " + strconv.Itoa(orig) + " " + string(moe)
 		}
 		require.Equal(t, lines[i], got, "%s: Go said %v", tc.name, err)
 	}
