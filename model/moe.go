@@ -3,6 +3,7 @@ package model
 import (
 	"math"
 
+	"github.com/llorch/llorch-check/internal/keep"
 	"github.com/llorch/llorch-check/kernels"
 	"github.com/llorch/llorch-check/tensors"
 )
@@ -70,13 +71,26 @@ func (ps *pass) sparseFFN(l int, b *block, f blockFaults) {
 	C, E, K, I := c.NEmbd, c.MoE.Experts, c.MoE.TopK, c.MoE.Inner
 	rmsNorm(ps.h, ps.x, b.ln2W, C, f.rmsEps, f.rmsF16)
 	ps.p.emit(tensors.FFNNorm, l, ps.h, R, C)
-	logits := make([]float32, R*E)
+	// One pooled buffer for the layer's scratch (a decode step then
+	// allocates nothing here): the router logits, the weights, a token's
+	// probabilities, and an expert's gathered rows and products, sized
+	// for every row.
+	fb := moeBuffers.Get(R*E + R*K + E + 2*R*C + 3*R*I)
+	defer moeBuffers.Put(fb)
+	buf := *fb
+	take := func(n int) []float32 { s := buf[:n:n]; buf = buf[n:]; return s }
+	logits, w, probs := take(R*E), take(R*K), take(E)
+	xg, gate, up, act, down := take(R*C), take(R*I), take(R*I), take(R*I), take(R*C)
+	ib := moeInts.get(2*R*K + E + 1)
+	defer moeInts.put(ib)
+	ids, order, start := (*ib)[:R*K], (*ib)[R*K:2*R*K], (*ib)[2*R*K:]
+	e64 := expBuffers.get(max(E, I))
+	defer expBuffers.put(e64)
+
 	conv1D(logits, ps.h, b.moe.router, nil, R, C, E, false)
 	ps.p.emit(tensors.RouterLogits, l, logits, R, E)
-	ids, w := make([]int, R*K), make([]float32, R*K)
-	probs := make([]float32, E)
 	for r := range R {
-		route(ids[r*K:(r+1)*K], w[r*K:(r+1)*K], logits[r*E:(r+1)*E], probs, c.MoE.NormTopK, f)
+		route(ids[r*K:(r+1)*K], w[r*K:(r+1)*K], logits[r*E:(r+1)*E], probs, (*e64)[:E], c.MoE.NormTopK, f)
 	}
 	on := ps.p.on()
 	var pg, pu, pa, pd []float32 // the probes' [R,K,·] of each slot's expert
@@ -89,38 +103,48 @@ func (ps *pass) sparseFFN(l int, b *block, f blockFaults) {
 		ps.p.emit(tensors.ExpertWeights, l, w, R, K)
 		pg, pu, pa, pd = make([]float32, R*K*I), make([]float32, R*K*I), make([]float32, R*K*I), make([]float32, R*K*C)
 	}
-	// The slots routed to each expert (r·K + slot), in row order.
-	byExpert := make([][]int, E)
-	for i, e := range ids {
-		byExpert[e] = append(byExpert[e], i)
+	// The slots (r·K + slot) routed to each expert e, in row order:
+	// order[start[e]:start[e+1]], a counting sort.
+	clear(start)
+	for _, e := range ids {
+		start[e+1]++
 	}
+	for e := range E {
+		start[e+1] += start[e]
+	}
+	for i := range ids {
+		e := ids[i]
+		// start[e] moves on as slots are placed; restored below.
+		order[start[e]] = i
+		start[e]++
+	}
+	for e := E; e > 0; e-- {
+		start[e] = start[e-1]
+	}
+	start[0] = 0
 	out := ps.proj[:R*C]
 	clear(out)
-	g, u := 0, 1
+	g, u := gate, up
 	if f.swigluSwap {
-		g, u = 1, 0
+		g, u = up, gate
 	}
-	neg, e64 := scoreBuffers.get(I), expBuffers.get(I)
+	neg := scoreBuffers.get(I)
 	defer scoreBuffers.put(neg)
-	defer expBuffers.put(e64)
-	for e, slots := range byExpert {
+	for e := range E {
+		slots := order[start[e]:start[e+1]]
 		n := len(slots)
 		if n == 0 {
 			continue
 		}
 		ex := &b.moe.experts[e]
-		xg := make([]float32, n*C)
 		for j, s := range slots {
 			copy(xg[j*C:(j+1)*C], ps.h[(s/K)*C:])
 		}
-		gu := [2][]float32{make([]float32, n*I), make([]float32, n*I)}
-		conv1D(gu[0], xg, ex.gate, nil, n, C, I, false)
-		conv1D(gu[1], xg, ex.up, nil, n, C, I, false)
-		act := make([]float32, n*I)
+		conv1D(gate, xg, ex.gate, nil, n, C, I, false)
+		conv1D(up, xg, ex.up, nil, n, C, I, false)
 		for j := range n {
-			siluMul(act[j*I:(j+1)*I], gu[g][j*I:(j+1)*I], gu[u][j*I:(j+1)*I], *neg, *e64)
+			siluMul(act[j*I:(j+1)*I], g[j*I:(j+1)*I], u[j*I:(j+1)*I], *neg, *e64)
 		}
-		down := make([]float32, n*C)
 		conv1D(down, act, ex.down, nil, n, I, C, false)
 		for j, s := range slots {
 			r, wt := s/K, w[s]
@@ -129,8 +153,8 @@ func (ps *pass) sparseFFN(l int, b *block, f blockFaults) {
 				dst[ch] += float32(y[ch] * wt)
 			}
 			if on {
-				copy(pg[s*I:(s+1)*I], gu[0][j*I:])
-				copy(pu[s*I:(s+1)*I], gu[1][j*I:])
+				copy(pg[s*I:(s+1)*I], gate[j*I:])
+				copy(pu[s*I:(s+1)*I], up[j*I:])
 				copy(pa[s*I:(s+1)*I], act[j*I:])
 				copy(pd[s*C:(s+1)*C], y)
 			}
@@ -146,8 +170,16 @@ func (ps *pass) sparseFFN(l int, b *block, f blockFaults) {
 	kernels.AddShared(ps.x, out)
 }
 
+// The sparse FFN's scratch: its floats, kept between passes as a pass's
+// are, and its ints (expert ids, the slots by expert).
+var (
+	moeBuffers keep.Buffer[float32]
+	moeInts    slicePool[int]
+)
+
 // route chooses a token's experts: ids and w (len k each, in top-k
-// order) from its router logits. probs is scratch of len(logits).
+// order) from its router logits. probs and e are scratch of
+// len(logits).
 // The probabilities are F.softmax(logits, dtype=float32): exponentials
 // and their sum in float64, each quotient rounded to float32 once. The
 // top k are the largest probabilities, ties to the lower expert id
@@ -155,15 +187,15 @@ func (ps *pass) sparseFFN(l int, b *block, f blockFaults) {
 // partial sort: a tie is a routing flip, which the checkpoints report as
 // one). norm divides them by their float32 sum (Mixtral,
 // Qwen3-MoE's norm_topk_prob).
-func route(ids []int, w, logits, probs []float32, norm bool, f blockFaults) {
+func route(ids []int, w, logits, probs []float32, e []float64, norm bool, f blockFaults) {
 	if f.moeSoftmaxAfterTopK {
 		// The bug: top-k of the logits, then a softmax over those k alone,
 		// which renormalises whether the architecture does or not.
 		topK(ids, w, logits)
-		softmax32(w, w)
+		softmax32(w, w, e)
 		return
 	}
-	softmax32(probs, logits)
+	softmax32(probs, logits, e)
 	topK(ids, w, probs)
 	if !norm || f.moeNoRenorm {
 		return
@@ -179,13 +211,13 @@ func route(ids []int, w, logits, probs []float32, norm bool, f blockFaults) {
 }
 
 // softmax32 writes the softmax of x into dst (which may alias x), in
-// float64 and rounded to float32 once per element.
-func softmax32(dst, x []float32) {
+// float64 and rounded to float32 once per element; e is scratch of at
+// least len(x).
+func softmax32(dst, x []float32, e []float64) {
 	mx := float32(math.Inf(-1))
 	for _, v := range x {
 		mx = max(mx, v)
 	}
-	e := make([]float64, len(x))
 	var sum float64
 	for i, v := range x {
 		e[i] = math.Exp(float64(v) - float64(mx))

@@ -97,7 +97,7 @@ func TestRoute(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			ids, w := make([]int, tc.k), make([]float32, tc.k)
-			route(ids, w, logits, make([]float32, len(logits)), tc.norm, tc.f)
+			route(ids, w, logits, make([]float32, len(logits)), make([]float64, len(logits)), tc.norm, tc.f)
 			require.Equal(t, tc.ids, ids)
 			for i, want := range tc.wants {
 				require.InDelta(t, want, float64(w[i]), 2e-7, "slot %d", i)
