@@ -614,8 +614,6 @@ def gguf_layout(cfg, w, permute_qk=True):
     What the layout cannot say (another rope scaling, an active sliding
     window, llama's biases) is a BadInput."""
     arch = cfg["model_type"]
-    if cfg.get("moe"):
-        raise BadInput(f"{arch}: writing a mixture of experts as GGUF (llama.cpp's stacked ffn_*_exps) is not implemented")
     C, H, Hkv, D = cfg["hidden_size"], cfg["num_attention_heads"], cfg["num_key_value_heads"], cfg["head_dim"]
     rs = cfg.get("rope_scaling")
     kind = None if rs is None else rs.get("rope_type", rs.get("type"))
@@ -630,6 +628,9 @@ def gguf_layout(cfg, w, permute_qk=True):
     if cfg.get("mlp_bias") or (arch != "qwen2" and cfg.get("attention_bias")):
         raise BadInput("attention_bias/mlp_bias are not written")
     a = "llama" if llama_like else arch
+    if cfg.get("moe"):
+        a = moe_torch.gguf_arch(cfg)
+        llama_like = a == "llama"
     kv = [("general.architecture", a), (f"{a}.vocab_size", cfg["vocab_size"]), (f"{a}.context_length", cfg["max_position_embeddings"]),
           (f"{a}.embedding_length", C), (f"{a}.block_count", cfg["num_hidden_layers"]),
           (f"{a}.feed_forward_length", cfg["intermediate_size"]),
@@ -641,6 +642,8 @@ def gguf_layout(cfg, w, permute_qk=True):
         kv += [(f"{a}.attention.key_length", D), (f"{a}.attention.value_length", D)]
     if windows[0]:
         kv.append((f"{a}.attention.sliding_window", windows[0]))
+    if cfg.get("moe"):
+        kv += moe_torch.gguf_keys(cfg, a)
     if arch == "phi3":
         kv.append(("phi3.rope.scaling.original_context_length",
                    cfg.get("original_max_position_embeddings", cfg["max_position_embeddings"])))
@@ -662,11 +665,14 @@ def gguf_layout(cfg, w, permute_qk=True):
                   (b + "attn_v.weight", w[p + "self_attn.v_proj.weight"])]
             if arch == "qwen2":
                 t += [(b + f"attn_{n}.bias", w[p + f"self_attn.{n}_proj.bias"]) for n in "qkv"]
-            if arch == "qwen3":
+            if arch in ("qwen3", "qwen3_moe"):
                 t += [(b + "attn_q_norm.weight", w[p + "self_attn.q_norm.weight"]),
                       (b + "attn_k_norm.weight", w[p + "self_attn.k_norm.weight"])]
         t.append((b + "attn_output.weight", w[p + "self_attn.o_proj.weight"]))
         t.append((b + "ffn_norm.weight", w[p + "post_attention_layernorm.weight"]))
+        if cfg.get("moe"):
+            t += moe_torch.gguf_tensors(cfg, w, i)
+            continue
         if arch == "phi3":
             t.append((b + "ffn_up.weight", w[p + "mlp.gate_up_proj.weight"]))
         else:

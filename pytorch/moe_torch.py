@@ -19,8 +19,11 @@ Im an expert's intermediate size:
   slot's expert, unweighted; down [T,C]: the weighted sum.
 """
 
+import numpy as np
 import torch
 import torch.nn.functional as F
+
+from safetensors_io import BadInput
 
 ARCHS = ("qwen3_moe", "mixtral")
 
@@ -117,3 +120,42 @@ def sparse_ffn(fwd, i, P, m, probe):
     for n in ("gate", "up", "act", "down"):
         probe(6, i, "expert_" + n, slots[n])
     return out.unsqueeze(0)
+
+
+def gguf_arch(cfg):
+    """llama.cpp's architecture for a mixture of experts: qwen3moe, or
+    llama for Mixtral (its converter's); what its graph cannot say is a
+    BadInput naming the field. llama.cpp's qwen3moe graph has no dense
+    layer and always renormalises the chosen experts' weights."""
+    m = cfg["moe"]
+    if cfg["model_type"] == "mixtral":
+        return "llama"
+    if not all(m["sparse"]):
+        raise BadInput(f"field 'mlp_only_layers'/'decoder_sparse_step': dense layers {[i for i, s in enumerate(m['sparse']) if not s]} "
+                       f"are not written: llama.cpp's qwen3moe has a mixture of experts in every layer")
+    if not m["norm"]:
+        raise BadInput("field 'norm_topk_prob' = False is not written: llama.cpp's qwen3moe always renormalises "
+                       "the chosen experts' weights")
+    return "qwen3moe"
+
+
+def gguf_keys(cfg, a):
+    """The experts' keys under llama.cpp's architecture a."""
+    m = cfg["moe"]
+    kv = [(f"{a}.expert_count", m["experts"]), (f"{a}.expert_used_count", m["top_k"])]
+    if cfg["model_type"] == "qwen3_moe":
+        kv.append((f"{a}.expert_feed_forward_length", m["inner"]))
+    return kv
+
+
+def gguf_tensors(cfg, w, i):
+    """Layer i's router and experts as llama.cpp stores them: the router
+    blk.i.ffn_gate_inp [E,C], and each of gate, up and down stacked over
+    the experts, blk.i.ffn_{gate,up,down}_exps [E,Im,C], [E,Im,C], [E,C,Im]
+    (numpy's order; GGUF's dimensions are the reverse)."""
+    router, gate, up, down = NAMES[cfg["model_type"]]
+    p, b, E = f"layers.{i}.", f"blk.{i}.", cfg["moe"]["experts"]
+    out = [(b + "ffn_gate_inp.weight", w[p + router])]
+    for name, pat in (("gate", gate), ("up", up), ("down", down)):
+        out.append((b + f"ffn_{name}_exps.weight", np.stack([w[p + pat.format(e=e)] for e in range(E)])))
+    return out

@@ -24,7 +24,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import gguf_io  # noqa: E402
 import gguf_write  # noqa: E402
-import llama_torch as lt  # noqa: E402
+import llama_torch as lt
+import moe_torch  # noqa: E402
 import make_tiny_llama  # noqa: E402
 from safetensors_io import BadInput  # noqa: E402
 
@@ -381,14 +382,19 @@ class TestFiles(unittest.TestCase):
                 m = load(arch)
                 cfg = m["config"]
                 path = os.path.join(tmp, arch + ".gguf")
-                if cfg.get("moe"):  # llama.cpp's stacked experts are not written: refused, never dropped
-                    with self.assertRaisesRegex(BadInput, "mixture of experts"):
+                if arch == "qwen3_moe":
+                    # Its dense layer and norm_topk_prob false, which llama.cpp's
+                    # qwen3moe cannot say: refused, naming the field.
+                    with self.assertRaisesRegex(BadInput, "mlp_only_layers"):
                         gguf_write.convert(m, path, gguf_write.GGML_F16)
                     self.assertFalse(os.path.exists(path))
+                    one = with_config(m, mlp_only_layers=[])
+                    with self.assertRaisesRegex(BadInput, "norm_topk_prob"):
+                        moe_torch.gguf_arch(dict(one["config"], moe=dict(one["config"]["moe"], sparse=[True, True])))
                     continue
                 gguf_write.convert(m, path, gguf_write.GGML_F16)
                 kv, tensors, _ = gguf_io.read_gguf(path)
-                a = "llama" if cfg["model_type"] == "mistral" else cfg["model_type"]  # llama.cpp's converter's
+                a = "llama" if cfg["model_type"] in ("mistral", "mixtral") else cfg["model_type"]  # llama.cpp's converter's
                 self.assertEqual(kv["general.architecture"], a)
                 self.assertEqual(kv.get(f"{a}.attention.sliding_window"), (cfg["windows"] or [None])[0])
                 self.assertEqual(kv[f"{a}.attention.head_count_kv"], 2)
@@ -397,6 +403,14 @@ class TestFiles(unittest.TestCase):
                 self.assertEqual(tensors["token_embd.weight"][1], [64, cfg["vocab_size"]])
                 self.assertEqual("output.weight" in tensors, not cfg["tie_word_embeddings"])
                 self.assertEqual(gguf_io.type_name(tensors["blk.0.attn_norm.weight"][0]), "F32")
+                if cfg.get("moe"):  # Mixtral: llama's keys and layout, the experts stacked
+                    E, I, C = cfg["moe"]["experts"], cfg["moe"]["inner"], cfg["hidden_size"]
+                    self.assertEqual((kv["llama.expert_count"], kv["llama.expert_used_count"]), (E, 2))
+                    self.assertEqual(tensors["blk.1.ffn_gate_inp.weight"][1], [C, E])
+                    for n, dims in (("gate", [C, I, E]), ("up", [C, I, E]), ("down", [I, C, E])):
+                        self.assertEqual(tensors[f"blk.1.ffn_{n}_exps.weight"][1], dims)
+                        self.assertEqual(gguf_io.type_name(tensors[f"blk.1.ffn_{n}_exps.weight"][0]), "F16")
+                    self.assertNotIn("blk.1.ffn_gate.weight", tensors)
 
                 def get(n):
                     t, dims, data = tensors[n]
@@ -409,7 +423,7 @@ class TestFiles(unittest.TestCase):
                     np.testing.assert_array_equal(get("blk.1.ffn_up.weight"), w["layers.1.mlp.gate_up_proj.weight"])
                     continue
                 q, k = get("blk.1.attn_q.weight"), get("blk.1.attn_k.weight")
-                if a in ("llama", "mistral"):
+                if a in ("llama", "mistral", "mixtral"):  # llama.cpp converts Mixtral as llama
                     # Row h*D + 2i + j of the file is HF row h*D + j*D/2 + i.
                     D = cfg["head_dim"]
                     hf = w["layers.1.self_attn.k_proj.weight"]
