@@ -80,6 +80,9 @@ type streamTensor struct {
 	// ropeHeads: the rows are permuted for llama.cpp's rope, row r of src
 	// going to weights.RopeRow(r, rows, ropeHeads).
 	ropeHeads int
+	// stack: the tensor is these sources one after another (a mixture of
+	// experts' matrices, [E, rows, cols]); src is then nil.
+	stack []*safetensors.Tensor
 }
 
 // streamChunk is the number of values converted at a time (16 MiB of
@@ -95,6 +98,14 @@ func (t streamTensor) write(sw *gguf.StreamWriter, f *safetensors.File) error {
 		}
 		_, err = sw.Write(b)
 		return err
+	}
+	if t.stack != nil {
+		for _, s := range t.stack {
+			if err := (streamTensor{shape: t.shape[1:], typ: t.typ, src: s}).write(sw, f); err != nil {
+				return err
+			}
+		}
+		return nil
 	}
 	if t.src == nil {
 		return put(t.vals)
@@ -178,6 +189,17 @@ func llamaPlan(cfg Config, f *safetensors.File, typ gguf.GGMLType, ftype uint32)
 	for i, p := range params {
 		if err := checkRopeHeads(p); err != nil {
 			return nil, nil, "", err
+		}
+		switch p.part {
+		case partRouter: // with the layer's experts, stacked
+			st, err := moePlan(cfg, layerOf(p.hf), byName, typ, dtypes)
+			if err != nil {
+				return nil, nil, "", err
+			}
+			plan = append(plan, st...)
+			continue
+		case partExpertGate, partExpertUp, partExpertDown:
+			continue
 		}
 		t, ok := byName[p.hf]
 		if !ok {

@@ -62,6 +62,11 @@ func ggufLlamaConfig(f *gguf.File, fam *llamaFamily) (Config, error) {
 	if c.NLayer > len(f.Tensors) {
 		return Config{}, fmt.Errorf("key %s: value %d is more blocks than the file's %d tensors can hold", k("block_count"), c.NLayer, len(f.Tensors))
 	}
+	if n, err := weights.OptNonNegative(f, k("expert_count")); err != nil || n > 0 {
+		// convert and gguf_write.py write them; reading the stacked
+		// experts back is not implemented.
+		return Config{}, fmt.Errorf("key %s: a mixture of experts' GGUF file is not read yet (load its HF checkpoint)", k("expert_count"))
+	}
 	if c.NKVHead, err = weights.OptDim(f, k("attention.head_count_kv"), c.NHead); err != nil {
 		return Config{}, err
 	}

@@ -136,16 +136,10 @@ func (*llamaFamily) loadGGUF(ctx context.Context, f *gguf.File, cfg Config, rele
 }
 
 func (*llamaFamily) ggufTensors(m *Model, typ gguf.GGMLType, ftype uint32) ([]gguf.KV, []gguf.TensorData, error) {
-	if m.Config.MoE != nil {
-		return nil, nil, errMoEGGUF(m.Config)
-	}
 	return m.llamaGGUF(typ, ftype)
 }
 
 func (*llamaFamily) convertPlan(cfg Config, f *safetensors.File, typ gguf.GGMLType, ftype uint32) ([]gguf.KV, []streamTensor, string, error) {
-	if cfg.MoE != nil {
-		return nil, nil, "", errMoEGGUF(cfg)
-	}
 	return llamaPlan(cfg, f, typ, ftype)
 }
 

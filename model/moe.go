@@ -26,7 +26,7 @@ const (
 
 func init() {
 	register(ArchQwen3MoE, "Qwen3MoeForCausalLM", &llamaFamily{name: ArchQwen3MoE, eps: 1e-6, theta: 10000, positions: 32768,
-		qkNorm: true, noGGUFAttnBias: true,
+		qkNorm: true, noGGUFAttnBias: true, ggufArch: "qwen3moe",
 		biases:     qwen3Biases,
 		ggufBiases: func(c *Config, has func(string) bool) { c.QKVBias = has("blk.0.attn_q.bias"); c.OBias = c.QKVBias },
 		windows:    noQwenWindow,

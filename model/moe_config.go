@@ -174,9 +174,3 @@ func (ld *llamaLoader) placeExpert(p llamaParam, f32 []float32, h16 []uint16) er
 // errMoENotCached: the weights cache's slots are a dense block's; a
 // mixture of experts loads from its file every time.
 var errMoENotCached = errors.New("the weights cache does not hold experts (qwen3_moe, mixtral): not written")
-
-// errMoEGGUF refuses to write llama.cpp's stacked expert tensors, which
-// this build does not write yet.
-func errMoEGGUF(c Config) error {
-	return fmt.Errorf("%s: writing a mixture of experts as GGUF (llama.cpp's stacked ffn_*_exps tensors) is not implemented", c.ModelType)
-}

@@ -3,10 +3,12 @@ package model
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/llorch/llorch-check/gguf"
@@ -156,28 +158,75 @@ func TestSparseDecodeReadsChosenExperts(t *testing.T) {
 	}
 }
 
-// TestMoERefusals: what cannot hold a mixture of experts refuses it,
-// naming it, instead of writing a file without the experts: both GGUF
-// writers (WriteGGUF and convert's stream) and the weights cache, which
-// then leaves the model loaded from its file.
+// TestMoEGGUF: convert writes a Mixtral in llama.cpp's layout, its router
+// and stacked experts after each layer's ffn_norm, byte for byte what
+// WriteGGUF writes from the loaded model, in every type convert writes;
+// the experts' keys are llama's; reading such a file back is refused,
+// naming the key. A Qwen3-MoE llama.cpp cannot say (a dense layer,
+// norm_topk_prob false) is refused by both writers, naming the field,
+// and nothing is written.
+func TestMoEGGUF(t *testing.T) {
+	dir := fixture.FamilyModel("tiny-llama-mixtral")
+	m, err := Load(dir)
+	require.NoError(t, err)
+	out := t.TempDir()
+	for _, typ := range convertTypes {
+		t.Run(typ.String(), func(t *testing.T) {
+			f := convertFile(typ, dir)
+			want, got := filepath.Join(out, "want.gguf"), filepath.Join(out, "got.gguf")
+			ww, err := m.WriteGGUF(want, f)
+			require.NoError(t, err)
+			gw, err := ConvertGGUF(dir, got, f, nil)
+			require.NoError(t, err)
+			require.Equal(t, ww, gw)
+			requireSameFile(t, want, got)
+			g, err := gguf.Open(got)
+			require.NoError(t, err)
+			defer g.Close()
+			var names []string
+			for _, ti := range g.Tensors {
+				if strings.HasPrefix(ti.Name, "blk.1.ffn") {
+					names = append(names, ti.Name+fmt.Sprint(ti.Dims))
+				}
+			}
+			require.Equal(t, []string{"blk.1.ffn_norm.weight[64]", "blk.1.ffn_gate_inp.weight[64 4]",
+				"blk.1.ffn_gate_exps.weight[64 64 4]", "blk.1.ffn_up_exps.weight[64 64 4]", "blk.1.ffn_down_exps.weight[64 64 4]"}, names)
+			for key, want := range map[string]uint32{"llama.expert_count": 4, "llama.expert_used_count": 2} {
+				v, ok := g.Get(key)
+				require.True(t, ok, key)
+				require.Equal(t, want, v.V, key)
+			}
+			_, err = Load(got)
+			require.ErrorContains(t, err, "llama.expert_count: a mixture of experts' GGUF file is not read yet")
+		})
+	}
+	q := fixture.FamilyModel("tiny-llama-qwen3moe")
+	qm, err := Load(q)
+	require.NoError(t, err)
+	path := filepath.Join(out, "q.gguf")
+	_, err = qm.WriteGGUF(path, convertFile(gguf.GGMLTypeF16, q))
+	require.ErrorContains(t, err, "dense layers (mlp_only_layers, decoder_sparse_step) is not written")
+	_, err = ConvertGGUF(q, path, convertFile(gguf.GGMLTypeF16, q), nil)
+	require.ErrorContains(t, err, "dense layers")
+	qm.Config.MoE.Dense = nil
+	_, err = qm.WriteGGUF(path, convertFile(gguf.GGMLTypeF16, q))
+	require.ErrorContains(t, err, "norm_topk_prob false is not written")
+	_, err = os.Stat(path)
+	require.ErrorIs(t, err, os.ErrNotExist)
+}
+
+// TestMoERefusals: the weights cache does not hold experts, and says so;
+// the model then loads from its file.
 func TestMoERefusals(t *testing.T) {
 	for _, name := range fixture.MoEFamilies {
 		t.Run(name, func(t *testing.T) {
-			src := fixture.FamilyModel(name)
-			out := filepath.Join(t.TempDir(), "m.gguf")
 			cacheDir := t.TempDir()
-			m, err := LoadWith(src, LoadOptions{WeightsCache: cacheDir})
+			m, err := LoadWith(fixture.FamilyModel(name), LoadOptions{WeightsCache: cacheDir})
 			require.NoError(t, err)
 			require.Contains(t, m.WeightsCache, "not written: the weights cache does not hold experts")
 			entries, err := os.ReadDir(cacheDir)
 			require.NoError(t, err)
 			require.Empty(t, entries)
-			_, err = m.WriteGGUF(out, GGUFFile{Type: gguf.GGMLTypeF16})
-			require.ErrorContains(t, err, "writing a mixture of experts as GGUF")
-			_, err = ConvertGGUF(src, out, GGUFFile{Type: gguf.GGMLTypeF16}, nil)
-			require.ErrorContains(t, err, "writing a mixture of experts as GGUF")
-			_, err = os.Stat(out)
-			require.ErrorIs(t, err, os.ErrNotExist)
 		})
 	}
 }
