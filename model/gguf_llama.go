@@ -43,7 +43,7 @@ func llamaKey(arch, key string) string { return arch + "." + key }
 func ggufLlamaConfig(f *gguf.File, fam *llamaFamily) (Config, error) {
 	arch := fam.name
 	c := Config{ModelType: arch, ActivationFunction: "silu"}
-	k := func(key string) string { return llamaKey(arch, key) }
+	k := func(key string) string { return llamaKey(fam.gguf(), key) }
 	var err error
 	for _, s := range []struct {
 		key string
@@ -61,11 +61,6 @@ func ggufLlamaConfig(f *gguf.File, fam *llamaFamily) (Config, error) {
 	}
 	if c.NLayer > len(f.Tensors) {
 		return Config{}, fmt.Errorf("key %s: value %d is more blocks than the file's %d tensors can hold", k("block_count"), c.NLayer, len(f.Tensors))
-	}
-	if n, err := weights.OptNonNegative(f, k("expert_count")); err != nil || n > 0 {
-		// convert and gguf_write.py write them; reading the stacked
-		// experts back is not implemented.
-		return Config{}, fmt.Errorf("key %s: a mixture of experts' GGUF file is not read yet (load its HF checkpoint)", k("expert_count"))
 	}
 	if c.NKVHead, err = weights.OptDim(f, k("attention.head_count_kv"), c.NHead); err != nil {
 		return Config{}, err
@@ -91,6 +86,9 @@ func ggufLlamaConfig(f *gguf.File, fam *llamaFamily) (Config, error) {
 		// (Mistral's under llama: HF's Llama has no window).
 		c.ModelType = windowedAs(arch)
 	}
+	if err := ggufMoE(f, &c, fam); err != nil {
+		return Config{}, err
+	}
 	if err := ggufVocab(f, &c, 1, 2); err != nil {
 		return Config{}, err
 	}
@@ -114,7 +112,7 @@ func ggufLlamaConfig(f *gguf.File, fam *llamaFamily) (Config, error) {
 // has it (Qwen3's head_dim), else embedding_length / head_count; and the
 // rotary dimension, rope.dimension_count (the whole head by default).
 func ggufHeadDim(f *gguf.File, c *Config) error {
-	k := func(key string) string { return llamaKey(c.ModelType, key) }
+	k := func(key string) string { return llamaKey(c.llama().gguf(), key) }
 	derived := 0
 	if c.NEmbd%c.NHead == 0 {
 		derived = c.NEmbd / c.NHead
@@ -156,7 +154,7 @@ func ggufHeadDim(f *gguf.File, c *Config) error {
 // rope scaling types) as errors, the sliding window into c.Windows, and
 // the llorch.rope_scaling.* keys into c.RopeScaling.
 func ggufLlamaRope(f *gguf.File, c *Config) error {
-	k := func(key string) string { return llamaKey(c.ModelType, key) }
+	k := func(key string) string { return llamaKey(c.llama().gguf(), key) }
 	if v, ok := f.Get(k("rope.scaling.type")); ok {
 		if s, _ := v.V.(string); s != "none" {
 			return fmt.Errorf("key %s: value %.80v: rope scaling other than Llama 3's (rope_freqs.weight) is not implemented", k("rope.scaling.type"), v.V)
@@ -286,6 +284,11 @@ func loadLlamaGGUF(ctx context.Context, f *gguf.File, cfg Config, release func([
 			return nil, err
 		}
 		known[p.gguf] = true
+		if p.part == partRouter {
+			for _, s := range moeStacks(cfg, layerOf(p.hf)) {
+				known[s.gguf] = true
+			}
+		}
 	}
 	if cfg.llama().llamaCppRope {
 		known[ggufRopeFreqs] = true
@@ -312,6 +315,15 @@ func loadLlamaGGUF(ctx context.Context, f *gguf.File, cfg Config, release func([
 	for _, p := range params {
 		if err := ctx.Err(); err != nil {
 			return nil, fmt.Errorf("loading stopped: %w", err)
+		}
+		switch p.part {
+		case partRouter:
+			if err := gl.loadExperts(layerOf(p.hf)); err != nil {
+				return nil, err
+			}
+			continue
+		case partExpertGate, partExpertUp, partExpertDown:
+			continue
 		}
 		t, ok := f.Tensor(p.gguf)
 		if !ok {

@@ -2,6 +2,8 @@ package model
 
 import (
 	"fmt"
+	"math"
+	"slices"
 
 	"github.com/llorch/llorch-check/gguf"
 	"github.com/llorch/llorch-check/kernels"
@@ -143,4 +145,109 @@ func moeTensors(m *Model, l int, typ gguf.GGMLType) ([]gguf.TensorData, error) {
 		out = append(out, td)
 	}
 	return out, nil
+}
+
+// archByGGUF is the architecture llama.cpp's converter writes as name
+// when it is not one of ours by that name (Qwen3-MoE's qwen3moe).
+func archByGGUF(name string) (Arch, bool) {
+	for _, a := range Architectures {
+		if l, ok := a.fam.(*llamaFamily); ok && l.ggufArch == name && l.moe != nil {
+			return a, true
+		}
+	}
+	return Arch{}, false
+}
+
+// ggufMoE reads a file's experts: {arch}.expert_count and
+// expert_used_count, Qwen3-MoE's expert_feed_forward_length (Mixtral's
+// experts are feed_forward_length wide). A llama file with experts is
+// Mixtral, as llama.cpp's converter writes it. llama.cpp renormalises the
+// chosen experts' weights of both, and has experts in every layer.
+func ggufMoE(f *gguf.File, c *Config, fam *llamaFamily) error {
+	k := func(key string) string { return llamaKey(fam.gguf(), key) }
+	n, err := weights.OptNonNegative(f, k("expert_count"))
+	if err != nil {
+		return err
+	}
+	switch {
+	case n <= 0 && fam.moe != nil:
+		return fmt.Errorf("key %s: missing; a %s file has experts", k("expert_count"), fam.gguf())
+	case n <= 0:
+		return nil
+	case fam.moe == nil && fam.name != ArchLlama:
+		return fmt.Errorf("key %s: experts in a %s file are not implemented", k("expert_count"), fam.gguf())
+	case fam.moe == nil:
+		c.ModelType = ArchMixtral
+	}
+	m := &MoE{Experts: int(n), Inner: c.NInner, NormTopK: true}
+	if m.TopK, err = weights.Dim(f, k("expert_used_count")); err != nil {
+		return err
+	}
+	if c.ModelType == ArchQwen3MoE {
+		if m.Inner, err = weights.Dim(f, k("expert_feed_forward_length")); err != nil {
+			return err
+		}
+	}
+	if m.Experts > maxDim || m.TopK > m.Experts {
+		return fmt.Errorf("key %s: value %d for %d experts", k("expert_used_count"), m.TopK, m.Experts)
+	}
+	c.MoE = m
+	return nil
+}
+
+// loadExperts reads layer l's router and stacked experts into its
+// moeBlock, each expert's matrix decoded to float32 (float16 bits for a
+// Float16 model, bfloat16 bits for a BFloat16 one); a quantised file's
+// experts are dequantised, not held quantised as its dense matrices are.
+func (gl *llamaGGUFLoader) loadExperts(l int) error {
+	m := gl.ld.m
+	for _, s := range moeStacks(m.Config, l) {
+		t, ok := gl.f.Tensor(s.gguf)
+		if !ok {
+			return fmt.Errorf("missing tensor %q", s.gguf)
+		}
+		if err := weights.CheckTensor(t, weights.Dims(s.ggufShape())); err != nil {
+			return err
+		}
+		raw, err := gl.f.TensorData(t.Name)
+		if err != nil {
+			return err
+		}
+		gl.ld.dtypes[t.Type.String()] = true
+		vals, err := (weights.Part{Info: t, Raw: raw, Rows: s.shape[0]}).Float32s()
+		if err != nil {
+			return err
+		}
+		if gl.release != nil {
+			gl.release(raw)
+		}
+		n := s.shape[0] * s.shape[1]
+		for e, name := range s.hf {
+			v := vals[e*n : (e+1)*n]
+			p := llamaParam{hf: name, shape: s.shape, part: s.part, expert: e}
+			var h []uint16
+			switch {
+			case m.BFloat16:
+				h = make([]uint16, n)
+				for i, x := range v {
+					h[i] = uint16(math.Float32bits(x) >> 16) // a bfloat16 file's values: exact
+				}
+				v = nil
+			case m.Float16:
+				if h, err = kernels.ToFloat16(v); err != nil {
+					return fmt.Errorf("tensor %q: %w", s.gguf, err)
+				}
+				if t.Type != gguf.GGMLTypeF16 {
+					m.roundedToF16 = true
+				}
+				v = nil
+			default:
+				v = slices.Clone(v)
+			}
+			if err := gl.ld.placeExpert(p, v, h); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/llorch/llorch-check/internal/fixture"
 	"github.com/llorch/llorch-check/kernels"
 	"github.com/llorch/llorch-check/tensors"
+	"github.com/llorch/llorch-check/tokenizer"
 	"github.com/stretchr/testify/require"
 )
 
@@ -161,8 +162,8 @@ func TestSparseDecodeReadsChosenExperts(t *testing.T) {
 // TestMoEGGUF: convert writes a Mixtral in llama.cpp's layout, its router
 // and stacked experts after each layer's ffn_norm, byte for byte what
 // WriteGGUF writes from the loaded model, in every type convert writes;
-// the experts' keys are llama's; reading such a file back is refused,
-// naming the key. A Qwen3-MoE llama.cpp cannot say (a dense layer,
+// the experts' keys are llama's; the file reads back as Mixtral, with
+// the HF model's logits (exactly from F32 and F16). A Qwen3-MoE llama.cpp cannot say (a dense layer,
 // norm_topk_prob false) is refused by both writers, naming the field,
 // and nothing is written.
 func TestMoEGGUF(t *testing.T) {
@@ -196,8 +197,31 @@ func TestMoEGGUF(t *testing.T) {
 				require.True(t, ok, key)
 				require.Equal(t, want, v.V, key)
 			}
-			_, err = Load(got)
-			require.ErrorContains(t, err, "llama.expert_count: a mixture of experts' GGUF file is not read yet")
+			// Read back: Mixtral by its experts, the same routing; an F32
+			// file holds the HF weights exactly, so the logits are the same
+			// bits, and the lossy types' stay near.
+			tok, err := tokenizer.FileGGUFKeys(llamaSPMVocab)
+			require.NoError(t, err)
+			f.Tokenizer, f.SourceSHA256 = tok, strings.Repeat("ab", 32)
+			_, err = ConvertGGUF(dir, got, f, nil)
+			require.NoError(t, err)
+			back, err := Load(got)
+			require.NoError(t, err)
+			require.Equal(t, ArchMixtral, back.Config.ModelType)
+			require.Equal(t, *m.Config.MoE, *back.Config.MoE)
+			require.Equal(t, m.Config.Windows, back.Config.Windows)
+			tokens := []int{1, 450, 4996, 338, 263, 1243, 310, 278}
+			wantLogits, err := m.Forward(context.Background(), m.NewCache(), tokens, ForwardOptions{AllLogits: true})
+			require.NoError(t, err)
+			have, err := back.Forward(context.Background(), back.NewCache(), tokens, ForwardOptions{AllLogits: true})
+			require.NoError(t, err)
+			if typ == gguf.GGMLTypeF32 || typ == gguf.GGMLTypeF16 { // the tiny model's weights are float16
+				require.Equal(t, wantLogits, have)
+			} else {
+				for i := range wantLogits {
+					require.InDelta(t, wantLogits[i], have[i], 2, "logit %d", i)
+				}
+			}
 		})
 	}
 	q := fixture.FamilyModel("tiny-llama-qwen3moe")
