@@ -25,8 +25,9 @@ func openFamily(t *testing.T, name string) (*model.Model, *references.Set) {
 // tiny model against its PyTorch reference set.
 func TestFamiliesPassAllTwelve(t *testing.T) {
 	// tiny-llama-phi3-longrope is not among fixture.Families, whose tests
-	// convert each to GGUF: longrope is not written (either side).
-	for _, name := range append(slices.Clone(fixture.Families), "tiny-llama-phi3-longrope") {
+	// convert each to GGUF: longrope is not written (either side); nor
+	// are the mixtures of experts (fixture.MoEFamilies).
+	for _, name := range append(append(slices.Clone(fixture.Families), "tiny-llama-phi3-longrope"), fixture.MoEFamilies...) {
 		t.Run(name, func(t *testing.T) {
 			m, set := openFamily(t, name)
 			tok, err := tokenizer.Load(m.Dir)
@@ -90,6 +91,13 @@ func TestBisectNamesFamilyFaults(t *testing.T) {
 		{"tiny-llama-gemma2", model.FaultWindowIgnored, 0, 4, "probs"},
 		{"tiny-llama-gemma3", model.FaultWindowOffByOne, 0, 4, "probs"},
 		{"tiny-llama-gemma2", model.FaultAttnScale, 1, 4, "scores"},
+		// The routing's faults change the chosen experts' weights first:
+		// Mixtral renormalises, so dropping it shows; Qwen3-MoE's tiny model
+		// does not (norm_topk_prob false), so a softmax over the top k
+		// logits, which renormalises, shows there. Its layer 1 is dense.
+		{"tiny-llama-mixtral", model.FaultMoENoRenorm, 1, 6, "expert_weights"},
+		{"tiny-llama-qwen3moe", model.FaultMoESoftmaxAfterTopK, 0, 6, "expert_weights"},
+		{"tiny-llama-mixtral", model.FaultSwiGLUSwap, 0, 6, "expert_act"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.model+"/"+tc.fault.String(), func(t *testing.T) {
@@ -104,24 +112,32 @@ func TestBisectNamesFamilyFaults(t *testing.T) {
 func TestFamilyFaultsApply(t *testing.T) {
 	gpt2, _ := openDefault(t)
 	qwen3, _ := openFamily(t, "tiny-llama-qwen3")
+	qwen3moe, _ := openFamily(t, "tiny-llama-qwen3moe")
+	mixtral, _ := openFamily(t, "tiny-llama-mixtral")
 	for _, tc := range []struct {
-		fault       model.Fault
-		gpt2, llama bool
+		fault                      model.Fault
+		gpt2, llama, qwen3moe, mix bool
 	}{
-		{model.FaultErfGELU, true, false},
-		{model.FaultTransposedProj, true, false},
-		{model.FaultAttnScale, true, true},
-		{model.FaultRopeLayout, false, true},
-		{model.FaultRMSNormF16, false, true},
-		{model.FaultGQARepeat, false, true},
-		{model.FaultSwiGLUSwap, false, true},
-		{model.FaultWindowOffByOne, false, false}, // qwen3's has no window
-		{model.FaultWindowIgnored, false, false},
-		{model.FaultGemmaNormDouble, false, false},
-		{model.FaultNoSoftcap, false, false},
+		{model.FaultErfGELU, true, false, false, false},
+		{model.FaultTransposedProj, true, false, false, false},
+		{model.FaultAttnScale, true, true, true, true},
+		{model.FaultRopeLayout, false, true, true, true},
+		{model.FaultRMSNormF16, false, true, true, true},
+		{model.FaultGQARepeat, false, true, true, true},
+		{model.FaultSwiGLUSwap, false, true, true, true},
+		{model.FaultWindowOffByOne, false, false, false, true}, // qwen3's has no window, mixtral's tiny model has
+		{model.FaultWindowIgnored, false, false, false, true},
+		{model.FaultGemmaNormDouble, false, false, false, false},
+		{model.FaultNoSoftcap, false, false, false, false},
+		// Renormalisation: Mixtral's; a softmax after the top k only changes
+		// a model that does not renormalise (qwen3moe's norm_topk_prob false).
+		{model.FaultMoENoRenorm, false, false, false, true},
+		{model.FaultMoESoftmaxAfterTopK, false, false, true, false},
 	} {
 		require.Equal(t, tc.gpt2, tc.fault.AppliesTo(gpt2.Config), "%s on gpt2", tc.fault)
 		require.Equal(t, tc.llama, tc.fault.AppliesTo(qwen3.Config), "%s on qwen3", tc.fault)
+		require.Equal(t, tc.qwen3moe, tc.fault.AppliesTo(qwen3moe.Config), "%s on qwen3_moe", tc.fault)
+		require.Equal(t, tc.mix, tc.fault.AppliesTo(mixtral.Config), "%s on mixtral", tc.fault)
 	}
 	// Gemma's: Gemma 3 has no soft-cap to drop (none configured).
 	gemma2, _ := openFamily(t, "tiny-llama-gemma2")
@@ -136,6 +152,8 @@ func TestFamilyFaultsApply(t *testing.T) {
 		{model.FaultWindowIgnored, true, true},
 		{model.FaultSwiGLUSwap, true, true},
 		{model.FaultErfGELU, false, false},
+		{model.FaultMoENoRenorm, false, false},
+		{model.FaultMoESoftmaxAfterTopK, false, false},
 	} {
 		require.Equal(t, tc.gemma2, tc.fault.AppliesTo(gemma2.Config), "%s on gemma2", tc.fault)
 		require.Equal(t, tc.gemma3, tc.fault.AppliesTo(gemma3.Config), "%s on gemma3", tc.fault)

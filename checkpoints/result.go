@@ -41,9 +41,12 @@ type Result struct {
 	// the reference, the engine's top-1 − top-2 log-probability at that
 	// step, where its API shows it: how near a tie the flip was.
 	ServerMargin *Float `json:"server_margin,omitempty"`
-	rank         int    // forward order, for bisect
-	caseIndex    int    // order of the case in the manifest
-	stats        *Stats // nil when not compared
+	// RoutingFlip names a mixture of experts' routing that parted from the
+	// reference's (the experts tensor; routing.go).
+	RoutingFlip *RoutingFlip `json:"routing_flip,omitempty"`
+	rank        int          // forward order, for bisect
+	caseIndex   int          // order of the case in the manifest
+	stats       *Stats       // nil when not compared
 }
 
 // Element locates one tensor element for a person: Axes names each index.

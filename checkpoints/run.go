@@ -286,6 +286,9 @@ func captureFor(ts []references.TensorInfo, extra ...string) captureSpec {
 	for _, ti := range ts {
 		spec.names[ti.Name] = true
 		spec.incremental = spec.incremental || tensors.IncrementalRun(ti.Name)
+		if ti.Name == tensors.Experts {
+			spec.names[tensors.RouterLogits] = true // a routing flip's margins (routing.go)
+		}
 	}
 	return spec
 }

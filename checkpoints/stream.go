@@ -2,6 +2,7 @@ package checkpoints
 
 import (
 	"context"
+	"slices"
 
 	"github.com/llorch/llorch-check/model"
 	"github.com/llorch/llorch-check/references"
@@ -21,6 +22,9 @@ type streamed struct {
 	res   []Result
 	done  []bool
 	err   error // the first reference that could not be read
+	// router keeps each layer's router logits, which explainRouting reads
+	// when the layer's experts then part from the reference's.
+	router map[int][]float32
 }
 
 func newStreamed(set *references.Set, c references.Case, want []references.TensorInfo, opt Options) *streamed {
@@ -35,12 +39,21 @@ func newStreamed(set *references.Set, c references.Case, want []references.Tenso
 // inspect compares t if it is wanted; the probe's data is read in place,
 // before the forward reuses its buffers.
 func (s *streamed) inspect(t model.Captured) {
+	if t.Name == tensors.RouterLogits {
+		if s.router == nil {
+			s.router = map[int][]float32{}
+		}
+		s.router[t.Layer] = slices.Clone(t.Data)
+	}
 	i, ok := s.index[tensorKey{t.Name, t.Layer}]
 	if !ok || s.done[i] || s.err != nil {
 		return
 	}
 	progress(s.opt, "case %s: comparing %s (layer %d) as computed", s.c.ID, t.Name, t.Layer)
 	s.res[i], s.err = compareCaptured(s.set, s.want[i], &t, s.opt)
+	if s.err == nil {
+		s.err = explainRouting(s.set, s.want[i], &s.res[i], t.Data, s.router[t.Layer])
+	}
 	s.done[i] = true
 }
 

@@ -18,7 +18,15 @@ func compareTensor(set *references.Set, ti references.TensorInfo, got *captured,
 	if t, ok := got.get(ti.Name, ti.LayerIndex()); ok {
 		g = &t
 	}
-	return compareCaptured(set, ti, g, opt)
+	res, err := compareCaptured(set, ti, g, opt)
+	if err == nil && g != nil {
+		var logits []float32
+		if t, ok := got.get(tensors.RouterLogits, ti.LayerIndex()); ok {
+			logits = t.Data
+		}
+		err = explainRouting(set, ti, &res, g.Data, logits)
+	}
+	return res, err
 }
 
 // compareCaptured is compareTensor of Go's tensor g; nil when the model
@@ -88,6 +96,9 @@ func compareData(ti references.TensorInfo, got []float32, shape []int, want []fl
 	var skip func(int) bool
 	if ti.Name == tensors.Scores {
 		skip = maskedScores(ti.Shape, want)
+	}
+	if ti.Name == tensors.Experts {
+		res.Atol, res.Rtol = 0, 0 // expert ids: the same expert or another
 	}
 	s := compare(got, want, truth, Tolerance{res.Atol, res.Rtol}, skip)
 	res.record(s, axesOf(ti.Name), ti.Rows)

@@ -36,6 +36,9 @@ type Llama struct {
 	Windows []int
 	// Gemma is Gemma 2's and Gemma 3's settings (gemma.go); nil elsewhere.
 	Gemma *Gemma
+	// MoE is the mixture of experts (Qwen3-MoE, Mixtral); nil for a dense
+	// model.
+	MoE *MoE
 }
 
 // Window is layer l's sliding window; 0 for full attention.
@@ -148,6 +151,11 @@ func (r rawConfig) llamaConfig(def *llamaFamily) (Config, error) {
 	}
 	if def.windows != nil {
 		if err := def.windows(r, &c); err != nil {
+			return Config{}, err
+		}
+	}
+	if def.moe != nil {
+		if err := def.moe.read(r, &c); err != nil {
 			return Config{}, err
 		}
 	}

@@ -105,11 +105,11 @@ func archByName(name string) (Arch, bool) {
 }
 
 // archByGGUF is the architecture llama.cpp writes under a name of its
-// own (Gemma 3's gemma3 for HF's gemma3_text), for a name no
-// architecture has.
+// own (Gemma 3's gemma3 for HF's gemma3_text, Qwen3-MoE's qwen3moe), for
+// a name no architecture has.
 func archByGGUF(name string) (Arch, bool) {
 	for _, a := range Architectures {
-		if l, ok := a.fam.(*llamaFamily); ok && l.gemma != 0 && l.gguf() == name {
+		if l, ok := a.fam.(*llamaFamily); ok && l.gguf() == name {
 			return a, true
 		}
 	}

@@ -37,6 +37,9 @@ const (
 	// Gemma's.
 	FaultGemmaNormDouble // 1 added to norm weights that already hold 1 + w (a GGUF loader that adds it again)
 	FaultNoSoftcap       // Gemma 2's attention soft-cap dropped (and, injected in every layer, the final logit soft-cap)
+	// Mixtures of experts'.
+	FaultMoENoRenorm         // the chosen experts' probabilities not divided by their sum
+	FaultMoESoftmaxAfterTopK // top-k of the router logits, then a softmax over the k chosen
 )
 
 var faultNames = [...]string{
@@ -56,6 +59,8 @@ var faultNames = [...]string{
 	FaultLongRopeWrongFactor: "longrope-wrong-factor",
 	FaultGemmaNormDouble:     "gemma-norm-double",
 	FaultNoSoftcap:           "no-softcap",
+	FaultMoENoRenorm:         "moe-no-renorm",
+	FaultMoESoftmaxAfterTopK: "moe-softmax-after-topk",
 }
 
 // AppliesTo says whether f changes the forward pass of a model with this
@@ -162,6 +167,7 @@ type blockFaults struct {
 	ropeInterleaved, rmsF16, gqaRepeat, swigluSwap                  bool
 	normDouble, noSoftcap                                           bool // Gemma's
 	window                                                          int  // the layer's sliding window; 0: none
+	moeNoRenorm, moeSoftmaxAfterTopK                                bool
 }
 
 func (m *Model) faultsAt(l int) blockFaults {
@@ -180,6 +186,9 @@ func (m *Model) faultsAt(l int) blockFaults {
 		normDouble:      m.faulty(FaultGemmaNormDouble, l),
 		noSoftcap:       m.faulty(FaultNoSoftcap, l),
 		window:          m.Config.Window(l),
+
+		moeNoRenorm:         m.faulty(FaultMoENoRenorm, l),
+		moeSoftmaxAfterTopK: m.faulty(FaultMoESoftmaxAfterTopK, l),
 	}
 	switch {
 	case f.window == 0:

@@ -71,5 +71,6 @@ func TestParseFaultSpec(t *testing.T) {
 // FaultNames lists every fault ParseFault takes, and only those.
 func TestFaultNames(t *testing.T) {
 	require.Equal(t, "erf-gelu, transposed-proj, no-causal-mask, attn-scale, layernorm-eps, no-residual, "+
-		"rope-layout, rmsnorm-f16-upcast, gqa-repeat, swiglu-swap, window-off-by-one, window-ignored, longrope-wrong-factor, gemma-norm-double, no-softcap", FaultNames())
+		"rope-layout, rmsnorm-f16-upcast, gqa-repeat, swiglu-swap, window-off-by-one, window-ignored, longrope-wrong-factor, gemma-norm-double, no-softcap, "+
+		"moe-no-renorm, moe-softmax-after-topk", FaultNames())
 }

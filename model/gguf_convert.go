@@ -83,6 +83,9 @@ type streamTensor struct {
 	// plusOne: 1 is added to each value, in float32 (Gemma's norms, which
 	// GGUF stores as 1 + w, as the model holds them).
 	plusOne bool
+	// stack: the tensor is these sources one after another (a mixture of
+	// experts' matrices, [E, rows, cols]); src is then nil.
+	stack []*safetensors.Tensor
 }
 
 // streamChunk is the number of values converted at a time (16 MiB of
@@ -98,6 +101,14 @@ func (t streamTensor) write(sw *gguf.StreamWriter, f *safetensors.File) error {
 		}
 		_, err = sw.Write(b)
 		return err
+	}
+	if t.stack != nil {
+		for _, s := range t.stack {
+			if err := (streamTensor{shape: t.shape[1:], typ: t.typ, src: s}).write(sw, f); err != nil {
+				return err
+			}
+		}
+		return nil
 	}
 	if t.src == nil {
 		return put(t.vals)
@@ -186,6 +197,17 @@ func llamaPlan(cfg Config, f *safetensors.File, typ gguf.GGMLType, ftype uint32)
 	for i, p := range params {
 		if err := checkRopeHeads(p); err != nil {
 			return nil, nil, "", err
+		}
+		switch p.part {
+		case partRouter: // with the layer's experts, stacked
+			st, err := moePlan(cfg, layerOf(p.hf), byName, typ, dtypes)
+			if err != nil {
+				return nil, nil, "", err
+			}
+			plan = append(plan, st...)
+			continue
+		case partExpertGate, partExpertUp, partExpertDown:
+			continue
 		}
 		t, ok := byName[p.hf]
 		if !ok {

@@ -43,10 +43,7 @@ func llamaKey(arch, key string) string { return arch + "." + key }
 func ggufLlamaConfig(f *gguf.File, fam *llamaFamily) (Config, error) {
 	arch := fam.name
 	c := Config{ModelType: arch, ActivationFunction: "silu"}
-	if fam.gemma != 0 {
-		arch = fam.gguf() // Gemma 3's keys are llama.cpp's gemma3.*
-	}
-	k := func(key string) string { return llamaKey(arch, key) }
+	k := func(key string) string { return llamaKey(fam.gguf(), key) }
 	var err error
 	for _, s := range []struct {
 		key string
@@ -92,6 +89,9 @@ func ggufLlamaConfig(f *gguf.File, fam *llamaFamily) (Config, error) {
 		// architecture llama.cpp's converter writes under this name
 		// (Mistral's under llama: HF's Llama has no window).
 		c.ModelType = windowedAs(arch)
+	}
+	if err := ggufMoE(f, &c, fam); err != nil {
+		return Config{}, err
 	}
 	if err := ggufVocab(f, &c, 1, 2); err != nil {
 		return Config{}, err
@@ -286,6 +286,11 @@ func loadLlamaGGUF(ctx context.Context, f *gguf.File, cfg Config, release func([
 			return nil, err
 		}
 		known[p.gguf] = true
+		if p.part == partRouter {
+			for _, s := range moeStacks(cfg, layerOf(p.hf)) {
+				known[s.gguf] = true
+			}
+		}
 	}
 	if cfg.llama().llamaCppRope {
 		known[ggufRopeFreqs] = true
@@ -312,6 +317,15 @@ func loadLlamaGGUF(ctx context.Context, f *gguf.File, cfg Config, release func([
 	for _, p := range params {
 		if err := ctx.Err(); err != nil {
 			return nil, fmt.Errorf("loading stopped: %w", err)
+		}
+		switch p.part {
+		case partRouter:
+			if err := gl.loadExperts(layerOf(p.hf)); err != nil {
+				return nil, err
+			}
+			continue
+		case partExpertGate, partExpertUp, partExpertDown:
+			continue
 		}
 		t, ok := f.Tensor(p.gguf)
 		if !ok {

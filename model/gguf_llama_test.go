@@ -266,7 +266,7 @@ func TestLoadLlamaGGUFBadInputs(t *testing.T) {
 		want string
 	}{
 		{"unknown architecture", llama3, setKV(keyArchitecture, str("mamba")),
-			`key general.architecture: value "mamba" is not supported (known: gpt2, llama, qwen2, qwen3, mistral, phi3, gemma2, gemma3_text)`},
+			`key general.architecture: value "mamba" is not supported (known: gpt2, llama, qwen2, qwen3, mistral, phi3, gemma2, gemma3_text, qwen3_moe, mixtral)`},
 		{"missing tensor", llama3, dropTensor("blk.1.attn_k.weight"), `missing tensor "blk.1.attn_k.weight"`},
 		{"missing bias", qwen2, dropTensor("blk.0.attn_v.bias"), `missing tensor "blk.0.attn_v.bias"`},
 		{"wrong head_count_kv", llama3, setKV("llama.attention.head_count_kv", u32(4)),

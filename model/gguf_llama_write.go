@@ -47,6 +47,17 @@ func (m *Model) llamaGGUF(typ gguf.GGMLType, ftype uint32) ([]gguf.KV, []gguf.Te
 		if err := checkRopeHeads(p); err != nil {
 			return nil, nil, err
 		}
+		switch p.part {
+		case partRouter: // with the layer's experts, stacked
+			ts, err := moeTensors(m, layerOf(p.hf), typ)
+			if err != nil {
+				return nil, nil, err
+			}
+			tensors = append(tensors, ts...)
+			continue
+		case partExpertGate, partExpertUp, partExpertDown:
+			continue
+		}
 		t := gguf.GGMLTypeF32
 		if len(p.shape) == 2 {
 			t = weights.MatrixType(typ, p.shape[1])
@@ -92,6 +103,7 @@ func llamaKeys(c Config, ftype uint32) []gguf.KV {
 	} else if w := c.Window(0); w > 0 {
 		kv = append(kv, u32("attention.sliding_window", w))
 	}
+	kv = append(kv, moeKeys(c, a)...)
 	if c.llama().origContextKey {
 		// HF's original_max_position_embeddings, which only Phi-3's
 		// long-rope scaling (not implemented) reads; the context here.
@@ -138,7 +150,7 @@ func llamaWritable(c Config) error {
 	case c.llama().noGGUFAttnBias && c.QKVBias:
 		return fmt.Errorf("qwen3 with attention_bias is not written (llama.cpp's qwen3 has no attention biases)")
 	}
-	return nil
+	return moeWritable(c)
 }
 
 // llamaWriter reads the model's parameters back in HF's layout.

@@ -210,7 +210,7 @@ func ggufConfig(f *gguf.File) (Config, error) {
 	}
 	a, ok := archByName(arch)
 	if !ok {
-		a, ok = archByGGUF(arch)
+		a, ok = archByGGUF(arch) // llama.cpp's name for it (qwen3moe)
 	}
 	if !ok {
 		return Config{}, fmt.Errorf("key %s: value %q is not supported (known: %s)", keyArchitecture, arch, knownArchs())

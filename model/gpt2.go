@@ -63,7 +63,7 @@ func (gpt2Family) finalNorm(m *Model) (func(dst, x []float32), string) {
 func (gpt2Family) appliesTo(f Fault, _ Config) bool {
 	switch f {
 	case FaultRopeLayout, FaultRMSNormF16, FaultSwiGLUSwap, FaultGQARepeat, FaultWindowOffByOne, FaultWindowIgnored, FaultLongRopeWrongFactor,
-		FaultGemmaNormDouble, FaultNoSoftcap:
+		FaultGemmaNormDouble, FaultNoSoftcap, FaultMoENoRenorm, FaultMoESoftmaxAfterTopK:
 		return false
 	}
 	return true

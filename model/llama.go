@@ -21,7 +21,11 @@ import (
 func (ps *pass) llamaBlock(l int) {
 	b, f := &ps.m.h[l], ps.m.faultsAt(l)
 	ps.llamaAttention(l, b, f)
-	ps.swiGLU(l, b, f)
+	if b.moe != nil {
+		ps.sparseFFN(l, b, f)
+	} else {
+		ps.swiGLU(l, b, f)
+	}
 	ps.p.emit(tensors.BlockOut, l, ps.x, ps.R, ps.m.Config.NEmbd)
 }
 

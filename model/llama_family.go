@@ -50,6 +50,9 @@ type llamaFamily struct {
 	// gemma is Gemma's version (2 or 3; gemma.go), 0 for the others: its
 	// config, its four norms a block and its attention (gemmaBlock).
 	gemma int
+	// moe: a mixture of experts' config and tensor names (moe_config.go);
+	// nil for a dense architecture.
+	moe *moeLayout
 }
 
 func init() {
@@ -188,6 +191,8 @@ func (*llamaFamily) appliesTo(f Fault, c Config) bool {
 		return slices.ContainsFunc(c.Windows, func(w int) bool { return w > 0 })
 	case FaultLongRopeWrongFactor:
 		return c.LongRope != nil && c.NPositions > c.LongRope.Original
+	case FaultMoENoRenorm, FaultMoESoftmaxAfterTopK:
+		return moeFaultApplies(f, c)
 	}
 	return true
 }

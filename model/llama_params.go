@@ -17,6 +17,7 @@ type llamaParam struct {
 	// adjacent channels; the GGUF side undoes and redoes it with this
 	// many heads. 0: stored as HF stores it.
 	ropeHeads int
+	expert    int // the expert a partExpert* tensor belongs to
 }
 
 // part says which of a layer's (or the model's) parameters a tensor fills.
@@ -40,6 +41,11 @@ const (
 	partDownBias
 	partPostAttnNorm // Gemma's
 	partPostFFNNorm
+	// A sparse layer's (moe_config.go): the router and each expert's matrices.
+	partRouter
+	partExpertGate
+	partExpertUp
+	partExpertDown
 )
 
 // isNorm says the part is a norm's weight: Gemma's hold 1 + w.
@@ -113,10 +119,12 @@ func llamaLayer(c Config, l int) []llamaParam {
 	} else {
 		ps = append(ps, llamaParam{hf: "layers.%d.post_attention_layernorm.weight", gguf: "blk.%d.ffn_norm.weight", shape: []int{C}, part: partFFNNorm})
 	}
-	if c.FusedQKV {
+	switch {
+	case c.Sparse(l): // the router and experts, after the names below are made
+	case c.FusedQKV:
 		// llama.cpp's phi3 keeps gate_up_proj whole as ffn_up.
 		ps = append(ps, llamaParam{hf: "layers.%d.mlp.gate_up_proj.weight", gguf: "blk.%d.ffn_up.weight", shape: []int{2 * I, C}, part: partGateUp})
-	} else {
+	default:
 		for _, p := range []struct {
 			n   string
 			row int
@@ -129,15 +137,20 @@ func llamaLayer(c Config, l int) []llamaParam {
 			}
 		}
 	}
-	ps = append(ps, llamaParam{hf: "layers.%d.mlp.down_proj.weight", gguf: "blk.%d.ffn_down.weight", shape: []int{C, I}, part: partDown})
-	if c.MLPBias {
-		ps = append(ps, llamaParam{hf: "layers.%d.mlp.down_proj.bias", gguf: "blk.%d.ffn_down.bias", shape: []int{C}, part: partDownBias})
+	if !c.Sparse(l) {
+		ps = append(ps, llamaParam{hf: "layers.%d.mlp.down_proj.weight", gguf: "blk.%d.ffn_down.weight", shape: []int{C, I}, part: partDown})
+		if c.MLPBias {
+			ps = append(ps, llamaParam{hf: "layers.%d.mlp.down_proj.bias", gguf: "blk.%d.ffn_down.bias", shape: []int{C}, part: partDownBias})
+		}
 	}
 	if c.Gemma != nil {
 		ps = append(ps, llamaParam{hf: "layers.%d.post_feedforward_layernorm.weight", gguf: "blk.%d.post_ffw_norm.weight", shape: []int{C}, part: partPostFFNNorm})
 	}
 	for i := range ps {
 		ps[i].hf, ps[i].gguf = fmt.Sprintf(ps[i].hf, l), fmt.Sprintf(ps[i].gguf, l)
+	}
+	if c.Sparse(l) {
+		ps = append(ps, moeParams(c, l)...)
 	}
 	return ps
 }

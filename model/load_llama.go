@@ -187,6 +187,8 @@ func (ld *llamaLoader) place(p llamaParam, f32 []float32, h16 []uint16) error {
 			return err
 		}
 		s.put(ld.m.Config.fusedRows(p.part), p.row, p.shape[1], f32, h16)
+	case partRouter, partExpertGate, partExpertUp, partExpertDown:
+		return ld.placeExpert(p, f32, h16)
 	case partO, partDown:
 		b := &ld.m.h[layerOf(p.hf)]
 		dst := &b.projW

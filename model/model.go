@@ -104,6 +104,10 @@ type block struct {
 	// different quantised types (llama.cpp's Q4_K_M keeps some layers'
 	// attn_v in Q6_K): each stays in its own type, at its own size.
 	attnParts, fcParts []colBlock
+
+	// moe holds a sparse layer's router and experts (moe.go); fcW and
+	// mlpW are then empty. nil for a dense FFN.
+	moe *moeBlock
 }
 
 // colBlock is n columns of a matrix held as columns blocks.
@@ -122,6 +126,7 @@ func (m *Model) WeightsBytes() int64 {
 		for _, w := range b.matrices() {
 			n += w.Bytes()
 		}
+		n += b.moe.bytes()
 		for _, p := range append(b.attnParts, b.fcParts...) {
 			n += p.w.Bytes()
 		}

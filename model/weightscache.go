@@ -178,6 +178,9 @@ func (m *Model) writeCacheNote(note, path string, key cacheKey) string {
 
 // writeWeightsCache writes m's weights to the cache at path.
 func (m *Model) writeWeightsCache(path string, key cacheKey) error {
+	if m.Config.MoE != nil {
+		return errMoENotCached
+	}
 	cfg, err := json.Marshal(m.Config)
 	if err != nil {
 		return err

@@ -157,7 +157,7 @@ def convert(model, out, gtype=GGML_F32, vocab=None, permute_qk=True, name="tiny"
     kv += [(k, _TYPE_OF[type(v)], v, None) for k, v in meta]
     kv.append(("general.file_type", U32, 0 if gtype == GGML_F32 else 1, None))
     kv += tok
-    write_gguf(out, kv, [(n, x, gtype if x.ndim == 2 else GGML_F32) for n, x in tensors])
+    write_gguf(out, kv, [(n, x, gtype if x.ndim >= 2 else GGML_F32) for n, x in tensors])
 
 
 def main():

@@ -1,4 +1,5 @@
-"""The Llama family (model_type llama, qwen2, qwen3, phi3) written out op by
+"""The Llama family (model_type llama, qwen2, qwen3, mistral, phi3, and the
+mixtures of experts qwen3_moe and mixtral, moe_torch.py) written out op by
 op in torch, mirroring Hugging Face LlamaForCausalLM, Qwen2ForCausalLM,
 Qwen3ForCausalLM and Phi3ForCausalLM in eval mode with the eager attention
 (docs/spec.md section 1, "The Llama family"), with a probe at every
@@ -32,6 +33,10 @@ C/H: Qwen3), I intermediate_size, V vocab_size.
   6   i      up           [T,I]      up_proj (Phi-3: second half)
   6   i      act          [T,I]      silu(gate) * up
   6   i      down         [T,C]      down_proj, before the residual add
+  6   i      router_logits, experts, expert_weights, expert_gate, expert_up,
+             expert_act, expert_down: a mixture of experts' sparse layer
+             instead of gate, up and act (moe_torch.py); down is then the
+             experts' weighted sum
   7   i      block_out    [T,C]      residual stream after the block
   8   None   norm         [T,C]      final RMSNorm output
   8   None   logits       [R,V]      lm_head (or embed_tokens when tied), rows R
@@ -53,9 +58,10 @@ from checkpoint import Checkpoint, converted, read_json_object
 import passes
 from safetensors_io import BadInput
 from weights import MappedWeights
+import moe_torch
 
 # What the generic tools read of this family (families.py).
-ARCHS = ("llama", "qwen2", "qwen3", "mistral", "phi3")
+ARCHS = ("llama", "qwen2", "qwen3", "mistral", "phi3") + moe_torch.ARCHS
 GGUF_ARCHS = ()  # llorch-check reads their GGUF files; the reference, HF's layout
 CONTEXT = "max_position_embeddings"
 EMULATE = ("f16-kv",)
@@ -64,7 +70,8 @@ EMULATE = ("f16-kv",)
 CORPUS = "corpus sets are GPT-2's only"
 TOKENIZER_FILES = "tokenizer.json, or a *.gguf vocabulary such as tokenizer.gguf"
 TINY_MODELS = {"llama": "tiny-llama", "qwen2": "tiny-llama-qwen2", "qwen3": "tiny-llama-qwen3",
-               "mistral": "tiny-llama-mistral", "phi3": "tiny-llama-phi3"}  # testdata's, make_tiny's (and tiny-llama3, llama's variant)
+               "mistral": "tiny-llama-mistral", "phi3": "tiny-llama-phi3",
+               "qwen3_moe": "tiny-llama-qwen3moe", "mixtral": "tiny-llama-mixtral"}  # testdata's, make_tiny's (and tiny-llama3, llama's variant)
 
 
 def reach(cfg):
@@ -103,6 +110,7 @@ _DEFAULTS = {
                 "tie_word_embeddings": False, "sliding_window": 4096, "hidden_act": "silu"},
     "phi3": {"rms_norm_eps": 1e-5, "rope_theta": 10000.0, "max_position_embeddings": 4096,
              "tie_word_embeddings": False, "partial_rotary_factor": 1.0, "hidden_act": "silu"},
+    **moe_torch.DEFAULTS,
 }
 
 
@@ -164,9 +172,9 @@ def load_config_dict(raw, path):
         for f in ("attention_bias", "mlp_bias"):
             if cfg.get(f):
                 bad(f, "Phi-3 has no biases; not implemented")
-    if arch == "qwen3" and cfg.get("mlp_bias"):
+    if arch in ("qwen3", "qwen3_moe") and cfg.get("mlp_bias"):
         bad("mlp_bias", "Qwen3 has no MLP bias; not implemented")
-    if arch in ("qwen2", "mistral", "phi3"):
+    if arch in ("qwen2", "mistral", "phi3", "mixtral"):
         # Qwen2's modeling file has fixed q/k/v biases and no o bias whatever
         # the key says; Mistral's and Phi-3's have none (Phi-3's checked above).
         cfg["attention_bias"] = False
@@ -192,6 +200,8 @@ def load_config_dict(raw, path):
         else:
             bad("rope_scaling", f"type {kind!r} is not implemented (only llama3 and longrope)")
     cfg["windows"] = _windows(arch, cfg, bad, posint)
+    if arch in moe_torch.ARCHS:
+        moe_torch.load_config(arch, cfg, bad, posint)
     eos = cfg.get("eos_token_id")
     cfg["eos_token_ids"] = [] if eos is None else (list(eos) if isinstance(eos, list) else [eos])
     return raw, cfg
@@ -244,7 +254,7 @@ def _windows(arch, cfg, bad, posint):
         for i, t in enumerate(lt):
             if t not in ("full_attention", "sliding_attention"):
                 bad("layer_types", f"layer {i} is {t!r}; only full_attention and sliding_attention are implemented")
-    if arch in ("mistral", "phi3"):
+    if arch in ("mistral", "phi3", "mixtral"):
         if cfg.get("sliding_window") is None:
             return None
         return [posint("sliding_window")] * L
@@ -277,7 +287,10 @@ def param_shapes(cfg):
         s[p + "input_layernorm.weight"] = [C]
         s[p + "post_attention_layernorm.weight"] = [C]
         s[p + "self_attn.o_proj.weight"] = [C, H * D]
-        s[p + "mlp.down_proj.weight"] = [C, I]
+        if cfg.get("moe") and cfg["moe"]["sparse"][i]:
+            moe_torch.param_shapes(cfg, i, s)
+        else:
+            s[p + "mlp.down_proj.weight"] = [C, I]
         if arch == "phi3":
             s[p + "self_attn.qkv_proj.weight"] = [(H + 2 * Hkv) * D, C]
             s[p + "mlp.gate_up_proj.weight"] = [2 * I, C]
@@ -288,13 +301,14 @@ def param_shapes(cfg):
                 s[p + f"self_attn.{n}_proj.bias"] = [rows]
         if cfg.get("attention_bias"):
             s[p + "self_attn.o_proj.bias"] = [C]
-        s[p + "mlp.gate_proj.weight"] = [I, C]
-        s[p + "mlp.up_proj.weight"] = [I, C]
+        if not (cfg.get("moe") and cfg["moe"]["sparse"][i]):
+            s[p + "mlp.gate_proj.weight"] = [I, C]
+            s[p + "mlp.up_proj.weight"] = [I, C]
         if cfg.get("mlp_bias"):
             s[p + "mlp.gate_proj.bias"] = [I]
             s[p + "mlp.up_proj.bias"] = [I]
             s[p + "mlp.down_proj.bias"] = [C]
-        if arch == "qwen3":
+        if arch in ("qwen3", "qwen3_moe"):
             s[p + "self_attn.q_norm.weight"] = [D]
             s[p + "self_attn.k_norm.weight"] = [D]
     return s
@@ -308,7 +322,7 @@ def hf_order(cfg):
     for i in range(cfg["num_hidden_layers"]):
         p = f"layers.{i}."
         order += [n for n in shapes if n.startswith(p) and ".self_attn." in n]
-        order += [n for n in shapes if n.startswith(p) and ".mlp." in n]
+        order += [n for n in shapes if n.startswith(p) and (".mlp." in n or ".block_sparse_moe." in n)]
         order += [p + "input_layernorm.weight", p + "post_attention_layernorm.weight"]
     order += ["norm.weight"] + (["lm_head.weight"] if "lm_head.weight" in shapes else [])
     assert sorted(order) == sorted(shapes), "hf_order misses a parameter"
@@ -499,7 +513,7 @@ class Llama(passes.Forward):
         probe(2, i, "q", q[0].transpose(0, 1))
         probe(2, i, "k", k[0].transpose(0, 1))
         probe(2, i, "v", v[0])
-        if self.arch == "qwen3":  # per-head RMSNorm over head_dim, before the transpose and RoPE
+        if self.arch in ("qwen3", "qwen3_moe"):  # per-head RMSNorm over head_dim, before the transpose and RoPE
             q = self._rms(q, P[p + "self_attn.q_norm.weight"])
             k = self._rms(k, P[p + "self_attn.k_norm.weight"])
             probe(2, i, "q_norm", q[0].transpose(0, 1))
@@ -524,6 +538,13 @@ class Llama(passes.Forward):
         x = x + o
         m = self._rms(x, P[p + "post_attention_layernorm.weight"])
         probe(1, i, "ffn_norm", m[0])
+        if self.cfg.get("moe") and self.cfg["moe"]["sparse"][i]:
+            y = moe_torch.sparse_ffn(self, i, P, m, probe)
+            probe(6, i, "down", y[0])
+            x = x + y
+            probe(7, i, "block_out", x[0])
+            s.x = x
+            return
         if self.arch == "phi3":
             gu = self._linear(P, m, p + "mlp.gate_up_proj")
             g, u = gu.chunk(2, dim=-1)
@@ -609,6 +630,9 @@ def gguf_layout(cfg, w, permute_qk=True):
     if cfg.get("mlp_bias") or (arch != "qwen2" and cfg.get("attention_bias")):
         raise BadInput("attention_bias/mlp_bias are not written")
     a = "llama" if llama_like else arch
+    if cfg.get("moe"):
+        a = moe_torch.gguf_arch(cfg)
+        llama_like = a == "llama"
     kv = [("general.architecture", a), (f"{a}.vocab_size", cfg["vocab_size"]), (f"{a}.context_length", cfg["max_position_embeddings"]),
           (f"{a}.embedding_length", C), (f"{a}.block_count", cfg["num_hidden_layers"]),
           (f"{a}.feed_forward_length", cfg["intermediate_size"]),
@@ -620,6 +644,8 @@ def gguf_layout(cfg, w, permute_qk=True):
         kv += [(f"{a}.attention.key_length", D), (f"{a}.attention.value_length", D)]
     if windows[0]:
         kv.append((f"{a}.attention.sliding_window", windows[0]))
+    if cfg.get("moe"):
+        kv += moe_torch.gguf_keys(cfg, a)
     if arch == "phi3":
         kv.append(("phi3.rope.scaling.original_context_length",
                    cfg.get("original_max_position_embeddings", cfg["max_position_embeddings"])))
@@ -641,11 +667,14 @@ def gguf_layout(cfg, w, permute_qk=True):
                   (b + "attn_v.weight", w[p + "self_attn.v_proj.weight"])]
             if arch == "qwen2":
                 t += [(b + f"attn_{n}.bias", w[p + f"self_attn.{n}_proj.bias"]) for n in "qkv"]
-            if arch == "qwen3":
+            if arch in ("qwen3", "qwen3_moe"):
                 t += [(b + "attn_q_norm.weight", w[p + "self_attn.q_norm.weight"]),
                       (b + "attn_k_norm.weight", w[p + "self_attn.k_norm.weight"])]
         t.append((b + "attn_output.weight", w[p + "self_attn.o_proj.weight"]))
         t.append((b + "ffn_norm.weight", w[p + "post_attention_layernorm.weight"]))
+        if cfg.get("moe"):
+            t += moe_torch.gguf_tensors(cfg, w, i)
+            continue
         if arch == "phi3":
             t.append((b + "ffn_up.weight", w[p + "mlp.gate_up_proj.weight"]))
         else:

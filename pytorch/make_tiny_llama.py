@@ -26,6 +26,13 @@ checks teeth, as make_tiny_model.py does for GPT-2.
                   5 global: llama.cpp's fixed pattern), global rope_theta
                   1e6 with rope_scaling linear factor 8, local
                   rope_local_base_freq 10000
+  --arch qwen3_moe Qwen3-MoE: qwen3's attention (head_dim hidden/heads),
+                  layer 0 sparse (4 experts of width 32, 2 a token,
+                  norm_topk_prob false, its config class's default),
+                  layer 1 dense (mlp_only_layers [1], intermediate 128); untied
+  --arch mixtral  Mixtral: mistral's attention and window of 24, every
+                  layer sparse (4 experts of intermediate 64, 2 a token,
+                  always renormalised); untied
 
 All: hidden 64, 2 layers (gemma3: 6), 4 query heads, 2 KV heads (GQA ratio 2),
 intermediate 128, context 128, rope_theta 10000. Vocabulary: Llama 2's
@@ -49,6 +56,12 @@ fixed order and stored as float16 (the norms too):
   gate,up  N(0, 0.18²): pre-SiLU values within about [-5, 5].
   down     N(0, (0.05·(i+1))²), columns of three outlier channels 5x.
   lm_head  (untied) rows like embed's, drawn separately.
+  router   (qwen3_moe, mixtral) N(0, 0.25²): router logits with a std of
+           about 2, so two of four experts take most of the probability
+           and the top-2 sum is 0.6-0.95: a missing renormalisation, or a
+           softmax after the top-k, moves down by 5-40%.
+  experts  gate, up as above; down N(0, (0.05·(i+1)·sqrt(I/Im))²), Im the
+           expert's width, its outliers 5x as above.
 Deterministic: the same arguments give the same bytes.
 
 Other shapes (for tests of GQA ratios, head dims, tied and untied heads):
@@ -90,12 +103,13 @@ ROOT = os.path.dirname(HERE)
 
 VOCAB_DIR = {"llama": "llama-spm", "llama3": "llama-spm", "qwen2": "llama-spm", "qwen3": "llama-spm",
              "mistral": "llama-spm", "phi3": "phi-3", "phi3-longrope": "phi-3", "gemma2": "llama-spm",
-             "gemma3": "llama-spm"}
+             "gemma3": "llama-spm", "qwen3_moe": "llama-spm", "mixtral": "llama-spm"}
 VOCAB_GGUF = {"llama": "ggml-vocab-llama-spm.gguf", "llama3": "ggml-vocab-llama-spm.gguf",
               "qwen2": "ggml-vocab-llama-spm.gguf", "qwen3": "ggml-vocab-llama-spm.gguf",
               "mistral": "ggml-vocab-llama-spm.gguf", "phi3": "ggml-vocab-phi-3.gguf",
               "phi3-longrope": "ggml-vocab-phi-3.gguf", "gemma2": "ggml-vocab-llama-spm.gguf",
-              "gemma3": "ggml-vocab-llama-spm.gguf"}
+              "gemma3": "ggml-vocab-llama-spm.gguf",
+              "qwen3_moe": "ggml-vocab-llama-spm.gguf", "mixtral": "ggml-vocab-llama-spm.gguf"}
 # Mistral's sliding window: shorter than the longer committed case (63
 # tokens) and not a multiple of the KV cache's block, so that keys leave
 # the window inside a block.
@@ -106,6 +120,9 @@ ARCHS = tuple(VOCAB_GGUF)
 OUTLIERS = (5, 23, 41)
 L, H, HKV, C, I, P = 2, 4, 2, 64, 128, 128
 SEED = 1234  # the committed models'
+# The mixtures of experts' (qwen3_moe, mixtral): experts, chosen a token,
+# Qwen3-MoE's expert width; Mixtral's is its intermediate size.
+EXPERTS, TOP_K, MOE_I = 4, 2, 32
 
 # A model's shape; default_shape(arch) is the committed models'.
 Shape = collections.namedtuple("Shape", "layers heads kv_heads hidden head_dim intermediate context tied")
@@ -136,7 +153,17 @@ def gemma(arch):
 
 
 def default_shape(arch):
-    return Shape(6 if arch == "gemma3" else L, H, HKV, C, head_dim(arch), I, P, tied(arch))
+    inter = 64 if arch == "mixtral" else I
+    return Shape(6 if arch == "gemma3" else L, H, HKV, C, head_dim(arch), inter, P, tied(arch))
+
+
+def sparse_layers(arch, layers):
+    """The layers whose FFN is a mixture of experts: all but layer 1 of
+    qwen3_moe (its mlp_only_layers: layer 0 sparse, layer 1 dense), every
+    one of mixtral."""
+    if arch == "qwen3_moe":
+        return [i != 1 for i in range(layers)]
+    return [arch == "mixtral"] * layers
 
 
 def make_shape(arch, **given):
@@ -227,6 +254,17 @@ def config(arch, shape=None):
     if arch == "mistral":
         return dict(common, architectures=["MistralForCausalLM"], model_type="mistral", bos_token_id=1,
                     eos_token_id=2, head_dim=D, rms_norm_eps=1e-5, sliding_window=MISTRAL_WINDOW)
+    if arch == "mixtral":
+        return dict(common, architectures=["MixtralForCausalLM"], model_type="mixtral", bos_token_id=1,
+                    eos_token_id=2, head_dim=D, rms_norm_eps=1e-5, sliding_window=MISTRAL_WINDOW,
+                    num_local_experts=EXPERTS, num_experts_per_tok=TOP_K, router_jitter_noise=0.0)
+    if arch == "qwen3_moe":
+        return dict(common, architectures=["Qwen3MoeForCausalLM"], model_type="qwen3_moe", attention_bias=False,
+                    bos_token_id=1, eos_token_id=2, head_dim=D, max_window_layers=L, rms_norm_eps=1e-6,
+                    rope_scaling=None, sliding_window=None, use_sliding_window=False,
+                    num_experts=EXPERTS, num_experts_per_tok=TOP_K, moe_intermediate_size=MOE_I,
+                    norm_topk_prob=False, decoder_sparse_step=1,
+                    mlp_only_layers=[i for i, sp in enumerate(sparse_layers(arch, L)) if not sp])
     if arch == "qwen2":
         return dict(common, architectures=["Qwen2ForCausalLM"], model_type="qwen2", bos_token_id=1,
                     eos_token_id=2, max_window_layers=L, rms_norm_eps=1e-6, rope_scaling=None,
@@ -292,7 +330,7 @@ def make_weights(arch, seed, shape=None):
             w[p + "self_attn.q_proj.bias"] = 0.1 * rng.standard_normal(H * D)
             w[p + "self_attn.k_proj.bias"] = 0.5 * rng.standard_normal(HKV * D)
             w[p + "self_attn.v_proj.bias"] = 0.1 * rng.standard_normal(HKV * D)
-        if arch in ("qwen3", "gemma3"):
+        if arch in ("qwen3", "qwen3_moe", "gemma3"):
             # Gemma 3's q/k norms scale by exp(0.2·N) only: over its six
             # layers, scores peaked as Qwen3's make float32's own error
             # (PyTorch's as much as ours) grow past the tolerance.
@@ -303,6 +341,9 @@ def make_weights(arch, seed, shape=None):
         # layers' spreads (its post-norms rescale each block's output).
         depth = (i % 2 + 1) if gemma(arch) else (i + 1)
         w[p + "self_attn.o_proj.weight"] = 0.06 * depth * f_o * rng.standard_normal((C, H * D))
+        if sparse_layers(arch, L)[i]:
+            w.update(moe_weights(arch, rng, p, i, C, I, f_in, out))
+            continue
         gate = 0.18 * f_in * rng.standard_normal((I, C))
         up = 0.18 * f_in * rng.standard_normal((I, C))
         if arch.startswith("phi3"):
@@ -317,6 +358,24 @@ def make_weights(arch, seed, shape=None):
     w["model.norm.weight"] = g - off
     if not s.tied:
         w["lm_head.weight"] = rows(V)
+    return w
+
+
+def moe_weights(arch, rng, p, i, C, I, f_in, out):
+    """A sparse layer's router and experts (module docstring), HF's names."""
+    inner = MOE_I if arch == "qwen3_moe" else I
+    if arch == "qwen3_moe":
+        names = ("mlp.gate", "mlp.experts.{}.gate_proj", "mlp.experts.{}.up_proj", "mlp.experts.{}.down_proj")
+    else:
+        names = ("block_sparse_moe.gate", "block_sparse_moe.experts.{}.w1", "block_sparse_moe.experts.{}.w3",
+                 "block_sparse_moe.experts.{}.w2")
+    w = {p + names[0] + ".weight": 0.25 * f_in * rng.standard_normal((EXPERTS, C))}
+    for e in range(EXPERTS):
+        w[p + names[1].format(e) + ".weight"] = 0.18 * f_in * rng.standard_normal((inner, C))
+        w[p + names[2].format(e) + ".weight"] = 0.18 * f_in * rng.standard_normal((inner, C))
+        down = 0.05 * (i + 1) * math.sqrt(I / inner) * rng.standard_normal((C, inner))
+        down[out, :] *= 5.0
+        w[p + names[3].format(e) + ".weight"] = down
     return w
 
 
@@ -349,6 +408,8 @@ CHAT_TEMPLATES = {
     # Gemma's own template comes with its tokenizer; these models have Llama 2's vocabulary.
     "gemma2": "testdata/chat/mistral-7b-instruct-v0.2.jinja",
     "gemma3": "testdata/chat/mistral-7b-instruct-v0.2.jinja",
+    "qwen3_moe": "testdata/tokenizer/qwen2/tokenizer_config.json",
+    "mixtral": "testdata/chat/mistral-7b-instruct-v0.2.jinja",
 }
 
 
@@ -389,7 +450,7 @@ def write_model(arch, out, seed, shape=None):
         f.write(json.dumps(cfg, indent=2, sort_keys=True) + "\n")
     write_tokenizer(arch, out, cfg)
     vg = VOCAB_GGUF[arch]
-    if arch in ("qwen2", "qwen3"):
+    if arch in ("qwen2", "qwen3", "qwen3_moe"):
         vocab = (f"Qwen's is not available as GGUF here, so the ids are those of\n"
                  f"llama.cpp's {vg} (Llama 2 SentencePiece, 32000 tokens;\n"
                  f"bos 1, eos 2), which pytorch/gguf_write.py copies into a GGUF file.")

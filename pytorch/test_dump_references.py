@@ -835,15 +835,15 @@ class LlamaDumperTest(unittest.TestCase):
         rc, msg = run_quiet(dr.main, ["--model", model, "--tokens", ",".join(["1"] * 129), "--out", out])
         self.assertEqual(rc, 2, msg)
         self.assertIn("max_position_embeddings=128", msg)
-        d = os.path.join(self.tmp, "mixtral")
+        d = os.path.join(self.tmp, "mamba")
         shutil.copytree(model, d)
         with open(os.path.join(d, "config.json")) as f:
             cfg = json.load(f)
         with open(os.path.join(d, "config.json"), "w") as f:
-            json.dump(dict(cfg, model_type="mixtral"), f)
+            json.dump(dict(cfg, model_type="mamba"), f)
         rc, msg = run_quiet(dr.main, ["--model", d, "--tokens", "1,2", "--out", out])
         self.assertEqual(rc, 2, msg)
-        self.assertIn("'mixtral': only gpt2, llama, qwen2, qwen3, mistral, phi3, gemma2, gemma3_text are supported", msg)
+        self.assertIn("'mamba': only gpt2, llama, qwen2, qwen3, mistral, phi3, qwen3_moe, mixtral, gemma2, gemma3_text are supported", msg)
         self.assertFalse(os.path.exists(out))
 
 

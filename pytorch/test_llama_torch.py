@@ -24,13 +24,15 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import gguf_io  # noqa: E402
 import gguf_write  # noqa: E402
-import llama_torch as lt  # noqa: E402
+import llama_torch as lt
+import moe_torch  # noqa: E402
 import make_tiny_llama  # noqa: E402
 from safetensors_io import BadInput  # noqa: E402
 
 ROOT = os.path.dirname(HERE)
 MODELS = {"llama": "tiny-llama", "llama3": "tiny-llama3", "qwen2": "tiny-llama-qwen2",
-          "qwen3": "tiny-llama-qwen3", "mistral": "tiny-llama-mistral", "phi3": "tiny-llama-phi3"}
+          "qwen3": "tiny-llama-qwen3", "mistral": "tiny-llama-mistral", "phi3": "tiny-llama-phi3",
+          "qwen3_moe": "tiny-llama-qwen3moe", "mixtral": "tiny-llama-mixtral"}
 # BOS and 20 ids drawn once (np.random.default_rng(7).integers(3, 32000, 20)).
 TOKENS = [1] + [int(t) for t in np.random.default_rng(7).integers(3, 32000, 20)]
 N_GREEDY = 16
@@ -203,20 +205,55 @@ class TestForward(unittest.TestCase):
                 step, _ = M.forward(TOKENS[-1:], past=past)
             self.assertLess(float((full[-1] - step[-1]).abs().max()), 1e-4, arch)
 
+    def test_moe_routing(self):
+        """The sparse FFN as HF's blocks compute it: the chosen experts are
+        the top k of the softmax over every expert, in descending order;
+        their weights renormalised only for Mixtral (the tiny Qwen3-MoE has
+        norm_topk_prob false); down is the weighted sum of the experts'
+        outputs; Qwen3-MoE's mlp_only_layers stay dense. The scales give
+        the renormalisation teeth: with it flipped, down moves by > 1e-2."""
+        for arch, norm in (("qwen3_moe", False), ("mixtral", True)):
+            m = load(arch)
+            _, cap = run(m, torch.float64)
+            sparse = m["config"]["moe"]["sparse"]
+            self.assertEqual(sparse, [True, False] if arch == "qwen3_moe" else [True, True])
+            for i, sp in enumerate(sparse):
+                if not sp:
+                    self.assertIn((i, "gate"), cap)
+                    self.assertNotIn((i, "router_logits"), cap)
+                    continue
+                p = torch.softmax(cap[(i, "router_logits")][1], -1)
+                ids, w = cap[(i, "experts")][1].long(), cap[(i, "expert_weights")][1]
+                top = p.gather(1, ids)
+                self.assertTrue(bool((top[:, :-1] >= top[:, 1:]).all()), arch)
+                rest = p.scatter(1, ids, -1.0).max(-1).values
+                self.assertTrue(bool((rest <= top[:, -1]).all()), arch)
+                renorm = top / top.sum(-1, keepdim=True)
+                torch.testing.assert_close(w, renorm if norm else top)
+                ed = cap[(i, "expert_down")][1]
+                down = cap[(i, "down")][1]
+                torch.testing.assert_close(down, (w[..., None] * ed).sum(1))
+                flipped = ((top if norm else renorm)[..., None] * ed).sum(1)
+                self.assertGreater(float((flipped - down).abs().max()), 1e-2, arch)
+
     def test_rejects_what_is_not_implemented(self):
         m = load("llama")
         raw = m["config_raw"]
         for change, field in ((dict(rope_scaling={"rope_type": "yarn", "factor": 4.0}), "rope_scaling"),
                               (dict(rope_scaling={"type": "linear", "factor": 2.0}), "rope_scaling"),
                               (dict(hidden_act="gelu"), "hidden_act"),
-                              (dict(model_type="mixtral"), "model_type"),
+                              (dict(model_type="mamba"), "model_type"),
                               (dict(num_key_value_heads=3), "num_key_value_heads")):
             with self.assertRaises(BadInput) as e:
                 lt.load_config_dict(dict(raw, **change), "cfg")
             self.assertIn(field, str(e.exception))
         for arch, change, field in (("qwen3", dict(use_sliding_window=True, layer_types=["chunked_attention"] * 2), "layer_types"),
                                     ("qwen3", dict(use_sliding_window=True, layer_types=["full_attention"]), "layer_types"),
-                                    ("mistral", dict(sliding_window=-1), "sliding_window")):
+                                    ("mistral", dict(sliding_window=-1), "sliding_window"),
+                                    ("qwen3_moe", dict(use_sliding_window=True), "use_sliding_window"),
+                                    ("qwen3_moe", dict(num_experts_per_tok=5), "num_experts_per_tok"),
+                                    ("qwen3_moe", dict(mlp_only_layers="1"), "mlp_only_layers"),
+                                    ("mixtral", dict(num_local_experts=0), "num_local_experts")):
             with self.assertRaises(BadInput) as e:
                 lt.load_config_dict(dict(load(arch)["config_raw"], **change), "cfg")
             self.assertIn(field, str(e.exception))
@@ -345,9 +382,19 @@ class TestFiles(unittest.TestCase):
                 m = load(arch)
                 cfg = m["config"]
                 path = os.path.join(tmp, arch + ".gguf")
+                if arch == "qwen3_moe":
+                    # Its dense layer and norm_topk_prob false, which llama.cpp's
+                    # qwen3moe cannot say: refused, naming the field.
+                    with self.assertRaisesRegex(BadInput, "mlp_only_layers"):
+                        gguf_write.convert(m, path, gguf_write.GGML_F16)
+                    self.assertFalse(os.path.exists(path))
+                    one = with_config(m, mlp_only_layers=[])
+                    with self.assertRaisesRegex(BadInput, "norm_topk_prob"):
+                        moe_torch.gguf_arch(dict(one["config"], moe=dict(one["config"]["moe"], sparse=[True, True])))
+                    continue
                 gguf_write.convert(m, path, gguf_write.GGML_F16)
                 kv, tensors, _ = gguf_io.read_gguf(path)
-                a = "llama" if cfg["model_type"] == "mistral" else cfg["model_type"]  # llama.cpp's converter's
+                a = "llama" if cfg["model_type"] in ("mistral", "mixtral") else cfg["model_type"]  # llama.cpp's converter's
                 self.assertEqual(kv["general.architecture"], a)
                 self.assertEqual(kv.get(f"{a}.attention.sliding_window"), (cfg["windows"] or [None])[0])
                 self.assertEqual(kv[f"{a}.attention.head_count_kv"], 2)
@@ -356,6 +403,14 @@ class TestFiles(unittest.TestCase):
                 self.assertEqual(tensors["token_embd.weight"][1], [64, cfg["vocab_size"]])
                 self.assertEqual("output.weight" in tensors, not cfg["tie_word_embeddings"])
                 self.assertEqual(gguf_io.type_name(tensors["blk.0.attn_norm.weight"][0]), "F32")
+                if cfg.get("moe"):  # Mixtral: llama's keys and layout, the experts stacked
+                    E, I, C = cfg["moe"]["experts"], cfg["moe"]["inner"], cfg["hidden_size"]
+                    self.assertEqual((kv["llama.expert_count"], kv["llama.expert_used_count"]), (E, 2))
+                    self.assertEqual(tensors["blk.1.ffn_gate_inp.weight"][1], [C, E])
+                    for n, dims in (("gate", [C, I, E]), ("up", [C, I, E]), ("down", [I, C, E])):
+                        self.assertEqual(tensors[f"blk.1.ffn_{n}_exps.weight"][1], dims)
+                        self.assertEqual(gguf_io.type_name(tensors[f"blk.1.ffn_{n}_exps.weight"][0]), "F16")
+                    self.assertNotIn("blk.1.ffn_gate.weight", tensors)
 
                 def get(n):
                     t, dims, data = tensors[n]
@@ -368,7 +423,7 @@ class TestFiles(unittest.TestCase):
                     np.testing.assert_array_equal(get("blk.1.ffn_up.weight"), w["layers.1.mlp.gate_up_proj.weight"])
                     continue
                 q, k = get("blk.1.attn_q.weight"), get("blk.1.attn_k.weight")
-                if a in ("llama", "mistral"):
+                if a in ("llama", "mistral", "mixtral"):  # llama.cpp converts Mixtral as llama
                     # Row h*D + 2i + j of the file is HF row h*D + j*D/2 + i.
                     D = cfg["head_dim"]
                     hf = w["layers.1.self_attn.k_proj.weight"]

@@ -192,6 +192,7 @@ type PairKVCache struct {
 type ModelDims struct {
 	VocabSize, NPositions, NEmbd, NHead, NLayer int
 	NKVHead, HeadDim, NInner                    int
+	NExperts, TopK, MoEInner                    int // a mixture of experts' (moeDims); 0 for a dense model
 	Family                                      string
 }
 
@@ -289,7 +290,7 @@ func (d *ModelDims) llamaDims(raw map[string]json.RawMessage, path string) error
 	if d.NHead%d.NKVHead != 0 {
 		return errorf(path, "model.config.num_key_value_heads", "%d does not divide num_attention_heads %d", d.NKVHead, d.NHead)
 	}
-	return nil
+	return d.moeDims(raw, path)
 }
 
 // dimField is a config field read into a dimension.

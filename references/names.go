@@ -9,5 +9,6 @@ const SamplingPrefix = tensors.SamplingPrefix
 // TensorDims are the dimensions the tensor table's shapes depend on.
 func (d ModelDims) TensorDims() tensors.Dims {
 	return tensors.Dims{NEmbd: d.NEmbd, NHead: d.NHead, VocabSize: d.VocabSize,
-		NKVHead: d.NKVHead, HeadDim: d.HeadDim, NInner: d.NInner}
+		NKVHead: d.NKVHead, HeadDim: d.HeadDim, NInner: d.NInner,
+		NExperts: d.NExperts, TopK: d.TopK, MoEInner: d.MoEInner}
 }

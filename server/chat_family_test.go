@@ -36,6 +36,9 @@ func TestChatFamilyTemplates(t *testing.T) {
 		// Gemma's tiny models have Llama 2's vocabulary, and so its template.
 		{"tiny-llama-gemma2", user, "<s>[INST] Hello [/INST]"},
 		{"tiny-llama-gemma3", user, "<s>[INST] Hello [/INST]"},
+		// The mixtures of experts serve chat as their families' instruct models format it.
+		{"tiny-llama-qwen3moe", withSystem, "<|im_start|>system\nBe brief.<|im_end|>\n<|im_start|>user\nHello<|im_end|>\n<|im_start|>assistant\n"},
+		{"tiny-llama-mixtral", user, "<s>[INST] Hello [/INST]"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.model, func(t *testing.T) {

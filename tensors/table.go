@@ -50,6 +50,19 @@ const (
 	PostAttnNorm = "post_attn_norm"
 	PostFFNNorm  = "post_ffn_norm"
 
+	// A mixture of experts' FFN (checkpoint 6 of a sparse layer): the
+	// router's logits, the experts chosen for each token (ids, compared
+	// exactly) and their weights, in top-k order; then each chosen
+	// expert's SwiGLU, unweighted, a slot at a time; Down is then their
+	// weighted sum.
+	RouterLogits  = "router_logits"
+	Experts       = "experts"
+	ExpertWeights = "expert_weights"
+	ExpertGate    = "expert_gate"
+	ExpertUp      = "expert_up"
+	ExpertAct     = "expert_act"
+	ExpertDown    = "expert_down"
+
 	// SamplingPrefix starts the name of a checkpoint 11 tensor; the rest
 	// is the name of a sampling configuration.
 	SamplingPrefix = "sampling_"
@@ -60,6 +73,9 @@ const (
 type Dims struct {
 	NEmbd, NHead, VocabSize  int
 	NKVHead, HeadDim, NInner int
+	// A mixture of experts': the experts, those chosen a token, and an
+	// expert's intermediate size (zero for a dense model).
+	NExperts, TopK, MoEInner int
 }
 
 func (d Dims) kvHeads() int {
@@ -106,12 +122,19 @@ func shapeKTD(d Dims, t int) []int { return []int{d.kvHeads(), t, d.headDim()} }
 func shapeHTT(d Dims, t int) []int { return []int{d.NHead, t, t} }
 func shapeTV(d Dims, t int) []int  { return []int{t, d.VocabSize} }
 func shapeV(d Dims, _ int) []int   { return []int{d.VocabSize} }
+func shapeTE(d Dims, t int) []int  { return []int{t, d.NExperts} }
+func shapeTK(d Dims, t int) []int  { return []int{t, d.TopK} }
+func shapeTKI(d Dims, t int) []int { return []int{t, d.TopK, d.MoEInner} }
+func shapeTKC(d Dims, t int) []int { return []int{t, d.TopK, d.NEmbd} }
 
 var (
 	tokenChannel = []string{"token", "channel"}
 	headToken    = []string{"head", "token", "channel"}
 	headQueryKey = []string{"head", "query", "key"}
 	vocab        = []string{"vocab"}
+	// slot: the rank of a chosen expert in the token's top-k.
+	tokenSlot        = []string{"token", "slot"}
+	tokenSlotChannel = []string{"token", "slot", "channel"}
 )
 
 // Table lists every tensor in forward order: the embeddings, each block's
@@ -142,6 +165,13 @@ var Table = []Kind{
 	{Gate, 6, true, shapeTI, tokenChannel, Llama},
 	{Up, 6, true, shapeTI, tokenChannel, Llama},
 	{Act, 6, true, shapeTI, tokenChannel, Llama},
+	{RouterLogits, 6, true, shapeTE, []string{"token", "expert"}, Llama},
+	{Experts, 6, true, shapeTK, tokenSlot, Llama},
+	{ExpertWeights, 6, true, shapeTK, tokenSlot, Llama},
+	{ExpertGate, 6, true, shapeTKI, tokenSlotChannel, Llama},
+	{ExpertUp, 6, true, shapeTKI, tokenSlotChannel, Llama},
+	{ExpertAct, 6, true, shapeTKI, tokenSlotChannel, Llama},
+	{ExpertDown, 6, true, shapeTKC, tokenSlotChannel, Llama},
 	{Down, 6, true, shapeTC, tokenChannel, Llama},
 	{PostFFNNorm, 1, true, shapeTC, tokenChannel, Llama},
 	{BlockOut, 7, true, shapeTC, tokenChannel, ""},

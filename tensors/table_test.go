@@ -27,6 +27,7 @@ func TestRank(t *testing.T) {
 		{"embeddings", -1},
 		{"attn_norm", 0}, {"q", 0}, {"k", 0}, {"v", 0}, {"q_norm", 0}, {"k_norm", 0}, {"q_rope", 0}, {"k_rope", 0},
 		{"scores", 0}, {"probs", 0}, {"attn_out", 0}, {"ffn_norm", 0}, {"gate", 0}, {"up", 0}, {"act", 0},
+		{"router_logits", 0}, {"experts", 0}, {"expert_weights", 0}, {"expert_gate", 0}, {"expert_down", 0},
 		{"down", 0}, {"block_out", 0}, {"attn_norm", 1}, {"block_out", 1},
 		{"norm", -1}, {"logits", -1}, {"k_cache", 0}, {"step_logits", -1},
 	}
@@ -57,7 +58,8 @@ func TestLookup(t *testing.T) {
 	}
 	_, ok := Lookup("attn_weights")
 	require.False(t, ok)
-	require.Equal(t, []string{"gelu", "mlp_out", "gate", "up", "act", "down"}, Names(6))
+	require.Equal(t, []string{"gelu", "mlp_out", "gate", "up", "act", "router_logits", "experts", "expert_weights",
+		"expert_gate", "expert_up", "expert_act", "expert_down", "down"}, Names(6))
 	require.Equal(t, []string{"sampling_<name>"}, Names(11))
 	require.Empty(t, Names(12))
 	for _, c := range []struct {
@@ -72,6 +74,11 @@ func TestLookup(t *testing.T) {
 		{"q_rope", Dims{NEmbd: 64, NHead: 4, NKVHead: 2, HeadDim: 32, NInner: 96}, []int{4, 7, 32}},
 		{"k_cache", Dims{NEmbd: 64, NHead: 4, NKVHead: 2, HeadDim: 32, NInner: 96}, []int{2, 7, 32}},
 		{"act", Dims{NEmbd: 64, NHead: 4, NKVHead: 2, HeadDim: 32, NInner: 96}, []int{7, 96}},
+		// A mixture of experts: 4 experts, 2 a token, each 32 wide.
+		{"router_logits", Dims{NEmbd: 64, NHead: 4, NInner: 96, NExperts: 4, TopK: 2, MoEInner: 32}, []int{7, 4}},
+		{"experts", Dims{NEmbd: 64, NHead: 4, NInner: 96, NExperts: 4, TopK: 2, MoEInner: 32}, []int{7, 2}},
+		{"expert_act", Dims{NEmbd: 64, NHead: 4, NInner: 96, NExperts: 4, TopK: 2, MoEInner: 32}, []int{7, 2, 32}},
+		{"expert_down", Dims{NEmbd: 64, NHead: 4, NInner: 96, NExperts: 4, TopK: 2, MoEInner: 32}, []int{7, 2, 64}},
 	} {
 		k, _ := Lookup(c.name)
 		require.Equal(t, c.want, k.Shape(c.dims, 7), c.name)

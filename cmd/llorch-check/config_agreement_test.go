@@ -17,10 +17,11 @@ import (
 )
 
 // agreementPy loads each config.json given with pytorch/families.py and
-// prints, a line each, "ok WINDOWS LONGROPE_ORIGINAL GEMMA" or "refused";
-// GEMMA is "-" for the other families, else query_pre_attn_scalar, the
-// attention and final soft-caps, the local rope base and the linear rope
-// factor, 0 for none.
+// prints, a line each, "ok WINDOWS LONGROPE_ORIGINAL GEMMA EXPERTS" or
+// "refused"; GEMMA is "-" for the other families, else
+// query_pre_attn_scalar, the attention and final soft-caps, the local rope
+// base and the linear rope factor, 0 for none; EXPERTS a mixture of
+// experts' [experts, top-k, width, renormalised, sparse layers] or null.
 const agreementPy = `
 import json, sys
 sys.path.insert(0, "pytorch")
@@ -37,7 +38,10 @@ for path in sys.argv[1:]:
     if "query_pre_attn_scalar" in cfg:
         g = ",".join("%g" % (cfg[k] or 0) for k in ("query_pre_attn_scalar", "attn_softcap", "final_softcap",
                                                      "local_rope_theta", "rope_linear"))
-    print("ok", json.dumps(cfg.get("windows")).replace(" ", ""), lr["original"] if lr else 0, g)
+    m = cfg.get("moe")
+    moe = [m["experts"], m["top_k"], m["inner"], m["norm"], m["sparse"]] if m else None
+    print("ok", json.dumps(cfg.get("windows")).replace(" ", ""), lr["original"] if lr else 0, g,
+          json.dumps(moe).replace(" ", ""))
 `
 
 // TestConfigsAgreeWithTheReference: dump_references.py and run accept and
@@ -82,7 +86,6 @@ func TestConfigsAgreeWithTheReference(t *testing.T) {
 		{"yarn", "tiny-llama", func(m map[string]any) { m["rope_scaling"] = map[string]any{"rope_type": "yarn", "factor": 4.0} }},
 		{"linear", "tiny-llama-qwen2", func(m map[string]any) { m["rope_scaling"] = map[string]any{"type": "linear", "factor": 2.0} }},
 		{"gelu", "tiny-llama-mistral", func(m map[string]any) { m["hidden_act"] = "gelu" }},
-		{"mixtral", "tiny-llama", func(m map[string]any) { m["model_type"] = "mixtral" }},
 		// Gemma: the config classes' defaults, HF's layer rules, and what
 		// HF's modeling files read (Gemma 3's attention never reads
 		// attn_logit_softcapping) or that is not implemented.
@@ -125,6 +128,25 @@ func TestConfigsAgreeWithTheReference(t *testing.T) {
 			m["rope_parameters"] = map[string]any{"full_attention": map[string]any{"rope_type": "default"}}
 		}},
 		{"gemma3 zero local base", "tiny-llama-gemma3", func(m map[string]any) { m["rope_local_base_freq"] = 0 }},
+		{"llama as mixtral", "tiny-llama", func(m map[string]any) { m["model_type"] = "mixtral" }},
+		{"mamba", "tiny-llama", func(m map[string]any) { m["model_type"] = "mamba" }},
+		{"qwen3_moe as committed", "tiny-llama-qwen3moe", func(map[string]any) {}},
+		{"qwen3_moe's defaults", "tiny-llama-qwen3moe", func(m map[string]any) {
+			for _, k := range []string{"num_experts", "num_experts_per_tok", "moe_intermediate_size", "norm_topk_prob", "mlp_only_layers", "decoder_sparse_step"} {
+				delete(m, k)
+			}
+		}},
+		{"qwen3_moe sparse step 2", "tiny-llama-qwen3moe", func(m map[string]any) { m["mlp_only_layers"], m["decoder_sparse_step"] = nil, 2 }},
+		{"qwen3_moe renormalised", "tiny-llama-qwen3moe", func(m map[string]any) { m["norm_topk_prob"] = true }},
+		{"qwen3_moe window", "tiny-llama-qwen3moe", func(m map[string]any) { m["use_sliding_window"] = true }},
+		{"qwen3_moe top 5 of 4", "tiny-llama-qwen3moe", func(m map[string]any) { m["num_experts_per_tok"] = 5 }},
+		{"mixtral as committed", "tiny-llama-mixtral", func(map[string]any) {}},
+		{"mixtral's defaults", "tiny-llama-mixtral", func(m map[string]any) {
+			delete(m, "num_local_experts")
+			delete(m, "num_experts_per_tok")
+			delete(m, "sliding_window")
+		}},
+		{"mixtral no experts", "tiny-llama-mixtral", func(m map[string]any) { m["num_local_experts"] = 0 }},
 	}
 	var paths []string
 	for _, tc := range cases {
@@ -154,7 +176,15 @@ func TestConfigsAgreeWithTheReference(t *testing.T) {
 			if c.Gemma != nil {
 				g = fmt.Sprintf("%g,%g,%g,%g,%g", c.Gemma.QueryPreAttnScalar, c.Gemma.AttnSoftcap, c.Gemma.FinalSoftcap, c.Gemma.LocalTheta, c.Gemma.LinearFactor)
 			}
-			got = "ok " + string(w) + " " + strconv.Itoa(orig) + " " + g
+			moe := []byte("null")
+			if e := c.MoE; e != nil {
+				sparse := make([]bool, c.NLayer)
+				for l := range sparse {
+					sparse[l] = c.Sparse(l)
+				}
+				moe, _ = json.Marshal([]any{e.Experts, e.TopK, e.Inner, e.NormTopK, sparse})
+			}
+			got = "ok " + string(w) + " " + strconv.Itoa(orig) + " " + g + " " + string(moe)
 		}
 		require.Equal(t, lines[i], got, "%s: Go said %v", tc.name, err)
 	}

@@ -1,5 +1,6 @@
 // Command llorch-check validates a forward pass written in Go (GPT-2, or the
-// Llama family: llama, qwen2, qwen3, mistral, phi3, gemma2, gemma3_text) against PyTorch reference tensors,
+// Llama family: llama, qwen2, qwen3, mistral, phi3, gemma2, gemma3_text, and the
+// mixtures of experts qwen3_moe and mixtral) against PyTorch reference tensors,
 // checkpoint by checkpoint, and serves the model.
 package main
 
@@ -51,9 +52,10 @@ func execute(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 func newRootCmd() *cobra.Command {
 	root := &cobra.Command{
 		Use:   "llorch-check",
-		Short: "Validate a Go GPT-2, Llama, Qwen2/3 or Phi-3 against PyTorch, checkpoint by checkpoint",
+		Short: "Validate a Go GPT-2, Llama, Qwen, Mistral, Phi-3, Gemma or mixture of experts against PyTorch, checkpoint by checkpoint",
 		Long: `llorch-check runs a forward pass written in Go (GPT-2, or the Llama family:
-llama, qwen2, qwen3, mistral, phi3, gemma2, gemma3_text), captures its tensors at twelve checkpoints (norm,
+llama, qwen2, qwen3, mistral, phi3, gemma2, gemma3_text, and the mixtures of experts
+qwen3_moe and mixtral), captures its tensors at twelve checkpoints (norm,
 QKV, KV cache, attention, FFN, block output, LM head, logits, sampling,
 generation) and compares them with reference tensors that PyTorch computed
 from the same weights.

@@ -1,0 +1,270 @@
+package model
+
+import (
+	"math"
+
+	"github.com/llorch/llorch-check/internal/keep"
+	"github.com/llorch/llorch-check/kernels"
+	"github.com/llorch/llorch-check/tensors"
+)
+
+// Mixtures of experts: Qwen3-MoE and Mixtral are the Llama family's block
+// with a sparse FFN, as HF's Qwen3MoeSparseMoeBlock and
+// MixtralSparseMoeBlock compute it in float32: router logits (a Linear
+// without bias), a softmax over every expert in float32, the top k of
+// those probabilities, divided by their sum where the architecture
+// renormalises, then Σ wₖ · down(silu(gate)·up) over the chosen experts,
+// each product rounded to float32 and added in ascending expert order
+// from zero (HF's index_add_, an expert at a time).
+
+// Architecture names of the mixtures of experts.
+const (
+	ArchQwen3MoE = "qwen3_moe"
+	// Mixtral: Mistral's block with experts; llama.cpp converts it as llama.
+	ArchMixtral = "mixtral"
+)
+
+func init() {
+	register(ArchQwen3MoE, "Qwen3MoeForCausalLM", &llamaFamily{name: ArchQwen3MoE, eps: 1e-6, theta: 10000, positions: 32768,
+		qkNorm: true, noGGUFAttnBias: true, ggufArch: "qwen3moe",
+		biases:     qwen3Biases,
+		ggufBiases: func(c *Config, has func(string) bool) { c.QKVBias = has("blk.0.attn_q.bias"); c.OBias = c.QKVBias },
+		windows:    noQwenWindow,
+		moe:        qwen3MoELayout})
+	register(ArchMixtral, "MixtralForCausalLM", &llamaFamily{name: ArchMixtral, eps: 1e-5, theta: 1e6, positions: 4096 * 32,
+		llamaCppRope: true, ggufArch: ArchLlama,
+		biases:     func(*Config, bool, bool) error { return nil },
+		ggufBiases: func(*Config, func(string) bool) {},
+		windows:    everyLayerWindow(0),
+		moe:        mixtralLayout})
+}
+
+// moeBlock is a sparse layer's router and experts, each matrix held
+// [in,out] as the block's others.
+type moeBlock struct {
+	router  kernels.Matrix // [C,E]
+	experts []expert
+}
+
+// expert is one SwiGLU expert: gate and up [C,I], down [I,C].
+type expert struct {
+	gate, up, down kernels.Matrix
+}
+
+// bytes is the size of the router and experts; 0 for a dense layer.
+func (mb *moeBlock) bytes() int64 {
+	if mb == nil {
+		return 0
+	}
+	n := mb.router.Bytes()
+	for _, e := range mb.experts {
+		n += e.gate.Bytes() + e.up.Bytes() + e.down.Bytes()
+	}
+	return n
+}
+
+// sparseFFN is x += Σₖ wₖ · expertₖ(h), h the post-attention RMSNorm. Each
+// expert computes only the rows routed to it, so a decode step reads the
+// chosen experts' weights and no others.
+func (ps *pass) sparseFFN(l int, b *block, f blockFaults) {
+	c, R := ps.m.Config, ps.R
+	C, E, K, I := c.NEmbd, c.MoE.Experts, c.MoE.TopK, c.MoE.Inner
+	rmsNorm(ps.h, ps.x, b.ln2W, C, f.rmsEps, f.rmsF16)
+	ps.p.emit(tensors.FFNNorm, l, ps.h, R, C)
+	// One pooled buffer for the layer's scratch (a decode step then
+	// allocates nothing here): the router logits, the weights, a token's
+	// probabilities, and an expert's gathered rows and products, sized
+	// for every row.
+	fb := moeBuffers.Get(R*E + R*K + E + 2*R*C + 3*R*I)
+	defer moeBuffers.Put(fb)
+	buf := *fb
+	take := func(n int) []float32 { s := buf[:n:n]; buf = buf[n:]; return s }
+	logits, w, probs := take(R*E), take(R*K), take(E)
+	xg, gate, up, act, down := take(R*C), take(R*I), take(R*I), take(R*I), take(R*C)
+	ib := moeInts.get(2*R*K + E + 1)
+	defer moeInts.put(ib)
+	ids, order, start := (*ib)[:R*K], (*ib)[R*K:2*R*K], (*ib)[2*R*K:]
+	e64 := expBuffers.get(max(E, I))
+	defer expBuffers.put(e64)
+
+	conv1D(logits, ps.h, b.moe.router, nil, R, C, E, false)
+	ps.p.emit(tensors.RouterLogits, l, logits, R, E)
+	for r := range R {
+		route(ids[r*K:(r+1)*K], w[r*K:(r+1)*K], logits[r*E:(r+1)*E], probs, (*e64)[:E], c.MoE.NormTopK, f)
+	}
+	on := ps.p.on()
+	var pg, pu, pa, pd []float32 // the probes' [R,K,·] of each slot's expert
+	if on {
+		idf := make([]float32, R*K)
+		for i, e := range ids {
+			idf[i] = float32(e)
+		}
+		ps.p.emit(tensors.Experts, l, idf, R, K)
+		ps.p.emit(tensors.ExpertWeights, l, w, R, K)
+		pg, pu, pa, pd = make([]float32, R*K*I), make([]float32, R*K*I), make([]float32, R*K*I), make([]float32, R*K*C)
+	}
+	// The slots (r·K + slot) routed to each expert e, in row order:
+	// order[start[e]:start[e+1]], a counting sort.
+	clear(start)
+	for _, e := range ids {
+		start[e+1]++
+	}
+	for e := range E {
+		start[e+1] += start[e]
+	}
+	for i := range ids {
+		e := ids[i]
+		// start[e] moves on as slots are placed; restored below.
+		order[start[e]] = i
+		start[e]++
+	}
+	for e := E; e > 0; e-- {
+		start[e] = start[e-1]
+	}
+	start[0] = 0
+	out := ps.proj[:R*C]
+	clear(out)
+	g, u := gate, up
+	if f.swigluSwap {
+		g, u = up, gate
+	}
+	neg := scoreBuffers.get(I)
+	defer scoreBuffers.put(neg)
+	for e := range E {
+		slots := order[start[e]:start[e+1]]
+		n := len(slots)
+		if n == 0 {
+			continue
+		}
+		ex := &b.moe.experts[e]
+		for j, s := range slots {
+			copy(xg[j*C:(j+1)*C], ps.h[(s/K)*C:])
+		}
+		conv1D(gate, xg, ex.gate, nil, n, C, I, false)
+		conv1D(up, xg, ex.up, nil, n, C, I, false)
+		for j := range n {
+			siluMul(act[j*I:(j+1)*I], g[j*I:(j+1)*I], u[j*I:(j+1)*I], *neg, *e64)
+		}
+		conv1D(down, act, ex.down, nil, n, I, C, false)
+		for j, s := range slots {
+			r, wt := s/K, w[s]
+			dst, y := out[r*C:(r+1)*C], down[j*C:(j+1)*C]
+			for ch := range C {
+				dst[ch] += float32(y[ch] * wt)
+			}
+			if on {
+				copy(pg[s*I:(s+1)*I], gate[j*I:])
+				copy(pu[s*I:(s+1)*I], up[j*I:])
+				copy(pa[s*I:(s+1)*I], act[j*I:])
+				copy(pd[s*C:(s+1)*C], y)
+			}
+		}
+	}
+	if on {
+		ps.p.emit(tensors.ExpertGate, l, pg, R, K, I)
+		ps.p.emit(tensors.ExpertUp, l, pu, R, K, I)
+		ps.p.emit(tensors.ExpertAct, l, pa, R, K, I)
+		ps.p.emit(tensors.ExpertDown, l, pd, R, K, C)
+	}
+	ps.p.emit(tensors.Down, l, out, R, C)
+	kernels.AddShared(ps.x, out)
+}
+
+// The sparse FFN's scratch: its floats, kept between passes as a pass's
+// are, and its ints (expert ids, the slots by expert).
+var (
+	moeBuffers keep.Buffer[float32]
+	moeInts    slicePool[int]
+)
+
+// route chooses a token's experts: ids and w (len k each, in top-k
+// order) from its router logits. probs and e are scratch of
+// len(logits).
+// The probabilities are F.softmax(logits, dtype=float32): exponentials
+// and their sum in float64, each quotient rounded to float32 once. The
+// top k are the largest probabilities, ties to the lower expert id
+// (torch.topk leaves the order of exactly equal values to its
+// partial sort: a tie is a routing flip, which the checkpoints report as
+// one). norm divides them by their float32 sum (Mixtral,
+// Qwen3-MoE's norm_topk_prob).
+func route(ids []int, w, logits, probs []float32, e []float64, norm bool, f blockFaults) {
+	if f.moeSoftmaxAfterTopK {
+		// The bug: top-k of the logits, then a softmax over those k alone,
+		// which renormalises whether the architecture does or not.
+		topK(ids, w, logits)
+		softmax32(w, w, e)
+		return
+	}
+	softmax32(probs, logits, e)
+	topK(ids, w, probs)
+	if !norm || f.moeNoRenorm {
+		return
+	}
+	var sum float64
+	for _, v := range w {
+		sum += float64(v)
+	}
+	s := float32(sum)
+	for i := range w {
+		w[i] /= s
+	}
+}
+
+// softmax32 writes the softmax of x into dst (which may alias x), in
+// float64 and rounded to float32 once per element; e is scratch of at
+// least len(x).
+func softmax32(dst, x []float32, e []float64) {
+	mx := float32(math.Inf(-1))
+	for _, v := range x {
+		mx = max(mx, v)
+	}
+	var sum float64
+	for i, v := range x {
+		e[i] = math.Exp(float64(v) - float64(mx))
+		sum += e[i]
+	}
+	for i := range x {
+		dst[i] = float32(e[i] / sum)
+	}
+}
+
+// topK puts the indices of the len(ids) largest values of p into ids, in
+// descending order of value (ties: the lower index first), and the
+// values into w.
+func topK(ids []int, w, p []float32) {
+	for k := range ids {
+		best := -1
+		for i, v := range p {
+			if taken(ids[:k], i) {
+				continue
+			}
+			if best < 0 || v > p[best] {
+				best = i
+			}
+		}
+		ids[k], w[k] = best, p[best]
+	}
+}
+
+func taken(ids []int, i int) bool {
+	for _, j := range ids {
+		if j == i {
+			return true
+		}
+	}
+	return false
+}
+
+// moeFaultApplies says whether a mixture-of-experts fault changes c's
+// forward: moe-no-renorm where the chosen probabilities are
+// renormalised; moe-softmax-after-topk where they are not (a softmax
+// over the chosen logits is exactly the renormalised top k).
+func moeFaultApplies(f Fault, c Config) bool {
+	if c.MoE == nil {
+		return false
+	}
+	if f == FaultMoENoRenorm {
+		return c.MoE.NormTopK
+	}
+	return !c.MoE.NormTopK
+}
