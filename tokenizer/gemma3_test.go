@@ -187,3 +187,57 @@ func TestGemmaLikePreTokenizer(t *testing.T) {
 		})
 	}
 }
+
+// Gemma 3's tokenizer.json as GGUF keys, as llama.cpp's converter writes
+// them for its models: 262144 rows (1B: the added <image_soft_token>, id
+// 262144, is left out as the converter leaves it) and 262208 (4B and up:
+// it stays, a control token, then [PAD] rows). The keys load back
+// through the GGUF loader, which tokenizes as the tokenizer.json does but
+// for a literal "▁▁" (its user-defined "▁▁" runs are written as spaces).
+func TestGemma3GGUFKeys(t *testing.T) {
+	dir := gemma3Dir(t)
+	fromJSON := loadGemma3(t)
+	inputs, want := readVectors(t, "gemma3/vectors")
+	for _, rows := range []int{262144, 262208} {
+		t.Run(fmt.Sprint(rows), func(t *testing.T) {
+			kv, err := JSONGGUFKeys(dir, rows)
+			require.NoError(t, err)
+			f := keysGGUF(t, kv)
+			for key, v := range map[string]any{
+				"tokenizer.ggml.model": "llama", "tokenizer.ggml.pre": "default",
+				"tokenizer.ggml.add_space_prefix": false, "tokenizer.ggml.add_bos_token": true,
+				"tokenizer.ggml.bos_token_id": uint32(2), "tokenizer.ggml.eos_token_id": uint32(106),
+			} {
+				got, ok := f.Get(key)
+				require.True(t, ok, key)
+				assert.Equal(t, v, got.V, key)
+			}
+			tokens, err := f.Strings("tokenizer.ggml.tokens")
+			require.NoError(t, err)
+			require.Len(t, tokens, rows)
+			types, err := f.Ints("tokenizer.ggml.token_type")
+			require.NoError(t, err)
+			for id, typ := range map[int]int64{106: ggufTokenControl, 107: ggufTokenUserDefined, 138: ggufTokenUserDefined, 6: ggufTokenControl, 200: ggufTokenUserDefined, 256: ggufTokenByte} {
+				assert.Equal(t, typ, types[id], "token %d %q", id, tokens[id])
+			}
+			assert.Equal(t, "  ", tokens[138], "user-defined ▁▁ written as spaces")
+			if rows > 262144 {
+				assert.Equal(t, "<image_soft_token>", tokens[262144])
+				assert.Equal(t, "[PAD262145]", tokens[262145])
+			}
+			tok, err := FromGGUF(f)
+			require.NoError(t, err)
+			for i, in := range inputs {
+				got := nonNil(tok.EncodeSpecial(in))
+				if strings.Contains(in, "▁▁") {
+					assert.NotEqual(t, want[i], got, "case %d %q", i, in)
+					continue
+				}
+				assert.Equal(t, want[i], got, "case %d %q", i, in)
+				text, err := tok.Decode(got)
+				require.NoError(t, err)
+				assert.Equal(t, mustDecode(t, fromJSON, want[i]), text, "case %d %q", i, in)
+			}
+		})
+	}
+}

@@ -25,11 +25,7 @@ func LoadTokenizerJSON(path string) (*Tokenizer, error) {
 
 // tokenizerJSON is the part of tokenizer.json the loaders read.
 type tokenizerJSON struct {
-	AddedTokens []struct {
-		ID      int    `json:"id"`
-		Content string `json:"content"`
-		Special bool   `json:"special"`
-	} `json:"added_tokens"`
+	AddedTokens   []addedToken    `json:"added_tokens"`
 	Normalizer    json.RawMessage `json:"normalizer"`
 	PreTokenizer  *preTokJSON     `json:"pre_tokenizer"`
 	Decoder       json.RawMessage `json:"decoder"`
@@ -44,6 +40,13 @@ type tokenizerJSON struct {
 		UnkToken     *string         `json:"unk_token"`
 		Dropout      *float64        `json:"dropout"`
 	} `json:"model"`
+}
+
+// addedToken is one of tokenizer.json's added_tokens.
+type addedToken struct {
+	ID      int    `json:"id"`
+	Content string `json:"content"`
+	Special bool   `json:"special"`
 }
 
 // preTokJSON is one pre-tokenizer; Sequence holds others.
