@@ -13,6 +13,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/llorch/llorch-check/gguf"
 )
 
 // Gemma 3's tokenizer (262144 tokens, 33 MB) is not committed: `make
@@ -34,6 +36,26 @@ func gemma3Dir(t testing.TB) string {
 var gemma3Tok = sync.OnceValues(func() (*Tokenizer, error) {
 	return LoadTokenizerJSON(filepath.Join(gemma3Models, "tokenizer.json"))
 })
+
+// gemma3Keys is JSONGGUFKeys of Gemma 3's tokenizer at rows, once per test
+// binary (each parses the 33 MB file twice).
+var (
+	gemma3KeysMu sync.Mutex
+	gemma3KeysAt = map[int][]gguf.KV{}
+)
+
+func gemma3Keys(t testing.TB, rows int) []gguf.KV {
+	dir := gemma3Dir(t)
+	gemma3KeysMu.Lock()
+	defer gemma3KeysMu.Unlock()
+	if kv, ok := gemma3KeysAt[rows]; ok {
+		return kv
+	}
+	kv, err := JSONGGUFKeys(dir, rows)
+	require.NoError(t, err)
+	gemma3KeysAt[rows] = kv
+	return kv
+}
 
 func loadGemma3(t testing.TB) *Tokenizer {
 	gemma3Dir(t)
@@ -195,14 +217,11 @@ func TestGemmaLikePreTokenizer(t *testing.T) {
 // through the GGUF loader, which tokenizes as the tokenizer.json does but
 // for a literal "▁▁" (its user-defined "▁▁" runs are written as spaces).
 func TestGemma3GGUFKeys(t *testing.T) {
-	dir := gemma3Dir(t)
 	fromJSON := loadGemma3(t)
 	inputs, want := readVectors(t, "gemma3/vectors")
 	for _, rows := range []int{262144, 262208} {
 		t.Run(fmt.Sprint(rows), func(t *testing.T) {
-			kv, err := JSONGGUFKeys(dir, rows)
-			require.NoError(t, err)
-			f := keysGGUF(t, kv)
+			f := keysGGUF(t, gemma3Keys(t, rows))
 			for key, v := range map[string]any{
 				"tokenizer.ggml.model": "llama", "tokenizer.ggml.pre": "default",
 				"tokenizer.ggml.add_space_prefix": false, "tokenizer.ggml.add_bos_token": true,

@@ -56,12 +56,12 @@ func JSONGGUFKeys(dir string, vocabSize int) ([]gguf.KV, error) {
 	if err != nil {
 		return nil, fmt.Errorf("tokenizer: %w", err)
 	}
-	if _, err := parseTokenizerJSON(data, path); err != nil {
-		return nil, err
-	}
 	var tj tokenizerJSON
 	if err := json.Unmarshal(data, &tj); err != nil {
 		return nil, fmt.Errorf("%w: %s: %v", ErrFormat, path, err)
+	}
+	if _, err := fromTokenizerJSON(&tj, path); err != nil {
+		return nil, err
 	}
 	cfg, err := readTokenizerConfig(dir)
 	if err != nil {

@@ -25,14 +25,20 @@ func TestGGUFVocabJSONPython(t *testing.T) {
 		require.NotEqual(t, "true", os.Getenv("CI"), "gguf_vocab_json.py needs %s with numpy", py)
 		t.Skipf("%s with numpy is needed: %v", py, err)
 	}
+	mistral := filepath.Join(llamaTestdata, "mistral-hf")
 	for _, c := range []struct {
 		name string
 		dir  func(t *testing.T) string
+		keys func(t *testing.T) []gguf.KV
 		rows int
 	}{
-		{"mistral-hf", func(*testing.T) string { return filepath.Join(llamaTestdata, "mistral-hf") }, 32000},
-		{"gemma3-262144", func(t *testing.T) string { return gemma3Dir(t) }, 262144},
-		{"gemma3-262208", func(t *testing.T) string { return gemma3Dir(t) }, 262208},
+		{"mistral-hf", func(*testing.T) string { return mistral }, func(t *testing.T) []gguf.KV {
+			kv, err := JSONGGUFKeys(mistral, 32000)
+			require.NoError(t, err)
+			return kv
+		}, 32000},
+		{"gemma3-262144", func(t *testing.T) string { return gemma3Dir(t) }, func(t *testing.T) []gguf.KV { return gemma3Keys(t, 262144) }, 262144},
+		{"gemma3-262208", func(t *testing.T) string { return gemma3Dir(t) }, func(t *testing.T) []gguf.KV { return gemma3Keys(t, 262208) }, 262208},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			dir := c.dir(t)
@@ -43,8 +49,7 @@ func TestGGUFVocabJSONPython(t *testing.T) {
 			f, err := gguf.Open(out)
 			require.NoError(t, err)
 			defer f.Close()
-			kv, err := JSONGGUFKeys(dir, c.rows)
-			require.NoError(t, err)
+			kv := c.keys(t)
 			written := 0
 			for _, e := range f.KV {
 				if strings.HasPrefix(e.Key, "tokenizer.") {
