@@ -1,8 +1,8 @@
 // Package tokenizer is GPT-2's byte-level BPE tokenizer, with the exact
 // token ids of OpenAI's encoder.py and Hugging Face's GPT2Tokenizer, and
 // the Llama family's (llama.go): SentencePiece BPE with byte fallback
-// (Llama 2, Mistral, Phi-3) and Llama 3's and Qwen2's byte-level BPE, with
-// the ids of llama.cpp and Hugging Face.
+// (Llama 2, Mistral, Phi-3, Gemma 3) and Llama 3's and Qwen2's byte-level
+// BPE, with the ids of llama.cpp and Hugging Face.
 //
 // A Tokenizer loads from vocab.json + merges.txt, a Hugging Face
 // tokenizer.json, or GGUF metadata (see Load). Encoding accepts any bytes,
