@@ -244,8 +244,9 @@ peer-llamacpp:
 # tiny models carrying real tokenizer.json files (Llama 3's, Qwen3's,
 # Mistral's), tokenized by llama.cpp (e2e/llamacpp/tokenize.mjs) as by our
 # tokenizer.json tokenizer, and greedy-decoded alike
-# (TestConvertTokenizerJSONLlamaCppPeer).
-interop-llamacpp:
+# (TestConvertTokenizerJSONLlamaCppPeer; Gemma 3's too, from make
+# tokenizer-gemma3, tokenized only).
+interop-llamacpp: tokenizer-gemma3
 	@test -d e2e/llamacpp/node_modules/node-llama-cpp || $(NPM_PEER)
 	@tmp=$$(mktemp -d) && trap 'rm -rf "$$tmp"' EXIT && \
 	$(GO) build -o $$tmp/llorch-check ./cmd/llorch-check && \
