@@ -272,7 +272,7 @@ func TestConvertTokenizerJSONLlamaCppPeer(t *testing.T) {
 				require.NoError(t, err, "%s", res)
 				var peer struct {
 					Peer           string
-					BOS, EOS       *int
+					BOS, EOS, EOT  *int
 					AddBOS         bool `json:"add_bos"`
 					Plain, Special [][]int
 				}
@@ -329,6 +329,13 @@ func TestConvertTokenizerJSONLlamaCppPeer(t *testing.T) {
 				assert.Equal(t, r.bos, *peer.BOS)
 				require.NotNil(t, peer.EOS)
 				assert.Equal(t, r.eos, *peer.EOS)
+				if r.tok == "gemma3" {
+					// llama.cpp finds <end_of_turn> as the end of a turn
+					// too, so its chat stops there.
+					require.NotNil(t, peer.EOT)
+					assert.Equal(t, 106, *peer.EOT)
+					assert.True(t, peer.AddBOS)
+				}
 				t.Logf("%s %s: %s tokenizes %d/%d texts as tokenizer.json does (add_bos %v)", r.name(), typ, peer.Peer, same, len(texts), peer.AddBOS)
 
 				if r.tok == "gemma3" {
