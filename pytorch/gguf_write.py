@@ -8,11 +8,12 @@ what the converter does and it does too):
     keys, general.file_type;
   - 1-D tensors (norms, biases, rope_freqs) stay F32; matrices are --type;
   - the tokenizer.* keys of a llama.cpp vocabulary GGUF copied with their
-    types.
+    types, or (--tokenizer-json DIR) converted from DIR's SentencePiece
+    tokenizer.json as llama.cpp's converter does (gguf_vocab_json.py).
 --no-permute writes llama's q and k in HF order: a deliberately wrong file
 for showing that a check catches a RoPE layout error.
 
-Usage: gguf_write.py HF_DIR OUT.gguf [--type f32|f16] [--vocab VOCAB.gguf] [--no-permute]
+Usage: gguf_write.py HF_DIR OUT.gguf [--type f32|f16] [--vocab VOCAB.gguf | --tokenizer-json DIR] [--no-permute]
 """
 
 import argparse
@@ -134,18 +135,26 @@ def default_vocab(cfg):
     return os.path.join(VOCABS, name, f"ggml-vocab-{name}.gguf")
 
 
-def convert(model, out, gtype=GGML_F32, vocab=None, permute_qk=True, name="tiny"):
+def convert(model, out, gtype=GGML_F32, vocab=None, permute_qk=True, name="tiny", tokenizer_json=None):
     """Writes model (a family's load_model) as a GGUF file in llama.cpp's
     converter layout: the family's gguf_layout (families.py), general.*
-    around it and the vocabulary's tokenizer.* keys after; 1-D tensors
-    F32, matrices gtype."""
+    around it and the vocabulary's tokenizer.* keys after (vocab's, or
+    those of tokenizer_json, a directory with a SentencePiece
+    tokenizer.json); 1-D tensors F32, matrices gtype."""
     cfg, w = model["config"], model["weights"]
     fam = families.of_config(cfg)
     if not hasattr(fam, "gguf_layout"):
         raise BadInput(f"field 'model_type' = {cfg['model_type']!r}: {fam.__name__} has no GGUF layout to write "
                        f"(the families with one: {', '.join(a for f in families.FAMILIES if hasattr(f, 'gguf_layout') for a in f.ARCHS)})")
-    vocab = vocab or default_vocab(cfg)
-    tok = [e for e in read_kv_typed(vocab) if e[0].startswith("tokenizer.")]
+    if tokenizer_json is not None:
+        if vocab is not None:
+            raise BadInput("give a vocabulary GGUF or a tokenizer.json directory, not both")
+        import gguf_vocab_json  # it imports this module
+        vocab = os.path.join(tokenizer_json, "tokenizer.json")
+        tok = gguf_vocab_json.keys(tokenizer_json, cfg["vocab_size"])
+    else:
+        vocab = vocab or default_vocab(cfg)
+        tok = [e for e in read_kv_typed(vocab) if e[0].startswith("tokenizer.")]
     n_tokens = next(len(v) for k, _, v, _ in tok if k == "tokenizer.ggml.tokens")
     if n_tokens != cfg["vocab_size"]:
         raise BadInput(f"{vocab}: {n_tokens} tokens, the model's vocab_size is {cfg['vocab_size']}")
@@ -166,13 +175,15 @@ def main():
     ap.add_argument("out")
     ap.add_argument("--type", choices=("f32", "f16"), default="f32")
     ap.add_argument("--vocab", help="llama.cpp vocabulary GGUF whose tokenizer.* keys to copy")
+    ap.add_argument("--tokenizer-json", metavar="DIR",
+                    help="a directory whose SentencePiece tokenizer.json (and tokenizer_config.json) to convert instead")
     ap.add_argument("--no-permute", action="store_true", help="llama: leave q/k in HF order (a deliberately wrong file)")
     a = ap.parse_args()
     try:
         fam, _ = families.of_model(a.model)
         model = fam.load_model(a.model)
         convert(model, a.out, GGML_F32 if a.type == "f32" else GGML_F16, a.vocab, not a.no_permute,
-                os.path.basename(os.path.normpath(a.model)))
+                os.path.basename(os.path.normpath(a.model)), a.tokenizer_json)
     except BadInput as e:
         print(f"gguf_write: {e}", file=sys.stderr)
         sys.exit(2)

