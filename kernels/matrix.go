@@ -5,6 +5,7 @@ import (
 	"math"
 
 	"github.com/llorch/llorch-check/internal/ggmlnum"
+	"github.com/llorch/llorch-check/internal/pages"
 )
 
 // Matrix is a row-major weight matrix held as float32, as IEEE binary16
@@ -102,6 +103,35 @@ func SlabbedRows(w Matrix, rows, cols int) (Matrix, error) {
 	}
 	t.t = false
 	return t, nil
+}
+
+// SlabbedRowsFrom is SlabbedRows of the 16-bit float [rows,cols] matrix
+// whose row r is row(r) (cols bits; a file's mapped pages, or the parts
+// of a fused matrix), bfloat16 if bf16 and float16 otherwise, in memory
+// of its own: each 64-row panel is transposed straight from the rows
+// into its slab, one pass over the weights where a copy and then
+// SlabbedRows's in-place transpose (a panel out to scratch and back)
+// made three. The slabs are SlabbedRows's, bit for bit.
+func SlabbedRowsFrom(rows, cols int, bf16 bool, row func(r int) []uint16) Matrix {
+	out := pages.Make[uint16](rows * cols)
+	n := (rows + slab - 1) / slab
+	per := (n + 7) / 8
+	ParallelFor((n+per-1)/per, func(c int) {
+		for j0 := c * per * slab; j0 < min((c+1)*per*slab, rows); j0 += slab {
+			w := min(slab, rows-j0)
+			blk := out[j0*cols : (j0+w)*cols]
+			for r := range w {
+				for k, v := range row(j0 + r)[:cols] {
+					blk[k*w+r] = v
+				}
+			}
+		}
+	})
+	form := binary16
+	if bf16 {
+		form = bfloat16
+	}
+	return Matrix{s: &slabs{h16: out, form: form, k: cols, n: rows}}
 }
 
 // Float32 holds vals, not a copy.

@@ -171,3 +171,43 @@ func TestSlabbedRows(t *testing.T) {
 	_, err := SlabbedRows(Float32(make([]float32, 10)), 3, 4)
 	require.ErrorContains(t, err, "10-element")
 }
+
+// TestSlabbedRowsFrom: a 16-bit weight's slabs made straight from its
+// rows (in parts, as a fused matrix's come) are SlabbedRows's, bit for
+// bit, in memory of their own.
+func TestSlabbedRowsFrom(t *testing.T) {
+	r := rand.New(rand.NewPCG(25, 26))
+	for _, s := range []struct {
+		rows, cols int
+		bf16       bool
+	}{{1037, 64, true}, {100, 896, false}, {100, 896, true}, {130, 7, false}, {64, 32, true}, {5, 48, false}} {
+		t.Run(fmt.Sprintf("%dx%d/bf16=%v", s.rows, s.cols, s.bf16), func(t *testing.T) {
+			form := binary16
+			if s.bf16 {
+				form = bfloat16
+			}
+			b, _ := halfMatrixOf(r, form, s.rows*s.cols)
+			src := slices.Clone(b.h16)
+			var w Matrix
+			if s.bf16 {
+				w = BFloat16(slices.Clone(src))
+			} else {
+				w = Float16(slices.Clone(src))
+			}
+			want, err := SlabbedRows(w, s.rows, s.cols)
+			require.NoError(t, err)
+			// Two parts, split at a row that is no panel boundary.
+			split := s.rows / 3
+			parts := [][]uint16{src[:split*s.cols], src[split*s.cols:]}
+			got := SlabbedRowsFrom(s.rows, s.cols, s.bf16, func(i int) []uint16 {
+				if i < split {
+					return parts[0][i*s.cols:]
+				}
+				return parts[1][(i-split)*s.cols:]
+			})
+			require.Equal(t, want.s.h16, got.s.h16)
+			require.Equal(t, want.s.form, got.s.form)
+			require.Equal(t, src, b.h16, "the rows are read, not moved")
+		})
+	}
+}

@@ -43,7 +43,7 @@ func loadLlamaFrom(ctx context.Context, cfg Config, f *safetensors.File, release
 		m.holdAsStored(llamaMatricesDType(params, byName))
 	}
 	ld := llamaLoader{m: m, f: f, release: release, dtypes: map[string]bool{}, hf: true}
-	for _, p := range params {
+	for i, p := range params {
 		if err := ctx.Err(); err != nil {
 			return nil, fmt.Errorf("loading stopped: %w", err)
 		}
@@ -55,6 +55,11 @@ func loadLlamaFrom(ctx context.Context, cfg Config, f *safetensors.File, release
 			return nil, fmt.Errorf("tensor %q: shape %v, config.json implies %v", t.Name, t.Shape, p.shape)
 		}
 		delete(byName, p.hf)
+		if next := i + 1; release != nil && next < len(params) {
+			if u, ok := byName[params[next].hf]; ok {
+				weights.Prefetch(f.Raw(*u)) // read while this one is placed
+			}
+		}
 		if err := ld.put(p, t); err != nil {
 			return nil, fmt.Errorf("tensor %q: %w", t.Name, err)
 		}
@@ -117,11 +122,13 @@ type llamaLoader struct {
 	qkv, gateUp staged
 }
 
-// staged is a matrix being assembled: float32 or 16-bit float rows.
+// staged is a matrix being assembled: float32 or 16-bit float rows, or
+// the parts of the file whose bits it holds as stored.
 type staged struct {
-	f32  []float32
-	h16  []uint16
-	rows int
+	f32   []float32
+	h16   []uint16
+	parts []storedPart
+	rows  int
 }
 
 func (ld *llamaLoader) put(p llamaParam, t *safetensors.Tensor) error {
@@ -129,22 +136,92 @@ func (ld *llamaLoader) put(p llamaParam, t *safetensors.Tensor) error {
 	if len(p.shape) == 1 {
 		return ld.putVector(p, weights.Float32s(ld.f, *t, ld.release))
 	}
-	if (p.part == partQKV || p.part == partGateUp) && ld.heldAsStored(t) {
-		// Copied from the file straight into the fused matrix.
-		s, err := ld.stage(p)
-		if err != nil {
-			return err
+	if ld.heldAsStored(t) {
+		switch p.part {
+		case partQKV, partGateUp, partO, partDown:
+			return ld.putStored(p, t)
 		}
-		cols := p.shape[1]
-		s.bits(ld.m.Config.fusedRows(p.part), cols)
-		weights.Bits16Into(s.h16[p.row*cols:], ld.f, *t, ld.release)
-		return nil
 	}
 	f32, h16, err := ld.matrix(t)
 	if err != nil {
 		return err
 	}
 	return ld.place(p, f32, h16)
+}
+
+// putStored places a matrix whose 16-bit bits the model holds as the file
+// stores them: its rows are read from the file's pages as its slabs are
+// made (kernels.SlabbedRowsFrom), once the fused matrix it is part of has
+// all its parts; no copy of it is made on the way.
+func (ld *llamaLoader) putStored(p llamaParam, t *safetensors.Tensor) error {
+	raw := ld.f.Raw(*t)
+	if ld.release != nil {
+		weights.PopulateRead(raw) // a mapping: its pages in one call, not a fault each
+	}
+	view, err := weights.Float16View(raw, t.Numel())
+	if err != nil {
+		return err
+	}
+	part := storedPart{row: p.row, rows: p.shape[0], cols: p.shape[1], bits: view, raw: raw}
+	if p.part == partO || p.part == partDown {
+		b := &ld.m.h[layerOf(p.hf)]
+		dst := &b.projW
+		if p.part == partDown {
+			dst = &b.mlpW
+		}
+		*dst = ld.slabsOf([]storedPart{part}, part.rows)
+		return nil
+	}
+	s, err := ld.stage(p)
+	if err != nil {
+		return err
+	}
+	s.parts = append(s.parts, part)
+	if s.f32 != nil || s.h16 != nil {
+		ld.flatten(s, ld.m.Config.fusedRows(p.part), part.cols) // a matrix whose other parts were converted
+	}
+	return nil
+}
+
+// flatten copies the stored parts of s, if any, into its 16-bit rows: a
+// fused matrix whose parts the file stores in different dtypes (a float16
+// model from a file mixing F16 and F32) is assembled the converting way.
+func (ld *llamaLoader) flatten(s *staged, rows, cols int) {
+	parts := s.parts
+	s.parts = nil
+	for _, pt := range parts {
+		s.put(rows, pt.row, cols, nil, pt.bits)
+		if ld.release != nil {
+			ld.release(pt.raw)
+		}
+	}
+}
+
+// slabsOf is the [in,out] slabs of the matrix of rows rows made of parts,
+// which are then released.
+func (ld *llamaLoader) slabsOf(parts []storedPart, rows int) kernels.Matrix {
+	cols := parts[0].cols
+	w := kernels.SlabbedRowsFrom(rows, cols, ld.m.BFloat16, func(r int) []uint16 {
+		for _, pt := range parts {
+			if r >= pt.row && r < pt.row+pt.rows {
+				return pt.bits[(r-pt.row)*cols:]
+			}
+		}
+		panic("model: row outside every part") // the parameter table covers every row
+	})
+	if ld.release != nil {
+		for _, pt := range parts {
+			ld.release(pt.raw)
+		}
+	}
+	return w
+}
+
+// storedPart is a matrix's rows [row, row+rows) as the file stores them.
+type storedPart struct {
+	row, rows, cols int
+	bits            []uint16 // raw's bits (raw itself where aligned)
+	raw             []byte
 }
 
 // heldAsStored says whether the model holds matrix t's 16-bit bits as the
@@ -186,7 +263,9 @@ func (ld *llamaLoader) place(p llamaParam, f32 []float32, h16 []uint16) error {
 		if err != nil {
 			return err
 		}
-		s.put(ld.m.Config.fusedRows(p.part), p.row, p.shape[1], f32, h16)
+		rows := ld.m.Config.fusedRows(p.part)
+		ld.flatten(s, rows, p.shape[1])
+		s.put(rows, p.row, p.shape[1], f32, h16)
 	case partRouter, partExpertGate, partExpertUp, partExpertDown:
 		return ld.placeExpert(p, f32, h16)
 	case partO, partDown:
@@ -271,6 +350,11 @@ func (ld *llamaLoader) finish() error {
 		dst  *kernels.Matrix
 		rows int
 	}{{&ld.qkv, &b.attnW, c.fusedRows(partQKV)}, {&ld.gateUp, &b.fcW, c.fusedRows(partGateUp)}} {
+		if s.st.parts != nil {
+			*s.dst = ld.slabsOf(s.st.parts, s.rows)
+			*s.st = staged{}
+			continue
+		}
 		if s.st.f32 == nil && s.st.h16 == nil {
 			continue
 		}
@@ -291,15 +375,10 @@ func (s *staged) put(rows, row, cols int, f32 []float32, h16 []uint16) {
 		copy(s.f32[row*cols:], f32)
 		return
 	}
-	s.bits(rows, cols)
-	copy(s.h16[row*cols:], h16)
-}
-
-// bits makes the staged matrix of 16-bit bits if it is not made yet.
-func (s *staged) bits(rows, cols int) {
 	if s.h16 == nil {
 		s.h16 = pages.Make[uint16](rows * cols)
 	}
+	copy(s.h16[row*cols:], h16)
 }
 
 // layerOf reads the layer index out of an HF name "layers.N. …".

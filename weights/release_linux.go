@@ -43,10 +43,10 @@ func Prefetch(b []byte) {
 	_ = unix.Madvise(b[lo:], unix.MADV_WILLNEED)
 }
 
-// populateRead maps the whole pages of b, a part of a file mapping about
+// PopulateRead maps the whole pages of b, a part of a file mapping about
 // to be read, in one call (reading what the page cache lacks), instead of
 // a fault a page. Errors (an older kernel) only cost the faults.
-func populateRead(b []byte) {
+func PopulateRead(b []byte) {
 	page := uintptr(os.Getpagesize())
 	base := uintptrOf(b)
 	lo := int((page - base%page) % page)

@@ -11,4 +11,5 @@ func adviseMapping([]byte) {}
 // Prefetch is a no-op off Linux.
 func Prefetch(b []byte) {}
 
-func populateRead([]byte) {}
+// PopulateRead is a no-op off Linux: pages fault in as they are read.
+func PopulateRead([]byte) {}

@@ -83,7 +83,7 @@ func BFloat16Bits(f *safetensors.File, t safetensors.Tensor, release func([]byte
 // memmove (decoding element by element was 70 of the 110 CPU-seconds of
 // an 8B bfloat16 load). With a mapping (release not nil) the next chunk
 // is asked of the disk while this one is copied, and this one's pages
-// are mapped in one call (populateRead): under a hypervisor a fault a 4 KB
+// are mapped in one call (PopulateRead): under a hypervisor a fault a 4 KB
 // page made the copy of a 16 GB model cost more than its reading.
 func Bits16Into(dst []uint16, f *safetensors.File, t safetensors.Tensor, release func([]byte)) {
 	out := dst[:t.Numel()]
@@ -99,7 +99,7 @@ func Bits16Into(dst []uint16, f *safetensors.File, t safetensors.Tensor, release
 			Prefetch(raw[2*end : 2*min(end+chunk, len(out))])
 		}
 		if release != nil {
-			populateRead(src)
+			PopulateRead(src)
 		}
 		if bytes != nil {
 			copy(bytes[2*start:2*end], src)
