@@ -5,6 +5,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/llorch/llorch-check/internal/fixture"
 	"github.com/llorch/llorch-check/kvcache"
 	"github.com/stretchr/testify/require"
 )
@@ -99,4 +100,35 @@ func TestFreedCacheRefusesTheWindowBack(t *testing.T) {
 	_, err = m.Forward(t.Context(), c, llamaTokens[9:10], ForwardOptions{}) // reads 5..9
 	require.ErrorContains(t, err, "reads keys from position 5, but the cache gave back those before 8")
 	require.Equal(t, 9, c.Len(), "a refused pass leaves the cache as it was")
+}
+
+// BenchmarkFreeBehindWindow generates 4× tiny-llama-mistral's window of
+// 24 past a 12-token prompt, keeping every block or giving back those the
+// window left, and reports the blocks of 16 positions held at the end and
+// at the peak, and the decode time.
+func BenchmarkFreeBehindWindow(b *testing.B) {
+	m, err := Load(fixture.FamilyModel("tiny-llama-mistral"))
+	require.NoError(b, err)
+	const n = 12 + 4*24
+	for _, free := range []bool{false, true} {
+		b.Run(map[bool]string{false: "kept", true: "freed"}[free], func(b *testing.B) {
+			var st kvcache.Stats
+			for b.Loop() {
+				p, err := m.NewKVPool(kvcache.Options{FreeBehindWindow: free})
+				require.NoError(b, err)
+				c := p.NewCache()
+				logits, err := m.Forward(b.Context(), c, llamaTokens[:12], ForwardOptions{})
+				require.NoError(b, err)
+				for c.Len() < n {
+					next := slices.Index(logits, slices.Max(logits))
+					logits, err = m.Forward(b.Context(), c, []int{next}, ForwardOptions{})
+					require.NoError(b, err)
+				}
+				st = p.Stats()
+			}
+			b.ReportMetric(float64(st.HeldBlocks), "held-blocks")
+			b.ReportMetric(float64(st.PeakBlocks), "peak-blocks")
+			b.ReportMetric(float64(st.HeldBlocks)*float64(st.BlockBytes)/1024, "held-KiB")
+		})
+	}
 }
