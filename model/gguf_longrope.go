@@ -81,6 +81,11 @@ func ggufLongRope(f *gguf.File, c *Config) error {
 	if s.AttentionFactor, err = weights.PositiveFloat(f, k("rope.scaling.attn_factor"), def); err != nil {
 		return err
 	}
+	if float32(s.AttentionFactor) == float32(def) {
+		// The key holds float32: HF's default, as the writer rounded it,
+		// reads back as the default (the forward rounds it so too).
+		s.AttentionFactor = def
+	}
 	c.LongRope = s
 	return nil
 }

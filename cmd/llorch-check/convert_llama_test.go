@@ -23,7 +23,7 @@ import (
 // with, as pytorch/gguf_write.py's default_vocab picks it.
 func familyVocab(name string) string {
 	v := "llama-spm"
-	if name == "tiny-llama-phi3" {
+	if strings.HasPrefix(name, "tiny-llama-phi3") { // and -longrope
 		v = "phi-3"
 	}
 	return filepath.Join(fixture.Root(), "testdata", "tokenizer", v, "ggml-vocab-"+v+".gguf")
