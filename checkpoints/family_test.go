@@ -2,7 +2,6 @@ package checkpoints
 
 import (
 	"context"
-	"slices"
 	"testing"
 
 	"github.com/llorch/llorch-check/internal/fixture"
@@ -24,9 +23,7 @@ func openFamily(t *testing.T, name string) (*model.Model, *references.Set) {
 // TestFamiliesPassAllTwelve runs every checkpoint of every Llama-family
 // tiny model against its PyTorch reference set.
 func TestFamiliesPassAllTwelve(t *testing.T) {
-	// tiny-llama-phi3-longrope is not among fixture.Families, whose tests
-	// convert each to GGUF: longrope is not written (either side).
-	for _, name := range append(slices.Clone(fixture.Families), "tiny-llama-phi3-longrope") {
+	for _, name := range fixture.Families {
 		t.Run(name, func(t *testing.T) {
 			m, set := openFamily(t, name)
 			tok, err := tokenizer.Load(m.Dir)
