@@ -43,9 +43,12 @@ func (o Options) kvCache() kvcache.Options {
 
 // decoder is the decoder checkpoints 9 and 12 run the model through: the
 // server's own, generation.ModelDecoder, on a pool made with the options'
-// KVCache.
+// KVCache that gives back the blocks a sliding window left, as the
+// server's does (their logits are the same bits either way).
 func (o Options) decoder(m *model.Model) (generation.Decoder, error) {
-	pool, err := m.NewKVPool(o.kvCache())
+	opt := o.kvCache()
+	opt.FreeBehindWindow = true
+	pool, err := m.NewKVPool(opt)
 	if err != nil {
 		return nil, err
 	}

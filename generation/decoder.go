@@ -130,12 +130,13 @@ type ModelDecoder struct {
 func NewModelDecoder(m *model.Model) *ModelDecoder { return NewBatchedDecoder(m, nil, nil) }
 
 // NewBatchedDecoder returns a decoder whose cache comes from pool (nil: a
-// pool of its own) and whose steps go through b (nil: alone).
+// pool of its own, which gives back the blocks a sliding window left) and
+// whose steps go through b (nil: alone).
 func NewBatchedDecoder(m *model.Model, pool *kvcache.Pool, b Batcher) *ModelDecoder {
-	c := m.NewCache()
-	if pool != nil {
-		c = pool.NewCache()
+	if pool == nil {
+		pool, _ = m.NewKVPool(kvcache.Options{FreeBehindWindow: true}) // the defaults are valid
 	}
+	c := pool.NewCache()
 	return &ModelDecoder{m: m, cache: c, batch: b}
 }
 

@@ -29,9 +29,13 @@ type Cache struct {
 // that a cache dropped without Close gives its blocks back when collected.
 type kvSeq struct {
 	pool        *Pool
-	blocks      []*kvBlock
+	blocks      []*kvBlock // blocks[:gone] are nil: given back by Release
+	gone        int
 	reservation int // blocks this cache may grow to whatever the others take
 }
+
+// live is the blocks the sequence holds: those not given back by Release.
+func (s *kvSeq) live() int { return len(s.blocks) - s.gone }
 
 // NewCache returns an empty cache of the pool, for up to the shape's
 // Positions.
@@ -48,7 +52,7 @@ func (c *Cache) Len() int { return c.n }
 func (c *Cache) Cap() int { return c.capacity }
 
 // Bytes is the memory of the blocks the cache holds, shared ones included.
-func (c *Cache) Bytes() int64 { return int64(len(c.seq.blocks)) * c.seq.pool.BlockBytes() }
+func (c *Cache) Bytes() int64 { return int64(c.seq.live()) * c.seq.pool.BlockBytes() }
 
 // Shape is the model shape the cache was made for, Positions being its
 // capacity: a forward pass refuses a cache of another model's shape.
@@ -87,6 +91,9 @@ func (c *Cache) Truncate(n int) error {
 	if n < 0 || n > c.n {
 		return fmt.Errorf("truncating cache to %d positions: it holds %d", n, c.n)
 	}
+	if n > 0 && n < c.Start() {
+		return fmt.Errorf("truncating cache to %d positions: it gave back the positions before %d (Release)", n, c.Start())
+	}
 	c.n = n
 	if c.seq.pool.prefix {
 		c.tokens = c.tokens[:n]
@@ -105,7 +112,7 @@ func (c *Cache) Reserve(positions int) error {
 	want := p.blocksFor(min(positions, c.capacity))
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	held := len(c.seq.blocks)
+	held := c.seq.live()
 	next := p.reserved - max(c.seq.reservation, held) + max(want, held)
 	if p.maxBlocks > 0 && next > p.maxBlocks {
 		return fmt.Errorf("%w: %d positions need %d blocks of %d; %d of %d are promised to running sequences",
@@ -160,16 +167,17 @@ func (s *kvSeq) shrink(n int) {
 	p := s.pool
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	before := max(s.reservation, len(s.blocks))
+	before := max(s.reservation, s.live())
 	// Last block first: kept blocks are evicted in the order they were
 	// given back, and a prefix's tail is worth less than its head (no
 	// block can be found without every block before it).
-	for i := len(s.blocks) - 1; i >= n; i-- {
+	for i := len(s.blocks) - 1; i >= max(n, s.gone); i-- {
 		p.unref(s.blocks[i])
 	}
 	clear(s.blocks[n:])
 	s.blocks = s.blocks[:n]
-	p.reserved += max(s.reservation, n) - before
+	s.gone = min(s.gone, n)
+	p.reserved += max(s.reservation, s.live()) - before
 	p.wake()
 }
 
@@ -192,13 +200,16 @@ func (s *kvSeq) grow(from, n int) error {
 	first, need := from/p.blockTokens, p.blocksFor(n)
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	if first < s.gone {
+		return fmt.Errorf("writing position %d: the cache gave back the positions before %d (Release)", from, s.gone*p.blockTokens)
+	}
 	for i := first; i < min(need, len(s.blocks)); i++ {
 		if err := s.private(i); err != nil {
 			return err
 		}
 	}
 	for len(s.blocks) < need {
-		if p.maxBlocks > 0 && len(s.blocks) >= s.reservation && p.reserved >= p.maxBlocks {
+		if p.maxBlocks > 0 && s.live() >= s.reservation && p.reserved >= p.maxBlocks {
 			return fmt.Errorf("%w: all %d blocks of %d positions are promised to running sequences",
 				ErrFull, p.maxBlocks, p.blockTokens)
 		}
@@ -206,7 +217,7 @@ func (s *kvSeq) grow(from, n int) error {
 		if err != nil {
 			return err
 		}
-		if len(s.blocks) >= s.reservation {
+		if s.live() >= s.reservation {
 			p.reserved++
 		}
 		s.blocks = append(s.blocks, b)
@@ -298,11 +309,11 @@ func (c *Cache) Overwrite(l int, k, v []float32, n, off, T int) {
 }
 
 // Snapshot copies layer's keys and values as [H, Len, D] row-major slices
-// (widened from float16 in a float16 pool). An out-of-range layer gives
-// nil slices.
+// (widened from float16 in a float16 pool). An out-of-range layer, or a
+// cache that gave back blocks (Release), gives nil slices.
 func (c *Cache) Snapshot(layer int) (k, v []float32) {
 	p := c.seq.pool
-	if layer < 0 || layer >= p.nLayer {
+	if layer < 0 || layer >= p.nLayer || c.seq.gone > 0 {
 		return nil, nil
 	}
 	return c.gather(layer, 0), c.gather(layer, 1)

@@ -6,8 +6,11 @@
 // (Pool), a bound with reservations so a server never runs a sequence out
 // of blocks half way (Cache.Reserve), prefix sharing that lets a prompt
 // reuse, bit for bit, the blocks of an earlier one with the same start
-// (Cache.ReusePrefix), and spare blocks whose memory stays mapped a while
-// for the next sequence instead of faulting in afresh (spare.go).
+// (Cache.ReusePrefix), spare blocks whose memory stays mapped a while
+// for the next sequence instead of faulting in afresh (spare.go), and,
+// for a model whose every layer has a sliding window, blocks given back
+// once every layer's window has left them (Cache.Release), so a long
+// generation holds about a window's positions.
 //
 // A forward pass drives a cache in three steps: Grow makes room for the
 // pass's positions, Store (or Overwrite) writes each layer's keys and

@@ -92,15 +92,27 @@ func run(t *testing.T, c *Cache, prompt, steps []int) []int {
 }
 
 // requireSameAsAlone checks that c holds the keys and values of writing
-// seq on a cache of its own.
+// seq on a cache of its own, at the positions it holds (from its Start).
 func requireSameAsAlone(t *testing.T, c *Cache, seq []int, what string) {
 	t.Helper()
 	alone := newPool(t, Options{}).NewCache()
 	require.NoError(t, write(alone, seq, len(seq)))
+	n, B, D, buf := len(seq), c.BlockTokens(), testShape.HeadDim, make([]float32, c.BlockBufLen())
 	for l := range testShape.Layers {
 		k0, v0 := alone.Snapshot(l)
-		k1, v1 := c.Snapshot(l)
-		require.Equal(t, k0, k1, "%s: layer %d keys", what, l)
-		require.Equal(t, v0, v1, "%s: layer %d values", what, l)
+		if c.Start() == 0 {
+			k1, v1 := c.Snapshot(l)
+			require.Equal(t, k0, k1, "%s: layer %d keys", what, l)
+			require.Equal(t, v0, v1, "%s: layer %d values", what, l)
+			continue
+		}
+		for h := range testShape.KVHeads {
+			for i := c.Start() / B; i*B < n; i++ {
+				rows := min(B, n-i*B)
+				at := (h*n + i*B) * D
+				require.Equal(t, k0[at:at+rows*D], c.BlockKeys(l, h, i, buf)[:rows*D], "%s: layer %d head %d block %d keys", what, l, h, i)
+				require.Equal(t, v0[at:at+rows*D], c.BlockValues(l, h, i, buf)[:rows*D], "%s: layer %d head %d block %d values", what, l, h, i)
+			}
+		}
 	}
 }

@@ -47,6 +47,11 @@ type Options struct {
 	// is given back; 0 means DefaultSpareLinger, negative gives it back at
 	// once.
 	SpareLinger time.Duration
+	// FreeBehindWindow lets Cache.Release give back a sequence's blocks
+	// that every layer's sliding window has left. Off, a cache keeps every
+	// position it was given, for a harness that reads them all back
+	// (Cache.Snapshot, checkpoint 3).
+	FreeBehindWindow bool
 }
 
 // Pool holds the keys and values of a model's sequences in blocks of
@@ -60,7 +65,7 @@ type Pool struct {
 	capacity                            int // a cache's positions: the model's context
 	maxBlocks                           int // 0: unbounded
 	maxIdle                             int // kept blocks beyond it are evicted; 0: only maxBlocks bounds them
-	f16, prefix                         bool
+	f16, prefix, freeBehind             bool
 	blockElems                          int // floats (or halves) a block
 
 	mu       sync.Mutex
@@ -130,7 +135,7 @@ func NewPool(s Shape, opt Options) (*Pool, error) {
 	p := &Pool{
 		nLayer: s.Layers, nHead: s.KVHeads, headDim: s.HeadDim, blockTokens: B,
 		capacity: s.Positions, maxBlocks: (opt.MaxTokens + B - 1) / B, maxIdle: (opt.PrefixCacheTokens + B - 1) / B,
-		f16: opt.Float16, prefix: opt.PrefixCache, linger: opt.SpareLinger,
+		f16: opt.Float16, prefix: opt.PrefixCache, freeBehind: opt.FreeBehindWindow, linger: opt.SpareLinger,
 	}
 	if p.linger == 0 {
 		p.linger = DefaultSpareLinger

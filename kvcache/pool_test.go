@@ -93,8 +93,18 @@ func TestPoolOptions(t *testing.T) {
 // that every cache's keys and values are those of writing its tokens
 // from scratch.
 func TestPoolRandomOps(t *testing.T) {
+	for _, free := range []bool{false, true} {
+		t.Run(fmt.Sprintf("FreeBehindWindow=%v", free), func(t *testing.T) { poolRandomOps(t, free) })
+	}
+}
+
+// poolRandomOps runs random operations on the caches of one pool; with
+// free, some give back the blocks before a position (Release, as a model
+// whose every layer has a window does), and the pool's books, its bound
+// and every cache's contents from its Start on must hold all the same.
+func poolRandomOps(t *testing.T, free bool) {
 	const B, maxTok = 4, 64
-	p := newPool(t, Options{BlockTokens: B, MaxTokens: maxTok, PrefixCache: true, PrefixCacheTokens: 24})
+	p := newPool(t, Options{BlockTokens: B, MaxTokens: maxTok, PrefixCache: true, PrefixCacheTokens: 24, FreeBehindWindow: free})
 	type seq struct {
 		c      *Cache
 		tokens []int
@@ -111,10 +121,13 @@ func TestPoolRandomOps(t *testing.T) {
 		t.Helper()
 		held, promised := map[*kvBlock]bool{}, 0
 		for _, s := range seqs {
-			for _, b := range s.c.seq.blocks {
-				held[b] = true
+			for i, b := range s.c.seq.blocks {
+				require.Equal(t, i < s.c.seq.gone, b == nil, "step %d %s: block %d of %d given back", step, op, i, s.c.seq.gone)
+				if b != nil {
+					held[b] = true
+				}
 			}
-			promised += max(s.c.seq.reservation, len(s.c.seq.blocks))
+			promised += max(s.c.seq.reservation, s.c.seq.live())
 			require.Equal(t, len(s.tokens), s.c.Len(), "step %d %s", step, op)
 			require.Equal(t, p.blocksFor(s.c.Len()), len(s.c.seq.blocks), "step %d %s: blocks past the positions", step, op)
 		}
@@ -145,7 +158,7 @@ func TestPoolRandomOps(t *testing.T) {
 	for step := range 1000 {
 		s := seqs[r.IntN(len(seqs))]
 		var op string
-		switch r.IntN(6) {
+		switch r.IntN(7) {
 		case 0, 1: // a new prompt: reserve, reuse, prefill
 			op = "prefill"
 			prompt := append(append([]int(nil), stems[r.IntN(2)][:4+r.IntN(16)]...), testTokens(1+r.IntN(6), uint64(step))...)
@@ -170,6 +183,11 @@ func TestPoolRandomOps(t *testing.T) {
 		case 3: // truncate, often into a block another sequence shares, and write there
 			op = "truncate"
 			n := r.IntN(len(s.tokens) + 1)
+			if n > 0 && n < s.c.Start() {
+				require.ErrorContains(t, s.c.Truncate(n), "gave back the positions before")
+				op = "truncate refused"
+				break
+			}
 			require.NoError(t, s.c.Truncate(n))
 			s.tokens = s.tokens[:n]
 			if n > 0 {
@@ -185,6 +203,15 @@ func TestPoolRandomOps(t *testing.T) {
 			op = "close"
 			s.c.Close()
 			s.tokens = nil
+		case 6: // a window moving on: nothing before pos is read again
+			op = "release"
+			pos := s.c.Start() + r.IntN(s.c.Len()-s.c.Start()+1)
+			s.c.Release(pos)
+			if !free {
+				require.Zero(t, s.c.Start(), "step %d: released without FreeBehindWindow", step)
+				break
+			}
+			require.Equal(t, pos/B*B, s.c.Start(), "step %d: released before %d of %d", step, pos, s.c.Len())
 		}
 		check(step, op)
 		counts[op]++
@@ -193,6 +220,9 @@ func TestPoolRandomOps(t *testing.T) {
 	require.Positive(t, counts["refused"], "the bound was never reached")
 	require.Positive(t, p.Stats().CachedTokens, "no prefix was reused")
 	require.Positive(t, p.Stats().Evictions, "nothing was evicted")
+	if free {
+		require.Positive(t, counts["truncate refused"], "no truncation went below a cache's start")
+	}
 }
 
 // TestShapeBytes: a bound's memory is its blocks' as a pool holds them,

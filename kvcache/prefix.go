@@ -28,8 +28,8 @@ func (c *Cache) Commit(tokens []int) {
 		key := blockKey{hash: hashTokens(c.tokens[i*B : (i+1)*B])}
 		if i > 0 {
 			parent := c.seq.blocks[i-1]
-			if parent.tokens == nil {
-				return // the prefix before it is not findable, so neither is it
+			if parent == nil || parent.tokens == nil {
+				return // the prefix before it is not findable (or given back by Release), so neither is it
 			}
 			key.parent = parent.id
 		}

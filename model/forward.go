@@ -100,6 +100,12 @@ func (m *Model) forward(ctx context.Context, spans []span, tokens []int, hk hook
 		return nil, err
 	}
 	for i, s := range spans {
+		if err := m.releaseBehindWindow(s.c, s.off); err != nil {
+			if len(spans) > 1 {
+				err = fmt.Errorf("sequence %d: %w", i, err)
+			}
+			return nil, err
+		}
 		if err := s.c.Grow(s.T); err != nil {
 			if len(spans) > 1 {
 				err = fmt.Errorf("sequence %d: %w", i, err)

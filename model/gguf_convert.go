@@ -229,6 +229,9 @@ func llamaPlan(cfg Config, f *safetensors.File, typ gguf.GGMLType, ftype uint32)
 		if i == len(globals)-1 && cfg.RopeScaling != nil {
 			plan = append(plan, streamTensor{name: ggufRopeFreqs, shape: []int{cfg.RotaryDim / 2}, typ: gguf.GGMLTypeF32, vals: llama3RopeFactors(cfg)})
 		}
+		if i == len(globals)-1 && cfg.LongRope != nil {
+			plan = append(plan, longRopeTensors(cfg.LongRope)...)
+		}
 	}
 	if t, ok := byName["lm_head.weight"]; ok && cfg.Tied {
 		if err := checkTied(f, *t, *emb, weights.Release); err != nil {

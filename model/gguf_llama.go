@@ -162,6 +162,9 @@ func ggufLlamaRope(f *gguf.File, c *Config, k func(string) string) error {
 			return fmt.Errorf("key %s: value %.80v: rope scaling other than Llama 3's (rope_freqs.weight) is not implemented", k("rope.scaling.type"), v.V)
 		}
 	}
+	if err := ggufLongRope(f, c); err != nil {
+		return err
+	}
 	// A window is every layer's, as llama.cpp's converter writes
 	// Mistral's and Phi-3's sliding_window (Qwen2's per-layer windows are
 	// not written: llamaWritable).
@@ -294,6 +297,9 @@ func loadLlamaGGUF(ctx context.Context, f *gguf.File, cfg Config, release func([
 	}
 	if cfg.llama().llamaCppRope {
 		known[ggufRopeFreqs] = true
+	}
+	if cfg.LongRope != nil {
+		known[ggufRopeLong], known[ggufRopeShort] = true, true // read with the config (ggufLongRope)
 	}
 	for _, t := range f.Tensors {
 		if !known[t.Name] {

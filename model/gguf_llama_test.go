@@ -18,8 +18,14 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// The five tiny Llama-family models and llama.cpp's vocabulary file each
-// is converted with (pytorch/gguf_write.py's default_vocab).
+// The tiny Llama-family models, one an architecture, and llama.cpp's
+// vocabulary file each is converted with (pytorch/gguf_write.py's
+// default_vocab). tiny-llama-phi3-longrope's round trip is
+// TestLongRopeGGUF's. It is not in TestLlamaGGUFQ8_0: its Q8_0 forward
+// drifts from its F32 one past the checkpoint tolerances held there,
+// 1.36x at layer 1's down projection with HF's attention factor of 1.18
+// (which scales q and k), 0.41x with the factor set to 1 (tiny-llama-phi3:
+// 0.37x): measured, not explained further.
 var llamaTiny = []struct{ name, vocab string }{
 	{"tiny-llama", llamaSPMVocab},
 	{"tiny-llama3", llamaSPMVocab},

@@ -70,6 +70,13 @@ func (m *Model) llamaGGUF(typ gguf.GGMLType, ftype uint32) ([]gguf.KV, []gguf.Te
 				return nil, nil, err
 			}
 		}
+		if i == len(globals)-1 && c.LongRope != nil {
+			for _, t := range longRopeTensors(c.LongRope) {
+				if err := add(t.name, t.shape, t.typ, t.vals); err != nil {
+					return nil, nil, err
+				}
+			}
+		}
 	}
 	return kv, tensors, nil
 }
@@ -104,9 +111,13 @@ func llamaKeys(c Config, ftype uint32) []gguf.KV {
 		kv = append(kv, u32("attention.sliding_window", w))
 	}
 	kv = append(kv, moeKeys(c, a)...)
-	if c.llama().origContextKey {
+	switch s := c.LongRope; {
+	case s != nil:
+		kv = append(kv, u32("rope.scaling.original_context_length", s.Original), f32("rope.scaling.attn_factor", s.AttentionFactor))
+	case c.llama().origContextKey:
 		// HF's original_max_position_embeddings, which only Phi-3's
-		// long-rope scaling (not implemented) reads; the context here.
+		// longrope reads; without it, the context, as llama.cpp's
+		// converter writes it.
 		kv = append(kv, u32("rope.scaling.original_context_length", c.NPositions))
 	}
 	kv = append(kv,
@@ -143,8 +154,8 @@ func llamaWritable(c Config) error {
 		return fmt.Errorf("rope_scaling llama3 is not written for %s (llama.cpp reads rope_freqs.weight for llama only)", c.ModelType)
 	case c.llama().llamaCppRope && c.RotaryDim != c.HeadDim():
 		return fmt.Errorf("llama with partial rotary (%d of %d channels) is not written: llama.cpp's q/k permutation spans whole heads", c.RotaryDim, c.HeadDim())
-	case c.LongRope != nil:
-		return fmt.Errorf("%s with rope_scaling longrope is not written (llama.cpp's rope_factors_long/short tensors are not implemented)", c.ModelType)
+	case c.LongRope != nil && !c.llama().origContextKey:
+		return fmt.Errorf("%s with rope_scaling longrope is not written (llama.cpp reads rope_factors_long/short for phi3)", c.ModelType)
 	case !c.sameWindowEverywhere():
 		return fmt.Errorf("%s with sliding windows on some layers only (%v) is not written: llama.cpp's layout has one window for every layer", c.ModelType, c.Windows)
 	case c.llama().noGGUFAttnBias && c.QKVBias:

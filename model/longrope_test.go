@@ -7,7 +7,6 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/llorch/llorch-check/gguf"
 	"github.com/llorch/llorch-check/internal/fixture"
 )
 
@@ -85,7 +84,4 @@ func TestLongRopePerCall(t *testing.T) {
 		require.NoError(t, err)
 	}
 	require.NotEqual(t, whole, stepped, "keys rotated short before the switch stay so")
-
-	_, _, err = m.GGUF(gguf.GGMLTypeF32)
-	require.ErrorContains(t, err, "rope_scaling longrope is not written")
 }

@@ -612,7 +612,12 @@ def gguf_layout(cfg, w, permute_qk=True):
         not permuted;
       - llama with rope_scaling llama3: rope_freqs.weight, one factor per
         rotary pair (1, factor, or 1/((1-smooth)/factor + smooth)), by
-        which llama.cpp divides each frequency.
+        which llama.cpp divides each frequency;
+      - phi3 with longrope: rope_factors_long.weight and
+        rope_factors_short.weight (F32, one factor per rotary pair) after
+        the global tensors, the pretrained context as
+        rope.scaling.original_context_length and the attention factor as
+        rope.scaling.attn_factor (convert_hf_to_gguf.py's Phi3MiniModel).
     What the layout cannot say (another rope scaling, an active sliding
     window, llama's biases) is a BadInput."""
     arch = cfg["model_type"]
@@ -621,7 +626,8 @@ def gguf_layout(cfg, w, permute_qk=True):
     kind = None if rs is None else rs.get("rope_type", rs.get("type"))
     # llama.cpp converts Mistral as llama (its q/k permuted alike).
     llama_like = arch in ("llama", "mistral")
-    if kind not in (None, "default", "llama3") or (kind == "llama3" and not llama_like):
+    longrope = kind in ("longrope", "su") and arch == "phi3"
+    if (kind not in (None, "default", "llama3") and not longrope) or (kind == "llama3" and not llama_like):
         raise BadInput(f"rope_scaling {kind!r} is not written for {arch}")
     windows = cfg["windows"] or [0]
     if len(set(windows)) > 1:
@@ -646,7 +652,10 @@ def gguf_layout(cfg, w, permute_qk=True):
         kv.append((f"{a}.attention.sliding_window", windows[0]))
     if cfg.get("moe"):
         kv += moe_torch.gguf_keys(cfg, a)
-    if arch == "phi3":
+    if longrope:
+        kv += [("phi3.rope.scaling.original_context_length", cfg["longrope"]["original"]),
+               ("phi3.rope.scaling.attn_factor", float(cfg["longrope"]["attention_factor"]))]
+    elif arch == "phi3":
         kv.append(("phi3.rope.scaling.original_context_length",
                    cfg.get("original_max_position_embeddings", cfg["max_position_embeddings"])))
     t = [("token_embd.weight", w["embed_tokens.weight"]), ("output_norm.weight", w["norm.weight"])]
@@ -654,6 +663,8 @@ def gguf_layout(cfg, w, permute_qk=True):
         t.append(("output.weight", w["lm_head.weight"]))
     if kind == "llama3":
         t.append(("rope_freqs.weight", rope_freqs_llama3(cfg)))
+    if longrope:
+        t += [(f"rope_factors_{n}.weight", np.asarray(cfg["longrope"][n], np.float32)) for n in ("long", "short")]
     for i in range(cfg["num_hidden_layers"]):
         p, b = f"layers.{i}.", f"blk.{i}."
         t.append((b + "attn_norm.weight", w[p + "input_layernorm.weight"]))

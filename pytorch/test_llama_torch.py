@@ -262,8 +262,10 @@ class TestForward(unittest.TestCase):
         """Phi-3's longrope as HF's _compute_longrope_parameters: the
         pretrained context, the default attention factor, the factors chosen
         a call at a time by its last position (so decoding past the switch
-        keeps the short-rotated keys of earlier calls); not written to GGUF.
-        The committed tiny model reproduces."""
+        keeps the short-rotated keys of earlier calls); written to GGUF as
+        llama.cpp's converter writes it (rope_factors_long/short, the
+        pretrained context, attn_factor). The committed tiny model
+        reproduces."""
         path = os.path.join(ROOT, "testdata", "tiny-llama-phi3-longrope")
         m = lt.load_model(path)
         lr = m["config"]["longrope"]
@@ -284,8 +286,17 @@ class TestForward(unittest.TestCase):
         with self.assertRaises(BadInput) as e:
             lt.load_config_dict(dict(m["config_raw"], rope_scaling=dict(m["config_raw"]["rope_scaling"], short_factor=[1.0] * 7)), "cfg")
         self.assertIn("short_factor", str(e.exception))
-        with self.assertRaises(BadInput):
-            gguf_write.convert(m, os.path.join(tempfile.mkdtemp(), "x.gguf"), gguf_write.GGML_F32)
+        with tempfile.TemporaryDirectory() as tmp:
+            gguf_write.convert(m, os.path.join(tmp, "x.gguf"), gguf_write.GGML_F32)
+            kv, tensors, _ = gguf_io.read_gguf(os.path.join(tmp, "x.gguf"))
+        self.assertEqual(kv["phi3.rope.scaling.original_context_length"], 32)
+        self.assertEqual(np.float32(kv["phi3.rope.scaling.attn_factor"]), np.float32(lr["attention_factor"]))
+        names = list(tensors)
+        self.assertEqual(names[names.index("output.weight") + 1:][:2], ["rope_factors_long.weight", "rope_factors_short.weight"])
+        for n in ("long", "short"):
+            t, dims, data = tensors[f"rope_factors_{n}.weight"]
+            self.assertEqual(gguf_io.type_name(t), "F32")
+            np.testing.assert_array_equal(gguf_io.dequantize(t, data, int(np.prod(dims))), np.asarray(lr[n], np.float32))
         with tempfile.TemporaryDirectory() as tmp:
             make_tiny_llama.write_model("phi3-longrope", tmp, 1234)
             for f in ("model.safetensors", "config.json"):

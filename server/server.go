@@ -243,7 +243,11 @@ func (s *Server) kvOptions(m *model.Model) kvcache.Options {
 	if keep <= 0 {
 		keep = m.Config.NPositions
 	}
-	return kvcache.Options{MaxTokens: n, Float16: s.cfg.KVCacheFloat16, PrefixCache: s.cfg.PrefixCache, PrefixCacheTokens: keep}
+	// FreeBehindWindow: a sequence of a model whose every layer has a
+	// sliding window holds about a window's blocks, however long it runs
+	// (the bound's promises are still prompt plus max_tokens).
+	return kvcache.Options{MaxTokens: n, Float16: s.cfg.KVCacheFloat16, PrefixCache: s.cfg.PrefixCache, PrefixCacheTokens: keep,
+		FreeBehindWindow: true}
 }
 
 // kvBudget says why the KV cache holds what it does.

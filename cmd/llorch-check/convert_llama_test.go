@@ -23,7 +23,7 @@ import (
 // with, as pytorch/gguf_write.py's default_vocab picks it.
 func familyVocab(name string) string {
 	v := "llama-spm"
-	if name == "tiny-llama-phi3" {
+	if strings.HasPrefix(name, "tiny-llama-phi3") { // and -longrope
 		v = "phi-3"
 	}
 	return filepath.Join(fixture.Root(), "testdata", "tokenizer", v, "ggml-vocab-"+v+".gguf")
@@ -203,6 +203,10 @@ func TestConvertFamilyLlamaCppPeer(t *testing.T) {
 		for _, typ := range []string{"f32", "f16", "q8_0"} {
 			t.Run(name+"/"+typ, func(t *testing.T) {
 				t.Parallel()
+				if m, err := model.LoadConfig(filepath.Join(fixture.FamilyModel(name), "config.json")); err == nil && m.LongRope != nil {
+					peerLongRope(t, convertFamily(t, dir, name, typ), typ, tokens)
+					return
+				}
 				peerGreedy(t, convertFamily(t, dir, name, typ), typ, tokens)
 			})
 		}
@@ -295,6 +299,70 @@ func peerGreedy(t *testing.T, path, typ string, tokens []int) {
 		}
 	}
 	t.Logf("%s %s: %s: greedy %d/%d tokens equal, max |Δ logit| %.3g", filepath.Base(path), typ, peer.Peer, equal, n, worst)
+}
+
+// peerLongRope holds llama.cpp's logits on a longrope file to ours where
+// the two choose the same factors. llama.cpp chooses the long factors for
+// every position once its context (here prompt + 16 + 1 = 38) is past the
+// pretrained one (32); HF, and our forward, a call at a time by its last
+// position (docs/spec.md, RoPE). So llama.cpp's prompt and greedy logits are
+// those of our single call over the prompt and llama.cpp's greedy tokens
+// (last position 35, past 32: long factors everywhere), within checkpoint
+// 9's tolerance in F32, and its greedy tokens are that call's argmaxes;
+// our prompt call alone (last position 20: short factors) is not, past
+// position 0 (where no rotation is applied), and the test says by how much.
+func peerLongRope(t *testing.T, path, typ string, tokens []int) {
+	t.Helper()
+	const n = 16
+	script := filepath.Join(fixture.Root(), "e2e", "llamacpp", "llama_family.mjs")
+	ids := make([]string, len(tokens))
+	for i, id := range tokens {
+		ids[i] = fmt.Sprint(id)
+	}
+	out, err := exec.Command("node", script, path, strings.Join(ids, ","), fmt.Sprint(n)).Output()
+	require.NoError(t, err)
+	var peer struct {
+		Peer         string      `json:"peer"`
+		Logits       [][]float64 `json:"logits"`
+		Greedy       []int       `json:"greedy"`
+		GreedyLogits [][]float64 `json:"greedy_logits"`
+	}
+	require.NoError(t, json.Unmarshal(out, &peer))
+	m, err := model.Load(path)
+	require.NoError(t, err)
+	require.NotNil(t, m.Config.LongRope)
+	V, T := m.Config.VocabSize, len(tokens)
+	seq := append(slices.Clone(tokens), peer.Greedy[:n-1]...)
+	require.Greater(t, len(seq), m.Config.LongRope.Original, "the call must reach past the pretrained context")
+	long, err := m.Forward(context.Background(), m.NewCache(), seq, model.ForwardOptions{AllLogits: true})
+	require.NoError(t, err)
+	short, err := m.Forward(context.Background(), m.NewCache(), tokens, model.ForwardOptions{AllLogits: true})
+	require.NoError(t, err)
+	rows := append(slices.Clone(peer.Logits), peer.GreedyLogits...)
+	require.Len(t, rows, T+n-1)
+	var worst, shortWorst float64
+	for p, row := range rows {
+		require.Len(t, row, V)
+		ours := long[p*V : (p+1)*V]
+		for i, v := range row {
+			d := math.Abs(v - float64(ours[i]))
+			worst = math.Max(worst, d)
+			if typ == "f32" {
+				require.LessOrEqual(t, d-1e-4*math.Abs(float64(ours[i])), 1e-3, "position %d, logit %d", p, i)
+			}
+			if p > 0 && p < T {
+				shortWorst = math.Max(shortWorst, math.Abs(v-float64(short[p*V+i])))
+			}
+		}
+		if top, margin := argmaxMargin(ours); p >= T-1 && typ == "f32" {
+			require.Equal(t, top, peer.Greedy[p-(T-1)], "greedy step %d (our margin %.3g)", p-(T-1), margin)
+		}
+	}
+	if typ == "f32" {
+		require.Greater(t, shortWorst, 1e-2, "llama.cpp's prompt logits are not those of the short factors")
+	}
+	t.Logf("%s %s: %s: max |Δ logit| %.3g against one call past the switch (long factors), %.3g against the prompt's own call (short factors)",
+		filepath.Base(path), typ, peer.Peer, worst, shortWorst)
 }
 
 // argmaxMargin is the argmax (the lowest id of a tie, as torch.argmax and
