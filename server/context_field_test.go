@@ -25,7 +25,7 @@ func TestContextLengthNamesTheField(t *testing.T) {
 	servers := map[string]served{}
 	m, _, _ := tiny.Load(t)
 	servers["tiny-gpt2"] = served{start(t, server.Config{}), m.Config.NPositions}
-	for _, name := range fixture.Families {
+	for _, name := range fixture.Served() {
 		ts, m, _ := familyServer(t, name)
 		servers[name] = served{ts, m.Config.NPositions}
 	}

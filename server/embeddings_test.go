@@ -60,7 +60,7 @@ func vector(t *testing.T, v any) []float64 {
 // TestEmbeddingsFamilies: every Llama-family model's embedding is its
 // final norm's mean (it was all zeros: only ln_f was summed).
 func TestEmbeddingsFamilies(t *testing.T) {
-	for _, name := range fixture.Families {
+	for _, name := range fixture.Served() {
 		t.Run(name, func(t *testing.T) {
 			ts, m, tok := familyServer(t, name)
 			want := meanLNF(t, m, tok.EncodePrompt("Hello, world."))

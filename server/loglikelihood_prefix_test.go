@@ -31,7 +31,7 @@ func TestLoglikelihoodEmptyContext(t *testing.T) {
 	}
 	m, tok, _ := tiny.Load(t)
 	all := map[string]served{"tiny-gpt2": {start(t, server.Config{}), m, tok, 50256}}
-	for _, name := range fixture.Families {
+	for _, name := range fixture.Served() {
 		ts, m, tok := familyServer(t, name)
 		bos, _ := tok.BOS()
 		require.NotContains(t, m.Config.EOSTokens(), bos, "%s: BOS is not an EOS, so the test tells them apart", name)

@@ -14,7 +14,7 @@ import (
 // logprobServers serves GPT-2 and every Llama-family tiny model.
 func logprobServers(t *testing.T) map[string]*testServer {
 	out := map[string]*testServer{"tiny-gpt2": start(t, server.Config{})}
-	for _, name := range fixture.Families {
+	for _, name := range fixture.Served() {
 		out[name], _, _ = familyServer(t, name)
 	}
 	return out

@@ -64,7 +64,7 @@ func TestNativeRoutesUnknownFields(t *testing.T) {
 // language; a constraint that does not compile is a 400 naming it.
 func TestGenerateConstrained(t *testing.T) {
 	servers := map[string]*testServer{"tiny-gpt2": start(t, server.Config{})}
-	for _, name := range fixture.Families {
+	for _, name := range fixture.Served() {
 		servers[name], _, _ = familyServer(t, name)
 	}
 	yesNo := func(t *testing.T, s string) { require.Contains(t, []string{"yes", "no"}, s) }
