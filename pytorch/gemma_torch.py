@@ -2,7 +2,7 @@
 by op in torch, mirroring Hugging Face Gemma2ForCausalLM and
 Gemma3ForCausalLM in eval mode with the eager attention, on
 llama_torch.Llama's pass (its cache, mask and probes). What Gemma changes
-(/work/shared/SPEC.md 1c, model/gemma.go):
+(docs/add-a-family.md, model/llama_gemma.go):
 
   - RMSNorm: x·rsqrt(mean(x²)+eps)·(1+w), in float32 at least, cast after
     the multiply; four norms a block (input, post-attention before the
