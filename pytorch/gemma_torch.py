@@ -27,7 +27,6 @@ down's norm); ffn_norm is pre_feedforward_layernorm's output, act
 gelu_tanh(gate)·up, logits after the final soft-cap.
 """
 
-import math
 
 import numpy as np
 
@@ -38,6 +37,7 @@ import llama_torch
 from llama_torch import repeat_kv
 from safetensors_io import BadInput
 from checkpoint import converted, read_json_object
+from config_fields import Fields
 
 ARCHS = ("gemma2", "gemma3_text")
 GGUF_ARCHS = ()
@@ -93,20 +93,8 @@ def load_config_dict(raw, path):
     cfg.update({k: v for k, v in raw.items() if v is not None or k in ("final_logit_softcapping",
                                                                       "attn_logit_softcapping")})
 
-    def bad(field, why):
-        raise BadInput(f"{path}: field {field!r} = {cfg.get(field)!r}: {why}")
-
-    def posint(field):
-        v = cfg.get(field)
-        if not isinstance(v, int) or isinstance(v, bool) or v <= 0:
-            bad(field, "must be a positive integer")
-        return v
-
-    def posnum(field):
-        v = cfg.get(field)
-        if not isinstance(v, (int, float)) or isinstance(v, bool) or not v > 0 or math.isinf(v):
-            bad(field, "must be a positive finite number")
-        return float(v)
+    fields = Fields(cfg, path)
+    bad, posint, posnum = fields.bad, fields.posint, fields.posnum
 
     for f in ("vocab_size", "hidden_size", "intermediate_size", "num_hidden_layers", "num_attention_heads",
               "max_position_embeddings", "num_key_value_heads", "head_dim", "sliding_window"):

@@ -55,6 +55,7 @@ import torch
 import torch.nn.functional as F
 
 from checkpoint import Checkpoint, converted, read_json_object
+from config_fields import Fields
 import passes
 from safetensors_io import BadInput
 from weights import MappedWeights
@@ -128,14 +129,8 @@ def load_config_dict(raw, path):
         raise BadInput(f"{path}: field 'model_type' = {arch!r}: only {', '.join(ARCHS)} are supported")
     cfg = dict(_DEFAULTS[arch], **raw)
 
-    def bad(field, why):
-        raise BadInput(f"{path}: field {field!r} = {cfg.get(field)!r}: {why}")
-
-    def posint(field):
-        v = cfg.get(field)
-        if not isinstance(v, int) or isinstance(v, bool) or v <= 0:
-            bad(field, "must be a positive integer")
-        return v
+    fields = Fields(cfg, path)
+    bad, posint = fields.bad, fields.posint
 
     for f in ("vocab_size", "hidden_size", "intermediate_size", "num_hidden_layers",
               "num_attention_heads", "max_position_embeddings"):
