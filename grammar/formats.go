@@ -71,5 +71,8 @@ func (c *converter) str(s *object, path string) (string, error) {
 	if lo == 0 && hi < 0 {
 		return c.use("string"), nil
 	}
+	if hi >= 0 {
+		return quoted(repeat(c.use("bmpchar"), lo, hi)), nil
+	}
 	return quoted(repeat(c.use("char"), lo, hi)), nil
 }

@@ -27,6 +27,11 @@ var jsonRules = []struct {
 	{"integer", `("-"? integral-part) space`, []string{"integral-part", "space"}},
 	{"number", `("-"? integral-part) ("." decimal-part)? ([eE] [-+]? [0-9]{1,2})? space`, []string{"integral-part", "decimal-part", "space"}},
 	{"char", `[^"\\\x7F\x00-\x1F] | [\\] (["\\/bfnrt] | "u" [0-9a-fA-F]{4})`, nil},
+	// bmpchar is a char of a string with a maxLength: no character beyond
+	// U+FFFF written as itself, so that its count of characters (JSON
+	// Schema's) is also its UTF-16 length (JavaScript's, zod's .max()); such
+	// a character can still be written as two \u escapes, counted two.
+	{"bmpchar", `[^"\\\x7F\x00-\x1F\U00010000-\U0010FFFF] | [\\] (["\\/bfnrt] | "u" [0-9a-fA-F]{4})`, nil},
 	{"string", `"\"" char* "\"" space`, []string{"char", "space"}},
 	{"value", `object | array | string | number | boolean | null`, []string{"object", "array", "string", "number", "boolean", "null"}},
 	{"object", `"{" space ( string ":" space value ("," space string ":" space value)* )? "}" space`, []string{"space", "string", "value"}},

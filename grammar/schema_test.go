@@ -23,6 +23,11 @@ func TestFromJSONSchema(t *testing.T) {
 		{"number", `{"type":"number"}`, []string{`0.5`, `-3e+10`, `2E-7`}, []string{`.5`, `1e`, `1e100`}},
 		{"type list", `{"type":["string","null"]}`, []string{`"a"`, `null`}, []string{`1`}},
 		{"string lengths", `{"type":"string","minLength":2,"maxLength":3}`, []string{`"ab"`, `"a\"c"`, `"中文字"`}, []string{`"a"`, `"abcd"`}},
+		// A bounded string's characters beyond U+FFFF come as \u escape
+		// pairs (counted two, their UTF-16 length), never as themselves:
+		// zod's .max() counts UTF-16 units, JSON Schema characters.
+		{"maxLength in UTF-16 units", `{"type":"string","maxLength":2}`, []string{`"ab"`, `"\ud83d\ude00"`}, []string{`"😀"`, `"a😀"`}},
+		{"minLength alone", `{"type":"string","minLength":1}`, []string{`"😀"`, `"a😀b"`}, []string{`""`}},
 		{"enum", `{"enum":["red",1,null,{"a":[true]}]}`, []string{`"red"`, `1`, `null`, `{"a":[true]}`}, []string{`"blue"`, `{"a":[false]}`, `{ "a":[true]}`}},
 		{"const", `{"const":"a<b&c"}`, []string{`"a<b&c"`}, []string{`"a\u003cb&c"`}},
 		{"anyOf", `{"anyOf":[{"type":"integer"},{"type":"array","items":{"type":"string"}}]}`, []string{`3`, `["a","b"]`, `[]`}, []string{`[1]`, `"a"`}},
