@@ -247,25 +247,13 @@ class Gemma(llama_torch.Llama):
 
     def start(self, s):
         T, t0 = s.T, s.t0
-        if t0 + T > self.cfg["max_position_embeddings"]:
-            raise BadInput(f"sequence of {t0 + T} tokens exceeds max_position_embeddings "
-                           f"{self.cfg['max_position_embeddings']}")
-        V = self.w.shape("embed_tokens.weight")[0]
-        if any(not 0 <= t < V for t in s.tokens):
-            raise BadInput(f"token id out of range [0, {V})")
-        x = torch.from_numpy(self.w.take("embed_tokens.weight", s.tokens)).to(self.dtype).unsqueeze(0)
-        s.x = x * self._normalizer()
+        s.x = self._embed(s) * self._normalizer()
         s.probe(7, None, "embeddings", s.x[0])
         positions = torch.arange(t0, t0 + T, dtype=torch.long)
         s.cos, s.sin = self._tables(self.inv_freq, positions)
         if self.local_inv_freq is not None:
             s.cos_local, s.sin_local = self._tables(self.local_inv_freq, positions)
-        query = torch.arange(t0, t0 + T).unsqueeze(1)
-        key = torch.arange(t0 + T).unsqueeze(0)
-        s.masks = {}
-        for w in set(self.cfg["windows"]):
-            visible = (key <= query) & ((query - key < w) if w else True)
-            s.masks[w] = torch.zeros(T, t0 + T, dtype=self.dtype).masked_fill(~visible, torch.finfo(self.dtype).min)
+        self._masks(s)
         return s
 
     def block(self, i, P, s):

@@ -467,6 +467,16 @@ class Llama(passes.Forward):
     def start(self, s):
         """Checks, the embeddings and the rope tables and mask of s."""
         T, t0 = s.T, s.t0
+        s.x = self._embed(s)
+        s.probe(7, None, "embeddings", s.x[0])
+        s.cos, s.sin = self._rope_tables(torch.arange(t0, t0 + T, dtype=torch.long))
+        self._masks(s)
+        return s
+
+    def _embed(self, s):
+        """s's token embeddings [1,T,C] in dtype, after checking its length
+        and ids."""
+        T, t0 = s.T, s.t0
         if t0 + T > self.cfg["max_position_embeddings"]:
             raise BadInput(f"sequence of {t0 + T} tokens exceeds max_position_embeddings "
                            f"{self.cfg['max_position_embeddings']}")
@@ -474,19 +484,20 @@ class Llama(passes.Forward):
         if any(not 0 <= t < V for t in s.tokens):
             raise BadInput(f"token id out of range [0, {V})")
         # F.embedding's rows, gathered before the conversion (the same values).
-        s.x = torch.from_numpy(self.w.take("embed_tokens.weight", s.tokens)).to(self.dtype).unsqueeze(0)
-        s.probe(7, None, "embeddings", s.x[0])
-        s.cos, s.sin = self._rope_tables(torch.arange(t0, t0 + T, dtype=torch.long))
-        # HF's eager mask: 0 where key <= query (absolute), finfo.min elsewhere,
-        # added; a layer of window w sees only query − w < key (masking_utils'
-        # sliding_window_overlay). One mask for each window the layers have.
+        return torch.from_numpy(self.w.take("embed_tokens.weight", s.tokens)).to(self.dtype).unsqueeze(0)
+
+    def _masks(self, s):
+        """s.masks: HF's eager mask, 0 where key <= query (absolute),
+        finfo.min elsewhere, added; a layer of window w sees only
+        query − w < key (masking_utils' sliding_window_overlay). One mask
+        for each window the layers have."""
+        T, t0 = s.T, s.t0
         query = torch.arange(t0, t0 + T).unsqueeze(1)
         key = torch.arange(t0 + T).unsqueeze(0)
         s.masks = {}
         for w in set(self.cfg["windows"] or [0]):
             visible = (key <= query) & ((query - key < w) if w else True)
             s.masks[w] = torch.zeros(T, t0 + T, dtype=self.dtype).masked_fill(~visible, torch.finfo(self.dtype).min)
-        return s
 
     def block(self, i, P, s):
         """Block i of s (P: the block's weights in dtype)."""
