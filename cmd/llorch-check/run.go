@@ -126,6 +126,12 @@ func (f *runFlags) execRun(cmd *cobra.Command) (*checkpoints.Report, *model.Mode
 	if err != nil {
 		return nil, nil, err
 	}
+	// From the start, not once the model is loaded: what follows the load
+	// (the tokenizer's parse, the comparisons' reference tensors) left
+	// garbage at the default GOGC, and Qwen2.5-0.5B's run peaked 120 MiB
+	// over its weights before the first collection (bench notes 34).
+	_, _, stopGC := tuneGC()
+	defer stopGC()
 	// The set first: its manifest is cheap to read, and a set made with
 	// another tokenizer or from other weights is refused before the
 	// weights load (loadFor).
@@ -150,11 +156,7 @@ func (f *runFlags) execRun(cmd *cobra.Command) (*checkpoints.Report, *model.Mode
 	}
 	report, done := progressFunc(cmd.ErrOrStderr())
 	opt.Progress = report
-	// Each comparison leaves a reference tensor and its float64 twin
-	// behind: at the default GOGC they piled up to the weights' size.
-	_, _, stopGC := tuneGC()
 	rep, err := checkpoints.Run(cmd.Context(), m, set, opt)
-	stopGC()
 	done()
 	if err != nil {
 		return nil, nil, err

@@ -452,15 +452,17 @@ func shutdown(hs *http.Server, timeout time.Duration) {
 // when asked. A failed validation is not an error: the server stays up,
 // unready, and /health says why.
 func prepare(ctx context.Context, srv *server.Server, f serveFlags, log *slog.Logger) error {
+	// To the live heap after every collection, not to the weights once: a
+	// weights cache maps them outside the heap, which then grows from a
+	// few megabytes to tens under load. From before the load: the
+	// tokenizer's parse after it left its garbage at the default GOGC.
+	pct, tuned, _ := tuneGC()
 	m, tok, err := loadServed(ctx, f, log)
 	if err != nil {
 		return err
 	}
-	// To the live heap after every collection, not to the weights once: a
-	// weights cache maps them outside the heap, which then grows from a
-	// few megabytes to tens under load.
-	if pct, ok, _ := tuneGC(); ok {
-		log.Info("garbage collection tuned to the live heap after each collection", "gogc", pct, "weights_bytes", m.WeightsBytes())
+	if tuned {
+		log.Info("garbage collection tuned to the live heap after each collection", "gogc_at_start", pct, "weights_bytes", m.WeightsBytes())
 	}
 	// A weights cache the load did not find is written while the server
 	// serves (the weights are read-only): a first start is not slowed by

@@ -62,3 +62,36 @@ func TestTune(t *testing.T) {
 	require.Equal(t, 42, gogc(), "stopped: GOGC stays where it is set")
 	runtime.KeepAlive(held)
 }
+
+// TestTuneReturnsFreePages: garbage freed beside a large live heap goes
+// back to the system, not kept for reuse up to the runtime's own margin
+// (10% of the heap goal: tens of megabytes over a model's weights).
+func TestTuneReturnsFreePages(t *testing.T) {
+	defer debug.SetGCPercent(debug.SetGCPercent(100))
+	free := func() int64 {
+		s := []rtmetrics.Sample{{Name: "/memory/classes/heap/free:bytes"}}
+		rtmetrics.Read(s)
+		return int64(s[0].Value.Uint64())
+	}
+	_, stop := Tune()
+	defer stop()
+	live := make([]byte, 400<<20)
+	for i := range live {
+		live[i] = 1 // resident, as weights are
+	}
+	var garbage [][]byte
+	for range 64 {
+		b := make([]byte, 1<<20)
+		b[0], b[len(b)-1] = 1, 1
+		garbage = append(garbage, b)
+	}
+	garbage = nil
+	runtime.GC()
+	runtime.GC()
+	require.Eventually(t, func() bool {
+		runtime.KeepAlive(make([]byte, 1<<10)) // the allocator scavenges under a limit
+		return free() <= limitSlack
+	}, 10*time.Second, 10*time.Millisecond, "%d MB of free pages kept beside %d MB live", free()>>20, len(live)>>20)
+	runtime.KeepAlive(live)
+	runtime.KeepAlive(garbage)
+}
