@@ -8,9 +8,7 @@ import (
 	"path/filepath"
 	"strconv"
 
-	"github.com/llorch/llorch-check/gguf"
 	"github.com/llorch/llorch-check/internal/regularfile"
-	"github.com/llorch/llorch-check/weights"
 )
 
 // Config is the subset of a Hugging Face config that the forward pass
@@ -59,7 +57,7 @@ func (c Config) KVHeads() int {
 // maxDim bounds every size so that products of two or three of them cannot
 // overflow int and absurd configs fail before any allocation; a GGUF
 // file's sizes have the same bound.
-const maxDim = weights.MaxDim
+const maxDim = 1 << 24
 
 // LoadConfig reads and validates a Hugging Face config.json, and the
 // end-of-sequence ids of the generation_config.json beside it. Fields
@@ -297,20 +295,20 @@ func (r rawConfig) requireBool(field string, want bool) error {
 	return nil
 }
 
-// ReadConfig reads a model's hyper-parameters without loading its weights:
-// config.json of an HF directory, or a GGUF file's metadata.
-func ReadConfig(path string) (Config, error) {
-	if !IsGGUF(path) {
-		return LoadConfig(filepath.Join(path, "config.json"))
+// TruncateLayers makes c a model of its first n blocks (n = 0 keeps them
+// all), then its final norm and head, as vLLM's num_hidden_layers
+// override does: a check of a large model's first layers that loads
+// only their weights.
+func (c *Config) TruncateLayers(n int) error {
+	switch {
+	case n == 0:
+		return nil
+	case n < 0 || n > c.NLayer:
+		return fmt.Errorf("--layers %d: want 1 to the model's %d layers", n, c.NLayer)
 	}
-	f, err := gguf.Open(path)
-	if err != nil {
-		return Config{}, err
+	c.NLayer = n
+	if c.Windows != nil {
+		c.Windows = c.Windows[:n]
 	}
-	defer f.Close()
-	cfg, err := ggufConfig(f)
-	if err != nil {
-		return Config{}, fmt.Errorf("%s: %w", path, err)
-	}
-	return cfg, nil
+	return nil
 }

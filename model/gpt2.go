@@ -1,11 +1,7 @@
 package model
 
 import (
-	"context"
-
-	"github.com/llorch/llorch-check/gguf"
 	"github.com/llorch/llorch-check/kernels"
-	"github.com/llorch/llorch-check/safetensors"
 	"github.com/llorch/llorch-check/tensors"
 )
 
@@ -22,27 +18,9 @@ func (gpt2Family) tensorFamily() string { return tensors.GPT2 }
 
 func (gpt2Family) jsonConfig(r rawConfig, _ string) (Config, error) { return r.gpt2Config() }
 
-func (gpt2Family) ggufConfig(f *gguf.File, _ string) (Config, error) { return gpt2GGUFConfig(f) }
+func (gpt2Family) ggufConfig(md Metadata, _ string) (Config, error) { return gpt2GGUFConfig(md) }
 
-func (gpt2Family) loadHF(ctx context.Context, cfg Config, f *safetensors.File, release func([]byte), opt LoadOptions) (*Model, error) {
-	return loadWeightsFrom(ctx, cfg, f, release, opt)
-}
-
-func (gpt2Family) loadGGUF(ctx context.Context, f *gguf.File, cfg Config, release func([]byte), opt LoadOptions) (*Model, error) {
-	return loadGPT2GGUF(ctx, f, cfg, release, opt)
-}
-
-func (gpt2Family) ggufTensors(m *Model, typ gguf.GGMLType, ftype uint32) ([]gguf.KV, []gguf.TensorData, error) {
-	return m.gpt2GGUF(typ, ftype)
-}
-
-func (gpt2Family) convertPlan(cfg Config, f *safetensors.File, typ gguf.GGMLType, ftype uint32) ([]gguf.KV, []streamTensor, string, error) {
-	return gpt2Plan(cfg, f, typ, ftype)
-}
-
-// withTokenizer appends the tokenizer's keys after the model's, as
-// llama.cpp's gpt2 files order them.
-func (gpt2Family) withTokenizer(kv, tok []gguf.KV) []gguf.KV { return append(kv, tok...) }
+func (gpt2Family) params(m *Model) []Param { return m.gpt2Params() }
 
 func (gpt2Family) matrixShapes(c Config) [4][2]int {
 	C, I := c.NEmbd, c.NInner

@@ -1,7 +1,6 @@
 package model
 
 import (
-	"github.com/llorch/llorch-check/gguf"
 	"slices"
 	"strings"
 
@@ -49,7 +48,6 @@ type Model struct {
 	// PATH", "written to PATH", "to be written to PATH" (WriteCacheLater),
 	// or why not; empty without one.
 	WeightsCache string
-	pendingCache *pendingCache
 
 	wte  kernels.Matrix // [V,C], also the LM head unless lmW is set
 	lmW  kernels.Matrix // [V,C], an LM head the file unties from wte (llama.cpp's Q4_K_M output.weight); empty when tied
@@ -165,8 +163,8 @@ func (m *Model) holdAsStored(dtype string) {
 
 // heldAsStored says a matrix the file stores as typ is held with its
 // bits as they are: float16 in a Float16 model, bfloat16 in a BFloat16 one.
-func (m *Model) heldAsStored(typ gguf.GGMLType) bool {
-	return m.Float16 && typ == gguf.GGMLTypeF16 || m.BFloat16 && typ == gguf.GGMLTypeBF16
+func (m *Model) heldAsStored(dtype string) bool {
+	return m.Float16 && dtype == "F16" || m.BFloat16 && dtype == "BF16"
 }
 
 // MatricesHeldAs says how the weight matrices are held where that is not

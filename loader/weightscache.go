@@ -1,4 +1,4 @@
-package model
+package loader
 
 import (
 	"bytes"
@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/llorch/llorch-check/model"
 	"io"
 	"os"
 	"path/filepath"
@@ -27,7 +28,7 @@ import (
 // and re-laying every matrix: llama.cpp maps a GGUF file and uses its
 // bytes as they are, where our layouts differ from the file's
 // (scripts/bench/notes/19-weights-cache.md). One file a model, in the
-// directory LoadOptions.WeightsCache names, keyed by the weights file's
+// directory Options.WeightsCache names, keyed by the weights file's
 // path, size, modification time and sha256 (a GGUF file, an HF
 // directory's model.safetensors or shards; the configuration is compared
 // whole; weightscache_digest.go), the load
@@ -75,7 +76,7 @@ type cacheHeader struct {
 	Digest       string          `json:"digest"` // cacheDigest (weightscache_digest.go): CRC-32C of the rest
 }
 
-// cacheSlot is one of weightSlots: a vector's length, or a matrix's image,
+// cacheSlot is one of Model.WeightArrays: a vector's length, or a matrix's image,
 // and its arrays' offsets from the start of the data.
 type cacheSlot struct {
 	Vec     *int                 `json:"vec,omitempty"` // float32 elements
@@ -94,31 +95,9 @@ func (s cacheSlot) slack(j int) int64 {
 // arraySpan is where the next array starts after one of n bytes and its slack.
 func arraySpan(n, slack int64) int64 { return (n + slack + cacheAlign - 1) / cacheAlign * cacheAlign }
 
-// weightSlots lists every array of weights the model holds, in the fixed
-// order a cache stores them.
-func (m *Model) weightSlots() []dest {
-	s := []dest{mat(&m.wte), mat(&m.lmW), vec(&m.wpe), vec(&m.lnfW), vec(&m.lnfB), vec(&m.rope.invFreq), vec(&m.local.invFreq)}
-	for i := range m.h {
-		b := &m.h[i]
-		for _, v := range b.vectors() {
-			s = append(s, vec(v))
-		}
-		for _, w := range b.matrices() {
-			s = append(s, mat(w))
-		}
-		for j := range b.attnParts {
-			s = append(s, mat(&b.attnParts[j].w))
-		}
-		for j := range b.fcParts {
-			s = append(s, mat(&b.fcParts[j].w))
-		}
-	}
-	return s
-}
-
 // weightsCacheKey is the key of the cache for the weights file path (a
 // GGUF file, an HF directory's model.safetensors or index) loaded with opt.
-func weightsCacheKey(path string, opt LoadOptions) (cacheKey, error) {
+func weightsCacheKey(path string, opt Options) (cacheKey, error) {
 	abs, err := filepath.Abs(path)
 	if err != nil {
 		return cacheKey{}, err
@@ -151,33 +130,35 @@ type pendingCache struct {
 	path string
 	key  cacheKey
 	note string // what went wrong reading it, if anything
-	once sync.Once
 }
 
-// WriteWeightsCache writes the weights cache a load with WriteCacheLater
-// left to write, once, and says what it did ("written to PATH" or why
-// not); "" if there is none. It may run beside forward passes: it only
-// reads the weights.
-func (m *Model) WriteWeightsCache() string {
-	p := m.pendingCache
-	if p == nil {
+// pending holds, by model, the caches loads with WriteCacheLater left
+// to write; WriteWeightsCache takes each out.
+var pending sync.Map // *model.Model -> *pendingCache
+
+// WriteWeightsCache writes the weights cache a load of m with
+// WriteCacheLater left to write, once, and says what it did ("written to
+// PATH" or why not); "" if there is none. It may run beside forward
+// passes: it only reads the weights.
+func WriteWeightsCache(m *model.Model) string {
+	v, ok := pending.LoadAndDelete(m)
+	if !ok {
 		return ""
 	}
-	note := ""
-	p.once.Do(func() { note = m.writeCacheNote(p.note, p.path, p.key) })
-	return note
+	p := v.(*pendingCache)
+	return writeCacheNote(m, p.note, p.path, p.key)
 }
 
 // writeCacheNote writes the cache and says how it went, after note.
-func (m *Model) writeCacheNote(note, path string, key cacheKey) string {
-	if err := m.writeWeightsCache(path, key); err != nil {
+func writeCacheNote(m *model.Model, note, path string, key cacheKey) string {
+	if err := writeWeightsCache(m, path, key); err != nil {
 		return note + "not written: " + err.Error()
 	}
 	return note + "written to " + path
 }
 
 // writeWeightsCache writes m's weights to the cache at path.
-func (m *Model) writeWeightsCache(path string, key cacheKey) error {
+func writeWeightsCache(m *model.Model, path string, key cacheKey) error {
 	if m.Config.MoE != nil {
 		return errMoENotCached
 	}
@@ -185,21 +166,20 @@ func (m *Model) writeWeightsCache(path string, key cacheKey) error {
 	if err != nil {
 		return err
 	}
-	h := cacheHeader{Key: key, Config: cfg, WeightsDType: m.WeightsDType, Float16: m.Float16, BFloat16: m.BFloat16, RoundedToF16: m.roundedToF16}
-	for _, b := range m.h {
-		h.AttnParts, h.FcParts = append(h.AttnParts, partWidths(b.attnParts)), append(h.FcParts, partWidths(b.fcParts))
-	}
+	held := m.Holding()
+	h := cacheHeader{Key: key, Config: cfg, WeightsDType: m.WeightsDType, Float16: m.Float16, BFloat16: m.BFloat16,
+		RoundedToF16: held.RoundedToF16, AttnParts: held.AttnParts, FcParts: held.FcParts}
 	var arrays [][]byte
 	var gaps []int64 // the zeros after each array
 	var off int64
-	for _, d := range m.weightSlots() {
+	for _, d := range m.WeightArrays() {
 		var slot cacheSlot
 		var as [][]byte
-		if d.vec != nil {
-			n := len(*d.vec)
-			slot.Vec, as = &n, [][]byte{floatBytes(*d.vec)}
+		if d.Vec != nil {
+			n := len(*d.Vec)
+			slot.Vec, as = &n, [][]byte{floatBytes(*d.Vec)}
 		} else {
-			img, a := d.mat.Image()
+			img, a := d.Mat.Image()
 			slot.Mat, as = &img, a
 		}
 		for j, a := range as {
@@ -274,6 +254,10 @@ func readWeightsCacheHeader(path string) (cacheHeader, int64, error) {
 	return h, pageUp(16 + int64(n)), nil
 }
 
+// errMoENotCached: the weights cache's slots are a dense block's; a
+// mixture of experts loads from its file every time.
+var errMoENotCached = errors.New("the weights cache does not hold experts (qwen3_moe, mixtral): not written")
+
 // errCacheMiss is a cache that does not hold this model as loaded now.
 var errCacheMiss = errors.New("no cache of this file, these options and this build")
 
@@ -281,7 +265,7 @@ var errCacheMiss = errors.New("no cache of this file, these options and this bui
 // from the weights cache: its configuration from the model (the GGUF
 // file's metadata, config.json), the weights from the cache, mapped where
 // they lie.
-func loadCached(ctx context.Context, path string, isGGUF bool, cachePath string, key cacheKey) (*Model, error) {
+func loadCached(ctx context.Context, path string, isGGUF bool, cachePath string, key cacheKey) (*model.Model, error) {
 	h, start, err := readWeightsCacheHeader(cachePath)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, errCacheMiss
@@ -292,7 +276,7 @@ func loadCached(ctx context.Context, path string, isGGUF bool, cachePath string,
 	if h.Key != key {
 		return nil, errCacheMiss
 	}
-	var m *Model
+	var m *model.Model
 	if isGGUF {
 		m, err = ggufSkeleton(path)
 	} else {
@@ -304,13 +288,9 @@ func loadCached(ctx context.Context, path string, isGGUF bool, cachePath string,
 	if js, err := json.Marshal(m.Config); err != nil || !bytes.Equal(js, h.Config) {
 		return nil, errCacheMiss // a model of the same size and age, with another configuration
 	}
-	cfg := m.Config
-	m.Float16, m.BFloat16, m.roundedToF16, m.WeightsDType = h.Float16, h.BFloat16, h.RoundedToF16, h.WeightsDType
-	if len(h.AttnParts) != cfg.NLayer || len(h.FcParts) != cfg.NLayer {
-		return nil, fmt.Errorf("%s: parts of %d and %d blocks, the model has %d", cachePath, len(h.AttnParts), len(h.FcParts), cfg.NLayer)
-	}
-	for i := range m.h {
-		m.h[i].attnParts, m.h[i].fcParts = partsOf(h.AttnParts[i]), partsOf(h.FcParts[i])
+	m.Float16, m.BFloat16, m.WeightsDType = h.Float16, h.BFloat16, h.WeightsDType
+	if err := m.SetHolding(model.Holding{RoundedToF16: h.RoundedToF16, AttnParts: h.AttnParts, FcParts: h.FcParts}); err != nil {
+		return nil, fmt.Errorf("%s: %w", cachePath, err)
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("loading stopped: %w", err)
@@ -325,10 +305,10 @@ func loadCached(ctx context.Context, path string, isGGUF bool, cachePath string,
 		err = checkCacheDigest(h, mapped[start:])
 	}
 	if err == nil {
-		err = m.restoreSlots(h.Slots, mapped, start)
+		err = restoreArrays(m, h.Slots, mapped, start)
 	}
 	if err == nil {
-		err = m.checkShapes()
+		err = m.CheckShapes()
 	}
 	if err != nil {
 		unmapCache()
@@ -342,7 +322,7 @@ func loadCached(ctx context.Context, path string, isGGUF bool, cachePath string,
 // ggufSkeleton is the model a GGUF file's metadata describes, without
 // weights; the file is unmapped before the cache is mapped, so that a
 // peak RSS does not hold both (GPT-2 Q4_K_M: ~1.5 MB of vocabulary).
-func ggufSkeleton(path string) (*Model, error) {
+func ggufSkeleton(path string) (*model.Model, error) {
 	data, unmap, err := weights.Map(path)
 	if err != nil {
 		return nil, err
@@ -352,9 +332,9 @@ func ggufSkeleton(path string) (*Model, error) {
 	if err != nil {
 		return nil, err
 	}
-	m := &Model{Config: cfg, h: make([]block, cfg.NLayer), faultLayer: -1, Format: FormatGGUF,
-		Dir: filepath.Dir(path), WeightsPath: path}
-	if m.SourceSHA256, err = weights.SHA256(f, KeySourceSHA256); err != nil {
+	m := model.NewModel(cfg)
+	m.Format, m.Dir, m.WeightsPath = model.FormatGGUF, filepath.Dir(path), path
+	if m.SourceSHA256, err = weights.SHA256(f, model.KeySourceSHA256); err != nil {
 		return nil, err
 	}
 	return m, nil
@@ -362,26 +342,27 @@ func ggufSkeleton(path string) (*Model, error) {
 
 // hfSkeleton is the model an HF directory's config.json describes,
 // without weights.
-func hfSkeleton(dir string, layers int) (*Model, error) {
-	cfg, err := LoadConfig(filepath.Join(dir, "config.json"))
+func hfSkeleton(dir string, layers int) (*model.Model, error) {
+	cfg, err := model.LoadConfig(filepath.Join(dir, "config.json"))
 	if err != nil {
 		return nil, err
 	}
-	if err := truncateLayers(&cfg, layers); err != nil {
+	if err := cfg.TruncateLayers(layers); err != nil {
 		return nil, err
 	}
 	path, err := weights.WeightsFile(dir)
 	if err != nil {
 		return nil, err
 	}
-	return &Model{Config: cfg, h: make([]block, cfg.NLayer), faultLayer: -1, Format: FormatHF,
-		Dir: dir, WeightsPath: path, Layers: layers}, nil
+	m := model.NewModel(cfg)
+	m.Format, m.Dir, m.WeightsPath, m.Layers = model.FormatHF, dir, path, layers
+	return m, nil
 }
 
-// restoreSlots points each of the model's weight slots at its arrays in
+// restoreArrays points each of the model's weight arrays at its arrays in
 // mapped, whose data starts at start.
-func (m *Model) restoreSlots(slots []cacheSlot, mapped []byte, start int64) error {
-	dsts := m.weightSlots()
+func restoreArrays(m *model.Model, slots []cacheSlot, mapped []byte, start int64) error {
+	dsts := m.WeightArrays()
 	if len(slots) != len(dsts) {
 		return fmt.Errorf("%d weight arrays, the model has %d", len(slots), len(dsts))
 	}
@@ -395,13 +376,13 @@ func (m *Model) restoreSlots(slots []cacheSlot, mapped []byte, start int64) erro
 	for i, s := range slots {
 		d := dsts[i]
 		switch {
-		case d.vec != nil && s.Vec != nil && len(s.Offsets) == 1:
+		case d.Vec != nil && s.Vec != nil && len(s.Offsets) == 1:
 			a, err := array(s.Offsets[0], 4**s.Vec, 0)
 			if err != nil {
 				return err
 			}
-			*d.vec = bytesFloats(a)
-		case d.mat != nil && s.Mat != nil && len(s.Offsets) == len(s.Mat.Arrays):
+			*d.Vec = bytesFloats(a)
+		case d.Mat != nil && s.Mat != nil && len(s.Offsets) == len(s.Mat.Arrays):
 			as := make([][]byte, len(s.Offsets))
 			for j, off := range s.Offsets {
 				a, err := array(off, s.Mat.Arrays[j], s.slack(j))
@@ -414,31 +395,12 @@ func (m *Model) restoreSlots(slots []cacheSlot, mapped []byte, start int64) erro
 			if err != nil {
 				return fmt.Errorf("weight array %d: %w", i, err)
 			}
-			*d.mat = w
+			*d.Mat = w
 		default:
 			return fmt.Errorf("weight array %d is not what the model holds there", i)
 		}
 	}
 	return nil
-}
-
-func partWidths(parts []colBlock) []int {
-	n := make([]int, len(parts))
-	for i, p := range parts {
-		n[i] = p.n
-	}
-	return n
-}
-
-func partsOf(widths []int) []colBlock {
-	if len(widths) == 0 {
-		return nil
-	}
-	parts := make([]colBlock, len(widths))
-	for i, n := range widths {
-		parts[i].n = n
-	}
-	return parts
 }
 
 func pageUp(n int64) int64 { return (n + cachePage - 1) / cachePage * cachePage }

@@ -1,0 +1,81 @@
+package model
+
+import "fmt"
+
+// ConfigFromGGUF reads the hyper-parameters of a GGUF file's
+// architecture (general.architecture, or llama.cpp's name for one), as
+// its family reads them; the vocabulary size is token_embd's row count,
+// which the tokenizer, when present, must match.
+func ConfigFromGGUF(md Metadata) (Config, error) {
+	arch, err := md.String(keyArchitecture)
+	if err != nil {
+		return Config{}, err
+	}
+	a, ok := archByName(arch)
+	if !ok {
+		a, ok = archByGGUF(arch) // llama.cpp's name for it (qwen3moe)
+	}
+	if !ok {
+		return Config{}, fmt.Errorf("key %s: value %q is not supported (known: %s)", keyArchitecture, arch, knownArchs())
+	}
+	return a.fam.ggufConfig(md, a.Name)
+}
+
+// gpt2GGUFConfig reads llama.cpp's gpt2.* hyper-parameters.
+func gpt2GGUFConfig(md Metadata) (Config, error) {
+	c := Config{ModelType: ArchGPT2, ActivationFunction: "gelu_new"}
+	var err error
+	for _, s := range []struct {
+		key string
+		dst *int
+	}{
+		{keyContextLength, &c.NPositions},
+		{keyEmbeddingLen, &c.NEmbd},
+		{keyFeedForwardLen, &c.NInner},
+		{keyBlockCount, &c.NLayer},
+		{keyHeadCount, &c.NHead},
+	} {
+		if *s.dst, err = md.Dim(s.key); err != nil {
+			return Config{}, err
+		}
+	}
+	if c.NEmbd%c.NHead != 0 {
+		return Config{}, fmt.Errorf("key %s: value %d is not divisible by %s %d", keyEmbeddingLen, c.NEmbd, keyHeadCount, c.NHead)
+	}
+	// Checked before anything is sized by it, so a crafted block count
+	// cannot allocate more blocks than the file has tensors; a count that
+	// is merely too high fails later, naming the first missing tensor.
+	if c.NLayer > md.TensorCount() {
+		return Config{}, fmt.Errorf("key %s: value %d is more blocks than the file's %d tensors can hold", keyBlockCount, c.NLayer, md.TensorCount())
+	}
+	if c.LayerNormEpsilon, err = md.PositiveFloat(keyLayerNormEps, 0); err != nil {
+		return Config{}, err
+	}
+	if err := ggufVocab(md, &c, 50256, 50256); err != nil {
+		return Config{}, err
+	}
+	return c, nil
+}
+
+// ggufVocab sets the vocabulary size, token_embd's row count, which the
+// tokenizer, when present, must match; and the BOS and EOS ids, bos and
+// eos when the file has none.
+func ggufVocab(md Metadata, c *Config, bos, eos int) error {
+	emb, ok := md.Tensor("token_embd.weight")
+	if !ok {
+		return fmt.Errorf("missing tensor %q", "token_embd.weight")
+	}
+	if len(emb.Dims) != 2 || emb.Dims[0] != uint64(c.NEmbd) || emb.Dims[1] == 0 || emb.Dims[1] > maxDim {
+		return fmt.Errorf("tensor %q: dims %v contradict the hyper-parameters, which give [%d n_vocab]", emb.Name, emb.Dims, c.NEmbd)
+	}
+	c.VocabSize = int(emb.Dims[1])
+	if n, isArr := md.ArrayLen(keyTokens); isArr && n != c.VocabSize {
+		return fmt.Errorf("key %s: %d tokens, but token_embd.weight has %d rows", keyTokens, n, c.VocabSize)
+	}
+	var err error
+	if c.BOSTokenID, err = md.TokenID(keyBOS, bos, c.VocabSize); err != nil {
+		return err
+	}
+	c.EOSTokenID, err = md.TokenID(keyEOS, eos, c.VocabSize)
+	return err
+}
