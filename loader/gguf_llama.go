@@ -34,7 +34,7 @@ type llamaGGUFLoader struct {
 	parts   map[string]int
 }
 
-// loadLlamaGGUF loads the tensors of a file ggufLlamaConfig read. Each
+// loadLlamaGGUF loads the tensors of a file model.ConfigFromGGUF read. Each
 // matrix stays in its file's type where the kernels hold it (float32,
 // float16 for a Float16 model or an F16 file with AsStored, a
 // quantised type as is); q|k|v and gate|up are fused as the HF loader

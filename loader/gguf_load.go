@@ -37,16 +37,11 @@ func loadGGUF(ctx context.Context, path string, opt Options) (*model.Model, erro
 	return m, nil
 }
 
-// loadGGUFBytes builds a model from a complete GGUF image; nothing it
-// returns aliases data.
-func loadGGUFBytes(ctx context.Context, data []byte, opt Options) (*model.Model, error) {
-	return loadGGUFFrom(ctx, data, nil, opt)
-}
-
-// loadGGUFFrom is loadGGUFBytes for data that may be a file mapping:
-// release, if not nil, drops each tensor's pages once converted, so the
-// mapping and the float32 copy are not both resident (a 654 MB F32 file
-// once peaked at 1.3 GB).
+// loadGGUFFrom builds a model from a complete GGUF image; nothing it
+// returns aliases data. data may be a file mapping: release, if not nil,
+// drops each tensor's pages once converted, so the mapping and the
+// float32 copy are not both resident (a 654 MB F32 file once peaked at
+// 1.3 GB).
 func loadGGUFFrom(ctx context.Context, data []byte, release func([]byte), opt Options) (*model.Model, error) {
 	f, cfg, err := parseGGUF(data)
 	if err != nil {
@@ -144,7 +139,7 @@ func loadGPT2GGUF(ctx context.Context, f *gguf.File, cfg model.Config, release f
 	return pl.Done()
 }
 
-// storeGGUFTensor places tensor t's data raw in p's dst. A matrix of a
+// storeGGUFTensor places tensor t's data raw as GPT-2's p. A matrix of a
 // quantised type stays quantised (unless the model holds float16), its
 // rows decoded straight into the kernels' layout, releasing (if release
 // is not nil) the rows read so far every so often: the largest tensor's

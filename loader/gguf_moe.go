@@ -10,10 +10,11 @@ import (
 	"github.com/llorch/llorch-check/weights"
 )
 
-// loadExperts reads layer l's router and stacked experts into its
-// moeBlock, each expert's matrix decoded to float32 (float16 bits for a
-// Float16 model, bfloat16 bits for a BFloat16 one); a quantised file's
-// experts are dequantised, not held quantised as its dense matrices are.
+// loadExperts reads layer l's router and stacked experts into its sparse
+// block (Placer.PutExpert), each expert's matrix decoded to float32
+// (float16 bits for a Float16 model, bfloat16 bits for a BFloat16 one); a
+// quantised file's experts are dequantised, not held quantised as its
+// dense matrices are.
 func (gl *llamaGGUFLoader) loadExperts(l int) error {
 	m := gl.m
 	for _, s := range m.Config.ExpertStacks(l) {

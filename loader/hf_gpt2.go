@@ -14,20 +14,11 @@ import (
 	"github.com/llorch/llorch-check/weights"
 )
 
-// loadWeights converts every parameter of a file image into fresh float32
-// slices; nothing returned aliases data, so the caller may unmap it.
-func loadWeights(cfg model.Config, data []byte, opt Options) (*model.Model, error) {
-	f, err := safetensors.Parse(data)
-	if err != nil {
-		return nil, err
-	}
-	return loadWeightsFrom(context.Background(), cfg, f, nil, opt)
-}
-
-// loadWeightsFrom is loadWeights for a file whose data may be file
-// mappings: release, if not nil, is called on each converted range of
-// data so that the mapping's pages leave the resident set as the copy
-// grows (see weights.Float32s).
+// loadWeightsFrom converts every parameter of a GPT-2 checkpoint into
+// fresh slices; nothing returned aliases the file's data, so the caller
+// may unmap it. Its data may be file mappings: release, if not nil, is
+// called on each converted range of data so that the mapping's pages
+// leave the resident set as the copy grows (see weights.Float32s).
 func loadWeightsFrom(ctx context.Context, cfg model.Config, f *safetensors.File, release func([]byte), opt Options) (*model.Model, error) {
 	// Checked before anything is sized by the config: a config.json that
 	// claims a million layers must not allocate a million blocks for a

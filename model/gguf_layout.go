@@ -11,11 +11,13 @@ type KV struct {
 
 // GGUFTensor is one tensor of a model in llama.cpp's GGUF layout: its name,
 // its row-major shape as the file stores it, whether it takes the file's
-// matrix type (F16, BF16, Q8_0; otherwise F32), and its values: Values
-// when written from a loaded model (GGUFLayout) or made from the config;
-// when converted from an HF checkpoint (ConvertLayout), the HF tensors
-// Source names (several: a stack of experts, [len(Source), rows, cols]),
-// with the changes llama.cpp's converter makes.
+// matrix type (F16, BF16, Q8_0; otherwise F32), and its values as HF
+// holds the tensor: Values when written from a loaded model (GGUFLayout)
+// or made from the config; when converted from an HF checkpoint
+// (ConvertLayout), the HF tensors Source names (several: a stack of
+// experts, [len(Source), rows, cols]). Transpose, RopeHeads and PlusOne
+// are the changes llama.cpp's converter makes to those values, which the
+// writer (package loader) applies.
 type GGUFTensor struct {
 	Name   string
 	Shape  []int
@@ -23,10 +25,10 @@ type GGUFTensor struct {
 	Values []float32
 
 	Source []string
-	// Transpose: the source is Shape's transpose (GPT-2's Conv1D [in,out]).
+	// Transpose: the values are Shape's transpose (GPT-2's Conv1D [in,out]).
 	Transpose bool
-	// RopeHeads: the rows are permuted for llama.cpp's rope, row r of the
-	// source going to RopeRow(r, rows, RopeHeads).
+	// RopeHeads: the rows are permuted for llama.cpp's rope, row r going
+	// to weights.RopeRow(r, rows, RopeHeads).
 	RopeHeads int
 	// PlusOne: 1 is added to each value, in float32 (Gemma's norms, which
 	// GGUF stores as 1 + w, as the model holds them).

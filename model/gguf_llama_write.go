@@ -89,7 +89,7 @@ func llamaLayout(c Config, of func(Param) GGUFTensor, stacks func(l int) []GGUFT
 	return out, nil
 }
 
-// llamaKeys are GGUF's keys for a Llama-family config (llamaGGUF's).
+// llamaKeys are GGUF's keys for a Llama-family config.
 func llamaKeys(c Config, ftype uint32) []KV {
 	a := c.llama().gguf()
 	u32 := func(key string, v int) KV { return KV{llamaKey(a, key), uint32(v)} }

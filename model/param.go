@@ -62,9 +62,6 @@ func (p Param) Stored() []int {
 // Layer is the block a layer tensor belongs to (0 for the others).
 func (p Param) Layer() int { return layerOf(p.hf) }
 
-// Embedding says the tensor is the token embedding.
-func (p Param) Embedding() bool { return p.part == partEmbed }
-
 // Fused names the fused matrix of a Llama-family block the tensor is rows
 // of ("qkv": q, k and v, or Phi-3's qkv; "gate_up"), "" for the others:
 // the loaders gather a fused matrix's parts before placing it.

@@ -28,7 +28,7 @@ type Placer struct {
 }
 
 // NewPlacer starts a model of cfg, its matrices held as float16 if
-// float16 (LoadOptions.Float16), from a file whose tensors are HF's (hf)
+// float16 (loader.Options.Float16), from a file whose tensors are HF's (hf)
 // or llama.cpp's; release is as Placer's. The Llama family's rotary
 // frequencies are HF's for cfg until SetRope.
 func NewPlacer(cfg Config, float16, hf bool, release func([]byte)) *Placer {
@@ -53,8 +53,8 @@ func (ld *Placer) Model() *Model { return ld.m }
 func (ld *Placer) Params() []Param { return ld.m.params() }
 
 // HoldAsStored holds the matrices as dtype, the type the file stores
-// every one of them in (LoadOptions.AsStored): float16 or bfloat16 bits
-// as they are; any other type as LoadOptions.Float16 says.
+// every one of them in (loader.Options.AsStored): float16 or bfloat16 bits
+// as they are; any other type as loader.Options.Float16 says.
 func (ld *Placer) HoldAsStored(dtype string) { ld.m.holdAsStored(dtype) }
 
 // HeldAsStored says a matrix the file stores as dtype is held with its

@@ -61,7 +61,7 @@ func (f modelFlags) options() (loader.Options, error) {
 func (f modelFlags) load(ctx context.Context) (*model.Model, error) { return f.loadWith(ctx, false) }
 
 // loadWith is load; cacheLater leaves a weights cache to write to
-// Model.WriteWeightsCache.
+// loader.WriteWeightsCache.
 func (f modelFlags) loadWith(ctx context.Context, cacheLater bool) (*model.Model, error) {
 	opt, err := f.options()
 	if err != nil {
