@@ -97,66 +97,6 @@ func parseConfig(b []byte) (Config, error) {
 	return c.family().jsonConfig(raw, c.ModelType)
 }
 
-// gpt2Config reads GPT2Config's fields; every flag that would change the
-// attention math from GPT-2's is an error naming it.
-func (raw rawConfig) gpt2Config() (Config, error) {
-	c := Config{ModelType: ArchGPT2}
-	var err error
-	sizes := []struct {
-		field string
-		dst   *int
-	}{
-		{"vocab_size", &c.VocabSize},
-		{"n_positions", &c.NPositions},
-		{"n_embd", &c.NEmbd},
-		{"n_layer", &c.NLayer},
-		{"n_head", &c.NHead},
-	}
-	for _, s := range sizes {
-		if *s.dst, err = raw.positiveInt(s.field, true, 0); err != nil {
-			return Config{}, err
-		}
-	}
-	if c.NEmbd%c.NHead != 0 {
-		return Config{}, fmt.Errorf("field \"n_embd\": value %d is not divisible by n_head %d", c.NEmbd, c.NHead)
-	}
-	if c.NInner, err = raw.positiveInt("n_inner", false, 4*c.NEmbd); err != nil {
-		return Config{}, err
-	}
-	if c.LayerNormEpsilon, err = raw.epsilon(); err != nil {
-		return Config{}, err
-	}
-	if c.ActivationFunction, err = raw.str("activation_function", "gelu_new"); err != nil {
-		return Config{}, err
-	}
-	if c.ActivationFunction != "gelu_new" {
-		return Config{}, fmt.Errorf("field \"activation_function\": value %q is not implemented (only \"gelu_new\")", c.ActivationFunction)
-	}
-	if c.BOSTokenID, err = raw.tokenID("bos_token_id", 50256); err != nil {
-		return Config{}, err
-	}
-	if c.EOSTokenID, err = raw.tokenID("eos_token_id", 50256); err != nil {
-		return Config{}, err
-	}
-	// Each flag below, set the other way, changes the attention math.
-	flags := []struct {
-		field string
-		want  bool
-	}{
-		{"scale_attn_weights", true},
-		{"scale_attn_by_inverse_layer_idx", false},
-		{"reorder_and_upcast_attn", false},
-		{"add_cross_attention", false},
-		{"tie_word_embeddings", true},
-	}
-	for _, f := range flags {
-		if err := raw.requireBool(f.field, f.want); err != nil {
-			return Config{}, err
-		}
-	}
-	return c, nil
-}
-
 func (r rawConfig) present(field string) (json.RawMessage, bool) {
 	v, ok := r[field]
 	if !ok || string(bytes.TrimSpace(v)) == "null" {

@@ -21,42 +21,6 @@ func ConfigFromGGUF(md Metadata) (Config, error) {
 	return a.fam.ggufConfig(md, a.Name)
 }
 
-// gpt2GGUFConfig reads llama.cpp's gpt2.* hyper-parameters.
-func gpt2GGUFConfig(md Metadata) (Config, error) {
-	c := Config{ModelType: ArchGPT2, ActivationFunction: "gelu_new"}
-	var err error
-	for _, s := range []struct {
-		key string
-		dst *int
-	}{
-		{keyContextLength, &c.NPositions},
-		{keyEmbeddingLen, &c.NEmbd},
-		{keyFeedForwardLen, &c.NInner},
-		{keyBlockCount, &c.NLayer},
-		{keyHeadCount, &c.NHead},
-	} {
-		if *s.dst, err = md.Dim(s.key); err != nil {
-			return Config{}, err
-		}
-	}
-	if c.NEmbd%c.NHead != 0 {
-		return Config{}, fmt.Errorf("key %s: value %d is not divisible by %s %d", keyEmbeddingLen, c.NEmbd, keyHeadCount, c.NHead)
-	}
-	// Checked before anything is sized by it, so a crafted block count
-	// cannot allocate more blocks than the file has tensors; a count that
-	// is merely too high fails later, naming the first missing tensor.
-	if c.NLayer > md.TensorCount() {
-		return Config{}, fmt.Errorf("key %s: value %d is more blocks than the file's %d tensors can hold", keyBlockCount, c.NLayer, md.TensorCount())
-	}
-	if c.LayerNormEpsilon, err = md.PositiveFloat(keyLayerNormEps, 0); err != nil {
-		return Config{}, err
-	}
-	if err := ggufVocab(md, &c, 50256, 50256); err != nil {
-		return Config{}, err
-	}
-	return c, nil
-}
-
 // ggufVocab sets the vocabulary size, token_embd's row count, which the
 // tokenizer, when present, must match; and the BOS and EOS ids, bos and
 // eos when the file has none.
