@@ -18,7 +18,6 @@ import (
 
 	"github.com/llorch/llorch-check/internal/fixture"
 	"github.com/llorch/llorch-check/loader"
-	"github.com/llorch/llorch-check/model"
 	"github.com/llorch/llorch-check/server"
 	"github.com/llorch/llorch-check/tokenizer"
 )
