@@ -248,14 +248,14 @@ func llamaParams(c Config) []Param {
 // arithmetic, not HF's float32 _compute_llama3_parameters chain, whose
 // smoothed band differs in the last bits. It returns the name of the
 // tensor it read, "" if none.
-func (ld *Placer) ReadRope(md Metadata) (string, error) {
-	c := ld.m.Config
+func (pl *Placer) ReadRope(md Metadata) (string, error) {
+	c := pl.m.Config
 	t, ok := md.Tensor(ggufRopeFreqs)
 	if !ok {
 		if c.RopeScaling != nil {
 			return "", fmt.Errorf("missing tensor %q (key %s is set)", ggufRopeFreqs, keyRopeFactor)
 		}
-		ld.m.rope = newRope(c)
+		pl.m.rope = newRope(c)
 		return "", nil
 	}
 	half := c.RotaryDim / 2
@@ -273,7 +273,7 @@ func (ld *Placer) ReadRope(md Metadata) (string, error) {
 				return "", fmt.Errorf("tensor %q: factor %d is %g, the llorch.rope_scaling.* keys give %g", t.Name, i, factors[i], want[i])
 			}
 		}
-		ld.m.rope = newRope(c)
+		pl.m.rope = newRope(c)
 		return t.Name, nil
 	}
 	r := newRope(c)
@@ -283,7 +283,7 @@ func (ld *Placer) ReadRope(md Metadata) (string, error) {
 		}
 		r.invFreq[i] /= fac
 	}
-	ld.m.rope = r
+	pl.m.rope = r
 	return t.Name, nil
 }
 

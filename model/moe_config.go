@@ -153,10 +153,10 @@ func moeParams(c Config, l int) []Param {
 
 // PutExpert puts a router or expert matrix ([out,in], as matrixOf)
 // into its layer's moeBlock, as the slabs of its transpose.
-func (ld *Placer) PutExpert(p Param, f32 []float32, h16 []uint16) error {
-	b := &ld.m.h[layerOf(p.hf)]
+func (pl *Placer) PutExpert(p Param, f32 []float32, h16 []uint16) error {
+	b := &pl.m.h[layerOf(p.hf)]
 	if b.moe == nil {
-		b.moe = &moeBlock{experts: make([]expert, ld.m.Config.MoE.Experts)}
+		b.moe = &moeBlock{experts: make([]expert, pl.m.Config.MoE.Experts)}
 	}
 	dst := &b.moe.router
 	switch p.part {
@@ -167,5 +167,5 @@ func (ld *Placer) PutExpert(p Param, f32 []float32, h16 []uint16) error {
 	case partExpertDown:
 		dst = &b.moe.experts[p.expert].down
 	}
-	return slabbedRows(f32, h16, ld.m.BFloat16, p.shape[0], p.shape[1], dst)
+	return slabbedRows(f32, h16, pl.m.BFloat16, p.shape[0], p.shape[1], dst)
 }

@@ -30,7 +30,7 @@ type Placer struct {
 // NewPlacer starts a model of cfg, its matrices held as float16 if
 // float16 (loader.Options.Float16), from a file whose tensors are HF's (hf)
 // or llama.cpp's; release is as Placer's. The Llama family's rotary
-// frequencies are HF's for cfg until SetRope.
+// frequencies are HF's for cfg unless ReadRope reads a file's.
 func NewPlacer(cfg Config, float16, hf bool, release func([]byte)) *Placer {
 	m := NewModel(cfg)
 	m.Float16 = float16
@@ -41,37 +41,38 @@ func NewPlacer(cfg Config, float16, hf bool, release func([]byte)) *Placer {
 }
 
 // NewModel is a model of cfg without weights: what a loader fills
-// (Placer), or a weights cache restores (RestoreWeights).
+// (Placer), or a weights cache restores (SetHolding, WeightArrays).
 func NewModel(cfg Config) *Model {
 	return &Model{Config: cfg, h: make([]block, cfg.NLayer), faultLayer: -1}
 }
 
 // Model is the model being built.
-func (ld *Placer) Model() *Model { return ld.m }
+func (pl *Placer) Model() *Model { return pl.m }
 
 // Params is the model's parameter table, in llama.cpp's order.
-func (ld *Placer) Params() []Param { return ld.m.params() }
+func (pl *Placer) Params() []Param { return pl.m.params() }
 
 // HoldAsStored holds the matrices as dtype, the type the file stores
 // every one of them in (loader.Options.AsStored): float16 or bfloat16 bits
 // as they are; any other type as loader.Options.Float16 says.
-func (ld *Placer) HoldAsStored(dtype string) { ld.m.holdAsStored(dtype) }
+func (pl *Placer) HoldAsStored(dtype string) { pl.m.holdAsStored(dtype) }
 
 // HeldAsStored says a matrix the file stores as dtype is held with its
 // bits as they are: float16 in a Float16 model, bfloat16 in a BFloat16 one.
-func (ld *Placer) HeldAsStored(dtype string) bool { return ld.m.heldAsStored(dtype) }
+func (pl *Placer) HeldAsStored(dtype string) bool { return pl.m.heldAsStored(dtype) }
 
 // Rounded records that a matrix was rounded to float16 from another
 // type (Model.PrecisionDType).
-func (ld *Placer) Rounded() { ld.m.roundedToF16 = true }
+func (pl *Placer) Rounded() { pl.m.roundedToF16 = true }
 
-// Done finishes the model, once every tensor is placed and Finish has
-// run: the LM head becomes the slabs of its transpose (slabHead).
-func (ld *Placer) Done() (*Model, error) {
-	if err := ld.m.slabHead(); err != nil {
+// Done finishes the model, once every tensor is placed (and, in the
+// Llama family, Finish has run): the LM head becomes the slabs of its
+// transpose (slabHead).
+func (pl *Placer) Done() (*Model, error) {
+	if err := pl.m.slabHead(); err != nil {
 		return nil, err
 	}
-	return ld.m, nil
+	return pl.m, nil
 }
 
 // staged is a matrix being assembled: float32 or 16-bit float rows, or
@@ -86,22 +87,22 @@ type staged struct {
 // flatten copies the stored parts of s, if any, into its 16-bit rows: a
 // fused matrix whose parts the file stores in different dtypes (a float16
 // model from a file mixing F16 and F32) is assembled the converting way.
-func (ld *Placer) flatten(s *staged, rows, cols int) {
+func (pl *Placer) flatten(s *staged, rows, cols int) {
 	parts := s.parts
 	s.parts = nil
 	for _, pt := range parts {
 		s.put(rows, pt.row, cols, nil, pt.bits)
-		if ld.release != nil {
-			ld.release(pt.raw)
+		if pl.release != nil {
+			pl.release(pt.raw)
 		}
 	}
 }
 
 // slabsOf is the [in,out] slabs of the matrix of rows rows made of parts,
 // which are then released.
-func (ld *Placer) slabsOf(parts []storedPart, rows int) kernels.Matrix {
+func (pl *Placer) slabsOf(parts []storedPart, rows int) kernels.Matrix {
 	cols := parts[0].cols
-	w := kernels.SlabbedRowsFrom(rows, cols, ld.m.BFloat16, func(r int) []uint16 {
+	w := kernels.SlabbedRowsFrom(rows, cols, pl.m.BFloat16, func(r int) []uint16 {
 		for _, pt := range parts {
 			if r >= pt.row && r < pt.row+pt.rows {
 				return pt.bits[(r-pt.row)*cols:]
@@ -109,9 +110,9 @@ func (ld *Placer) slabsOf(parts []storedPart, rows int) kernels.Matrix {
 		}
 		panic("model: row outside every part") // the parameter table covers every row
 	})
-	if ld.release != nil {
+	if pl.release != nil {
 		for _, pt := range parts {
-			ld.release(pt.raw)
+			pl.release(pt.raw)
 		}
 	}
 	return w
@@ -126,17 +127,17 @@ type storedPart struct {
 
 // stage is the fused matrix p is part of, in its layer: the previous
 // layer's, if any, is finished first.
-func (ld *Placer) stage(p Param) (*staged, error) {
-	if l := layerOf(p.hf); l != ld.layer {
-		if err := ld.Finish(); err != nil {
+func (pl *Placer) stage(p Param) (*staged, error) {
+	if l := layerOf(p.hf); l != pl.layer {
+		if err := pl.Finish(); err != nil {
 			return nil, err
 		}
-		ld.layer = l
+		pl.layer = l
 	}
 	if p.part == partGateUp {
-		return &ld.gateUp, nil
+		return &pl.gateUp, nil
 	}
-	return &ld.qkv, nil
+	return &pl.qkv, nil
 }
 
 // Place puts a matrix, [out,in] as HF and GGUF store it, float32 or
@@ -145,25 +146,25 @@ func (ld *Placer) stage(p Param) (*staged, error) {
 // matrix, o and down as the slabs of their transposes, made where they
 // are. All but q/k/v and gate/up must be the loader's own memory, not the
 // file's pages.
-func (ld *Placer) Place(p Param, f32 []float32, h16 []uint16) error {
-	bf16 := ld.m.BFloat16
+func (pl *Placer) Place(p Param, f32 []float32, h16 []uint16) error {
+	bf16 := pl.m.BFloat16
 	switch p.part {
 	case partEmbed:
-		ld.m.wte = matrixOf(f32, h16, bf16)
+		pl.m.wte = matrixOf(f32, h16, bf16)
 	case partHead:
-		ld.m.lmW = matrixOf(f32, h16, bf16)
+		pl.m.lmW = matrixOf(f32, h16, bf16)
 	case partQKV, partGateUp:
-		s, err := ld.stage(p)
+		s, err := pl.stage(p)
 		if err != nil {
 			return err
 		}
-		rows := ld.m.Config.fusedRows(p.part)
-		ld.flatten(s, rows, p.shape[1])
+		rows := pl.m.Config.fusedRows(p.part)
+		pl.flatten(s, rows, p.shape[1])
 		s.put(rows, p.row, p.shape[1], f32, h16)
 	case partRouter, partExpertGate, partExpertUp, partExpertDown:
-		return ld.PutExpert(p, f32, h16)
+		return pl.PutExpert(p, f32, h16)
 	case partO, partDown:
-		b := &ld.m.h[layerOf(p.hf)]
+		b := &pl.m.h[layerOf(p.hf)]
 		dst := &b.projW
 		if p.part == partDown {
 			dst = &b.mlpW
@@ -173,9 +174,11 @@ func (ld *Placer) Place(p Param, f32 []float32, h16 []uint16) error {
 	return nil
 }
 
-func (ld *Placer) PutVector(p Param, v []float32) error {
-	m := ld.m
-	if ld.hf && m.Config.Gemma != nil && p.part.isNorm() {
+// PutVector places a Llama-family vector (a norm's weight, a bias),
+// taking v over; an HF Gemma norm's w becomes the 1 + w the model holds.
+func (pl *Placer) PutVector(p Param, v []float32) error {
+	m := pl.m
+	if pl.hf && m.Config.Gemma != nil && p.part.isNorm() {
 		// HF's Gemma norms hold w and multiply by 1 + w in float32; the
 		// model holds the sum, as llama.cpp's GGUF files do.
 		for i := range v {
@@ -218,24 +221,26 @@ func (ld *Placer) PutVector(p Param, v []float32) error {
 }
 
 // Finish puts the current layer's fused matrices into its block, as the
-// slabs of their transposes.
-func (ld *Placer) Finish() error {
-	c := ld.m.Config
-	b := &ld.m.h[ld.layer]
+// slabs of their transposes: once a layer's tensors are placed (Place and
+// PutStored finish the previous layer's when the next begins), so a
+// loader calls it after the last.
+func (pl *Placer) Finish() error {
+	c := pl.m.Config
+	b := &pl.m.h[pl.layer]
 	for _, s := range []struct {
 		st   *staged
 		dst  *kernels.Matrix
 		rows int
-	}{{&ld.qkv, &b.attnW, c.fusedRows(partQKV)}, {&ld.gateUp, &b.fcW, c.fusedRows(partGateUp)}} {
+	}{{&pl.qkv, &b.attnW, c.fusedRows(partQKV)}, {&pl.gateUp, &b.fcW, c.fusedRows(partGateUp)}} {
 		if s.st.parts != nil {
-			*s.dst = ld.slabsOf(s.st.parts, s.rows)
+			*s.dst = pl.slabsOf(s.st.parts, s.rows)
 			*s.st = staged{}
 			continue
 		}
 		if s.st.f32 == nil && s.st.h16 == nil {
 			continue
 		}
-		if err := slabbedRows(s.st.f32, s.st.h16, ld.m.BFloat16, s.rows, c.NEmbd, s.dst); err != nil {
+		if err := slabbedRows(s.st.f32, s.st.h16, pl.m.BFloat16, s.rows, c.NEmbd, s.dst); err != nil {
 			return err
 		}
 		*s.st = staged{}
@@ -294,32 +299,32 @@ func matrixOf(f32 []float32, h16 []uint16, bf16 bool) kernels.Matrix {
 // of the file's pages), as its slabs are made (kernels.SlabbedRowsFrom),
 // once the fused matrix it is part of has all its parts; no copy of it is
 // made on the way. raw is released then.
-func (ld *Placer) PutStored(p Param, bits []uint16, raw []byte) error {
+func (pl *Placer) PutStored(p Param, bits []uint16, raw []byte) error {
 	part := storedPart{row: p.row, rows: p.shape[0], cols: p.shape[1], bits: bits, raw: raw}
 	if p.part == partO || p.part == partDown {
-		b := &ld.m.h[layerOf(p.hf)]
+		b := &pl.m.h[layerOf(p.hf)]
 		dst := &b.projW
 		if p.part == partDown {
 			dst = &b.mlpW
 		}
-		*dst = ld.slabsOf([]storedPart{part}, part.rows)
+		*dst = pl.slabsOf([]storedPart{part}, part.rows)
 		return nil
 	}
-	s, err := ld.stage(p)
+	s, err := pl.stage(p)
 	if err != nil {
 		return err
 	}
 	s.parts = append(s.parts, part)
 	if s.f32 != nil || s.h16 != nil {
-		ld.flatten(s, ld.m.Config.fusedRows(p.part), part.cols) // a matrix whose other parts were converted
+		pl.flatten(s, pl.m.Config.fusedRows(p.part), part.cols) // a matrix whose other parts were converted
 	}
 	return nil
 }
 
 // PutQuantized places the embedding, the head, o or down as w, a matrix
 // already in the kernels' layout (a quantised one).
-func (ld *Placer) PutQuantized(p Param, w kernels.Matrix) {
-	m := ld.m
+func (pl *Placer) PutQuantized(p Param, w kernels.Matrix) {
+	m := pl.m
 	switch p.part {
 	case partEmbed:
 		m.wte = w
@@ -335,11 +340,11 @@ func (ld *Placer) PutQuantized(p Param, w kernels.Matrix) {
 // PutFused places the whole fused matrix p is part of (q|k|v, gate|up) as
 // w, a matrix in the kernels' layout; AddColumnBlock places one part of
 // it, n columns of its [in,out], when the parts are held each on its own.
-func (ld *Placer) PutFused(p Param, w kernels.Matrix) { *ld.fused(p) = w }
+func (pl *Placer) PutFused(p Param, w kernels.Matrix) { *pl.fused(p) = w }
 
 // AddColumnBlock: see PutFused.
-func (ld *Placer) AddColumnBlock(p Param, w kernels.Matrix, n int) {
-	b := &ld.m.h[layerOf(p.hf)]
+func (pl *Placer) AddColumnBlock(p Param, w kernels.Matrix, n int) {
+	b := &pl.m.h[layerOf(p.hf)]
 	blocks := &b.attnParts
 	if p.part == partGateUp {
 		blocks = &b.fcParts
@@ -347,8 +352,8 @@ func (ld *Placer) AddColumnBlock(p Param, w kernels.Matrix, n int) {
 	*blocks = append(*blocks, colBlock{w: w, n: n})
 }
 
-func (ld *Placer) fused(p Param) *kernels.Matrix {
-	b := &ld.m.h[layerOf(p.hf)]
+func (pl *Placer) fused(p Param) *kernels.Matrix {
+	b := &pl.m.h[layerOf(p.hf)]
 	if p.part == partGateUp {
 		return &b.fcW
 	}
@@ -357,21 +362,21 @@ func (ld *Placer) fused(p Param) *kernels.Matrix {
 
 // Store places GPT-2's parameter p: vals, stored in the file as dtype,
 // as float32, or rounded to float16 for a matrix of a Float16 model.
-func (ld *Placer) Store(p Param, vals []float32, dtype string) error {
-	return p.dst.store(ld.m, vals, dtype)
+func (pl *Placer) Store(p Param, vals []float32, dtype string) error {
+	return p.dst.store(pl.m, vals, dtype)
 }
 
 // SetMatrix places GPT-2's matrix p as w, already as the model holds it.
-func (ld *Placer) SetMatrix(p Param, w kernels.Matrix) { *p.dst.mat = w }
+func (pl *Placer) SetMatrix(p Param, w kernels.Matrix) { *p.dst.mat = w }
 
 // Placed says GPT-2's parameter p has been placed.
-func (ld *Placer) Placed(p Param) bool { return !p.dst.empty() }
+func (pl *Placer) Placed(p Param) bool { return !p.dst.empty() }
 
 // UntiedHead is GPT-2's parameter of an LM head of its own: the shape of
 // the embedding, whose GGUF tensor (output.weight) llama.cpp's converter
 // writes as the embedding's copy when tied.
-func (ld *Placer) UntiedHead() Param {
-	p := ld.Params()[0]
-	p.hf, p.gguf, p.dst, p.part = "lm_head.weight", ggufOutput, mat(&ld.m.lmW), partHead
+func (pl *Placer) UntiedHead() Param {
+	p := pl.Params()[0]
+	p.hf, p.gguf, p.dst, p.part = "lm_head.weight", ggufOutput, mat(&pl.m.lmW), partHead
 	return p
 }
