@@ -12,7 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/llorch/llorch-check/internal/fixture"
-	"github.com/llorch/llorch-check/model"
+	"github.com/llorch/llorch-check/loader"
 	"github.com/llorch/llorch-check/references"
 	"github.com/llorch/llorch-check/tokenizer"
 )
@@ -24,8 +24,8 @@ import (
 func runBoth(t *testing.T, dir string, set *references.Set, sel Selection) *Report {
 	t.Helper()
 	var reps [2]*Report
-	for i, opt := range []model.LoadOptions{{AsStored: true}, {}} {
-		m, err := model.LoadWith(dir, opt)
+	for i, opt := range []loader.Options{{AsStored: true}, {}} {
+		m, err := loader.LoadWith(dir, opt)
 		require.NoError(t, err)
 		tok, err := tokenizer.Load(m.Dir)
 		require.NoError(t, err)
@@ -62,7 +62,7 @@ func TestBFloat16RunsAgainstItsOwnSet(t *testing.T) {
 			})
 			srcSet, err := references.Open(src)
 			require.NoError(t, err)
-			m32, err := model.LoadWith(dir, model.LoadOptions{})
+			m32, err := loader.LoadWith(dir, loader.Options{})
 			require.NoError(t, err)
 			tok, err := tokenizer.Load(m32.Dir)
 			require.NoError(t, err)

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/llorch/llorch-check/gguf"
+	"github.com/llorch/llorch-check/loader"
 	"github.com/llorch/llorch-check/model"
 	"github.com/llorch/llorch-check/references"
 	"github.com/stretchr/testify/assert"
@@ -67,9 +68,9 @@ func convertTiny(t *testing.T, typ gguf.GGMLType, sourceSHA string) *model.Model
 	t.Helper()
 	m, _ := openDefault(t)
 	path := filepath.Join(t.TempDir(), "tiny.gguf")
-	_, err := m.WriteGGUF(path, model.GGUFFile{Type: typ, SourceSHA256: sourceSHA})
+	_, err := loader.WriteGGUF(m, path, loader.GGUFFile{Type: typ, SourceSHA256: sourceSHA})
 	require.NoError(t, err)
-	g, err := model.Load(path)
+	g, err := loader.Load(path)
 	require.NoError(t, err)
 	return g
 }

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/llorch/llorch-check/internal/fixture"
+	"github.com/llorch/llorch-check/loader"
 	"github.com/llorch/llorch-check/model"
 	"github.com/llorch/llorch-check/references"
 	"github.com/llorch/llorch-check/tokenizer"
@@ -14,7 +15,7 @@ import (
 
 func openFamily(t *testing.T, name string) (*model.Model, *references.Set) {
 	t.Helper()
-	m, err := model.LoadWith(fixture.FamilyModel(name), model.LoadOptions{AsStored: true})
+	m, err := loader.LoadWith(fixture.FamilyModel(name), loader.Options{AsStored: true})
 	require.NoError(t, err)
 	set, err := references.Open(fixture.FamilyReferences(name))
 	require.NoError(t, err)

@@ -11,6 +11,7 @@ import (
 	"github.com/llorch/llorch-check/gguf"
 	"github.com/llorch/llorch-check/internal/fixture"
 	"github.com/llorch/llorch-check/kvcache"
+	"github.com/llorch/llorch-check/loader"
 	"github.com/llorch/llorch-check/model"
 	"github.com/llorch/llorch-check/references"
 	"github.com/llorch/llorch-check/tensors"
@@ -26,7 +27,7 @@ var f16KVSets = []struct{ model, set string }{
 
 func openF16KV(t *testing.T, modelName, setName string) (*model.Model, *references.Set) {
 	t.Helper()
-	m, err := model.LoadWith(fixture.FamilyModel(modelName), model.LoadOptions{AsStored: true})
+	m, err := loader.LoadWith(fixture.FamilyModel(modelName), loader.Options{AsStored: true})
 	require.NoError(t, err)
 	set, err := references.Open(filepath.Join(fixture.Root(), "testdata", "references", setName))
 	require.NoError(t, err)

@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/llorch/llorch-check/internal/fixture"
-	"github.com/llorch/llorch-check/model"
+	"github.com/llorch/llorch-check/loader"
 	"github.com/llorch/llorch-check/references"
 	"github.com/llorch/llorch-check/tensors"
 	"github.com/llorch/llorch-check/tokenizer"
@@ -105,7 +105,7 @@ func TestBisectNamesRoutingFlip(t *testing.T) {
 		other++
 	}
 	fixture.SetNPYElement(t, filepath.Join(dir, ids.File), tok*K, func(float32) float32 { return float32(other) })
-	m, err := model.LoadWith(fixture.FamilyModel("tiny-llama-qwen3moe"), model.LoadOptions{AsStored: true})
+	m, err := loader.LoadWith(fixture.FamilyModel("tiny-llama-qwen3moe"), loader.Options{AsStored: true})
 	require.NoError(t, err)
 	set, err = references.Open(dir)
 	require.NoError(t, err)

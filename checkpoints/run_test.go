@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/llorch/llorch-check/internal/fixture"
+	"github.com/llorch/llorch-check/loader"
 	"github.com/llorch/llorch-check/model"
 	"github.com/llorch/llorch-check/references"
 	"github.com/llorch/llorch-check/tokenizer"
@@ -15,7 +16,7 @@ import (
 
 func openDefault(t *testing.T) (*model.Model, *references.Set) {
 	t.Helper()
-	m, err := model.Load(fixture.TinyModel())
+	m, err := loader.Load(fixture.TinyModel())
 	require.NoError(t, err)
 	set, err := references.Open(fixture.TinyReferences())
 	require.NoError(t, err)
@@ -111,7 +112,7 @@ func TestBisectLocatesTamperedElement(t *testing.T) {
 	flat := pos*ti.Shape[1] + ch
 	fixture.SetNPYElement(t, filepath.Join(dir, ti.File), flat, func(v float32) float32 { return v + 0.01 })
 
-	m, err := model.Load(fixture.TinyModel())
+	m, err := loader.Load(fixture.TinyModel())
 	require.NoError(t, err)
 	set, err = references.Open(dir)
 	require.NoError(t, err)
@@ -200,7 +201,7 @@ func TestExactCheckpointsCatchTampering(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := fixture.CopyDir(t, fixture.TinyReferences())
 			fixture.EditJSON(t, filepath.Join(dir, "manifest.json"), func(m map[string]any) { tc.tamper(t, dir, m) })
-			m, err := model.Load(fixture.TinyModel())
+			m, err := loader.Load(fixture.TinyModel())
 			require.NoError(t, err)
 			tok, err := tokenizer.Load(m.Dir)
 			require.NoError(t, err)
@@ -229,7 +230,7 @@ func TestFloat16ReferenceSet(t *testing.T) {
 	require.NoError(t, err)
 	sel := Options{Checkpoints: Selection{7: true, 9: true}}
 	for _, f16 := range []bool{false, true} {
-		m, err := model.LoadWith(fixture.TinyModel(), model.LoadOptions{Float16: f16})
+		m, err := loader.LoadWith(fixture.TinyModel(), loader.Options{Float16: f16})
 		require.NoError(t, err)
 		rep, err := Run(context.Background(), m, set, sel)
 		if !f16 {

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/llorch/llorch-check/internal/fixture"
+	"github.com/llorch/llorch-check/loader"
 	"github.com/llorch/llorch-check/model"
 	"github.com/llorch/llorch-check/references"
 	"github.com/llorch/llorch-check/tokenizer"
@@ -103,7 +104,7 @@ func TestShapesPassAllTwelve(t *testing.T) {
 				require.NoError(t, err, "%s: %s", strings.Join(args, " "), out)
 			}
 
-			m, err := model.LoadWith(modelDir, model.LoadOptions{AsStored: true})
+			m, err := loader.LoadWith(modelDir, loader.Options{AsStored: true})
 			require.NoError(t, err)
 			headDim := s.headDim
 			if headDim == 0 {

@@ -8,9 +8,7 @@ import (
 	"path/filepath"
 	"strconv"
 
-	"github.com/llorch/llorch-check/gguf"
 	"github.com/llorch/llorch-check/internal/regularfile"
-	"github.com/llorch/llorch-check/weights"
 )
 
 // Config is the subset of a Hugging Face config that the forward pass
@@ -59,7 +57,7 @@ func (c Config) KVHeads() int {
 // maxDim bounds every size so that products of two or three of them cannot
 // overflow int and absurd configs fail before any allocation; a GGUF
 // file's sizes have the same bound.
-const maxDim = weights.MaxDim
+const maxDim = 1 << 24
 
 // LoadConfig reads and validates a Hugging Face config.json, and the
 // end-of-sequence ids of the generation_config.json beside it. Fields
@@ -97,66 +95,6 @@ func parseConfig(b []byte) (Config, error) {
 		return Config{}, err
 	}
 	return c.family().jsonConfig(raw, c.ModelType)
-}
-
-// gpt2Config reads GPT2Config's fields; every flag that would change the
-// attention math from GPT-2's is an error naming it.
-func (raw rawConfig) gpt2Config() (Config, error) {
-	c := Config{ModelType: ArchGPT2}
-	var err error
-	sizes := []struct {
-		field string
-		dst   *int
-	}{
-		{"vocab_size", &c.VocabSize},
-		{"n_positions", &c.NPositions},
-		{"n_embd", &c.NEmbd},
-		{"n_layer", &c.NLayer},
-		{"n_head", &c.NHead},
-	}
-	for _, s := range sizes {
-		if *s.dst, err = raw.positiveInt(s.field, true, 0); err != nil {
-			return Config{}, err
-		}
-	}
-	if c.NEmbd%c.NHead != 0 {
-		return Config{}, fmt.Errorf("field \"n_embd\": value %d is not divisible by n_head %d", c.NEmbd, c.NHead)
-	}
-	if c.NInner, err = raw.positiveInt("n_inner", false, 4*c.NEmbd); err != nil {
-		return Config{}, err
-	}
-	if c.LayerNormEpsilon, err = raw.epsilon(); err != nil {
-		return Config{}, err
-	}
-	if c.ActivationFunction, err = raw.str("activation_function", "gelu_new"); err != nil {
-		return Config{}, err
-	}
-	if c.ActivationFunction != "gelu_new" {
-		return Config{}, fmt.Errorf("field \"activation_function\": value %q is not implemented (only \"gelu_new\")", c.ActivationFunction)
-	}
-	if c.BOSTokenID, err = raw.tokenID("bos_token_id", 50256); err != nil {
-		return Config{}, err
-	}
-	if c.EOSTokenID, err = raw.tokenID("eos_token_id", 50256); err != nil {
-		return Config{}, err
-	}
-	// Each flag below, set the other way, changes the attention math.
-	flags := []struct {
-		field string
-		want  bool
-	}{
-		{"scale_attn_weights", true},
-		{"scale_attn_by_inverse_layer_idx", false},
-		{"reorder_and_upcast_attn", false},
-		{"add_cross_attention", false},
-		{"tie_word_embeddings", true},
-	}
-	for _, f := range flags {
-		if err := raw.requireBool(f.field, f.want); err != nil {
-			return Config{}, err
-		}
-	}
-	return c, nil
 }
 
 func (r rawConfig) present(field string) (json.RawMessage, bool) {
@@ -297,20 +235,20 @@ func (r rawConfig) requireBool(field string, want bool) error {
 	return nil
 }
 
-// ReadConfig reads a model's hyper-parameters without loading its weights:
-// config.json of an HF directory, or a GGUF file's metadata.
-func ReadConfig(path string) (Config, error) {
-	if !IsGGUF(path) {
-		return LoadConfig(filepath.Join(path, "config.json"))
+// TruncateLayers makes c a model of its first n blocks (n = 0 keeps them
+// all), then its final norm and head, as vLLM's num_hidden_layers
+// override does: a check of a large model's first layers that loads
+// only their weights.
+func (c *Config) TruncateLayers(n int) error {
+	switch {
+	case n == 0:
+		return nil
+	case n < 0 || n > c.NLayer:
+		return fmt.Errorf("--layers %d: want 1 to the model's %d layers", n, c.NLayer)
 	}
-	f, err := gguf.Open(path)
-	if err != nil {
-		return Config{}, err
+	c.NLayer = n
+	if c.Windows != nil {
+		c.Windows = c.Windows[:n]
 	}
-	defer f.Close()
-	cfg, err := ggufConfig(f)
-	if err != nil {
-		return Config{}, fmt.Errorf("%s: %w", path, err)
-	}
-	return cfg, nil
+	return nil
 }

@@ -1,19 +1,16 @@
 package model
 
 import (
-	"context"
 	"fmt"
 	"strings"
-
-	"github.com/llorch/llorch-check/gguf"
-	"github.com/llorch/llorch-check/safetensors"
 )
 
 // family is what an architecture brings to the generic code: how its
-// config.json and GGUF hyper-parameters read, how its tensors load and
-// are written, and how its block computes. The loaders, the GGUF writer,
-// the forward pass and the fault table call it instead of asking which
-// architecture a model is. gpt2.go and llama.go each define one.
+// config.json and GGUF hyper-parameters read, its tensors' names, shapes
+// and places (its parameter table) and GGUF keys, and how its block
+// computes. The loaders and the GGUF writer (package loader), the forward
+// pass and the fault table call it instead of asking which architecture a
+// model is. gpt2.go and llama.go each define one.
 type family interface {
 	// tensorFamily names the checkpoint tensors the forward emits:
 	// tensors.GPT2 or tensors.Llama.
@@ -24,20 +21,20 @@ type family interface {
 	jsonConfig(r rawConfig, arch string) (Config, error)
 	// ggufConfig reads a GGUF file's hyper-parameters into the Config
 	// the HF loader gives for the config.json the file came from.
-	ggufConfig(f *gguf.File, arch string) (Config, error)
+	ggufConfig(md Metadata, arch string) (Config, error)
 
-	// loadHF builds the model from an HF checkpoint's tensors; release,
-	// if not nil, drops each converted range of a mapping.
-	loadHF(ctx context.Context, cfg Config, f *safetensors.File, release func([]byte), opt LoadOptions) (*Model, error)
-	// loadGGUF does the same from a GGUF file.
-	loadGGUF(ctx context.Context, f *gguf.File, cfg Config, release func([]byte), opt LoadOptions) (*Model, error)
-	// ggufTensors is the model in llama.cpp's layout: its keys and tensors.
-	ggufTensors(m *Model, typ gguf.GGMLType, ftype uint32) ([]gguf.KV, []gguf.TensorData, error)
-	// convertPlan is what convert streams from an HF checkpoint: the
-	// keys, each tensor's plan, and the dtype the file stores.
-	convertPlan(cfg Config, f *safetensors.File, typ gguf.GGMLType, ftype uint32) ([]gguf.KV, []streamTensor, string, error)
-	// withTokenizer places a tokenizer's GGUF keys among the model's.
-	withTokenizer(kv, tok []gguf.KV) []gguf.KV
+	// params is the model's parameter table (Param), in llama.cpp's
+	// order: what the loaders (package loader) place, by name and shape.
+	params(m *Model) []Param
+	// ggufKeys are the GGUF keys of llama.cpp's layout for the
+	// architecture (GGUFKeys); ggufTensors the model's tensors in it, with
+	// their values (GGUFLayout), convertTensors the same from an HF
+	// checkpoint's (ConvertLayout). tokenizerLast: a tokenizer's keys
+	// follow the model's (GPT2's), not among them.
+	ggufKeys(c Config, ftype uint32) ([]KV, error)
+	ggufTensors(m *Model) ([]GGUFTensor, error)
+	convertTensors(c Config) ([]GGUFTensor, error)
+	tokenizerLast() bool
 
 	// matrixShapes are the [K,N] of each of a block's matrices, as
 	// block.matrices lists them; positionRows the rows of a learned

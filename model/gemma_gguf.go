@@ -3,9 +3,6 @@ package model
 import (
 	"fmt"
 	"slices"
-
-	"github.com/llorch/llorch-check/gguf"
-	"github.com/llorch/llorch-check/weights"
 )
 
 // Gemma in GGUF: llama.cpp's gemma2 and gemma3 layouts (its converter's
@@ -72,11 +69,9 @@ func gemmaWritable(c Config) error {
 }
 
 // gemmaKeys are Gemma's keys after the Llama family's.
-func gemmaKeys(c Config, a string) []gguf.KV {
-	f32 := func(key string, v float64) gguf.KV {
-		return gguf.KV{Key: llamaKey(a, key), Value: gguf.Value{Type: gguf.TypeFloat32, V: float32(v)}}
-	}
-	var kv []gguf.KV
+func gemmaKeys(c Config, a string) []KV {
+	f32 := func(key string, v float64) KV { return KV{llamaKey(a, key), float32(v)} }
+	var kv []KV
 	g := c.Gemma
 	if g.AttnSoftcap > 0 {
 		kv = append(kv, f32("attn_logit_softcapping", g.AttnSoftcap))
@@ -85,30 +80,30 @@ func gemmaKeys(c Config, a string) []gguf.KV {
 		kv = append(kv, f32("final_logit_softcapping", g.FinalSoftcap))
 	}
 	if g.LinearFactor > 0 {
-		kv = append(kv, gguf.StringKV(llamaKey(a, "rope.scaling.type"), "linear"), f32("rope.scaling.factor", g.LinearFactor))
+		kv = append(kv, KV{llamaKey(a, "rope.scaling.type"), "linear"}, f32("rope.scaling.factor", g.LinearFactor))
 	}
 	return kv
 }
 
 // ggufGemma reads Gemma's settings from a file's keys, as llama.cpp's
 // loader applies them.
-func ggufGemma(f *gguf.File, c *Config, fam *llamaFamily, k func(string) string) error {
+func ggufGemma(md Metadata, c *Config, fam *llamaFamily, k func(string) string) error {
 	g := &Gemma{Version: fam.gemma}
 	c.ActivationFunction = "gelu_pytorch_tanh"
-	if v, ok := f.Get(k("rope.scaling.type")); ok {
-		switch s, _ := v.V.(string); s {
+	if v, _, ok := md.Value(k("rope.scaling.type")); ok {
+		switch s, _ := v.(string); s {
 		case "none":
 		case "linear":
-			fac, err := weights.PositiveFloat(f, k("rope.scaling.factor"), 0)
+			fac, err := md.PositiveFloat(k("rope.scaling.factor"), 0)
 			if err != nil {
 				return err
 			}
 			g.LinearFactor = fac
 		default:
-			return fmt.Errorf("key %s: value %.80v: only linear rope scaling is implemented for Gemma", k("rope.scaling.type"), v.V)
+			return fmt.Errorf("key %s: value %.80v: only linear rope scaling is implemented for Gemma", k("rope.scaling.type"), v)
 		}
 	}
-	w, err := weights.Dim(f, k("attention.sliding_window"))
+	w, err := md.Dim(k("attention.sliding_window"))
 	if err != nil {
 		return err
 	}
@@ -117,10 +112,10 @@ func ggufGemma(f *gguf.File, c *Config, fam *llamaFamily, k func(string) string)
 		capDefs = [2]float64{}
 	}
 	for i, key := range []string{"attn_logit_softcapping", "final_logit_softcapping"} {
-		if _, ok := f.Get(k(key)); !ok && capDefs[i] == 0 {
+		if _, _, ok := md.Value(k(key)); !ok && capDefs[i] == 0 {
 			continue
 		}
-		v, err := weights.PositiveFloat(f, k(key), capDefs[i])
+		v, err := md.PositiveFloat(k(key), capDefs[i])
 		if err != nil {
 			return err
 		}

@@ -1,18 +1,11 @@
 package model
 
-// GGUF metadata keys of llama.cpp's "gpt2" architecture, and llorch's own.
+// GGUF metadata keys every architecture's file has, and llorch's own.
 const (
-	ggufArch          = "gpt2"
-	keyArchitecture   = "general.architecture"
-	keyContextLength  = "gpt2.context_length"
-	keyEmbeddingLen   = "gpt2.embedding_length"
-	keyFeedForwardLen = "gpt2.feed_forward_length"
-	keyBlockCount     = "gpt2.block_count"
-	keyHeadCount      = "gpt2.attention.head_count"
-	keyLayerNormEps   = "gpt2.attention.layer_norm_epsilon"
-	keyBOS            = "tokenizer.ggml.bos_token_id"
-	keyEOS            = "tokenizer.ggml.eos_token_id"
-	keyTokens         = "tokenizer.ggml.tokens"
+	keyArchitecture = "general.architecture"
+	keyBOS          = "tokenizer.ggml.bos_token_id"
+	keyEOS          = "tokenizer.ggml.eos_token_id"
+	keyTokens       = "tokenizer.ggml.tokens"
 
 	// KeySourceSHA256 records, in files written by llorch-check convert,
 	// the lower-case hex sha256 of the HF model.safetensors the file was

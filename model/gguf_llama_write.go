@@ -3,93 +3,99 @@ package model
 import (
 	"fmt"
 	"slices"
-	"strings"
 
-	"github.com/llorch/llorch-check/gguf"
 	"github.com/llorch/llorch-check/kernels"
-	"github.com/llorch/llorch-check/weights"
 )
 
-// llamaGGUF is GGUF for the Llama family: pytorch/gguf_write.py's keys
-// and tensors (llama.cpp's converter layout), in its order, from the
-// parameter table. The keys are general.architecture, the {arch}.*
-// hyper-parameters, general.file_type and general.quantization_version,
-// the BOS and EOS ids (WithTokenizer puts a vocabulary's other keys
-// around them), and llorch's: Llama 3's HF rope_scaling parameters and
-// the EOS list of a config with several. Tensors: token_embd,
-// output_norm, output (untied only), rope_freqs (Llama 3 scaling), then
-// each layer's, llama's q and k permuted for llama.cpp's rope.
-func (m *Model) llamaGGUF(typ gguf.GGMLType, ftype uint32) ([]gguf.KV, []gguf.TensorData, error) {
-	c := m.Config
+// The Llama family in GGUF: pytorch/gguf_write.py's keys and tensors
+// (llama.cpp's converter layout), in its order, from the parameter table.
+// The keys are general.architecture, the {arch}.* hyper-parameters,
+// general.file_type and general.quantization_version, the BOS and EOS ids
+// (a vocabulary's other keys go around them), and llorch's: Llama 3's HF
+// rope_scaling parameters and the EOS list of a config with several.
+// Tensors: token_embd, output_norm, output (untied only), rope_freqs
+// (Llama 3 scaling), then each layer's, llama's q and k permuted for
+// llama.cpp's rope.
+
+func (*llamaFamily) ggufKeys(c Config, ftype uint32) ([]KV, error) {
 	if err := llamaWritable(c); err != nil {
-		return nil, nil, err
+		return nil, err
 	}
+	return llamaKeys(c, ftype), nil
+}
+
+func (*llamaFamily) ggufTensors(m *Model) ([]GGUFTensor, error) {
+	c := m.Config
 	if m.rope.invFreq != nil && !slices.Equal(m.rope.invFreq, newRope(c).invFreq) {
 		// A foreign file's rope_freqs.weight, applied without HF's
 		// parameters, which the factors cannot be recovered exactly from.
-		return nil, nil, fmt.Errorf("the model's rotary frequencies came from a file's %s without HF's rope_scaling; writing them is not implemented", ggufRopeFreqs)
-	}
-	kv := llamaKeys(c, ftype)
-
-	var tensors []gguf.TensorData
-	add := func(name string, shape []int, t gguf.GGMLType, vals []float32) error {
-		td, err := weights.Tensor(name, shape, t, vals)
-		if err != nil {
-			return err
-		}
-		tensors = append(tensors, td)
-		return nil
+		return nil, fmt.Errorf("the model's rotary frequencies came from a file's %s without HF's rope_scaling; writing them is not implemented", ggufRopeFreqs)
 	}
 	w := llamaWriter{m: m}
-	globals := llamaGlobals(c)
-	params := llamaParams(c)
-	for i, p := range params {
-		if err := checkRopeHeads(p); err != nil {
-			return nil, nil, err
+	return llamaLayout(c, func(p Param) GGUFTensor {
+		t := llamaTensor(p)
+		t.Values = w.values(p)
+		return t
+	}, func(l int) []GGUFTensor { return moeTensors(m, l) })
+}
+
+func (*llamaFamily) convertTensors(c Config) ([]GGUFTensor, error) {
+	return llamaLayout(c, func(p Param) GGUFTensor {
+		t := llamaTensor(p)
+		t.Source, t.PlusOne = []string{p.hf}, c.Gemma != nil && p.part.isNorm()
+		return t
+	}, func(l int) []GGUFTensor {
+		var out []GGUFTensor
+		for _, s := range c.ExpertStacks(l) {
+			out = append(out, s.convertTensor())
+		}
+		return out
+	})
+}
+
+func (*llamaFamily) tokenizerLast() bool { return false }
+
+// llamaTensor is parameter p's GGUF tensor, without its values.
+func llamaTensor(p Param) GGUFTensor {
+	return GGUFTensor{Name: p.gguf, Shape: p.shape, Matrix: len(p.shape) == 2, RopeHeads: p.ropeHeads}
+}
+
+// llamaLayout lists the family's GGUF tensors in the converter's order:
+// each parameter's (of), a sparse layer's router and stacked experts
+// (stacks), and after the globals the tensors made from the config
+// (rope_freqs, the longrope factors).
+func llamaLayout(c Config, of func(Param) GGUFTensor, stacks func(l int) []GGUFTensor) ([]GGUFTensor, error) {
+	globals := len(llamaGlobals(c))
+	var out []GGUFTensor
+	for i, p := range llamaParams(c) {
+		if err := p.CheckRopeHeads(); err != nil {
+			return nil, err
 		}
 		switch p.part {
 		case partRouter: // with the layer's experts, stacked
-			ts, err := moeTensors(m, layerOf(p.hf), typ)
-			if err != nil {
-				return nil, nil, err
-			}
-			tensors = append(tensors, ts...)
+			out = append(out, stacks(layerOf(p.hf))...)
 			continue
 		case partExpertGate, partExpertUp, partExpertDown:
 			continue
 		}
-		t := gguf.GGMLTypeF32
-		if len(p.shape) == 2 {
-			t = weights.MatrixType(typ, p.shape[1])
+		out = append(out, of(p))
+		if i == globals-1 && c.RopeScaling != nil {
+			out = append(out, GGUFTensor{Name: ggufRopeFreqs, Shape: []int{c.RotaryDim / 2}, Values: llama3RopeFactors(c)})
 		}
-		if err := add(p.gguf, p.shape, t, w.values(p)); err != nil {
-			return nil, nil, err
-		}
-		if i == len(globals)-1 && c.RopeScaling != nil {
-			if err := add(ggufRopeFreqs, []int{c.RotaryDim / 2}, gguf.GGMLTypeF32, llama3RopeFactors(c)); err != nil {
-				return nil, nil, err
-			}
-		}
-		if i == len(globals)-1 && c.LongRope != nil {
-			for _, t := range longRopeTensors(c.LongRope) {
-				if err := add(t.name, t.shape, t.typ, t.vals); err != nil {
-					return nil, nil, err
-				}
-			}
+		if i == globals-1 && c.LongRope != nil {
+			out = append(out, longRopeTensors(c.LongRope)...)
 		}
 	}
-	return kv, tensors, nil
+	return out, nil
 }
 
-// llamaKeys are GGUF's keys for a Llama-family config (llamaGGUF's).
-func llamaKeys(c Config, ftype uint32) []gguf.KV {
+// llamaKeys are GGUF's keys for a Llama-family config.
+func llamaKeys(c Config, ftype uint32) []KV {
 	a := c.llama().gguf()
-	u32 := func(key string, v int) gguf.KV { return gguf.Uint32KV(llamaKey(a, key), uint32(v)) }
-	f32 := func(key string, v float64) gguf.KV {
-		return gguf.KV{Key: llamaKey(a, key), Value: gguf.Value{Type: gguf.TypeFloat32, V: float32(v)}}
-	}
-	kv := []gguf.KV{
-		gguf.StringKV(keyArchitecture, a),
+	u32 := func(key string, v int) KV { return KV{llamaKey(a, key), uint32(v)} }
+	f32 := func(key string, v float64) KV { return KV{llamaKey(a, key), float32(v)} }
+	kv := []KV{
+		{keyArchitecture, a},
 		u32("vocab_size", c.VocabSize),
 		u32("context_length", c.NPositions),
 		u32("embedding_length", c.NEmbd),
@@ -121,16 +127,16 @@ func llamaKeys(c Config, ftype uint32) []gguf.KV {
 		kv = append(kv, u32("rope.scaling.original_context_length", c.NPositions))
 	}
 	kv = append(kv,
-		gguf.Uint32KV("general.file_type", ftype),
-		gguf.Uint32KV("general.quantization_version", 2),
-		gguf.Uint32KV(keyBOS, uint32(c.BOSTokenID)),
-		gguf.Uint32KV(keyEOS, uint32(c.EOSTokenID)))
+		KV{"general.file_type", ftype},
+		KV{"general.quantization_version", uint32(2)},
+		KV{keyBOS, uint32(c.BOSTokenID)},
+		KV{keyEOS, uint32(c.EOSTokenID)})
 	if s := c.RopeScaling; s != nil {
 		for _, e := range []struct {
 			key string
 			v   float64
 		}{{keyRopeFactor, s.Factor}, {keyRopeLowFreq, s.LowFreqFactor}, {keyRopeHighFreq, s.HighFreqFactor}, {keyRopeOrigMaxPos, s.OriginalMaxPositions}} {
-			kv = append(kv, gguf.KV{Key: e.key, Value: gguf.Value{Type: gguf.TypeFloat64, V: e.v}})
+			kv = append(kv, KV{e.key, e.v})
 		}
 	}
 	if ids := c.EOSTokenIDs; len(ids) > 1 {
@@ -138,7 +144,7 @@ func llamaKeys(c Config, ftype uint32) []gguf.KV {
 		for i, id := range ids {
 			u[i] = uint32(id)
 		}
-		kv = append(kv, gguf.ArrayKV(keyEOSList, gguf.TypeUint32, u))
+		kv = append(kv, KV{keyEOSList, u})
 	}
 	return kv
 }
@@ -173,9 +179,9 @@ type llamaWriter struct {
 	fusedVals []float32
 }
 
-// values is parameter p's values as the GGUF file stores them: HF's
-// [out,in] (or vector), llama's q and k rows permuted.
-func (w *llamaWriter) values(p llamaParam) []float32 {
+// values is parameter p's values as HF stores them: [out,in], or a
+// vector (GGUF permutes llama's q and k rows: GGUFTensor.RopeHeads).
+func (w *llamaWriter) values(p Param) []float32 {
 	m := w.m
 	var vals []float32
 	switch p.part {
@@ -188,14 +194,10 @@ func (w *llamaWriter) values(p llamaParam) []float32 {
 	default:
 		vals = w.layerValues(p, &m.h[layerOf(p.hf)])
 	}
-	if p.ropeHeads == 0 {
-		return vals
-	}
-	rows := p.shape[0]
-	return weights.PermuteRows(vals, rows, len(vals)/rows, func(r int) int { return weights.RopeRow(r, rows, p.ropeHeads) }, func(r int) int { return r })
+	return vals
 }
 
-func (w *llamaWriter) layerValues(p llamaParam, b *block) []float32 {
+func (w *llamaWriter) layerValues(p Param, b *block) []float32 {
 	rows := p.shape[0]
 	switch p.part {
 	case partAttnNorm:
@@ -219,9 +221,9 @@ func (w *llamaWriter) layerValues(p llamaParam, b *block) []float32 {
 	case partGateUpBias:
 		return b.fcB[p.row : p.row+rows]
 	case partO:
-		return weights.Transpose(b.projW.Float32s(), p.shape[1], rows)
+		return kernels.Transpose(b.projW.Float32s(), p.shape[1], rows)
 	case partDown:
-		return weights.Transpose(b.mlpW.Float32s(), p.shape[1], rows)
+		return kernels.Transpose(b.mlpW.Float32s(), p.shape[1], rows)
 	}
 	// q, k, v (gate, up): rows row.. of the fused [out,in], which the
 	// block holds [in,out].
@@ -240,40 +242,4 @@ func (w *llamaWriter) layerValues(p llamaParam, b *block) []float32 {
 		}
 	}
 	return out
-}
-
-// WithTokenizer places a tokenizer's GGUF keys (tok, the tokenizer.*
-// keys of llama.cpp's vocabulary file or of a model's, in their order)
-// among a model's keys (kv, from GGUF) as pytorch/gguf_write.py and
-// llama.cpp's converter order them: after the hyper-parameters and
-// general.* keys, before llorch's own. A key kv already holds (the
-// config's BOS and EOS ids) keeps kv's value, at tok's position.
-func WithTokenizer(kv, tok []gguf.KV) []gguf.KV {
-	own := map[string]gguf.Value{}
-	var head, tail, rest []gguf.KV
-	for _, e := range kv {
-		switch {
-		case strings.HasPrefix(e.Key, "llorch."):
-			tail = append(tail, e)
-		case strings.HasPrefix(e.Key, "tokenizer."):
-			own[e.Key] = e.Value
-			rest = append(rest, e)
-		default:
-			head = append(head, e)
-		}
-	}
-	out := head
-	for _, e := range tok {
-		if v, ok := own[e.Key]; ok {
-			e.Value = v
-			delete(own, e.Key)
-		}
-		out = append(out, e)
-	}
-	for _, e := range rest {
-		if _, left := own[e.Key]; left {
-			out = append(out, e)
-		}
-	}
-	return append(out, tail...)
 }

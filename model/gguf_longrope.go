@@ -5,9 +5,6 @@ import (
 	"math"
 	"slices"
 	"strconv"
-
-	"github.com/llorch/llorch-check/gguf"
-	"github.com/llorch/llorch-check/weights"
 )
 
 // Phi-3's longrope in GGUF, as llama.cpp's converter writes it
@@ -25,7 +22,7 @@ const (
 // longRopeTensors are the factor tensors of a longrope config, in the
 // converter's order (long, then short), rounded to float32 as the forward
 // uses them.
-func longRopeTensors(s *LongRope) []streamTensor {
+func longRopeTensors(s *LongRope) []GGUFTensor {
 	f32 := func(v []float64) []float32 {
 		out := make([]float32, len(v))
 		for i, x := range v {
@@ -33,19 +30,19 @@ func longRopeTensors(s *LongRope) []streamTensor {
 		}
 		return out
 	}
-	return []streamTensor{
-		{name: ggufRopeLong, shape: []int{len(s.Long)}, typ: gguf.GGMLTypeF32, vals: f32(s.Long)},
-		{name: ggufRopeShort, shape: []int{len(s.Short)}, typ: gguf.GGMLTypeF32, vals: f32(s.Short)},
+	return []GGUFTensor{
+		{Name: ggufRopeLong, Shape: []int{len(s.Long)}, Values: f32(s.Long)},
+		{Name: ggufRopeShort, Shape: []int{len(s.Short)}, Values: f32(s.Short)},
 	}
 }
 
 // ggufLongRope reads a file's longrope factors and keys into c.LongRope:
 // both tensors or neither, the pretrained context required with them,
 // the attention factor HF's default (from the two contexts) when absent.
-func ggufLongRope(f *gguf.File, c *Config) error {
+func ggufLongRope(md Metadata, c *Config) error {
 	k := func(key string) string { return llamaKey(c.ModelType, key) }
-	_, long := f.Tensor(ggufRopeLong)
-	_, short := f.Tensor(ggufRopeShort)
+	_, long := md.Tensor(ggufRopeLong)
+	_, short := md.Tensor(ggufRopeShort)
 	switch {
 	case !long && !short:
 		return nil
@@ -59,13 +56,13 @@ func ggufLongRope(f *gguf.File, c *Config) error {
 		name string
 		dst  *[]float64
 	}{{ggufRopeLong, &s.Long}, {ggufRopeShort, &s.Short}} {
-		v, err := ggufFactors(f, e.name, c.RotaryDim/2)
+		v, err := ggufFactors(md, e.name, c.RotaryDim/2)
 		if err != nil {
 			return err
 		}
 		*e.dst = v
 	}
-	orig, err := weights.OptNonNegative(f, k("rope.scaling.original_context_length"))
+	orig, err := md.OptNonNegative(k("rope.scaling.original_context_length"))
 	switch {
 	case err != nil:
 		return err
@@ -78,7 +75,7 @@ func ggufLongRope(f *gguf.File, c *Config) error {
 	if factor := float64(c.NPositions) / float64(s.Original); factor > 1 {
 		def = math.Sqrt(1 + math.Log(factor)/math.Log(float64(s.Original)))
 	}
-	if s.AttentionFactor, err = weights.PositiveFloat(f, k("rope.scaling.attn_factor"), def); err != nil {
+	if s.AttentionFactor, err = md.PositiveFloat(k("rope.scaling.attn_factor"), def); err != nil {
 		return err
 	}
 	if float32(s.AttentionFactor) == float32(def) {
@@ -93,18 +90,14 @@ func ggufLongRope(f *gguf.File, c *Config) error {
 // ggufFactors reads an F32 [n] tensor of positive factors, each as the
 // shortest decimal that rounds to its float32 (as a config's JSON would
 // say it, so a file written from a config reads back to it).
-func ggufFactors(f *gguf.File, name string, n int) ([]float64, error) {
-	t, _ := f.Tensor(name)
-	if t.Type != gguf.GGMLTypeF32 || !slices.Equal(t.Dims, []uint64{uint64(n)}) {
+func ggufFactors(md Metadata, name string, n int) ([]float64, error) {
+	t, _ := md.Tensor(name)
+	if t.Type != "F32" || !slices.Equal(t.Dims, []uint64{uint64(n)}) {
 		return nil, fmt.Errorf("tensor %q: %s %v, want F32 [%d] (rotary dimension / 2)", name, t.Type, t.Dims, n)
 	}
-	raw, err := f.TensorData(name)
+	v32, err := md.Float32s(name)
 	if err != nil {
 		return nil, err
-	}
-	v32 := make([]float32, n)
-	if err := gguf.DecodeFloat32(t.Type, raw, v32); err != nil {
-		return nil, fmt.Errorf("tensor %q: %w", name, err)
 	}
 	out := make([]float64, n)
 	for i, x := range v32 {

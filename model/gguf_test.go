@@ -381,54 +381,6 @@ func editTensor(name string, f func(*gguf.TensorData)) ggufEdit {
 	}
 }
 
-// TestLoadGGUFReleasesEveryTensor: each tensor's mapped bytes are handed
-// back once converted (or, for the tied output.weight, once compared;
-// quantised ones in runs of rows as they are decoded), so loading a file
-// never holds the mapping and the copy at once.
-func TestLoadGGUFReleasesEveryTensor(t *testing.T) {
-	cfg := testCfg
-	cfg.NEmbd, cfg.NHead, cfg.NInner, cfg.VocabSize = 64, 4, 128, 600
-	w := randomWeights(cfg, 5)
-	m, err := loadWeights(cfg, encodeSafetensors(t, w.tensors("")), LoadOptions{})
-	require.NoError(t, err)
-	for _, typ := range []gguf.GGMLType{gguf.GGMLTypeF32, gguf.GGMLTypeQ8_0} {
-		img := ggufImage(t, m, typ, nil)
-		f, err := gguf.ReadBytes(img)
-		require.NoError(t, err)
-		released := make([]bool, len(img))
-		base := uintptrOf(img)
-		type call struct{ off, n int }
-		var calls []call
-		_, err = loadGGUFFrom(context.Background(), img, func(b []byte) {
-			off := int(uintptrOf(b) - base)
-			calls = append(calls, call{off, len(b)})
-			for i := range b {
-				released[off+i] = true
-			}
-		}, LoadOptions{})
-		require.NoError(t, err)
-		for i := range int(f.DataOffset) {
-			require.True(t, released[i], "%s: metadata byte %d never released", typ, i)
-		}
-		if typ == gguf.GGMLTypeQ8_0 {
-			// Rows are released as a growing prefix of the tensor, so
-			// that pages a fault mapped back behind go again.
-			raw, err := f.TensorData("token_embd.weight")
-			require.NoError(t, err)
-			off, row := int(uintptrOf(raw)-base), len(raw)/cfg.VocabSize
-			require.Contains(t, calls, call{off, 512 * row}, "rows 0..512 released together")
-		}
-		for _, ti := range f.Tensors {
-			raw, err := f.TensorData(ti.Name)
-			require.NoError(t, err)
-			off := int(uintptrOf(raw) - base)
-			for i := range raw {
-				require.True(t, released[off+i], "%s: %s byte %d never released", typ, ti.Name, i)
-			}
-		}
-	}
-}
-
 // A quantised GGUF stays quantised in memory, and its forward pass is the
 // one of float32 weights holding the same values to float32 rounding (its
 // products are limb products, kernels/limbs.go): every captured tensor

@@ -4,6 +4,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -26,7 +27,8 @@ func TestLoadLayers(t *testing.T) {
 			cut := fixture.CopyDir(t, src)
 			var first []shards.Tensor
 			for _, x := range shards.Read(t, src) {
-				if l, ok := hfLayer(x.Name); !ok || l < 1 {
+				if !strings.Contains(x.Name, "h.1.") && !strings.Contains(x.Name, "layers.1.") { // the second of two
+
 					first = append(first, x)
 				}
 			}
@@ -51,21 +53,5 @@ func TestLoadLayers(t *testing.T) {
 			_, err = LoadWith(src, LoadOptions{Layers: 3})
 			require.ErrorContains(t, err, "--layers 3: want 1 to the model's 2 layers")
 		})
-	}
-}
-
-func TestHFLayer(t *testing.T) {
-	for name, want := range map[string]int{
-		"h.3.attn.c_attn.weight": 3, "transformer.h.12.ln_1.bias": 12,
-		"model.layers.31.mlp.down_proj.weight": 31, "layers.0.input_layernorm.weight": 0,
-		"model.embed_tokens.weight": -1, "lm_head.weight": -1, "model.norm.weight": -1, "ln_f.weight": -1,
-	} {
-		l, ok := hfLayer(name)
-		if want < 0 {
-			require.False(t, ok, name)
-			continue
-		}
-		require.True(t, ok, name)
-		require.Equal(t, want, l, name)
 	}
 }

@@ -3,7 +3,7 @@ package model
 import (
 	"math"
 
-	"github.com/llorch/llorch-check/gguf"
+	"github.com/llorch/llorch-check/internal/ggmlnum"
 	"github.com/llorch/llorch-check/kernels"
 	"github.com/llorch/llorch-check/tensors"
 )
@@ -243,7 +243,7 @@ func roundF16(v float32) float32 {
 	if err != nil {
 		return float32(math.Inf(int(math.Copysign(1, float64(v)))))
 	}
-	return gguf.Float16To32(h[0])
+	return ggmlnum.Float16To32(h[0])
 }
 
 // applyRope rotates the first 2·len(cos) channels of one head in place,

@@ -1,13 +1,10 @@
 package model
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"slices"
 
-	"github.com/llorch/llorch-check/gguf"
-	"github.com/llorch/llorch-check/safetensors"
 	"github.com/llorch/llorch-check/tensors"
 )
 
@@ -131,27 +128,11 @@ func (l *llamaFamily) jsonConfig(r rawConfig, _ string) (Config, error) {
 	return r.llamaConfig(l)
 }
 
-func (l *llamaFamily) ggufConfig(f *gguf.File, _ string) (Config, error) {
-	return ggufLlamaConfig(f, l)
+func (l *llamaFamily) ggufConfig(md Metadata, _ string) (Config, error) {
+	return ggufLlamaConfig(md, l)
 }
 
-func (*llamaFamily) loadHF(ctx context.Context, cfg Config, f *safetensors.File, release func([]byte), opt LoadOptions) (*Model, error) {
-	return loadLlamaFrom(ctx, cfg, f, release, opt)
-}
-
-func (*llamaFamily) loadGGUF(ctx context.Context, f *gguf.File, cfg Config, release func([]byte), opt LoadOptions) (*Model, error) {
-	return loadLlamaGGUF(ctx, f, cfg, release, opt)
-}
-
-func (*llamaFamily) ggufTensors(m *Model, typ gguf.GGMLType, ftype uint32) ([]gguf.KV, []gguf.TensorData, error) {
-	return m.llamaGGUF(typ, ftype)
-}
-
-func (*llamaFamily) convertPlan(cfg Config, f *safetensors.File, typ gguf.GGMLType, ftype uint32) ([]gguf.KV, []streamTensor, string, error) {
-	return llamaPlan(cfg, f, typ, ftype)
-}
-
-func (*llamaFamily) withTokenizer(kv, tok []gguf.KV) []gguf.KV { return WithTokenizer(kv, tok) }
+func (*llamaFamily) params(m *Model) []Param { return llamaParams(m.Config) }
 
 func (*llamaFamily) matrixShapes(c Config) [4][2]int {
 	C, I, HD := c.NEmbd, c.NInner, c.NHead*c.HeadDim()

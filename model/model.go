@@ -1,7 +1,6 @@
 package model
 
 import (
-	"github.com/llorch/llorch-check/gguf"
 	"slices"
 	"strings"
 
@@ -16,8 +15,8 @@ const (
 
 // Model is a GPT-2 language model. Its arithmetic is float32; the weight
 // matrices (wte and the four Conv1D matrices of each block) are held as
-// float32 or, loaded with LoadOptions.Float16, as float16 (with
-// LoadOptions.AsStored, as a float16 or bfloat16 file stores them). Forward may be
+// float32 or, loaded with loader.Options.Float16, as float16 (with
+// loader.Options.AsStored, as a float16 or bfloat16 file stores them). Forward may be
 // called concurrently with distinct caches; InjectFault may not run
 // concurrently with Forward.
 type Model struct {
@@ -27,14 +26,14 @@ type Model struct {
 	WeightsDType string // as stored: "F32", "F16", "BF16" or "Q8_0"; sorted and joined by "+" if mixed (a GGUF file keeps norms F32)
 	Format       string // FormatHF or FormatGGUF
 	// Layers is the number of blocks loaded when only the first ones
-	// were (LoadOptions.Layers); 0 when all were. Config.NLayer is
+	// were (loader.Options.Layers); 0 when all were. Config.NLayer is
 	// then this number.
 	Layers int
 
-	// Float16 says the weight matrices are held as float16 (LoadOptions).
+	// Float16 says the weight matrices are held as float16 (loader.Options).
 	Float16 bool
 	// BFloat16 says they are held as bfloat16: a file that stores them so,
-	// loaded with LoadOptions.AsStored. Nothing is rounded; the products
+	// loaded with loader.Options.AsStored. Nothing is rounded; the products
 	// are float32 weights' bits.
 	BFloat16 bool
 
@@ -45,11 +44,10 @@ type Model struct {
 	// empty otherwise.
 	SourceSHA256 string
 
-	// WeightsCache says what LoadOptions.WeightsCache did: "read from
+	// WeightsCache says what loader.Options.WeightsCache did: "read from
 	// PATH", "written to PATH", "to be written to PATH" (WriteCacheLater),
 	// or why not; empty without one.
 	WeightsCache string
-	pendingCache *pendingCache
 
 	wte  kernels.Matrix // [V,C], also the LM head unless lmW is set
 	lmW  kernels.Matrix // [V,C], an LM head the file unties from wte (llama.cpp's Q4_K_M output.weight); empty when tied
@@ -152,8 +150,8 @@ func (m *Model) DecodeBytes() int64 {
 func (m *Model) RoundedToFloat16() bool { return m.roundedToF16 }
 
 // holdAsStored holds the matrices as dtype, the type the file stores
-// every one of them in (LoadOptions.AsStored): float16 or bfloat16 bits
-// as they are; any other type as LoadOptions.Float16 says.
+// every one of them in (loader.Options.AsStored): float16 or bfloat16 bits
+// as they are; any other type as loader.Options.Float16 says.
 func (m *Model) holdAsStored(dtype string) {
 	switch dtype {
 	case "F16":
@@ -165,8 +163,8 @@ func (m *Model) holdAsStored(dtype string) {
 
 // heldAsStored says a matrix the file stores as typ is held with its
 // bits as they are: float16 in a Float16 model, bfloat16 in a BFloat16 one.
-func (m *Model) heldAsStored(typ gguf.GGMLType) bool {
-	return m.Float16 && typ == gguf.GGMLTypeF16 || m.BFloat16 && typ == gguf.GGMLTypeBF16
+func (m *Model) heldAsStored(dtype string) bool {
+	return m.Float16 && dtype == "F16" || m.BFloat16 && dtype == "BF16"
 }
 
 // MatricesHeldAs says how the weight matrices are held where that is not

@@ -2,7 +2,6 @@ package model
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"slices"
 )
@@ -139,25 +138,25 @@ func noQwenWindow(r rawConfig, _ *Config) error {
 // moeParams are a sparse layer's router and experts' tensors, HF names,
 // in expert order. GGUF names are llama.cpp's stacked tensors, which the
 // GGUF side reads and writes whole (gguf name empty here).
-func moeParams(c Config, l int) []llamaParam {
+func moeParams(c Config, l int) []Param {
 	lay := c.llama().moe
 	C, E, I := c.NEmbd, c.MoE.Experts, c.MoE.Inner
-	ps := []llamaParam{{hf: fmt.Sprintf(lay.router, l), shape: []int{E, C}, part: partRouter}}
+	ps := []Param{{hf: fmt.Sprintf(lay.router, l), shape: []int{E, C}, part: partRouter}}
 	for e := range E {
 		ps = append(ps,
-			llamaParam{hf: fmt.Sprintf(lay.gate, l, e), shape: []int{I, C}, part: partExpertGate, expert: e},
-			llamaParam{hf: fmt.Sprintf(lay.up, l, e), shape: []int{I, C}, part: partExpertUp, expert: e},
-			llamaParam{hf: fmt.Sprintf(lay.down, l, e), shape: []int{C, I}, part: partExpertDown, expert: e})
+			Param{hf: fmt.Sprintf(lay.gate, l, e), shape: []int{I, C}, part: partExpertGate, expert: e},
+			Param{hf: fmt.Sprintf(lay.up, l, e), shape: []int{I, C}, part: partExpertUp, expert: e},
+			Param{hf: fmt.Sprintf(lay.down, l, e), shape: []int{C, I}, part: partExpertDown, expert: e})
 	}
 	return ps
 }
 
-// placeExpert puts a router or expert matrix ([out,in], as matrixOf)
+// PutExpert puts a router or expert matrix ([out,in], as matrixOf)
 // into its layer's moeBlock, as the slabs of its transpose.
-func (ld *llamaLoader) placeExpert(p llamaParam, f32 []float32, h16 []uint16) error {
-	b := &ld.m.h[layerOf(p.hf)]
+func (pl *Placer) PutExpert(p Param, f32 []float32, h16 []uint16) error {
+	b := &pl.m.h[layerOf(p.hf)]
 	if b.moe == nil {
-		b.moe = &moeBlock{experts: make([]expert, ld.m.Config.MoE.Experts)}
+		b.moe = &moeBlock{experts: make([]expert, pl.m.Config.MoE.Experts)}
 	}
 	dst := &b.moe.router
 	switch p.part {
@@ -168,9 +167,5 @@ func (ld *llamaLoader) placeExpert(p llamaParam, f32 []float32, h16 []uint16) er
 	case partExpertDown:
 		dst = &b.moe.experts[p.expert].down
 	}
-	return slabbedRows(f32, h16, ld.m.BFloat16, p.shape[0], p.shape[1], dst)
+	return slabbedRows(f32, h16, pl.m.BFloat16, p.shape[0], p.shape[1], dst)
 }
-
-// errMoENotCached: the weights cache's slots are a dense block's; a
-// mixture of experts loads from its file every time.
-var errMoENotCached = errors.New("the weights cache does not hold experts (qwen3_moe, mixtral): not written")

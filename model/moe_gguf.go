@@ -2,13 +2,8 @@ package model
 
 import (
 	"fmt"
-	"math"
-	"slices"
 
-	"github.com/llorch/llorch-check/gguf"
 	"github.com/llorch/llorch-check/kernels"
-	"github.com/llorch/llorch-check/safetensors"
-	"github.com/llorch/llorch-check/weights"
 )
 
 // A mixture of experts in llama.cpp's GGUF layout: a sparse layer's
@@ -37,94 +32,76 @@ func moeWritable(c Config) error {
 }
 
 // moeKeys are the experts' keys under llama.cpp's architecture a.
-func moeKeys(c Config, a string) []gguf.KV {
+func moeKeys(c Config, a string) []KV {
 	if c.MoE == nil {
 		return nil
 	}
-	kv := []gguf.KV{
-		gguf.Uint32KV(llamaKey(a, "expert_count"), uint32(c.MoE.Experts)),
-		gguf.Uint32KV(llamaKey(a, "expert_used_count"), uint32(c.MoE.TopK)),
+	kv := []KV{
+		{llamaKey(a, "expert_count"), uint32(c.MoE.Experts)},
+		{llamaKey(a, "expert_used_count"), uint32(c.MoE.TopK)},
 	}
 	if c.ModelType == ArchQwen3MoE {
-		kv = append(kv, gguf.Uint32KV(llamaKey(a, "expert_feed_forward_length"), uint32(c.MoE.Inner)))
+		kv = append(kv, KV{llamaKey(a, "expert_feed_forward_length"), uint32(c.MoE.Inner)})
 	}
 	return kv
 }
 
-// moeStack is one of a sparse layer's GGUF tensors: the router (one
+// ExpertStack is one of a sparse layer's GGUF tensors: the router (one
 // source) or an expert matrix stacked over the experts.
-type moeStack struct {
-	gguf  string
-	hf    []string // the HF tensors, in expert order
-	shape []int    // each HF tensor's
+type ExpertStack struct {
+	GGUF  string
+	HF    []string // the HF tensors, in expert order
+	Shape []int    // each HF tensor's
 	part  part
 }
 
-// moeStacks are layer l's router and stacked experts, in the file's order.
-func moeStacks(c Config, l int) []moeStack {
+// ExpertStacks are layer l's router and stacked experts, in the file's
+// order.
+func (c Config) ExpertStacks(l int) []ExpertStack {
 	lay, m, C := c.llama().moe, c.MoE, c.NEmbd
 	blk := fmt.Sprintf("blk.%d.", l)
-	out := []moeStack{{gguf: blk + "ffn_gate_inp.weight", hf: []string{fmt.Sprintf(lay.router, l)}, shape: []int{m.Experts, C}, part: partRouter}}
+	out := []ExpertStack{{GGUF: blk + "ffn_gate_inp.weight", HF: []string{fmt.Sprintf(lay.router, l)}, Shape: []int{m.Experts, C}, part: partRouter}}
 	for _, s := range []struct {
 		name, pat string
 		shape     []int
 		part      part
 	}{{"gate", lay.gate, []int{m.Inner, C}, partExpertGate}, {"up", lay.up, []int{m.Inner, C}, partExpertUp}, {"down", lay.down, []int{C, m.Inner}, partExpertDown}} {
-		st := moeStack{gguf: blk + "ffn_" + s.name + "_exps.weight", shape: s.shape, part: s.part}
+		st := ExpertStack{GGUF: blk + "ffn_" + s.name + "_exps.weight", Shape: s.shape, part: s.part}
 		for e := range m.Experts {
-			st.hf = append(st.hf, fmt.Sprintf(s.pat, l, e))
+			st.HF = append(st.HF, fmt.Sprintf(s.pat, l, e))
 		}
 		out = append(out, st)
 	}
 	return out
 }
 
-// gguf is the stack's GGUF shape and type for matrices of type typ.
-func (s moeStack) ggufShape() []int {
+// GGUFShape is the stack's row-major shape in a GGUF file: the router's
+// own, [experts, rows, cols] for an expert matrix.
+func (s ExpertStack) GGUFShape() []int {
 	if s.part == partRouter {
-		return s.shape
+		return s.Shape
 	}
-	return append([]int{len(s.hf)}, s.shape...)
+	return append([]int{len(s.HF)}, s.Shape...)
 }
 
-// moePlan is layer l's router and stacked experts for convert, each from
-// its source tensors (checked and taken out of byName).
-func moePlan(c Config, l int, byName map[string]*safetensors.Tensor, typ gguf.GGMLType, dtypes map[string]bool) ([]streamTensor, error) {
-	var plan []streamTensor
-	for _, s := range moeStacks(c, l) {
-		var srcs []*safetensors.Tensor
-		for _, name := range s.hf {
-			t, ok := byName[name]
-			if !ok {
-				return nil, fmt.Errorf("missing tensor %q", name)
-			}
-			if len(t.Shape) != 2 || t.Shape[0] != s.shape[0] || t.Shape[1] != s.shape[1] {
-				return nil, fmt.Errorf("tensor %q: shape %v, config.json implies %v", t.Name, t.Shape, s.shape)
-			}
-			delete(byName, name)
-			dtypes[t.DType] = true
-			srcs = append(srcs, t)
-		}
-		st := streamTensor{name: s.gguf, shape: s.ggufShape(), typ: weights.MatrixType(typ, s.shape[1])}
-		if s.part == partRouter {
-			st.src = srcs[0]
-		} else {
-			st.stack = srcs
-		}
-		plan = append(plan, st)
-	}
-	return plan, nil
+// Param is the parameter of expert e's matrix (the router's for e = 0).
+func (s ExpertStack) Param(e int) Param {
+	return Param{hf: s.HF[e], gguf: s.GGUF, shape: s.Shape, part: s.part, expert: e}
 }
 
-// moeTensors is layer l's router and stacked experts from a loaded model,
-// for WriteGGUF: HF's [out,in] rows of each matrix, the block holding
-// them [in,out].
-func moeTensors(m *Model, l int, typ gguf.GGMLType) ([]gguf.TensorData, error) {
+// convertTensor is the stack for ConvertLayout, from its HF tensors.
+func (s ExpertStack) convertTensor() GGUFTensor {
+	return GGUFTensor{Name: s.GGUF, Shape: s.GGUFShape(), Matrix: true, Source: s.HF}
+}
+
+// moeTensors are layer l's router and stacked experts with their values,
+// HF's [out,in] (the model holds them [in,out]).
+func moeTensors(m *Model, l int) []GGUFTensor {
 	b := &m.h[l]
-	var out []gguf.TensorData
-	for _, s := range moeStacks(m.Config, l) {
+	var out []GGUFTensor
+	for _, s := range m.Config.ExpertStacks(l) {
 		var vals []float32
-		for e := range s.hf {
+		for e := range s.HF {
 			var w kernels.Matrix
 			switch s.part {
 			case partRouter:
@@ -136,15 +113,13 @@ func moeTensors(m *Model, l int, typ gguf.GGMLType) ([]gguf.TensorData, error) {
 			case partExpertDown:
 				w = b.moe.experts[e].down
 			}
-			vals = append(vals, weights.Transpose(w.Float32s(), s.shape[1], s.shape[0])...)
+			vals = append(vals, kernels.Transpose(w.Float32s(), s.Shape[1], s.Shape[0])...)
 		}
-		td, err := weights.Tensor(s.gguf, s.ggufShape(), weights.MatrixType(typ, s.shape[1]), vals)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, td)
+		t := s.convertTensor()
+		t.Source, t.Values = nil, vals
+		out = append(out, t)
 	}
-	return out, nil
+	return out
 }
 
 // ggufMoE reads a file's experts: {arch}.expert_count and
@@ -152,9 +127,9 @@ func moeTensors(m *Model, l int, typ gguf.GGMLType) ([]gguf.TensorData, error) {
 // experts are feed_forward_length wide). A llama file with experts is
 // Mixtral, as llama.cpp's converter writes it. llama.cpp renormalises the
 // chosen experts' weights of both, and has experts in every layer.
-func ggufMoE(f *gguf.File, c *Config, fam *llamaFamily) error {
+func ggufMoE(md Metadata, c *Config, fam *llamaFamily) error {
 	k := func(key string) string { return llamaKey(fam.gguf(), key) }
-	n, err := weights.OptNonNegative(f, k("expert_count"))
+	n, err := md.OptNonNegative(k("expert_count"))
 	if err != nil {
 		return err
 	}
@@ -169,11 +144,11 @@ func ggufMoE(f *gguf.File, c *Config, fam *llamaFamily) error {
 		c.ModelType = ArchMixtral
 	}
 	m := &MoE{Experts: int(n), Inner: c.NInner, NormTopK: true}
-	if m.TopK, err = weights.Dim(f, k("expert_used_count")); err != nil {
+	if m.TopK, err = md.Dim(k("expert_used_count")); err != nil {
 		return err
 	}
 	if c.ModelType == ArchQwen3MoE {
-		if m.Inner, err = weights.Dim(f, k("expert_feed_forward_length")); err != nil {
+		if m.Inner, err = md.Dim(k("expert_feed_forward_length")); err != nil {
 			return err
 		}
 	}
@@ -181,62 +156,5 @@ func ggufMoE(f *gguf.File, c *Config, fam *llamaFamily) error {
 		return fmt.Errorf("key %s: value %d for %d experts", k("expert_used_count"), m.TopK, m.Experts)
 	}
 	c.MoE = m
-	return nil
-}
-
-// loadExperts reads layer l's router and stacked experts into its
-// moeBlock, each expert's matrix decoded to float32 (float16 bits for a
-// Float16 model, bfloat16 bits for a BFloat16 one); a quantised file's
-// experts are dequantised, not held quantised as its dense matrices are.
-func (gl *llamaGGUFLoader) loadExperts(l int) error {
-	m := gl.ld.m
-	for _, s := range moeStacks(m.Config, l) {
-		t, ok := gl.f.Tensor(s.gguf)
-		if !ok {
-			return fmt.Errorf("missing tensor %q", s.gguf)
-		}
-		if err := weights.CheckTensor(t, weights.Dims(s.ggufShape())); err != nil {
-			return err
-		}
-		raw, err := gl.f.TensorData(t.Name)
-		if err != nil {
-			return err
-		}
-		gl.ld.dtypes[t.Type.String()] = true
-		vals, err := (weights.Part{Info: t, Raw: raw, Rows: s.shape[0]}).Float32s()
-		if err != nil {
-			return err
-		}
-		if gl.release != nil {
-			gl.release(raw)
-		}
-		n := s.shape[0] * s.shape[1]
-		for e, name := range s.hf {
-			v := vals[e*n : (e+1)*n]
-			p := llamaParam{hf: name, shape: s.shape, part: s.part, expert: e}
-			var h []uint16
-			switch {
-			case m.BFloat16:
-				h = make([]uint16, n)
-				for i, x := range v {
-					h[i] = uint16(math.Float32bits(x) >> 16) // a bfloat16 file's values: exact
-				}
-				v = nil
-			case m.Float16:
-				if h, err = kernels.ToFloat16(v); err != nil {
-					return fmt.Errorf("tensor %q: %w", s.gguf, err)
-				}
-				if t.Type != gguf.GGMLTypeF16 {
-					m.roundedToF16 = true
-				}
-				v = nil
-			default:
-				v = slices.Clone(v)
-			}
-			if err := gl.ld.placeExpert(p, v, h); err != nil {
-				return err
-			}
-		}
-	}
 	return nil
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/llorch/llorch-check/internal/fixture"
+	"github.com/llorch/llorch-check/loader"
 	"github.com/llorch/llorch-check/model"
 	"github.com/llorch/llorch-check/references"
 	"github.com/llorch/llorch-check/server"
@@ -81,7 +82,7 @@ func familyServer(t *testing.T, name string, fault model.Fault) http.Handler {
 	if name != "" {
 		dir = fixture.FamilyModel(name)
 	}
-	m, err := model.LoadWith(dir, model.LoadOptions{AsStored: true})
+	m, err := loader.LoadWith(dir, loader.Options{AsStored: true})
 	require.NoError(t, err)
 	if fault != model.FaultNone {
 		m.InjectFault(fault, -1)

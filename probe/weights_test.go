@@ -13,7 +13,7 @@ import (
 
 	"github.com/llorch/llorch-check/checkpoints"
 	"github.com/llorch/llorch-check/internal/fixture"
-	"github.com/llorch/llorch-check/model"
+	"github.com/llorch/llorch-check/loader"
 	"github.com/llorch/llorch-check/server"
 	"github.com/llorch/llorch-check/tokenizer"
 )
@@ -78,7 +78,7 @@ func TestProbePerturbedLMHead(t *testing.T) {
 	}
 	require.GreaterOrEqual(t, victim, 0, "some case's second-ranked next token is used nowhere else")
 	dir := negateWTERow(t, victim)
-	m, err := model.Load(dir)
+	m, err := loader.Load(dir)
 	require.NoError(t, err)
 	tok, err := tokenizer.Load(dir)
 	require.NoError(t, err)

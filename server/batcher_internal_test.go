@@ -9,6 +9,7 @@ import (
 
 	"github.com/llorch/llorch-check/internal/fixture"
 	"github.com/llorch/llorch-check/kvcache"
+	"github.com/llorch/llorch-check/loader"
 	"github.com/llorch/llorch-check/model"
 )
 
@@ -16,7 +17,7 @@ import (
 // client, a sequence between steps) delays the others by at most the join
 // window, and a step cancelled while it waits returns at once.
 func TestBatcherNeverWaitsOnALaggard(t *testing.T) {
-	m, err := model.Load(fixture.TinyModel())
+	m, err := loader.Load(fixture.TinyModel())
 	require.NoError(t, err)
 	sizes := make(chan int, 10)
 	b := newBatcher(m, 0, func(n int) { sizes <- n })
@@ -61,7 +62,7 @@ func TestBatcherNeverWaitsOnALaggard(t *testing.T) {
 // batches, beside another sequence's decode steps, gives the logits of a
 // prefill alone, and the other sequence's steps those of decoding alone.
 func TestBatcherChunkedPrefill(t *testing.T) {
-	m, err := model.Load(fixture.TinyModel())
+	m, err := loader.Load(fixture.TinyModel())
 	require.NoError(t, err)
 	ctx := context.Background()
 	prompt := []int{15496, 11, 616, 1438, 318, 257, 1332, 13, 632, 373, 257}

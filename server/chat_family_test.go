@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/llorch/llorch-check/internal/fixture"
+	"github.com/llorch/llorch-check/loader"
 	"github.com/llorch/llorch-check/model"
 	"github.com/llorch/llorch-check/server"
 	"github.com/llorch/llorch-check/tokenizer"
@@ -70,7 +71,7 @@ func TestChatFamilyTemplates(t *testing.T) {
 // familyServer serves a Llama-family tiny model with its own chat template.
 func familyServer(t *testing.T, name string) (*testServer, *model.Model, *tokenizer.Tokenizer) {
 	t.Helper()
-	m, err := model.LoadWith(fixture.FamilyModel(name), model.LoadOptions{AsStored: true})
+	m, err := loader.LoadWith(fixture.FamilyModel(name), loader.Options{AsStored: true})
 	require.NoError(t, err)
 	tok, err := tokenizer.Load(m.Dir)
 	require.NoError(t, err)

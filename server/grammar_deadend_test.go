@@ -14,7 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/llorch/llorch-check/internal/fixture"
-	"github.com/llorch/llorch-check/model"
+	"github.com/llorch/llorch-check/loader"
 	"github.com/llorch/llorch-check/server"
 	"github.com/llorch/llorch-check/tokenizer"
 )
@@ -47,7 +47,7 @@ func gappedServer(t *testing.T, buf *syncBuf) *testServer {
 	require.NoError(t, os.WriteFile(path, raw, 0o644))
 	tok, err := tokenizer.LoadTokenizerJSON(path)
 	require.NoError(t, err)
-	m, err := model.LoadWith(fixture.FamilyModel("tiny-llama-mistral"), model.LoadOptions{AsStored: true})
+	m, err := loader.LoadWith(fixture.FamilyModel("tiny-llama-mistral"), loader.Options{AsStored: true})
 	require.NoError(t, err)
 	srv := server.New(server.Config{Logger: slog.New(slog.NewJSONHandler(buf, nil))})
 	require.NoError(t, srv.SetModel(m, tok))

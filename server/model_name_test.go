@@ -10,6 +10,7 @@ import (
 
 	"github.com/llorch/llorch-check/gguf"
 	"github.com/llorch/llorch-check/internal/fixture/tiny"
+	"github.com/llorch/llorch-check/loader"
 	"github.com/llorch/llorch-check/model"
 	"github.com/llorch/llorch-check/server"
 )
@@ -19,12 +20,12 @@ import (
 // /health and /v1/models; an HF model after its directory.
 func TestModelNamedAfterGGUFFile(t *testing.T) {
 	m, tok, _ := tiny.Load(t)
-	kv, tensors, err := m.GGUF(gguf.GGMLTypeF32)
+	kv, tensors, err := loader.GGUF(m, gguf.GGMLTypeF32)
 	require.NoError(t, err)
 	path := filepath.Join(t.TempDir(), "gguf", "tiny-f32.gguf")
 	require.NoError(t, os.MkdirAll(filepath.Dir(path), 0o755))
 	require.NoError(t, gguf.WriteFile(path, kv, tensors))
-	g, err := model.Load(path)
+	g, err := loader.Load(path)
 	require.NoError(t, err)
 
 	for _, tc := range []struct {

@@ -100,7 +100,7 @@ func configVocabSize(dir string) int {
 }
 
 // ForModel is the tokenizer that goes with the model at path, as
-// model.Load takes it: a file is a GGUF model, whose tokenizer is its own
+// loader.Load takes it: a file is a GGUF model, whose tokenizer is its own
 // metadata, never another file that happens to share its directory; a
 // directory is an HF model, whose tokenizer is its files (Load). Without
 // one it returns nil and no error: only text needs a tokenizer, and the

@@ -22,6 +22,7 @@ import (
 	"github.com/llorch/llorch-check/internal/procstat"
 	"github.com/llorch/llorch-check/kernels"
 	"github.com/llorch/llorch-check/kvcache"
+	"github.com/llorch/llorch-check/loader"
 	"github.com/llorch/llorch-check/model"
 )
 
@@ -35,9 +36,9 @@ func main() {
 	batches := flag.String("batches", "4,8", "batch sizes for batched decode")
 	only := flag.String("only", "", "run one figure only (prefill, decode1, decodeN) for profiling")
 	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile")
-	f16 := flag.Bool("f16", false, "hold the weight matrices as float16 (model.LoadOptions.Float16)")
+	f16 := flag.Bool("f16", false, "hold the weight matrices as float16 (loader.Options.Float16)")
 	auto := flag.Bool("auto", false, "hold them as float16 or bfloat16 if the file stores them so (--weight-dtype auto)")
-	cache := flag.String("weights-cache", "", "a weights cache directory (model.LoadOptions.WeightsCache)")
+	cache := flag.String("weights-cache", "", "a weights cache directory (loader.Options.WeightsCache)")
 	flag.Parse()
 
 	if *mode == "bandwidth" {
@@ -57,7 +58,7 @@ func main() {
 	}
 
 	start := time.Now()
-	m, err := model.LoadWith(*dir, model.LoadOptions{Float16: *f16, AsStored: *auto, WeightsCache: *cache})
+	m, err := loader.LoadWith(*dir, loader.Options{Float16: *f16, AsStored: *auto, WeightsCache: *cache})
 	if err != nil {
 		fail(err)
 	}

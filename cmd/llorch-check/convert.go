@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/llorch/llorch-check/gguf"
+	"github.com/llorch/llorch-check/loader"
 	"github.com/llorch/llorch-check/model"
 	"github.com/llorch/llorch-check/references"
 	"github.com/llorch/llorch-check/tensors"
@@ -126,14 +127,14 @@ func checkConvertTarget(in, out string, force bool) error {
 
 // convertToGGUF is convert's work: the HF model in dir, its tokenizer
 // and the sha256 of its weights written as a GGUF file at out, tensor by
-// tensor from the mapped weights (model.ConvertGGUF). The tokenizer and
+// tensor from the mapped weights (loader.ConvertGGUF). The tokenizer and
 // the weights' hash come first: a missing tokenizer is refused before
 // any tensor is read.
-func convertToGGUF(dir, out string, typ gguf.GGMLType, name, tokPath string, progress func(i, n int, name string)) (w model.GGUFWritten, sourceSHA string, err error) {
+func convertToGGUF(dir, out string, typ gguf.GGMLType, name, tokPath string, progress func(i, n int, name string)) (w loader.GGUFWritten, sourceSHA string, err error) {
 	if err := checkModelPath(dir); err != nil {
 		return w, "", err
 	}
-	if model.IsGGUF(dir) {
+	if loader.IsGGUF(dir) {
 		return w, "", fmt.Errorf("%s is already GGUF; convert reads an HF model directory", dir)
 	}
 	cfg, err := model.LoadConfig(filepath.Join(dir, "config.json"))
@@ -156,6 +157,6 @@ func convertToGGUF(dir, out string, typ gguf.GGMLType, name, tokPath string, pro
 		abs, _ := filepath.Abs(dir)
 		name = filepath.Base(abs)
 	}
-	w, err = model.ConvertGGUF(dir, out, model.GGUFFile{Type: typ, Name: name, Tokenizer: tok, SourceSHA256: sha}, progress)
+	w, err = loader.ConvertGGUF(dir, out, loader.GGUFFile{Type: typ, Name: name, Tokenizer: tok, SourceSHA256: sha}, progress)
 	return w, sha, err
 }

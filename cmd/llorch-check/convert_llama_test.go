@@ -14,6 +14,7 @@ import (
 
 	"github.com/llorch/llorch-check/gguf"
 	"github.com/llorch/llorch-check/internal/fixture"
+	"github.com/llorch/llorch-check/loader"
 	"github.com/llorch/llorch-check/model"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -171,7 +172,7 @@ func TestConvertFamilyTokenizer(t *testing.T) {
 		require.True(t, ok, key)
 		assert.Equal(t, want, v.V, key)
 	}
-	m, err := model.Load(out)
+	m, err := loader.Load(out)
 	require.NoError(t, err)
 	assert.Equal(t, "F32+Q8_0", m.WeightsDType)
 	assert.Len(t, m.SourceSHA256, 64)
@@ -247,7 +248,7 @@ func peerGreedy(t *testing.T, path, typ string, tokens []int) {
 	require.NoError(t, json.Unmarshal(out, &peer))
 	require.Equal(t, []int{0, 0}, peer.KVCache, "F32 KV cache")
 
-	m, err := model.Load(path)
+	m, err := loader.Load(path)
 	require.NoError(t, err)
 	ctx, c, V := context.Background(), m.NewCache(), m.Config.VocabSize
 	all, err := m.Forward(ctx, c, tokens, model.ForwardOptions{AllLogits: true})
@@ -328,7 +329,7 @@ func peerLongRope(t *testing.T, path, typ string, tokens []int) {
 		GreedyLogits [][]float64 `json:"greedy_logits"`
 	}
 	require.NoError(t, json.Unmarshal(out, &peer))
-	m, err := model.Load(path)
+	m, err := loader.Load(path)
 	require.NoError(t, err)
 	require.NotNil(t, m.Config.LongRope)
 	V, T := m.Config.VocabSize, len(tokens)

@@ -23,7 +23,7 @@ import (
 	"github.com/llorch/llorch-check/gguf"
 	"github.com/llorch/llorch-check/internal/fixture"
 	"github.com/llorch/llorch-check/internal/fixture/shards"
-	"github.com/llorch/llorch-check/model"
+	"github.com/llorch/llorch-check/loader"
 	"github.com/llorch/llorch-check/safetensors"
 	"github.com/llorch/llorch-check/sampling"
 	"github.com/llorch/llorch-check/tokenizer"
@@ -358,7 +358,7 @@ func TestPaddedVocabDecodes(t *testing.T) {
 	r := realTokModels[1]
 	require.Greater(t, r.vocab, r.tokens)
 	dir := r.make(t)
-	m, err := model.Load(dir)
+	m, err := loader.Load(dir)
 	require.NoError(t, err)
 	tok, err := tokenizer.ForModel(dir)
 	require.NoError(t, err)

@@ -8,6 +8,7 @@ import (
 
 	llorchcheck "github.com/llorch/llorch-check"
 	"github.com/llorch/llorch-check/kvcache"
+	"github.com/llorch/llorch-check/loader"
 	"github.com/llorch/llorch-check/model"
 	"github.com/llorch/llorch-check/references"
 	"github.com/spf13/pflag"
@@ -38,10 +39,10 @@ func (f *modelFlags) register(fl *pflag.FlagSet) {
 }
 
 // options are the load options --weight-dtype and --weights-cache ask for.
-func (f modelFlags) options() (model.LoadOptions, error) {
-	opt := model.LoadOptions{WeightsCache: f.weightsCache, Layers: f.layers}
+func (f modelFlags) options() (loader.Options, error) {
+	opt := loader.Options{WeightsCache: f.weightsCache, Layers: f.layers}
 	if f.layers < 0 {
-		return model.LoadOptions{}, fmt.Errorf("--layers %d: want a positive number of blocks", f.layers)
+		return loader.Options{}, fmt.Errorf("--layers %d: want a positive number of blocks", f.layers)
 	}
 	switch f.weightDType {
 	case "auto":
@@ -50,17 +51,17 @@ func (f modelFlags) options() (model.LoadOptions, error) {
 	case "f16":
 		opt.Float16 = true
 	default:
-		return model.LoadOptions{}, fmt.Errorf("--weight-dtype %q: want auto, f32 or f16", f.weightDType)
+		return loader.Options{}, fmt.Errorf("--weight-dtype %q: want auto, f32 or f16", f.weightDType)
 	}
 	return opt, nil
 }
 
-// load loads the model (model.Load tells HF directories and GGUF files
+// load loads the model (loader.Load tells HF directories and GGUF files
 // apart by the GGUF magic), stopping if ctx ends.
 func (f modelFlags) load(ctx context.Context) (*model.Model, error) { return f.loadWith(ctx, false) }
 
 // loadWith is load; cacheLater leaves a weights cache to write to
-// Model.WriteWeightsCache.
+// loader.WriteWeightsCache.
 func (f modelFlags) loadWith(ctx context.Context, cacheLater bool) (*model.Model, error) {
 	opt, err := f.options()
 	if err != nil {
@@ -71,7 +72,7 @@ func (f modelFlags) loadWith(ctx context.Context, cacheLater bool) (*model.Model
 	if err != nil {
 		return nil, err
 	}
-	return model.LoadContext(ctx, path, opt)
+	return loader.LoadContext(ctx, path, opt)
 }
 
 // resolveDefault finds a default path from the working directory or any

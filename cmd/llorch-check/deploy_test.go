@@ -15,7 +15,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/llorch/llorch-check/internal/fixture"
-	"github.com/llorch/llorch-check/model"
+	"github.com/llorch/llorch-check/loader"
 	"github.com/llorch/llorch-check/server"
 	"github.com/llorch/llorch-check/tokenizer"
 )
@@ -98,7 +98,7 @@ func TestDeployManifests(t *testing.T) {
 	// Serving the tiny model, as a pod the autoscaler reads does: the
 	// model's metrics carry its name and appear once it is loaded.
 	srv := server.New(server.Config{})
-	m, err := model.Load(fixture.TinyModel())
+	m, err := loader.Load(fixture.TinyModel())
 	require.NoError(t, err)
 	tok, err := tokenizer.Load(fixture.TinyModel())
 	require.NoError(t, err)

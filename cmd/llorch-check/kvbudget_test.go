@@ -9,7 +9,7 @@ import (
 	"github.com/llorch/llorch-check/internal/fixture"
 	"github.com/llorch/llorch-check/internal/fixture/shards"
 	"github.com/llorch/llorch-check/kvcache"
-	"github.com/llorch/llorch-check/model"
+	"github.com/llorch/llorch-check/loader"
 )
 
 // TestKVBudget: serve's default KV bound is --parallel full contexts where
@@ -20,18 +20,18 @@ import (
 func TestKVBudget(t *testing.T) {
 	dir := fixture.CopyDir(t, fixture.FamilyModel("tiny-llama3"))
 	fixture.EditJSON(t, filepath.Join(dir, "config.json"), func(m map[string]any) { m["max_position_embeddings"] = 1 << 24 })
-	cfg, err := model.ReadConfig(dir)
+	cfg, err := loader.ReadConfig(dir)
 	require.NoError(t, err)
 	opt, err := parseKVCacheDType("f32")
 	require.NoError(t, err)
-	held, err := model.HeldBytes(dir, model.LoadOptions{AsStored: true})
+	held, err := loader.HeldBytes(dir, loader.Options{AsStored: true})
 	require.NoError(t, err)
 	var params int64
 	for _, x := range shards.Read(t, dir) {
 		params += int64(len(x.Values))
 	}
 	require.Equal(t, 2*params, held, "float16 weights held as stored")
-	held32, err := model.HeldBytes(dir, model.LoadOptions{})
+	held32, err := loader.HeldBytes(dir, loader.Options{})
 	require.NoError(t, err)
 	require.Equal(t, 4*params, held32, "--weight-dtype f32 widens them")
 	f := serveFlags{parallel: 4, kvCacheDType: "f32", model: modelFlags{weightDType: "auto"}}

@@ -3,7 +3,7 @@ package main
 import (
 	"fmt"
 
-	"github.com/llorch/llorch-check/model"
+	"github.com/llorch/llorch-check/loader"
 )
 
 // modelPath is --model, or the default model, refused when it would make
@@ -16,9 +16,9 @@ func modelPath(flag string) (string, error) {
 	return path, checkModelPath(path)
 }
 
-// checkModelPath is model.CheckPath, naming --model.
+// checkModelPath is loader.CheckPath, naming --model.
 func checkModelPath(path string) error {
-	if err := model.CheckPath(path); err != nil {
+	if err := loader.CheckPath(path); err != nil {
 		return fmt.Errorf("--model: %w", err)
 	}
 	return nil

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/llorch/llorch-check/loader"
 	"github.com/llorch/llorch-check/model"
 	"github.com/llorch/llorch-check/references"
 	"github.com/llorch/llorch-check/weights"
@@ -26,7 +27,7 @@ func (f *modelFlags) loadFor(ctx context.Context, set *references.Set) (*model.M
 	if f.layers == 0 {
 		f.layers = setLayers
 	}
-	if !model.IsGGUF(path) {
+	if !loader.IsGGUF(path) {
 		if err := precheckHF(path, set, f.layers); err != nil {
 			return nil, err
 		}
@@ -38,7 +39,7 @@ func (f *modelFlags) loadFor(ctx context.Context, set *references.Set) (*model.M
 // records: the number of blocks run and the weights' sha256 (the hash is
 // kept, so the comparison after the load does not read the files again).
 func precheckHF(dir string, set *references.Set, layers int) error {
-	cfg, err := model.ReadConfig(dir)
+	cfg, err := loader.ReadConfig(dir)
 	if err != nil {
 		return err
 	}

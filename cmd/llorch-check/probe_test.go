@@ -17,6 +17,7 @@ import (
 	"github.com/llorch/llorch-check/checkpoints"
 	"github.com/llorch/llorch-check/internal/fixture"
 	"github.com/llorch/llorch-check/internal/httprecord"
+	"github.com/llorch/llorch-check/loader"
 	"github.com/llorch/llorch-check/model"
 )
 
@@ -50,7 +51,7 @@ func TestProbeCLIDialects(t *testing.T) {
 // TestProbeCLIFaults: each fault serve --inject-fault plants in the tiny
 // GPT-2 is caught from outside and named at checkpoint 9, exit 1.
 func TestProbeCLIFaults(t *testing.T) {
-	cfg, err := model.ReadConfig(fixture.TinyModel())
+	cfg, err := loader.ReadConfig(fixture.TinyModel())
 	require.NoError(t, err)
 	for _, fault := range strings.Split(model.FaultNames(), ", ") {
 		if f, err := model.ParseFault(fault); err != nil || !f.AppliesTo(cfg) {

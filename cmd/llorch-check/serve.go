@@ -19,6 +19,7 @@ import (
 	"github.com/llorch/llorch-check/internal/procstat"
 	"github.com/llorch/llorch-check/internal/regularfile"
 	"github.com/llorch/llorch-check/kvcache"
+	"github.com/llorch/llorch-check/loader"
 	"github.com/llorch/llorch-check/model"
 	"github.com/llorch/llorch-check/server"
 )
@@ -240,7 +241,7 @@ func (f serveFlags) kvBudget(path string) (int, string, error) {
 
 // kvBudgetIn is kvBudget on a machine of total bytes (0: unknown).
 func (f serveFlags) kvBudgetIn(path string, total int64) (int, string, error) {
-	cfg, err := model.ReadConfig(path)
+	cfg, err := loader.ReadConfig(path)
 	if err != nil {
 		return 0, "", err
 	}
@@ -265,7 +266,7 @@ func (f serveFlags) kvBudgetIn(path string, total int64) (int, string, error) {
 	if err != nil {
 		return 0, "", err
 	}
-	held, err := model.HeldBytes(path, opt)
+	held, err := loader.HeldBytes(path, opt)
 	if err != nil {
 		return 0, "", err
 	}
@@ -468,7 +469,7 @@ func prepare(ctx context.Context, srv *server.Server, f serveFlags, log *slog.Lo
 	// serves (the weights are read-only): a first start is not slowed by
 	// writing its size to disk.
 	go func() {
-		if note := m.WriteWeightsCache(); note != "" {
+		if note := loader.WriteWeightsCache(m); note != "" {
 			log.Info("weights cache", "weights_cache", note)
 		}
 	}()

@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/llorch/llorch-check/internal/fixture"
+	"github.com/llorch/llorch-check/loader"
 	"github.com/llorch/llorch-check/model"
 	"github.com/llorch/llorch-check/server"
 	"github.com/llorch/llorch-check/tokenizer"
@@ -38,7 +39,7 @@ func TestServeGemma3EndOfTurn(t *testing.T) {
 	// <end_of_turn>, as transformers' generate reads both.
 	fixture.EditJSON(t, filepath.Join(dir, "config.json"), func(c map[string]any) { c["eos_token_id"] = 1 })
 	require.NoError(t, os.WriteFile(filepath.Join(dir, model.GenerationConfigFile), []byte(`{"bos_token_id": 2, "eos_token_id": [1, 106]}`), 0o644))
-	m, err := model.Load(dir)
+	m, err := loader.Load(dir)
 	require.NoError(t, err)
 	require.Equal(t, []int{1, 106}, m.Config.EOSTokens())
 	tok, err := tokenizer.Load(dir)

@@ -31,7 +31,7 @@ import (
 	"time"
 
 	"github.com/llorch/llorch-check/internal/fixture"
-	"github.com/llorch/llorch-check/model"
+	"github.com/llorch/llorch-check/loader"
 	"github.com/llorch/llorch-check/server"
 	"github.com/llorch/llorch-check/tokenizer"
 )
@@ -285,7 +285,7 @@ func startServer(o options) (string, func(), error) {
 	if dir == "" {
 		dir = fixture.TinyModel()
 	}
-	m, err := model.Load(dir)
+	m, err := loader.Load(dir)
 	if err != nil {
 		return "", nil, err
 	}

@@ -17,7 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/llorch/llorch-check/internal/fixture"
-	"github.com/llorch/llorch-check/model"
+	"github.com/llorch/llorch-check/loader"
 	"github.com/llorch/llorch-check/server"
 	"github.com/llorch/llorch-check/tokenizer"
 )
@@ -198,7 +198,7 @@ func (d *chatDriver) stopButton(t *testing.T, text, next string) {
 // growing, and a recorder of the chat requests the page sends.
 func chatServer(t *testing.T, name string) (*httptest.Server, *recorded) {
 	t.Helper()
-	m, err := model.LoadWith(fixture.FamilyModel(name), model.LoadOptions{AsStored: true})
+	m, err := loader.LoadWith(fixture.FamilyModel(name), loader.Options{AsStored: true})
 	require.NoError(t, err)
 	tok, err := tokenizer.Load(m.Dir)
 	require.NoError(t, err)

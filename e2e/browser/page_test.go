@@ -17,7 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/llorch/llorch-check/internal/fixture"
-	"github.com/llorch/llorch-check/model"
+	"github.com/llorch/llorch-check/loader"
 	"github.com/llorch/llorch-check/references"
 	"github.com/llorch/llorch-check/server"
 	"github.com/llorch/llorch-check/tokenizer"
@@ -101,7 +101,7 @@ func visit(t *testing.T, c *cdp, pageURL string, done func(pageState) bool) page
 
 func TestPageInChromium(t *testing.T) {
 	bin := chromium(t)
-	m, err := model.Load(fixture.TinyModel())
+	m, err := loader.Load(fixture.TinyModel())
 	require.NoError(t, err)
 	tok, err := tokenizer.Load(fixture.TinyModel())
 	require.NoError(t, err)

@@ -16,7 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/llorch/llorch-check/internal/fixture"
-	"github.com/llorch/llorch-check/model"
+	"github.com/llorch/llorch-check/loader"
 	"github.com/llorch/llorch-check/server"
 	"github.com/llorch/llorch-check/tokenizer"
 )
@@ -72,7 +72,7 @@ type sdkResult struct {
 func TestOpenAISDKInChromium(t *testing.T) {
 	bin := chromium(t)
 	sdk := sdkDir(t)
-	m, err := model.Load(fixture.TinyModel())
+	m, err := loader.Load(fixture.TinyModel())
 	require.NoError(t, err)
 	tok, err := tokenizer.Load(fixture.TinyModel())
 	require.NoError(t, err)

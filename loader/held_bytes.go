@@ -1,4 +1,4 @@
-package model
+package loader
 
 import (
 	"os"
@@ -11,7 +11,7 @@ import (
 // types stay quantised), or an HF checkpoint's tensors at the width the
 // loader keeps each dtype. serve sizes its KV cache by what is left; an
 // 8B model's 16 GB must be known before it is loaded.
-func HeldBytes(path string, opt LoadOptions) (int64, error) {
+func HeldBytes(path string, opt Options) (int64, error) {
 	if IsGGUF(path) {
 		st, err := os.Stat(path)
 		if err != nil {
@@ -32,11 +32,11 @@ func HeldBytes(path string, opt LoadOptions) (int64, error) {
 }
 
 // heldWidth is the bytes an element of a stored dtype takes once loaded
-// with opt (LoadOptions' rules: float16 and bfloat16 matrices kept as
+// with opt (Options' rules: float16 and bfloat16 matrices kept as
 // stored, or rounded to float16; everything else float32). Vectors
 // (norms, biases) are float32 whatever the file stores, a rounding error
 // of a few hundred KB here.
-func heldWidth(dtype string, opt LoadOptions) int {
+func heldWidth(dtype string, opt Options) int {
 	switch {
 	case opt.Float16:
 		return 2

@@ -6,10 +6,10 @@ import (
 	"slices"
 )
 
-// checkShapes refuses a restored model whose arrays are not the shapes
+// CheckShapes refuses a restored model whose arrays are not the shapes
 // its configuration gives: a cache's own consistency says nothing of
 // what the forward pass will index.
-func (m *Model) checkShapes() error {
+func (m *Model) CheckShapes() error {
 	c := m.Config
 	C, D := c.NEmbd, c.HeadDim()
 	if !m.wte.Is(c.VocabSize, C) || m.lmW.Len() != 0 && !m.lmW.Is(c.VocabSize, C) {

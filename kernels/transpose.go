@@ -1,6 +1,4 @@
-package weights
-
-import "github.com/llorch/llorch-check/kernels"
+package kernels
 
 // Transpose returns the [cols,rows] transpose of a row-major [rows,cols].
 // It goes in 32×32 tiles, so that both sides stay in cache (element by
@@ -29,6 +27,6 @@ func Transpose[T float32 | uint16](src []T, rows, cols int) []T {
 		}
 		return dst
 	}
-	kernels.ParallelFor(bands, work)
+	ParallelFor(bands, work)
 	return dst
 }

@@ -1,0 +1,126 @@
+package loader
+
+import (
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/llorch/llorch-check/gguf"
+	"github.com/llorch/llorch-check/internal/fixture"
+	"github.com/llorch/llorch-check/model"
+)
+
+// tokens are a few of the tiny GPT-2's.
+var tokens = []int{1, 450, 7483, 310, 5}
+
+// cacheParts splits a cache file into its header (JSON) and its data.
+func cacheParts(t testing.TB, path string) ([]byte, []byte) {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	require.NoError(t, err)
+	n := binary.LittleEndian.Uint64(b[8:16])
+	return b[16 : 16+n], b[pageUp(16+int64(n)):]
+}
+
+// writeCacheParts writes a cache file of header js and data.
+func writeCacheParts(t testing.TB, path string, js, data []byte) {
+	t.Helper()
+	head := binary.LittleEndian.AppendUint64([]byte(cacheMagic), uint64(len(js)))
+	head = append(head, js...)
+	head = append(head, make([]byte, pageUp(int64(len(head)))-int64(len(head)))...)
+	require.NoError(t, os.WriteFile(path, append(head, data...), 0o644))
+}
+
+// cachedGPT2 is a GGUF file of the tiny GPT-2 and its written cache.
+func cachedGPT2(t testing.TB) (path, dir, cache string) {
+	t.Helper()
+	gpt2, err := Load(fixture.TinyModel())
+	require.NoError(t, err)
+	path = filepath.Join(t.TempDir(), "m.gguf")
+	_, err = WriteGGUF(gpt2, path, GGUFFile{Type: gguf.GGMLTypeQ8_0})
+	require.NoError(t, err)
+	dir = t.TempDir()
+	m, err := LoadWith(path, Options{WeightsCache: dir})
+	require.NoError(t, err)
+	return path, dir, strings.TrimPrefix(m.WeightsCache, "written to ")
+}
+
+// TestWeightsCacheShapes: a cache whose arrays are consistent but not the
+// shapes the model's configuration gives is refused (and rewritten),
+// never handed to the forward pass.
+func TestWeightsCacheShapes(t *testing.T) {
+	path, dir, cache := cachedGPT2(t)
+	js, data := cacheParts(t, cache)
+	var h cacheHeader
+	require.NoError(t, json.Unmarshal(js, &h))
+	for _, tc := range []struct {
+		name  string
+		edit  func(*cacheHeader)
+		error string
+	}{
+		{"a vector cut short", func(h *cacheHeader) { *h.Slots[3].Vec-- }, "weight vector 1 holds"},
+		// Layer 0's c_fc [C,4C] and MLP c_proj [4C,C]: each image
+		// consistent, the same size, each in the other's place.
+		{"two matrices swapped", func(h *cacheHeader) {
+			const fc = 7 + 12 + 2 // wte..the local rope's invFreq, layer 0's vectors, then attn, proj
+			h.Slots[fc], h.Slots[fc+1] = h.Slots[fc+1], h.Slots[fc]
+		}, "layer 0: matrix 2 is not ["},
+		{"slots missing", func(h *cacheHeader) { h.Slots = h.Slots[:len(h.Slots)-1] }, "weight arrays, the model has"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var e cacheHeader
+			require.NoError(t, json.Unmarshal(js, &e))
+			tc.edit(&e)
+			// Sealed with a digest of the edit, as a cache written by a
+			// faulty build would be: the shape checks still stand.
+			var err error
+			e.Digest, err = cacheDigest(e, [][]byte{data})
+			require.NoError(t, err)
+			bad, err := json.Marshal(e)
+			require.NoError(t, err)
+			writeCacheParts(t, cache, bad, data)
+			m, err := LoadWith(path, Options{WeightsCache: dir})
+			require.NoError(t, err)
+			require.Contains(t, m.WeightsCache, tc.error)
+			require.Contains(t, m.WeightsCache, "; written to ")
+			_, err = m.Forward(context.Background(), m.NewCache(), tokens, model.ForwardOptions{})
+			require.NoError(t, err)
+		})
+	}
+}
+
+// FuzzWeightsCache: whatever a cache's header says, a load gives a model
+// that runs (read from the cache, or loaded whole) or an error; never a
+// panic. The data stays the written cache's.
+func FuzzWeightsCache(f *testing.F) {
+	path, dir, cache := cachedGPT2(f)
+	js, data := cacheParts(f, cache)
+	f.Add(js)
+	f.Fuzz(func(t *testing.T, header []byte) {
+		// A header that parses is sealed with its digest, so that the
+		// checks behind the digest are fuzzed too.
+		var h cacheHeader
+		if json.Unmarshal(header, &h) == nil {
+			if sum, err := cacheDigest(h, [][]byte{data}); err == nil {
+				h.Digest = sum
+				if js, err := json.Marshal(h); err == nil {
+					header = js
+				}
+			}
+		}
+		writeCacheParts(t, cache, header, data)
+		m, err := LoadWith(path, Options{WeightsCache: dir})
+		if err != nil {
+			return
+		}
+		if _, err := m.Forward(context.Background(), m.NewCache(), tokens, model.ForwardOptions{}); err != nil {
+			t.Fatalf("a loaded model's forward: %v (%s)", err, m.WeightsCache)
+		}
+	})
+}
