@@ -55,9 +55,10 @@ test:
 	@PYTHON=$(PYTHON) GO=$(GO) MAKE="$(MAKE)" bash scripts/test.sh
 
 # The same figures next to llama.cpp on the same GGUF files of each model
-# of MODELS (default: gpt2 smollm-135m qwen2.5-0.5b; GPT-2 124M-shaped
-# F32, F16, Q8_0, Q4_K_M, the Llama-family shapes F16, Q8_0, Q4_K_M, or
-# FORMATS for all): one table of ratios per model and format, then one
+# of MODELS (default: gpt2 smollm-135m qwen2.5-0.5b; also gemma3-1b and
+# qwen3-30b-a3b-2l, Gemma-3-1B and 2 of Qwen3-30B-A3B's 48 layers; GPT-2
+# 124M-shaped F32, F16, Q8_0, Q4_K_M, the Llama-family shapes F16, Q8_0,
+# Q4_K_M, or FORMATS for all): one table of ratios per model and format, then one
 # per model; MODELS=gpt2 prints GPT-2's tables alone, as before.
 bench-llamacpp:
 	PYTHON=$(PYTHON) bash scripts/bench/llamacpp.sh

@@ -2,8 +2,8 @@
 # set): the llama.cpp peer, the binaries both scripts run, and each
 # benchmark model with its GGUF files, every one written once into .cache/.
 # The models, by name: gpt2, the GPT-2 124M-shaped model of make_model.py
-# (in $MODEL), and the Llama-family shapes of make_llama_model.py
-# (smollm-135m, qwen2.5-0.5b; in .cache/bench-NAME).
+# (in $MODEL), and the shapes of make_llama_model.py (smollm-135m,
+# qwen2.5-0.5b, gemma3-1b, qwen3-30b-a3b-2l; in .cache/bench-NAME).
 
 test -d e2e/llamacpp/node_modules/node-llama-cpp || make -s peer-llamacpp
 go build -o "$work/gobench" ./cmd/gobench
@@ -29,9 +29,11 @@ model_dir() {
 
 # gguf_files NAME TYPE...: $gguf/NAME-TYPE.gguf for each, F32, F16 and
 # Q8_0 as convert writes them, the others as llama.cpp's own quantizer
-# makes them from the F32 file.
+# makes them from the F32 file, or from the F16 file when the HF weights
+# are float16 (qwen3-30b-a3b-2l): an F32 file would hold the same values
+# in twice the space (7.5 GB there).
 gguf_files() {
-  local name=$1 t file dir
+  local name=$1 t file dir src
   shift
   for t in "$@"; do
     file="$gguf/$name-$t.gguf"
@@ -40,8 +42,10 @@ gguf_files() {
     echo "bench: writing $file (once)" >&2
     case $t in
       f32 | f16 | q8_0) "$work/llorch-check" convert --to gguf --type "$t" "$dir" "$file" >/dev/null ;;
-      *) gguf_files "$name" f32
-         "$work/ggml" quantize "$gguf/$name-f32.gguf" "$file.tmp" "$t" >/dev/null 2>&1
+      *) src=f32
+         grep -q '"torch_dtype": "float16"' "$dir/config.json" && src=f16
+         gguf_files "$name" $src
+         "$work/ggml" quantize "$gguf/$name-$src.gguf" "$file.tmp" "$t" >/dev/null 2>&1
          mv "$file.tmp" "$file" ;;
     esac
   done

@@ -2,7 +2,9 @@
 # llorch-check next to llama.cpp on the same GGUF files of each benchmark
 # model, in one run: the GPT-2 124M-shaped model (gpt2) and the
 # Llama-family SmolLM-135M and Qwen2.5-0.5B shapes of make_llama_model.py
-# (smollm-135m, qwen2.5-0.5b). F32, F16 and Q8_0 as `convert` writes them
+# (smollm-135m, qwen2.5-0.5b; gemma3-1b and qwen3-30b-a3b-2l, Gemma-3-1B
+# and 2 of Qwen3-30B-A3B's layers, when MODELS names them). F32, F16 and
+# Q8_0 as `convert` writes them
 # and Q4_K_M as llama.cpp's own quantizer makes it from the F32 file.
 # gobench and `ggml bench` (llama.cpp's C API called natively from
 # cmd/llamacpp-ggml: node-llama-cpp's JavaScript binding adds 2-9 ms a

@@ -50,10 +50,16 @@ def print_table(rows, indent="  ", ruled=True):
 def step_bytes(path):
     """The bytes of the file's tensors one llama.cpp decode step reads:
     all but the embedding tables it takes a row of (token_embd when the
-    file has an output.weight, position_embd)."""
-    _, tensors, _ = read_gguf(path)
+    file has an output.weight, position_embd), a mixture of experts'
+    expert tensors (*_exps) at the share of experts a token uses. Returns
+    them, those of the tensors other than experts, and the share (1
+    without experts)."""
+    kv, tensors, _ = read_gguf(path)
+    arch = kv.get("general.architecture", "")
+    used = kv.get(f"{arch}.expert_used_count", 1) / kv.get(f"{arch}.expert_count", 1)
     skip = {"position_embd.weight"} | ({"token_embd.weight"} if "output.weight" in tensors else set())
-    return sum(len(b) for n, (_, _, b) in tensors.items() if n not in skip)
+    sizes = [(len(b), "_exps." in n) for n, (_, _, b) in tensors.items() if n not in skip]
+    return sum(n * (used if e else 1) for n, e in sizes), sum(n for n, e in sizes if not e), used
 
 
 def report(work, gguf, name, f, prefix, targets):
@@ -98,9 +104,19 @@ def report(work, gguf, name, f, prefix, targets):
     print_table(rows)
     # Each decode's weight bandwidth: the bytes a step reads (llorch-check's
     # as it holds them, llama.cpp's the file's) times its rate.
+    # A mixture of experts' step reads the chosen experts only, and
+    # gobench's decode_bytes counts every expert as we hold them (a
+    # quantised file's dequantised to float32): ours counts the rest as
+    # the file stores it (we hold it so) and what is left at the share a
+    # token uses.
     bw = read_bandwidth(work)
-    print("  " + bandwidth_line("llorch-check decode batch 1", go["decode1_tps"][0] * gobytes(stem), bw))
-    print("  " + bandwidth_line("llama.cpp decode batch 1", peer["decode1_tps"][0] * step_bytes(path), bw))
+    step, rest, used = step_bytes(path)
+    ours = gobytes(stem)
+    if used < 1:
+        print(f"  (a step's bytes count the experts' tensors at the {used:.4g} of them a token uses)")
+        ours = rest + used * (ours - rest)
+    print("  " + bandwidth_line("llorch-check decode batch 1", go["decode1_tps"][0] * ours, bw))
+    print("  " + bandwidth_line("llama.cpp decode batch 1", peer["decode1_tps"][0] * step, bw))
     return f"{f.upper()} ({os.path.getsize(path) / 1e6:.0f} MB)", ratios
 
 
