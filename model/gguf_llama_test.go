@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/llorch/llorch-check/gguf"
+	"github.com/llorch/llorch-check/kernels"
 	"github.com/llorch/llorch-check/tokenizer"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -175,6 +176,31 @@ func TestLlamaGGUFQ8_0(t *testing.T) {
 			t.Logf("%s: Q8_0 vs F32 (HF weights): max |Δ logit| %.3g at the last position (max |logit| %.3g)", tm.name, worst, amax)
 		})
 	}
+}
+
+// A Q8_0 file's experts stay quantised too (bench notes 35: held as
+// float32 they took 3.4-5.3x the file on Qwen3-30B-A3B's layers), and the
+// forward is still that of float32 weights holding the same values, to
+// float32 rounding: the routing, each expert's products and the logits.
+func TestMoEGGUFQ8_0(t *testing.T) {
+	hf := loadLlamaTiny(t, "tiny-llama-mixtral")
+	q, err := loadGGUFBytes(context.Background(), llamaImage(t, hf, gguf.GGMLTypeQ8_0, llamaSPMVocab, nil), LoadOptions{})
+	require.NoError(t, err)
+	require.Equal(t, "F32+Q8_0", q.WeightsDType)
+	for l := range q.h {
+		require.NotNil(t, q.h[l].moe, "layer %d", l)
+		for e, ex := range q.h[l].moe.experts {
+			for _, w := range []kernels.Matrix{ex.gate, ex.up, ex.down} {
+				require.Less(t, w.Bytes(), int64(w.Len())*2, "layer %d expert %d: held quantised", l, e)
+			}
+		}
+	}
+	f, err := loadGGUFBytes(context.Background(), llamaImage(t, q, gguf.GGMLTypeF32, llamaSPMVocab, nil), LoadOptions{})
+	require.NoError(t, err)
+	require.Equal(t, "F32", f.WeightsDType)
+	gotT, gotLogits := captureAll(t, q, llamaTokens)
+	wantT, wantLogits := captureAll(t, f, llamaTokens)
+	requireFloat32Close(t, wantT, gotT, wantLogits, gotLogits)
 }
 
 // captureAll is every probed tensor of a forward pass, and its logits.

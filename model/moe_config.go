@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+
+	"github.com/llorch/llorch-check/kernels"
 )
 
 // MoE is a mixture of experts' configuration: a sparse layer's FFN is
@@ -154,18 +156,30 @@ func moeParams(c Config, l int) []Param {
 // PutExpert puts a router or expert matrix ([out,in], as matrixOf)
 // into its layer's moeBlock, as the slabs of its transpose.
 func (pl *Placer) PutExpert(p Param, f32 []float32, h16 []uint16) error {
+	return slabbedRows(f32, h16, pl.m.BFloat16, p.shape[0], p.shape[1], pl.expertMatrix(p))
+}
+
+// PutExpertQuantized places a router or expert matrix already in the
+// kernels' layout: a quantised file's, held in its own type as the dense
+// matrices are (an expert in float32 took 3.8x its Q8_0 bytes).
+func (pl *Placer) PutExpertQuantized(p Param, w kernels.Matrix) {
+	*pl.expertMatrix(p) = w
+}
+
+// expertMatrix is where the router or expert matrix p goes, the layer's
+// sparse block made on its first.
+func (pl *Placer) expertMatrix(p Param) *kernels.Matrix {
 	b := &pl.m.h[layerOf(p.hf)]
 	if b.moe == nil {
 		b.moe = &moeBlock{experts: make([]expert, pl.m.Config.MoE.Experts)}
 	}
-	dst := &b.moe.router
 	switch p.part {
 	case partExpertGate:
-		dst = &b.moe.experts[p.expert].gate
+		return &b.moe.experts[p.expert].gate
 	case partExpertUp:
-		dst = &b.moe.experts[p.expert].up
+		return &b.moe.experts[p.expert].up
 	case partExpertDown:
-		dst = &b.moe.experts[p.expert].down
+		return &b.moe.experts[p.expert].down
 	}
-	return slabbedRows(f32, h16, pl.m.BFloat16, p.shape[0], p.shape[1], dst)
+	return &b.moe.router
 }
