@@ -119,12 +119,7 @@ func SlabbedRowsFrom(rows, cols int, bf16 bool, row func(r int) []uint16) Matrix
 	ParallelFor((n+per-1)/per, func(c int) {
 		for j0 := c * per * slab; j0 < min((c+1)*per*slab, rows); j0 += slab {
 			w := min(slab, rows-j0)
-			blk := out[j0*cols : (j0+w)*cols]
-			for r := range w {
-				for k, v := range row(j0 + r)[:cols] {
-					blk[k*w+r] = v
-				}
-			}
+			panelOf(out[j0*cols:(j0+w)*cols], w, cols, func(r int) []uint16 { return row(j0 + r) })
 		}
 	})
 	form := binary16

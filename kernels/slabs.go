@@ -99,11 +99,7 @@ func transposeSlabs[T weight](a []T, rows, cols int) {
 			n := min(slab, rows-j0)
 			blk := a[j0*cols : (j0+n)*cols]
 			copy(tmp, blk)
-			for r := range n {
-				for k, v := range tmp[r*cols : (r+1)*cols] {
-					blk[k*n+r] = v
-				}
-			}
+			panelOf(blk, n, cols, func(r int) []T { return tmp[r*cols:] })
 		}
 	})
 }
