@@ -26,7 +26,9 @@ func loadGGUF(ctx context.Context, path string, opt Options) (*model.Model, erro
 	if err != nil {
 		return nil, err
 	}
-	m, err := loadGGUFFrom(ctx, data, weights.Release, opt)
+	release, done := releaseFor([]string{path}, [][]byte{data})
+	m, err := loadGGUFFrom(ctx, data, release, opt)
+	done()
 	if uerr := unmap(); uerr != nil && err == nil {
 		err = fmt.Errorf("unmapping %s: %w", path, uerr)
 	}

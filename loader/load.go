@@ -183,7 +183,9 @@ func loadHF(ctx context.Context, dir string, opt Options) (*model.Model, error) 
 	if cfg.Family() == tensors.GPT2 {
 		load = loadWeightsFrom
 	}
-	m, err := load(ctx, cfg, f, weights.Release, opt)
+	release, done := releaseFor(ckpt.Files, ckpt.Data)
+	m, err := load(ctx, cfg, f, release, opt)
+	done()
 	if uerr := ckpt.Close(); uerr != nil && err == nil {
 		err = fmt.Errorf("unmapping %s: %w", ckpt.Path, uerr)
 	}

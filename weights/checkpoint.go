@@ -75,6 +75,7 @@ type Checkpoint struct {
 	File   *safetensors.File
 	Path   string   // the weights file: model.safetensors or the index
 	Files  []string // the files mapped
+	Data   [][]byte // their mappings, Files' order
 	unmaps []func() error
 }
 
@@ -115,6 +116,7 @@ func MapWeights(path string) (*Checkpoint, error) {
 			return nil, err
 		}
 		c.unmaps = append(c.unmaps, unmap)
+		c.Data = append(c.Data, data)
 		names[i] = filepath.Base(file)
 		if parsed[i], err = safetensors.Parse(data); err != nil {
 			c.Close()

@@ -66,3 +66,12 @@ func adviseMapping(b []byte) {
 		_ = unix.Madvise(b, unix.MADV_NOHUGEPAGE)
 	}
 }
+
+// dropCache drops the whole pages of f's bytes [off, off+n) from the page
+// cache; pages still mapped by a process stay (Evict releases them
+// first). POSIX_FADV_DONTNEED needs only read access, where MADV_PAGEOUT
+// needs write access and leaves the large folios a page cache holds a
+// file in (measured: nothing dropped).
+func dropCache(f *os.File, off, n int64) {
+	_ = unix.Fadvise(int(f.Fd()), off, n, unix.FADV_DONTNEED)
+}

@@ -2,6 +2,8 @@
 
 package weights
 
+import "os"
+
 // Release is a no-op off Linux: the mapping stays resident until the
 // loader unmaps it.
 func Release(b []byte) {}
@@ -13,3 +15,6 @@ func Prefetch(b []byte) {}
 
 // PopulateRead is a no-op off Linux: pages fault in as they are read.
 func PopulateRead([]byte) {}
+
+// dropCache is a no-op off Linux.
+func dropCache(*os.File, int64, int64) {}

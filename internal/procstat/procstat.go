@@ -41,19 +41,26 @@ func PeakRSS() int64 {
 
 // MemTotal is the machine's memory, MemTotal of /proc/meminfo, in bytes;
 // 0 when unknown (no /proc, or no such line).
-func MemTotal() int64 {
+func MemTotal() int64 { return meminfo("MemTotal") }
+
+// MemAvailable is the memory the kernel estimates it can give without
+// swapping, MemAvailable of /proc/meminfo (free memory and the page cache
+// it can drop), in bytes; 0 when unknown.
+func MemAvailable() int64 { return meminfo("MemAvailable") }
+
+func meminfo(key string) int64 {
 	b, err := os.ReadFile("/proc/meminfo")
 	if err != nil {
 		return 0
 	}
-	return memTotal(string(b))
+	return meminfoField(string(b), key)
 }
 
-// memTotal is the MemTotal line of a /proc/meminfo text in bytes, 0 if it
+// meminfoField is the line key of a /proc/meminfo text in bytes, 0 if it
 // has none that parses.
-func memTotal(meminfo string) int64 {
+func meminfoField(meminfo, key string) int64 {
 	for line := range strings.SplitSeq(meminfo, "\n") {
-		if rest, ok := strings.CutPrefix(line, "MemTotal:"); ok {
+		if rest, ok := strings.CutPrefix(line, key+":"); ok {
 			kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64)
 			if err == nil {
 				return kb * 1024

@@ -25,20 +25,24 @@ func TestMemory(t *testing.T) {
 	require.Zero(t, rss+peak, "no such process")
 }
 
-func TestMemTotal(t *testing.T) {
+func TestMeminfoField(t *testing.T) {
 	for _, c := range []struct {
-		name, meminfo string
-		want          int64
+		name, meminfo, key string
+		want               int64
 	}{
-		{"linux", "MemTotal:       16303472 kB\nMemFree:         8151736 kB\n", 16303472 * 1024},
-		{"not first", "MemFree: 1 kB\nMemTotal: 2 kB\n", 2048},
-		{"absent", "MemFree: 1 kB\n", 0},
-		{"unparsable", "MemTotal: lots kB\n", 0},
-		{"empty", "", 0},
+		{"linux", "MemTotal:       16303472 kB\nMemFree:         8151736 kB\n", "MemTotal", 16303472 * 1024},
+		{"not first", "MemFree: 1 kB\nMemTotal: 2 kB\n", "MemTotal", 2048},
+		{"available", "MemTotal: 4 kB\nMemFree: 1 kB\nMemAvailable: 3 kB\n", "MemAvailable", 3072},
+		{"a prefix of another key", "MemTotalX: 5 kB\nMemTotal: 2 kB\n", "MemTotal", 2048},
+		{"absent", "MemFree: 1 kB\n", "MemTotal", 0},
+		{"unparsable", "MemTotal: lots kB\n", "MemTotal", 0},
+		{"empty", "", "MemTotal", 0},
 	} {
-		require.Equal(t, c.want, memTotal(c.meminfo), c.name)
+		require.Equal(t, c.want, meminfoField(c.meminfo, c.key), c.name)
 	}
 	if runtime.GOOS == "linux" {
 		require.Greater(t, MemTotal(), int64(64<<20), "this machine's")
+		require.Greater(t, MemAvailable(), int64(0), "this machine's")
+		require.LessOrEqual(t, MemAvailable(), MemTotal())
 	}
 }
