@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"github.com/llorch/llorch-check/model"
-	"github.com/llorch/llorch-check/tensors"
 	"io"
 	"os"
 	"path/filepath"
@@ -161,8 +160,9 @@ func IsGGUF(path string) bool {
 	return err == nil && string(magic[:]) == gguf.Magic
 }
 
-// loadHF loads an HF checkpoint through its family's loader (GPT-2's,
-// hf_gpt2.go, or the Llama family's, hf_llama.go).
+// loadHF loads an HF checkpoint through the HF loader of its family's
+// placement (placings: GPT-2's, hf_gpt2.go, or the Llama family's,
+// hf_llama.go).
 func loadHF(ctx context.Context, dir string, opt Options) (*model.Model, error) {
 	cfg, err := model.LoadConfig(filepath.Join(dir, "config.json"))
 	if err != nil {
@@ -179,11 +179,11 @@ func loadHF(ctx context.Context, dir string, opt Options) (*model.Model, error) 
 	if opt.Layers > 0 {
 		f = firstLayers(f, opt.Layers)
 	}
-	load := loadLlamaFrom
-	if cfg.Family() == tensors.GPT2 {
-		load = loadWeightsFrom
+	pc, err := placingOf(cfg)
+	if err != nil {
+		return nil, err
 	}
-	m, err := load(ctx, cfg, f, weights.Release, opt)
+	m, err := pc.hf(ctx, cfg, f, weights.Release, opt)
 	if uerr := ckpt.Close(); uerr != nil && err == nil {
 		err = fmt.Errorf("unmapping %s: %w", ckpt.Path, uerr)
 	}
