@@ -70,16 +70,13 @@ func below(f *model.ForcedKV, l int) *model.ForcedKV {
 }
 
 // unrounded is the tensor whose float16 rounding a cache tensor holds: v
-// for v_cache, k for GPT-2's k_cache and k after RoPE for the Llama
-// family's.
-func unrounded(name string, llama bool) string {
-	switch {
-	case name == tensors.VCache:
+// for v_cache, the family's cached keys (tensors.CachedK: GPT-2's k, the
+// Llama family's k after RoPE) for k_cache.
+func unrounded(name, family string) string {
+	if name == tensors.VCache {
 		return tensors.V
-	case llama:
-		return tensors.KRope
 	}
-	return tensors.K
+	return tensors.CachedK(family)
 }
 
 // compareCacheF16 compares a float16 cache tensor modulo rounding flips:
@@ -87,7 +84,7 @@ func unrounded(name string, llama bool) string {
 // are the neighbouring float16 roundings of an exact value at their
 // midpoint. What is missing to judge a flip (Go's unrounded tensor, the
 // set's float64 twin of it) leaves every difference a mismatch.
-func compareCacheF16(set *references.Set, ti references.TensorInfo, got *captured, llama bool, opt Options) (Result, error) {
+func compareCacheF16(set *references.Set, ti references.TensorInfo, got *captured, family string, opt Options) (Result, error) {
 	want, truth, g, failed, err := operands(set, ti, got, opt)
 	if failed != nil || err != nil {
 		return *failed, err
@@ -96,7 +93,7 @@ func compareCacheF16(set *references.Set, ti references.TensorInfo, got *capture
 		return newResult(ti, opt).fail("got shape %v, the reference has %v", g.Shape, ti.Shape), nil
 	}
 	var allow func(int) bool
-	name := unrounded(ti.Name, llama)
+	name := unrounded(ti.Name, family)
 	goU, okGo := got.get(name, ti.LayerIndex())
 	uti, okSet := set.Find(ti.Case, name, ti.LayerIndex())
 	if okGo && okSet && slices.Equal(goU.Shape, ti.Shape) && slices.Equal(uti.Shape, ti.Shape) {
@@ -158,7 +155,7 @@ func adjacent16(a, b uint16) bool {
 // Go's own cache, modulo rounding flips; everything else from a forward
 // on the set's cache. It returns the latter's capture, for checkpoint 10.
 func compareOnF16Cache(ctx context.Context, m *model.Model, set *references.Set, c references.Case, wanted []references.TensorInfo, opt Options) ([]Result, *captured, error) {
-	llama := m.Config.Family() == tensors.Llama
+	family := m.Config.Family()
 	var cache, rest []references.TensorInfo
 	for _, ti := range wanted {
 		if ti.Name == tensors.KCache || ti.Name == tensors.VCache {
@@ -185,7 +182,7 @@ func compareOnF16Cache(ctx context.Context, m *model.Model, set *references.Set,
 		progress(opt, "case %s (%d tokens): forward on Go's float16 cache of layer %d", c.ID, len(c.Tokens), l)
 		spec := opt.captureFor(layer)
 		for _, ti := range layer {
-			spec.names[unrounded(ti.Name, llama)] = true
+			spec.names[unrounded(ti.Name, family)] = true
 		}
 		spec.force = below(force, l)
 		own, err := capture(ctx, m, c.Tokens, spec)
@@ -193,7 +190,7 @@ func compareOnF16Cache(ctx context.Context, m *model.Model, set *references.Set,
 			return nil, nil, err
 		}
 		for _, ti := range layer {
-			res, err := compareCacheF16(set, ti, own, llama, opt)
+			res, err := compareCacheF16(set, ti, own, family, opt)
 			if err != nil {
 				return nil, nil, err
 			}

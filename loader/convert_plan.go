@@ -9,7 +9,6 @@ import (
 	"github.com/llorch/llorch-check/gguf"
 	"github.com/llorch/llorch-check/model"
 	"github.com/llorch/llorch-check/safetensors"
-	"github.com/llorch/llorch-check/tensors"
 	"github.com/llorch/llorch-check/weights"
 )
 
@@ -17,17 +16,11 @@ import (
 // GGUF keys and tensors of its model (model.GGUFKeys, ConvertLayout),
 // each tensor from its source tensors, and the dtypes the file stores.
 func convertPlan(cfg model.Config, f *safetensors.File, typ gguf.GGMLType, ftype uint32) ([]gguf.KV, []streamTensor, string, error) {
-	var src map[string]*safetensors.Tensor
-	var dtypes []string
-	var keys []model.KV
-	var err error
-	if cfg.Family() == tensors.GPT2 {
-		if src, dtypes, err = gpt2Sources(cfg, f); err == nil {
-			keys, err = model.GGUFKeys(cfg, ftype)
-		}
-	} else {
-		src, dtypes, keys, err = llamaSources(cfg, f, ftype)
+	pc, err := placingOf(cfg)
+	if err != nil {
+		return nil, nil, "", err
 	}
+	src, dtypes, keys, err := pc.sources(cfg, f, ftype)
 	if err != nil {
 		return nil, nil, "", err
 	}
@@ -102,8 +95,22 @@ func llamaSources(cfg model.Config, f *safetensors.File, ftype uint32) (map[stri
 }
 
 // gpt2Sources checks a GPT-2 checkpoint as loadWeightsFrom does and
-// gives each parameter's source tensor, by its HF name, and the dtypes.
-func gpt2Sources(cfg model.Config, f *safetensors.File) (map[string]*safetensors.Tensor, []string, error) {
+// gives each parameter's source tensor, by its HF name, the dtypes and
+// the keys (model.GGUFKeys).
+func gpt2Sources(cfg model.Config, f *safetensors.File, ftype uint32) (map[string]*safetensors.Tensor, []string, []model.KV, error) {
+	src, dtypes, err := gpt2Tensors(cfg, f)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	keys, err := model.GGUFKeys(cfg, ftype)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	return src, dtypes, keys, nil
+}
+
+// gpt2Tensors are gpt2Sources' tensors and dtypes.
+func gpt2Tensors(cfg model.Config, f *safetensors.File) (map[string]*safetensors.Tensor, []string, error) {
 	if cfg.NLayer > len(f.Tensors) {
 		return nil, nil, fmt.Errorf("config n_layer %d is more blocks than the file's %d tensors can hold", cfg.NLayer, len(f.Tensors))
 	}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"github.com/llorch/llorch-check/model"
-	"github.com/llorch/llorch-check/tensors"
 	"maps"
 	"path/filepath"
 	"slices"
@@ -16,8 +15,9 @@ import (
 	"github.com/llorch/llorch-check/weights"
 )
 
-// loadGGUF reads a GGUF file (GPT-2's, or the Llama family's:
-// loadLlamaGGUF, gguf_llama.go) through a memory map. Every parameter
+// loadGGUF reads a GGUF file through a memory map, by the GGUF loader of
+// its family's placement (placings: GPT-2's, loadGPT2GGUF, or the Llama
+// family's, loadLlamaGGUF, gguf_llama.go). Every parameter
 // is copied out of it (quantised matrices stay quantised, in the kernels'
 // layout; other tensors become float32), so the map is released before
 // returning.
@@ -54,11 +54,11 @@ func loadGGUFFrom(ctx context.Context, data []byte, release func([]byte), opt Op
 		// its pages would otherwise stay resident until the unmap.
 		release(data[:f.DataOffset])
 	}
-	load := loadLlamaGGUF
-	if cfg.Family() == tensors.GPT2 {
-		load = loadGPT2GGUF
+	pc, err := placingOf(cfg)
+	if err != nil {
+		return nil, err
 	}
-	m, err := load(ctx, f, cfg, release, opt)
+	m, err := pc.gguf(ctx, f, cfg, release, opt)
 	if err != nil {
 		return nil, err
 	}

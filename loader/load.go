@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"github.com/llorch/llorch-check/model"
-	"github.com/llorch/llorch-check/tensors"
 	"io"
 	"os"
 	"path/filepath"
@@ -161,14 +160,19 @@ func IsGGUF(path string) bool {
 	return err == nil && string(magic[:]) == gguf.Magic
 }
 
-// loadHF loads an HF checkpoint through its family's loader (GPT-2's,
-// hf_gpt2.go, or the Llama family's, hf_llama.go).
+// loadHF loads an HF checkpoint through the HF loader of its family's
+// placement (placings: GPT-2's, hf_gpt2.go, or the Llama family's,
+// hf_llama.go).
 func loadHF(ctx context.Context, dir string, opt Options) (*model.Model, error) {
 	cfg, err := model.LoadConfig(filepath.Join(dir, "config.json"))
 	if err != nil {
 		return nil, err
 	}
 	if err := cfg.TruncateLayers(opt.Layers); err != nil {
+		return nil, err
+	}
+	pc, err := placingOf(cfg)
+	if err != nil {
 		return nil, err
 	}
 	ckpt, err := weights.MapCheckpoint(dir)
@@ -179,12 +183,8 @@ func loadHF(ctx context.Context, dir string, opt Options) (*model.Model, error) 
 	if opt.Layers > 0 {
 		f = firstLayers(f, opt.Layers)
 	}
-	load := loadLlamaFrom
-	if cfg.Family() == tensors.GPT2 {
-		load = loadWeightsFrom
-	}
 	release, done := releaseFor(ckpt.Files, ckpt.Data)
-	m, err := load(ctx, cfg, f, release, opt)
+	m, err := pc.hf(ctx, cfg, f, release, opt)
 	done()
 	if uerr := ckpt.Close(); uerr != nil && err == nil {
 		err = fmt.Errorf("unmapping %s: %w", ckpt.Path, uerr)

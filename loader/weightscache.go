@@ -5,7 +5,6 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"github.com/llorch/llorch-check/model"
 	"io"
 	"os"
@@ -155,9 +154,6 @@ func writeCacheNote(m *model.Model, note, path string, key cacheKey) string {
 
 // writeWeightsCache writes m's weights to the cache at path.
 func writeWeightsCache(m *model.Model, path string, key cacheKey) error {
-	if m.Config.MoE != nil {
-		return errMoENotCached
-	}
 	cfg, err := json.Marshal(m.Config)
 	if err != nil {
 		return err
@@ -218,7 +214,3 @@ func writeWeightsCache(m *model.Model, path string, key cacheKey) error {
 		return nil
 	})
 }
-
-// errMoENotCached: the weights cache's slots are a dense block's; a
-// mixture of experts loads from its file every time.
-var errMoENotCached = errors.New("the weights cache does not hold experts (qwen3_moe, mixtral): not written")

@@ -4,8 +4,10 @@ import (
 	"context"
 	"encoding/binary"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -123,4 +125,53 @@ func FuzzWeightsCache(f *testing.F) {
 			t.Fatalf("a loaded model's forward: %v (%s)", err, m.WeightsCache)
 		}
 	})
+}
+
+// TestWeightsCacheExpertShapes: a mixture's cache whose router or experts
+// are not the shapes its configuration gives is refused (and rewritten),
+// as a dense one's matrices are.
+func TestWeightsCacheExpertShapes(t *testing.T) {
+	path, dir := fixture.FamilyModel("tiny-llama-mixtral"), t.TempDir()
+	m, err := LoadWith(path, Options{WeightsCache: dir})
+	require.NoError(t, err)
+	require.True(t, strings.HasPrefix(m.WeightsCache, "written to "), m.WeightsCache)
+	cache := strings.TrimPrefix(m.WeightsCache, "written to ")
+	js, data := cacheParts(t, cache)
+	var h cacheHeader
+	require.NoError(t, json.Unmarshal(js, &h))
+	C, E := m.Config.NEmbd, m.Config.MoE.Experts
+	router := slices.IndexFunc(h.Slots, func(s cacheSlot) bool { return s.Mat != nil && s.Mat.K == C && s.Mat.N == E })
+	require.Positive(t, router, "layer 0's router [%d, %d]", C, E)
+	for _, tc := range []struct {
+		name  string
+		edit  func(*cacheHeader)
+		error string
+	}{
+		// The router and expert 0's gate, each consistent, each in the
+		// other's place.
+		{"the router and an expert swapped", func(h *cacheHeader) {
+			h.Slots[router], h.Slots[router+1] = h.Slots[router+1], h.Slots[router]
+		}, fmt.Sprintf("layer 0: the router is not [%d, %d]", C, E)},
+		{"an expert's down cut to the router's", func(h *cacheHeader) { h.Slots[router+3] = h.Slots[router] },
+			"layer 0: expert 0 is not gate and up"},
+		{"the last layer's experts missing", func(h *cacheHeader) { h.Slots = h.Slots[:len(h.Slots)-3*E] }, "weight arrays, the model has"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var e cacheHeader
+			require.NoError(t, json.Unmarshal(js, &e))
+			tc.edit(&e)
+			var err error
+			e.Digest, err = cacheDigest(e, [][]byte{data})
+			require.NoError(t, err)
+			bad, err := json.Marshal(e)
+			require.NoError(t, err)
+			writeCacheParts(t, cache, bad, data)
+			m, err := LoadWith(path, Options{WeightsCache: dir})
+			require.NoError(t, err)
+			require.Contains(t, m.WeightsCache, tc.error)
+			require.Contains(t, m.WeightsCache, "; written to ")
+			_, err = m.Forward(context.Background(), m.NewCache(), tokens, model.ForwardOptions{})
+			require.NoError(t, err)
+		})
+	}
 }

@@ -35,6 +35,12 @@ type family interface {
 	ggufTensors(m *Model) ([]GGUFTensor, error)
 	convertTensors(c Config) ([]GGUFTensor, error)
 	tokenizerLast() bool
+	// placement is which of package loader's ways places the family's
+	// tensors (Placement); tokenizerJSON says its HF tokenizer is a
+	// tokenizer.json (or a tokenizer GGUF), not GPT-2's vocab.json and
+	// merges.txt.
+	placement() Placement
+	tokenizerJSON() bool
 
 	// matrixShapes are the [K,N] of each of a block's matrices, as
 	// block.matrices lists them; positionRows the rows of a learned
@@ -91,6 +97,32 @@ func (c Config) family() family {
 // Family names the checkpoint tensors the config's forward emits:
 // tensors.GPT2 or tensors.Llama.
 func (c Config) Family() string { return c.family().tensorFamily() }
+
+// Placement is how a family's tensors go from a file into the model: which
+// of package loader's ways of reading them (HF, GGUF, convert) applies.
+// A family whose tensors are placed in neither way adds a value here and
+// its way in loader.
+type Placement int
+
+const (
+	// PlaceWhole: every matrix is one tensor, placed whole
+	// (Placer.SetMatrix, Store); GPT-2's Conv1D matrices, [in,out] in HF's
+	// files, stored transposed in GGUF, and an LM head tied to wte.
+	PlaceWhole Placement = iota + 1
+	// PlaceFused: q|k|v and gate|up fused from their parts, o and down
+	// transposed, a mixture's experts from their own tensors or llama.cpp's
+	// stacks (Placer.Place, PutVector, PutExpert, Finish); the Llama
+	// family's.
+	PlaceFused
+)
+
+// Placement is how the config's architecture's tensors are placed.
+func (c Config) Placement() Placement { return c.family().placement() }
+
+// TokenizerJSON says the architecture's HF tokenizer is a tokenizer.json
+// (or a tokenizer GGUF beside the model), from which convert takes its
+// GGUF keys; GPT-2's is its vocab.json and merges.txt.
+func (c Config) TokenizerJSON() bool { return c.family().tokenizerJSON() }
 
 func archByName(name string) (Arch, bool) {
 	for _, a := range Architectures {

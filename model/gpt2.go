@@ -19,6 +19,10 @@ func init() { register(ArchGPT2, "GPT2LMHeadModel", gpt2Family{}) }
 
 func (gpt2Family) tensorFamily() string { return tensors.GPT2 }
 
+func (gpt2Family) placement() Placement { return PlaceWhole }
+
+func (gpt2Family) tokenizerJSON() bool { return false }
+
 func (gpt2Family) jsonConfig(r rawConfig, _ string) (Config, error) { return r.gpt2Config() }
 
 func (gpt2Family) ggufConfig(md Metadata, _ string) (Config, error) { return gpt2GGUFConfig(md) }

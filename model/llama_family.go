@@ -121,6 +121,10 @@ func (l *llamaFamily) gguf() string {
 
 func (*llamaFamily) tensorFamily() string { return tensors.Llama }
 
+func (*llamaFamily) placement() Placement { return PlaceFused }
+
+func (*llamaFamily) tokenizerJSON() bool { return true }
+
 func (l *llamaFamily) jsonConfig(r rawConfig, _ string) (Config, error) {
 	if l.gemma != 0 {
 		return r.gemmaConfig(l)

@@ -238,19 +238,3 @@ func TestMoEGGUF(t *testing.T) {
 	_, err = os.Stat(path)
 	require.ErrorIs(t, err, os.ErrNotExist)
 }
-
-// TestMoERefusals: the weights cache does not hold experts, and says so;
-// the model then loads from its file.
-func TestMoERefusals(t *testing.T) {
-	for _, name := range fixture.MoEFamilies {
-		t.Run(name, func(t *testing.T) {
-			cacheDir := t.TempDir()
-			m, err := LoadWith(fixture.FamilyModel(name), LoadOptions{WeightsCache: cacheDir})
-			require.NoError(t, err)
-			require.Contains(t, m.WeightsCache, "not written: the weights cache does not hold experts")
-			entries, err := os.ReadDir(cacheDir)
-			require.NoError(t, err)
-			require.Empty(t, entries)
-		})
-	}
-}

@@ -18,8 +18,9 @@ type WeightArray struct {
 
 // WeightArrays lists every array of weights the model holds, in a fixed
 // order (a weights cache's). A block's fused matrix held as column blocks
-// (Holding.AttnParts, FcParts) lists each block; set the Holding first on
-// a model to restore.
+// (Holding.AttnParts, FcParts) lists each block, a sparse layer its
+// router and then each expert's gate, up and down; set the Holding first
+// on a model to restore.
 func (m *Model) WeightArrays() []WeightArray {
 	vec := func(v *[]float32) WeightArray { return WeightArray{Vec: v} }
 	mat := func(w *kernels.Matrix) WeightArray { return WeightArray{Mat: w} }
@@ -37,6 +38,13 @@ func (m *Model) WeightArrays() []WeightArray {
 		}
 		for j := range b.fcParts {
 			s = append(s, mat(&b.fcParts[j].w))
+		}
+		if b.moe != nil {
+			s = append(s, mat(&b.moe.router))
+			for e := range b.moe.experts {
+				x := &b.moe.experts[e]
+				s = append(s, mat(&x.gate), mat(&x.up), mat(&x.down))
+			}
 		}
 	}
 	return s
@@ -60,7 +68,8 @@ func (m *Model) Holding() Holding {
 	return h
 }
 
-// SetHolding gives a model without weights (NewModel) the holding h, so
+// SetHolding gives a model without weights (NewModel) the holding h, and
+// each sparse layer (Config.Sparse) its router's and experts' places, so
 // that WeightArrays lists the arrays to restore.
 func (m *Model) SetHolding(h Holding) error {
 	if len(h.AttnParts) != len(m.h) || len(h.FcParts) != len(m.h) {
@@ -68,7 +77,12 @@ func (m *Model) SetHolding(h Holding) error {
 	}
 	m.roundedToF16 = h.RoundedToF16
 	for i := range m.h {
-		m.h[i].attnParts, m.h[i].fcParts = partsOf(h.AttnParts[i]), partsOf(h.FcParts[i])
+		b := &m.h[i]
+		b.attnParts, b.fcParts = partsOf(h.AttnParts[i]), partsOf(h.FcParts[i])
+		b.moe = nil
+		if m.Config.Sparse(i) {
+			b.moe = &moeBlock{experts: make([]expert, m.Config.MoE.Experts)}
+		}
 	}
 	return nil
 }

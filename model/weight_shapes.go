@@ -39,6 +39,13 @@ func (m *Model) CheckShapes() error {
 			case 2:
 				parts = b.fcParts
 			}
+			if c.Sparse(l) && (i == 2 || i == 3) {
+				// The experts stand in for the dense FFN's matrices.
+				if w.Len() != 0 || len(parts) != 0 {
+					return fmt.Errorf("layer %d: a sparse layer holds a dense matrix %d", l, i)
+				}
+				continue
+			}
 			if w.Len() != 0 {
 				if !w.Is(K, N) || len(parts) != 0 {
 					return fmt.Errorf("layer %d: matrix %d is not [%d, %d]", l, i, K, N)
@@ -56,10 +63,38 @@ func (m *Model) CheckShapes() error {
 				return fmt.Errorf("layer %d: matrix %d's column blocks are %d wide, not %d", l, i, n, N)
 			}
 		}
+		if err := b.checkExperts(c, l); err != nil {
+			return err
+		}
 	}
 	for i, v := range vecs {
 		if !slices.Contains(v.want, len(v.v)) {
 			return fmt.Errorf("weight vector %d holds %d values, not %v", i, len(v.v), v.want)
+		}
+	}
+	return nil
+}
+
+// checkExperts refuses layer l's router and experts unless the layer is
+// sparse and they are [C,E] and each expert's gate and up [C,I], down
+// [I,C], as moeBlock holds them; a dense layer must have none.
+func (b *block) checkExperts(c Config, l int) error {
+	if !c.Sparse(l) {
+		if b.moe != nil {
+			return fmt.Errorf("layer %d: a dense layer holds experts", l)
+		}
+		return nil
+	}
+	if b.moe == nil || len(b.moe.experts) != c.MoE.Experts {
+		return fmt.Errorf("layer %d: a sparse layer without its %d experts", l, c.MoE.Experts)
+	}
+	C, E, I := c.NEmbd, c.MoE.Experts, c.MoE.Inner
+	if !b.moe.router.Is(C, E) {
+		return fmt.Errorf("layer %d: the router is not [%d, %d]", l, C, E)
+	}
+	for e, x := range b.moe.experts {
+		if !x.gate.Is(C, I) || !x.up.Is(C, I) || !x.down.Is(I, C) {
+			return fmt.Errorf("layer %d: expert %d is not gate and up [%d, %d], down [%d, %d]", l, e, C, I, I, C)
 		}
 	}
 	return nil

@@ -37,6 +37,7 @@ var toF32 = func(name string) ggufEdit {
 func TestWeightsCache(t *testing.T) {
 	gpt2, _ := testModel(t)
 	llama, llama3 := loadLlamaTiny(t, "tiny-llama"), loadLlamaTiny(t, "tiny-llama3")
+	mixtral := loadLlamaTiny(t, "tiny-llama-mixtral")
 	for _, tc := range []struct {
 		name   string
 		img    []byte
@@ -48,6 +49,11 @@ func TestWeightsCache(t *testing.T) {
 		{"gpt2 F32", ggufImage(t, gpt2, gguf.GGMLTypeF32, nil), LoadOptions{}, testTokens(9, 3)},
 		{"llama Q8_0 with a fused matrix in column blocks", llamaImage(t, llama, gguf.GGMLTypeQ8_0, llamaSPMVocab, toF32("blk.1.ffn_up.weight")), LoadOptions{}, llamaTokens},
 		{"llama3 F16 (rope factors)", llamaImage(t, llama3, gguf.GGMLTypeF16, llamaSPMVocab, nil), LoadOptions{AsStored: true}, llamaTokens},
+		// A mixture's router and experts: quantised experts held quantised
+		// (loader/gguf_moe.go), float16 ones as the file's bits.
+		{"mixtral Q8_0 (quantised experts)", llamaImage(t, mixtral, gguf.GGMLTypeQ8_0, llamaSPMVocab, nil), LoadOptions{}, llamaTokens},
+		{"mixtral F16 experts held as float16", llamaImage(t, mixtral, gguf.GGMLTypeF16, llamaSPMVocab, nil), LoadOptions{AsStored: true}, llamaTokens},
+		{"mixtral F32 experts as float32 slabs", llamaImage(t, mixtral, gguf.GGMLTypeF32, llamaSPMVocab, nil), LoadOptions{}, llamaTokens},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "m.gguf")
@@ -73,6 +79,7 @@ func TestWeightsCache(t *testing.T) {
 				assert.Equal(t, want.TiedHead(), m.TiedHead())
 				assert.Equal(t, want.rope, m.rope)
 				assert.Equal(t, path, m.WeightsPath)
+				requireSameWeights(t, want, m)
 				gotAll, gotStep := prefillThenStep(t, m, tc.tokens)
 				require.Equal(t, wantAll, gotAll, "load %d: prefill logits", i)
 				require.Equal(t, wantStep, gotStep, "load %d: step logits", i)
@@ -167,11 +174,47 @@ func TestWeightsCacheMisses(t *testing.T) {
 	require.True(t, strings.HasPrefix(load(LoadOptions{}).WeightsCache, "read from "))
 }
 
+// requireSameWeights fails unless m holds got's weights: the same arrays
+// in the same order, each of the same kind, shape and bytes.
+func requireSameWeights(t testing.TB, want, got *Model) {
+	t.Helper()
+	wa, ga := want.WeightArrays(), got.WeightArrays()
+	require.Len(t, ga, len(wa))
+	for i := range wa {
+		if wa[i].Vec != nil {
+			require.NotNil(t, ga[i].Vec, "weight array %d", i)
+			require.Equal(t, *wa[i].Vec, *ga[i].Vec, "weight array %d", i)
+			continue
+		}
+		require.NotNil(t, ga[i].Mat, "weight array %d", i)
+		wi, wb := wa[i].Mat.Image()
+		gi, gb := ga[i].Mat.Image()
+		require.Equal(t, wi, gi, "weight array %d", i)
+		require.Equal(t, wb, gb, "weight array %d", i)
+	}
+}
+
 // An HF directory's weights are cached as a GGUF file's: keyed by its
-// model.safetensors, its configuration compared whole.
+// model.safetensors, its configuration compared whole. The mixtures of
+// experts' (qwen3_moe with a dense layer, mixtral) are cached too, their
+// float16 experts also as the file's bits (AsStored).
 func TestWeightsCacheHF(t *testing.T) {
-	for _, name := range []string{"tiny-gpt2", "tiny-llama-qwen3"} {
-		t.Run(name, func(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		opt  LoadOptions
+	}{
+		{"tiny-gpt2", LoadOptions{}},
+		{"tiny-llama-qwen3", LoadOptions{}},
+		{"tiny-llama-qwen3moe", LoadOptions{}},
+		{"tiny-llama-qwen3moe", LoadOptions{AsStored: true}},
+		{"tiny-llama-mixtral", LoadOptions{}},
+		{"tiny-llama-mixtral", LoadOptions{AsStored: true}},
+	} {
+		name, label := tc.name, tc.name
+		if tc.opt.AsStored {
+			label += " held as stored"
+		}
+		t.Run(label, func(t *testing.T) {
 			dir := filepath.Join(t.TempDir(), name)
 			require.NoError(t, os.MkdirAll(dir, 0o755))
 			for _, f := range []string{"config.json", "model.safetensors"} {
@@ -179,19 +222,23 @@ func TestWeightsCacheHF(t *testing.T) {
 				require.NoError(t, err)
 				require.NoError(t, os.WriteFile(filepath.Join(dir, f), b, 0o644))
 			}
-			want, err := LoadWith(dir, LoadOptions{})
+			want, err := LoadWith(dir, tc.opt)
 			require.NoError(t, err)
 			tokens := testTokens(8, 6)
 			wantAll, wantStep := prefillThenStep(t, want, tokens)
 			cache := t.TempDir()
+			opt := tc.opt
+			opt.WeightsCache = cache
 			for i, note := range []string{"written to ", "read from "} {
-				m, err := LoadWith(dir, LoadOptions{WeightsCache: cache})
+				m, err := LoadWith(dir, opt)
 				require.NoError(t, err)
 				require.True(t, strings.HasPrefix(m.WeightsCache, note+cache), "load %d: %s", i, m.WeightsCache)
 				require.Equal(t, want.Config, m.Config)
 				assert.Equal(t, FormatHF, m.Format)
 				assert.Equal(t, want.WeightsPath, m.WeightsPath)
 				assert.Equal(t, want.WeightsDType, m.WeightsDType)
+				assert.Equal(t, want.MatricesHeldAs(), m.MatricesHeldAs())
+				requireSameWeights(t, want, m)
 				gotAll, gotStep := prefillThenStep(t, m, tokens)
 				require.Equal(t, wantAll, gotAll, "load %d", i)
 				require.Equal(t, wantStep, gotStep, "load %d", i)
@@ -205,7 +252,7 @@ func TestWeightsCacheHF(t *testing.T) {
 			cfg, err = json.Marshal(c)
 			require.NoError(t, err)
 			require.NoError(t, os.WriteFile(filepath.Join(dir, "config.json"), cfg, 0o644))
-			m, err := LoadWith(dir, LoadOptions{WeightsCache: cache})
+			m, err := LoadWith(dir, opt)
 			require.NoError(t, err)
 			require.True(t, strings.HasPrefix(m.WeightsCache, "written to "), m.WeightsCache)
 		})

@@ -243,6 +243,16 @@ func FinalNorm(family string) string {
 	return LNF
 }
 
+// CachedK is the name of the keys a family's KV cache holds, before any
+// rounding to the cache's type: GPT-2's k, the Llama family's k after
+// RoPE (k_rope).
+func CachedK(family string) string {
+	if family == Llama {
+		return KRope
+	}
+	return K
+}
+
 // IncrementalRun says whether a tensor needs checkpoint 3's second,
 // incremental forward (prefill of T−1 tokens, then one step).
 func IncrementalRun(name string) bool {

@@ -10,7 +10,6 @@ import (
 	"github.com/llorch/llorch-check/loader"
 	"github.com/llorch/llorch-check/model"
 	"github.com/llorch/llorch-check/references"
-	"github.com/llorch/llorch-check/tensors"
 	"github.com/llorch/llorch-check/tokenizer"
 	"github.com/llorch/llorch-check/weights"
 	"github.com/spf13/cobra"
@@ -141,7 +140,7 @@ func convertToGGUF(dir, out string, typ gguf.GGMLType, name, tokPath string, pro
 	if err != nil {
 		return w, "", err
 	}
-	tok, err := tokenizer.ConvertKeys(dir, tokPath, cfg.VocabSize, cfg.Family() == tensors.Llama)
+	tok, err := tokenizer.ConvertKeys(dir, tokPath, cfg.VocabSize, cfg.TokenizerJSON())
 	if err != nil {
 		return w, "", err
 	}
