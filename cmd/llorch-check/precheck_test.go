@@ -88,3 +88,16 @@ func TestGenerateChecksTokenizerFirst(t *testing.T) {
 	require.Equal(t, exitBadInput, code, stderr)
 	require.Contains(t, stderr, "--tokens")
 }
+
+// TestServeParsesTokenizerFirst: serve refuses a broken tokenizer before
+// the weights load (here they are not even safetensors), and so parses it
+// while the heap is small (tokenizerFirst).
+func TestServeParsesTokenizerFirst(t *testing.T) {
+	dir := fixture.CopyDir(t, fixture.FamilyModel("tiny-llama"))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "tokenizer.gguf"), []byte("GGUF broken"), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "model.safetensors"), []byte("not loaded"), 0o644))
+	code, _, stderr := runCLI(t, "serve", "--dry-run", "--model", dir)
+	require.Equal(t, exitBadInput, code, stderr)
+	require.Contains(t, stderr, "tokenizer.gguf")
+	require.NotContains(t, stderr, "model.safetensors")
+}

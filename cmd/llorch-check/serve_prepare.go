@@ -19,6 +19,14 @@ import (
 // planted and its tokenizer, then warms it up: the first requests then
 // do not pay for faulting the weights in and growing the scratch pools.
 func loadServed(ctx context.Context, f serveFlags, log *slog.Logger) (*model.Model, *tokenizer.Tokenizer, error) {
+	path, err := modelPath(f.model.path)
+	if err != nil {
+		return nil, nil, err
+	}
+	tok, err := tokenizerFirst(path)
+	if err != nil {
+		return nil, nil, err
+	}
 	m, err := f.model.loadWith(ctx, !f.dryRun)
 	if err != nil {
 		return nil, nil, err
@@ -28,10 +36,6 @@ func loadServed(ctx context.Context, f serveFlags, log *slog.Logger) (*model.Mod
 	}
 	if f.fault != "" {
 		log.Warn("serving a deliberately broken model (--inject-fault): its answers are wrong", "fault", f.fault)
-	}
-	tok, err := tokenizer.ForModel(m.Path())
-	if err != nil {
-		return nil, nil, err
 	}
 	if tok == nil {
 		return nil, nil, fmt.Errorf("--model %s: no tokenizer (vocab.json + merges.txt or tokenizer.json); serve needs one for text", m.Dir)
