@@ -68,10 +68,11 @@ func gemmaWritable(c Config) error {
 	return nil
 }
 
-// gemmaKeys are Gemma's keys after the Llama family's.
+// gemmaKeys are Gemma's keys after the Llama family's: its window, then
+// its soft-caps and rope scaling.
 func gemmaKeys(c Config, a string) []KV {
 	f32 := func(key string, v float64) KV { return KV{llamaKey(a, key), float32(v)} }
-	var kv []KV
+	kv := []KV{{llamaKey(a, "attention.sliding_window"), uint32(gemmaWindow(c))}}
 	g := c.Gemma
 	if g.AttnSoftcap > 0 {
 		kv = append(kv, f32("attn_logit_softcapping", g.AttnSoftcap))

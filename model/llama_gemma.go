@@ -62,6 +62,12 @@ func init() {
 	}
 }
 
+// sandwich says the block has Gemma's norms after the attention and
+// after the FFN (post_attention_norm, post_ffw_norm), its
+// pre_feedforward_layernorm in the place of the others'
+// post_attention_layernorm; false for every other architecture.
+func (g *Gemma) sandwich() bool { return g != nil }
+
 // gemmaBiases refuses attention_bias (HF's Gemma would add biases to
 // q, k, v and o); Gemma's MLP has none whatever mlp_bias says.
 func gemmaBiases(_ *Config, attn, _ bool) error {
