@@ -8,7 +8,7 @@ CORPUS := testdata/corpus/shakespeare.txt
 TINY_CORPUS_REFS := testdata/references/tiny-gpt2-corpus
 # The Llama family's tiny models (testdata/<name>) and their sets
 # (testdata/references/<name>); two logits rows keep a 32000-token set at 11 MB.
-LLAMA_MODELS := tiny-llama tiny-llama3 tiny-llama-qwen2 tiny-llama-qwen3 tiny-llama-mistral tiny-llama-phi3 tiny-llama-phi3-longrope tiny-llama-gemma2 tiny-llama-gemma3 tiny-llama-qwen3moe tiny-llama-mixtral
+LLAMA_MODELS := tiny-llama tiny-llama3 tiny-llama-qwen2 tiny-llama-qwen3 tiny-llama-mistral tiny-llama-phi3 tiny-llama-phi3-longrope tiny-llama-gemma tiny-llama-gemma2 tiny-llama-gemma3 tiny-llama-qwen3moe tiny-llama-mixtral
 LLAMA_REFS_ARGS := --cases testdata/cases-llama.json --logits-rows 2
 
 .PHONY: verify-gguf

@@ -85,6 +85,9 @@ func TestBisectNamesFamilyFaults(t *testing.T) {
 		// Gemma's: the 1 of (1 + w) added again shows at the first norm;
 		// the attention soft-cap dropped at the scores it caps; the window
 		// faults on the sliding layers (layer 0 of both).
+		{"tiny-llama-gemma", model.FaultGemmaNormDouble, 1, 1, "attn_norm"},
+		{"tiny-llama-gemma", model.FaultAttnScale, 0, 4, "scores"},
+		{"tiny-llama-gemma", model.FaultLayerNormEps, 0, 1, "attn_norm"},
 		{"tiny-llama-gemma2", model.FaultGemmaNormDouble, 0, 1, "attn_norm"},
 		{"tiny-llama-gemma3", model.FaultGemmaNormDouble, 1, 1, "attn_norm"},
 		{"tiny-llama-gemma2", model.FaultNoSoftcap, 1, 4, "scores"},
@@ -139,22 +142,25 @@ func TestFamilyFaultsApply(t *testing.T) {
 		require.Equal(t, tc.qwen3moe, tc.fault.AppliesTo(qwen3moe.Config), "%s on qwen3_moe", tc.fault)
 		require.Equal(t, tc.mix, tc.fault.AppliesTo(mixtral.Config), "%s on mixtral", tc.fault)
 	}
-	// Gemma's: Gemma 3 has no soft-cap to drop (none configured).
+	// Gemma's: Gemma 3 has no soft-cap to drop (none configured), Gemma 1
+	// neither a soft-cap nor a window.
+	gemma1, _ := openFamily(t, "tiny-llama-gemma")
 	gemma2, _ := openFamily(t, "tiny-llama-gemma2")
 	gemma3, _ := openFamily(t, "tiny-llama-gemma3")
 	for _, tc := range []struct {
-		fault          model.Fault
-		gemma2, gemma3 bool
+		fault                  model.Fault
+		gemma1, gemma2, gemma3 bool
 	}{
-		{model.FaultGemmaNormDouble, true, true},
-		{model.FaultNoSoftcap, true, false},
-		{model.FaultWindowOffByOne, true, true},
-		{model.FaultWindowIgnored, true, true},
-		{model.FaultSwiGLUSwap, true, true},
-		{model.FaultErfGELU, false, false},
-		{model.FaultMoENoRenorm, false, false},
-		{model.FaultMoESoftmaxAfterTopK, false, false},
+		{model.FaultGemmaNormDouble, true, true, true},
+		{model.FaultNoSoftcap, false, true, false},
+		{model.FaultWindowOffByOne, false, true, true},
+		{model.FaultWindowIgnored, false, true, true},
+		{model.FaultSwiGLUSwap, true, true, true},
+		{model.FaultErfGELU, false, false, false},
+		{model.FaultMoENoRenorm, false, false, false},
+		{model.FaultMoESoftmaxAfterTopK, false, false, false},
 	} {
+		require.Equal(t, tc.gemma1, tc.fault.AppliesTo(gemma1.Config), "%s on gemma", tc.fault)
 		require.Equal(t, tc.gemma2, tc.fault.AppliesTo(gemma2.Config), "%s on gemma2", tc.fault)
 		require.Equal(t, tc.gemma3, tc.fault.AppliesTo(gemma3.Config), "%s on gemma3", tc.fault)
 	}

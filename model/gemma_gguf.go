@@ -5,8 +5,9 @@ import (
 	"slices"
 )
 
-// Gemma in GGUF: llama.cpp's gemma2 and gemma3 layouts (its converter's
-// Gemma2Model and Gemma3Model; pytorch/gemma_torch.py's gguf_layout).
+// Gemma in GGUF: llama.cpp's gemma, gemma2 and gemma3 layouts (its
+// converter's GemmaModel, Gemma2Model and Gemma3Model;
+// pytorch/gemma_torch.py's gguf_layout).
 // The norm weights are stored as 1 + w, the form the model holds; the
 // parameter table names post_attention_norm and post_ffw_norm. What
 // llama.cpp does not read from the file it fixes per architecture, and a
@@ -16,10 +17,16 @@ import (
 //   - which layers slide: i % n < n − 1, n = 2 (Gemma 2) or 6 (Gemma 3);
 //   - Gemma 3's local rope base, 10000.
 // Absent soft-cap keys are llama.cpp's defaults for Gemma 2 (50, 30).
+// Gemma 1's layout has no window, soft-cap or post norm, and its scale
+// is always 1/√head_dim.
 
-// llamaCppGemma is what llama.cpp's loader fixes for a Gemma version.
+// llamaCppGemma is what llama.cpp's loader fixes for a Gemma version;
+// 0, 0 for Gemma 1: no layer slides, no model scales otherwise.
 func llamaCppGemma(version int) (pattern, layers27B int) {
-	if version == 3 {
+	switch version {
+	case 1:
+		return 0, 0
+	case 3:
 		return 6, 62
 	}
 	return 2, 46
@@ -40,6 +47,9 @@ func gemmaScalar(c Config) float64 {
 // gemmaWindows are the windows llama.cpp gives a Gemma model of window w.
 func gemmaWindowsOf(c Config, w int) []int {
 	n, _ := llamaCppGemma(c.Gemma.Version)
+	if n == 0 {
+		return nil
+	}
 	out := make([]int, c.NLayer)
 	for i := range out {
 		if i%n < n-1 {
@@ -68,11 +78,15 @@ func gemmaWritable(c Config) error {
 	return nil
 }
 
-// gemmaKeys are Gemma's keys after the Llama family's.
+// gemmaKeys are Gemma's keys after the Llama family's: its window, then
+// its soft-caps and rope scaling.
 func gemmaKeys(c Config, a string) []KV {
 	f32 := func(key string, v float64) KV { return KV{llamaKey(a, key), float32(v)} }
 	var kv []KV
 	g := c.Gemma
+	if g.Version > 1 {
+		kv = append(kv, KV{llamaKey(a, "attention.sliding_window"), uint32(gemmaWindow(c))})
+	}
 	if g.AttnSoftcap > 0 {
 		kv = append(kv, f32("attn_logit_softcapping", g.AttnSoftcap))
 	}
@@ -102,6 +116,11 @@ func ggufGemma(md Metadata, c *Config, fam *llamaFamily, k func(string) string) 
 		default:
 			return fmt.Errorf("key %s: value %.80v: only linear rope scaling is implemented for Gemma", k("rope.scaling.type"), v)
 		}
+	}
+	if fam.gemma == 1 {
+		c.Gemma = g
+		g.QueryPreAttnScalar = gemmaScalar(*c)
+		return nil
 	}
 	w, err := md.Dim(k("attention.sliding_window"))
 	if err != nil {

@@ -119,6 +119,9 @@ func TestGemmaGGUFRefused(t *testing.T) {
 		{"tiny-llama-gemma3", func(m map[string]any) { m["sliding_window_pattern"] = 2 }, "llama.cpp's layer pattern"},
 		{"tiny-llama-gemma3", func(m map[string]any) { m["rope_local_base_freq"] = 20000 }, "rope_local_base_freq 20000"},
 		{"tiny-llama-gemma3", func(map[string]any) {}, ""},
+		{"tiny-llama-gemma", func(map[string]any) {}, ""},
+		// Gemma 1 reads no query_pre_attn_scalar: llama.cpp's 1/√head_dim is its scale.
+		{"tiny-llama-gemma", func(m map[string]any) { m["query_pre_attn_scalar"] = 24 }, ""},
 	} {
 		dir := fixture.CopyDir(t, filepath.Join("..", "testdata", tc.model))
 		fixture.EditJSON(t, filepath.Join(dir, "config.json"), tc.edit)
@@ -140,5 +143,64 @@ func TestGemmaGGUFRefused(t *testing.T) {
 		require.Equal(t, *m.Config.Gemma, *g.Config.Gemma)
 		tokens := []int{1, 450, 4996, 17354, 1701, 975, 278, 17366, 11203, 29889}
 		require.Equal(t, logitsOf(t, m, tokens), logitsOf(t, g, tokens), "the file's norms hold 1 + w: not added again")
+	}
+}
+
+// TestGemma1Config: GemmaConfig's defaults, what Gemma 1 reads otherwise
+// than Gemma 2 (its scale is head_dim^-½ whatever query_pre_attn_scalar
+// says; no soft-cap, window or post norms) and what it refuses, naming
+// the field as pytorch/gemma_torch.py does (test_gemma_torch.py).
+func TestGemma1Config(t *testing.T) {
+	base := filepath.Join("..", "testdata", "tiny-llama-gemma", "config.json")
+	load := func(t *testing.T, edit func(map[string]any)) (Config, error) {
+		path := filepath.Join(t.TempDir(), "config.json")
+		fixture.CopyFile(t, base, path)
+		fixture.EditJSON(t, path, edit)
+		return LoadConfig(path)
+	}
+	c, err := load(t, func(m map[string]any) {
+		for _, k := range []string{"num_key_value_heads", "head_dim", "rms_norm_eps", "rope_theta", "max_position_embeddings",
+			"tie_word_embeddings", "hidden_act", "hidden_activation", "bos_token_id", "eos_token_id"} {
+			delete(m, k)
+		}
+		m["num_attention_heads"] = 16
+		// What Gemma 2 reads and Gemma 1 does not.
+		m["query_pre_attn_scalar"], m["attn_logit_softcapping"], m["final_logit_softcapping"] = 24, 50.0, 30.0
+		m["sliding_window"], m["layer_types"] = 4, []string{"sliding_attention", "sliding_attention"}
+	})
+	require.NoError(t, err)
+	require.Equal(t, 16, c.KVHeads(), "GemmaConfig's num_key_value_heads")
+	require.Equal(t, 256, c.HeadDim())
+	require.Equal(t, 1e-6, c.RMSNormEps)
+	require.Equal(t, 10000.0, c.RopeTheta)
+	require.Equal(t, 8192, c.NPositions)
+	require.True(t, c.Tied)
+	require.Equal(t, 2, c.BOSTokenID)
+	require.Equal(t, []int{1}, c.EOSTokenIDs)
+	require.Nil(t, c.Windows)
+	require.Equal(t, Gemma{Version: 1, QueryPreAttnScalar: 256}, *c.Gemma)
+	require.False(t, c.Gemma.sandwich())
+
+	for _, tc := range []struct {
+		name string
+		edit func(map[string]any)
+		want string // "" accepted
+	}{
+		{"null hidden_activation", func(m map[string]any) { m["hidden_activation"] = nil }, ""},
+		{"legacy hidden_act gelu", func(m map[string]any) { m["hidden_act"] = "gelu" }, `field "hidden_act": value "gelu"`},
+		{"hidden_activation gelu", func(m map[string]any) { m["hidden_activation"] = "gelu" }, `field "hidden_activation": value "gelu"`},
+		{"adaptive norm", func(m map[string]any) { m["use_adarms"] = true }, `field "use_adarms"`},
+		{"rope_parameters", func(m map[string]any) { m["rope_parameters"] = map[string]any{"rope_theta": 10000.0} }, `field "rope_parameters"`},
+		{"yarn", func(m map[string]any) { m["rope_scaling"] = map[string]any{"rope_type": "yarn", "factor": 2.0} }, `field "rope_scaling"`},
+		{"attention bias", func(m map[string]any) { m["attention_bias"] = true }, `field "attention_bias"`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := load(t, tc.edit)
+			if tc.want == "" {
+				require.NoError(t, err)
+				return
+			}
+			require.ErrorContains(t, err, tc.want)
+		})
 	}
 }

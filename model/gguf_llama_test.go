@@ -34,6 +34,7 @@ var llamaTiny = []struct{ name, vocab string }{
 	{"tiny-llama-qwen3", llamaSPMVocab},
 	{"tiny-llama-mistral", llamaSPMVocab},
 	{"tiny-llama-phi3", "../testdata/tokenizer/phi-3/ggml-vocab-phi-3.gguf"},
+	{"tiny-llama-gemma", llamaSPMVocab},
 	{"tiny-llama-gemma2", llamaSPMVocab},
 	{"tiny-llama-gemma3", llamaSPMVocab},
 }
@@ -298,7 +299,7 @@ func TestLoadLlamaGGUFBadInputs(t *testing.T) {
 		want string
 	}{
 		{"unknown architecture", llama3, setKV(keyArchitecture, str("mamba")),
-			`key general.architecture: value "mamba" is not supported (known: gpt2, llama, qwen2, qwen3, mistral, phi3, gemma2, gemma3_text, qwen3_moe, mixtral)`},
+			`key general.architecture: value "mamba" is not supported (known: gpt2, llama, qwen2, qwen3, mistral, phi3, gemma, gemma2, gemma3_text, qwen3_moe, mixtral)`},
 		{"missing tensor", llama3, dropTensor("blk.1.attn_k.weight"), `missing tensor "blk.1.attn_k.weight"`},
 		{"missing bias", qwen2, dropTensor("blk.0.attn_v.bias"), `missing tensor "blk.0.attn_v.bias"`},
 		{"wrong head_count_kv", llama3, setKV("llama.attention.head_count_kv", u32(4)),

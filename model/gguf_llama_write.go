@@ -111,7 +111,6 @@ func llamaKeys(c Config, ftype uint32) []KV {
 		kv = append(kv, u32("attention.key_length", D), u32("attention.value_length", D))
 	}
 	if c.Gemma != nil {
-		kv = append(kv, u32("attention.sliding_window", gemmaWindow(c)))
 		kv = append(kv, gemmaKeys(c, a)...)
 	} else if w := c.Window(0); w > 0 {
 		kv = append(kv, u32("attention.sliding_window", w))

@@ -44,8 +44,8 @@ type llamaFamily struct {
 	// ggufArch is the architecture llama.cpp's converter writes, when not
 	// name (Mistral's is llama's).
 	ggufArch string
-	// gemma is Gemma's version (2 or 3; gemma.go), 0 for the others: its
-	// config, its four norms a block and its attention (gemmaBlock).
+	// gemma is Gemma's version (llama_gemma.go), 0 for the others: its
+	// config, its norms and its attention (gemmaBlock).
 	gemma int
 	// moe: a mixture of experts' config and tensor names (moe_config.go);
 	// nil for a dense architecture.

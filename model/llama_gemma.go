@@ -9,18 +9,20 @@ import (
 	"github.com/llorch/llorch-check/tensors"
 )
 
-// Gemma 2 and Gemma 3 (text) are the Llama family with a switch: the
-// llamaFamily's gemma field. What they change, as HF's modeling_gemma2.py
-// and modeling_gemma3.py compute it in float32:
+// Gemma 1, 2 and 3 (text) are the Llama family with a switch: the
+// llamaFamily's gemma field. What they change, as HF's modeling_gemma.py,
+// modeling_gemma2.py and modeling_gemma3.py compute it in float32:
 //
 //   - RMSNorm multiplies by (1 + w), in float32, after normalising: the
 //     model holds each norm weight as float32(1 + w), which is the same
 //     product bit for bit, and is what llama.cpp's GGUF files store;
-//   - four norms a block: input, post-attention (before the residual
-//     add), pre-feedforward, post-feedforward (before the residual add);
+//   - Gemma 2 and 3: four norms a block: input, post-attention (before
+//     the residual add), pre-feedforward, post-feedforward (before the
+//     residual add); Gemma 1 has Llama's two (Gemma.sandwich);
 //   - GeGLU: down(gelu_tanh(gate) · up);
 //   - the embedding times √hidden_size, the constant rounded to float32;
-//   - attention scaled by query_pre_attn_scalar^-½;
+//   - attention scaled by query_pre_attn_scalar^-½ (Gemma 1: head_dim^-½;
+//     it has no soft-caps and no sliding window);
 //   - Gemma 2: scores soft-capped, tanh(s/c)·c, after the scaling and
 //     before the mask, and the logits soft-capped by final_logit_softcapping;
 //   - Gemma 3: per-head q and k norms ((1 + w) form) before RoPE; sliding
@@ -34,7 +36,7 @@ import (
 
 // Gemma holds what a Gemma config adds; nil for every other architecture.
 type Gemma struct {
-	Version            int     // 2 or 3
+	Version            int     // 1, 2 or 3
 	QueryPreAttnScalar float64 // the attention scale is its inverse square root
 	AttnSoftcap        float64 // Gemma 2's attn_logit_softcapping; 0: none
 	FinalSoftcap       float64 // final_logit_softcapping; 0: none
@@ -44,6 +46,7 @@ type Gemma struct {
 
 // Architecture names of Gemma.
 const (
+	ArchGemma  = "gemma"
 	ArchGemma2 = "gemma2"
 	ArchGemma3 = "gemma3_text"
 )
@@ -53,6 +56,8 @@ func init() {
 		class string
 		fam   *llamaFamily
 	}{
+		{"GemmaForCausalLM", &llamaFamily{name: ArchGemma, eps: 1e-6, theta: 10000, positions: 8192, headDim: 256, gemma: 1,
+			biases: gemmaBiases, ggufBiases: func(*Config, func(string) bool) {}}},
 		{"Gemma2ForCausalLM", &llamaFamily{name: ArchGemma2, eps: 1e-6, theta: 10000, positions: 8192, headDim: 256, gemma: 2,
 			biases: gemmaBiases, ggufBiases: func(*Config, func(string) bool) {}, windows: gemmaWindows(2)}},
 		{"Gemma3ForCausalLM", &llamaFamily{name: ArchGemma3, eps: 1e-6, theta: 1e6, positions: 131072, headDim: 256, gemma: 3, qkNorm: true, ggufArch: "gemma3",
@@ -61,6 +66,12 @@ func init() {
 		register(a.fam.name, a.class, a.fam)
 	}
 }
+
+// sandwich says the block has Gemma's norms after the attention and
+// after the FFN (post_attention_norm, post_ffw_norm), its
+// pre_feedforward_layernorm in the place of the others'
+// post_attention_layernorm; false for Gemma 1 and the other architectures.
+func (g *Gemma) sandwich() bool { return g != nil && g.Version > 1 }
 
 // gemmaBiases refuses attention_bias (HF's Gemma would add biases to
 // q, k, v and o); Gemma's MLP has none whatever mlp_bias says.
@@ -100,17 +111,20 @@ func gemmaWindows(version int) func(r rawConfig, c *Config) error {
 	}
 }
 
-// gemmaConfig reads a Gemma 2 or Gemma 3 config.json: the Llama family's
-// fields, read with the keys Gemma means otherwise set aside, then
-// Gemma's own.
+// gemmaConfig reads a Gemma config.json: the Llama family's fields, read
+// with the keys Gemma means otherwise set aside, then Gemma's own.
 func (r rawConfig) gemmaConfig(def *llamaFamily) (Config, error) {
 	base := maps.Clone(r)
-	// hidden_act is read by no Gemma module (hidden_activation is);
-	// rope_scaling is read below.
+	// hidden_act is read below (Gemma 1) or by no Gemma module
+	// (hidden_activation is); rope_scaling is read below.
 	delete(base, "hidden_act")
 	delete(base, "rope_scaling")
 	if _, ok := r.present("num_key_value_heads"); !ok {
-		base["num_key_value_heads"] = []byte("4") // Gemma2Config's and Gemma3TextConfig's default
+		kv := "4" // Gemma2Config's and Gemma3TextConfig's default
+		if def.gemma == 1 {
+			kv = "16" // GemmaConfig's
+		}
+		base["num_key_value_heads"] = []byte(kv)
 	}
 	c, err := base.llamaConfig(def)
 	if err != nil {
@@ -132,6 +146,9 @@ func (r rawConfig) gemmaConfig(def *llamaFamily) (Config, error) {
 		return Config{}, err
 	}
 	c.EOSTokenID = c.EOSTokenIDs[0]
+	if def.gemma == 1 {
+		return r.gemma1Config(c, g)
+	}
 	if g.QueryPreAttnScalar, err = r.positiveFloat("query_pre_attn_scalar", 256); err != nil {
 		return Config{}, err
 	}
@@ -160,6 +177,40 @@ func (r rawConfig) gemmaConfig(def *llamaFamily) (Config, error) {
 			return Config{}, err
 		}
 	}
+	if g.LinearFactor, err = r.gemmaRopeScaling(); err != nil {
+		return Config{}, err
+	}
+	c.Gemma = g
+	c.ActivationFunction = "gelu_pytorch_tanh"
+	return c, nil
+}
+
+// gemma1Config reads what GemmaConfig adds to the fields Gemma shares.
+// HF's GemmaMLP took its activation from hidden_activation (null:
+// gelu_pytorch_tanh) and ignored hidden_act, then, in the versions of
+// modular_gemma.py, from hidden_act (default gelu_pytorch_tanh),
+// ignoring hidden_activation; a config is read only where both readings
+// give GeGLU: Gemma 1's hub configs' legacy hidden_act "gelu" is the
+// exact erf GELU to the newer ones, and refused. Gemma 1 reads no
+// query_pre_attn_scalar (its scale is head_dim^-½), no soft-cap and no
+// window.
+func (r rawConfig) gemma1Config(c Config, g *Gemma) (Config, error) {
+	if act, err := r.str("hidden_act", "gelu_pytorch_tanh"); err != nil {
+		return Config{}, err
+	} else if act != "gelu_pytorch_tanh" {
+		return Config{}, fmt.Errorf("field \"hidden_act\": value %q is not implemented: HF's GemmaMLP computes it since "+
+			"modular_gemma.py (before, it read hidden_activation instead); only \"gelu_pytorch_tanh\" (GeGLU), which both read alike", act)
+	}
+	if adarms, err := r.boolean("use_adarms", false); err != nil {
+		return Config{}, err
+	} else if adarms {
+		return Config{}, fmt.Errorf("field \"use_adarms\": value true is not implemented (adaptive RMSNorm)")
+	}
+	if _, ok := r.present("rope_parameters"); ok {
+		return Config{}, fmt.Errorf("field \"rope_parameters\": not implemented (rope_theta and rope_scaling are)")
+	}
+	var err error
+	g.QueryPreAttnScalar = float64(c.HeadDim())
 	if g.LinearFactor, err = r.gemmaRopeScaling(); err != nil {
 		return Config{}, err
 	}
@@ -216,6 +267,8 @@ func localRope(c Config) rope {
 
 // gemmaBlock is layer l: x += post_attention_norm(attn(input_norm(x)));
 // x += post_feedforward_norm(down(gelu_tanh(gate)·up) of pre_feedforward_norm(x)).
+// Gemma 1 has neither post norm: pre_feedforward_norm is its
+// post_attention_layernorm.
 func (ps *pass) gemmaBlock(l int) {
 	b, f := &ps.m.h[l], ps.m.faultsAt(l)
 	c := ps.m.Config
@@ -232,8 +285,11 @@ func (ps *pass) gemmaBlock(l int) {
 		job.scale, job.mulScale = float32(c.HeadDim()), false
 	}
 	ps.attnOut(l, b, f, cos, sin, job)
-	rmsNorm(ps.proj, ps.proj, f.gemmaNorm(b.postAttnW), C, f.rmsEps, f.rmsF16)
-	ps.p.emit(tensors.PostAttnNorm, l, ps.proj, R, C)
+	sandwich := c.Gemma.sandwich()
+	if sandwich {
+		rmsNorm(ps.proj, ps.proj, f.gemmaNorm(b.postAttnW), C, f.rmsEps, f.rmsF16)
+		ps.p.emit(tensors.PostAttnNorm, l, ps.proj, R, C)
+	}
 	if f.noResidual {
 		copy(ps.x, ps.proj)
 	} else {
@@ -242,8 +298,10 @@ func (ps *pass) gemmaBlock(l int) {
 	rmsNorm(ps.h, ps.x, f.gemmaNorm(b.ln2W), C, f.rmsEps, f.rmsF16)
 	ps.p.emit(tensors.FFNNorm, l, ps.h, R, C)
 	ps.gated(l, b, f, geglu)
-	rmsNorm(ps.proj, ps.proj, f.gemmaNorm(b.postFFNW), C, f.rmsEps, f.rmsF16)
-	ps.p.emit(tensors.PostFFNNorm, l, ps.proj, R, C)
+	if sandwich {
+		rmsNorm(ps.proj, ps.proj, f.gemmaNorm(b.postFFNW), C, f.rmsEps, f.rmsF16)
+		ps.p.emit(tensors.PostFFNNorm, l, ps.proj, R, C)
+	}
 	kernels.AddShared(ps.x, ps.proj)
 	ps.p.emit(tensors.BlockOut, l, ps.x, R, C)
 }

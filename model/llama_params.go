@@ -96,7 +96,7 @@ func llamaLayer(c Config, l int) []Param {
 	if c.OBias {
 		ps = append(ps, Param{hf: "layers.%d.self_attn.o_proj.bias", gguf: "blk.%d.attn_output.bias", shape: []int{C}, part: partOBias})
 	}
-	if c.Gemma != nil {
+	if c.Gemma.sandwich() {
 		// Gemma's post_attention_layernorm follows the attention; its
 		// pre_feedforward_layernorm is the others' post_attention_layernorm.
 		ps = append(ps,
@@ -129,7 +129,7 @@ func llamaLayer(c Config, l int) []Param {
 			ps = append(ps, Param{hf: "layers.%d.mlp.down_proj.bias", gguf: "blk.%d.ffn_down.bias", shape: []int{C}, part: partDownBias})
 		}
 	}
-	if c.Gemma != nil {
+	if c.Gemma.sandwich() {
 		ps = append(ps, Param{hf: "layers.%d.post_feedforward_layernorm.weight", gguf: "blk.%d.post_ffw_norm.weight", shape: []int{C}, part: partPostFFNNorm})
 	}
 	for i := range ps {

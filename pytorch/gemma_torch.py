@@ -1,17 +1,21 @@
-"""Gemma 2 and Gemma 3 text (model_type gemma2, gemma3_text) written out op
-by op in torch, mirroring Hugging Face Gemma2ForCausalLM and
-Gemma3ForCausalLM in eval mode with the eager attention, on
-llama_torch.Llama's pass (its cache, mask and probes). What Gemma changes
-(docs/add-a-family.md, model/llama_gemma.go):
+"""Gemma 1, Gemma 2 and Gemma 3 text (model_type gemma, gemma2, gemma3_text)
+written out op by op in torch, mirroring Hugging Face GemmaForCausalLM,
+Gemma2ForCausalLM and Gemma3ForCausalLM in eval mode with the eager
+attention, on llama_torch.Llama's pass (its cache, mask and probes). What
+Gemma changes (docs/add-a-family.md, model/llama_gemma.go):
 
   - RMSNorm: x·rsqrt(mean(x²)+eps)·(1+w), in float32 at least, cast after
-    the multiply; four norms a block (input, post-attention before the
-    residual add, pre-feedforward, post-feedforward before the add);
-  - GeGLU: down(gelu_tanh(gate)·up) (hidden_activation gelu_pytorch_tanh);
-  - embeddings × √hidden_size: Gemma 2's torch.tensor(hidden**0.5,
+    the multiply; Gemma 2 and 3: four norms a block (input, post-attention
+    before the residual add, pre-feedforward, post-feedforward before the
+    add); Gemma 1: Llama's two (input, post_attention_layernorm before the
+    FFN);
+  - GeGLU: down(gelu_tanh(gate)·up) (hidden_activation gelu_pytorch_tanh;
+    Gemma 1's hidden_act too, which newer HF versions read instead);
+  - embeddings × √hidden_size: Gemma 1's and 2's torch.tensor(hidden**0.5,
     dtype=the activations'), Gemma 3's a float32 buffer cast to the
     activations' dtype;
-  - scores × query_pre_attn_scalar^-½; Gemma 2 soft-caps them,
+  - scores × query_pre_attn_scalar^-½ (Gemma 1: head_dim^-½, no soft-cap,
+    no window); Gemma 2 soft-caps them,
     tanh(s/c)·c, before the mask, and the logits by
     final_logit_softcapping (Gemma 3 applies the final cap if set and
     never reads attn_logit_softcapping);
@@ -21,9 +25,10 @@ llama_torch.Llama's pass (its cache, mask and probes). What Gemma changes
   - Sliding layers: layer_types, else Gemma 2's even layers, Gemma 3's all
     but every sliding_window_pattern-th (default 6).
 
-Probes as llama_torch's, plus at checkpoint 1 post_attn_norm [T,C] (after
-o_proj's norm, before the residual add) and post_ffn_norm [T,C] (after
-down's norm); ffn_norm is pre_feedforward_layernorm's output, act
+Probes as llama_torch's, plus (Gemma 2 and 3) at checkpoint 1
+post_attn_norm [T,C] (after o_proj's norm, before the residual add) and
+post_ffn_norm [T,C] (after down's norm); ffn_norm is
+pre_feedforward_layernorm's output (Gemma 1's post_attention_layernorm), act
 gelu_tanh(gate)·up, logits after the final soft-cap.
 """
 
@@ -39,7 +44,7 @@ from safetensors_io import BadInput
 from checkpoint import converted, read_json_object
 from config_fields import Fields
 
-ARCHS = ("gemma2", "gemma3_text")
+ARCHS = ("gemma", "gemma2", "gemma3_text")
 GGUF_ARCHS = ()
 CONTEXT = "max_position_embeddings"
 # llamacpp-cpu: llama.cpp's GELU through ggml's float16 table (its GeGLU),
@@ -47,13 +52,17 @@ CONTEXT = "max_position_embeddings"
 EMULATE = ("f16-kv", "llamacpp-cpu")
 CORPUS = llama_torch.CORPUS
 TOKENIZER_FILES = llama_torch.TOKENIZER_FILES
-TINY_MODELS = {"gemma2": "tiny-llama-gemma2", "gemma3_text": "tiny-llama-gemma3"}
+TINY_MODELS = {"gemma": "tiny-llama-gemma", "gemma2": "tiny-llama-gemma2", "gemma3_text": "tiny-llama-gemma3"}
 reach = llama_torch.reach
 eos_ids = llama_torch.eos_ids
 
-# Gemma2Config's and Gemma3TextConfig's defaults for keys a hub
-# config.json may omit.
+# GemmaConfig's, Gemma2Config's and Gemma3TextConfig's defaults for keys a
+# hub config.json may omit.
 _DEFAULTS = {
+    "gemma": {"rms_norm_eps": 1e-6, "rope_theta": 10000.0, "max_position_embeddings": 8192, "head_dim": 256,
+              "num_key_value_heads": 16, "tie_word_embeddings": True, "attention_bias": False,
+              "hidden_act": "gelu_pytorch_tanh", "hidden_activation": "gelu_pytorch_tanh", "use_adarms": False,
+              "bos_token_id": 2, "eos_token_id": 1},
     "gemma2": {"rms_norm_eps": 1e-6, "rope_theta": 10000.0, "max_position_embeddings": 8192, "head_dim": 256,
                "num_key_value_heads": 4, "tie_word_embeddings": True, "attention_bias": False,
                "hidden_activation": "gelu_pytorch_tanh", "query_pre_attn_scalar": 256, "sliding_window": 4096,
@@ -74,7 +83,7 @@ def make_tiny(arch, out):
 
 
 # make_tiny_llama's --arch of each architecture.
-TINY_ARCH = {"gemma2": "gemma2", "gemma3_text": "gemma3"}
+TINY_ARCH = {"gemma": "gemma", "gemma2": "gemma2", "gemma3_text": "gemma3"}
 
 
 def load_config(path):
@@ -97,7 +106,7 @@ def load_config_dict(raw, path):
     bad, posint, posnum = fields.bad, fields.posint, fields.posnum
 
     for f in ("vocab_size", "hidden_size", "intermediate_size", "num_hidden_layers", "num_attention_heads",
-              "max_position_embeddings", "num_key_value_heads", "head_dim", "sliding_window"):
+              "max_position_embeddings", "num_key_value_heads", "head_dim"):
         posint(f)
     if cfg["num_attention_heads"] % cfg["num_key_value_heads"]:
         bad("num_key_value_heads", f"does not divide num_attention_heads {cfg['num_attention_heads']}")
@@ -106,13 +115,19 @@ def load_config_dict(raw, path):
     cfg["rotary_dim"] = cfg["head_dim"]
     if cfg["hidden_activation"] != "gelu_pytorch_tanh":
         bad("hidden_activation", "only gelu_pytorch_tanh (GeGLU) is implemented")
-    for f in ("rms_norm_eps", "rope_theta", "query_pre_attn_scalar"):
+    for f in ("rms_norm_eps", "rope_theta"):
         posnum(f)
-    for f in ("tie_word_embeddings", "attention_bias", "use_bidirectional_attention"):
+    # Gemma 1 reads use_adarms and no use_bidirectional_attention.
+    flags = ("use_adarms",) if arch == "gemma" else ("use_bidirectional_attention",)
+    for f in ("tie_word_embeddings", "attention_bias") + flags:
         if f in cfg and not isinstance(cfg[f], bool):
             bad(f, "must be true or false")
     if cfg["attention_bias"]:
         bad("attention_bias", "Gemma's attention biases are not implemented")
+    if arch == "gemma":
+        return raw, _gemma1(raw, cfg, bad)
+    posint("sliding_window")
+    posnum("query_pre_attn_scalar")
     if cfg.get("use_bidirectional_attention"):
         bad("use_bidirectional_attention", "not implemented (causal attention only)")
     if "rope_parameters" in raw and raw["rope_parameters"] is not None:
@@ -124,19 +139,7 @@ def load_config_dict(raw, path):
     # HF's Gemma 3 attention never reads attn_logit_softcapping.
     cfg["attn_softcap"] = caps["attn_logit_softcapping"] if arch == "gemma2" else None
     cfg["local_rope_theta"] = posnum("rope_local_base_freq") if arch == "gemma3_text" else None
-    cfg["rope_linear"] = None
-    rs = cfg.get("rope_scaling")
-    if rs is not None:
-        if not isinstance(rs, dict):
-            bad("rope_scaling", "must be null or an object")
-        kind = rs.get("rope_type", rs.get("type"))
-        if kind == "linear":
-            v = rs.get("factor")
-            if not isinstance(v, (int, float)) or isinstance(v, bool) or not v > 0:
-                bad("rope_scaling", "linear needs a positive factor")
-            cfg["rope_linear"] = float(v)
-        elif kind != "default":
-            bad("rope_scaling", f"type {kind!r} is not implemented for Gemma (only linear)")
+    cfg["rope_linear"] = _rope_linear(cfg, bad)
     L = cfg["num_hidden_layers"]
     lt = cfg.get("layer_types")
     if lt is not None:
@@ -152,9 +155,54 @@ def load_config_dict(raw, path):
         pattern = posint("sliding_window_pattern") if arch == "gemma3_text" else 2
         sliding = [bool((i + 1) % pattern) for i in range(L)]
     cfg["windows"] = [cfg["sliding_window"] if s else 0 for s in sliding]
+    _eos(cfg)
+    return raw, cfg
+
+
+def _gemma1(raw, cfg, bad):
+    """GemmaConfig's reading. HF's GemmaMLP took its activation from
+    hidden_activation (null: gelu_pytorch_tanh), ignoring hidden_act, then
+    (modular_gemma.py) from hidden_act, ignoring hidden_activation: only a
+    config both read as GeGLU is accepted (the hub's legacy hidden_act
+    "gelu" is the exact erf GELU to the newer versions). Gemma 1 reads no
+    query_pre_attn_scalar (its scale is head_dim^-1/2), soft-cap, window
+    or layer_types."""
+    if cfg["hidden_act"] != "gelu_pytorch_tanh":
+        bad("hidden_act", "not implemented: HF's GemmaMLP computes it since modular_gemma.py (before, it read "
+                          "hidden_activation instead); only gelu_pytorch_tanh (GeGLU), which both read alike")
+    if cfg["use_adarms"]:
+        bad("use_adarms", "true is not implemented (adaptive RMSNorm)")
+    if "rope_parameters" in raw and raw["rope_parameters"] is not None:
+        bad("rope_parameters", "not implemented (rope_theta and rope_scaling are)")
+    cfg["query_pre_attn_scalar"] = cfg["head_dim"]
+    cfg["final_softcap"] = cfg["attn_softcap"] = cfg["local_rope_theta"] = None
+    cfg["rope_linear"] = _rope_linear(cfg, bad)
+    cfg["windows"] = None
+    _eos(cfg)
+    return cfg
+
+
+def _rope_linear(cfg, bad):
+    """rope_scaling: none, default or linear (its factor divides inv_freq)."""
+    rs = cfg.get("rope_scaling")
+    if rs is None:
+        return None
+    if not isinstance(rs, dict):
+        bad("rope_scaling", "must be null or an object")
+    kind = rs.get("rope_type", rs.get("type"))
+    if kind == "linear":
+        v = rs.get("factor")
+        if not isinstance(v, (int, float)) or isinstance(v, bool) or not v > 0:
+            bad("rope_scaling", "linear needs a positive factor")
+        return float(v)
+    if kind != "default":
+        bad("rope_scaling", f"type {kind!r} is not implemented for Gemma (only linear)")
+    return None
+
+
+def _eos(cfg):
     eos = cfg.get("eos_token_id")
     cfg["eos_token_ids"] = [] if eos is None else (list(eos) if isinstance(eos, list) else [eos])
-    return raw, cfg
 
 
 def param_shapes(cfg):
@@ -166,8 +214,7 @@ def param_shapes(cfg):
         s["lm_head.weight"] = [V, C]
     for i in range(cfg["num_hidden_layers"]):
         p = f"layers.{i}."
-        for n in ("input_layernorm", "post_attention_layernorm", "pre_feedforward_layernorm",
-                  "post_feedforward_layernorm"):
+        for n in _norms(cfg):
             s[p + n + ".weight"] = [C]
         for n, rows in (("q", H * D), ("k", Hkv * D), ("v", Hkv * D)):
             s[p + f"self_attn.{n}_proj.weight"] = [rows, C]
@@ -181,6 +228,13 @@ def param_shapes(cfg):
     return s
 
 
+def _norms(cfg):
+    """A block's norms, in HF's order: Gemma 1 has Llama's two."""
+    if cfg["model_type"] == "gemma":
+        return ("input_layernorm", "post_attention_layernorm")
+    return ("input_layernorm", "post_attention_layernorm", "pre_feedforward_layernorm", "post_feedforward_layernorm")
+
+
 def hf_order(cfg):
     """[(file tensor name, shape)] in HF's state-dict order."""
     shapes = param_shapes(cfg)
@@ -189,8 +243,7 @@ def hf_order(cfg):
         p = f"layers.{i}."
         order += [n for n in shapes if n.startswith(p) and ".self_attn." in n]
         order += [n for n in shapes if n.startswith(p) and ".mlp." in n]
-        order += [p + n + ".weight" for n in ("input_layernorm", "post_attention_layernorm",
-                                              "pre_feedforward_layernorm", "post_feedforward_layernorm")]
+        order += [p + n + ".weight" for n in _norms(cfg)]
     order += ["norm.weight"] + (["lm_head.weight"] if "lm_head.weight" in shapes else [])
     assert sorted(order) == sorted(shapes), "hf_order misses a parameter"
     return [(n if n == "lm_head.weight" else "model." + n, shapes[n]) for n in order]
@@ -205,13 +258,14 @@ def load_model(model_dir):
 
 
 class Gemma(llama_torch.Llama):
-    """Gemma 2's and Gemma 3's embeddings, block and logits on the Llama
-    family's pass."""
+    """Gemma's embeddings, block and logits on the Llama family's pass."""
 
     def __init__(self, model, dtype, numerics=None):
         super().__init__(model, dtype, numerics)
         cfg = self.cfg
         self.gemma3 = cfg["model_type"] == "gemma3_text"
+        # Gemma 2 and 3 norm the attention's and the FFN's outputs too.
+        self.sandwich = cfg["model_type"] != "gemma"
         self.scaling = cfg["query_pre_attn_scalar"] ** -0.5
         plain = dict(cfg, rope_scaling=None, longrope=None)
         self.inv_freq = llama_torch.inv_freq(plain, self.up)
@@ -260,7 +314,7 @@ class Gemma(llama_torch.Llama):
         H, Hkv, D = self.H, self.Hkv, self.D
         T, x, probe = s.T, s.x, s.probe
         p = f"layers.{i}."
-        window = self.cfg["windows"][i]
+        window = self.cfg["windows"][i] if self.cfg["windows"] else 0
         a = self._rms(x, P[p + "input_layernorm.weight"])
         probe(1, i, "attn_norm", a[0])
         q = self._linear(P, a, p + "self_attn.q_proj").view(1, T, H, D)
@@ -299,10 +353,11 @@ class Gemma(llama_torch.Llama):
         o = torch.matmul(pr, vr).transpose(1, 2).contiguous().reshape(1, T, H * D)
         o = self._linear(P, o, p + "self_attn.o_proj")
         probe(5, i, "attn_out", o[0])
-        o = self._rms(o, P[p + "post_attention_layernorm.weight"])
-        probe(1, i, "post_attn_norm", o[0])
+        if self.sandwich:
+            o = self._rms(o, P[p + "post_attention_layernorm.weight"])
+            probe(1, i, "post_attn_norm", o[0])
         x = x + o
-        m = self._rms(x, P[p + "pre_feedforward_layernorm.weight"])
+        m = self._rms(x, P[p + ("pre_feedforward_layernorm.weight" if self.sandwich else "post_attention_layernorm.weight")])
         probe(1, i, "ffn_norm", m[0])
         g = self._linear(P, m, p + "mlp.gate_proj")
         u = self._linear(P, m, p + "mlp.up_proj")
@@ -315,8 +370,9 @@ class Gemma(llama_torch.Llama):
         probe(6, i, "act", h[0])
         y = self._linear(P, h, p + "mlp.down_proj")
         probe(6, i, "down", y[0])
-        y = self._rms(y, P[p + "post_feedforward_layernorm.weight"])
-        probe(1, i, "post_ffn_norm", y[0])
+        if self.sandwich:
+            y = self._rms(y, P[p + "post_feedforward_layernorm.weight"])
+            probe(1, i, "post_ffn_norm", y[0])
         x = x + y
         probe(7, i, "block_out", x[0])
         s.x = x
@@ -328,13 +384,14 @@ Forward = Gemma
 # ---------------------------------------------------------------- GGUF
 
 # llama.cpp's architecture of each (gemma3_text is its gemma3).
-GGUF_ARCH = {"gemma2": "gemma2", "gemma3_text": "gemma3"}
-# llama.cpp's hard-coded rules: sliding layers i % pattern < pattern - 1,
-# and Gemma 3's local layers on base 10000.
-LLAMACPP_PATTERN = {"gemma2": 2, "gemma3_text": 6}
+GGUF_ARCH = {"gemma": "gemma", "gemma2": "gemma2", "gemma3_text": "gemma3"}
+# llama.cpp's hard-coded rules: sliding layers i % pattern < pattern - 1
+# (Gemma 1: none), and Gemma 3's local layers on base 10000.
+LLAMACPP_PATTERN = {"gemma": None, "gemma2": 2, "gemma3_text": 6}
 LLAMACPP_LOCAL_BASE = 10000.0
-# The layer counts llama.cpp takes for a 27B (scale by n_embd/n_head).
-LLAMACPP_27B_LAYERS = {"gemma2": 46, "gemma3_text": 62}
+# The layer counts llama.cpp takes for a 27B (scale by n_embd/n_head);
+# Gemma 1's scale is always 1/sqrt(head_dim).
+LLAMACPP_27B_LAYERS = {"gemma": None, "gemma2": 46, "gemma3_text": 62}
 
 
 def gguf_writable(cfg):
@@ -349,8 +406,8 @@ def gguf_writable(cfg):
         raise BadInput(f"{arch} with query_pre_attn_scalar {q} is not written: llama.cpp scales by "
                        f"1/sqrt(head_dim {D}) (or hidden/heads for a 27B) and stores no such key")
     n = LLAMACPP_PATTERN[arch]
-    w = cfg["sliding_window"]
-    want = [w if i % n < n - 1 else 0 for i in range(L)]
+    w = cfg.get("sliding_window")
+    want = None if n is None else [w if i % n < n - 1 else 0 for i in range(L)]
     if cfg["windows"] != want:
         raise BadInput(f"{arch} with windows {cfg['windows']} is not written: llama.cpp slides every layer "
                        f"but each {n}th ({want})")
@@ -364,10 +421,11 @@ def gguf_writable(cfg):
 
 def gguf_layout(cfg, w, permute_qk=True):
     """(metadata, tensors) as llama.cpp's converter (Gemma2Model,
-    Gemma3Model) writes them: every norm weight stored as w + 1 (here in
-    float32, from the float32 weights), post_attention_norm and
-    post_ffw_norm, Gemma 3's attn_q_norm/attn_k_norm; the soft-caps,
-    window and (Gemma 3) linear rope scaling as keys. permute_qk has no
+    Gemma3Model; GemmaModel for Gemma 1) writes them: every norm weight
+    stored as w + 1 (here in float32, from the float32 weights),
+    post_attention_norm and post_ffw_norm (not Gemma 1's),
+    Gemma 3's attn_q_norm/attn_k_norm; the soft-caps, window (not Gemma
+    1's) and linear rope scaling as keys. permute_qk has no
     effect (Gemma's rope is neox)."""
     gguf_writable(cfg)
     a = GGUF_ARCH[cfg["model_type"]]
@@ -383,7 +441,9 @@ def gguf_layout(cfg, w, permute_qk=True):
           (f"{a}.rope.freq_base", float(cfg["rope_theta"]))]
     if D != C // H:
         kv += [(f"{a}.attention.key_length", D), (f"{a}.attention.value_length", D)]
-    kv.append((f"{a}.attention.sliding_window", cfg["sliding_window"]))
+    sandwich = cfg["model_type"] != "gemma"
+    if sandwich:
+        kv.append((f"{a}.attention.sliding_window", cfg["sliding_window"]))
     if cfg["attn_softcap"] is not None:
         kv.append((f"{a}.attn_logit_softcapping", float(cfg["attn_softcap"])))
     if cfg["final_softcap"] is not None:
@@ -405,9 +465,13 @@ def gguf_layout(cfg, w, permute_qk=True):
             t += [(b + "attn_q_norm.weight", norm(p + "self_attn.q_norm.weight")),
                   (b + "attn_k_norm.weight", norm(p + "self_attn.k_norm.weight"))]
         t.append((b + "attn_output.weight", w[p + "self_attn.o_proj.weight"]))
-        t.append((b + "post_attention_norm.weight", norm(p + "post_attention_layernorm.weight")))
-        t.append((b + "ffn_norm.weight", norm(p + "pre_feedforward_layernorm.weight")))
+        if sandwich:
+            t.append((b + "post_attention_norm.weight", norm(p + "post_attention_layernorm.weight")))
+            t.append((b + "ffn_norm.weight", norm(p + "pre_feedforward_layernorm.weight")))
+        else:
+            t.append((b + "ffn_norm.weight", norm(p + "post_attention_layernorm.weight")))
         t += [(b + "ffn_gate.weight", w[p + "mlp.gate_proj.weight"]), (b + "ffn_up.weight", w[p + "mlp.up_proj.weight"]),
               (b + "ffn_down.weight", w[p + "mlp.down_proj.weight"])]
-        t.append((b + "post_ffw_norm.weight", norm(p + "post_feedforward_layernorm.weight")))
+        if sandwich:
+            t.append((b + "post_ffw_norm.weight", norm(p + "post_feedforward_layernorm.weight")))
     return kv, t

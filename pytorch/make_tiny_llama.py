@@ -15,6 +15,9 @@ checks teeth, as make_tiny_model.py does for GPT-2.
   --arch phi3-longrope  phi3 (the same draws) with rope_scaling longrope and
                   a pretrained context of 32: the 63-token case runs on the
                   long factors, the 5-token one on the short
+  --arch gemma    Gemma 1: Llama's block with (1+w) norms, GeGLU, the
+                  embedding scaled by sqrt(hidden), attention scaled by
+                  head_dim^-1/2, tied; no window, no soft-cap
   --arch gemma2   Gemma 2: four (1+w) norms a block, GeGLU, tied; layer 0
                   slides over 24 keys, layer 1 is global; attention
                   soft-cap 5 and final logit soft-cap 10 (Gemma 2 ships 50
@@ -102,12 +105,13 @@ from safetensors_io import write_safetensors  # noqa: E402
 ROOT = os.path.dirname(HERE)
 
 VOCAB_DIR = {"llama": "llama-spm", "llama3": "llama-spm", "qwen2": "llama-spm", "qwen3": "llama-spm",
-             "mistral": "llama-spm", "phi3": "phi-3", "phi3-longrope": "phi-3", "gemma2": "llama-spm",
+             "mistral": "llama-spm", "phi3": "phi-3", "phi3-longrope": "phi-3", "gemma": "llama-spm", "gemma2": "llama-spm",
              "gemma3": "llama-spm", "qwen3_moe": "llama-spm", "mixtral": "llama-spm"}
 VOCAB_GGUF = {"llama": "ggml-vocab-llama-spm.gguf", "llama3": "ggml-vocab-llama-spm.gguf",
               "qwen2": "ggml-vocab-llama-spm.gguf", "qwen3": "ggml-vocab-llama-spm.gguf",
               "mistral": "ggml-vocab-llama-spm.gguf", "phi3": "ggml-vocab-phi-3.gguf",
-              "phi3-longrope": "ggml-vocab-phi-3.gguf", "gemma2": "ggml-vocab-llama-spm.gguf",
+              "phi3-longrope": "ggml-vocab-phi-3.gguf", "gemma": "ggml-vocab-llama-spm.gguf",
+              "gemma2": "ggml-vocab-llama-spm.gguf",
               "gemma3": "ggml-vocab-llama-spm.gguf",
               "qwen3_moe": "ggml-vocab-llama-spm.gguf", "mixtral": "ggml-vocab-llama-spm.gguf"}
 # Mistral's sliding window: shorter than the longer committed case (63
@@ -145,11 +149,11 @@ def vocab_size(arch):
 
 
 def tied(arch):
-    return arch in ("llama3", "qwen2", "gemma2", "gemma3")
+    return arch in ("llama3", "qwen2", "gemma", "gemma2", "gemma3")
 
 
 def gemma(arch):
-    return arch in ("gemma2", "gemma3")
+    return arch in ("gemma", "gemma2", "gemma3")
 
 
 def default_shape(arch):
@@ -244,7 +248,10 @@ def config(arch, shape=None):
     if gemma(arch):
         g = dict(common, hidden_act="gelu_pytorch_tanh", hidden_activation="gelu_pytorch_tanh",
                  attention_bias=False, bos_token_id=1, eos_token_id=2, pad_token_id=0, head_dim=D,
-                 query_pre_attn_scalar=D, rms_norm_eps=1e-6, sliding_window=GEMMA_WINDOW)
+                 rms_norm_eps=1e-6)
+        if arch == "gemma":
+            return dict(g, architectures=["GemmaForCausalLM"], model_type="gemma")
+        g = dict(g, query_pre_attn_scalar=D, sliding_window=GEMMA_WINDOW)
         if arch == "gemma2":
             return dict(g, architectures=["Gemma2ForCausalLM"], model_type="gemma2",
                         attn_logit_softcapping=5.0, final_logit_softcapping=10.0)
@@ -315,7 +322,7 @@ def make_weights(arch, seed, shape=None):
         p = f"model.layers.{i}."
         w[p + "input_layernorm.weight"] = np.exp(0.2 * rng.standard_normal(C)) - off
         w[p + "post_attention_layernorm.weight"] = np.exp(0.2 * rng.standard_normal(C)) - off
-        if gemma(arch):
+        if arch in ("gemma2", "gemma3"):
             w[p + "pre_feedforward_layernorm.weight"] = np.exp(0.2 * rng.standard_normal(C)) - off
             w[p + "post_feedforward_layernorm.weight"] = np.exp(0.2 * rng.standard_normal(C)) - off
         q = 0.22 * f_in * rng.standard_normal((H * D, C))
@@ -337,9 +344,9 @@ def make_weights(arch, seed, shape=None):
             qk = 1.0 if arch == "gemma3" else 2.0
             w[p + "self_attn.q_norm.weight"] = qk * np.exp(0.2 * rng.standard_normal(D)) - off
             w[p + "self_attn.k_norm.weight"] = qk * np.exp(0.2 * rng.standard_normal(D)) - off
-        # Gemma's o_proj and down_proj alternate between the first two
-        # layers' spreads (its post-norms rescale each block's output).
-        depth = (i % 2 + 1) if gemma(arch) else (i + 1)
+        # Gemma 2's and 3's o_proj and down_proj alternate between the first
+        # two layers' spreads (their post-norms rescale each block's output).
+        depth = (i % 2 + 1) if arch in ("gemma2", "gemma3") else (i + 1)
         w[p + "self_attn.o_proj.weight"] = 0.06 * depth * f_o * rng.standard_normal((C, H * D))
         if sparse_layers(arch, L)[i]:
             w.update(moe_weights(arch, rng, p, i, C, I, f_in, out))
@@ -406,6 +413,7 @@ CHAT_TEMPLATES = {
     "phi3": "testdata/chat/phi-3-mini.jinja",
     "phi3-longrope": "testdata/chat/phi-3-mini.jinja",
     # Gemma's own template comes with its tokenizer; these models have Llama 2's vocabulary.
+    "gemma": "testdata/chat/mistral-7b-instruct-v0.2.jinja",
     "gemma2": "testdata/chat/mistral-7b-instruct-v0.2.jinja",
     "gemma3": "testdata/chat/mistral-7b-instruct-v0.2.jinja",
     "qwen3_moe": "testdata/tokenizer/qwen2/tokenizer_config.json",

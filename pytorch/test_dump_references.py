@@ -843,7 +843,7 @@ class LlamaDumperTest(unittest.TestCase):
             json.dump(dict(cfg, model_type="mamba"), f)
         rc, msg = run_quiet(dr.main, ["--model", d, "--tokens", "1,2", "--out", out])
         self.assertEqual(rc, 2, msg)
-        self.assertIn("'mamba': only gpt2, llama, qwen2, qwen3, mistral, phi3, qwen3_moe, mixtral, gemma2, gemma3_text are supported", msg)
+        self.assertIn("'mamba': only gpt2, llama, qwen2, qwen3, mistral, phi3, qwen3_moe, mixtral, gemma, gemma2, gemma3_text are supported", msg)
         self.assertFalse(os.path.exists(out))
 
 

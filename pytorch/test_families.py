@@ -30,7 +30,7 @@ from safetensors_io import BadInput  # noqa: E402
 from test_dump_references import contents, run_quiet  # noqa: E402
 
 ROOT = os.path.dirname(HERE)
-KNOWN = "only gpt2, llama, qwen2, qwen3, mistral, phi3, qwen3_moe, mixtral, gemma2, gemma3_text are supported"
+KNOWN = "only gpt2, llama, qwen2, qwen3, mistral, phi3, qwen3_moe, mixtral, gemma, gemma2, gemma3_text are supported"
 
 
 def fake_family(name, **over):
@@ -70,7 +70,7 @@ class RegisterTest(unittest.TestCase):
             table.update(saved)
 
     def test_registered(self):
-        self.assertEqual(list(families.BY_ARCH), ["gpt2", "llama", "qwen2", "qwen3", "mistral", "phi3", "qwen3_moe", "mixtral", "gemma2", "gemma3_text"])
+        self.assertEqual(list(families.BY_ARCH), ["gpt2", "llama", "qwen2", "qwen3", "mistral", "phi3", "qwen3_moe", "mixtral", "gemma", "gemma2", "gemma3_text"])
         self.assertEqual(list(families.BY_GGUF_ARCH), ["gpt2"])
         for arch, fam in families.BY_ARCH.items():
             self.assertIs(families.family(arch), fam)
@@ -156,7 +156,7 @@ class UnknownTest(TmpTest):
         without it is a BadInput naming the family, not an AttributeError."""
         gpt2 = os.path.join(ROOT, "testdata", "tiny-gpt2")
         with self.assertRaisesRegex(BadInput, "field 'model_type' = 'gpt2': gpt2_torch has no GGUF layout to write "
-                                    r"\(the families with one: llama, qwen2, qwen3, mistral, phi3, qwen3_moe, mixtral, gemma2, gemma3_text\)"):
+                                    r"\(the families with one: llama, qwen2, qwen3, mistral, phi3, qwen3_moe, mixtral, gemma, gemma2, gemma3_text\)"):
             gguf_write.convert(families.family("gpt2").load_model(gpt2), os.path.join(self.tmp, "x.gguf"))
         with self.assertRaisesRegex(BadInput, "field 'model_type' = 'gpt2': gpt2_torch gives no checkpoint layout"):
             mc.write_checkpoint(os.path.join(gpt2, "config.json"), os.path.join(self.tmp, "ck2"))

@@ -1,4 +1,4 @@
-"""Tests of gemma_torch.py (Gemma 2 and Gemma 3 text), each against the
+"""Tests of gemma_torch.py (Gemma 1, Gemma 2 and Gemma 3 text), each against the
 formula HF's modeling file computes, written out independently here.
 What both sides accept and refuse is cmd/llorch-check's
 TestConfigsAgreeWithTheReference; that Go matches this forward is the
@@ -26,7 +26,7 @@ from safetensors_io import BadInput  # noqa: E402
 from test_llama_torch import _peer_missing, llamacpp  # noqa: E402
 
 ROOT = os.path.dirname(HERE)
-MODELS = {"gemma2": "tiny-llama-gemma2", "gemma3": "tiny-llama-gemma3"}
+MODELS = {"gemma": "tiny-llama-gemma", "gemma2": "tiny-llama-gemma2", "gemma3": "tiny-llama-gemma3"}
 # BOS and 39 ids: longer than the tiny models' window of 24.
 TOKENS = [1] + [int(t) for t in np.random.default_rng(11).integers(3, 32000, 39)]
 
@@ -157,6 +157,79 @@ class GGUFLayoutTest(unittest.TestCase):
                 gt.gguf_layout(m["config"], m["weights"])
 
 
+class Gemma1Test(unittest.TestCase):
+    """Gemma 1: GemmaConfig's defaults, Llama's two norms a block in the
+    (1+w) form, scores scaled by head_dim^-1/2, no soft-cap or window; the
+    configs it refuses name the field model/gemma_test.go's
+    TestGemma1Config names."""
+
+    def test_defaults_and_what_gemma1_does_not_read(self):
+        raw = dict(load("gemma")["config_raw"])
+        for k in ("num_key_value_heads", "head_dim", "rms_norm_eps", "rope_theta", "max_position_embeddings",
+                  "tie_word_embeddings", "hidden_act", "hidden_activation", "bos_token_id", "eos_token_id"):
+            del raw[k]
+        raw.update(num_attention_heads=16, query_pre_attn_scalar=24, attn_logit_softcapping=50.0,
+                   final_logit_softcapping=30.0, sliding_window=4,
+                   layer_types=["sliding_attention", "sliding_attention"])
+        _, cfg = gt.load_config_dict(raw, "config.json")
+        self.assertEqual((cfg["num_key_value_heads"], cfg["head_dim"], cfg["rms_norm_eps"], cfg["rope_theta"],
+                          cfg["max_position_embeddings"], cfg["tie_word_embeddings"], cfg["bos_token_id"],
+                          cfg["eos_token_ids"]), (16, 256, 1e-6, 10000.0, 8192, True, 2, [1]))
+        self.assertEqual(cfg["query_pre_attn_scalar"], 256)
+        self.assertIsNone(cfg["windows"])
+        self.assertEqual((cfg["attn_softcap"], cfg["final_softcap"], cfg["local_rope_theta"]), (None, None, None))
+
+    def test_refused_naming_the_field(self):
+        base = load("gemma")["config_raw"]
+        gt.load_config_dict(dict(base, hidden_activation=None), "config.json")  # HF's null: gelu_pytorch_tanh
+        for changes, field in (({"hidden_act": "gelu"}, "hidden_act"), ({"hidden_activation": "gelu"}, "hidden_activation"),
+                               ({"use_adarms": True}, "use_adarms"),
+                               ({"rope_parameters": {"rope_theta": 10000.0}}, "rope_parameters"),
+                               ({"rope_scaling": {"rope_type": "yarn", "factor": 2.0}}, "rope_scaling"),
+                               ({"attention_bias": True}, "attention_bias")):
+            with self.assertRaisesRegex(BadInput, f"'{field}'"):
+                gt.load_config_dict(dict(base, **changes), "config.json")
+
+    def test_block(self):
+        m = load("gemma")
+        fwd = gt.Gemma(m, torch.float32)
+        self.assertFalse(fwd.sandwich)
+        logits, cap = run(m)
+        self.assertNotIn((0, "post_attn_norm"), cap)
+        self.assertNotIn((0, "post_ffn_norm"), cap)
+        P = m["weights"]
+        # ffn_norm is post_attention_layernorm's (1+w) norm of x + attn_out.
+        h = cap[(None, "embeddings")] + cap[(0, "attn_out")]
+        w = torch.from_numpy(P["layers.0.post_attention_layernorm.weight"])
+        want = h / torch.sqrt(h.pow(2).mean(-1, keepdim=True) + 1e-6) * (1 + w)
+        self.assertTrue(torch.allclose(cap[(0, "ffn_norm")], want, rtol=1e-5, atol=1e-5))
+        # block_out is x + down, with no norm after down.
+        self.assertTrue(torch.allclose(cap[(0, "block_out")], h + cap[(0, "down")], rtol=1e-6, atol=1e-6))
+        # Scores are q·k / sqrt(head_dim), the mask aside; query_pre_attn_scalar is not read.
+        q, k = cap[(0, "q_rope")], cap[(0, "k_rope")]
+        D = m["config"]["head_dim"]
+        kr = k.repeat_interleave(q.shape[0] // k.shape[0], dim=0)
+        want = torch.matmul(q, kr.transpose(1, 2)) * D ** -0.5
+        sc = cap[(0, "scores")]
+        seen = sc > torch.finfo(torch.float32).min / 2
+        self.assertTrue(torch.allclose(sc[seen], want[seen], rtol=1e-5, atol=1e-5))
+        same, _ = run(with_config(m, query_pre_attn_scalar=24))
+        self.assertTrue(torch.equal(logits, same))
+
+    def test_gguf_layout(self):
+        m = load("gemma")
+        kv, t = gt.gguf_layout(m["config"], m["weights"])
+        kv, t, w = dict(kv), dict(t), m["weights"]
+        self.assertEqual(kv["general.architecture"], "gemma")
+        self.assertNotIn("gemma.attention.sliding_window", kv)
+        self.assertFalse([k for k in kv if "softcapping" in k])
+        self.assertFalse([n for n in t if "post_" in n])
+        for gguf_name, hf in (("blk.1.attn_norm.weight", "layers.1.input_layernorm.weight"),
+                              ("blk.0.ffn_norm.weight", "layers.0.post_attention_layernorm.weight"),
+                              ("output_norm.weight", "norm.weight")):
+            self.assertTrue(np.array_equal(t[gguf_name], w[hf] + np.float32(1)), gguf_name)
+
+
 # Past the tiny models' window of 24, so that llama.cpp's sliding window is
 # exercised too.
 PEER_TOKENS = [1] + [int(t) for t in np.random.default_rng(7).integers(3, 32000, 45)]
@@ -211,6 +284,9 @@ class LlamaCppTest(unittest.TestCase):
               f"({d_emu:.2e} with ggml's float16 GELU table emulated), greedy {equal}/16 decided and equal",
               file=sys.stderr)
         return d
+
+    def test_gemma(self):
+        self._check("gemma")
 
     def test_gemma2(self):
         self._check("gemma2")

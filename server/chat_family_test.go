@@ -35,6 +35,7 @@ func TestChatFamilyTemplates(t *testing.T) {
 		{"tiny-llama-mistral", user, "<s>[INST] Hello [/INST]"},
 		{"tiny-llama-phi3", user, "<s><|user|>\nHello<|end|>\n<|assistant|>\n"},
 		// Gemma's tiny models have Llama 2's vocabulary, and so its template.
+		{"tiny-llama-gemma", user, "<s>[INST] Hello [/INST]"},
 		{"tiny-llama-gemma2", user, "<s>[INST] Hello [/INST]"},
 		{"tiny-llama-gemma3", user, "<s>[INST] Hello [/INST]"},
 		// The mixtures of experts serve chat as their families' instruct models format it.

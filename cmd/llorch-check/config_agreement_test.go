@@ -89,6 +89,25 @@ func TestConfigsAgreeWithTheReference(t *testing.T) {
 		// Gemma: the config classes' defaults, HF's layer rules, and what
 		// HF's modeling files read (Gemma 3's attention never reads
 		// attn_logit_softcapping) or that is not implemented.
+		{"gemma as committed", "tiny-llama-gemma", func(map[string]any) {}},
+		{"gemma defaults", "tiny-llama-gemma", func(m map[string]any) {
+			for _, k := range []string{"num_key_value_heads", "head_dim", "hidden_act", "hidden_activation", "rms_norm_eps", "tie_word_embeddings"} {
+				delete(m, k)
+			}
+			m["num_attention_heads"] = 16
+		}},
+		{"gemma reads no Gemma 2 settings", "tiny-llama-gemma", func(m map[string]any) {
+			m["query_pre_attn_scalar"], m["attn_logit_softcapping"], m["final_logit_softcapping"] = 24, 50.0, 30.0
+			m["sliding_window"], m["layer_types"], m["use_bidirectional_attention"] = 4, []string{"sliding_attention", "sliding_attention"}, true
+		}},
+		{"gemma null hidden_activation", "tiny-llama-gemma", func(m map[string]any) { m["hidden_activation"] = nil }},
+		{"gemma legacy gelu hidden_act", "tiny-llama-gemma", func(m map[string]any) { m["hidden_act"] = "gelu" }},
+		{"gemma erf gelu", "tiny-llama-gemma", func(m map[string]any) { m["hidden_activation"] = "gelu" }},
+		{"gemma adarms", "tiny-llama-gemma", func(m map[string]any) { m["use_adarms"] = true }},
+		{"gemma linear rope", "tiny-llama-gemma", func(m map[string]any) { m["rope_scaling"] = map[string]any{"rope_type": "linear", "factor": 4.0} }},
+		{"gemma yarn", "tiny-llama-gemma", func(m map[string]any) { m["rope_scaling"] = map[string]any{"rope_type": "yarn", "factor": 2.0} }},
+		{"gemma rope_parameters", "tiny-llama-gemma", func(m map[string]any) { m["rope_parameters"] = map[string]any{"rope_theta": 10000.0} }},
+		{"gemma attention bias", "tiny-llama-gemma", func(m map[string]any) { m["attention_bias"] = true }},
 		{"gemma2 as committed", "tiny-llama-gemma2", func(map[string]any) {}},
 		{"gemma2 defaults", "tiny-llama-gemma2", func(m map[string]any) {
 			for _, k := range []string{"attn_logit_softcapping", "final_logit_softcapping", "query_pre_attn_scalar", "sliding_window", "num_key_value_heads"} {

@@ -38,9 +38,9 @@ the layout of llama.cpp's converter for that architecture: the {arch}.*
 hyper-parameters, blk.N.attn_q/k/v (phi3: attn_qkv), ffn_gate/up/down,
 llama's q and k rows permuted for llama.cpp's rope, rope_freqs for Llama 3
 scaling (and llorch.rope_scaling.* keys, from which llorch-check recomputes
-HF's frequencies exactly); gemma2 and gemma3_text (llama.cpp's gemma3) with
-their norms stored as 1 + w, post_attention_norm and post_ffw_norm, and the
-soft-cap, window and linear rope keys (a config whose query_pre_attn_scalar,
+HF's frequencies exactly); gemma, gemma2 and gemma3_text (llama.cpp's gemma3)
+with their norms stored as 1 + w, Gemma 2's and 3's post_attention_norm and
+post_ffw_norm, and the soft-cap, window and linear rope keys (a config whose query_pre_attn_scalar,
 window pattern or local rope base llama.cpp fixes otherwise is refused). Its tokenizer.* keys are converted from HF_DIR's
 tokenizer.json and tokenizer_config.json as llama.cpp's convert_hf_to_gguf.py
 does (model gpt2 with the llama-bpe, qwen2 or gpt-2 pre-tokenizer, or model

@@ -54,8 +54,8 @@ func newGenerateCmd() *cobra.Command {
 		Use:   "generate [--model DIR] (--prompt TEXT | --tokens IDS) [--max-tokens N] [flags]",
 		Short: "Generate text with the Go model, streaming it to stdout",
 		Long: `Continue a prompt with the Go model (GPT-2, or the Llama family: llama,
-qwen2, qwen3, mistral, phi3, gemma2, gemma3_text, and the mixtures of experts qwen3_moe and
-mixtral), streaming the generated text to stdout as each token is
+qwen2, qwen3, mistral, phi3, gemma, gemma2, gemma3_text, and the mixtures of experts
+qwen3_moe and mixtral), streaming the generated text to stdout as each token is
 chosen (the prompt is not echoed). Sampling follows Hugging Face's logit
 processors: repetition penalty, temperature, top-k, top-p, min-p. A
 temperature below 1e-6 is greedy. The seed (drawn when not given; greedy

@@ -1,7 +1,7 @@
 // Command llorch-check validates a forward pass written in Go (GPT-2, or the
-// Llama family: llama, qwen2, qwen3, mistral, phi3, gemma2, gemma3_text, and the
-// mixtures of experts qwen3_moe and mixtral) against PyTorch reference tensors,
-// checkpoint by checkpoint, and serves the model.
+// Llama family: llama, qwen2, qwen3, mistral, phi3, gemma, gemma2, gemma3_text,
+// and the mixtures of experts qwen3_moe and mixtral) against PyTorch reference
+// tensors, checkpoint by checkpoint, and serves the model.
 package main
 
 import (
@@ -54,8 +54,8 @@ func newRootCmd() *cobra.Command {
 		Use:   "llorch-check",
 		Short: "Validate a Go GPT-2, Llama, Qwen, Mistral, Phi-3, Gemma or mixture of experts against PyTorch, checkpoint by checkpoint",
 		Long: `llorch-check runs a forward pass written in Go (GPT-2, or the Llama family:
-llama, qwen2, qwen3, mistral, phi3, gemma2, gemma3_text, and the mixtures of experts
-qwen3_moe and mixtral), captures its tensors at twelve checkpoints (norm,
+llama, qwen2, qwen3, mistral, phi3, gemma, gemma2, gemma3_text, and the mixtures of
+experts qwen3_moe and mixtral), captures its tensors at twelve checkpoints (norm,
 QKV, KV cache, attention, FFN, block output, LM head, logits, sampling,
 generation) and compares them with reference tensors that PyTorch computed
 from the same weights.

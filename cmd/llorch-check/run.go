@@ -176,8 +176,8 @@ func newRunCmd() *cobra.Command {
 		Use:   "run",
 		Short: "Compare the Go forward with a reference set, checkpoint by checkpoint",
 		Long: `run executes the Go forward (GPT-2, or the Llama family: llama, qwen2,
-qwen3, mistral, phi3, gemma2, gemma3_text, the mixtures of experts qwen3_moe and
-mixtral, as config.json or the GGUF file says) on every case of a
+qwen3, mistral, phi3, gemma, gemma2, gemma3_text, the mixtures of experts qwen3_moe
+and mixtral, as config.json or the GGUF file says) on every case of a
 reference set, captures the tensors of the selected checkpoints for every
 layer, and compares each with PyTorch's (numpy allclose:
 |got − want| ≤ atol + rtol·|want|).
