@@ -34,7 +34,7 @@ func TestLoadConfig(t *testing.T) {
 			require.Equal(t, 1e-5, c.LayerNormEpsilon)
 			require.Equal(t, 50256, c.EOSTokenID)
 		}},
-		{name: "model_type", edit: func(m map[string]any) { m["model_type"] = "bert" }, wantErr: []string{"model_type", "bert", "known: gpt2, llama, qwen2, qwen3, mistral, phi3, gemma, gemma2, gemma3_text"}},
+		{name: "model_type", edit: func(m map[string]any) { m["model_type"] = "bert" }, wantErr: []string{"model_type", "bert", "known: " + knownArchs()}},
 		{name: "no model_type nor arch", edit: func(m map[string]any) { delete(m, "model_type"); delete(m, "architectures") }, wantErr: []string{"model_type"}},
 		{name: "wrong arch", edit: func(m map[string]any) { delete(m, "model_type"); m["architectures"] = []string{"BertModel"} }, wantErr: []string{"architectures", "BertModel"}},
 		{name: "activation gelu", edit: func(m map[string]any) { m["activation_function"] = "gelu" }, wantErr: []string{"activation_function", `"gelu"`}},

@@ -66,6 +66,12 @@ type Arch struct {
 	fam   family
 }
 
+// Experts says whether the architecture is a mixture of experts.
+func (a Arch) Experts() bool {
+	l, ok := a.fam.(*llamaFamily)
+	return ok && l.moe != nil
+}
+
 // Architectures lists every implemented architecture, in the order
 // errors list them; each family's file registers its own.
 var Architectures []Arch

@@ -13,13 +13,14 @@ import (
 	"testing"
 
 	"github.com/llorch/llorch-check/gguf"
+	"github.com/llorch/llorch-check/internal/fixture"
 	"github.com/llorch/llorch-check/kernels"
 	"github.com/llorch/llorch-check/tokenizer"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
-// The tiny Llama-family models, one an architecture, and llama.cpp's
+// The tiny Llama-family models (fixture.Families), one an architecture, and llama.cpp's
 // vocabulary file each is converted with (pytorch/gguf_write.py's
 // default_vocab). tiny-llama-phi3-longrope's round trip is
 // TestLongRopeGGUF's. It is not in TestLlamaGGUFQ8_0: its Q8_0 forward
@@ -27,17 +28,19 @@ import (
 // 1.36x at layer 1's down projection with HF's attention factor of 1.18
 // (which scales q and k), 0.41x with the factor set to 1 (tiny-llama-phi3:
 // 0.37x): measured, not explained further.
-var llamaTiny = []struct{ name, vocab string }{
-	{"tiny-llama", llamaSPMVocab},
-	{"tiny-llama3", llamaSPMVocab},
-	{"tiny-llama-qwen2", llamaSPMVocab},
-	{"tiny-llama-qwen3", llamaSPMVocab},
-	{"tiny-llama-mistral", llamaSPMVocab},
-	{"tiny-llama-phi3", "../testdata/tokenizer/phi-3/ggml-vocab-phi-3.gguf"},
-	{"tiny-llama-gemma", llamaSPMVocab},
-	{"tiny-llama-gemma2", llamaSPMVocab},
-	{"tiny-llama-gemma3", llamaSPMVocab},
-}
+var llamaTiny = func() []struct{ name, vocab string } {
+	var out []struct{ name, vocab string }
+	for _, name := range fixture.Families {
+		switch name {
+		case "tiny-llama-phi3-longrope":
+		case "tiny-llama-phi3":
+			out = append(out, struct{ name, vocab string }{name, "../testdata/tokenizer/phi-3/ggml-vocab-phi-3.gguf"})
+		default:
+			out = append(out, struct{ name, vocab string }{name, llamaSPMVocab})
+		}
+	}
+	return out
+}()
 
 const llamaSPMVocab = "../testdata/tokenizer/llama-spm/ggml-vocab-llama-spm.gguf"
 
@@ -299,7 +302,7 @@ func TestLoadLlamaGGUFBadInputs(t *testing.T) {
 		want string
 	}{
 		{"unknown architecture", llama3, setKV(keyArchitecture, str("mamba")),
-			`key general.architecture: value "mamba" is not supported (known: gpt2, llama, qwen2, qwen3, mistral, phi3, gemma, gemma2, gemma3_text, qwen3_moe, mixtral)`},
+			`key general.architecture: value "mamba" is not supported (known: ` + knownArchs() + `)`},
 		{"missing tensor", llama3, dropTensor("blk.1.attn_k.weight"), `missing tensor "blk.1.attn_k.weight"`},
 		{"missing bias", qwen2, dropTensor("blk.0.attn_v.bias"), `missing tensor "blk.0.attn_v.bias"`},
 		{"wrong head_count_kv", llama3, setKV("llama.attention.head_count_kv", u32(4)),

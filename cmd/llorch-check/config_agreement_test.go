@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -207,4 +208,21 @@ func TestConfigsAgreeWithTheReference(t *testing.T) {
 		}
 		require.Equal(t, lines[i], got, "%s: Go said %v", tc.name, err)
 	}
+}
+
+// TestArchitecturesAgreeWithTheReference: the Go side and the PyTorch side
+// register the same architectures, so that a family added on one side
+// only fails here, and no test has to spell out the list.
+func TestArchitecturesAgreeWithTheReference(t *testing.T) {
+	py := python(t)
+	cmd := exec.Command(py, "-c", `import sys; sys.path.insert(0, "pytorch"); import families; print(" ".join(sorted(families.BY_ARCH)))`)
+	cmd.Dir = fixture.Root()
+	out, err := cmd.CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	var goArchs []string
+	for _, a := range model.Architectures {
+		goArchs = append(goArchs, a.Name)
+	}
+	slices.Sort(goArchs)
+	require.Equal(t, strings.Join(goArchs, " "), strings.TrimSpace(string(out)))
 }

@@ -53,14 +53,13 @@ func newGenerateCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "generate [--model DIR] (--prompt TEXT | --tokens IDS) [--max-tokens N] [flags]",
 		Short: "Generate text with the Go model, streaming it to stdout",
-		Long: `Continue a prompt with the Go model (GPT-2, or the Llama family: llama,
-qwen2, qwen3, mistral, phi3, gemma, gemma2, gemma3_text, and the mixtures of experts
-qwen3_moe and mixtral), streaming the generated text to stdout as each token is
+		Long: reflow(`Continue a prompt with the Go model (`+families()+`),
+streaming the generated text to stdout as each token is
 chosen (the prompt is not echoed). Sampling follows Hugging Face's logit
 processors: repetition penalty, temperature, top-k, top-p, min-p. A
 temperature below 1e-6 is greedy. The seed (drawn when not given; greedy
 decoding has none) and the stop reason go to stderr; with the same seed,
-prompt and settings the output is the same on every machine.
+prompt and settings the output is the same on every machine.`) + `
 
 Generation stops at the model's end of text (GPT-2's <|endoftext|>; the
 Llama family's end-of-sequence id and generation_config.json's end-of-turn

@@ -1,7 +1,8 @@
-// Command llorch-check validates a forward pass written in Go (GPT-2, or the
-// Llama family: llama, qwen2, qwen3, mistral, phi3, gemma, gemma2, gemma3_text,
-// and the mixtures of experts qwen3_moe and mixtral) against PyTorch reference
-// tensors, checkpoint by checkpoint, and serves the model.
+// Command llorch-check validates a forward pass written in Go (GPT-2, or an
+// architecture of the Llama family: llama, Qwen, Mistral, Phi-3, Gemma and
+// mixtures of experts; `llorch-check --help` lists every one the model
+// package registers) against PyTorch reference tensors, checkpoint by
+// checkpoint, and serves the model.
 package main
 
 import (
@@ -53,12 +54,11 @@ func newRootCmd() *cobra.Command {
 	root := &cobra.Command{
 		Use:   "llorch-check",
 		Short: "Validate a Go GPT-2, Llama, Qwen, Mistral, Phi-3, Gemma or mixture of experts against PyTorch, checkpoint by checkpoint",
-		Long: `llorch-check runs a forward pass written in Go (GPT-2, or the Llama family:
-llama, qwen2, qwen3, mistral, phi3, gemma, gemma2, gemma3_text, and the mixtures of
-experts qwen3_moe and mixtral), captures its tensors at twelve checkpoints (norm,
+		Long: reflow(`llorch-check runs a forward pass written in Go (`+families()+`),
+captures its tensors at twelve checkpoints (norm,
 QKV, KV cache, attention, FFN, block output, LM head, logits, sampling,
 generation) and compares them with reference tensors that PyTorch computed
-from the same weights.
+from the same weights.`) + `
 
 Exit codes: 0 all passed, 1 a checkpoint failed, 2 bad input.`,
 		SilenceUsage:  true,

@@ -175,12 +175,11 @@ func newRunCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "run",
 		Short: "Compare the Go forward with a reference set, checkpoint by checkpoint",
-		Long: `run executes the Go forward (GPT-2, or the Llama family: llama, qwen2,
-qwen3, mistral, phi3, gemma, gemma2, gemma3_text, the mixtures of experts qwen3_moe
-and mixtral, as config.json or the GGUF file says) on every case of a
+		Long: reflow(`run executes the Go forward (`+families()+`,
+as config.json or the GGUF file says) on every case of a
 reference set, captures the tensors of the selected checkpoints for every
 layer, and compares each with PyTorch's (numpy allclose:
-|got − want| ≤ atol + rtol·|want|).
+|got − want| ≤ atol + rtol·|want|).`) + `
 
 With no flags it runs all twelve checkpoints on the default tiny model and
 its committed reference set. Exit 0: all passed; 1: a checkpoint failed;
