@@ -13,7 +13,7 @@ import (
 
 // Config is the subset of a Hugging Face config that the forward pass
 // depends on, named as GPT2Config names it; the Llama family's fields
-// (config_llama.go) map onto the same names where they mean the same
+// (llama_config.go) map onto the same names where they mean the same
 // thing (hidden_size is NEmbd, intermediate_size NInner,
 // max_position_embeddings NPositions). LoadConfig only returns configs
 // this package implements.
