@@ -108,7 +108,7 @@ func LoadContext(ctx context.Context, path string, opt Options) (*model.Model, e
 	}
 	switch {
 	case cachePath != "" && opt.WriteCacheLater:
-		pending.Store(m, &pendingCache{path: cachePath, key: key, note: note})
+		leaveCache(m, &pendingCache{path: cachePath, key: key, note: note})
 		m.WeightsCache = note + "to be written to " + cachePath
 	case cachePath != "":
 		m.WeightsCache = writeCacheNote(m, note, cachePath, key)

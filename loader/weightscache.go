@@ -9,7 +9,9 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime"
 	"sync"
+	"weak"
 
 	"github.com/llorch/llorch-check/internal/atomicfile"
 	"github.com/llorch/llorch-check/internal/buildid"
@@ -128,15 +130,24 @@ type pendingCache struct {
 }
 
 // pending holds, by model, the caches loads with WriteCacheLater left
-// to write; WriteWeightsCache takes each out.
-var pending sync.Map // *model.Model -> *pendingCache
+// to write; WriteWeightsCache takes each out. Its keys are weak: a model
+// whose cache is never written (a command that failed after its load)
+// is not kept alive by it, and its entry goes when the model does.
+var pending sync.Map // weak.Pointer[model.Model] -> *pendingCache
+
+// leaveCache records a cache for WriteWeightsCache to write for m.
+func leaveCache(m *model.Model, p *pendingCache) {
+	key := weak.Make(m)
+	pending.Store(key, p)
+	runtime.AddCleanup(m, func(k weak.Pointer[model.Model]) { pending.Delete(k) }, key)
+}
 
 // WriteWeightsCache writes the weights cache a load of m with
 // WriteCacheLater left to write, once, and says what it did ("written to
 // PATH" or why not); "" if there is none. It may run beside forward
 // passes: it only reads the weights.
 func WriteWeightsCache(m *model.Model) string {
-	v, ok := pending.LoadAndDelete(m)
+	v, ok := pending.LoadAndDelete(weak.Make(m))
 	if !ok {
 		return ""
 	}
