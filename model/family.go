@@ -73,7 +73,10 @@ func (a Arch) Experts() bool {
 }
 
 // Architectures lists every implemented architecture, in the order
-// errors list them; each family's file registers its own.
+// errors list them; each family's file registers its own, in its init,
+// so the order is the files' (gpt2.go, llama_family.go, llama_gemma.go,
+// moe.go): a family's file named to sort before gpt2.go would change
+// every "known:" list.
 var Architectures []Arch
 
 // register adds architectures of a family; called from the family's

@@ -44,7 +44,7 @@ type llamaFamily struct {
 	// ggufArch is the architecture llama.cpp's converter writes, when not
 	// name (Mistral's is llama's).
 	ggufArch string
-	// gemma is Gemma's version (gemma.go), 0 for the others: its
+	// gemma is Gemma's version (llama_gemma.go), 0 for the others: its
 	// config, its norms and its attention (gemmaBlock).
 	gemma int
 	// moe: a mixture of experts' config and tensor names (moe_config.go);

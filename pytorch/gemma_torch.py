@@ -2,7 +2,7 @@
 written out op by op in torch, mirroring Hugging Face GemmaForCausalLM,
 Gemma2ForCausalLM and Gemma3ForCausalLM in eval mode with the eager
 attention, on llama_torch.Llama's pass (its cache, mask and probes). What
-Gemma changes (docs/add-a-family.md, model/gemma.go):
+Gemma changes (docs/add-a-family.md, model/llama_gemma.go):
 
   - RMSNorm: x·rsqrt(mean(x²)+eps)·(1+w), in float32 at least, cast after
     the multiply; Gemma 2 and 3: four norms a block (input, post-attention
