@@ -32,6 +32,9 @@ type captureSpec struct {
 	// inspect, if set, sees every tensor the forward emits, before names
 	// decides whether a copy is kept (stream.go).
 	inspect func(model.Captured)
+	// logitRows, if not nil, are the only positions whose logits the
+	// probed forward computes (model.ForwardOptions.LogitRows).
+	logitRows []int
 }
 
 func (c *captured) get(name string, layer int) (model.Captured, bool) {
@@ -67,7 +70,7 @@ func capture(ctx context.Context, m *model.Model, tokens []int, spec captureSpec
 			c.put(t)
 		}
 	}
-	if _, err := m.Forward(ctx, pool.NewCache(), tokens, model.ForwardOptions{Probe: probe, ForceKV: spec.force}); err != nil {
+	if _, err := m.Forward(ctx, pool.NewCache(), tokens, model.ForwardOptions{Probe: probe, ForceKV: spec.force, LogitRows: spec.logitRows}); err != nil {
 		return nil, fmt.Errorf("forward: %w", err)
 	}
 	if !spec.incremental || len(tokens) < 2 {

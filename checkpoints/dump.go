@@ -90,7 +90,7 @@ func (d *dumper) dumpCase(ctx context.Context, c references.Case) error {
 		}
 		data := t.Data
 		if ti.Rows != nil {
-			if data, _, err = selectRows(t.Data, t.Shape, ti.Rows); err != nil {
+			if data, _, err = selectRows(t.Data, t.Shape, t.Rows, ti.Rows); err != nil {
 				return fmt.Errorf("%s: %w", ti.Name, err)
 			}
 		}

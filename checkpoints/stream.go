@@ -85,10 +85,24 @@ func captureCompared(ctx context.Context, m *model.Model, set *references.Set, c
 	spec := opt.captureFor(wanted, tensors.LastLogits)
 	spec.inspect = s.inspect
 	spec.names = map[string]bool{tensors.LastLogits: true}
+	spec.logitRows = logitRows(wanted)
 	got, err := capture(ctx, m, c.Tokens, spec)
 	if err != nil {
 		return nil, nil, err
 	}
 	results, err := s.finish(got)
 	return results, got, err
+}
+
+// logitRows are the positions whose logits the wanted tensors compare:
+// the reference's kept rows, none when the logits are not wanted (the
+// forward computes the last position's whatever), nil (all) when the
+// reference keeps them all.
+func logitRows(wanted []references.TensorInfo) []int {
+	for _, ti := range wanted {
+		if ti.Name == tensors.Logits {
+			return ti.Rows
+		}
+	}
+	return []int{}
 }

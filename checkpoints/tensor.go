@@ -40,8 +40,8 @@ func compareCaptured(set *references.Set, ti references.TensorInfo, g *model.Cap
 		return newResult(ti, opt).fail("the model produced no %s tensor", ti.Name), nil
 	}
 	data, shape := g.Data, g.Shape
-	if ti.Rows != nil {
-		if data, shape, err = selectRows(data, shape, ti.Rows); err != nil {
+	if ti.Rows != nil || g.Rows != nil {
+		if data, shape, err = selectRows(data, shape, g.Rows, ti.Rows); err != nil {
 			return newResult(ti, opt).fail("%v", err), nil
 		}
 	}
@@ -137,18 +137,32 @@ func (r *Result) record(s Stats, axes []string, rows []int) {
 	r.Worst = &Element{Index: idx, Axes: axes, Got: Float(s.WorstGot), Want: Float(s.WantAt)}
 }
 
-// selectRows keeps the listed rows of a [T,N] tensor.
-func selectRows(data []float32, shape []int, rows []int) ([]float32, []int, error) {
+// selectRows keeps the rows at positions rows of a [N,n] tensor whose
+// rows are of positions have (nil: 0..N-1); rows nil keeps them all.
+func selectRows(data []float32, shape []int, have, rows []int) ([]float32, []int, error) {
 	if len(shape) != 2 {
 		return nil, nil, fmt.Errorf("row subset of a tensor of shape %v", shape)
+	}
+	if rows == nil {
+		if have == nil {
+			return data, shape, nil
+		}
+		return nil, nil, fmt.Errorf("the model computed positions %v only, the reference keeps all %d", have, shape[0])
 	}
 	n := shape[1]
 	out := make([]float32, 0, len(rows)*n)
 	for _, r := range rows {
-		if r < 0 || r >= shape[0] {
+		i := r
+		if have != nil {
+			i = slices.Index(have, r)
+		}
+		if i < 0 || i >= shape[0] {
+			if have != nil {
+				return nil, nil, fmt.Errorf("position %d: the model computed positions %v only", r, have)
+			}
 			return nil, nil, fmt.Errorf("row %d outside the model's %d positions", r, shape[0])
 		}
-		out = append(out, data[r*n:(r+1)*n]...)
+		out = append(out, data[i*n:(i+1)*n]...)
 	}
 	return out, []int{len(rows), n}, nil
 }

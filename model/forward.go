@@ -22,6 +22,13 @@ type ForwardOptions struct {
 	// is compared on the reference's inputs once the cache itself has
 	// been compared modulo float16's rounding.
 	ForceKV *ForcedKV
+	// LogitRows, with a Probe and not AllLogits, are the positions whose
+	// logits the pass computes and emits (tensors.Logits, Captured.Rows),
+	// the last position always among them; nil: every position. A
+	// reference set keeps the logits of a few positions, and the head of
+	// every position was the pass's largest buffer (600 positions of
+	// Gemma 3's 262,144-token vocabulary: 629 MB) and product.
+	LogitRows []int
 }
 
 // ForcedKV is a KV cache to store in place of a pass's own: Layer(l)
@@ -46,12 +53,16 @@ func (m *Model) Forward(ctx context.Context, c *kvcache.Cache, tokens []int, opt
 		return nil, err
 	}
 	allRows := opt.AllLogits || opt.Probe != nil
-	logits, err := m.forward(ctx, []span{{c: c, off: c.Len(), T: T}}, tokens, hooks{opt.Probe, opt.ForceKV}, allRows, nil)
+	hk := hooks{probe: opt.Probe, force: opt.ForceKV}
+	if opt.Probe != nil && !opt.AllLogits && opt.LogitRows != nil {
+		hk.logitRows = headRows(opt.LogitRows, T)
+	}
+	logits, err := m.forward(ctx, []span{{c: c, off: c.Len(), T: T}}, tokens, hk, allRows, nil)
 	if err != nil {
 		return nil, err
 	}
 	if allRows && !opt.AllLogits {
-		return slices.Clone(logits[(T-1)*V:]), nil
+		return slices.Clone(logits[len(logits)-V:]), nil
 	}
 	return logits, nil
 }
@@ -86,6 +97,22 @@ func (m *Model) checkForcedKV(f *ForcedKV, end int) error {
 type hooks struct {
 	probe Probe
 	force *ForcedKV
+	// logitRows: the rows the head computes when the pass's rows are all
+	// wanted (ascending, the last row last); nil: all of them.
+	logitRows []int
+}
+
+// headRows is the positions of rows below T, ascending, once each, with
+// the last position T-1 added: what a pass's head computes for them.
+func headRows(rows []int, T int) []int {
+	out := make([]int, 0, len(rows)+1)
+	for _, r := range rows {
+		if r >= 0 && r < T-1 {
+			out = append(out, r)
+		}
+	}
+	slices.Sort(out)
+	return append(slices.Compact(out), T-1)
 }
 
 // forward runs the stacked rows of every span through the model. The
@@ -114,7 +141,7 @@ func (m *Model) forward(ctx context.Context, spans []span, tokens []int, hk hook
 		}
 	}
 	ps := m.newPass(spans, tokens, hk.probe)
-	ps.force = hk.force
+	ps.force, ps.logitRows = hk.force, hk.logitRows
 	defer passBuffers.Put(ps.buf)
 	ps.embed(tokens)
 	fam := m.Config.family()
@@ -153,7 +180,8 @@ type pass struct {
 	headBuf, scores, probs []float32
 	S0                     int
 
-	force *ForcedKV // nil: the cache keeps the pass's own keys and values
+	force     *ForcedKV // nil: the cache keeps the pass's own keys and values
+	logitRows []int     // hooks.logitRows
 }
 
 func (m *Model) newPass(spans []span, tokens []int, probe Probe) *pass {
@@ -299,6 +327,14 @@ func (ps *pass) head(allRows bool, dst []float32) []float32 {
 		hf = hf[:rows*C]
 	}
 	ps.p.emit(name, NoLayer, hf, R, C)
+	if allRows && ps.logitRows != nil {
+		// The selected rows, gathered in order into the rows before them
+		// (ascending: row i's source is at or after i).
+		for i, r := range ps.logitRows {
+			copy(hf[i*C:(i+1)*C], hf[r*C:(r+1)*C])
+		}
+		rows = len(ps.logitRows)
+	}
 	logits := dst
 	if logits == nil {
 		logits = make([]float32, rows*V)
@@ -309,7 +345,11 @@ func (ps *pass) head(allRows bool, dst []float32) []float32 {
 	}
 	if ps.p.on() {
 		last := logits[(rows-1)*V:]
-		ps.p.emit(tensors.Logits, NoLayer, logits, R, V)
+		if ps.logitRows != nil {
+			ps.p.emitRows(tensors.Logits, logits, ps.logitRows, V)
+		} else {
+			ps.p.emit(tensors.Logits, NoLayer, logits, R, V)
+		}
 		ps.p.emit(tensors.LastLogits, NoLayer, last, V)
 		ps.p.emit(tensors.LastLogprobs, NoLayer, logSoftmax32(last), V)
 	}

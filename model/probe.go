@@ -12,6 +12,9 @@ type Captured struct {
 	Name       string // tensor name as in references/FORMAT.md
 	Shape      []int
 	Data       []float32 // row-major, len = product of Shape
+	// Rows, when set, are the positions Data's rows are of: a tensor
+	// computed at those positions only (ForwardOptions.LogitRows).
+	Rows []int
 }
 
 // Probe observes the tensors of checkpoints 1–9 as the forward pass

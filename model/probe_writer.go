@@ -27,3 +27,13 @@ func (w probeWriter) emit(name string, layer int, data []float32, shape ...int) 
 	// caller's stack when there is no probe.
 	w.p.Capture(Captured{Checkpoint: checkpoint, Layer: layer, Name: name, Shape: slices.Clone(shape), Data: data[:n]})
 }
+
+// emitRows hands the probe rows of a [positions, n] tensor (of no layer)
+// computed only at those positions: Captured.Rows says which.
+func (w probeWriter) emitRows(name string, data []float32, rows []int, n int) {
+	if w.p == nil {
+		return
+	}
+	w.p.Capture(Captured{Checkpoint: tensors.Checkpoint(name), Layer: NoLayer, Name: name,
+		Shape: []int{len(rows), n}, Rows: slices.Clone(rows), Data: data[:len(rows)*n]})
+}
