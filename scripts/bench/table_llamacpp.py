@@ -106,9 +106,9 @@ def report(work, gguf, name, f, prefix, targets):
     # as it holds them, llama.cpp's the file's) times its rate.
     # A mixture of experts' step reads the chosen experts only, and
     # gobench's decode_bytes counts every expert as we hold them (a
-    # quantised file's dequantised to float32): ours counts the rest as
-    # the file stores it (we hold it so) and what is left at the share a
-    # token uses.
+    # quantised file's in its type, an F16 file's as float16): ours
+    # counts the rest as the file stores it (we hold it so) and what is
+    # left at the share a token uses.
     bw = read_bandwidth(work)
     step, rest, used = step_bytes(path)
     ours = gobytes(stem)
