@@ -76,23 +76,7 @@ func TestWeightsCacheShapes(t *testing.T) {
 		{"slots missing", func(h *cacheHeader) { h.Slots = h.Slots[:len(h.Slots)-1] }, "weight arrays, the model has"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			var e cacheHeader
-			require.NoError(t, json.Unmarshal(js, &e))
-			tc.edit(&e)
-			// Sealed with a digest of the edit, as a cache written by a
-			// faulty build would be: the shape checks still stand.
-			var err error
-			e.Digest, err = cacheDigest(e, [][]byte{data})
-			require.NoError(t, err)
-			bad, err := json.Marshal(e)
-			require.NoError(t, err)
-			writeCacheParts(t, cache, bad, data)
-			m, err := LoadWith(path, Options{WeightsCache: dir})
-			require.NoError(t, err)
-			require.Contains(t, m.WeightsCache, tc.error)
-			require.Contains(t, m.WeightsCache, "; written to ")
-			_, err = m.Forward(context.Background(), m.NewCache(), tokens, model.ForwardOptions{})
-			require.NoError(t, err)
+			requireEditedCacheRewritten(t, editedCache{js, data, cache, path, dir, tokens}, tc.edit, tc.error)
 		})
 	}
 }
@@ -157,21 +141,37 @@ func TestWeightsCacheExpertShapes(t *testing.T) {
 		{"the last layer's experts missing", func(h *cacheHeader) { h.Slots = h.Slots[:len(h.Slots)-3*E] }, "weight arrays, the model has"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			var e cacheHeader
-			require.NoError(t, json.Unmarshal(js, &e))
-			tc.edit(&e)
-			var err error
-			e.Digest, err = cacheDigest(e, [][]byte{data})
-			require.NoError(t, err)
-			bad, err := json.Marshal(e)
-			require.NoError(t, err)
-			writeCacheParts(t, cache, bad, data)
-			m, err := LoadWith(path, Options{WeightsCache: dir})
-			require.NoError(t, err)
-			require.Contains(t, m.WeightsCache, tc.error)
-			require.Contains(t, m.WeightsCache, "; written to ")
-			_, err = m.Forward(context.Background(), m.NewCache(), tokens, model.ForwardOptions{})
-			require.NoError(t, err)
+			requireEditedCacheRewritten(t, editedCache{js, data, cache, path, dir, tokens}, tc.edit, tc.error)
 		})
 	}
+}
+
+// editedCache is a written cache's header and data, its file, and the
+// model (path, cache dir, tokens) it is of.
+type editedCache struct {
+	js, data         []byte
+	cache, path, dir string
+	tokens           []int
+}
+
+// requireEditedCacheRewritten seals c's header after edit with a digest
+// of the edit, as a cache written by a faulty build would be, and
+// requires a load to refuse it naming want, rewrite it, and run.
+func requireEditedCacheRewritten(t *testing.T, c editedCache, edit func(*cacheHeader), want string) {
+	t.Helper()
+	var e cacheHeader
+	require.NoError(t, json.Unmarshal(c.js, &e))
+	edit(&e)
+	var err error
+	e.Digest, err = cacheDigest(e, [][]byte{c.data})
+	require.NoError(t, err)
+	bad, err := json.Marshal(e)
+	require.NoError(t, err)
+	writeCacheParts(t, c.cache, bad, c.data)
+	m, err := LoadWith(c.path, Options{WeightsCache: c.dir})
+	require.NoError(t, err)
+	require.Contains(t, m.WeightsCache, want)
+	require.Contains(t, m.WeightsCache, "; written to ")
+	_, err = m.Forward(context.Background(), m.NewCache(), c.tokens, model.ForwardOptions{})
+	require.NoError(t, err)
 }
