@@ -19,7 +19,8 @@ save_pretrained does.
 
 Weights: matrices N(0, initializer_range), o_proj and down_proj divided by
 sqrt(2·layers) so that the residual stream stays of order one through
-every layer; RMSNorm weights (and Qwen3's q_norm/k_norm) 1 + N(0, 0.05);
+every layer; RMSNorm weights (and Qwen3's q_norm/k_norm) 1 + N(0, 0.05)
+as applied (Gemma's, which the model applies as 1 + w, N(0, 0.05));
 biases N(0, initializer_range). Each tensor is drawn from its own seeded
 generator (seed and name), so its values do not depend on the sharding.
 Written a block of rows at a time: never more than a few hundred MB in
@@ -40,6 +41,7 @@ import numpy as np
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import families  # noqa: E402
+import gemma_torch  # noqa: E402
 from safetensors_io import BadInput  # noqa: E402
 
 DTYPES = {"bf16": ("BF16", 2), "f16": ("F16", 2), "f32": ("F32", 4)}
@@ -78,7 +80,10 @@ def spread(cfg, name):
     """(mean, std) of a tensor's values."""
     std = float(cfg.get("initializer_range", 0.02))
     if name.endswith("norm.weight"):
-        return 1.0, 0.05
+        # Gemma's norms store w and scale by 1 + w (gemma_torch): drawn
+        # about 1 they would double every normalised vector, its q and k
+        # (their scores 4x) and each block's two residual branches.
+        return (0.0 if cfg.get("model_type") in gemma_torch.ARCHS else 1.0), 0.05
     if name.endswith(("o_proj.weight", "down_proj.weight")):
         return 0.0, std / math.sqrt(2 * cfg["num_hidden_layers"])
     return 0.0, std

