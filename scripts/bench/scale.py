@@ -193,10 +193,22 @@ def checkpoint_facts(ckpt):
     with open(os.path.join(ckpt, "config.json")) as f:
         c = json.load(f)
     head_dim = c.get("head_dim") or c["hidden_size"] // c["num_attention_heads"]
-    # A run's KV cache: keys and values, float32, of the longest case and
-    # its greedy tokens (at most 256 positions).
-    kv_run = 2 * 4 * c["num_hidden_layers"] * c.get("num_key_value_heads", c["num_attention_heads"]) * head_dim * 256
-    return {"params": params, "file_bytes": files, "largest_tensor": largest, "layer_params": layer0, "kv_run": kv_run}
+    # A run's KV cache a position: keys and values, float32 (kv_run).
+    kv_position = 2 * 4 * c["num_hidden_layers"] * c.get("num_key_value_heads", c["num_attention_heads"]) * head_dim
+    return {"params": params, "file_bytes": files, "largest_tensor": largest, "layer_params": layer0,
+            "kv_position": kv_position, "kv_run": kv_position * 256}
+
+
+def run_positions(refs):
+    """The positions a run's KV cache holds at most for the set refs: its
+    longest case and the tokens generated after it; at least 256, the
+    figure the bound assumed before sets had cases past a sliding window
+    (Gemma-3-1B's 520 positions)."""
+    with open(os.path.join(refs, "manifest.json")) as f:
+        m = json.load(f)
+    longest = max((len(c["tokens"]) for c in m.get("cases") or []), default=0)
+    generated = max((len(r["tokens"]) for r in (m.get("generation") or {}).get("results") or []), default=1)
+    return max(256, longest + generated)
 
 
 def main(argv=None):
@@ -223,6 +235,8 @@ def main(argv=None):
         depth = ["--layers", str(LAYERS[name])] if name in LAYERS else []
         steps["reference"] = measure([PY, os.path.join(ROOT, "pytorch/dump_references.py"), "--model", ckpt,
                                       "--out", refs, *depth], os.path.join(logs, name + "-reference.log"))
+        if steps["reference"]["code"] == 0:
+            facts["kv_run"] = facts["kv_position"] * run_positions(refs)
         steps["run"] = measure([args.bin, "run", "--model", ckpt, "--references", refs, *depth],
                                os.path.join(logs, name + "-run.log"))
         steps["bisect"] = measure([args.bin, "bisect", "--model", ckpt, "--references", refs, *depth],
