@@ -3,6 +3,8 @@ package weights
 import (
 	"fmt"
 	"os"
+
+	"github.com/llorch/llorch-check/internal/regularfile"
 )
 
 // Evictor drops the pages of files mapped whole (Map) from the page cache
@@ -21,7 +23,7 @@ type Evictor struct {
 
 type evictFile struct {
 	data []byte   // the file's mapping
-	f    *os.File // any descriptor of the file: the page cache is the file's
+	f    *os.File // any descriptor of the file (opened as Map opens it): the page cache is the file's
 }
 
 // NewEvictor is an Evictor for the mappings data[i] of files paths[i].
@@ -31,7 +33,7 @@ func NewEvictor(paths []string, data [][]byte) (*Evictor, error) {
 	}
 	e := &Evictor{}
 	for i, p := range paths {
-		f, err := os.Open(p)
+		f, err := regularfile.Open(p)
 		if err != nil {
 			e.Close()
 			return nil, fmt.Errorf("opening %s to drop its read pages: %w", p, err)
