@@ -404,6 +404,20 @@ def generation_eos(model_dir, cfg):
     return ids
 
 
+def recorded_config(raw, cfg):
+    """The config.json the manifest records: as the checkpoint has it, plus
+    head_dim when the file leaves it out and the family's default is not
+    hidden_size / num_attention_heads (Gemma's 256, Qwen3's 128). A reader
+    of the set without the family's defaults (references.ModelDims in Go)
+    would otherwise derive the other value and refuse every shape."""
+    if raw.get("head_dim") is not None or cfg.get("head_dim") is None:
+        return raw
+    C, H = raw.get("hidden_size"), raw.get("num_attention_heads")
+    if isinstance(C, int) and isinstance(H, int) and H > 0 and C % H == 0 and C // H == cfg["head_dim"]:
+        return raw
+    return dict(raw, head_dim=cfg["head_dim"])
+
+
 def forwards(args, model, forward, rounded):
     """The float32 forward, its float64 twin (sharing the mapped weights),
     and the manifest's model and generator blocks."""
@@ -415,7 +429,7 @@ def forwards(args, model, forward, rounded):
         info["matrices_held_as"] = "float16"
     if "layers" in model:
         info["layers"] = model["layers"]
-    info["config"] = model["config_raw"]
+    info["config"] = recorded_config(model["config_raw"], model["config"])
     gen = {"script": "pytorch/dump_references.py", "python": platform.python_version(),
            "torch": torch.__version__, "numpy": np.__version__, "float64_twins": True,
            "arithmetic": arithmetic.record()}

@@ -335,6 +335,28 @@ class EmulateTest(unittest.TestCase):
         self.assertEqual(emulate.to_f16(x).item(), 1 + 2.0 ** -10)
 
 
+class RecordedConfigTest(unittest.TestCase):
+    """The manifest's config carries head_dim whenever Go could not derive
+    it from hidden_size / num_attention_heads; otherwise it is the file's."""
+
+    def test_head_dim(self):
+        gemma2 = {"model_type": "gemma2", "hidden_size": 2304, "num_attention_heads": 8}
+        qwen3 = {"model_type": "qwen3", "hidden_size": 1024, "num_attention_heads": 16}
+        llama = {"model_type": "llama", "hidden_size": 64, "num_attention_heads": 4}
+        for name, raw, resolved, want in (
+                ("gemma2 default 256, derived 288", gemma2, 256, 256),
+                ("qwen3 default 128, derived 64", qwen3, 128, 128),
+                ("the file's own head_dim", dict(qwen3, head_dim=128), 128, 128),
+                ("llama derives hidden/heads", llama, 16, None),
+                ("gpt2 has none", {"model_type": "gpt2", "n_embd": 64}, None, None)):
+            with self.subTest(name):
+                cfg = dict(raw) if resolved is None else dict(raw, head_dim=resolved)
+                got = dr.recorded_config(raw, cfg)
+                self.assertEqual(got.get("head_dim"), want)
+                self.assertEqual({k: v for k, v in got.items() if k != "head_dim"},
+                                 {k: v for k, v in raw.items() if k != "head_dim"})
+
+
 class DumperTest(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
