@@ -178,8 +178,13 @@ func matchElided(want, got string) bool {
 // is ready on the port the README uses.
 func startServer(t *testing.T, root string, env []string, c string) *exec.Cmd {
 	t.Helper()
+	if resp, err := http.Get("http://localhost:8080/readyz"); err == nil {
+		resp.Body.Close()
+		t.Fatalf("%s: something already answers on :8080 (a serve left by an earlier, killed test run?); stop it first", c)
+	}
 	cmd := exec.Command("bash", "-c", "exec "+c)
 	cmd.Dir, cmd.Env = root, env
+	dieWithTest(cmd)
 	require.NoError(t, cmd.Start())
 	t.Cleanup(func() { _ = cmd.Process.Kill() })
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
