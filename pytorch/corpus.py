@@ -13,8 +13,8 @@ import os
 
 import numpy as np
 import torch
-import torch.nn.functional as F
 
+from processors import log_probs
 from safetensors_io import BadInput
 
 # name -> dtype of every array a corpus set holds, in the order written.
@@ -103,8 +103,8 @@ def score(m32, m64, chunks, k):
 def _score_chunk(out, toks, l32, l64, k):
     rows = scored(len(toks))
     with torch.no_grad():
-        lp32 = F.log_softmax(l32, dim=-1).numpy()
-        lp64 = F.log_softmax(l64, dim=-1).numpy()
+        lp32 = log_probs(l32).numpy()  # float64 from float32 logits: the forward's error only
+        lp64 = log_probs(l64).numpy()
     ids = top_ids(lp64, k)
     tgt = np.array([toks[j + 1] for j in rows], dtype=np.int64)
     at = np.arange(len(rows))

@@ -24,9 +24,9 @@ from dump_references import FORMAT_VERSION, arithmetic, save_npy, to_json  # noq
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
 import torch.nn as nn  # noqa: E402
-import torch.nn.functional as F  # noqa: E402
 
 from gpt2_torch import load_model  # noqa: E402
+from processors import log_probs  # noqa: E402
 from safetensors_io import BadInput  # noqa: E402
 
 # Module (relative to the model) → (checkpoint, tensor name), per layer
@@ -103,7 +103,7 @@ def dump_case(module, cfg, case, rows, root, entries):
         elif name == "logits":
             write(8, None, "logits", t if rows is None else t[rows], rows)
             write(9, None, "last_logits", t[-1])
-            write(9, None, "last_logprobs", F.log_softmax(t[-1], dim=-1))
+            write(9, None, "last_logprobs", log_probs(t[-1]).to(t.dtype))
         else:
             write(cp, layer, name, t)
 

@@ -34,7 +34,6 @@ import arithmetic  # noqa: E402  first: it sets OpenBLAS's switches before numpy
 
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
-import torch.nn.functional as F  # noqa: E402
 
 from gpt2_tokenizer import GPT2Tokenizer  # noqa: E402,F401  (make_tiny_model reaches it here)
 import corpus  # noqa: E402
@@ -45,7 +44,7 @@ import families  # noqa: E402
 from gpt2_torch import GPT2, gelu_new, load_model, round_matrices_f16  # noqa: E402,F401
 from passes import run_tasks, used_names  # noqa: E402
 from progress import Progress  # noqa: E402
-from processors import (argmax_lowest, context_key, greedy_task, loglikelihood_task,  # noqa: E402
+from processors import (argmax_lowest, context_key, greedy_task, log_probs, loglikelihood_task,  # noqa: E402
                         loglikelihood_tokens, process_logits)
 from weights import as_weights  # noqa: E402
 # Re-exported: make_tiny_model.py and the tests reach these through this module.
@@ -130,7 +129,7 @@ def case_task(case, root, entries, twin, logits_keep):
     outs = yield jobs
     last = outs[0][0][-1]
     rec(9, None, "last_logits", last)
-    rec(9, None, "last_logprobs", F.log_softmax(last, dim=-1))
+    rec(9, None, "last_logprobs", log_probs(last).to(last.dtype))
     if len(toks) >= 2:
         cache = outs[1][1]
         del outs

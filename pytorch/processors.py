@@ -114,6 +114,20 @@ def loglikelihood_tokens(tok, context, continuation):
     return ctx, whole[len(ctx):]
 
 
+def log_probs(logits):
+    """The log-softmax of logits over the last dimension, accumulated in
+    float64 whatever their dtype: the one checkpoint 9 and the corpus sets
+    record. torch's float32 log_softmax sums exp() in float32 lanes; where
+    one logit stands far above a 256k vocabulary (Gemma-2-2B's soft-capped
+    head, notes 39) that put its log-probabilities 4.6e-4 from the float64
+    forward's while the logits themselves were within 3e-6: a float32
+    reference error four times the log-likelihood tolerance, which an
+    accurate implementation then failed. llorch-check's Go log-softmax
+    (sampling.LogSoftmax) accumulates in float64 too. A float64 forward's
+    values are what F.log_softmax gives them."""
+    return F.log_softmax(logits.to(torch.float64), dim=-1)
+
+
 def loglikelihood_task(cfg, ctx, cont):
     """lm-evaluation-harness's log-likelihood of cont after ctx and whether
     cont is the greedy continuation, as a passes.run_tasks task."""
@@ -121,7 +135,7 @@ def loglikelihood_task(cfg, ctx, cont):
     inp = (ctx + cont)[-(n_ctx + 1):][:-1]  # lm-eval truncation
     rows = list(range(len(inp) - len(cont), len(inp)))
     ((logits, _),) = yield [dict(tokens=inp, rows=rows)]
-    lp = F.log_softmax(logits, dim=-1)
+    lp = log_probs(logits)
     target = torch.tensor(cont, dtype=torch.long)
     greedy = bool((lp.argmax(dim=-1) == target).all())
     return float(torch.gather(lp, 1, target[:, None]).sum()), greedy

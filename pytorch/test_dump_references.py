@@ -357,6 +357,29 @@ class RecordedConfigTest(unittest.TestCase):
                                  {k: v for k, v in raw.items() if k != "head_dim"})
 
 
+class LogProbsTest(unittest.TestCase):
+    """Checkpoint 9's log-softmax carries no float32 error of its own: on
+    logits like Gemma-2-2B's (one far above 256000 others), torch's float32
+    log_softmax is off by more than the log-likelihood tolerance (1e-4);
+    processors.log_probs is within float32's spacing of the float64 value."""
+
+    def test_one_logit_above_a_large_vocabulary(self):
+        import processors
+        g = torch.Generator().manual_seed(7)
+        for V, top in ((256000, 17.8), (262144, 25.0), (50257, 12.0)):
+            with self.subTest(vocab=V):
+                x = (torch.rand(V, generator=g, dtype=torch.float64) * 6 - 4.4).to(torch.float32)
+                x[V // 3] = top
+                want = torch.log_softmax(x.to(torch.float64), -1)
+                got = processors.log_probs(x)
+                self.assertEqual(got.dtype, torch.float64)
+                self.assertLess(float((got - want).abs().max()), 1e-12)
+                rounded = got.to(torch.float32).to(torch.float64)
+                self.assertLess(float((rounded - want).abs().max()), 2e-6)  # float32's spacing at |lp| < 32
+        x = torch.tensor([0.5, -1.0, 2.0], dtype=torch.float64)
+        self.assertTrue(torch.equal(processors.log_probs(x), torch.log_softmax(x, -1)))
+
+
 class DumperTest(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
