@@ -52,7 +52,9 @@ MODELS = {
     # </s> = 2 rather than <|end|>, and the eos ids here are the stand-in's.
     # Gemma 2's 256000-id tokenizer is not to be had either: Gemma 3's
     # stands in (same SentencePiece lineage and chat template,
-    # <end_of_turn> = 106 where Gemma 2's is 107).
+    # <end_of_turn> = 106 where Gemma 2's is 107), cut to Gemma 2's 256000
+    # rows (fit_tokenizer: its ids above are <end_of_image> and unused
+    # added tokens, in no merge).
     "gemma-3-1b": ("gemma-3-1b-it.json", "gemma3", [1, 106], "400MB"),
     # 3.7 GB: the published 4GB shards would make one file, no index.
     "qwen3-30b-a3b-2l": ("Qwen3-30B-A3B-2l.json", "qwen3", [151645, 151643], "1500MB"),
@@ -111,9 +113,44 @@ def ensure_checkpoint(name, d, cache):
                         "--shard-size", shard], check=True)
     for f in tokenizer_files(tok, cache):
         shutil.copy(f, ckpt)
+    fit_tokenizer(ckpt)
     with open(os.path.join(ckpt, "generation_config.json"), "w") as f:
         json.dump({"eos_token_id": eos}, f)
     return ckpt
+
+
+def fit_tokenizer(ckpt):
+    """Cuts a stand-in tokenizer with more ids than the config's vocab_size
+    to it, when every id past it is an added token no merge uses (Gemma 3's
+    for Gemma 2); else leaves it, for llorch-check to refuse by name."""
+    with open(os.path.join(ckpt, "config.json")) as f:
+        rows = json.load(f)["vocab_size"]
+    path = os.path.join(ckpt, "tokenizer.json")
+    with open(path) as f:
+        tok = json.load(f)
+    vocab = tok["model"].get("vocab")
+    if not isinstance(vocab, dict):  # a Unigram model's list: not cut
+        return
+    over = {k for k, i in vocab.items() if i >= rows}
+    added = tok.get("added_tokens") or []
+    if not over and all(a["id"] < rows for a in added):
+        return
+    if over - {a["content"] for a in added}:
+        return
+    if any(set(m.split(" ") if isinstance(m, str) else m) & over for m in tok["model"].get("merges", [])):
+        return
+    tok["model"]["vocab"] = {k: i for k, i in vocab.items() if i < rows}
+    tok["added_tokens"] = [a for a in added if a["id"] < rows]
+    with open(path, "w") as f:
+        json.dump(tok, f, ensure_ascii=False)
+    cpath = os.path.join(ckpt, "tokenizer_config.json")
+    with open(cpath) as f:
+        tcfg = json.load(f)
+    tcfg["added_tokens_decoder"] = {k: v for k, v in (tcfg.get("added_tokens_decoder") or {}).items() if int(k) < rows}
+    with open(cpath, "w") as f:
+        json.dump(tcfg, f, ensure_ascii=False, indent=1)
+    print(f"bench-scale: {ckpt}'s stand-in tokenizer cut to the config's {rows} ids "
+          f"({len(over)} added tokens past them dropped)", file=sys.stderr)
 
 
 def measure(argv, log, after_start=None):
