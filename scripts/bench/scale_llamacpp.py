@@ -47,12 +47,17 @@ def main():
     ap.add_argument("--type", default="bf16", help="convert's --type: bf16 as bench-scale writes; f32 to see "
                     "what llama.cpp's rounding of the activations to bfloat16 for BF16 products changes")
     ap.add_argument("--keep", action="store_true", help="keep the GGUF file")
+    ap.add_argument("--tokenizer", help="convert's --tokenizer: the vocabulary from this GGUF file. Phi-3's "
+                    "(llama.cpp's ggml-vocab-phi-3.gguf) for a Phi-3 checkpoint with a stand-in tokenizer.json: "
+                    "llama.cpp sets token attributes for a model whose general.name says phi-3 by the texts "
+                    "of Phi-3's own tokens (<|endoftext|>), and refuses a vocabulary without them")
     args = ap.parse_args()
     with open(os.path.join(args.model, "config.json")) as f:
         bos = json.load(f).get("bos_token_id", 1)
     ids = [bos] + PROMPT
     gguf = os.path.join(args.out, os.path.basename(os.path.normpath(args.model)) + f"-{args.type}.gguf")
-    step([args.bin, "convert", "--to", "gguf", "--type", args.type, args.model, gguf], "convert")
+    vocab = ["--tokenizer", args.tokenizer] if args.tokenizer else []
+    step([args.bin, "convert", "--to", "gguf", "--type", args.type, *vocab, args.model, gguf], "convert")
     try:
         doc = json.loads(step(["node", os.path.join(ROOT, "e2e/llamacpp/llama_family.mjs"), gguf,
                                ",".join(map(str, ids)), str(args.tokens)], "llama.cpp"))
