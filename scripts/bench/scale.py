@@ -72,7 +72,11 @@ END_OF_TURN = {"llama3_1": 128009, "qwen2": 151645, "llama2": 2, "gemma3": 106, 
 # (reaching_cases), whose float64 prefill through every layer of a 2.6-7B
 # model would take hours on this machine. Convert and serve take every
 # layer. The others run at full depth.
-LAYERS = {"gemma-2-2b": 2, "phi-3.5-mini": 2, "phi-3-mini-4k": 2, "mistral-7b": 2}
+# Mistral-7B takes one: a past-window case of 4104 tokens through its 32
+# heads makes each layer's attention scores and probabilities 13 GB of the
+# set (float32 and float64 twins; Phi-3.5-mini's two layers wrote 31 GB),
+# and the 14.5 GB checkpoint and its GGUF file are on disk beside it.
+LAYERS = {"gemma-2-2b": 2, "phi-3.5-mini": 2, "phi-3-mini-4k": 2, "mistral-7b": 1}
 
 
 def tokenizer_files(kind, cache):
