@@ -16,6 +16,7 @@ Usage: scale_llamacpp.py --model CHECKPOINT --out DIR [--tokens N] [--type T] [-
 
 import argparse
 import json
+import math
 import os
 import subprocess
 import sys
@@ -36,6 +37,29 @@ def step(argv, what):
         sys.stderr.write(p.stderr[-2000:])
         sys.exit(2)
     return p.stdout
+
+
+def agreement(doc, gen):
+    """How much the same tokens say: at each step both took the same token,
+    llama.cpp's log-probability of it (its logits' log-softmax, in float64)
+    against ours, and llama.cpp's margin between its best and second-best
+    logit. Equal tokens with a wide margin (random weights often make one
+    token win by far) are a weak check; the log-probabilities are not."""
+    steps = [doc["logits"][-1]] + doc["greedy_logits"]
+    diffs, margins = [], []
+    for logits, mine in zip(steps, gen.get("logprobs") or []):
+        vals = [v if v is not None else float("-inf") for v in logits]
+        top = max(vals)
+        lse = top + math.log(sum(math.exp(v - top) for v in vals))
+        t = mine["id"]
+        if max(range(len(vals)), key=lambda i: (vals[i], -i)) != t:
+            break
+        diffs.append(abs((vals[t] - lse) - mine["logprob"]))
+        margins.append(top - max(v for i, v in enumerate(vals) if i != t))
+    if not diffs:
+        return {}
+    return {"steps_compared": len(diffs), "max_abs_logprob_diff": max(diffs),
+            "llama.cpp_min_margin": min(margins)}
 
 
 def main():
@@ -62,14 +86,16 @@ def main():
         doc = json.loads(step(["node", os.path.join(ROOT, "e2e/llamacpp/llama_family.mjs"), gguf,
                                ",".join(map(str, ids)), str(args.tokens)], "llama.cpp"))
         peer = doc["greedy"]
-        ours = json.loads(step([args.bin, "generate", "--model", gguf, "--tokens", ",".join(map(str, ids)),
-                                "--max-tokens", str(args.tokens), "--temperature", "0", "--json"],
-                               "generate"))["tokens"]
+        gen = json.loads(step([args.bin, "generate", "--model", gguf, "--tokens", ",".join(map(str, ids)),
+                               "--max-tokens", str(args.tokens), "--temperature", "0", "--json",
+                               "--logprobs", "1"], "generate"))
+        ours = gen["tokens"]
     finally:
         if not args.keep:
             os.remove(gguf)
     same = peer == ours
     out = {"model": args.model, "prompt": ids, "llama.cpp": peer, "llorch-check": ours, "same": same}
+    out.update(agreement(doc, gen))
     # At the first step where they part, both have read the same tokens:
     # llama.cpp's logits there for its choice and for ours say whether it
     # is a near tie (random weights make many) or a real disagreement.
