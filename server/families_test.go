@@ -1,0 +1,59 @@
+package server_test
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/llorch/llorch-check/internal/fixture"
+	"github.com/llorch/llorch-check/internal/fixture/tiny"
+	"github.com/llorch/llorch-check/model"
+	"github.com/llorch/llorch-check/references"
+	"github.com/llorch/llorch-check/server"
+	"github.com/llorch/llorch-check/tokenizer"
+)
+
+// servedModel is one tiny model behind its own server, with the model,
+// tokenizer and reference set its answers are checked against.
+type servedModel struct {
+	name string
+	ts   *testServer
+	m    *model.Model
+	tok  *tokenizer.Tokenizer
+	set  *references.Set
+}
+
+// everyModel serves GPT-2 and every Llama-family tiny model
+// (fixture.Served), GPT-2 first, each with its own chat template: what
+// every client test runs on, since a client defect may show on one
+// family only (a SentencePiece space, a BOS, an EOS id). A test calls it
+// once and runs its subtests per model on the servers it returns.
+func everyModel(t *testing.T) []servedModel {
+	t.Helper()
+	m, tok, set := tiny.Load(t)
+	out := []servedModel{{"tiny-gpt2", start(t, server.Config{}), m, tok, set}}
+	for _, name := range fixture.Served() {
+		ts, m, tok := familyServer(t, name)
+		set, err := references.Open(fixture.FamilyReferences(name))
+		require.NoError(t, err, name)
+		out = append(out, servedModel{name, ts, m, tok, set})
+	}
+	return out
+}
+
+// eos is the model's first end-of-sequence token, the one a generation
+// ends on.
+func (s servedModel) eos() int { return s.m.Config.EOSTokens()[0] }
+
+// continuation is the text the reference result's tokens add to their
+// prompt, as the server returns a completion (a SentencePiece piece's
+// leading space kept).
+func (s servedModel) continuation(t *testing.T, r references.GenerationResult) string {
+	t.Helper()
+	text, err := s.tok.DecodeContinuation(r.Tokens)
+	require.NoError(t, err, "%s: case %s", s.name, r.Case)
+	if r.Text != nil {
+		require.Equal(t, *r.Text, text, "%s: case %s: the reference's own text", s.name, r.Case)
+	}
+	return text
+}
