@@ -57,3 +57,23 @@ func (s servedModel) continuation(t *testing.T, r references.GenerationResult) s
 	}
 	return text
 }
+
+// chatIDs is a conversation as the server prompts the model with it: the
+// model's own chat template's rendering (GPT-2's, DefaultChatTemplate)
+// encoded as the server encodes it, so that a chat answer can be compared
+// with the completion of those ids.
+func (s servedModel) chatIDs(t *testing.T, msgs ...server.ChatMessage) []int {
+	t.Helper()
+	f, err := server.ModelChatTemplate(s.m)
+	require.NoError(t, err)
+	if f == nil {
+		f, err = server.ParseChatTemplate("default", server.DefaultChatTemplate)
+		require.NoError(t, err)
+	}
+	text, err := f.Format(msgs)
+	require.NoError(t, err)
+	if f.Special() {
+		return s.tok.EncodeSpecial(text)
+	}
+	return s.tok.EncodePrompt(text)
+}
