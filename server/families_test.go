@@ -1,12 +1,14 @@
 package server_test
 
 import (
+	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/llorch/llorch-check/internal/fixture"
 	"github.com/llorch/llorch-check/internal/fixture/tiny"
+	"github.com/llorch/llorch-check/loader"
 	"github.com/llorch/llorch-check/model"
 	"github.com/llorch/llorch-check/references"
 	"github.com/llorch/llorch-check/server"
@@ -34,11 +36,52 @@ func everyModel(t *testing.T) []servedModel {
 	out := []servedModel{{"tiny-gpt2", start(t, server.Config{}), m, tok, set}}
 	for _, name := range fixture.Served() {
 		ts, m, tok := familyServer(t, name)
-		set, err := references.Open(fixture.FamilyReferences(name))
-		require.NoError(t, err, name)
-		out = append(out, servedModel{name, ts, m, tok, set})
+		out = append(out, servedModel{name, ts, m, tok, loadFamily(t, name).set})
 	}
 	return out
+}
+
+// familyModel is a Llama-family tiny model as loaded from testdata.
+type familyModel struct {
+	m   *model.Model
+	tok *tokenizer.Tokenizer
+	own server.ChatFormatter // its tokenizer_config.json's template
+	set *references.Set
+}
+
+// families holds each family's model once loaded: loaded once per test
+// binary and shared by every test, as tiny.Load shares GPT-2's, since a
+// model, tokenizer and template are read-only once loaded (a test that
+// changes one loads its own).
+var families struct {
+	sync.Mutex
+	loaded map[string]*familyModel
+}
+
+// loadFamily is testdata/NAME's model, tokenizer, chat template and
+// reference set, one of fixture.Served.
+func loadFamily(t *testing.T, name string) *familyModel {
+	t.Helper()
+	families.Lock()
+	defer families.Unlock()
+	if f, ok := families.loaded[name]; ok {
+		return f
+	}
+	m, err := loader.LoadWith(fixture.FamilyModel(name), loader.Options{AsStored: true})
+	require.NoError(t, err)
+	tok, err := tokenizer.Load(m.Dir)
+	require.NoError(t, err)
+	own, err := server.ModelChatTemplate(m)
+	require.NoError(t, err)
+	require.NotNil(t, own, "%s: a chat template", name)
+	set, err := references.Open(fixture.FamilyReferences(name))
+	require.NoError(t, err, name)
+	f := &familyModel{m, tok, own, set}
+	if families.loaded == nil {
+		families.loaded = map[string]*familyModel{}
+	}
+	families.loaded[name] = f
+	return f
 }
 
 // eos is the model's first end-of-sequence token, the one a generation
