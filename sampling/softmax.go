@@ -70,8 +70,16 @@ func softmax64Into(out, s []float64) []float64 {
 		clear(out)
 		return out
 	}
+	// A −Inf entry (what a grammar or top-k removed: most of the row when
+	// decoding is constrained) is exactly 0 without calling Exp, unless the
+	// maximum is NaN and every entry NaN.
+	skip := !math.IsNaN(mx)
 	sum := 0.0
 	for i, v := range s {
+		if skip && math.IsInf(v, -1) {
+			out[i] = 0
+			continue
+		}
 		e := math.Exp(v - mx)
 		out[i] = e
 		sum += e

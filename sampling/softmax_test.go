@@ -51,3 +51,57 @@ func TestMaxOfIsMathMax(t *testing.T) {
 		}
 	}
 }
+
+// TestSoftmaxSkipsMinusInf: softmax64Into, which leaves −Inf entries 0
+// without Exp, is the plain formula bit for bit, on rows of the special
+// values and on rows mostly −Inf, as constrained decoding makes them.
+func TestSoftmaxSkipsMinusInf(t *testing.T) {
+	plain := func(s []float64) []float64 {
+		out := make([]float64, len(s))
+		mx := math.Inf(-1)
+		for _, v := range s {
+			mx = math.Max(mx, v)
+		}
+		if math.IsInf(mx, -1) {
+			return out
+		}
+		sum := 0.0
+		for i, v := range s {
+			out[i] = math.Exp(v - mx)
+			sum += out[i]
+		}
+		for i := range out {
+			out[i] /= sum
+		}
+		return out
+	}
+	inf, nan := math.Inf(1), math.NaN()
+	special := []float64{inf, -inf, nan, 0, 1, -3}
+	var rows [][]float64
+	for _, a := range special {
+		for _, b := range special {
+			for _, c := range special {
+				rows = append(rows, []float64{a, b, c})
+			}
+		}
+	}
+	r := rand.New(rand.NewPCG(3, 4))
+	for range 50 {
+		row := make([]float64, 200)
+		for i := range row {
+			row[i] = -inf
+			if r.IntN(20) == 0 {
+				row[i] = r.NormFloat64() * 5
+			}
+		}
+		rows = append(rows, row)
+	}
+	for _, row := range rows {
+		want, got := plain(row), softmax64(row)
+		for i := range want {
+			if math.Float64bits(got[i]) != math.Float64bits(want[i]) && !(math.IsNaN(got[i]) && math.IsNaN(want[i])) {
+				t.Fatalf("softmax64(%v)[%d] = %v, the plain formula's %v", row, i, got[i], want[i])
+			}
+		}
+	}
+}
