@@ -269,7 +269,7 @@ func TestCompletionsErrors(t *testing.T) {
 func TestCompletionsTokenIDs(t *testing.T) {
 	for _, s := range everyModel(t) {
 		t.Run(s.name, func(t *testing.T) {
-			r := s.set.Manifest.Generation.Results[len(s.set.Manifest.Generation.Results)-1]
+			r := s.set.Manifest.Generation.Results[0]
 			c, _ := s.set.Case(r.Case)
 			body := map[string]any{"prompt": c.Tokens, "max_tokens": 4, "temperature": 0, "logprobs": 3, "echo": true}
 			plain := choice0(t, s.ts.call(t, "POST", "/v1/completions", body, http.StatusOK))
