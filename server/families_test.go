@@ -8,7 +8,6 @@ import (
 
 	"github.com/llorch/llorch-check/internal/fixture"
 	"github.com/llorch/llorch-check/internal/fixture/tiny"
-	"github.com/llorch/llorch-check/loader"
 	"github.com/llorch/llorch-check/model"
 	"github.com/llorch/llorch-check/references"
 	"github.com/llorch/llorch-check/server"
@@ -67,10 +66,7 @@ func loadFamily(t *testing.T, name string) *familyModel {
 	if f, ok := families.loaded[name]; ok {
 		return f
 	}
-	m, err := loader.LoadWith(fixture.FamilyModel(name), loader.Options{AsStored: true})
-	require.NoError(t, err)
-	tok, err := tokenizer.Load(m.Dir)
-	require.NoError(t, err)
+	m, tok := tiny.Family(t, name)
 	own, err := server.ModelChatTemplate(m)
 	require.NoError(t, err)
 	require.NotNil(t, own, "%s: a chat template", name)
