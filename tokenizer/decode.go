@@ -113,7 +113,8 @@ func (d *StreamDecoder) Add(id int) (string, error) {
 }
 
 // Held is the bytes of an unfinished character the stream holds back (a
-// valid prefix of one, the tokens' so far), empty when it holds none.
+// valid prefix of one, the tokens' so far), empty when it holds none. They
+// are the stream's own until the next Add: read them, do not change them.
 func (d *StreamDecoder) Held() []byte { return d.pending }
 
 // Flush ends the stream: bytes of an unfinished character come out as
