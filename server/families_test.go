@@ -29,13 +29,18 @@ type servedModel struct {
 // every client test runs on, since a client defect may show on one
 // family only (a SentencePiece space, a BOS, an EOS id). A test calls it
 // once and runs its subtests per model on the servers it returns.
-func everyModel(t *testing.T) []servedModel {
+func everyModel(t *testing.T) []servedModel { return everyModelWith(t, server.Config{}) }
+
+// everyModelWith is everyModel with servers configured as cfg.
+func everyModelWith(t *testing.T, cfg server.Config) []servedModel {
 	t.Helper()
 	m, tok, set := tiny.Load(t)
-	out := []servedModel{{"tiny-gpt2", start(t, server.Config{}), m, tok, set}}
+	out := []servedModel{{"tiny-gpt2", start(t, cfg), m, tok, set}}
 	for _, name := range fixture.Served() {
-		ts, m, tok := familyServer(t, name)
-		out = append(out, servedModel{name, ts, m, tok, loadFamily(t, name).set})
+		f := loadFamily(t, name)
+		srv := server.New(cfg)
+		require.NoError(t, srv.SetModelChat(f.m, f.tok, f.own))
+		out = append(out, servedModel{name, serve(t, srv), f.m, f.tok, f.set})
 	}
 	return out
 }
