@@ -40,10 +40,7 @@ func argmax64(s []float64) int {
 // the float64 truth) and llama.cpp's dump all call it.
 func LogSoftmax[F float32 | float64](logits []F) []float64 {
 	out := make([]float64, len(logits))
-	mx := math.Inf(-1)
-	for _, v := range logits {
-		mx = math.Max(mx, float64(v))
-	}
+	mx := maxOf(logits)
 	if math.IsInf(mx, -1) {
 		for i := range out {
 			out[i] = math.Inf(-1)
@@ -68,16 +65,21 @@ func softmax64(s []float64) []float64 {
 
 // softmax64Into writes the softmax of s into out, which may be s.
 func softmax64Into(out, s []float64) []float64 {
-	mx := math.Inf(-1)
-	for _, v := range s {
-		mx = math.Max(mx, v)
-	}
+	mx := maxOf(s)
 	if math.IsInf(mx, -1) {
 		clear(out)
 		return out
 	}
+	// A −Inf entry (what a grammar or top-k removed: most of the row when
+	// decoding is constrained) is exactly 0 without calling Exp, unless the
+	// maximum is NaN and every entry NaN.
+	skip := !math.IsNaN(mx)
 	sum := 0.0
 	for i, v := range s {
+		if skip && math.IsInf(v, -1) {
+			out[i] = 0
+			continue
+		}
 		e := math.Exp(v - mx)
 		out[i] = e
 		sum += e
@@ -86,4 +88,25 @@ func softmax64Into(out, s []float64) []float64 {
 		out[i] /= sum
 	}
 	return out
+}
+
+// maxOf is math.Max folded over s from −Inf, the same value to the bit
+// (+Inf over NaN, NaN over any other, +0 over −0) without a call per
+// element: the softmaxes run it over the whole vocabulary every token.
+func maxOf[F float32 | float64](s []F) float64 {
+	mx, nan := math.Inf(-1), false
+	for _, f := range s {
+		switch v := float64(f); {
+		case v > mx:
+			mx = v
+		case v != v:
+			nan = true
+		case v == 0 && mx == 0 && !math.Signbit(v):
+			mx = v
+		}
+	}
+	if nan && !math.IsInf(mx, 1) {
+		return math.NaN()
+	}
+	return mx
 }

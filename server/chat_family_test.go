@@ -7,8 +7,6 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/llorch/llorch-check/internal/fixture"
-	"github.com/llorch/llorch-check/loader"
 	"github.com/llorch/llorch-check/model"
 	"github.com/llorch/llorch-check/server"
 	"github.com/llorch/llorch-check/tokenizer"
@@ -72,14 +70,8 @@ func TestChatFamilyTemplates(t *testing.T) {
 // familyServer serves a Llama-family tiny model with its own chat template.
 func familyServer(t *testing.T, name string) (*testServer, *model.Model, *tokenizer.Tokenizer) {
 	t.Helper()
-	m, err := loader.LoadWith(fixture.FamilyModel(name), loader.Options{AsStored: true})
-	require.NoError(t, err)
-	tok, err := tokenizer.Load(m.Dir)
-	require.NoError(t, err)
-	own, err := server.ModelChatTemplate(m)
-	require.NoError(t, err)
-	require.NotNil(t, own)
+	f := loadFamily(t, name)
 	srv := server.New(server.Config{})
-	require.NoError(t, srv.SetModelChat(m, tok, own))
-	return serve(t, srv), m, tok
+	require.NoError(t, srv.SetModelChat(f.m, f.tok, f.own))
+	return serve(t, srv), f.m, f.tok
 }

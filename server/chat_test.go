@@ -41,71 +41,73 @@ func streamChunks(t *testing.T, ts *testServer, path string, body map[string]any
 }
 
 // TestChatIsCompletionOfTheTemplate: a chat request is the completion of
-// its messages rendered by the template, in text, tokens and logprobs;
-// streamed, it is the same text in chat.completion.chunk deltas.
+// its messages rendered by the model's template, in text, tokens and
+// logprobs; streamed, it is the same text in chat.completion.chunk deltas;
+// on GPT-2 and every Llama-family model.
 func TestChatIsCompletionOfTheTemplate(t *testing.T) {
-	ts := start(t, server.Config{})
-	const n = 6
-	plain := ts.call(t, "POST", "/v1/completions", map[string]any{
-		"prompt": chatPrompt, "max_tokens": n, "temperature": 0, "logprobs": 2}, http.StatusOK)
-	want := choice0(t, plain)
-	chat := ts.call(t, "POST", "/v1/chat/completions", map[string]any{
-		"messages": chatMessages, "max_tokens": n, "temperature": 0, "logprobs": true, "top_logprobs": 2}, http.StatusOK)
-	require.Equal(t, "chat.completion", chat["object"])
-	require.Regexp(t, "^chatcmpl-", chat["id"])
-	require.Equal(t, plain["usage"], chat["usage"])
-	got := choice0(t, chat)
-	require.Equal(t, map[string]any{"role": "assistant", "content": want["text"]}, got["message"])
-	require.Equal(t, want["finish_reason"], got["finish_reason"])
+	messages := chatMessages[1:] // a user's message: some families' templates refuse a system one
+	for _, s := range everyModel(t) {
+		ts := s.ts
+		t.Run(s.name, func(t *testing.T) {
+			const n = 6
+			plain := ts.call(t, "POST", "/v1/completions", map[string]any{
+				"prompt": s.chatIDs(t, server.ChatMessage{Role: "user", Content: "Hello"}), "max_tokens": n, "temperature": 0, "logprobs": 2}, http.StatusOK)
+			want := choice0(t, plain)
+			chat := ts.call(t, "POST", "/v1/chat/completions", map[string]any{
+				"messages": messages, "max_tokens": n, "temperature": 0, "logprobs": true, "top_logprobs": 2}, http.StatusOK)
+			require.Equal(t, "chat.completion", chat["object"])
+			require.Regexp(t, "^chatcmpl-", chat["id"])
+			require.Equal(t, plain["usage"], chat["usage"])
+			got := choice0(t, chat)
+			require.Equal(t, map[string]any{"role": "assistant", "content": want["text"]}, got["message"])
+			require.Equal(t, want["finish_reason"], got["finish_reason"])
 
-	legacy := want["logprobs"].(map[string]any)
-	content := got["logprobs"].(map[string]any)["content"].([]any)
-	require.Len(t, content, n)
-	for i, c := range content {
-		c := c.(map[string]any)
-		require.Equal(t, legacy["tokens"].([]any)[i], c["token"])
-		require.Equal(t, legacy["token_logprobs"].([]any)[i], c["logprob"])
-		var b []byte
-		for _, x := range c["bytes"].([]any) {
-			b = append(b, byte(x.(float64)))
-		}
-		require.Equal(t, c["token"], string(b), "bytes are the token's UTF-8")
-		top := c["top_logprobs"].([]any)
-		require.Len(t, top, 2)
-		for _, alt := range top {
-			alt := alt.(map[string]any)
-			require.Equal(t, legacy["top_logprobs"].([]any)[i].(map[string]any)[alt["token"].(string)], alt["logprob"])
-		}
-	}
+			legacy := want["logprobs"].(map[string]any)
+			content := got["logprobs"].(map[string]any)["content"].([]any)
+			require.Len(t, content, n)
+			for i, c := range content {
+				c := c.(map[string]any)
+				require.Equal(t, legacy["tokens"].([]any)[i], c["token"])
+				require.Equal(t, legacy["token_logprobs"].([]any)[i], c["logprob"])
+				require.Equal(t, c["token"], string(intBytes(c["bytes"])), "bytes are the token's UTF-8")
+				top := c["top_logprobs"].([]any)
+				require.Len(t, top, 2)
+				for _, alt := range top {
+					alt := alt.(map[string]any)
+					require.Equal(t, legacy["top_logprobs"].([]any)[i].(map[string]any)[alt["token"].(string)], alt["logprob"])
+				}
+			}
 
-	chunks := streamChunks(t, ts, "/v1/chat/completions", map[string]any{"messages": chatMessages,
-		"max_completion_tokens": n, "temperature": 0, "stream": true, "stream_options": map[string]any{"include_usage": true}})
-	text, finish := "", ""
-	for i, c := range chunks[:len(chunks)-1] {
-		require.Equal(t, "chat.completion.chunk", c["object"])
-		delta := choice0(t, c)["delta"].(map[string]any)
-		require.Equal(t, i == 0, delta["role"] == "assistant", "the role comes in the first chunk only")
-		text += delta["content"].(string)
-		if r, ok := choice0(t, c)["finish_reason"].(string); ok {
-			finish = r
-		}
-	}
-	require.Equal(t, want["text"], text)
-	require.Equal(t, want["finish_reason"], finish)
-	last := chunks[len(chunks)-1]
-	require.Empty(t, last["choices"])
-	require.Equal(t, plain["usage"], last["usage"])
+			chunks := streamChunks(t, ts, "/v1/chat/completions", map[string]any{"messages": messages,
+				"max_completion_tokens": n, "temperature": 0, "stream": true, "stream_options": map[string]any{"include_usage": true}})
+			text, finish := "", ""
+			for i, c := range chunks[:len(chunks)-1] {
+				require.Equal(t, "chat.completion.chunk", c["object"])
+				delta := choice0(t, c)["delta"].(map[string]any)
+				require.Equal(t, i == 0, delta["role"] == "assistant", "the role comes in the first chunk only")
+				text += delta["content"].(string)
+				if r, ok := choice0(t, c)["finish_reason"].(string); ok {
+					finish = r
+				}
+			}
+			require.Equal(t, want["text"], text)
+			require.Equal(t, want["finish_reason"], finish)
+			last := chunks[len(chunks)-1]
+			require.Empty(t, last["choices"])
+			require.Equal(t, plain["usage"], last["usage"])
 
-	// Streamed logprobs: one entry per token chunk, the same as unstreamed.
-	chunks = streamChunks(t, ts, "/v1/chat/completions", map[string]any{"messages": chatMessages,
-		"max_tokens": n, "temperature": 0, "stream": true, "logprobs": true, "top_logprobs": 2})
-	var streamed []any
-	for _, c := range chunks {
-		if lp, ok := choice0(t, c)["logprobs"].(map[string]any); ok {
-			streamed = append(streamed, lp["content"].([]any)...)
-		}
+			// Streamed logprobs: one entry per token chunk, the same as unstreamed.
+			chunks = streamChunks(t, ts, "/v1/chat/completions", map[string]any{"messages": messages,
+				"max_tokens": n, "temperature": 0, "stream": true, "logprobs": true, "top_logprobs": 2})
+			var streamed []any
+			for _, c := range chunks {
+				if lp, ok := choice0(t, c)["logprobs"].(map[string]any); ok {
+					streamed = append(streamed, lp["content"].([]any)...)
+				}
+			}
+			require.Equal(t, content, streamed)
+		})
 	}
-	require.Equal(t, content, streamed)
 }
 
 // TestChatDefaultLength: without max_tokens a reply may fill the context

@@ -6,10 +6,6 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
-
-	"github.com/llorch/llorch-check/internal/fixture"
-	"github.com/llorch/llorch-check/internal/fixture/tiny"
-	"github.com/llorch/llorch-check/server"
 )
 
 // TestContextLengthNamesTheField: a request whose one prompt fits the
@@ -18,35 +14,25 @@ import (
 // every Llama-family tiny model; a prompt that fills the context by
 // itself, or one of several, is refused under the prompt's own name.
 func TestContextLengthNamesTheField(t *testing.T) {
-	type served struct {
-		ts *testServer
-		n  int
-	}
-	servers := map[string]served{}
-	m, _, _ := tiny.Load(t)
-	servers["tiny-gpt2"] = served{start(t, server.Config{}), m.Config.NPositions}
-	for _, name := range fixture.Served() {
-		ts, m, _ := familyServer(t, name)
-		servers[name] = served{ts, m.Config.NPositions}
-	}
 	short := []map[string]string{{"role": "user", "content": "Hi"}}
-	for name, s := range servers {
-		long := strings.Repeat(" word", s.n+1) // more tokens than the context on every tokenizer
+	for _, s := range everyModel(t) {
+		n := s.m.Config.NPositions
+		long := strings.Repeat(" word", n+1) // more tokens than the context on every tokenizer
 		for _, c := range []struct {
 			name, path, field string
 			body              map[string]any
 		}{
-			{"chat max_tokens", "/v1/chat/completions", "max_tokens", map[string]any{"messages": short, "max_tokens": s.n}},
-			{"chat max_completion_tokens", "/v1/chat/completions", "max_completion_tokens", map[string]any{"messages": short, "max_completion_tokens": s.n}},
+			{"chat max_tokens", "/v1/chat/completions", "max_tokens", map[string]any{"messages": short, "max_tokens": n}},
+			{"chat max_completion_tokens", "/v1/chat/completions", "max_completion_tokens", map[string]any{"messages": short, "max_completion_tokens": n}},
 			{"chat, a long conversation", "/v1/chat/completions", "messages",
 				map[string]any{"messages": []map[string]string{{"role": "user", "content": long}}, "max_tokens": 1}},
-			{"responses max_output_tokens", "/v1/responses", "max_output_tokens", map[string]any{"input": "Hi", "max_output_tokens": s.n}},
+			{"responses max_output_tokens", "/v1/responses", "max_output_tokens", map[string]any{"input": "Hi", "max_output_tokens": n}},
 			{"responses, a long input", "/v1/responses", "input", map[string]any{"input": long, "max_output_tokens": 16}},
-			{"completions max_tokens", "/v1/completions", "max_tokens", map[string]any{"prompt": "Hi", "max_tokens": s.n}},
+			{"completions max_tokens", "/v1/completions", "max_tokens", map[string]any{"prompt": "Hi", "max_tokens": n}},
 			{"completions, a long prompt", "/v1/completions", "prompt", map[string]any{"prompt": long, "max_tokens": 1}},
-			{"completions, one of two prompts", "/v1/completions", "prompt[0]", map[string]any{"prompt": []string{"Hi", "Hi"}, "max_tokens": s.n}},
+			{"completions, one of two prompts", "/v1/completions", "prompt[0]", map[string]any{"prompt": []string{"Hi", "Hi"}, "max_tokens": n}},
 		} {
-			t.Run(name+"/"+c.name, func(t *testing.T) {
+			t.Run(s.name+"/"+c.name, func(t *testing.T) {
 				e := s.ts.call(t, "POST", c.path, c.body, http.StatusBadRequest)["error"].(map[string]any)
 				require.Equal(t, c.field, e["param"], e["message"])
 				require.Contains(t, e["message"], "context length")

@@ -174,29 +174,41 @@ func TestChunkedPrefillSameAnswers(t *testing.T) {
 
 // The choices of an n > 1 request share the prompt's blocks: the second
 // and later take the prompt's full blocks from the cache, and answer as
-// the first does.
+// the first does; sampled with a seed, choice k is the request with seed
+// + k. On GPT-2 and every Llama-family model.
 func TestChoicesSharePromptBlocks(t *testing.T) {
-	ts := start(t, server.Config{PrefixCache: true})
-	out := ts.call(t, "POST", "/v1/completions", map[string]any{
-		"prompt": tokenPrompt(40, 7), "max_tokens": 4, "temperature": 0, "n": 3}, http.StatusOK)
-	u := out["usage"].(map[string]any)
-	require.EqualValues(t, 40, u["prompt_tokens"], "the prompt counts once")
-	require.Equal(t, map[string]any{"cached_tokens": float64(0)}, u["prompt_tokens_details"], "the first choice found nothing cached")
-	kv := ts.call(t, "GET", "/health", nil, http.StatusOK)["kv_cache"].(map[string]any)
-	require.EqualValues(t, 2*32, kv["cached_tokens"], "choices 2 and 3 reused the prompt's two full blocks of 16")
-	ch := out["choices"].([]any)
-	require.Len(t, ch, 3)
-	for i := 1; i < 3; i++ {
-		require.Equal(t, ch[0].(map[string]any)["text"], ch[i].(map[string]any)["text"], "greedy choice %d", i)
+	for _, s := range everyModelWith(t, server.Config{PrefixCache: true}) {
+		ts := s.ts
+		// tokenPrompt's ids, within the model's vocabulary.
+		prompt := func(n, seed int) []int {
+			p := tokenPrompt(n, seed)
+			for i := range p {
+				p[i] %= s.m.Config.VocabSize
+			}
+			return p
+		}
+		t.Run(s.name, func(t *testing.T) {
+			out := ts.call(t, "POST", "/v1/completions", map[string]any{
+				"prompt": prompt(40, 7), "max_tokens": 4, "temperature": 0, "n": 3}, http.StatusOK)
+			u := out["usage"].(map[string]any)
+			require.EqualValues(t, 40, u["prompt_tokens"], "the prompt counts once")
+			require.Equal(t, map[string]any{"cached_tokens": float64(0)}, u["prompt_tokens_details"], "the first choice found nothing cached")
+			kv := ts.call(t, "GET", "/health", nil, http.StatusOK)["kv_cache"].(map[string]any)
+			require.EqualValues(t, 2*32, kv["cached_tokens"], "choices 2 and 3 reused the prompt's two full blocks of 16")
+			ch := out["choices"].([]any)
+			require.Len(t, ch, 3)
+			for i := 1; i < 3; i++ {
+				require.Equal(t, ch[0].(map[string]any)["text"], ch[i].(map[string]any)["text"], "greedy choice %d", i)
+			}
+			sampled := func(n, seed int) []any {
+				out := ts.call(t, "POST", "/v1/completions", map[string]any{
+					"prompt": prompt(20, 8), "max_tokens": 6, "temperature": 1, "seed": seed, "n": n}, http.StatusOK)
+				return out["choices"].([]any)
+			}
+			two := sampled(2, 5)
+			require.EqualValues(t, 1, two[1].(map[string]any)["index"])
+			require.Equal(t, sampled(1, 5)[0].(map[string]any)["text"], two[0].(map[string]any)["text"])
+			require.Equal(t, sampled(1, 6)[0].(map[string]any)["text"], two[1].(map[string]any)["text"])
+		})
 	}
-	// Sampled with a seed, choice k is the request with seed + k.
-	sampled := func(n, seed int) []any {
-		out := ts.call(t, "POST", "/v1/completions", map[string]any{
-			"prompt": tokenPrompt(20, 8), "max_tokens": 6, "temperature": 1, "seed": seed, "n": n}, http.StatusOK)
-		return out["choices"].([]any)
-	}
-	two := sampled(2, 5)
-	require.EqualValues(t, 1, two[1].(map[string]any)["index"])
-	require.Equal(t, sampled(1, 5)[0].(map[string]any)["text"], two[0].(map[string]any)["text"])
-	require.Equal(t, sampled(1, 6)[0].(map[string]any)["text"], two[1].(map[string]any)["text"])
 }

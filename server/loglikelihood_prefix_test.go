@@ -9,11 +9,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/llorch/llorch-check/internal/fixture"
-	"github.com/llorch/llorch-check/internal/fixture/tiny"
 	"github.com/llorch/llorch-check/model"
-	"github.com/llorch/llorch-check/server"
-	"github.com/llorch/llorch-check/tokenizer"
 )
 
 // TestLoglikelihoodEmptyContext: an empty (or whitespace-only) context
@@ -23,25 +19,17 @@ import (
 // those ids, what lm-eval sends for empty-context and rolling requests
 // (issue #42 item 3).
 func TestLoglikelihoodEmptyContext(t *testing.T) {
-	type served struct {
-		ts  *testServer
-		m   *model.Model
-		tok *tokenizer.Tokenizer
-		pre int
-	}
-	m, tok, _ := tiny.Load(t)
-	all := map[string]served{"tiny-gpt2": {start(t, server.Config{}), m, tok, 50256}}
-	for _, name := range fixture.Served() {
-		ts, m, tok := familyServer(t, name)
-		bos, _ := tok.BOS()
-		require.NotContains(t, m.Config.EOSTokens(), bos, "%s: BOS is not an EOS, so the test tells them apart", name)
-		all[name] = served{ts, m, tok, bos}
-	}
-	for name, s := range all {
-		t.Run(name, func(t *testing.T) {
+	for _, s := range everyModel(t) {
+		pre := 50256 // GPT-2's <|endoftext|>
+		if s.name != "tiny-gpt2" {
+			bos, _ := s.tok.BOS()
+			require.NotContains(t, s.m.Config.EOSTokens(), bos, "%s: BOS is not an EOS, so the test tells them apart", s.name)
+			pre = bos
+		}
+		t.Run(s.name, func(t *testing.T) {
 			for _, context := range []string{"", "  "} {
 				cont := context + "Hello, world"
-				ids := slices.Concat([]int{s.pre}, s.tok.EncodeSpecial(cont))
+				ids := slices.Concat([]int{pre}, s.tok.EncodeSpecial(cont))
 				want := forwardLL(t, s.m, ids)
 
 				out := s.ts.call(t, "POST", "/loglikelihood", map[string]any{"prompts": []string{context}, "continuations": []string{"Hello, world"}}, http.StatusOK)

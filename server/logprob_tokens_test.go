@@ -6,19 +6,7 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
-
-	"github.com/llorch/llorch-check/internal/fixture"
-	"github.com/llorch/llorch-check/server"
 )
-
-// logprobServers serves GPT-2 and every Llama-family tiny model.
-func logprobServers(t *testing.T) map[string]*testServer {
-	out := map[string]*testServer{"tiny-gpt2": start(t, server.Config{})}
-	for _, name := range fixture.Served() {
-		out[name], _, _ = familyServer(t, name)
-	}
-	return out
-}
 
 // TestLogprobTokensAreTheText: each log-probability token is the text it
 // adds (a SentencePiece piece keeps its leading space, which decoding it
@@ -28,8 +16,9 @@ func logprobServers(t *testing.T) map[string]*testServer {
 // same text (issue #42 item 2).
 func TestLogprobTokensAreTheText(t *testing.T) {
 	const prompt = "Hello, world. The vehicles collaborate"
-	for name, ts := range logprobServers(t) {
-		t.Run(name, func(t *testing.T) {
+	for _, s := range everyModel(t) {
+		ts := s.ts
+		t.Run(s.name, func(t *testing.T) {
 			chat := ts.call(t, "POST", "/v1/chat/completions", map[string]any{"messages": []map[string]any{{"role": "user", "content": "Hello, who are you?"}},
 				"max_tokens": 12, "temperature": 0, "logprobs": true, "top_logprobs": 3}, http.StatusOK)
 			msg := choice0(t, chat)["message"].(map[string]any)["content"].(string)

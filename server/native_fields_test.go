@@ -8,7 +8,6 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/llorch/llorch-check/internal/fixture"
 	"github.com/llorch/llorch-check/internal/fixture/tiny"
 	"github.com/llorch/llorch-check/server"
 )
@@ -63,10 +62,7 @@ func TestNativeRoutesUnknownFields(t *testing.T) {
 // sampled at temperature 1, every completion is in the constraint's
 // language; a constraint that does not compile is a 400 naming it.
 func TestGenerateConstrained(t *testing.T) {
-	servers := map[string]*testServer{"tiny-gpt2": start(t, server.Config{})}
-	for _, name := range fixture.Served() {
-		servers[name], _, _ = familyServer(t, name)
-	}
+	servers := everyModel(t)
 	yesNo := func(t *testing.T, s string) { require.Contains(t, []string{"yes", "no"}, s) }
 	integer := func(t *testing.T, s string) {
 		var n json.Number
@@ -89,8 +85,9 @@ func TestGenerateConstrained(t *testing.T) {
 		{"response_format", map[string]any{"response_format": map[string]any{"type": "json_schema",
 			"json_schema": map[string]any{"name": "colour", "schema": map[string]any{"enum": []string{"red", "green"}}}}}, colour},
 	}
-	for name, ts := range servers {
-		t.Run(name, func(t *testing.T) {
+	for _, s := range servers {
+		ts := s.ts
+		t.Run(s.name, func(t *testing.T) {
 			for _, c := range cases {
 				t.Run(c.name, func(t *testing.T) {
 					body := map[string]any{"prompts": []string{"Answer:", "The", "1"}, "max_tokens": 48, "temperature": 1, "seed": 7}
@@ -106,7 +103,6 @@ func TestGenerateConstrained(t *testing.T) {
 			}
 		})
 	}
-	ts := servers["tiny-gpt2"]
-	out := ts.call(t, "POST", "/generate", map[string]any{"prompts": []string{"Hi"}, "grammar": "root ::= ("}, http.StatusBadRequest)
+	out := servers[0].ts.call(t, "POST", "/generate", map[string]any{"prompts": []string{"Hi"}, "grammar": "root ::= ("}, http.StatusBadRequest)
 	require.Equal(t, "grammar", out["errors"].([]any)[0].(map[string]any)["field"])
 }

@@ -1,6 +1,7 @@
 package server_test
 
 import (
+	"fmt"
 	"net/http"
 	"testing"
 
@@ -24,14 +25,27 @@ func TestCompletionsParametersHonoured(t *testing.T) {
 	plain := greedy(nil)
 	require.Equal(t, "length", plain["finish_reason"])
 
-	eot := greedy(map[string]any{"logit_bias": map[string]float64{"50256": 100}})
-	require.Equal(t, "stop", eot["finish_reason"], "the biased end-of-text token ends the completion")
-	require.Empty(t, eot["text"])
-
 	penalised := greedy(map[string]any{"frequency_penalty": 2, "presence_penalty": 2})
 	require.NotEqual(t, plain["text"], penalised["text"])
 	require.Equal(t, plain["text"], greedy(map[string]any{"frequency_penalty": 0, "presence_penalty": 0, "logit_bias": map[string]float64{}})["text"],
 		"neutral values change nothing")
+}
+
+// TestLogitBiasOnTheEOS: logit_bias keys are the model's own ids, on
+// GPT-2 and every Llama-family model: +100 on its end-of-text token ends
+// a greedy completion at once, on completions and chat.
+func TestLogitBiasOnTheEOS(t *testing.T) {
+	for _, s := range everyModel(t) {
+		t.Run(s.name, func(t *testing.T) {
+			bias := map[string]float64{fmt.Sprint(s.eos()): 100}
+			eot := choice0(t, s.ts.call(t, "POST", "/v1/completions", map[string]any{"prompt": "the the the", "max_tokens": 12, "temperature": 0, "logit_bias": bias}, http.StatusOK))
+			require.Equal(t, "stop", eot["finish_reason"], "the biased end-of-text token ends the completion")
+			require.Empty(t, eot["text"])
+			chat := choice0(t, s.ts.call(t, "POST", "/v1/chat/completions", map[string]any{"messages": chatMessages[1:], "max_tokens": 12, "temperature": 0, "logit_bias": bias}, http.StatusOK))
+			require.Equal(t, "stop", chat["finish_reason"])
+			require.Equal(t, map[string]any{"role": "assistant", "content": ""}, chat["message"])
+		})
+	}
 }
 
 // TestCompletionsParametersRejected: a parameter that is not honoured is a

@@ -19,8 +19,9 @@ import (
 // the next.
 func TestLogprobsEndAtTheStop(t *testing.T) {
 	messages := []map[string]any{{"role": "user", "content": "Hello, who are you?"}}
-	for name, ts := range logprobServers(t) {
-		t.Run(name, func(t *testing.T) {
+	for _, s := range everyModel(t) {
+		ts := s.ts
+		t.Run(s.name, func(t *testing.T) {
 			base := ts.call(t, "POST", "/v1/chat/completions", map[string]any{"messages": messages,
 				"max_tokens": 12, "temperature": 0, "logprobs": true}, http.StatusOK)
 			full := choice0(t, base)["message"].(map[string]any)["content"].(string)

@@ -59,8 +59,14 @@ func (r *tokenText) render(t *scoredToken) {
 	if slices.Contains(r.eos, t.id) {
 		return
 	}
-	if raw, _ := r.tok.TokenBytes(t.id); len(raw) > 0 {
+	raw, _ := r.tok.TokenBytes(t.id)
+	if len(raw) > 0 {
 		r.lead = false // as the StreamDecoder, which drops the prefix of the first token with bytes only
+	}
+	if breaks(r.dec.Held(), raw) {
+		// The earlier tokens' unfinished character ends here as one U+FFFD
+		// of theirs: this token's text begins after it.
+		t.offset++
 	}
 	s, _ := r.dec.Add(t.id)
 	r.runes += utf8.RuneCountInString(s)
@@ -95,4 +101,18 @@ func (r *tokenText) add(t generation.Token) scoredToken {
 type piece struct {
 	bytes []byte
 	text  string
+}
+
+// breaks reports whether next, a token's bytes, cannot go on with held,
+// the valid start of a character that earlier tokens left unfinished: a
+// lone byte-fallback token followed by text. Held is then a maximal
+// subpart of an ill-formed sequence, decoded as one U+FFFD before next's
+// text; otherwise next's first byte is part of the character.
+func breaks(held, next []byte) bool {
+	if len(held) == 0 || len(next) == 0 {
+		return false
+	}
+	b := append(held[:len(held):len(held)], next[0])
+	_, size := utf8.DecodeRune(b)
+	return utf8.FullRune(b) && size < len(b)
 }

@@ -3,11 +3,11 @@ package server_test
 import (
 	"context"
 	"net/http"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/llorch/llorch-check/internal/fixture/tiny"
 	"github.com/llorch/llorch-check/server"
 )
 
@@ -44,66 +44,88 @@ func TestHealthWhileLoading(t *testing.T) {
 }
 
 // TestExecuteGreedyMatchesReferences is the SSE contract on the reference
-// cases: event order, one terminal event, and the token texts joining to
-// PyTorch's greedy text.
+// cases, on GPT-2 and every Llama-family model: event order, one terminal
+// event, the token ids PyTorch's greedy ones and their texts joining to
+// its text.
 func TestExecuteGreedyMatchesReferences(t *testing.T) {
-	ts := start(t, server.Config{})
-	_, _, set := tiny.Load(t)
-	gen := set.Manifest.Generation
-	for _, want := range gen.Results {
-		c, ok := set.Case(want.Case)
-		require.True(t, ok)
-		st := ts.execute(t, context.Background(), map[string]any{
-			"job_id": "ref-" + want.Case, "prompt": *c.Prompt, "max_tokens": gen.N, "temperature": 0,
+	for _, s := range everyModel(t) {
+		t.Run(s.name, func(t *testing.T) {
+			gen := s.set.Manifest.Generation
+			for _, want := range gen.Results {
+				c, ok := s.set.Case(want.Case)
+				require.True(t, ok)
+				st := s.ts.execute(t, context.Background(), map[string]any{
+					"job_id": "ref-" + want.Case, "prompt": *c.Prompt, "max_tokens": gen.N, "temperature": 0,
+				})
+				started, tokens, terminal, end := st.run(t)
+				require.Equal(t, "ref-"+want.Case, started["job_id"])
+				require.Equal(t, s.name, started["model"])
+				require.EqualValues(t, len(c.Tokens), started["prompt_tokens"])
+				require.Contains(t, started, "seed")
+				require.Contains(t, started, "started_at")
+				require.Equal(t, "end", terminal)
+				ids := []int{}
+				for _, tk := range tokens {
+					ids = append(ids, int(tk["id"].(float64)))
+				}
+				require.Equal(t, want.Tokens, ids, "case %s", want.Case)
+				require.Equal(t, s.continuation(t, want), tokenText(tokens), "case %s", want.Case)
+				require.Equal(t, want.StopReason, end["stop_reason"])
+				require.EqualValues(t, len(want.Tokens), end["tokens_out"])
+				require.Nil(t, end["stop_sequence_matched"])
+				require.Contains(t, end, "decode_time_ms")
+			}
 		})
-		started, tokens, terminal, end := st.run(t)
-		require.Equal(t, "ref-"+want.Case, started["job_id"])
-		require.Equal(t, "tiny-gpt2", started["model"])
-		require.EqualValues(t, len(c.Tokens), started["prompt_tokens"])
-		require.Contains(t, started, "seed")
-		require.Contains(t, started, "started_at")
-		require.Equal(t, "end", terminal)
-		ids := []int{}
-		for _, tk := range tokens {
-			ids = append(ids, int(tk["id"].(float64)))
-		}
-		require.Equal(t, want.Tokens, ids, "case %s", want.Case)
-		require.Equal(t, *want.Text, tokenText(tokens), "case %s", want.Case)
-		require.Equal(t, want.StopReason, end["stop_reason"])
-		require.EqualValues(t, len(want.Tokens), end["tokens_out"])
-		require.Nil(t, end["stop_sequence_matched"])
-		require.Contains(t, end, "decode_time_ms")
 	}
 }
 
+// TestExecuteSeedsReproduce: without a seed one is chosen and reported,
+// and replaying it reproduces the sampled tokens; another seed does not.
 func TestExecuteSeedsReproduce(t *testing.T) {
-	ts := start(t, server.Config{})
-	body := map[string]any{"job_id": "s", "prompt": "Once upon a time", "max_tokens": 10, "temperature": 0.9, "top_k": 40}
-	// No seed: one is chosen and reported; replaying it reproduces the text.
-	started, first, _, _ := ts.execute(t, context.Background(), body).run(t)
-	seed := started["seed"].(float64)
-	body["seed"] = seed
-	started2, again, _, _ := ts.execute(t, context.Background(), body).run(t)
-	require.Equal(t, seed, started2["seed"])
-	require.Equal(t, tokenText(first), tokenText(again))
-	require.Equal(t, first, again)
-	body["seed"] = seed + 1
-	_, other, _, _ := ts.execute(t, context.Background(), body).run(t)
-	require.NotEqual(t, first, other, "another seed should sample differently")
+	for _, s := range everyModel(t) {
+		t.Run(s.name, func(t *testing.T) {
+			body := map[string]any{"job_id": "s", "prompt": "Once upon a time", "max_tokens": 6, "temperature": 0.9, "top_k": 40}
+			started, first, _, _ := s.ts.execute(t, context.Background(), body).run(t)
+			seed := started["seed"].(float64)
+			body["seed"] = seed
+			started2, again, _, _ := s.ts.execute(t, context.Background(), body).run(t)
+			require.Equal(t, seed, started2["seed"])
+			require.Equal(t, tokenText(first), tokenText(again))
+			require.Equal(t, first, again)
+			body["seed"] = seed + 1
+			_, other, _, _ := s.ts.execute(t, context.Background(), body).run(t)
+			require.NotEqual(t, first, other, "another seed should sample differently")
+		})
+	}
 }
 
+// TestExecuteStopSequence: a stop string cut from the greedy answer ends
+// it there, named in the end event, the text before it all that is sent:
+// a whole token of it, and one that splits a token.
 func TestExecuteStopSequence(t *testing.T) {
-	ts := start(t, server.Config{})
-	_, _, set := tiny.Load(t)
-	want := *set.Manifest.Generation.Results[0].Text // "Beast praying praying ..."
-	c, _ := set.Case(set.Manifest.Generation.Results[0].Case)
-	_, tokens, terminal, end := ts.execute(t, context.Background(), map[string]any{
-		"job_id": "stop", "prompt": *c.Prompt, "max_tokens": 16, "temperature": 0, "stop": []string{" praying praying"},
-	}).run(t)
-	require.Equal(t, "end", terminal)
-	require.Equal(t, "stop_sequence", end["stop_reason"])
-	require.Equal(t, " praying praying", end["stop_sequence_matched"])
-	require.Equal(t, want[:len("Beast")], tokenText(tokens))
+	for _, s := range everyModel(t) {
+		t.Run(s.name, func(t *testing.T) {
+			r := s.set.Manifest.Generation.Results[0]
+			c, _ := s.set.Case(r.Case)
+			body := map[string]any{"job_id": "stop", "prompt": *c.Prompt, "max_tokens": 16, "temperature": 0}
+			_, tokens, _, _ := s.ts.execute(t, context.Background(), body).run(t)
+			full := tokenText(tokens)
+			var pieces []string
+			for _, tk := range tokens {
+				pieces = append(pieces, tk["t"].(string))
+			}
+			stops := stopsWithin(full, pieces)
+			require.NotEmpty(t, stops, "no stop string to cut %q at", full)
+			for _, stop := range stops {
+				body["stop"] = []string{stop.text + "\x00never", stop.text}
+				_, tokens, terminal, end := s.ts.execute(t, context.Background(), body).run(t)
+				require.Equal(t, "end", terminal)
+				require.Equal(t, "stop_sequence", end["stop_reason"], stop.kind)
+				require.Equal(t, stop.text, end["stop_sequence_matched"], stop.kind)
+				require.Equal(t, full[:strings.Index(full, stop.text)], tokenText(tokens), stop.kind)
+			}
+		})
+	}
 }
 
 func TestExecuteDuplicateJobID(t *testing.T) {

@@ -3,6 +3,7 @@ package server_test
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math/big"
 	"net/http"
 	"net/mail"
@@ -13,8 +14,6 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/assert"
-
-	"github.com/llorch/llorch-check/server"
 )
 
 // zodSchemas are the schemas zod (through zod-to-json-schema) writes for
@@ -102,29 +101,39 @@ func regexpCheck(pattern string) func(string) error {
 }
 
 // TestZodSchemas: each of zod's refinements (and the hostile keyword
-// combinations), asked for through
-// response_format on chat, gives JSON that ends on end of text and that
-// an independent check finds valid, in 20 of 20 seeded runs, on GPT-2
-// and a Llama-family tiny model.
+// combinations), asked for through response_format, gives JSON that ends
+// on end of text and that an independent check finds valid: on chat in
+// 20 of 20 seeded runs on GPT-2 and tiny-llama; on completions in a
+// seeded run on every other Llama-family model, whose vocabulary must
+// begin and continue each language too (grammar_start.go), and some of
+// whose chat templates leave too few of the 128 positions for an answer.
 func TestZodSchemas(t *testing.T) {
-	servers := map[string]*testServer{"tiny-gpt2": start(t, server.Config{})}
-	servers["tiny-llama"], _, _ = familyServer(t, "tiny-llama")
-	for model, ts := range servers {
+	for _, s := range everyModel(t) {
+		ts := s.ts
+		seeds, path, field := 1, "/v1/completions", "text"
+		ask := map[string]any{"prompt": "JSON:"}
+		if s.name == "tiny-gpt2" || s.name == "tiny-llama" {
+			seeds, path, field = 20, "/v1/chat/completions", "message"
+			ask = map[string]any{"messages": []map[string]any{{"role": "user", "content": "Answer in JSON."}}}
+		}
 		for _, z := range zodSchemas {
-			t.Run(model+"/"+z.name, func(t *testing.T) {
+			t.Run(s.name+"/"+z.name, func(t *testing.T) {
 				schema := map[string]any{"type": "object", "properties": map[string]any{"v": z.schema},
 					"required": []any{"v"}, "additionalProperties": false, "$schema": "http://json-schema.org/draft-07/schema#"}
 				rf := map[string]any{"type": "json_schema", "json_schema": map[string]any{"name": "zod", "strict": true, "schema": schema}}
 				var wg sync.WaitGroup
 				busy := make(chan struct{}, 4) // the default Parallel, with no queue
-				for seed := range 20 {
+				for seed := range seeds {
 					busy <- struct{}{}
 					wg.Go(func() {
 						defer func() { <-busy }()
-						out := ts.call(t, "POST", "/v1/chat/completions", map[string]any{
-							"messages": []map[string]any{{"role": "user", "content": "Answer in JSON."}}, "seed": seed, "max_tokens": 90, "response_format": rf}, http.StatusOK)
-						c := choice0(t, out)
-						text := c["message"].(map[string]any)["content"].(string)
+						body := map[string]any{"seed": seed, "max_tokens": 90, "response_format": rf}
+						maps.Copy(body, ask)
+						c := choice0(t, ts.call(t, "POST", path, body, http.StatusOK))
+						text, _ := c["text"].(string)
+						if field == "message" {
+							text = c["message"].(map[string]any)["content"].(string)
+						}
 						if !assert.Equal(t, "stop", c["finish_reason"], "seed %d: %q", seed, text) {
 							return
 						}

@@ -112,6 +112,11 @@ func (d *StreamDecoder) Add(id int) (string, error) {
 	return string(out), nil
 }
 
+// Held is the bytes of an unfinished character the stream holds back (a
+// valid prefix of one, the tokens' so far), empty when it holds none. They
+// are the stream's own until the next Add: read them, do not change them.
+func (d *StreamDecoder) Held() []byte { return d.pending }
+
 // Flush ends the stream: bytes of an unfinished character come out as
 // U+FFFD. The decoder is then empty and can be reused.
 func (d *StreamDecoder) Flush() string {

@@ -16,10 +16,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/llorch/llorch-check/internal/fixture"
-	"github.com/llorch/llorch-check/loader"
+	"github.com/llorch/llorch-check/internal/fixture/tiny"
 	"github.com/llorch/llorch-check/server"
-	"github.com/llorch/llorch-check/tokenizer"
 )
 
 // TestChatInChromium drives the page's chat as a user would, on GPT-2
@@ -198,10 +196,7 @@ func (d *chatDriver) stopButton(t *testing.T, text, next string) {
 // growing, and a recorder of the chat requests the page sends.
 func chatServer(t *testing.T, name string) (*httptest.Server, *recorded) {
 	t.Helper()
-	m, err := loader.LoadWith(fixture.FamilyModel(name), loader.Options{AsStored: true})
-	require.NoError(t, err)
-	tok, err := tokenizer.Load(m.Dir)
-	require.NoError(t, err)
+	m, tok := tiny.Family(t, name)
 	own, err := server.ModelChatTemplate(m)
 	require.NoError(t, err)
 	srv := server.New(server.Config{TokenDelay: 30 * time.Millisecond})
