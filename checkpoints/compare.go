@@ -33,16 +33,37 @@ func compare(got, want []float32, truth []float64, tol Tolerance, skip func(int)
 // left out of every other statistic (a float16 cache's rounding flips:
 // compareCacheF16).
 func compareAllowing(got, want []float32, truth []float64, tol Tolerance, skip, allow func(int) bool) Stats {
-	s := Stats{Worst: -1, HasBudget: truth != nil}
-	var dot, gg, ww, truthMax float64
-	for i := range want {
+	a := newAccumulator(tol, truth != nil)
+	a.add(0, got, want, truth, skip, allow)
+	return a.stats()
+}
+
+// accumulator is compareAllowing over a tensor given in consecutive
+// chunks (references.Set.TensorChunks): the same statistics, to the bit,
+// as one call over the whole, since every sum runs in the same order.
+type accumulator struct {
+	s                     Stats
+	tol                   Tolerance
+	dot, gg, ww, truthMax float64
+}
+
+func newAccumulator(tol Tolerance, budget bool) *accumulator {
+	return &accumulator{s: Stats{Worst: -1, HasBudget: budget}, tol: tol}
+}
+
+// add compares the chunk at flat offset off; skip and allow see flat
+// indices of the whole tensor.
+func (a *accumulator) add(off int, got, want []float32, truth []float64, skip, allow func(int) bool) {
+	s := &a.s
+	for j := range want {
+		i := off + j
 		if skip != nil && skip(i) {
 			continue
 		}
-		g, w := float64(got[i]), float64(want[i])
+		g, w := float64(got[j]), float64(want[j])
 		s.Compared++
 		diff := math.Abs(g - w)
-		ratio := toleranceRatio(diff, w, tol)
+		ratio := toleranceRatio(diff, w, a.tol)
 		if math.IsNaN(g) || math.IsInf(g, 0) {
 			diff, ratio = math.Inf(1), math.Inf(1)
 		}
@@ -60,18 +81,22 @@ func compareAllowing(got, want []float32, truth []float64, tol Tolerance, skip, 
 		if w != 0 {
 			s.MaxRelErr = math.Max(s.MaxRelErr, diff/math.Abs(w))
 		}
-		dot += g * w
-		gg += g * g
-		ww += w * w
+		a.dot += g * w
+		a.gg += g * g
+		a.ww += w * w
 		if truth != nil {
-			s.GoErrF64 = math.Max(s.GoErrF64, math.Abs(g-truth[i]))
-			s.RefErrF64 = math.Max(s.RefErrF64, math.Abs(w-truth[i]))
-			truthMax = math.Max(truthMax, math.Abs(truth[i]))
+			s.GoErrF64 = math.Max(s.GoErrF64, math.Abs(g-truth[j]))
+			s.RefErrF64 = math.Max(s.RefErrF64, math.Abs(w-truth[j]))
+			a.truthMax = math.Max(a.truthMax, math.Abs(truth[j]))
 		}
 	}
-	s.Cosine = cosine(dot, gg, ww)
+}
+
+func (a *accumulator) stats() Stats {
+	s := a.s
+	s.Cosine = cosine(a.dot, a.gg, a.ww)
 	if s.HasBudget {
-		s.BudgetRate = budgetRatio(s.GoErrF64, s.RefErrF64, truthMax)
+		s.BudgetRate = budgetRatio(s.GoErrF64, s.RefErrF64, a.truthMax)
 	}
 	return s
 }

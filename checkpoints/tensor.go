@@ -32,6 +32,9 @@ func compareTensor(set *references.Set, ti references.TensorInfo, got *captured,
 // compareCaptured is compareTensor of Go's tensor g; nil when the model
 // produced none.
 func compareCaptured(set *references.Set, ti references.TensorInfo, g *model.Captured, opt Options) (Result, error) {
+	if ti.Rows == nil && (g == nil || g.Rows == nil) && elements(ti.Shape) > chunkValues {
+		return compareChunked(set, ti, g, opt)
+	}
 	want, truth, err := loadReference(set, ti)
 	if err != nil {
 		return Result{}, err
@@ -87,6 +90,52 @@ func newResult(ti references.TensorInfo, opt Options) Result {
 	}
 }
 
+// chunkValues is how many values of a reference tensor compareChunked
+// reads at a time, and the size above which a tensor is read so (a var for
+// the tests, which make it small).
+var chunkValues = 1 << 20
+
+// compareChunked is compareCaptured for a tensor larger than chunkValues,
+// its reference read a chunk at a time (references.Set.TensorChunks).
+func compareChunked(set *references.Set, ti references.TensorInfo, g *model.Captured, opt Options) (Result, error) {
+	res := newResult(ti, opt)
+	if ti.Name == tensors.Experts {
+		res.Atol, res.Rtol = 0, 0 // expert ids: the same expert or another
+	}
+	ok := g != nil && slices.Equal(g.Shape, ti.Shape) && len(g.Data) == elements(ti.Shape)
+	causal := causalMask(ti.Shape) // as maskedScores: no mask unless [H,Tq,Tk]
+	a := newAccumulator(Tolerance{res.Atol, res.Rtol}, ti.FileF64 != nil)
+	err := set.TensorChunks(ti, chunkValues, func(off int, want []float32, truth []float64) error {
+		if !ok {
+			return nil // the reference is still read through, for its errors
+		}
+		var skip func(int) bool
+		if ti.Name == tensors.Scores && causal != nil {
+			skip = func(i int) bool { return causal(i) || masked(want[i-off]) }
+		}
+		a.add(off, g.Data[off:off+len(want)], want, truth, skip, nil)
+		return nil
+	})
+	switch {
+	case err != nil:
+		return Result{}, err
+	case g == nil:
+		return res.fail("the model produced no %s tensor", ti.Name), nil
+	case !ok:
+		return res.fail("got shape %v, the reference has %v", g.Shape, ti.Shape), nil
+	}
+	return judge(res, ti, a.stats(), opt), nil
+}
+
+// elements is the number of values of a tensor of the shape.
+func elements(shape []int) int {
+	n := 1
+	for _, d := range shape {
+		n *= d
+	}
+	return n
+}
+
 // compareData compares got (of the given shape) with the reference values.
 func compareData(ti references.TensorInfo, got []float32, shape []int, want []float32, truth []float64, opt Options) Result {
 	res := newResult(ti, opt)
@@ -101,6 +150,11 @@ func compareData(ti references.TensorInfo, got []float32, shape []int, want []fl
 		res.Atol, res.Rtol = 0, 0 // expert ids: the same expert or another
 	}
 	s := compare(got, want, truth, Tolerance{res.Atol, res.Rtol}, skip)
+	return judge(res, ti, s, opt)
+}
+
+// judge records a comparison's statistics in res and decides it.
+func judge(res Result, ti references.TensorInfo, s Stats, opt Options) Result {
 	res.record(s, axesOf(ti.Name), ti.Rows)
 	res.Passed = s.Mismatches == 0 && s.Compared > 0
 	if res.Passed && opt.Budget > 0 && s.HasBudget && s.BudgetRate > opt.Budget {
@@ -176,8 +230,12 @@ func maskedScores(shape []int, want []float32) func(int) bool {
 	if causal == nil {
 		return nil
 	}
-	return func(i int) bool { return causal(i) || want[i] <= -math.MaxFloat32/2 }
+	return func(i int) bool { return causal(i) || masked(want[i]) }
 }
+
+// masked says a reference score is a mask's value (HF's dtype minimum),
+// not a score.
+func masked(w float32) bool { return w <= -math.MaxFloat32/2 }
 
 // causalMask reports the [H,Tq,Tk] entries a query may not see. Their
 // values are an implementation's choice (HF uses the dtype's minimum), so
