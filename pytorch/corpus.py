@@ -62,9 +62,11 @@ def top_ids(lp64, k):
 def kl(lp64, lp32):
     """KL(p64 || p32) per row, in float64, over the whole vocabulary.
 
-    Both distributions are taken normalized: float32's log-softmax sums to 1
-    only within ~1e-5 (50257 terms summed in float32), and that sum's log
-    would otherwise swamp a divergence of ~1e-12 and make it negative. So,
+    lp32 is the float32 forward's log-probabilities, the float64
+    log-softmax of its float32 logits (processors.log_probs): the forward's
+    error, not a float32 log-softmax's. Both distributions are taken
+    normalized all the same: a sum's rounding would otherwise swamp a
+    divergence this small and could make it negative. So,
     with d = lp64 - lp32 (exact in float64: the two are within a factor of
     two of each other) and P = p64 / sum(p64),
         KL = sum P d + log sum P exp(-d) = log1p(sum P expm1(-(d - m))),  m = sum P d,

@@ -102,13 +102,14 @@ class CorpusSetTest(unittest.TestCase):
         return np.load(os.path.join(root or self.out, name + ".npy"))
 
     def forwards(self, c):
-        """Chunk c's float32 logits and both log-softmaxes at the scored positions, computed here."""
+        """Chunk c's float32 logits and both log-softmaxes at the scored positions, computed here:
+        each in float64 (the float32 forward's from its float32 logits), as the set's are."""
         toks = self.tokens[c * N_CTX:(c + 1) * N_CTX]
         rows = list(range(N_CTX // 2, N_CTX - 1))
         with torch.no_grad():
             l32 = self.m32.forward(toks, rows=rows)[0]
             l64 = self.m64.forward(toks, rows=rows)[0]
-        return toks, rows, l32.numpy(), F.log_softmax(l32, -1).numpy(), F.log_softmax(l64, -1).numpy()
+        return toks, rows, l32.numpy(), F.log_softmax(l32.double(), -1).numpy(), F.log_softmax(l64, -1).numpy()
 
     def test_manifest(self):
         d, n = self.doc, len(self.tokens) // N_CTX
@@ -149,9 +150,9 @@ class CorpusSetTest(unittest.TestCase):
             self.assertEqual(tgt[at].tolist(), self.tokens[c * N_CTX + N_CTX // 2 + 1:(c + 1) * N_CTX])
             for i, j in enumerate(rows):
                 p = c * S + i
-                self.assertEqual(got["target_logprobs"][p], lp32[i, toks[j + 1]])
+                self.assertEqual(got["target_logprobs"][p], np.float32(lp32[i, toks[j + 1]]))
                 self.assertEqual(got["target_logprobs_f64"][p], lp64[i, toks[j + 1]])
-                np.testing.assert_array_equal(got["logprobs"][p], lp32[i, ids[p]])
+                np.testing.assert_array_equal(got["logprobs"][p], lp32[i, ids[p]].astype(np.float32))
                 np.testing.assert_array_equal(got["logprobs_f64"][p], lp64[i, ids[p]])
                 self.assertEqual(got["top1"][p], int(np.flatnonzero(l32[i] == l32[i].max())[0]))
 
