@@ -7,10 +7,7 @@ import (
 	"io"
 	"math"
 	"os"
-	"path/filepath"
 	"slices"
-
-	"github.com/llorch/llorch-check/internal/regularfile"
 )
 
 // TensorChunks reads t and its float64 twin (nil chunks when the set has
@@ -75,21 +72,12 @@ type npyFile struct {
 // openNPY opens dir/rel and checks its header against T and shape, and its
 // size against the header, as readTensor does before it reads the data.
 func openNPY[T npyFloat](dir, rel string, shape []int) (*npyFile, error) {
-	full := filepath.Join(dir, filepath.FromSlash(rel))
-	if err := checkRelPath(rel); err != nil {
-		return nil, &Error{Path: full, Err: err}
-	}
 	if shape == nil {
 		shape = []int{}
 	}
-	root, err := os.OpenRoot(dir)
+	f, full, err := openTensorFile(dir, rel)
 	if err != nil {
-		return nil, &Error{Path: dir, Err: unwrapPath(err)}
-	}
-	defer root.Close()
-	f, err := regularfile.OpenIn(root, filepath.FromSlash(rel))
-	if err != nil {
-		return nil, &Error{Path: full, Err: unwrapPath(err)}
+		return nil, err
 	}
 	fail := func(err error) (*npyFile, error) {
 		f.Close()

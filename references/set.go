@@ -146,22 +146,31 @@ func ReadNPY[T float32 | float64 | int32](dir, rel string, shape []int) ([]T, er
 	return readTensor[T](dir, rel, shape)
 }
 
-func readTensor[T npyFloat](dir, rel string, shape []int) ([]T, error) {
-	full := filepath.Join(dir, filepath.FromSlash(rel))
+// openTensorFile opens the regular file dir/rel, refusing a rel that
+// leaves dir; an error names the file. full is dir/rel.
+func openTensorFile(dir, rel string) (f *os.File, full string, err error) {
+	full = filepath.Join(dir, filepath.FromSlash(rel))
 	if err := checkRelPath(rel); err != nil {
-		return nil, &Error{Path: full, Err: err}
-	}
-	if shape == nil {
-		shape = []int{} // a nil shape would mean "any shape" to decodeNPY
+		return nil, full, &Error{Path: full, Err: err}
 	}
 	root, err := os.OpenRoot(dir)
 	if err != nil {
-		return nil, &Error{Path: dir, Err: unwrapPath(err)}
+		return nil, full, &Error{Path: dir, Err: unwrapPath(err)}
 	}
 	defer root.Close()
-	f, err := regularfile.OpenIn(root, filepath.FromSlash(rel))
+	if f, err = regularfile.OpenIn(root, filepath.FromSlash(rel)); err != nil {
+		return nil, full, &Error{Path: full, Err: unwrapPath(err)}
+	}
+	return f, full, nil
+}
+
+func readTensor[T npyFloat](dir, rel string, shape []int) ([]T, error) {
+	if shape == nil {
+		shape = []int{} // a nil shape would mean "any shape" to decodeNPY
+	}
+	f, full, err := openTensorFile(dir, rel)
 	if err != nil {
-		return nil, &Error{Path: full, Err: unwrapPath(err)}
+		return nil, err
 	}
 	defer f.Close()
 	fi, err := f.Stat()
