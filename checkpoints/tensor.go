@@ -90,6 +90,16 @@ func newResult(ti references.TensorInfo, opt Options) Result {
 	}
 }
 
+// newTensorResult is newResult for comparing a tensor's values: expert
+// ids compare exactly (the same expert or another).
+func newTensorResult(ti references.TensorInfo, opt Options) Result {
+	res := newResult(ti, opt)
+	if ti.Name == tensors.Experts {
+		res.Atol, res.Rtol = 0, 0
+	}
+	return res
+}
+
 // chunkValues is how many values of a reference tensor compareChunked
 // reads at a time, and the size above which a tensor is read so (a var for
 // the tests, which make it small).
@@ -98,10 +108,7 @@ var chunkValues = 1 << 20
 // compareChunked is compareCaptured for a tensor larger than chunkValues,
 // its reference read a chunk at a time (references.Set.TensorChunks).
 func compareChunked(set *references.Set, ti references.TensorInfo, g *model.Captured, opt Options) (Result, error) {
-	res := newResult(ti, opt)
-	if ti.Name == tensors.Experts {
-		res.Atol, res.Rtol = 0, 0 // expert ids: the same expert or another
-	}
+	res := newTensorResult(ti, opt)
 	ok := g != nil && slices.Equal(g.Shape, ti.Shape) && len(g.Data) == elements(ti.Shape)
 	causal := causalMask(ti.Shape) // as maskedScores: no mask unless [H,Tq,Tk]
 	a := newAccumulator(Tolerance{res.Atol, res.Rtol}, ti.FileF64 != nil)
@@ -138,16 +145,13 @@ func elements(shape []int) int {
 
 // compareData compares got (of the given shape) with the reference values.
 func compareData(ti references.TensorInfo, got []float32, shape []int, want []float32, truth []float64, opt Options) Result {
-	res := newResult(ti, opt)
+	res := newTensorResult(ti, opt)
 	if !slices.Equal(shape, ti.Shape) {
 		return res.fail("got shape %v, the reference has %v", shape, ti.Shape)
 	}
 	var skip func(int) bool
 	if ti.Name == tensors.Scores {
 		skip = maskedScores(ti.Shape, want)
-	}
-	if ti.Name == tensors.Experts {
-		res.Atol, res.Rtol = 0, 0 // expert ids: the same expert or another
 	}
 	s := compare(got, want, truth, Tolerance{res.Atol, res.Rtol}, skip)
 	return judge(res, ti, s, opt)

@@ -2,12 +2,10 @@ package references
 
 import (
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"io"
 	"math"
 	"os"
-	"slices"
 )
 
 // TensorChunks reads t and its float64 twin (nil chunks when the set has
@@ -87,25 +85,13 @@ func openNPY[T npyFloat](dir, rel string, shape []int) (*npyFile, error) {
 	if err != nil {
 		return fail(unwrapPath(err))
 	}
-	descr, what, itemSize := descrOf[T]()
 	h, _, err := readNPYHeader(io.NewSectionReader(f, 0, fi.Size()), fi.Size())
-	switch {
-	case err != nil:
+	if err != nil {
 		return fail(err)
-	case h.descr != descr:
-		return fail(fmt.Errorf("dtype %q, want %q (%s)", h.descr, descr, what))
-	case h.fortran:
-		return fail(errors.New("fortran_order is True, want C order"))
-	case !slices.Equal(h.shape, shape):
-		return fail(fmt.Errorf("shape %v, the manifest says %v", h.shape, shape))
 	}
-	n, ok := numElems(h.shape, itemSize)
-	if !ok {
-		return fail(fmt.Errorf("shape %v is too large", h.shape))
-	}
-	if dataSize := fi.Size() - h.offset; int64(n)*itemSize != dataSize {
-		return fail(fmt.Errorf("header promises %d values (%d bytes) after a %d-byte header, the file has %d data bytes (truncated or corrupt)",
-			n, int64(n)*itemSize, h.offset, dataSize))
+	n, err := checkNPYHeader[T](h, fi.Size(), shape)
+	if err != nil {
+		return fail(err)
 	}
 	return &npyFile{f: f, path: full, shape: h.shape, data: h.offset, n: n}, nil
 }

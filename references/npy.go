@@ -55,28 +55,14 @@ func descrOf[T npyFloat]() (descr, what string, size int64) {
 // of shape wantShape (any shape when nil). It allocates nothing the size of
 // the data before the header has been matched against size.
 func decodeNPY[T npyFloat](r io.Reader, size int64, wantShape []int) ([]T, []int, error) {
-	descr, what, itemSize := descrOf[T]()
 	br := &countingReader{r: bufio.NewReaderSize(r, int(min(size, 1<<16)))}
 	h, raw, err := readNPYHeader(br, size)
 	if err != nil {
 		return nil, nil, err
 	}
-	if h.descr != descr {
-		return nil, nil, fmt.Errorf("dtype %q, want %q (%s)", h.descr, descr, what)
-	}
-	if h.fortran {
-		return nil, nil, errors.New("fortran_order is True, want C order")
-	}
-	if wantShape != nil && !slices.Equal(h.shape, wantShape) {
-		return nil, nil, fmt.Errorf("shape %v, the manifest says %v", h.shape, wantShape)
-	}
-	n, ok := numElems(h.shape, itemSize)
-	if !ok {
-		return nil, nil, fmt.Errorf("shape %v is too large", h.shape)
-	}
-	if dataSize := size - h.offset; int64(n)*itemSize != dataSize {
-		return nil, nil, fmt.Errorf("header promises %d values (%d bytes) after a %d-byte header, the file has %d data bytes (truncated or corrupt)",
-			n, int64(n)*itemSize, h.offset, dataSize)
+	n, err := checkNPYHeader[T](h, size, wantShape)
+	if err != nil {
+		return nil, nil, err
 	}
 	out, err := npyioDecode[T](raw, br, h)
 	if err != nil {
@@ -88,6 +74,30 @@ func decodeNPY[T npyFloat](r io.Reader, size int64, wantShape []int) ([]T, []int
 		return nil, nil, fmt.Errorf("file changed while being read (size %d, read %d)", size, br.n)
 	}
 	return out, h.shape, nil
+}
+
+// checkNPYHeader matches h against T, C order, wantShape (any when nil)
+// and the file's size, and returns the number of values.
+func checkNPYHeader[T npyFloat](h npyHeader, size int64, wantShape []int) (int, error) {
+	descr, what, itemSize := descrOf[T]()
+	if h.descr != descr {
+		return 0, fmt.Errorf("dtype %q, want %q (%s)", h.descr, descr, what)
+	}
+	if h.fortran {
+		return 0, errors.New("fortran_order is True, want C order")
+	}
+	if wantShape != nil && !slices.Equal(h.shape, wantShape) {
+		return 0, fmt.Errorf("shape %v, the manifest says %v", h.shape, wantShape)
+	}
+	n, ok := numElems(h.shape, itemSize)
+	if !ok {
+		return 0, fmt.Errorf("shape %v is too large", h.shape)
+	}
+	if dataSize := size - h.offset; int64(n)*itemSize != dataSize {
+		return 0, fmt.Errorf("header promises %d values (%d bytes) after a %d-byte header, the file has %d data bytes (truncated or corrupt)",
+			n, int64(n)*itemSize, h.offset, dataSize)
+	}
+	return n, nil
 }
 
 // npyioDecode hands the already-validated stream to npyio, re-feeding the
