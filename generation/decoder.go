@@ -62,6 +62,7 @@ func ScoreRows(ctx context.Context, m *model.Model, c *kvcache.Cache, tokens []i
 // scoreRows is ScoreRows, also returning the positions reused.
 func scoreRows(ctx context.Context, m *model.Model, c *kvcache.Cache, tokens []int, from int, fn func(j int, logits []float32) error) (int, error) {
 	c.Reset()
+	m.PlanSequence(c, len(tokens)) // the chunks compute what one pass over tokens does
 	reused := 0
 	if from > 0 {
 		reused = c.ReusePrefix(tokens[:from+1])
@@ -184,6 +185,7 @@ type chunkPrefiller interface {
 func (d *ModelDecoder) Prefill(ctx context.Context, tokens []int) ([]float32, error) {
 	d.EndSequence()
 	d.cache.Reset()
+	d.m.PlanSequence(d.cache, len(tokens)) // chunks or not, what one pass over the prompt computes
 	d.cached = d.cache.ReusePrefix(tokens)
 	rest := tokens[d.cached:]
 	cp, ok := d.batch.(chunkPrefiller)
@@ -238,6 +240,7 @@ func (d *ModelDecoder) Probe(ctx context.Context, tokens []int, probe model.Prob
 	d.EndSequence()
 	d.cache.Reset()
 	d.cached = 0
+	d.m.PlanSequence(d.cache, len(tokens))
 	if err := d.cache.ReserveWait(ctx, len(tokens)); err != nil {
 		return err
 	}

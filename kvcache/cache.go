@@ -21,7 +21,8 @@ type Cache struct {
 	seq      *kvSeq
 	n        int
 	capacity int
-	tokens   []int32   // the positions' tokens, when the pool caches prefixes
+	tokens   []int32   // the positions' tokens
+	variant  uint8     // SetVariant's
 	logits   []float32 // LogitsBuffer's, reused step after step
 }
 
@@ -76,13 +77,13 @@ func (c *Cache) LogitsBuffer(n int) []float32 {
 // prefix-caching pool keeps the full ones for reuse). Its reservation
 // stays.
 func (c *Cache) Reset() {
-	c.n, c.tokens = 0, c.tokens[:0]
+	c.n, c.tokens, c.variant = 0, c.tokens[:0], 0
 	c.seq.shrink(0)
 }
 
 // Close empties the cache and ends its reservation.
 func (c *Cache) Close() {
-	c.n, c.tokens = 0, nil
+	c.n, c.tokens, c.variant = 0, nil, 0
 	c.seq.close()
 }
 
@@ -94,9 +95,9 @@ func (c *Cache) Truncate(n int) error {
 	if n > 0 && n < c.Start() {
 		return fmt.Errorf("truncating cache to %d positions: it gave back the positions before %d (Release)", n, c.Start())
 	}
-	c.n = n
-	if c.seq.pool.prefix {
-		c.tokens = c.tokens[:n]
+	c.n, c.tokens = n, c.tokens[:n]
+	if n == 0 {
+		c.variant = 0
 	}
 	c.seq.shrink(c.seq.pool.blocksFor(n))
 	return nil

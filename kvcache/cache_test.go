@@ -115,3 +115,39 @@ func TestGrowCopiesSharedBlocks(t *testing.T) {
 	require.NoError(t, write(b, prompt, 2))
 	requireSameAsAlone(t, b, prompt, "the cache sharing the block")
 }
+
+// A prefix-caching pool reuses a block only for a cache of the variant
+// that computed it (longrope's short and long rotations of the same
+// tokens), and a cache keeps its tokens whether or not the pool caches
+// prefixes, for a pass that recomputes the sequence.
+func TestPrefixVariants(t *testing.T) {
+	p := newPool(t, Options{BlockTokens: 4, MaxTokens: 64, PrefixCache: true})
+	prompt := testTokens(10, 3)
+	short := p.NewCache()
+	run(t, short, prompt, nil)
+	require.Equal(t, prompt, short.Tokens())
+	short.Close()
+
+	long := p.NewCache()
+	long.SetVariant(1)
+	require.Zero(t, long.ReusePrefix(prompt), "the short blocks are not the long cache's")
+	run(t, long, prompt, nil)
+	long.Close()
+	require.Zero(t, long.Variant(), "closed: variant 0")
+
+	for v, want := range []int{8, 8} {
+		c := p.NewCache()
+		c.SetVariant(uint8(v))
+		require.Equal(t, want, c.ReusePrefix(prompt), "variant %d finds its own two blocks", v)
+		require.Equal(t, prompt[:8], c.Tokens())
+		require.NoError(t, c.Truncate(0))
+		require.Zero(t, c.Variant(), "truncated to nothing: variant 0")
+		c.Close()
+	}
+
+	plain := newPool(t, Options{BlockTokens: 4, MaxTokens: 64}).NewCache()
+	run(t, plain, prompt, nil)
+	require.Equal(t, prompt, plain.Tokens(), "no prefix cache: the tokens are kept all the same")
+	require.NoError(t, plain.Truncate(3))
+	require.Equal(t, prompt[:3], plain.Tokens())
+}

@@ -81,12 +81,14 @@ type Pool struct {
 	freed    chan struct{} // closed (and replaced) when blocks or promises are given back
 }
 
-// blockKey finds a full block by the block before it and its tokens' hash;
-// the tokens themselves are compared on every hit, so a hash collision
-// costs a recomputation, never wrong keys and values.
+// blockKey finds a full block by the block before it, its tokens' hash
+// and the variant of the cache that computed it (Cache.SetVariant); the
+// tokens themselves are compared on every hit, so a hash collision costs
+// a recomputation, never wrong keys and values.
 type blockKey struct {
-	parent uint64
-	hash   uint64
+	parent  uint64
+	hash    uint64
+	variant uint8
 }
 
 // kvBlock is one block's memory and bookkeeping. Blocks in the index are

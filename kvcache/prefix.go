@@ -10,12 +10,12 @@ import "slices"
 func (c *Cache) Commit(tokens []int) {
 	from := c.n
 	c.n += len(tokens)
+	for _, t := range tokens {
+		c.tokens = append(c.tokens, int32(t))
+	}
 	p := c.seq.pool
 	if !p.prefix {
 		return
-	}
-	for _, t := range tokens {
-		c.tokens = append(c.tokens, int32(t))
 	}
 	B := p.blockTokens
 	p.mu.Lock()
@@ -25,7 +25,7 @@ func (c *Cache) Commit(tokens []int) {
 		if b.tokens != nil {
 			continue // reused, or indexed by an earlier pass
 		}
-		key := blockKey{hash: hashTokens(c.tokens[i*B : (i+1)*B])}
+		key := blockKey{hash: hashTokens(c.tokens[i*B : (i+1)*B]), variant: c.variant}
 		if i > 0 {
 			parent := c.seq.blocks[i-1]
 			if parent == nil || parent.tokens == nil {
@@ -47,7 +47,8 @@ func (c *Cache) Commit(tokens []int) {
 // so the last position's logits come from a pass. Keys and values reused
 // are the bits a pass over the prefix would write (every row of a pass is
 // computed on its own), so the logits are the same with or without reuse.
-// Without prefix caching, or on a cache that is not empty, it returns 0.
+// Only blocks computed by caches of c's variant are reused. Without
+// prefix caching, or on a cache that is not empty, it returns 0.
 func (c *Cache) ReusePrefix(tokens []int) int {
 	p := c.seq.pool
 	if !p.prefix || c.n != 0 || len(c.seq.blocks) != 0 {
@@ -63,7 +64,7 @@ func (c *Cache) ReusePrefix(tokens []int) int {
 		for _, t := range tokens[i*B : (i+1)*B] {
 			want = append(want, int32(t))
 		}
-		b, ok := p.index[blockKey{parent: parent, hash: hashTokens(want)}]
+		b, ok := p.index[blockKey{parent: parent, hash: hashTokens(want), variant: c.variant}]
 		if !ok || !slices.Equal(b.tokens, want) {
 			break
 		}
@@ -96,3 +97,25 @@ func hashTokens(tokens []int32) uint64 {
 	}
 	return h
 }
+
+// Tokens is the tokens at positions 0..Len()-1, those of positions before
+// Start included: what a pass that recomputes the sequence runs again.
+func (c *Cache) Tokens() []int {
+	out := make([]int, len(c.tokens))
+	for i, t := range c.tokens {
+		out[i] = int(t)
+	}
+	return out
+}
+
+// SetVariant says how the model computes the keys this cache holds and
+// will hold, where the same tokens at the same positions can be computed
+// two ways: a longrope model rotates a sequence with its short factors
+// until the sequence passes the pretrained context, and with the long
+// ones (variant 1) after. The prefix index keeps the variants apart, so
+// a block is reused only by a cache of the variant that computed it. An
+// emptied cache (Reset, Truncate to 0, Close) is of variant 0.
+func (c *Cache) SetVariant(v uint8) { c.variant = v }
+
+// Variant is the cache's SetVariant.
+func (c *Cache) Variant() uint8 { return c.variant }

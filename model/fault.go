@@ -32,7 +32,7 @@ const (
 	FaultWindowIgnored  // the sliding window dropped: every earlier key is seen
 
 	// Long RoPE's.
-	FaultLongRopeWrongFactor // longrope's factors chosen by the context, not by the call's last position (llama.cpp's choice)
+	FaultLongRopeWrongFactor // longrope's factors chosen by the context, not by the sequence's length (llama.cpp's choice)
 
 	// Gemma's.
 	FaultGemmaNormDouble // 1 added to norm weights that already hold 1 + w (a GGUF loader that adds it again)

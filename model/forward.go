@@ -73,6 +73,7 @@ func (m *Model) Forward(ctx context.Context, c *kvcache.Cache, tokens []int, opt
 type span struct {
 	c           *kvcache.Cache
 	off, T, row int
+	long        bool // longrope's long factors rotate its rows (ropeVariants)
 }
 
 // checkForcedKV refuses a forced cache that does not reach position
@@ -126,6 +127,11 @@ func (m *Model) forward(ctx context.Context, spans []span, tokens []int, hk hook
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
+	spans, tokens, added := m.ropeVariants(spans, tokens)
+	if added > 0 && hk.probe != nil {
+		// Its tensors would hold rows the caller did not run.
+		return nil, errors.New("forward: a captured pass cannot restart its sequence with longrope's long factors; capture on an empty cache or call Model.PlanSequence first")
+	}
 	for i, s := range spans {
 		if err := m.releaseBehindWindow(s.c, s.off); err != nil {
 			if len(spans) > 1 {
@@ -156,7 +162,13 @@ func (m *Model) forward(ctx context.Context, spans []span, tokens []int, hk hook
 	}
 	logits := ps.head(allRows, dst)
 	for _, s := range spans {
+		if s.long {
+			s.c.SetVariant(longVariant)
+		}
 		s.c.Commit(tokens[s.row : s.row+s.T])
+	}
+	if allRows && added > 0 { // a restarted single span: the caller's rows only
+		logits = logits[added*m.Config.VocabSize:]
 	}
 	return logits, nil
 }
@@ -238,12 +250,8 @@ func (ps *pass) embed(tokens []int) {
 	}
 	rows := make([]place, 0, ps.R)
 	for _, s := range ps.spans {
-		long := m.rope.useLong(s.off + s.T - 1)
-		if m.fault == FaultLongRopeWrongFactor { // the model's, whatever layer it was injected at
-			long = m.rope.useLong(m.Config.NPositions - 1) // by the context, as llama.cpp chooses
-		}
 		for t := range s.T {
-			rows = append(rows, place{s.row + t, s.off + t, long})
+			rows = append(rows, place{s.row + t, s.off + t, s.long})
 		}
 	}
 	// A quantised table decodes a row value by value: a prefill's rows

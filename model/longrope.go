@@ -5,16 +5,16 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+
+	"github.com/llorch/llorch-check/kvcache"
 )
 
 // LongRope is rope_scaling of type longrope (Phi-3-mini-128k, Phi-3.5):
-// HF's _compute_longrope_parameters. A forward pass whose last position
-// is past the pretrained context rotates with the long factors, any other
-// with the short ones: the choice is made a call at a time
-// (longrope_frequency_update), so a cache keeps the keys of earlier calls
-// as they were rotated, and a sequence's logits depend on how it was cut
-// into calls; the reference does the same. cos and sin are multiplied by
-// the attention factor.
+// HF's _compute_longrope_parameters. A sequence past the pretrained
+// context rotates with the long factors, a shorter one with the short
+// ones, every key of it alike (ropeVariants), as HF's generate runs
+// Phi-3; the reference does the same. cos and sin are multiplied by the
+// attention factor.
 type LongRope struct {
 	Short, Long     []float64 // per rotary pair: inv_freq = 1 / (factor · θ^(2i/d))
 	Original        int       // the pretrained context (original_max_position_embeddings)
@@ -108,3 +108,69 @@ func (r *rope) withLongRope(c Config) {
 // useLong says a forward call whose last position is last rotates with the
 // long factors.
 func (r rope) useLong(last int) bool { return r.long != nil && last+1 > r.original }
+
+// longVariant is the kvcache variant of a sequence rotated with the long
+// factors.
+const longVariant uint8 = 1
+
+// ropeVariants decides which spans rotate with longrope's long factors,
+// as Hugging Face's generate does: a span whose last position is past the
+// pretrained context does, and so does every later span of its sequence
+// (Cache.Variant); a sequence's keys are all rotated alike, so every
+// call's logits are those of one call over the whole sequence. A span
+// that must rotate long on a cache whose keys were rotated short restarts
+// the sequence: its cache is emptied and it runs the cache's tokens
+// before its own, as Phi3ForCausalLM.prepare_inputs_for_generation drops
+// the cache when a sequence first passes the pretrained context. Should
+// the pass then fail, that cache stays empty. Returns the spans and
+// tokens to run and, for a single span that restarted, the rows it put
+// before the caller's (0 otherwise).
+func (m *Model) ropeVariants(spans []span, tokens []int) ([]span, []int, int) {
+	if m.rope.long == nil {
+		return spans, tokens, 0
+	}
+	byContext := m.fault == FaultLongRopeWrongFactor // the model's, whatever layer it was injected at
+	var out []int
+	added, row := 0, 0
+	for i := range spans {
+		s := &spans[i]
+		own := tokens[row : row+s.T]
+		row += s.T
+		s.long = m.rope.useLong(s.off+s.T-1) || s.c.Variant() == longVariant
+		if byContext {
+			s.long = m.rope.useLong(m.Config.NPositions - 1) // as llama.cpp chooses
+		}
+		if s.long && s.c.Variant() != longVariant && s.off > 0 {
+			before := s.c.Tokens()
+			s.c.Reset()
+			s.off, s.T = 0, len(before)+s.T
+			if len(spans) == 1 {
+				added = len(before)
+			}
+			if out == nil {
+				out = append(make([]int, 0, len(tokens)+len(before)), tokens[:row-len(own)]...)
+			}
+			out = append(out, before...)
+		}
+		if out != nil {
+			out = append(out, own...)
+		}
+	}
+	if out == nil {
+		return spans, tokens, 0
+	}
+	return spans, out, added
+}
+
+// PlanSequence tells m that c, just emptied, will run a known sequence of
+// n positions in several calls (a prompt prefilled in chunks, a text
+// scored in chunks) that should compute what one call over all n does: a
+// longrope model then rotates every call with the factors n selects,
+// instead of restarting when a call first passes the pretrained context.
+// Call it before Cache.ReusePrefix, which then reuses only blocks
+// computed the same way. Other models ignore it.
+func (m *Model) PlanSequence(c *kvcache.Cache, n int) {
+	if c.Len() == 0 && m.rope.useLong(n-1) {
+		c.SetVariant(longVariant)
+	}
+}

@@ -49,13 +49,16 @@ func TestLongRopeConfig(t *testing.T) {
 	}
 }
 
-// TestLongRopePerCall: the factors are chosen a forward call at a time,
-// by its last position, as HF's longrope_frequency_update does: a prefill
-// past the pretrained context rotates every position with the long
-// factors, while decoding to the same length keeps the keys of the calls
-// before the switch as they were rotated; cos and sin carry the
-// attention factor. Writing it to GGUF is refused.
-func TestLongRopePerCall(t *testing.T) {
+// TestLongRopeSequence: a call whose last position is past the
+// pretrained context rotates with the long factors, and so does every
+// later call of its sequence; cos and sin carry the attention factor.
+// As Hugging Face's generate has it (Phi-3 drops its cache when the
+// sequence first passes the context), a sequence's keys are all rotated
+// alike: decoding across the switch restarts the sequence once, and
+// every step's logits are those of one pass over the whole sequence, to
+// the bit. A prompt run in chunks after PlanSequence computes what one
+// pass does without restarting; a captured pass refuses to restart.
+func TestLongRopeSequence(t *testing.T) {
 	m, err := Load(fixture.FamilyModel("tiny-llama-phi3-longrope"))
 	require.NoError(t, err)
 	r := m.rope
@@ -74,14 +77,38 @@ func TestLongRopePerCall(t *testing.T) {
 	for i := range toks {
 		toks[i] = 100 + 37*i
 	}
-	whole := logitsOf(t, m, toks)
 	c := m.NewCache()
 	_, err = m.Forward(t.Context(), c, toks[:30], ForwardOptions{})
 	require.NoError(t, err)
-	var stepped []float32
-	for _, tok := range toks[30:] {
-		stepped, err = m.Forward(t.Context(), c, []int{tok}, ForwardOptions{})
+	require.Zero(t, c.Variant(), "30 positions: short")
+	for n := 31; n <= len(toks); n++ {
+		stepped, err := m.Forward(t.Context(), c, toks[n-1:n], ForwardOptions{})
 		require.NoError(t, err)
+		require.Equal(t, logitsOf(t, m, toks[:n]), stepped, "step to %d positions", n)
+		require.Equal(t, n, c.Len())
 	}
-	require.NotEqual(t, whole, stepped, "keys rotated short before the switch stay so")
+	require.Equal(t, toks, c.Tokens())
+
+	whole := logitsOf(t, m, toks)
+	for _, plan := range []bool{true, false} {
+		c := m.NewCache()
+		if plan {
+			m.PlanSequence(c, len(toks))
+		}
+		var last []float32
+		for c0 := 0; c0 < len(toks); c0 += 8 {
+			last, err = m.Forward(t.Context(), c, toks[c0:c0+8], ForwardOptions{})
+			require.NoError(t, err)
+			if plan {
+				require.Equal(t, longVariant, c.Variant(), "planned: long from the first chunk")
+			}
+		}
+		require.Equal(t, whole, last, "chunks of 8, planned %v", plan)
+	}
+
+	c = m.NewCache()
+	_, err = m.Forward(t.Context(), c, toks[:30], ForwardOptions{})
+	require.NoError(t, err)
+	_, err = m.Forward(t.Context(), c, toks[30:34], ForwardOptions{Probe: ProbeFunc(func(Captured) {})})
+	require.ErrorContains(t, err, "a captured pass cannot restart")
 }

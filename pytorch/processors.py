@@ -75,9 +75,12 @@ def greedy_task(cfg, tokens, n, eos):
     """Greedy continuation through the KV cache, as a passes.run_tasks task
     (one forward a pass, so that the cases' decode steps share each pass);
     stops after an eos token (eos: one id, or a list of ids, any of which
-    stops it) or when the context is full. Returns (tokens, stop reason)."""
+    stops it) or when the context is full. A longrope model's sequence is
+    run again whole when it first passes the pretrained context, as
+    Hugging Face's generate does for Phi-3. Returns (tokens, stop reason)."""
     stops = {eos} if isinstance(eos, int) else set(eos)
     n_ctx = cfg[context_key(cfg)]
+    switch = (cfg.get("longrope") or {}).get("original")
     out = []
     ((logits, cache),) = yield [dict(tokens=tokens, rows=[len(tokens) - 1])]
     while True:
@@ -90,7 +93,15 @@ def greedy_task(cfg, tokens, n, eos):
         if t in stops:
             return out, "eos"
         if len(out) < n:
-            ((logits, cache),) = yield [dict(tokens=[t], past=cache, rows=[0])]
+            seq = tokens + out
+            if switch is not None and len(seq) == switch + 1:
+                # Phi3ForCausalLM.prepare_inputs_for_generation: the first
+                # step past the pretrained context drops the cache, whose
+                # keys were rotated with the short factors, and runs the
+                # whole sequence again, rotated with the long ones.
+                ((logits, cache),) = yield [dict(tokens=seq, rows=[len(seq) - 1])]
+            else:
+                ((logits, cache),) = yield [dict(tokens=[t], past=cache, rows=[0])]
 
 
 def greedy_generate(model, tokens, n, eos):

@@ -25,6 +25,7 @@ sys.path.insert(0, HERE)
 import gguf_io  # noqa: E402
 import gguf_write  # noqa: E402
 import llama_torch as lt
+import passes  # noqa: E402
 import moe_torch  # noqa: E402
 import make_tiny_llama  # noqa: E402
 from safetensors_io import BadInput  # noqa: E402
@@ -258,11 +259,40 @@ class TestForward(unittest.TestCase):
                 lt.load_config_dict(dict(load(arch)["config_raw"], **change), "cfg")
             self.assertIn(field, str(e.exception))
 
+    def test_longrope_generation(self):
+        """Greedy generation across longrope's switch runs as Hugging
+        Face's generate runs Phi-3: the step whose sequence first passes
+        the pretrained 32 positions drops the cache and runs all 33
+        positions again (the only such step), so each step's logits are
+        one forward's over the whole sequence, the tokens their argmax."""
+        from processors import argmax_lowest, greedy_task
+        m = lt.load_model(os.path.join(ROOT, "testdata", "tiny-llama-phi3-longrope"))
+        M = lt.Llama(m, torch.float32)
+        prompt = [100 + 37 * i for i in range(28)]
+        jobs = []
+
+        class Recording:
+            cfg = m["config"]
+
+            def run(self, js):
+                jobs.extend(js)
+                return M.run(js)
+        with torch.no_grad():
+            got, why = passes.run_tasks(Recording(), [greedy_task(m["config"], prompt, 8, [])])[0]
+            self.assertEqual(why, "max_tokens")
+            self.assertEqual([len(j["tokens"]) for j in jobs], [28, 1, 1, 1, 1, 33, 1, 1])
+            self.assertEqual([j.get("past") is None for j in jobs], [True] * 1 + [False] * 4 + [True] + [False] * 2)
+            for k in range(8):
+                whole, _ = M.forward(prompt + got[:k])
+                self.assertEqual(got[k], argmax_lowest(whole[-1]), f"token {k}")
+
     def test_longrope(self):
         """Phi-3's longrope as HF's _compute_longrope_parameters: the
         pretrained context, the default attention factor, the factors chosen
-        a call at a time by its last position (so decoding past the switch
-        keeps the short-rotated keys of earlier calls); written to GGUF as
+        a call at a time by its last position (so a forward past the switch
+        on a cache of earlier calls keeps their short-rotated keys, which is
+        why greedy generation restarts there: test_longrope_generation);
+        written to GGUF as
         llama.cpp's converter writes it (rope_factors_long/short, the
         pretrained context, attn_factor). The committed tiny model
         reproduces."""

@@ -132,46 +132,6 @@ func TestKVCacheBound(t *testing.T) {
 	require.Regexp(t, `^--parallel 2 × context \d+$`, kv["budget"])
 }
 
-// Prompts prefilled in chunks beside other requests' decode steps get the
-// completions and log-probabilities of prompts prefilled alone.
-func TestChunkedPrefillSameAnswers(t *testing.T) {
-	chunked := start(t, server.Config{Parallel: 4, MaxQueue: 4, PrefillChunk: 4})
-	alone := start(t, server.Config{Parallel: 4})
-	bodies := make([][]byte, 4)
-	for i := range bodies {
-		b, err := json.Marshal(map[string]any{"prompt": tokenPrompt(10+9*i, 10+i), "max_tokens": 12, "temperature": 0, "logprobs": 3})
-		require.NoError(t, err)
-		bodies[i] = b
-	}
-	answers := func(ts *testServer) []string {
-		out := make([]string, len(bodies))
-		var wg sync.WaitGroup
-		for i, b := range bodies {
-			wg.Go(func() {
-				resp, err := http.Post(ts.URL+"/v1/completions", "application/json", bytes.NewReader(b))
-				if err != nil {
-					return
-				}
-				defer resp.Body.Close()
-				var r map[string]any
-				if json.NewDecoder(resp.Body).Decode(&r) == nil {
-					if ch, ok := r["choices"].([]any); ok && len(ch) == 1 {
-						c, _ := json.Marshal(ch[0])
-						out[i] = string(c)
-					}
-				}
-			})
-		}
-		wg.Wait()
-		return out
-	}
-	want := answers(alone)
-	for i := range want {
-		require.NotEmpty(t, want[i], "request %d alone", i)
-	}
-	require.Equal(t, want, answers(chunked))
-}
-
 // The choices of an n > 1 request share the prompt's blocks: the second
 // and later take the prompt's full blocks from the cache, and answer as
 // the first does; sampled with a seed, choice k is the request with seed

@@ -305,8 +305,8 @@ func peerGreedy(t *testing.T, path, typ string, tokens []int) {
 // peerLongRope holds llama.cpp's logits on a longrope file to ours where
 // the two choose the same factors. llama.cpp chooses the long factors for
 // every position once its context (here prompt + 16 + 1 = 38) is past the
-// pretrained one (32); HF, and our forward, a call at a time by its last
-// position (docs/spec.md, RoPE). So llama.cpp's prompt and greedy logits are
+// pretrained one (32); HF, and our forward, by the sequence's length
+// (docs/spec.md, RoPE). So llama.cpp's prompt and greedy logits are
 // those of our single call over the prompt and llama.cpp's greedy tokens
 // (last position 35, past 32: long factors everywhere), within checkpoint
 // 9's tolerance in F32, and its greedy tokens are that call's argmaxes;
