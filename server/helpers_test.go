@@ -76,14 +76,22 @@ func (s *testServer) doCtx(t *testing.T, ctx context.Context, method, path strin
 // call sends a request and decodes a JSON answer, checking the status.
 func (s *testServer) call(t *testing.T, method, path string, body any, wantStatus int) map[string]any {
 	t.Helper()
+	status, out := s.callAny(t, method, path, body)
+	require.Equal(t, wantStatus, status, "body: %v", out)
+	return out
+}
+
+// callAny is call for a test that accepts more than one status: the
+// status and the JSON object answered.
+func (s *testServer) callAny(t *testing.T, method, path string, body any) (int, map[string]any) {
+	t.Helper()
 	resp := s.do(t, method, path, body)
 	defer resp.Body.Close()
 	b, err := io.ReadAll(resp.Body)
 	require.NoError(t, err)
-	require.Equal(t, wantStatus, resp.StatusCode, "body: %s", b)
 	var out map[string]any
-	require.NoError(t, json.Unmarshal(b, &out), "body: %s", b)
-	return out
+	require.NoError(t, json.Unmarshal(b, &out), "status %d, body: %s", resp.StatusCode, b)
+	return resp.StatusCode, out
 }
 
 // stream is an open /execute response.

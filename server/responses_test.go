@@ -34,9 +34,10 @@ func responseText(t *testing.T, resp map[string]any) string {
 // string or part content, message items, earlier assistant output,
 // instructions) is the chat completion of the same conversation: the
 // prompt is rendered by the chat route's template code, so text and
-// token counts agree.
+// token counts agree, on GPT-2 and every family with its own template; a
+// conversation a template refuses is refused by both routes.
 func TestResponsesInputForms(t *testing.T) {
-	ts := start(t, server.Config{})
+	models := everyModel(t)
 	parts := func(typ, text string) []map[string]any { return []map[string]any{{"type": typ, "text": text}} }
 	tests := []struct {
 		name     string
@@ -59,25 +60,38 @@ func TestResponsesInputForms(t *testing.T) {
 			[]map[string]any{{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Hello"},
 				{"role": "assistant", "content": "Hi."}, {"role": "user", "content": "Again"}}},
 	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			chat := ts.call(t, "POST", "/v1/chat/completions", map[string]any{
-				"messages": tc.messages, "max_tokens": 6, "temperature": 0}, http.StatusOK)
-			body := map[string]any{"max_output_tokens": 6, "temperature": 0}
-			for k, v := range tc.body {
-				body[k] = v
-			}
-			resp := ts.call(t, "POST", "/v1/responses", body, http.StatusOK)
-			require.Equal(t, "response", resp["object"])
-			require.Regexp(t, "^resp_", resp["id"])
-			require.Equal(t, "tiny-gpt2", resp["model"])
-			require.Equal(t, choice0(t, chat)["message"].(map[string]any)["content"], responseText(t, resp))
-			cu, ru := chat["usage"].(map[string]any), resp["usage"].(map[string]any)
-			require.Equal(t, cu["prompt_tokens"], ru["input_tokens"])
-			require.Equal(t, cu["completion_tokens"], ru["output_tokens"])
-			require.Equal(t, cu["total_tokens"], ru["total_tokens"])
-			require.Equal(t, map[string]any{"reasoning_tokens": 0.0}, ru["output_tokens_details"])
-		})
+	for _, s := range models {
+		for _, tc := range tests {
+			t.Run(s.name+"/"+tc.name, func(t *testing.T) {
+				ts := s.ts
+				status, chatBody := ts.callAny(t, "POST", "/v1/chat/completions", map[string]any{
+					"messages": tc.messages, "max_tokens": 6, "temperature": 0})
+				body := map[string]any{"max_output_tokens": 6, "temperature": 0}
+				for k, v := range tc.body {
+					body[k] = v
+				}
+				if status != http.StatusOK {
+					require.Equal(t, http.StatusBadRequest, status, "chat: %v", chatBody)
+					e := ts.call(t, "POST", "/v1/responses", body, http.StatusBadRequest)["error"].(map[string]any)
+					require.Equal(t, "input", e["param"])
+					// The same words, each under its route's field.
+					why, ok := strings.CutPrefix(chatBody["error"].(map[string]any)["message"].(string), "messages: ")
+					require.True(t, ok, "chat names messages: %v", chatBody)
+					require.Equal(t, "input: "+why, e["message"])
+					return
+				}
+				resp := ts.call(t, "POST", "/v1/responses", body, http.StatusOK)
+				require.Equal(t, "response", resp["object"])
+				require.Regexp(t, "^resp_", resp["id"])
+				require.Equal(t, chatBody["model"], resp["model"])
+				require.Equal(t, choice0(t, chatBody)["message"].(map[string]any)["content"], responseText(t, resp))
+				cu, ru := chatBody["usage"].(map[string]any), resp["usage"].(map[string]any)
+				require.Equal(t, cu["prompt_tokens"], ru["input_tokens"])
+				require.Equal(t, cu["completion_tokens"], ru["output_tokens"])
+				require.Equal(t, cu["total_tokens"], ru["total_tokens"])
+				require.Equal(t, map[string]any{"reasoning_tokens": 0.0}, ru["output_tokens_details"])
+			})
+		}
 	}
 }
 
