@@ -46,10 +46,26 @@ func (c *captured) put(t model.Captured) {
 	if !c.keep[t.Name] {
 		return
 	}
+	key := tensorKey{t.Name, t.Layer}
+	if !t.Whole() { // a part: kept in its place in the whole tensor
+		whole, ok := c.tensors[key]
+		if !ok || t.Off == 0 {
+			whole = t
+			whole.Off, whole.Shape, whole.Data = 0, slices.Clone(t.Shape), make([]float32, elements(t.Shape))
+		}
+		copy(whole.Data[t.Off:], t.Data)
+		c.tensors[key] = whole
+		return
+	}
 	t.Data = slices.Clone(t.Data)
 	t.Shape = slices.Clone(t.Shape)
-	c.tensors[tensorKey{t.Name, t.Layer}] = t
+	c.tensors[key] = t
 }
+
+// probeValues is the probed forward's model.ForwardOptions.ProbeValues:
+// 0, its default, but for the tests, which make it small so that tiny
+// models' scores come in parts.
+var probeValues = 0
 
 // capture runs the production forward over tokens with a probe that keeps
 // the tensors spec names. With spec.incremental it also prefills T−1
@@ -70,7 +86,8 @@ func capture(ctx context.Context, m *model.Model, tokens []int, spec captureSpec
 			c.put(t)
 		}
 	}
-	if _, err := m.Forward(ctx, pool.NewCache(), tokens, model.ForwardOptions{Probe: probe, ForceKV: spec.force, LogitRows: spec.logitRows}); err != nil {
+	if _, err := m.Forward(ctx, pool.NewCache(), tokens, model.ForwardOptions{Probe: probe, ForceKV: spec.force, LogitRows: spec.logitRows,
+		ProbeValues: probeValues}); err != nil {
 		return nil, fmt.Errorf("forward: %w", err)
 	}
 	if !spec.incremental || len(tokens) < 2 {

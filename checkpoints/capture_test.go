@@ -71,3 +71,20 @@ func TestComparedAsCaptured(t *testing.T) {
 		})
 	}
 }
+
+// TestCaptureAssemblesParts: scores and probabilities the forward emits
+// a head at a time are kept whole, as a forward emitting them whole
+// gives them (the f16-kv run and dump keep what they capture).
+func TestCaptureAssemblesParts(t *testing.T) {
+	m, set := openFamily(t, "tiny-llama-mistral")
+	c := set.Manifest.Cases[len(set.Manifest.Cases)-1]
+	wanted := selectTensors(set, c.ID, Options{Checkpoints: Selection{4: true}})
+	whole, err := capture(t.Context(), m, c.Tokens, captureFor(wanted))
+	require.NoError(t, err)
+	defer func(old int) { probeValues = old }(probeValues)
+	probeValues = 1
+	parts, err := capture(t.Context(), m, c.Tokens, captureFor(wanted))
+	require.NoError(t, err)
+	require.NotEmpty(t, whole.tensors)
+	require.Equal(t, whole.tensors, parts.tensors)
+}

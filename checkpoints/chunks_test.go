@@ -13,10 +13,12 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// TestChunkedComparisonIsTheWholeOne: a reference read a chunk at a time
-// gives every result the whole tensor gives, to the bit (statistics, worst
-// element, verdict), on passing runs, on windowed attention's masked
-// scores and on a failing one.
+// TestChunkedComparisonIsTheWholeOne: a reference read a chunk at a time,
+// and Go's scores and probabilities emitted a head (probe values 1) or a
+// few heads (10000: two or more) at a time and compared as they come, give every result
+// the whole tensors give, to the bit (statistics, worst element,
+// verdict), on passing runs, on windowed attention's masked scores and on
+// a failing one.
 func TestChunkedComparisonIsTheWholeOne(t *testing.T) {
 	tests := []struct {
 		model string
@@ -30,10 +32,10 @@ func TestChunkedComparisonIsTheWholeOne(t *testing.T) {
 		{"tiny-llama-mistral", model.FaultWindowOffByOne, 1},
 		{"tiny-llama-gemma2", model.FaultNoSoftcap, 1},
 	}
-	run := func(t *testing.T, name string, fault model.Fault, layer, chunk int) *Report {
+	run := func(t *testing.T, name string, fault model.Fault, layer, chunk, parts int) *Report {
 		t.Helper()
-		defer func(old int) { chunkValues = old }(chunkValues)
-		chunkValues = chunk
+		defer func(old, oldParts int) { chunkValues, probeValues = old, oldParts }(chunkValues, probeValues)
+		chunkValues, probeValues = chunk, parts
 		m, set := openFamily(t, name)
 		if fault != model.FaultNone {
 			m.InjectFault(fault, layer)
@@ -44,11 +46,11 @@ func TestChunkedComparisonIsTheWholeOne(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.model+"/"+tc.fault.String(), func(t *testing.T) {
-			whole := run(t, tc.model, tc.fault, tc.layer, 1<<40)
-			for _, chunk := range []int{1, 7, 1000} {
-				got := run(t, tc.model, tc.fault, tc.layer, chunk)
-				require.Equal(t, whole.Passed, got.Passed, "chunk %d", chunk)
-				require.Equal(t, whole.Results, got.Results, "chunk %d", chunk)
+			whole := run(t, tc.model, tc.fault, tc.layer, 1<<40, 0)
+			for _, c := range []struct{ chunk, parts int }{{1, 0}, {7, 0}, {1000, 0}, {1 << 40, 1}, {7, 1}, {1000, 10000}} {
+				got := run(t, tc.model, tc.fault, tc.layer, c.chunk, c.parts)
+				require.Equal(t, whole.Passed, got.Passed, "chunk %d, probe values %d", c.chunk, c.parts)
+				require.Equal(t, whole.Results, got.Results, "chunk %d, probe values %d", c.chunk, c.parts)
 			}
 			require.Equal(t, tc.fault == model.FaultNone, whole.Passed)
 		})

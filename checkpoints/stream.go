@@ -21,7 +21,8 @@ type streamed struct {
 	index map[tensorKey]int // wanted tensor → its place in want
 	res   []Result
 	done  []bool
-	err   error // the first reference that could not be read
+	parts map[int]*partCompare // wanted tensors being compared part by part as they come
+	err   error                // the first reference that could not be read
 	// router keeps each layer's router logits, which explainRouting reads
 	// when the layer's experts then part from the reference's.
 	router map[int][]float32
@@ -49,12 +50,35 @@ func (s *streamed) inspect(t model.Captured) {
 	if !ok || s.done[i] || s.err != nil {
 		return
 	}
+	if !t.Whole() {
+		s.inspectPart(i, t)
+		return
+	}
 	progress(s.opt, "case %s: comparing %s (layer %d) as computed", s.c.ID, t.Name, t.Layer)
 	s.res[i], s.err = compareCaptured(s.set, s.want[i], &t, s.opt)
 	if s.err == nil {
 		s.err = explainRouting(s.set, s.want[i], &s.res[i], t.Data, s.router[t.Layer])
 	}
 	s.done[i] = true
+}
+
+// inspectPart compares part t of wanted tensor i (model.Captured.Off),
+// judging the tensor once its last part is in.
+func (s *streamed) inspectPart(i int, t model.Captured) {
+	p := s.parts[i]
+	if p == nil {
+		progress(s.opt, "case %s: comparing %s (layer %d) as computed, in parts", s.c.ID, t.Name, t.Layer)
+		p = newPartCompare(s.want[i], &t, s.opt)
+		if s.parts == nil {
+			s.parts = map[int]*partCompare{}
+		}
+		s.parts[i] = p
+	}
+	s.err = p.add(s.set, &t)
+	if t.Last() || p.done() {
+		s.res[i], s.done[i] = p.result(s.opt), true
+		delete(s.parts, i)
+	}
 }
 
 // finish compares what the forward did not emit while it ran (checkpoint

@@ -32,7 +32,7 @@ func compareTensor(set *references.Set, ti references.TensorInfo, got *captured,
 // compareCaptured is compareTensor of Go's tensor g; nil when the model
 // produced none.
 func compareCaptured(set *references.Set, ti references.TensorInfo, g *model.Captured, opt Options) (Result, error) {
-	if ti.Rows == nil && (g == nil || g.Rows == nil) && elements(ti.Shape) > chunkValues {
+	if ti.Rows == nil && (g == nil || g.Rows == nil) && (elements(ti.Shape) > chunkValues || g != nil && !g.Whole()) {
 		return compareChunked(set, ti, g, opt)
 	}
 	want, truth, err := loadReference(set, ti)
@@ -108,30 +108,81 @@ var chunkValues = 1 << 20
 // compareChunked is compareCaptured for a tensor larger than chunkValues,
 // its reference read a chunk at a time (references.Set.TensorChunks).
 func compareChunked(set *references.Set, ti references.TensorInfo, g *model.Captured, opt Options) (Result, error) {
-	res := newTensorResult(ti, opt)
-	ok := g != nil && slices.Equal(g.Shape, ti.Shape) && len(g.Data) == elements(ti.Shape)
-	causal := causalMask(ti.Shape) // as maskedScores: no mask unless [H,Tq,Tk]
-	a := newAccumulator(Tolerance{res.Atol, res.Rtol}, ti.FileF64 != nil)
-	err := set.TensorChunks(ti, chunkValues, func(off int, want []float32, truth []float64) error {
-		if !ok {
-			return nil // the reference is still read through, for its errors
+	p := newPartCompare(ti, g, opt)
+	if err := p.add(set, g); err != nil {
+		return Result{}, err
+	}
+	return p.result(opt), nil
+}
+
+// partCompare compares a tensor part by part (model.Captured.Off) as Go
+// emits it, each part with the same values of the reference read a chunk
+// at a time; a tensor emitted whole is its one part.
+type partCompare struct {
+	ti     references.TensorInfo
+	res    Result
+	a      *accumulator
+	skip   func(off int, want []float32) func(int) bool
+	next   int    // the offset the next part must start at
+	failed string // why Go's tensor cannot be compared, once known
+}
+
+func newPartCompare(ti references.TensorInfo, g *model.Captured, opt Options) *partCompare {
+	p := &partCompare{ti: ti, res: newTensorResult(ti, opt)}
+	p.a = newAccumulator(Tolerance{p.res.Atol, p.res.Rtol}, ti.FileF64 != nil)
+	if causal := causalMask(ti.Shape); ti.Name == tensors.Scores && causal != nil { // as maskedScores: no mask unless [H,Tq,Tk]
+		p.skip = func(off int, want []float32) func(int) bool {
+			return func(i int) bool { return causal(i) || masked(want[i-off]) }
 		}
+	}
+	switch {
+	case g == nil:
+		p.failed = fmt.Sprintf("the model produced no %s tensor", ti.Name)
+	case !slices.Equal(g.Shape, ti.Shape) || g.Off+len(g.Data) > elements(ti.Shape):
+		p.failed = fmt.Sprintf("got shape %v, the reference has %v", g.Shape, ti.Shape)
+	}
+	return p
+}
+
+// add compares part g, the next one; with no part to compare (nil, or a
+// tensor already found wrong) it reads the whole reference through once,
+// for its errors.
+func (p *partCompare) add(set *references.Set, g *model.Captured) error {
+	if p.failed == "" && g != nil && g.Off != p.next {
+		p.failed = fmt.Sprintf("the model's %s came in parts out of order: values from %d, expected from %d", p.ti.Name, g.Off, p.next)
+	}
+	if p.failed != "" || g == nil {
+		if p.next < 0 {
+			return nil
+		}
+		p.next = -1
+		return set.TensorChunks(p.ti, chunkValues, func(int, []float32, []float64) error { return nil })
+	}
+	end := g.Off + len(g.Data)
+	err := set.TensorRange(p.ti, g.Off, end, chunkValues, func(off int, want []float32, truth []float64) error {
 		var skip func(int) bool
-		if ti.Name == tensors.Scores && causal != nil {
-			skip = func(i int) bool { return causal(i) || masked(want[i-off]) }
+		if p.skip != nil {
+			skip = p.skip(off, want)
 		}
-		a.add(off, g.Data[off:off+len(want)], want, truth, skip, nil)
+		p.a.add(off, g.Data[off-g.Off:off-g.Off+len(want)], want, truth, skip, nil)
 		return nil
 	})
-	switch {
-	case err != nil:
-		return Result{}, err
-	case g == nil:
-		return res.fail("the model produced no %s tensor", ti.Name), nil
-	case !ok:
-		return res.fail("got shape %v, the reference has %v", g.Shape, ti.Shape), nil
+	p.next = end
+	return err
+}
+
+// done says the last part has been added (or the tensor failed).
+func (p *partCompare) done() bool { return p.failed != "" || p.next == elements(p.ti.Shape) }
+
+// result judges the parts added.
+func (p *partCompare) result(opt Options) Result {
+	if p.failed != "" {
+		return p.res.fail("%s", p.failed)
 	}
-	return judge(res, ti, a.stats(), opt), nil
+	if !p.done() {
+		return p.res.fail("the model emitted %d of %s's %d values", p.next, p.ti.Name, elements(p.ti.Shape))
+	}
+	return judge(p.res, p.ti, p.a.stats(), opt)
 }
 
 // elements is the number of values of a tensor of the shape.

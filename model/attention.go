@@ -23,7 +23,8 @@ type attnJob struct {
 	mulScale      bool      // multiply by scale instead (HF's Llama family: q·kᵀ·D^-½)
 	noMask        bool      // FaultNoCausalMask
 	window        int       // sliding window: a query sees itself and the window−1 keys before it; 0: every earlier key
-	scores, probs []float32 // [H,T,S] probe buffers, or nil
+	scores, probs []float32 // [h1−h0,T,S] probe buffers of the heads run, or nil
+	h0            int       // the first head run: scores[0] is its
 }
 
 // attnParallelMinWork is the multiply-adds below which a layer's heads run
@@ -31,18 +32,20 @@ type attnJob struct {
 // (12 heads of 64), where it costs more than ParallelFor's hand-off.
 const attnParallelMinWork = 12 * 16 * 64
 
-func (j *attnJob) run(H int) {
-	if H*j.T*j.S*j.D < attnParallelMinWork {
+// run computes heads h0..h1-1.
+func (j *attnJob) run(h0, h1 int) {
+	j.h0 = h0
+	if (h1-h0)*j.T*j.S*j.D < attnParallelMinWork {
 		sc, e64 := j.scratch()
-		for h := 0; h < H; h++ {
+		for h := h0; h < h1; h++ {
 			j.head(h, *sc, *e64)
 		}
 		j.release(sc, e64)
 		return
 	}
-	kernels.ParallelFor(H, func(h int) {
+	kernels.ParallelFor(h1-h0, func(i int) {
 		sc, e64 := j.scratch()
-		j.head(h, *sc, *e64)
+		j.head(h0+i, *sc, *e64)
 		j.release(sc, e64)
 	})
 }
@@ -80,8 +83,9 @@ func (j *attnJob) head(h int, scratch []float32, e64 []float64) {
 	}
 	sc, pr, widened := scratch[:n], scratch[:n], scratch[n:]
 	if j.scores != nil {
-		sc = j.scores[h*T*S : (h+1)*T*S]
-		pr = j.probs[h*T*S : (h+1)*T*S]
+		i := h - j.h0
+		sc = j.scores[i*T*S : (i+1)*T*S]
+		pr = j.probs[i*T*S : (i+1)*T*S]
 	}
 	kv := h / j.group // repeat_kv: KV head j serves query heads j·group … j·group+group−1
 	if j.wrongGroup {

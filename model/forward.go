@@ -22,6 +22,12 @@ type ForwardOptions struct {
 	// is compared on the reference's inputs once the cache itself has
 	// been compared modulo float16's rounding.
 	ForceKV *ForcedKV
+	// ProbeValues, with a Probe, bounds the attention scores and
+	// probabilities a pass holds: when a layer's [heads, T, keys] exceed
+	// it, they are computed and emitted a group of heads at a time
+	// (Captured.Off), so that a 4104-token case of 32 heads holds one
+	// head's 67 MB, not 2.2 GB twice. 0: DefaultProbeValues.
+	ProbeValues int
 	// LogitRows, with a Probe and not AllLogits, are the positions whose
 	// logits the pass computes and emits (tensors.Logits, Captured.Rows),
 	// the last position always among them; nil: every position. A
@@ -53,7 +59,7 @@ func (m *Model) Forward(ctx context.Context, c *kvcache.Cache, tokens []int, opt
 		return nil, err
 	}
 	allRows := opt.AllLogits || opt.Probe != nil
-	hk := hooks{probe: opt.Probe, force: opt.ForceKV}
+	hk := hooks{probe: opt.Probe, force: opt.ForceKV, probeValues: opt.ProbeValues}
 	if opt.Probe != nil && !opt.AllLogits && opt.LogitRows != nil {
 		hk.logitRows = headRows(opt.LogitRows, T)
 	}
@@ -100,8 +106,13 @@ type hooks struct {
 	force *ForcedKV
 	// logitRows: the rows the head computes when the pass's rows are all
 	// wanted (ascending, the last row last); nil: all of them.
-	logitRows []int
+	logitRows   []int
+	probeValues int // ForwardOptions.ProbeValues
 }
+
+// DefaultProbeValues is ForwardOptions.ProbeValues's default: 64 MB of
+// scores, and as much of probabilities.
+const DefaultProbeValues = 1 << 24
 
 // headRows is the positions of rows below T, ascending, once each, with
 // the last position T-1 added: what a pass's head computes for them.
@@ -146,7 +157,7 @@ func (m *Model) forward(ctx context.Context, spans []span, tokens []int, hk hook
 			return nil, err
 		}
 	}
-	ps := m.newPass(spans, tokens, hk.probe)
+	ps := m.newPass(spans, tokens, hk.probe, hk.probeValues)
 	ps.force, ps.logitRows = hk.force, hk.logitRows
 	defer passBuffers.Put(ps.buf)
 	ps.embed(tokens)
@@ -188,15 +199,16 @@ type pass struct {
 	cosL, sinL                    []float32 // the same of Model.local (Gemma 3's sliding layers); nil without one
 
 	// Probe buffers: heads split out of qkv, attention scores and
-	// probabilities of the first span's S0 keys.
+	// probabilities of the first span's S0 keys, for probeHeads heads at
+	// a time.
 	headBuf, scores, probs []float32
-	S0                     int
+	S0, probeHeads         int
 
 	force     *ForcedKV // nil: the cache keeps the pass's own keys and values
 	logitRows []int     // hooks.logitRows
 }
 
-func (m *Model) newPass(spans []span, tokens []int, probe Probe) *pass {
+func (m *Model) newPass(spans []span, tokens []int, probe Probe, probeValues int) *pass {
 	c := m.Config
 	R, C, H, D := len(tokens), c.NEmbd, c.NHead, c.HeadDim()
 	ps := &pass{m: m, spans: spans, p: probeWriter{probe}, R: R, lay: c.qkvLayout()}
@@ -232,9 +244,13 @@ func (m *Model) newPass(spans []span, tokens []int, probe Probe) *pass {
 	}
 	ps.S0 = spans[0].off + spans[0].T
 	if ps.p.on() {
+		if probeValues <= 0 {
+			probeValues = DefaultProbeValues
+		}
+		ps.probeHeads = min(H, max(1, probeValues/(R*ps.S0)))
 		ps.headBuf = make([]float32, H*R*D)
-		ps.scores = make([]float32, H*R*ps.S0)
-		ps.probs = make([]float32, H*R*ps.S0)
+		ps.scores = make([]float32, ps.probeHeads*R*ps.S0)
+		ps.probs = make([]float32, ps.probeHeads*R*ps.S0)
 	}
 	return ps
 }
@@ -303,18 +319,31 @@ func (ps *pass) attend(l int, f blockFaults, proto attnJob) {
 			}
 		}
 	}
-	for _, s := range ps.spans {
-		job := proto
-		job.qkv, job.out = ps.qkv[s.row*W:], ps.att[s.row*HD:(s.row+s.T)*HD]
-		job.layer, job.cache = l, s.c
-		job.T, job.off, job.S = s.T, s.off, s.off+s.T
-		job.width, job.D, job.HD = W, D, HD
-		job.group, job.nKV = H/c.KVHeads(), c.KVHeads()
-		job.noMask, job.window, job.scores, job.probs = f.noCausalMask, f.window, ps.scores, ps.probs
-		job.run(H)
+	run := func(h0, h1 int) {
+		for _, s := range ps.spans {
+			job := proto
+			job.qkv, job.out = ps.qkv[s.row*W:], ps.att[s.row*HD:(s.row+s.T)*HD]
+			job.layer, job.cache = l, s.c
+			job.T, job.off, job.S = s.T, s.off, s.off+s.T
+			job.width, job.D, job.HD = W, D, HD
+			job.group, job.nKV = H/c.KVHeads(), c.KVHeads()
+			job.noMask, job.window, job.scores, job.probs = f.noCausalMask, f.window, ps.scores, ps.probs
+			job.run(h0, h1)
+		}
 	}
-	ps.p.emit(tensors.Scores, l, ps.scores, H, ps.R, ps.S0)
-	ps.p.emit(tensors.Probs, l, ps.probs, H, ps.R, ps.S0)
+	if !ps.p.on() {
+		run(0, H)
+		return
+	}
+	// A probed pass (one span) holds probeHeads heads' scores and
+	// probabilities: each group is emitted before the next is computed.
+	n := ps.R * ps.S0
+	for h0 := 0; h0 < H; h0 += ps.probeHeads {
+		h1 := min(H, h0+ps.probeHeads)
+		run(h0, h1)
+		ps.p.emitPart(tensors.Scores, l, ps.scores[:(h1-h0)*n], h0*n, H, ps.R, ps.S0)
+		ps.p.emitPart(tensors.Probs, l, ps.probs[:(h1-h0)*n], h0*n, H, ps.R, ps.S0)
+	}
 }
 
 // head is ln_f and the LM head, over every row if allRows, else over the

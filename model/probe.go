@@ -15,6 +15,26 @@ type Captured struct {
 	// Rows, when set, are the positions Data's rows are of: a tensor
 	// computed at those positions only (ForwardOptions.LogitRows).
 	Rows []int
+	// Off is where Data starts in the row-major tensor of Shape. A tensor
+	// a pass does not hold whole (attention scores and probabilities past
+	// ForwardOptions.ProbeValues) comes in consecutive parts, Off 0 first,
+	// the last ending at the product of Shape; any other comes whole.
+	Off int
+}
+
+// Whole says c holds its whole tensor, not one of its parts.
+func (c Captured) Whole() bool { return c.Off == 0 && len(c.Data) == c.elements() }
+
+// Last says c holds its tensor's last values: a whole tensor, or its
+// last part.
+func (c Captured) Last() bool { return c.Off+len(c.Data) == c.elements() }
+
+func (c Captured) elements() int {
+	n := 1
+	for _, d := range c.Shape {
+		n *= d
+	}
+	return n
 }
 
 // Probe observes the tensors of checkpoints 1–9 as the forward pass

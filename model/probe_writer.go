@@ -37,3 +37,13 @@ func (w probeWriter) emitRows(name string, data []float32, rows []int, n int) {
 	w.p.Capture(Captured{Checkpoint: tensors.Checkpoint(name), Layer: NoLayer, Name: name,
 		Shape: []int{len(rows), n}, Rows: slices.Clone(rows), Data: data[:len(rows)*n]})
 }
+
+// emitPart hands the probe values off..off+len(data)-1 of tensor name, of
+// the whole shape: one of the parts a pass emits in order when it does
+// not hold the whole tensor at once (Captured.Off).
+func (w probeWriter) emitPart(name string, layer int, data []float32, off int, shape ...int) {
+	if w.p == nil {
+		return
+	}
+	w.p.Capture(Captured{Checkpoint: tensors.Checkpoint(name), Layer: layer, Name: name, Shape: slices.Clone(shape), Data: data, Off: off})
+}

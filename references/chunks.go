@@ -17,6 +17,12 @@ import (
 // Tensor checks them (header, dtype, shape, size, finite values) before
 // and while they are read; an error names the file.
 func (s *Set) TensorChunks(t TensorInfo, chunk int, fn func(off int, want []float32, truth []float64) error) error {
+	return s.TensorRange(t, 0, -1, chunk, fn)
+}
+
+// TensorRange is TensorChunks of values from..to-1 only (to -1: to the
+// end): a tensor Go emits in parts is compared part by part as it comes.
+func (s *Set) TensorRange(t TensorInfo, from, to, chunk int, fn func(off int, want []float32, truth []float64) error) error {
 	if chunk <= 0 {
 		return fmt.Errorf("chunk %d: want at least 1 value", chunk)
 	}
@@ -32,13 +38,19 @@ func (s *Set) TensorChunks(t TensorInfo, chunk int, fn func(off int, want []floa
 		}
 		defer truth.f.Close()
 	}
-	w := make([]float32, min(chunk, want.n))
+	if to < 0 {
+		to = want.n
+	}
+	if from < 0 || from > to || to > want.n {
+		return fmt.Errorf("%s: values %d..%d of %d", t.File, from, to, want.n)
+	}
+	w := make([]float32, min(chunk, to-from))
 	var tr []float64
 	if truth != nil {
 		tr = make([]float64, len(w))
 	}
-	for off := 0; off < want.n; off += chunk {
-		k := min(chunk, want.n-off)
+	for off := from; off < to; off += chunk {
+		k := min(chunk, to-off)
 		if err := readChunk(want, off, w[:k]); err != nil {
 			return err
 		}
