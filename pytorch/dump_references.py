@@ -80,10 +80,25 @@ def logits_rows(T, keep):
     return sorted({round(i * (T - 1) / (keep - 1)) for i in range(keep)})
 
 
-def save_npy(path, t, dtype):
+def save_npy(path, t, dtype, shape=None):
+    """t as a version 1.0 .npy file; with shape, the header says shape and
+    t is its first values, the rest appended by append_npy."""
     arr = np.ascontiguousarray(t.detach().numpy() if isinstance(t, torch.Tensor) else t, dtype=dtype)
     with open(path, "wb") as f:
-        np.lib.format.write_array(f, arr, version=(1, 0), allow_pickle=False)
+        if shape is None or list(shape) == list(arr.shape):
+            np.lib.format.write_array(f, arr, version=(1, 0), allow_pickle=False)
+            return
+        np.lib.format.write_array_header_1_0(f, {"descr": np.lib.format.dtype_to_descr(arr.dtype),
+                                                 "fortran_order": False, "shape": tuple(shape)})
+        f.write(arr.tobytes())
+
+
+def append_npy(path, t, dtype):
+    """t's values after those save_npy(path, ..., shape) and earlier
+    append_npy calls wrote."""
+    arr = np.ascontiguousarray(t.detach().numpy(), dtype=dtype)
+    with open(path, "ab") as f:
+        f.write(arr.tobytes())
 
 
 class Recorder:
@@ -97,19 +112,26 @@ class Recorder:
         self.i = 0
         os.makedirs(os.path.join(root, case), exist_ok=True)
 
-    def __call__(self, checkpoint, layer, name, t, rows=None):
+    def __call__(self, checkpoint, layer, name, t, rows=None, part=None):
+        """part=(h, H): t is heads h.. of a tensor of H heads whose earlier
+        heads were the calls before (Forward.attend), written to the end
+        of its file; the first part writes the whole tensor's header."""
         stem = f"{self.case}/{name}" if layer is None else f"{self.case}/l{layer:02d}_{name}"
+        shape = list(t.shape) if part is None else [part[1]] + list(t.shape[1:])
+        path, dtype = (stem + ".npy", "<f4") if not self.twin else (stem + ".f64.npy", "<f8")
+        if part is not None and part[0] > 0:
+            append_npy(os.path.join(self.root, path), t, dtype)
+            return
         if not self.twin:
             self.entries.append({"case": self.case, "checkpoint": checkpoint, "layer": layer, "name": name,
                                  "file": stem + ".npy", "file_f64": stem + ".f64.npy", "dtype": "float32",
-                                 "shape": list(t.shape), "rows": rows})
-            save_npy(os.path.join(self.root, stem + ".npy"), t, "<f4")
+                                 "shape": shape, "rows": rows})
         else:
             e = self.entries[self.i]
             assert (e["case"], e["checkpoint"], e["layer"], e["name"], e["shape"]) == \
-                (self.case, checkpoint, layer, name, list(t.shape)), (e, name)
+                (self.case, checkpoint, layer, name, shape), (e, name)
             self.i += 1
-            save_npy(os.path.join(self.root, stem + ".f64.npy"), t, "<f8")
+        save_npy(os.path.join(self.root, path), t, dtype, shape)
 
 
 def case_task(case, root, entries, twin, logits_keep):
@@ -119,9 +141,9 @@ def case_task(case, root, entries, twin, logits_keep):
     toks = case["tokens"]
     rec = Recorder(root, case["id"], entries, twin)
 
-    def full_run(checkpoint, layer, name, t, rows=None):
+    def full_run(checkpoint, layer, name, t, rows=None, part=None):
         if name not in CACHE_NAMES:
-            rec(checkpoint, layer, name, t, rows)
+            rec(checkpoint, layer, name, t, rows, part)
 
     jobs = [dict(tokens=toks, probe=full_run, rows=logits_rows(len(toks), logits_keep))]
     if len(toks) >= 2:

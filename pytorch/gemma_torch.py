@@ -339,18 +339,17 @@ class Gemma(llama_torch.Llama):
         probe(3, i, "k_cache", k[0])
         probe(3, i, "v_cache", v[0])
         kr, vr = repeat_kv(k, H // Hkv), repeat_kv(v, H // Hkv)
-        sc = torch.matmul(self.hook("kq_operand", q), kr.transpose(2, 3)) * self.scaling
-        cap = self.cfg["attn_softcap"]
-        if cap is not None:
-            sc = sc / cap
-            sc = torch.tanh(sc)
-            sc = sc * cap
-        sc = sc + s.masks[window]
-        probe(4, i, "scores", sc[0])
-        pr = F.softmax(sc, dim=-1, dtype=self.up).to(self.dtype)
-        probe(4, i, "probs", pr[0])
-        pr = self.hook("kqv_operand", pr)
-        o = torch.matmul(pr, vr).transpose(1, 2).contiguous().reshape(1, T, H * D)
+        cap, mask = self.cfg["attn_softcap"], s.masks[window]
+
+        def scores(qh, kh):
+            sc = torch.matmul(qh, kh.transpose(2, 3)) * self.scaling
+            if cap is not None:
+                sc = sc / cap
+                sc = torch.tanh(sc)
+                sc = sc * cap
+            return sc + mask
+        o = self.attend(i, s, q, kr, vr, scores, lambda sc: F.softmax(sc, dim=-1, dtype=self.up).to(self.dtype))
+        o = o.transpose(1, 2).contiguous().reshape(1, T, H * D)
         o = self._linear(P, o, p + "self_attn.o_proj")
         probe(5, i, "attn_out", o[0])
         if self.sandwich:

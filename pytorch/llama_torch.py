@@ -532,13 +532,10 @@ class Llama(passes.Forward):
         probe(3, i, "k_cache", k[0])
         probe(3, i, "v_cache", v[0])
         kr, vr = repeat_kv(k, H // Hkv), repeat_kv(v, H // Hkv)
-        sc = torch.matmul(self.hook("kq_operand", q), kr.transpose(2, 3)) * self.scaling
-        sc = sc + s.masks[self.cfg["windows"][i] if self.cfg["windows"] else 0]
-        probe(4, i, "scores", sc[0])
-        pr = F.softmax(sc, dim=-1, dtype=self.up).to(self.dtype)
-        probe(4, i, "probs", pr[0])
-        pr = self.hook("kqv_operand", pr)
-        o = torch.matmul(pr, vr).transpose(1, 2).contiguous().reshape(1, T, H * D)
+        mask = s.masks[self.cfg["windows"][i] if self.cfg["windows"] else 0]
+        o = self.attend(i, s, q, kr, vr, lambda qh, kh: torch.matmul(qh, kh.transpose(2, 3)) * self.scaling + mask,
+                        lambda sc: F.softmax(sc, dim=-1, dtype=self.up).to(self.dtype))
+        o = o.transpose(1, 2).contiguous().reshape(1, T, H * D)
         o = self._linear(P, o, p + "self_attn.o_proj")
         probe(5, i, "attn_out", o[0])
         x = x + o

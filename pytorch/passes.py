@@ -32,6 +32,14 @@ HEAD_CHUNK_BYTES = 256 << 20
 HEAD_CHUNK_UNIT = 64
 
 
+# A layer's attention scores past this many values ([heads, T, keys]) are
+# computed, probed and let go a group of heads at a time (Forward.attend),
+# as Go's forward does past its DefaultProbeValues: a 4104-token case of 32
+# heads held [32, 4104, 4104] whole in float64 three times over (scores,
+# their masked copy, probabilities: 13 GB, notes 39).
+HEAD_VALUES = 1 << 24
+
+
 def head_chunks(V, C, dtype):
     """Row ranges [lo, hi) of a [V,C] head applied at once in dtype."""
     if dtype != torch.float64:
@@ -129,6 +137,32 @@ class Forward:
         kqv_operand: an engine's rounding of what it stores or multiplies);
         x itself without numerics."""
         return x if self.numerics is None else getattr(self.numerics, name)(x)
+
+    def attend(self, i, s, q, kr, vr, scores, softmax):
+        """Block i's attention of s: q [1,H,T,D] against kr, vr [1,H,S,D]
+        (KV heads already repeated). scores(q, k) are a group of heads'
+        scores as the family computes them (scaled, capped, masked), q
+        through the kq_operand hook; softmax(sc) its probabilities. Both
+        are probed (checkpoint 4) and the probabilities go through the
+        kqv_operand hook to weight vr. Returns [1,H,T,D]. Past
+        HEAD_VALUES scores, a group of heads at a time, each probed as a
+        part (part=(first head, H)): every head's products and softmax
+        rows are its own either way, so the bits are the batched ones'
+        (test_streaming.py)."""
+        H, T, S = q.shape[1], q.shape[2], kr.shape[2]
+        step = H if H * T * S <= HEAD_VALUES else max(1, HEAD_VALUES // (T * S))
+        part = (lambda h0: {}) if step == H else (lambda h0: {"part": (h0, H)})
+        outs = []
+        for h0 in range(0, H, step):
+            h1 = min(H, h0 + step)
+            sc = scores(self.hook("kq_operand", q[:, h0:h1]), kr[:, h0:h1])
+            s.probe(4, i, "scores", sc[0], **part(h0))
+            pr = softmax(sc)
+            del sc
+            s.probe(4, i, "probs", pr[0], **part(h0))
+            outs.append(torch.matmul(self.hook("kqv_operand", pr), vr[:, h0:h1]))
+            del pr
+        return outs[0] if len(outs) == 1 else torch.cat(outs, dim=1)
 
     def cached(self, i, s, k, v):
         """Block i's keys and values [1,heads,Tk,D] over the whole of s: k

@@ -27,6 +27,7 @@ import torch.nn.functional as F  # noqa: E402
 
 import checkpoint  # noqa: E402
 import dump_references as dr  # noqa: E402
+import families  # noqa: E402
 import llama_torch as lt  # noqa: E402
 import passes  # noqa: E402
 import weights as wts  # noqa: E402
@@ -458,6 +459,59 @@ class PassesTest(unittest.TestCase):
                                    os.path.join(ROOT, "testdata", "references", "tiny-llama-phi3"))
         finally:
             shutil.rmtree(out)
+
+    def test_head_groups_reproduce_committed_sets(self):
+        """Attention scores and probabilities computed and written a head
+        (or two) at a time, as a case past HEAD_VALUES has them, give the
+        committed sets byte for byte: windows and their masks (Mistral),
+        soft-capping and alternating windows (Gemma 2), q/k norms and
+        local RoPE (Gemma 3), experts (Qwen3-MoE), float32 and float64."""
+        out = tempfile.mkdtemp()
+        try:
+            for name, values in (("tiny-llama-mistral", 1), ("tiny-llama-gemma2", 1),
+                                 ("tiny-llama-gemma3", 2 * 63 * 63), ("tiny-llama-qwen3moe", 1)):
+                with self.subTest(name), mock.patch.object(passes, "HEAD_VALUES", values):
+                    d = os.path.join(out, name)
+                    rc, msg = run_quiet(dr.main, ["--model", tiny(name), "--cases",
+                                                  os.path.join(ROOT, "testdata", "cases-llama.json"),
+                                                  "--logits-rows", "2", "--out", d])
+                    self.assertEqual(rc, 0, msg)
+                    sets_equal_but_weights(self, d, os.path.join(ROOT, "testdata", "references", name))
+        finally:
+            shutil.rmtree(out)
+
+    def test_attend_parts(self):
+        """Forward.attend probes a group of heads at a time past
+        HEAD_VALUES, parts in order that make the whole tensor, and
+        returns the whole attention's bits."""
+        fam, _ = families.of_model(tiny("tiny-llama-gemma2"))
+        m = fam.load_model(tiny("tiny-llama-gemma2"))
+        toks = [100 + 37 * i for i in range(40)]
+
+        def probes(values):
+            got, parts = {}, {}
+
+            def probe(cp, layer, name, t, rows=None, part=None):
+                k = (layer, name)
+                if part is None:
+                    got[k] = t.clone()
+                    return
+                self.assertEqual(part[0], 0 if k not in got else got[k].shape[0], k)
+                got[k] = t.clone() if k not in got else torch.cat([got[k], t])
+                parts[k] = parts.get(k, 0) + 1
+            with mock.patch.object(passes, "HEAD_VALUES", values), torch.no_grad():
+                logits, _ = fam.Forward(m, torch.float64).forward(toks, probe=probe)
+            return got, parts, logits
+        whole, none, logits = probes(1 << 24)
+        self.assertEqual(none, {})
+        H = whole[(0, "scores")].shape[0]
+        for values, per in ((1, 1), (2 * 40 * 40, 2)):
+            got, parts, got_logits = probes(values)
+            self.assertTrue(torch.equal(logits, got_logits))
+            self.assertEqual(set(got), set(whole))
+            for k in whole:
+                self.assertTrue(torch.equal(whole[k], got[k]), k)
+            self.assertEqual(parts, {(l, n): H // per for l in range(2) for n in ("scores", "probs")})
 
 
 if __name__ == "__main__":
