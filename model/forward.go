@@ -138,10 +138,9 @@ func (m *Model) forward(ctx context.Context, spans []span, tokens []int, hk hook
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	spans, tokens, added := m.ropeVariants(spans, tokens)
-	if added > 0 && hk.probe != nil {
-		// Its tensors would hold rows the caller did not run.
-		return nil, errors.New("forward: a captured pass cannot restart its sequence with longrope's long factors; capture on an empty cache or call Model.PlanSequence first")
+	spans, tokens, added, err := m.ropeVariants(spans, tokens, hk.probe != nil)
+	if err != nil {
+		return nil, err
 	}
 	for i, s := range spans {
 		if err := m.releaseBehindWindow(s.c, s.off); err != nil {

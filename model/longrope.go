@@ -3,6 +3,7 @@ package model
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 
@@ -124,10 +125,12 @@ const longVariant uint8 = 1
 // the cache when a sequence first passes the pretrained context. Should
 // the pass then fail, that cache stays empty. Returns the spans and
 // tokens to run and, for a single span that restarted, the rows it put
-// before the caller's (0 otherwise).
-func (m *Model) ropeVariants(spans []span, tokens []int) ([]span, []int, int) {
+// before the caller's (0 otherwise). A probed pass (probed) is refused
+// a restart, its cache untouched: its tensors would hold rows the caller
+// did not run.
+func (m *Model) ropeVariants(spans []span, tokens []int, probed bool) ([]span, []int, int, error) {
 	if m.rope.long == nil {
-		return spans, tokens, 0
+		return spans, tokens, 0, nil
 	}
 	byContext := m.fault == FaultLongRopeWrongFactor // the model's, whatever layer it was injected at
 	var out []int
@@ -141,6 +144,9 @@ func (m *Model) ropeVariants(spans []span, tokens []int) ([]span, []int, int) {
 			s.long = m.rope.useLong(m.Config.NPositions - 1) // as llama.cpp chooses
 		}
 		if s.long && s.c.Variant() != longVariant && s.off > 0 {
+			if probed {
+				return nil, nil, 0, errors.New("forward: a captured pass cannot restart its sequence with longrope's long factors; capture on an empty cache or call Model.PlanSequence first")
+			}
 			before := s.c.Tokens()
 			s.c.Reset()
 			s.off, s.T = 0, len(before)+s.T
@@ -157,9 +163,9 @@ func (m *Model) ropeVariants(spans []span, tokens []int) ([]span, []int, int) {
 		}
 	}
 	if out == nil {
-		return spans, tokens, 0
+		return spans, tokens, 0, nil
 	}
-	return spans, out, added
+	return spans, out, added, nil
 }
 
 // PlanSequence tells m that c, just emptied, will run a known sequence of

@@ -111,4 +111,5 @@ func TestLongRopeSequence(t *testing.T) {
 	require.NoError(t, err)
 	_, err = m.Forward(t.Context(), c, toks[30:34], ForwardOptions{Probe: ProbeFunc(func(Captured) {})})
 	require.ErrorContains(t, err, "a captured pass cannot restart")
+	require.Equal(t, toks[:30], c.Tokens(), "refused: the cache is as it was")
 }
