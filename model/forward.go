@@ -156,8 +156,7 @@ func (m *Model) forward(ctx context.Context, spans []span, tokens []int, hk hook
 			return nil, err
 		}
 	}
-	ps := m.newPass(spans, tokens, hk.probe, hk.probeValues)
-	ps.force, ps.logitRows = hk.force, hk.logitRows
+	ps := m.newPass(spans, tokens, hk)
 	defer passBuffers.Put(ps.buf)
 	ps.embed(tokens)
 	fam := m.Config.family()
@@ -207,10 +206,10 @@ type pass struct {
 	logitRows []int     // hooks.logitRows
 }
 
-func (m *Model) newPass(spans []span, tokens []int, probe Probe, probeValues int) *pass {
+func (m *Model) newPass(spans []span, tokens []int, hk hooks) *pass {
 	c := m.Config
 	R, C, H, D := len(tokens), c.NEmbd, c.NHead, c.HeadDim()
-	ps := &pass{m: m, spans: spans, p: probeWriter{probe}, R: R, lay: c.qkvLayout()}
+	ps := &pass{m: m, spans: spans, p: probeWriter{hk.probe}, R: R, lay: c.qkvLayout(), force: hk.force, logitRows: hk.logitRows}
 	ff, act, rot := c.family().passWidths(c)
 	bufs := []struct {
 		s    *[]float32
@@ -243,6 +242,7 @@ func (m *Model) newPass(spans []span, tokens []int, probe Probe, probeValues int
 	}
 	ps.S0 = spans[0].off + spans[0].T
 	if ps.p.on() {
+		probeValues := hk.probeValues
 		if probeValues <= 0 {
 			probeValues = DefaultProbeValues
 		}

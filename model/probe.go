@@ -23,15 +23,16 @@ type Captured struct {
 }
 
 // Whole says c holds its whole tensor, not one of its parts.
-func (c Captured) Whole() bool { return c.Off == 0 && len(c.Data) == c.elements() }
+func (c Captured) Whole() bool { return c.Off == 0 && len(c.Data) == elements(c.Shape) }
 
 // Last says c holds its tensor's last values: a whole tensor, or its
 // last part.
-func (c Captured) Last() bool { return c.Off+len(c.Data) == c.elements() }
+func (c Captured) Last() bool { return c.Off+len(c.Data) == elements(c.Shape) }
 
-func (c Captured) elements() int {
+// elements is the number of values of a tensor of the shape.
+func elements(shape []int) int {
 	n := 1
-	for _, d := range c.Shape {
+	for _, d := range shape {
 		n *= d
 	}
 	return n

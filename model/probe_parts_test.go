@@ -32,7 +32,7 @@ func TestProbeParts(t *testing.T) {
 			got[k] = append(got[k], c.Data...)
 			parts[k]++
 			if c.Last() {
-				require.Len(t, got[k], c.elements(), "%v", k)
+				require.Len(t, got[k], elements(c.Shape), "%v", k)
 			}
 		})})
 		require.NoError(t, err)

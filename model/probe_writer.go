@@ -18,14 +18,7 @@ func (w probeWriter) emit(name string, layer int, data []float32, shape ...int) 
 	if w.p == nil {
 		return
 	}
-	checkpoint := tensors.Checkpoint(name)
-	n := 1
-	for _, d := range shape {
-		n *= d
-	}
-	// Cloning keeps shape from escaping, so the variadic slice stays on the
-	// caller's stack when there is no probe.
-	w.p.Capture(Captured{Checkpoint: checkpoint, Layer: layer, Name: name, Shape: slices.Clone(shape), Data: data[:n]})
+	w.emitPart(name, layer, data[:elements(shape)], 0, shape...)
 }
 
 // emitRows hands the probe rows of a [positions, n] tensor (of no layer)
@@ -45,5 +38,7 @@ func (w probeWriter) emitPart(name string, layer int, data []float32, off int, s
 	if w.p == nil {
 		return
 	}
+	// Cloning keeps shape from escaping, so the variadic slice stays on the
+	// caller's stack when there is no probe.
 	w.p.Capture(Captured{Checkpoint: tensors.Checkpoint(name), Layer: layer, Name: name, Shape: slices.Clone(shape), Data: data, Off: off})
 }
