@@ -85,10 +85,9 @@ func LoadContext(ctx context.Context, path string, opt Options) (*model.Model, e
 		// A model the key cannot be made for (no weights file) is the
 		// loader's to name.
 		if err == nil {
-			key, err = weightsCacheKey(weightsFile, opt)
+			key, cachePath, err = weightsCacheKey(weightsFile, opt.WeightsCache, opt)
 		}
 		if err == nil {
-			cachePath = weightsCachePath(opt.WeightsCache, key)
 			m, err := loadCached(ctx, path, isGGUF, cachePath, key)
 			if err == nil {
 				m.WeightsCache = "read from " + cachePath

@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
+	"time"
 
 	"github.com/llorch/llorch-check/weights"
 )
@@ -19,32 +21,86 @@ import (
 // Errors wrap ErrInvalid.
 //
 // The hash is kept for the life of the process, for as long as the
-// files' sizes and modification times stay: a command checks a set
-// before it loads the model and again after, and an 8B checkpoint's
-// 16 GB take ten seconds to hash.
+// files' identity stays (weights.Identity; their sizes and modification
+// times where there is none): a command checks a set before it loads the
+// model and again after, and an 8B checkpoint's 16 GB take ten seconds
+// to hash.
 func WeightsSHA256(path string) (string, error) {
+	sum, _, err := WeightsSHA256Identity(path)
+	return sum, err
+}
+
+// WeightsSHA256Identity is WeightsSHA256 and the files' identity that
+// vouches for it in another process (weights.StableIdentity): "" when
+// the files changed too recently to tell, or where there is none. A
+// caller may record the two, and give them back to RecallWeightsSHA256.
+func WeightsSHA256Identity(path string) (sum, identity string, err error) {
 	abs, err := filepath.Abs(path)
 	if err != nil {
-		return "", &Error{Path: path, Err: err}
+		return "", "", &Error{Path: path, Err: err}
 	}
-	size, mod, err := weights.Stamp(abs)
+	id, changed, err := weights.Identity(abs)
 	if err != nil {
-		return "", &Error{Path: path, Err: unwrapPath(err)}
+		return "", "", &Error{Path: path, Err: unwrapPath(err)}
+	}
+	stamp := id
+	if stamp == "" {
+		size, mod, err := weights.Stamp(abs)
+		if err != nil {
+			return "", "", &Error{Path: path, Err: unwrapPath(err)}
+		}
+		stamp = fmt.Sprintf("size=%d mtime=%d", size, mod)
 	}
 	hashMemo.Lock()
 	m, ok := hashMemo.m[abs]
 	hashMemo.Unlock()
-	if ok && m.size == size && m.mod == mod {
-		return m.sum, nil
+	if ok && m.stamp == stamp {
+		return m.sum, m.identity, nil
 	}
-	sum, err := weightsSHA256(path)
-	if err != nil {
-		return "", err
+	start := time.Now()
+	if sum, err = hashWeights(path); err != nil {
+		return "", "", err
 	}
+	if identity, err = weights.StableIdentity(abs, id, changed, start); err != nil {
+		return "", "", &Error{Path: path, Err: unwrapPath(err)}
+	}
+	remember(abs, hashed{stamp: stamp, sum: sum, identity: identity})
+	return sum, identity, nil
+}
+
+// RecallWeightsSHA256 takes sum as the hash of the weights at path, as
+// WeightsSHA256Identity gave it with identity in an earlier process, if
+// the files' identity is still that (never ""), and says whether it did:
+// a weights cache records both so that a cached load need not read every
+// byte of the model again.
+func RecallWeightsSHA256(path, identity, sum string) bool {
+	abs, err := filepath.Abs(path)
+	if err != nil || identity == "" {
+		return false
+	}
+	if id, _, err := weights.Identity(abs); err != nil || id != identity {
+		return false
+	}
+	remember(abs, hashed{stamp: identity, sum: sum, identity: identity})
+	return true
+}
+
+func remember(abs string, h hashed) {
 	hashMemo.Lock()
-	hashMemo.m[abs] = hashed{size: size, mod: mod, sum: sum}
+	hashMemo.m[abs] = h
 	hashMemo.Unlock()
-	return sum, nil
+}
+
+// HashesTaken is how many times this process has read weights whole to
+// hash them: for a test or a benchmark to tell that a load did not.
+func HashesTaken() int64 { return hashesTaken.Load() }
+
+var hashesTaken atomic.Int64
+
+// hashWeights is weightsSHA256, counted.
+func hashWeights(path string) (string, error) {
+	hashesTaken.Add(1)
+	return weightsSHA256(path)
 }
 
 // ForgetWeightsSHA256 empties WeightsSHA256's record, so that the next
@@ -63,8 +119,9 @@ var hashMemo = struct {
 }{m: map[string]hashed{}}
 
 type hashed struct {
-	size, mod int64
-	sum       string
+	stamp    string // the files' identity when hashed, or their size and time
+	sum      string
+	identity string // the identity that vouches for sum elsewhere, or ""
 }
 
 func weightsSHA256(path string) (string, error) {
