@@ -19,8 +19,8 @@
 // floats alike).
 
 #define ARGS2 \
-	MOVL $0x00010001, AX; MOVQ AX, X12; VPBROADCASTD X12, Y12; \
-	MOVL $0x0f0f0f0f, AX; MOVQ AX, X13; VPBROADCASTD X13, Y13; \
+	MOVL $0x00010001, AX; VMOVQ AX, X12; VPBROADCASTD X12, Y12; \
+	MOVL $0x0f0f0f0f, AX; VMOVQ AX, X13; VPBROADCASTD X13, Y13; \
 	MOVQ half+56(FP), BX; XORQ R10, R10; MOVQ $4, R15
 
 // STRIP2 sets up strip R10's pass: SI at its integers, DX at the records,

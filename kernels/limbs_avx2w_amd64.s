@@ -48,7 +48,7 @@
 #define FINW(corr, sum, wg) \
 	PAIRS(Y0, Y1); VPBROADCASTD corr(DX), Y10; VPADDD Y10, Y0, Y0; \
 	PAIRS(Y2, Y3); VPMADDWD ·limbWordOnes(SB), Y4, Y4; VPSLLD $7, Y4, Y4; VPSUBD Y4, Y2, Y2; \
-	MOVL corr+4(DX), AX; SHLL $8, AX; ADDL corr+8(DX), AX; MOVQ AX, X10; VPBROADCASTD X10, Y10; VPADDD Y10, Y2, Y2; \
+	MOVL corr+4(DX), AX; SHLL $8, AX; ADDL corr+8(DX), AX; VMOVQ AX, X10; VPBROADCASTD X10, Y10; VPADDD Y10, Y2, Y2; \
 	VCVTDQ2PS Y2, Y2; VCVTDQ2PS Y0, Y0; \
 	VBROADCASTSS ·limbC65536(SB), Y10; VFMADD213PS Y2, Y10, Y0; \
 	VBROADCASTSS 120(DX), Y10; VMULPS wg(R12), Y10, Y10; \
@@ -89,7 +89,7 @@ next: \
 
 // func limbsQ8AVX2(y *float32, q *byte, rec *byte, s, o *float32, acc *float32, groups, half int)
 TEXT ·limbsQ8AVX2(SB), NOSPLIT, $0-64
-	MOVL $0x01010101, AX; MOVQ AX, X15; VPBROADCASTD X15, Y15
+	MOVL $0x01010101, AX; VMOVQ AX, X15; VPBROADCASTD X15, Y15
 	MOVQ q+8(FP), SI; MOVQ rec+16(FP), DX; MOVQ s+24(FP), R8; MOVQ o+32(FP), R9
 	MOVQ acc+40(FP), DI; MOVQ groups+48(FP), CX; MOVQ half+56(FP), BX
 	VPXOR Y0, Y0, Y0; VPXOR Y1, Y1, Y1; VPXOR Y2, Y2, Y2; VPXOR Y3, Y3, Y3; VPXOR Y4, Y4, Y4
@@ -134,7 +134,7 @@ TEXT ·limbsQ8AVX2(SB), NOSPLIT, $0-64
 #define FINROW(rec, h0, h1, a0, a1, accoff, corr, sum, wg) \
 	PAIRS(h0, h1); VPBROADCASTD corr(rec), Y12; VPADDD Y12, h0, h0; \
 	PAIRS(a0, a1); VPSUBD Y8, a0, a0; \
-	MOVL corr+4(rec), AX; SHLL $8, AX; ADDL corr+8(rec), AX; MOVQ AX, X12; VPBROADCASTD X12, Y12; VPADDD Y12, a0, a0; \
+	MOVL corr+4(rec), AX; SHLL $8, AX; ADDL corr+8(rec), AX; VMOVQ AX, X12; VPBROADCASTD X12, Y12; VPADDD Y12, a0, a0; \
 	VCVTDQ2PS a0, a0; VCVTDQ2PS h0, h0; \
 	VBROADCASTSS ·limbC65536(SB), Y12; VFMADD213PS a0, Y12, h0; \
 	VBROADCASTSS 120(rec), Y12; VMULPS wg(R12), Y12, Y12; \
@@ -151,7 +151,7 @@ TEXT ·limbsQ8AVX2(SB), NOSPLIT, $0-64
 
 // func limbsQ8R2AVX2(y0, y1 *float32, q *byte, rec0, rec1 *byte, s, o *float32, acc *float32, groups, half int)
 TEXT ·limbsQ8R2AVX2(SB), NOSPLIT, $0-80
-	MOVL $0x01010101, AX; MOVQ AX, X15; VPBROADCASTD X15, Y15
+	MOVL $0x01010101, AX; VMOVQ AX, X15; VPBROADCASTD X15, Y15
 	MOVQ q+16(FP), SI; MOVQ rec0+24(FP), DX; MOVQ rec1+32(FP), R14; MOVQ s+40(FP), R8; MOVQ o+48(FP), R9
 	MOVQ acc+56(FP), DI; MOVQ groups+64(FP), CX; MOVQ half+72(FP), BX
 	VPXOR Y0, Y0, Y0; VPXOR Y1, Y1, Y1; VPXOR Y2, Y2, Y2; VPXOR Y3, Y3, Y3

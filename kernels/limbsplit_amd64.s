@@ -47,7 +47,7 @@ TEXT ·splitLimbsAVX2(SB), NOSPLIT, $0-48
 	MOVQ rec+0(FP), DI; MOVQ x+8(FP), SI; MOVQ groups+16(FP), CX
 	MOVQ min+24(FP), R8; MOVQ half+32(FP), BX; XORQ AX, AX
 	VMOVDQU ·limbOrder(SB), Y13
-	MOVL $128, R9; MOVQ R9, X14; VPBROADCASTD X14, Y14
+	MOVL $128, R9; VMOVQ R9, X14; VPBROADCASTD X14, Y14
 
 group:
 	// The largest magnitude's bits, as splitGroup's big.
@@ -57,7 +57,7 @@ group:
 	VPAND Y15, Y2, Y5; VPMAXUD Y5, Y4, Y4; VPAND Y15, Y3, Y5; VPMAXUD Y5, Y4, Y4
 	VEXTRACTI128 $1, Y4, X5; VPMAXUD X5, X4, X4
 	VPSHUFD $0x4E, X4, X5; VPMAXUD X5, X4, X4; VPSHUFD $0xB1, X4, X5; VPMAXUD X5, X4, X4
-	MOVQ X4, R9
+	VMOVQ X4, R9
 	TESTL R9, R9; JZ done
 	CMPL R9, $0x7f800000; JAE done
 
@@ -65,7 +65,7 @@ group:
 	// to integers (ties to even, as splitGroup's float32 round trip);
 	// 2^(e−22) in R12.
 	SHRL $23, R9; SUBL $126, R9; CMPL R9, $-104; JGE 2(PC); MOVL $-104, R9
-	MOVL $149, R10; SUBL R9, R10; SHLL $23, R10; MOVQ R10, X12; VPBROADCASTD X12, Y12
+	MOVL $149, R10; SUBL R9, R10; SHLL $23, R10; VMOVQ R10, X12; VPBROADCASTD X12, Y12
 	LEAL 105(R9), R12; SHLL $23, R12
 	VMULPS Y12, Y0, Y0; VCVTPS2DQ Y0, Y0; VMULPS Y12, Y1, Y1; VCVTPS2DQ Y1, Y1
 	VMULPS Y12, Y2, Y2; VCVTPS2DQ Y2, Y2; VMULPS Y12, Y3, Y3; VCVTPS2DQ Y3, Y3
@@ -79,12 +79,12 @@ group:
 	// The corrections min·Σh, min·Σm, min·Σl of each weight group (the
 	// second's store overwrites the first's spill, the scale the
 	// second's), zeros to 160, the scale and the sums Σx̃·2^-shift.
-	MOVQ R8, X9; VPBROADCASTD X9, X9
+	VMOVQ R8, X9; VPBROADCASTD X9, X9
 	VPMULLD X9, X10, X4; VPSRLDQ $4, X4, X4; VMOVDQU X4, 96(DI)
 	VPMULLD X9, X11, X5; VPSRLDQ $4, X5, X5; VMOVDQU X5, 108(DI)
 	VPXOR X6, X6, X6; VMOVDQU X6, 132(DI); VMOVDQU X6, 144(DI)
 	MOVL R12, 120(DI)
-	MOVQ R12, X7
+	VMOVQ R12, X7
 	VCVTDQ2PS X10, X10; VMULSS X7, X10, X10; VMOVSS X10, 124(DI)
 	VCVTDQ2PS X11, X11; VMULSS X7, X11, X11; VMOVSS X11, 128(DI)
 

@@ -36,7 +36,7 @@ done:
 	VPXOR        X1, X0, X0
 	VPSRLDQ      $8, X0, X1
 	VPXOR        X1, X0, X0
-	MOVQ         X0, AX
+	VMOVQ        X0, AX
 	VZEROUPPER
 	MOVQ         AX, ret+16(FP)
 	RET
