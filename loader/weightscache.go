@@ -40,7 +40,7 @@ import (
 
 const (
 	cacheMagic   = "LLORCHWC"
-	cacheVersion = 2 // 2: keyed by the weights' sha256, with a digest
+	cacheVersion = 3 // 2: keyed by the weights' sha256, with a digest; 3: the digest of chunk sums
 	cachePage    = 4096
 	cacheAlign   = 64
 )

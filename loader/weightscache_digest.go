@@ -1,9 +1,13 @@
 package loader
 
 import (
+	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"hash/crc32"
+	"runtime"
+	"sync"
+	"sync/atomic"
 )
 
 // A cache is keyed by its weights' content and checked whole on every
@@ -11,18 +15,28 @@ import (
 // changed in place at the same size and time kept its old cache, and
 // bytes overwritten inside a cache file were used as weights (issue 43
 // item 4). The key holds the weights' sha256 (references.WeightsSHA256,
-// what a reference set records, kept for the life of the process) and the
-// header a checksum of itself and every byte of data after it.
+// what a reference set records; weightscache_sha256.go keeps it between
+// processes) and the header a checksum of itself and every byte of data
+// after it.
 //
 // The checksum is CRC-32C, not a cryptographic hash: whoever can write
 // the cache file can write its checksum too, so it guards against
 // damage (a disk, a copy cut short, a stray write), for which CRC-32C
 // with the CPU's instruction runs at several GB/s, 4-5x sha256 here.
+// The data is summed in chunks of digestChunk bytes, one core a chunk,
+// and the digest is the CRC-32C of the header followed by the chunks'
+// sums: one core summed a 3.7 GB cache at ~7 GB/s, most of a cached
+// load once the sha256 was recalled (notes 41).
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
+// digestChunk is the bytes of data each chunk sum covers (the last
+// chunk fewer); a variable for tests.
+var digestChunk = 64 << 20
+
 // cacheDigest is the CRC-32C of the header h without its digest, then of
-// data (every byte after the header's page).
+// the CRC-32Cs of data's chunks (data is every byte after the header's
+// page, in pieces).
 func cacheDigest(h cacheHeader, data [][]byte) (string, error) {
 	h.Digest = ""
 	js, err := json.Marshal(h)
@@ -30,10 +44,47 @@ func cacheDigest(h cacheHeader, data [][]byte) (string, error) {
 		return "", err
 	}
 	sum := crc32.Checksum(js, castagnoli)
-	for _, b := range data {
-		sum = crc32.Update(sum, castagnoli, b)
+	var b [4]byte
+	for _, c := range chunkSums(data) {
+		sum = crc32.Update(sum, castagnoli, binary.LittleEndian.AppendUint32(b[:0], c))
 	}
 	return fmt.Sprintf("crc32c:%08x", sum), nil
+}
+
+// chunkSums is the CRC-32C of each digestChunk bytes of data's pieces
+// joined, the chunks shared out over the cores.
+func chunkSums(data [][]byte) []uint32 {
+	var chunks [][][]byte // each chunk's pieces
+	var cur [][]byte
+	n := 0
+	for _, b := range data {
+		for len(b) > 0 {
+			take := min(len(b), digestChunk-n)
+			cur, n, b = append(cur, b[:take]), n+take, b[take:]
+			if n == digestChunk {
+				chunks, cur, n = append(chunks, cur), nil, 0
+			}
+		}
+	}
+	if n > 0 {
+		chunks = append(chunks, cur)
+	}
+	sums := make([]uint32, len(chunks))
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range min(runtime.GOMAXPROCS(0), len(chunks)) {
+		wg.Go(func() {
+			for i := int(next.Add(1) - 1); i < len(chunks); i = int(next.Add(1) - 1) {
+				var s uint32
+				for _, p := range chunks[i] {
+					s = crc32.Update(s, castagnoli, p)
+				}
+				sums[i] = s
+			}
+		})
+	}
+	wg.Wait()
+	return sums
 }
 
 // checkCacheDigest fails unless data and the header h match h's digest.
