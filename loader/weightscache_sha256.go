@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 
 	"github.com/llorch/llorch-check/internal/atomicfile"
+	"github.com/llorch/llorch-check/internal/regularfile"
 	"github.com/llorch/llorch-check/references"
 )
 
@@ -32,6 +33,10 @@ type sha256Record struct {
 
 func sha256RecordPath(cachePath string) string { return cachePath + ".sha256" }
 
+// maxSHA256Record bounds the record read: an identity is a line a file,
+// and a checkpoint of thousands of shards is a few hundred KB.
+const maxSHA256Record = 4 << 20
+
 // recalledSHA256 is the sha256 of the weights at source (absolute), from
 // the record beside cachePath if the files' identity is the one recorded,
 // else hashed, and recorded when the hash has an identity to vouch for it
@@ -39,7 +44,7 @@ func sha256RecordPath(cachePath string) string { return cachePath + ".sha256" }
 func recalledSHA256(cachePath, source string) (string, error) {
 	rec := sha256RecordPath(cachePath)
 	var r sha256Record
-	if b, err := os.ReadFile(rec); err == nil && json.Unmarshal(b, &r) == nil && r.Source == source &&
+	if b, err := regularfile.ReadFileMax(rec, maxSHA256Record); err == nil && json.Unmarshal(b, &r) == nil && r.Source == source &&
 		references.RecallWeightsSHA256(source, r.Identity, r.SHA256) {
 		return r.SHA256, nil
 	}
