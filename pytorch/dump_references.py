@@ -333,25 +333,39 @@ def resolve(cases, ll, src, tok, cfg, model_dir, why=None):
     return out, pairs
 
 
-def reaching_cases(cases, cfg):
+def reaching_cases(cases, cfg, n_generate=0):
     """A case for each length-dependent mechanism the config has that no
     case reaches (a family's reach(cfg): {name: length}, e.g. a sliding
     window of 4096, or longrope's pretrained context), so that the set
     exercises it rather than assumes it: the longest case's tokens, its
     first (BOS) kept, cycled to 8 past that length, within the context. Its
-    id says which: past-window, past-longrope."""
+    id says which: past-window, past-longrope. Longrope also gets a case
+    whose greedy continuation (n_generate tokens) crosses the pretrained
+    context, where generation runs the sequence again with the long
+    factors (processors.greedy_task; Phi3ForCausalLM's generate): the
+    same tokens cycled to n_generate // 2 short of it, across-longrope."""
     reach = getattr(families.of_config(cfg), "reach", None)
     if reach is None or not cases:
         return []
     ctx = cfg[context_key(cfg)]
     longest = max((c["tokens"] for c in cases), key=len)
+    body = longest[1:] or longest
+
+    def cycled(length):
+        return longest[:1] + [body[i % len(body)] for i in range(length - 1)]
     out = []
-    for name, n in sorted(reach(cfg).items()):
+    lengths = reach(cfg)
+    for name, n in sorted(lengths.items()):
         if n >= ctx or any(len(c["tokens"]) > n for c in cases + out):
             continue
-        length, body = min(n + 8, ctx), longest[1:] or longest
-        toks = longest[:1] + [body[i % len(body)] for i in range(length - 1)]
-        out.append({"id": f"past-{name}", "prompt": None, "tokens": toks})
+        out.append({"id": f"past-{name}", "prompt": None, "tokens": cycled(min(n + 8, ctx))})
+    switch = lengths.get("longrope")
+    # A continuation crosses when its sequence reaches switch + 1 before its
+    # last token: len(tokens) <= switch <= len(tokens) + n_generate - 2.
+    crosses = any(len(c["tokens"]) <= switch <= len(c["tokens"]) + n_generate - 2
+                  for c in cases + out) if switch else True
+    if not crosses and n_generate >= 2 and switch + n_generate <= ctx:
+        out.append({"id": "across-longrope", "prompt": None, "tokens": cycled(max(switch - n_generate // 2, 1))})
     return out
 
 
@@ -469,7 +483,7 @@ def build(args, tmp):
     tok = model["tokenizer"]
     cases, pairs = resolve(cases, ll, src, tok, cfg, args.model, model.get("tokenizer_error"))
     if not getattr(args, "case", None):
-        cases += reaching_cases(cases, cfg)
+        cases += reaching_cases(cases, cfg, args.n_generate)
     eos = families.of_config(cfg).eos_ids(cfg)
     eos += [t for t in generation_eos(args.model, cfg) if t not in eos]
     m32, m64, info, gen = forwards(args, model, forward, rounded)

@@ -362,6 +362,35 @@ class TestForward(unittest.TestCase):
             with open(os.path.join(one, "manifest.json")) as f:
                 self.assertEqual([c["id"] for c in json.load(f)["cases"]], ["story"])
 
+    def test_cases_cross_longrope(self):
+        """A longrope set none of whose greedy continuations crosses the
+        pretrained context gets one that does (across-longrope: the
+        longest case cycled to n_generate // 2 short of it), and its
+        continuation is what whole-sequence forwards give past the
+        crossing, where generation runs the sequence again."""
+        import dump_references as dr
+        model = os.path.join(ROOT, "testdata", "tiny-llama-phi3-longrope")
+        cases = os.path.join(ROOT, "testdata", "cases-llama.json")
+        with tempfile.TemporaryDirectory() as tmp:
+            out = os.path.join(tmp, "refs")
+            self.assertEqual(dr.main(["--model", model, "--cases", cases, "--out", out]), 0)
+            with open(os.path.join(out, "manifest.json")) as f:
+                m = json.load(f)
+        self.assertEqual([c["id"] for c in m["cases"]], ["hello", "story", "across-longrope"])
+        story, across = m["cases"][1]["tokens"], m["cases"][2]["tokens"]
+        mod = lt.load_model(model)
+        switch = mod["config_raw"]["original_max_position_embeddings"]
+        self.assertEqual(len(across), switch - 8)
+        self.assertEqual(across, story[:len(across)])
+        gen = next(r for r in m["generation"]["results"] if r["case"] == "across-longrope")
+        self.assertEqual(gen["stop_reason"], "max_tokens")
+        from processors import argmax_lowest
+        seq = list(across)
+        for t in gen["tokens"]:
+            logits, _ = run(mod, torch.float32, tokens=seq)
+            self.assertEqual(t, argmax_lowest(logits[-1]), f"the token after {len(seq)}")
+            seq.append(t)
+
     def test_sliding_window_config(self):
         """Each layer's window as the HF config classes derive it (the same
         table as model/window_test.go's TestSlidingWindowConfig)."""
