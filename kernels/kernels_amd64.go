@@ -356,6 +356,12 @@ func axpySlabAVX2(y *float32, ldyb int, x *float32, ldxb int, w *float32, m, k i
 func axpySlabF16AVX2(y *float32, ldyb int, x *float32, ldxb int, w *uint16, m, k int)
 
 //go:noescape
+func axpySlabF16AVX512(y *float32, ldyb int, x *float32, ldxb int, w *uint16, m, k int)
+
+//go:noescape
+func axpySlabBF16AVX512(y *float32, ldyb int, x *float32, ldxb int, w *uint16, m, k int)
+
+//go:noescape
 func axpySlabBF16AVX2(y *float32, ldyb int, x *float32, ldxb int, w *uint16, m, k int)
 
 // axpySlabBulk runs kern, the slab kernel for w's type, as axpyPanel on one
@@ -379,8 +385,13 @@ func axpySlabKernel(y []float32, ldy int, x []float32, ldx int, w []float32, m, 
 
 // axpySlab16Kernel is axpySlabBulk on 16-bit weights of format h.
 func axpySlab16Kernel(h half, y []float32, ldy int, x []float32, ldx int, w []uint16, m, k int) bool {
-	if h == bfloat16 {
+	switch {
+	case h == bfloat16 && useAVX512BW:
+		return axpySlabBulk(axpySlabBF16AVX512, y, ldy, x, ldx, w, m, k)
+	case h == bfloat16:
 		return axpySlabBulk(axpySlabBF16AVX2, y, ldy, x, ldx, w, m, k)
+	case useAVX512:
+		return axpySlabBulk(axpySlabF16AVX512, y, ldy, x, ldx, w, m, k)
 	}
 	return axpySlabBulk(axpySlabF16AVX2, y, ldy, x, ldx, w, m, k)
 }
