@@ -24,6 +24,14 @@ next: \
 // The AVX-512 pieces of limbs_amd64.s and limbs_rows2_amd64.s: Z15 holds
 // 0x0f in every byte, Z24 the mask of the higher bits, Z31 16.0.
 
+// PF asks for the cache line 8 KB past a weight load at off(SI), four
+// Q8_0 groups ahead: every line of a slab's blocks is loaded, so every
+// line is asked for before it is needed. A batch-1 step streamed the
+// weights at ~75% of the read bandwidth without it and its limb products
+// waited on memory; with it Gemma-3-1B's Q8_0 step is 17-24% faster
+// here (notes 41). The bits do not change.
+#define PF(off) PREFETCHT0 off+8192(SI)
+
 // QUAD adds the integers w of rows 4i..4i+3 (i = lo/4) times their limbs
 // (QUADR: those of the records at rec).
 #define QUADR(w, lo, rec, ah, am, al) \
@@ -33,7 +41,7 @@ next: \
 // NIB loads an oct's strip and splits its nibbles: rows 8o..8o+3 in Z13,
 // 8o+4..8o+7 in Z14.
 #define NIB(off) \
-	VMOVDQU64 off(SI), Z12; VPANDD Z15, Z12, Z13; VPSRLW $4, Z12, Z14; VPANDD Z15, Z14, Z14
+	PF(off); VMOVDQU64 off(SI), Z12; VPANDD Z15, Z12, Z13; VPSRLW $4, Z12, Z14; VPANDD Z15, Z14, Z14
 
 // HB puts the higher bits of h, shifted (the word shift moves no bit of
 // one byte into the other's masked bits), beside the nibbles in dst.

@@ -50,6 +50,7 @@
 
 // HIGH loads the four strips' planes of higher bits at off.
 #define HIGH(off) \
+	PF(off); PF(off+64); PF(off+128); PF(off+192); \
 	VMOVDQU64 off(SI), Z16; VMOVDQU64 off+64(SI), Z17; VMOVDQU64 off+128(SI), Z18; VMOVDQU64 off+192(SI), Z19
 
 // Five bits: the plane (row 4i+b's fifth bit is bit i of byte b), then
@@ -63,7 +64,7 @@
 #define OCT6B(o) OCTH(o, o*384+128, VPSLLW, 0, VPSRLW, 2)
 
 // QUADS8: quad 2o+j of an 8-bit block, all four strips.
-#define STRIP8(o, j, c, ah, am, al) VMOVDQU64 o*512+j*256+c*64(SI), Z13; QUAD(Z13, 8*o+4*j, ah, am, al)
+#define STRIP8(o, j, c, ah, am, al) PF(o*512+j*256+c*64); VMOVDQU64 o*512+j*256+c*64(SI), Z13; QUAD(Z13, 8*o+4*j, ah, am, al)
 #define QUADS8(o, j) \
 	STRIP8(o, j, 0, Z0, Z1, Z2); STRIP8(o, j, 1, Z3, Z4, Z5); STRIP8(o, j, 2, Z6, Z7, Z8); STRIP8(o, j, 3, Z9, Z10, Z11)
 

@@ -41,7 +41,7 @@
 #define OCTHR2(o, at, sa, na, sb, nb) \
 	NIB(at); HB(sa, na, Z16, Z13); HB(sb, nb, Z16, Z14); STRIPR2(8*o, Z0, Z1, Z2, Z6, Z7, Z8); \
 	NIB(at+64); HB(sa, na, Z17, Z13); HB(sb, nb, Z17, Z14); STRIPR2(8*o, Z3, Z4, Z5, Z9, Z10, Z11)
-#define HIGHR2(off) VMOVDQU64 off(SI), Z16; VMOVDQU64 off+64(SI), Z17
+#define HIGHR2(off) PF(off); PF(off+64); VMOVDQU64 off(SI), Z16; VMOVDQU64 off+64(SI), Z17
 #define HIGH5R2 HIGHR2(0)
 #define HIGH6AR2 HIGHR2(0)
 #define HIGH6BR2 HIGHR2(768)
@@ -50,8 +50,8 @@
 #define OCT6AR2(o) OCTHR2(o, o*384+256, VPSLLW, 4, VPSLLW, 2)
 #define OCT6BR2(o) OCTHR2(o, o*384+128, VPSLLW, 0, VPSRLW, 2)
 #define QUAD8R2(o, j) \
-	VMOVDQU64 o*512+j*256(SI), Z13; QUADR(Z13, 8*o+4*j, DX, Z0, Z1, Z2); QUADR(Z13, 8*o+4*j, R13, Z6, Z7, Z8); \
-	VMOVDQU64 o*512+j*256+64(SI), Z13; QUADR(Z13, 8*o+4*j, DX, Z3, Z4, Z5); QUADR(Z13, 8*o+4*j, R13, Z9, Z10, Z11)
+	PF(o*512+j*256); VMOVDQU64 o*512+j*256(SI), Z13; QUADR(Z13, 8*o+4*j, DX, Z0, Z1, Z2); QUADR(Z13, 8*o+4*j, R13, Z6, Z7, Z8); \
+	PF(o*512+j*256+64); VMOVDQU64 o*512+j*256+64(SI), Z13; QUADR(Z13, 8*o+4*j, DX, Z3, Z4, Z5); QUADR(Z13, 8*o+4*j, R13, Z9, Z10, Z11)
 #define OCT8R2(o) QUAD8R2(o, 0); QUAD8R2(o, 1)
 
 #define SCALER2 VBROADCASTSS 120(DX), Z29; VBROADCASTSS 120(R13), Z26; VGETEXPPS Z29, Z29; VGETEXPPS Z26, Z26
