@@ -47,6 +47,22 @@ sdone: \
 	VZEROUPPER \
 	RET
 
+// SLABPF16 and SLABPF32 ask for the weight row 8 KB ahead of the one at
+// R10 (64 rows of 16-bit weights, 32 of float32): the rows stream from
+// memory one after another, and a batch-1 step of float16 weights
+// streamed ~65% of the read bandwidth without it, ~95% with it
+// (Gemma-3-1B F16 8.2 -> 11.5 tokens/s here, notes 41). A prefetch never
+// faults, so the last rows' ask past the slab's end is harmless.
+#define SLABPF16 \
+	PREFETCHT0 8192(R10) \
+	PREFETCHT0 8256(R10)
+
+#define SLABPF32 \
+	PREFETCHT0 8192(R10) \
+	PREFETCHT0 8256(R10) \
+	PREFETCHT0 8320(R10) \
+	PREFETCHT0 8384(R10)
+
 // AXPYSLAB512 is AXPYSLAB with x broadcast to Z0, for the 512-bit rows.
 #define AXPYSLAB512(WROW, WSTEP, LOADY, STOREY) \
 	MOVQ  y+0(FP), DI \
@@ -98,6 +114,7 @@ zdone: \
 // columns. Each column still takes one FMA a row in k order, so the bits
 // are the same.
 #define SLABROWH512(CVT) \
+	SLABPF16 \
 	CVT((R10), Z12) \
 	CVT(32(R10), Z13) \
 	CVT(64(R10), Z14) \
@@ -182,12 +199,14 @@ zdone: \
 	VFMADD231PS Y12, Y0, o
 
 #define SLABROWBF16 \
+	SLABPF16 \
 	SLABGROUPBF16(0, Y4, Y5) \
 	SLABGROUPBF16(32, Y6, Y7) \
 	SLABGROUPBF16(64, Y8, Y9) \
 	SLABGROUPBF16(96, Y10, Y11)
 
 #define SLABROW32 \
+	SLABPF32 \
 	VFMADD231PS (R10), Y0, Y4 \
 	VFMADD231PS 32(R10), Y0, Y5 \
 	VFMADD231PS 64(R10), Y0, Y6 \
@@ -200,6 +219,7 @@ zdone: \
 // SLABROWH is a 16-bit weight row's FMAs, widened by CVT (half_amd64.h)
 // four registers at a time through Y12-Y15.
 #define SLABROWH(CVT) \
+	SLABPF16 \
 	CVT((R10), Y12) \
 	CVT(16(R10), Y13) \
 	CVT(32(R10), Y14) \
