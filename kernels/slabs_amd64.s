@@ -8,7 +8,7 @@
 // axpySlab16Kernel). Dispatch in kernels_amd64.go.
 
 // AXPYSLAB is the body of axpySlabAVX2, axpySlabF16AVX2 and
-// axpySlabBF16AVX2, written once: y[i,0:64] += Σ_{k'<k} x[i,k']·w[k',0:64]
+// axpySlabBF16AVX2 and their 512-bit twins, written once: y[i,0:64] += Σ_{k'<k} x[i,k']·w[k',0:64]
 // for i < m, w one full slab of float32 (rows of 256 contiguous bytes) or
 // 16-bit weights (rows of 128, widened as they are loaded). The loops are
 // turned round: a row of y stays in Y4-Y11 while the k weight rows stream
@@ -17,7 +17,7 @@
 // times Y0; WSTEP its bytes. LOADY and STOREY move the row of y at DI
 // into Y4-Y11 and back, in the order of the columns WROW's registers hold
 // (SLABY32: as they lie; SLABYEO: even and odd columns apart).
-#define AXPYSLAB(WROW, WSTEP, LOADY, STOREY) \
+#define AXPYSLAB(BCAST, WROW, WSTEP, LOADY, STOREY) \
 	MOVQ  y+0(FP), DI \
 	MOVQ  x+16(FP), SI \
 	MOVQ  m+40(FP), R13 \
@@ -32,7 +32,7 @@ srow: \
 	MOVQ    SI, R11 \
 	MOVQ    AX, R12 \
 sk: \
-	VBROADCASTSS (R11), Y0 \
+	BCAST \
 	WROW \
 	ADDQ         $WSTEP, R10 \
 	ADDQ         $4, R11 \
@@ -63,36 +63,10 @@ sdone: \
 	PREFETCHT0 8320(R10) \
 	PREFETCHT0 8384(R10)
 
-// AXPYSLAB512 is AXPYSLAB with x broadcast to Z0, for the 512-bit rows.
-#define AXPYSLAB512(WROW, WSTEP, LOADY, STOREY) \
-	MOVQ  y+0(FP), DI \
-	MOVQ  x+16(FP), SI \
-	MOVQ  m+40(FP), R13 \
-	MOVQ  k+48(FP), AX \
-	TESTQ R13, R13 \
-	JZ    zdone \
-	TESTQ AX, AX \
-	JZ    zdone \
-zrow: \
-	LOADY \
-	MOVQ    w+32(FP), R10 \
-	MOVQ    SI, R11 \
-	MOVQ    AX, R12 \
-zk: \
-	VBROADCASTSS (R11), Z0 \
-	WROW \
-	ADDQ         $WSTEP, R10 \
-	ADDQ         $4, R11 \
-	DECQ         R12 \
-	JNZ          zk \
-	STOREY \
-	ADDQ    ldyb+8(FP), DI \
-	ADDQ    ldxb+24(FP), SI \
-	DECQ    R13 \
-	JNZ     zrow \
-zdone: \
-	VZEROUPPER \
-	RET
+// BCASTY and BCASTZ broadcast x[i,k'] to Y0 (the AVX2 rows) or Z0 (the
+// 512-bit ones) for AXPYSLAB.
+#define BCASTY VBROADCASTSS (R11), Y0
+#define BCASTZ VBROADCASTSS (R11), Z0
 
 // SLABLOAD512 and SLABSTORE512: y's 64 columns in Z4-Z7 as they lie.
 #define SLABLOAD512 \
@@ -239,21 +213,21 @@ zdone: \
 
 // func axpySlabAVX2(y *float32, ldyb int, x *float32, ldxb int, w *float32, m, k int)
 TEXT ·axpySlabAVX2(SB), NOSPLIT, $0-56
-	AXPYSLAB(SLABROW32, 256, SLABLOAD32, SLABSTORE32)
+	AXPYSLAB(BCASTY, SLABROW32, 256, SLABLOAD32, SLABSTORE32)
 
 // func axpySlabF16AVX2(y *float32, ldyb int, x *float32, ldxb int, w *uint16, m, k int)
 TEXT ·axpySlabF16AVX2(SB), NOSPLIT, $0-56
-	AXPYSLAB(SLABROWH(CVTF16), 128, SLABLOAD32, SLABSTORE32)
+	AXPYSLAB(BCASTY, SLABROWH(CVTF16), 128, SLABLOAD32, SLABSTORE32)
 
 // func axpySlabF16AVX512(y *float32, ldyb int, x *float32, ldxb int, w *uint16, m, k int)
 TEXT ·axpySlabF16AVX512(SB), NOSPLIT, $0-56
-	AXPYSLAB512(SLABROWH512(CVTF16), 128, SLABLOAD512, SLABSTORE512)
+	AXPYSLAB(BCASTZ, SLABROWH512(CVTF16), 128, SLABLOAD512, SLABSTORE512)
 
 // func axpySlabBF16AVX512(y *float32, ldyb int, x *float32, ldxb int, w *uint16, m, k int)
 //
 // AVX-512BW: VPMOVZXWD to a Z register.
 TEXT ·axpySlabBF16AVX512(SB), NOSPLIT, $0-56
-	AXPYSLAB512(SLABROWH512(CVTBF16), 128, SLABLOAD512, SLABSTORE512)
+	AXPYSLAB(BCASTZ, SLABROWH512(CVTBF16), 128, SLABLOAD512, SLABSTORE512)
 
 // func axpySlabBF16AVX2(y *float32, ldyb int, x *float32, ldxb int, w *uint16, m, k int)
 //
@@ -261,4 +235,4 @@ TEXT ·axpySlabBF16AVX512(SB), NOSPLIT, $0-56
 TEXT ·axpySlabBF16AVX2(SB), NOSPLIT, $0-56
 	VPCMPEQD Y3, Y3, Y3
 	VPSLLD   $16, Y3, Y3
-	AXPYSLAB(SLABROWBF16, 128, SLABLOADBF16, SLABSTOREBF16)
+	AXPYSLAB(BCASTY, SLABROWBF16, 128, SLABLOADBF16, SLABSTOREBF16)
