@@ -17,16 +17,16 @@ import (
 func TestGenerateInOrder(t *testing.T) {
 	for _, s := range everyModel(t) {
 		t.Run(s.name, func(t *testing.T) {
-			gen := s.set.Manifest.Generation
+			gen, results := s.set.Manifest.Generation, s.textResults(t)
 			var prompts, want []string
 			promptTokens, completionTokens := 0, 0
 			// Reverse order, so an implementation that sorted would fail.
-			for i := len(gen.Results) - 1; i >= 0; i-- {
-				c, _ := s.set.Case(gen.Results[i].Case)
+			for i := len(results) - 1; i >= 0; i-- {
+				c, _ := s.set.Case(results[i].Case)
 				prompts = append(prompts, *c.Prompt)
-				want = append(want, s.continuation(t, gen.Results[i]))
+				want = append(want, s.continuation(t, results[i]))
 				promptTokens += len(c.Tokens)
-				completionTokens += len(gen.Results[i].Tokens)
+				completionTokens += len(results[i].Tokens)
 			}
 			out := s.ts.call(t, "POST", "/generate", map[string]any{"prompts": prompts, "max_tokens": gen.N, "temperature": 0}, http.StatusOK)
 			got := []string{}

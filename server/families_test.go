@@ -89,6 +89,23 @@ func loadFamily(t *testing.T, name string) *familyModel {
 // ends on.
 func (s servedModel) eos() int { return s.m.Config.EOSTokens()[0] }
 
+// textResults are the set's greedy results whose case has a prompt's
+// text: a case the reference derives from another's tokens (past-window,
+// across-longrope) has only ids, which the text routes cannot take.
+func (s servedModel) textResults(t *testing.T) []references.GenerationResult {
+	t.Helper()
+	var out []references.GenerationResult
+	for _, r := range s.set.Manifest.Generation.Results {
+		c, ok := s.set.Case(r.Case)
+		require.True(t, ok, "%s: case %s", s.name, r.Case)
+		if c.Prompt != nil {
+			out = append(out, r)
+		}
+	}
+	require.NotEmpty(t, out, "%s: no case has a prompt", s.name)
+	return out
+}
+
 // continuation is the text the reference result's tokens add to their
 // prompt, as the server returns a completion (a SentencePiece piece's
 // leading space kept).

@@ -128,7 +128,8 @@ func TestCompletionsEchoPromptOnly(t *testing.T) {
 func TestCompletionsGreedy(t *testing.T) {
 	for _, s := range everyModel(t) {
 		t.Run(s.name, func(t *testing.T) {
-			r := s.set.Manifest.Generation.Results[len(s.set.Manifest.Generation.Results)-1]
+			rs := s.textResults(t)
+			r := rs[len(rs)-1]
 			c, _ := s.set.Case(r.Case)
 			want := s.continuation(t, r)
 			// Token ids' text is their decoding, a BOS's "<s>" included, as
@@ -188,7 +189,8 @@ func TestCompletionsMultiplePrompts(t *testing.T) {
 func TestCompletionsStream(t *testing.T) {
 	for _, s := range everyModel(t) {
 		t.Run(s.name, func(t *testing.T) {
-			r := s.set.Manifest.Generation.Results[len(s.set.Manifest.Generation.Results)-1]
+			rs := s.textResults(t)
+			r := rs[len(rs)-1]
 			c, _ := s.set.Case(r.Case)
 			resp := s.ts.do(t, "POST", "/v1/completions", map[string]any{
 				"prompt": *c.Prompt, "max_tokens": len(r.Tokens), "temperature": 0, "stream": true,
