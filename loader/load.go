@@ -85,7 +85,7 @@ func LoadContext(ctx context.Context, path string, opt Options) (*model.Model, e
 		// A model the key cannot be made for (no weights file) is the
 		// loader's to name.
 		if err == nil {
-			key, cachePath, err = weightsCacheKey(weightsFile, opt.WeightsCache, opt)
+			key, cachePath, err = weightsCacheKey(weightsFile, opt)
 		}
 		if err == nil {
 			m, err := loadCached(ctx, path, isGGUF, cachePath, key)

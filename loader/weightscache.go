@@ -94,11 +94,11 @@ func arraySpan(n, slack int64) int64 { return (n + slack + cacheAlign - 1) / cac
 
 // weightsCacheKey is the key of the cache for the weights file path (a
 // GGUF file, an HF directory's model.safetensors or index) loaded with
-// opt into dir, and that cache's path. The weights' sha256 is the one
+// opt into opt.WeightsCache, and that cache's path. The weights' sha256 is the one
 // recorded beside the cache while the files' identity stays the one
 // recorded with it (recalledSHA256), and is hashed again otherwise: a
 // cached load of a 3.7 GB file spent 59% of its time hashing it (notes 37).
-func weightsCacheKey(path, dir string, opt Options) (key cacheKey, cachePath string, err error) {
+func weightsCacheKey(path string, opt Options) (key cacheKey, cachePath string, err error) {
 	abs, err := filepath.Abs(path)
 	if err != nil {
 		return cacheKey{}, "", err
@@ -111,7 +111,7 @@ func weightsCacheKey(path, dir string, opt Options) (key cacheKey, cachePath str
 	if err != nil {
 		return cacheKey{}, "", err
 	}
-	cachePath = weightsCachePath(dir, abs)
+	cachePath = weightsCachePath(opt.WeightsCache, abs)
 	sum, err := recalledSHA256(cachePath, abs)
 	if err != nil {
 		return cacheKey{}, "", err

@@ -5,9 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"hash/crc32"
-	"runtime"
-	"sync"
-	"sync/atomic"
+
+	"github.com/llorch/llorch-check/kernels"
 )
 
 // A cache is keyed by its weights' content and checked whole on every
@@ -70,20 +69,13 @@ func chunkSums(data [][]byte) []uint32 {
 		chunks = append(chunks, cur)
 	}
 	sums := make([]uint32, len(chunks))
-	var next atomic.Int64
-	var wg sync.WaitGroup
-	for range min(runtime.GOMAXPROCS(0), len(chunks)) {
-		wg.Go(func() {
-			for i := int(next.Add(1) - 1); i < len(chunks); i = int(next.Add(1) - 1) {
-				var s uint32
-				for _, p := range chunks[i] {
-					s = crc32.Update(s, castagnoli, p)
-				}
-				sums[i] = s
-			}
-		})
-	}
-	wg.Wait()
+	kernels.ParallelFor(len(chunks), func(i int) {
+		var s uint32
+		for _, p := range chunks[i] {
+			s = crc32.Update(s, castagnoli, p)
+		}
+		sums[i] = s
+	})
 	return sums
 }
 
