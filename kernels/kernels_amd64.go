@@ -33,6 +33,9 @@ var useAVX512 = useAVX2 && cpu.X86.HasAVX512F && os.Getenv("LLORCH_KERNELS") != 
 var useAVX512BW = useAVX512 && cpu.X86.HasAVX512BW
 
 func kernelName() string {
+	if useAMX {
+		return "avx2+fma, avx512 tiles, amx int8"
+	}
 	if useAVX512 {
 		return "avx2+fma, avx512 tiles"
 	}

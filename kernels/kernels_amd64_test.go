@@ -34,21 +34,24 @@ func TestScaleRowsAVX2(t *testing.T) {
 	}
 }
 
-// TestLimbKernels: the AVX2 and VNNI limb kernels give limbSlabGeneric's bits on
-// every type, groups of 16 and 32, with and without offsets, ragged
+// TestLimbKernels: the AVX2, VNNI and AMX limb kernels give
+// limbSlabGeneric's bits on every type, groups of 16 and 32, with and without offsets, ragged
 // slabs, and activations that test the split: a group of zeros, one with
 // a NaN, one with an infinity, tiny (subnormal) and huge ones.
 func TestLimbKernels(t *testing.T) {
 	type kern struct {
-		name       string
-		avx2, vnni bool
+		name            string
+		avx2, vnni, amx bool
 	}
 	var kerns []kern
 	if useAVX2 {
-		kerns = append(kerns, kern{"AVX2", true, false})
+		kerns = append(kerns, kern{"AVX2", true, false, false})
 	}
 	if useVNNI {
-		kerns = append(kerns, kern{"AVX-512 VNNI", true, true})
+		kerns = append(kerns, kern{"AVX-512 VNNI", true, true, false})
+	}
+	if useAMX {
+		kerns = append(kerns, kern{"AMX", true, true, true})
 	}
 	if len(kerns) == 0 {
 		t.Skip("no AVX2 on this CPU")
@@ -71,11 +74,11 @@ func TestLimbKernels(t *testing.T) {
 			}
 			dst0 := randSlice(r, s.M*s.N)
 			want := slicesClone(dst0)
-			avx2, vnni := useAVX2, useVNNI
-			useAVX2, useVNNI = false, false
+			avx2, vnni, amx := useAVX2, useVNNI, useAMX
+			useAVX2, useVNNI, useAMX = false, false, false
 			MatMulAcc(want, x, w, s.M, s.K, s.N)
 			for _, k := range kerns {
-				useAVX2, useVNNI = k.avx2, k.vnni
+				useAVX2, useVNNI, useAMX = k.avx2, k.vnni, k.amx
 				dst := slicesClone(dst0)
 				MatMulAcc(dst, x, w, s.M, s.K, s.N)
 				for i := range want {
@@ -84,7 +87,7 @@ func TestLimbKernels(t *testing.T) {
 					}
 				}
 			}
-			useAVX2, useVNNI = avx2, vnni
+			useAVX2, useVNNI, useAMX = avx2, vnni, amx
 		}
 	}
 }

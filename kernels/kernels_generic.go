@@ -83,3 +83,6 @@ func scaleMaxKernel(x []float32, scale float32, mul bool, lo float32) (int, floa
 func narrowScaledKernel(dst []float32, src []float64, m float64) int { return 0 }
 
 func narrowFloat16Kernel(dst []uint16, src []float32) int { return 0 }
+
+// limbRowsAMX: no tiles in the pure-Go build.
+func (w *quant) limbRowsAMX(dst []float32, rec []byte, M, N int, s []float32, c0 int) int { return 0 }

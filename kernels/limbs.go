@@ -41,7 +41,9 @@ import (
 // bytes apiece), then per weight group (the whole 32, or 16 and 16) the
 // int32 corrections min·Σh, min·Σm, min·Σl (the assembly multiplies the
 // stored integers u = q − min, so it starts its sums at these), the scale
-// 2^-shift and the sums Σx̃·2^-shift (float32); from 160 the limbs as int16
+// 2^-shift, the sums Σx̃·2^-shift and the scale's exponent −shift (float32,
+// as VGETEXPPS gives it: the AMX kernel's joining scales by it, once a
+// row where the others form it once a group); from 160 the limbs as int16
 // for the AVX2 8-bit kernel, which multiplies words (VPMADDWD): h, then
 // the low part p = 256·m + l offset by 128 so that it fits int16 (p lies
 // in −32896..32639), 64 bytes each. Its sum of u·p, less 128·Σu, is
@@ -53,6 +55,7 @@ const (
 	recScale   = 120 // float32 2^-shift, or NaN
 	recSum0    = 124 // float32: the first weight group's Σx̃·2^-shift
 	recSum1    = 128 // float32: the second's
+	recExp     = 132 // float32 −shift, or NaN
 	recH16     = 160 // 32 int16: h
 	recP16     = 224 // 32 int16: 256·m + l + 128
 )
@@ -84,10 +87,11 @@ func splitGroup(r []byte, xs []float32, min int8, size int) {
 		putF32(r, recScale, nan)
 		putF32(r, recSum0, nan)
 		putF32(r, recSum1, nan)
+		putF32(r, recExp, nan)
 		return
 	case big == 0:
 		putF32(r, recScale, 1)
-		return
+		return // and the exponent 0
 	}
 	// big < 2^e, e = its biased exponent − 126; shift = 22 − e.
 	e := max(int(big>>23)-126, -104)
@@ -118,6 +122,7 @@ func splitGroup(r []byte, xs []float32, min int8, size int) {
 	}
 	inv := pow2(-shift)
 	putF32(r, recScale, inv)
+	putF32(r, recExp, float32(-shift))
 	putF32(r, recSum0, float32(sums[0])*inv)
 	putF32(r, recSum1, float32(sums[1])*inv)
 	for g, at := range []int{recCorr0, recCorr1} {
@@ -190,9 +195,14 @@ func (w *quant) limbCols(dst []float32, rec []byte, M, N, j0, j1 int) {
 	for c0 := j0; c0 < j1; c0 += slab {
 		w.formScales(s, o, 0, G, c0)
 		n := min(slab, j1-c0)
-		// Rows two at a time where there are two (the kernels load and
-		// split each weight once for both), with the same bits.
-		for i := 0; i < M; {
+		// Rows on the tiles where they take them, the rest two at a time
+		// where there are two (the kernels load and split each weight
+		// once for both), every way with the same bits.
+		i := 0
+		if n == slab {
+			i = w.limbRowsAMX(dst, rec, M, N, s, c0)
+		}
+		for i < M {
 			rows := min(2, M-i)
 			var y [2][]float32
 			for r := range rows {

@@ -11,7 +11,8 @@
 //	func splitLimbsAVX2(rec *byte, x *float32, groups, min, half int) int
 //
 // DI is the group's record, SI its values, CX the groups left, AX the
-// groups written, R8 min, BX half; R12 the group's 2^-shift (bits). Y13
+// groups written, R8 min, BX half; R12 the group's 2^-shift (bits), R13
+// its exponent. Y13
 // holds the byte order's dword permutation, Y14 128 in every int32 lane.
 // A group's values are Y0-Y3; each half of 16 (HALF) splits two of them
 // into limbs l, m, h (Y4-Y9) and sums them into X10 (half 0) or X11:
@@ -84,6 +85,7 @@ group:
 	VPMULLD X9, X11, X5; VPSRLDQ $4, X5, X5; VMOVDQU X5, 108(DI)
 	VPXOR X6, X6, X6; VMOVDQU X6, 132(DI); VMOVDQU X6, 144(DI)
 	MOVL R12, 120(DI)
+	LEAL -22(R9), R13; VCVTSI2SSL R13, X6, X6; VMOVSS X6, 132(DI) // −shift = e − 22
 	VMOVQ R12, X7
 	VCVTDQ2PS X10, X10; VMULSS X7, X10, X10; VMOVSS X10, 124(DI)
 	VCVTDQ2PS X11, X11; VMULSS X7, X11, X11; VMOVSS X11, 128(DI)

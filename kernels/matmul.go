@@ -3,7 +3,8 @@ package kernels
 import "fmt"
 
 // Name says which matrix kernels this build and CPU use, e.g.
-// "avx2+fma, avx512 tiles", "avx2+fma" or "generic" (pure Go).
+// "avx2+fma, avx512 tiles, amx int8", "avx2+fma, avx512 tiles",
+// "avx2+fma" or "generic" (pure Go).
 func Name() string { return kernelName() }
 
 // Blocking of the panel path of matmulCols (decode, and every M in the

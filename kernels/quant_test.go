@@ -38,7 +38,7 @@ var (
 var typeCases = []struct {
 	offset bool
 	bits   ggmlnum.Groups
-}{{false, sixBits}, {true, sixBits}, {false, q40Bits}, {true, fourBits}, {true, fiveBits}, {false, q50Bits}, {true, eightBits}}
+}{{false, sixBits}, {true, sixBits}, {false, q40Bits}, {true, fourBits}, {true, fiveBits}, {false, q50Bits}, {true, eightBits}, {false, eightBits}}
 
 // randomQuant draws integers in the range of bits, float16 factors and,
 // for factored types, int8 group factors; a factored type's blocks are
@@ -214,11 +214,13 @@ func TestScaleRows(t *testing.T) {
 }
 
 // quantShapes are the products the quantised tests run: decode, batches,
-// prefill, ragged last slabs, several column chunks, groups of 16 and 32.
+// prefill, ragged last slabs, several column chunks, groups of 16 and 32;
+// for the AMX tiles (blocks of 16 rows) rows 16+16+5 and 16+2, the rest
+// left to the VNNI kernels.
 var quantShapes = []struct{ M, K, N, group int }{
 	{1, 32, 17, 32}, {1, 768, 2304, 32}, {2, 320, 515, 16}, {3, 64, 64, 32}, {1, 64, 100, 32},
 	{3, 96, 160, 16}, {4, 256, 200, 32}, {5, 128, 97, 16}, {8, 768, 768, 32}, {13, 288, 531, 32},
-	{128, 96, 384, 16},
+	{128, 96, 384, 16}, {37, 288, 192, 32}, {18, 64, 128, 32},
 }
 
 // TestQuantMatMulFloat32Class: a limb product's error against the float64
