@@ -50,13 +50,14 @@
 #define LO2 VPAND Y13, Y14, Y9; VPAND Y13, Y15, Y10
 #define HI2 VPSRLW $4, Y14, Y9; VPAND Y13, Y9, Y9; VPSRLW $4, Y15, Y10; VPAND Y13, Y10, Y10
 
-// OCTLOAD2 loads the strip's oct at off.
-#define OCTLOAD2(off) VMOVDQU off(SI), Y14; VMOVDQU off+32(SI), Y15
+// OCTLOAD2 loads the strip's oct at off, asking for the line 8 KB on
+// (PF, limbs_amd64.h) as the AVX-512 kernels do (notes 42).
+#define OCTLOAD2(off) PF(off); VMOVDQU off(SI), Y14; VMOVDQU off+32(SI), Y15
 
 // HB2 puts the higher bits of the plane at off (both halves), shifted and
 // masked by hmask, beside the nibbles in Y9 and Y10.
 #define HB2(off, sh, n, hmask) \
-	VMOVDQU off(SI), Y11; sh $n, Y11, Y11; VPAND hmask, Y11, Y11; VPOR Y11, Y9, Y9; \
+	PF(off); VMOVDQU off(SI), Y11; sh $n, Y11, Y11; VPAND hmask, Y11, Y11; VPOR Y11, Y9, Y9; \
 	VMOVDQU off+32(SI), Y11; sh $n, Y11, Y11; VPAND hmask, Y11, Y11; VPOR Y11, Y10, Y10
 
 #define OCT4AVX2(o) OCTLOAD2(o*256); LO2; LIMBS2(8*o); DOT2(Y12); HI2; LIMBS2(8*o+4); DOT2(Y12)

@@ -58,6 +58,13 @@
 	VMOVUPS Y7, (R14); \
 	VPXOR Y0, Y0, Y0; VPXOR Y1, Y1, Y1; VPXOR Y2, Y2, Y2; VPXOR Y3, Y3, Y3; VPXOR Y4, Y4, Y4
 
+// PFGROUP asks for the block 4 groups on (8 KB, its 32 lines), as the
+// AVX-512 kernels ask line by line (limbs_amd64.h's PF; notes 42).
+#define PF8(off) \
+	PREFETCHT0 off+8192(SI); PREFETCHT0 off+8256(SI); PREFETCHT0 off+8320(SI); PREFETCHT0 off+8384(SI); \
+	PREFETCHT0 off+8448(SI); PREFETCHT0 off+8512(SI); PREFETCHT0 off+8576(SI); PREFETCHT0 off+8640(SI)
+#define PFGROUP PF8(0); PF8(512); PF8(1024); PF8(1536)
+
 // GROUPSW is the loop over the activation groups, each group's block in
 // eight passes of 8 columns (with half set the first four quads are one
 // weight group and the last four another): QUADS adds four quads, FIN
@@ -65,7 +72,7 @@
 // records to the next group's.
 #define GROUPSW(QUADS, FIN, AT, STEP) \
 group: \
-	XORQ R10, R10; MOVQ $8, R15; \
+	PFGROUP; XORQ R10, R10; MOVQ $8, R15; \
 pass: \
 	LEAQ (SI)(R10*1), R11; LEAQ (R8)(R10*1), R12; LEAQ (R9)(R10*1), R13; AT; \
 	QUADS(0); \
