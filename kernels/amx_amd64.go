@@ -53,8 +53,8 @@ var amxTiles = func() (cfg [64]byte) {
 // limbRowsAMX adds the products of rec's rows with the whole slab at
 // column c0 to dst on the tiles, 16 rows at a time, and says how many
 // rows it did (none for a matrix or CPU the tiles do not take). Fewer
-// rows are left to the VNNI kernels: with 4 or 8 rows (a batch's decode
-// step) the tiles were slower than those (notes 42).
+// rows are left to the VNNI kernels: with 4 rows (a batch's decode step)
+// the tiles were slower than those, with 8 level (notes 42).
 func (w *quant) limbRowsAMX(dst []float32, rec []byte, M, N int, s []float32, c0 int) int {
 	if !useAMX || w.bits != 8 || w.dm != nil || w.g.Size != limbRows {
 		return 0
