@@ -57,6 +57,12 @@ func (gl *llamaGGUFLoader) denseExperts(s model.ExpertStack, t gguf.TensorInfo, 
 		return err
 	}
 	n := s.Shape[0] * s.Shape[1]
+	// An F16 stack held as float16, or BF16 as bfloat16, is the file's
+	// bits: copied, not decoded to float32 and rounded back (that was 40%
+	// of a Qwen3-30B-A3B F16 file's first load, notes 42).
+	if m.Float16 && t.Type == gguf.GGMLTypeF16 || m.BFloat16 && t.Type == gguf.GGMLTypeBF16 {
+		return gl.bitsExperts(s, t, raw, per, n)
+	}
 	buf := make([]float32, n) // one expert decoded, reused: only a float32 model keeps it
 	for e := range s.HF {
 		part := raw[e*per : (e+1)*per]
@@ -86,6 +92,27 @@ func (gl *llamaGGUFLoader) denseExperts(s model.ExpertStack, t gguf.TensorInfo, 
 			v = slices.Clone(buf)
 		}
 		if err := gl.pl.PutExpert(s.Param(e), v, h); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// bitsExperts places each expert of the 16-bit stack s (tensor t, data
+// raw, per bytes and n values an expert) as its bits, copied from the
+// file's pages before they are released.
+func (gl *llamaGGUFLoader) bitsExperts(s model.ExpertStack, t gguf.TensorInfo, raw []byte, per, n int) error {
+	for e := range s.HF {
+		part := raw[e*per : (e+1)*per]
+		view, err := weights.Float16View(part, n)
+		if err != nil {
+			return fmt.Errorf("tensor %q, expert %d: %w", t.Name, e, err)
+		}
+		h := slices.Clone(view)
+		if gl.release != nil {
+			gl.release(part)
+		}
+		if err := gl.pl.PutExpert(s.Param(e), nil, h); err != nil {
 			return err
 		}
 	}
