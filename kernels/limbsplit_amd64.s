@@ -12,8 +12,8 @@
 //
 // DI is the group's record, SI its values, CX the groups left, AX the
 // groups written, R8 min, BX half; R12 the group's 2^-shift (bits), R13
-// its exponent. Y13
-// holds the byte order's dword permutation, Y14 128 in every int32 lane.
+// its exponent. Y13 holds the byte order's dword permutation, Y14 128 in
+// every int32 lane.
 // A group's values are Y0-Y3; each half of 16 (HALF) splits two of them
 // into limbs l, m, h (Y4-Y9) and sums them into X10 (half 0) or X11:
 // [Σx̃, Σh, Σm, Σl].

@@ -60,7 +60,7 @@ func (gl *llamaGGUFLoader) denseExperts(s model.ExpertStack, t gguf.TensorInfo, 
 	// An F16 stack held as float16, or BF16 as bfloat16, is the file's
 	// bits: copied, not decoded to float32 and rounded back (that was 40%
 	// of a Qwen3-30B-A3B F16 file's first load, notes 42).
-	if m.Float16 && t.Type == gguf.GGMLTypeF16 || m.BFloat16 && t.Type == gguf.GGMLTypeBF16 {
+	if gl.pl.HeldAsStored(t.Type.String()) {
 		return gl.bitsExperts(s, t, raw, per, n)
 	}
 	buf := make([]float32, n) // one expert decoded, reused: only a float32 model keeps it
@@ -85,9 +85,7 @@ func (gl *llamaGGUFLoader) denseExperts(s model.ExpertStack, t gguf.TensorInfo, 
 			if h, err = kernels.ToFloat16(buf); err != nil {
 				return fmt.Errorf("tensor %q: %w", s.GGUF, err)
 			}
-			if t.Type != gguf.GGMLTypeF16 {
-				gl.pl.Rounded()
-			}
+			gl.pl.Rounded() // an F16 stack took bitsExperts
 		default:
 			v = slices.Clone(buf)
 		}
