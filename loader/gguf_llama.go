@@ -66,10 +66,17 @@ func loadLlamaGGUF(ctx context.Context, f *gguf.File, cfg model.Config, release 
 		}
 	}
 	if opt.AsStored {
+		// The expert stacks are matrices too: a BF16 file whose experts
+		// are F16 is not held as bfloat16, which would round them.
 		var names []string
 		for _, p := range params {
 			if len(p.Shape()) == 2 {
 				names = append(names, p.GGUF())
+			}
+			if p.Router() {
+				for _, s := range cfg.ExpertStacks(p.Layer()) {
+					names = append(names, s.GGUF)
+				}
 			}
 		}
 		pl.HoldAsStored(ggufStoredAs(f, names))

@@ -2,7 +2,6 @@ package loader
 
 import (
 	"fmt"
-	"math"
 	"slices"
 
 	"github.com/llorch/llorch-check/gguf"
@@ -76,10 +75,10 @@ func (gl *llamaGGUFLoader) denseExperts(s model.ExpertStack, t gguf.TensorInfo, 
 		var h []uint16
 		switch {
 		case m.BFloat16:
-			h = make([]uint16, n)
-			for i, x := range buf {
-				h[i] = uint16(math.Float32bits(x) >> 16) // a bfloat16 file's values: exact
-			}
+			// A model is held as bfloat16 only when every matrix, these
+			// stacks included, is BF16 (ggufStoredAs), and those took
+			// bitsExperts: anything else here would be rounded.
+			return fmt.Errorf("tensor %q: a %s expert stack in a model held as bfloat16", t.Name, t.Type)
 		case m.Float16:
 			var err error
 			if h, err = kernels.ToFloat16(buf); err != nil {

@@ -113,3 +113,39 @@ func TestHalfExpertsHeldAsTheFilesBits(t *testing.T) {
 		})
 	}
 }
+
+// TestMixedExpertsNotHeldAsBFloat16: a file whose 2-D matrices are BF16
+// but whose expert stacks are F16 is not held as bfloat16 (which rounded
+// the experts to bfloat16 by truncation): AsStored holds a model as its
+// file's 16-bit type only when every matrix, the stacks included, has it.
+// The experts then keep the file's values, as written back in F16 shows.
+func TestMixedExpertsNotHeldAsBFloat16(t *testing.T) {
+	hf, err := Load(fixture.FamilyModel("tiny-llama-mixtral"))
+	require.NoError(t, err)
+	kv, tensors, err := GGUF(hf, gguf.GGMLTypeBF16)
+	require.NoError(t, err)
+	_, f16s, err := GGUF(hf, gguf.GGMLTypeF16)
+	require.NoError(t, err)
+	stacks := 0
+	for i, td := range tensors {
+		if strings.Contains(td.Name, "_exps.") {
+			require.Equal(t, td.Name, f16s[i].Name)
+			tensors[i], stacks = f16s[i], stacks+1
+		}
+	}
+	require.Positive(t, stacks)
+	dir := t.TempDir()
+	mixed := filepath.Join(dir, "mixed.gguf")
+	require.NoError(t, gguf.WriteFile(mixed, kv, tensors))
+
+	m, err := LoadWith(mixed, Options{AsStored: true})
+	require.NoError(t, err)
+	require.False(t, m.BFloat16, "a file with F16 experts held as bfloat16")
+	out := filepath.Join(dir, "out.gguf")
+	_, err = WriteGGUF(m, out, GGUFFile{Type: gguf.GGMLTypeF16})
+	require.NoError(t, err)
+	eachExpertTensor(t, mixed, out, func(ti gguf.TensorInfo, want, got []byte) {
+		require.Equal(t, gguf.GGMLTypeF16, ti.Type, ti.Name)
+		require.True(t, bytes.Equal(want, got), "%s: the held experts are not the file's values", ti.Name)
+	})
+}
