@@ -11,11 +11,21 @@ import "github.com/llorch/llorch-check/internal/ggmlnum"
 // widen: dst[r*n+j] = float32(src[r*lds+j]) for r < rows, j < n, src
 // holding bits of format h.
 func (h half) widen(dst []float32, src []uint16, lds, rows, n int) {
+	h.widenTo(dst, n, src, lds, rows, n)
+}
+
+// widenTo is widen into rows of stride ldd: dst[r*ldd+j].
+func (h half) widenTo(dst []float32, ldd int, src []uint16, lds, rows, n int) {
 	if h == bfloat16 {
-		widenBF16Block(dst, src, lds, rows, n)
+		widenBF16BlockTo(dst, ldd, src, lds, rows, n)
 		return
 	}
-	widenBlock(dst, src, lds, rows, n)
+	widenBlockTo(dst, ldd, src, lds, rows, n)
+}
+
+// widenBlock is widenTo for float16 bits into rows of stride n.
+func widenBlock(dst []float32, src []uint16, lds, rows, n int) {
+	widenBlockTo(dst, n, src, lds, rows, n)
 }
 
 // axpyPanel16 is axpyPanel with 16-bit weights of format h: the kernel

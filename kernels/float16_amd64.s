@@ -4,7 +4,7 @@
 #include "half_amd64.h"
 
 // Float16 and bfloat16 kernels: widening binary16 rows to float32
-// (widenBlock), bfloat16 rows (widenBF16Block), and narrowing float32 to
+// (widenBlockTo), bfloat16 rows (widenBF16BlockTo), and narrowing float32 to
 // binary16. Dispatch in kernels_amd64.go, the pure-Go bodies in
 // reference.go.
 

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"github.com/llorch/llorch-check/internal/ggmlnum"
@@ -183,4 +184,44 @@ func BenchmarkNarrowFloat16(b *testing.B) {
 			b.ReportMetric(b.Elapsed().Seconds()*1e9/float64(b.N)/float64(len(src)), "ns/value")
 		})
 	}
+}
+
+// TestWidenToStrided: widening into rows of a wider destination (the
+// slabs' gather writes a 64-column slab into a block of many) writes
+// each row's n values at its stride and nothing between them, through
+// the vector kernel and the generic edges, for both 16-bit formats.
+func TestWidenToStrided(t *testing.T) {
+	r := rand.New(rand.NewPCG(7, 8))
+	for _, f := range forms {
+		for _, s := range []struct{ rows, n, lds, ldd int }{
+			{1, 64, 64, 64}, {5, 64, 64, 200}, {3, 37, 40, 100}, {4, 96, 130, 97}, {2, 15, 15, 16},
+		} {
+			t.Run(fmt.Sprintf("%s/%dx%d/lds%d/ldd%d", f.name, s.rows, s.n, s.lds, s.ldd), func(t *testing.T) {
+				src := make([]uint16, (s.rows-1)*s.lds+s.n)
+				for i := range src {
+					src[i] = uint16(r.Uint32())&0x3fff | 0x1000 // finite values of both formats
+				}
+				const sentinel = -7.5
+				got := make([]float32, (s.rows-1)*s.ldd+s.n+3)
+				for i := range got {
+					got[i] = sentinel
+				}
+				f.h.widenTo(got, s.ldd, src, s.lds, s.rows, s.n)
+				want := slices.Repeat([]float32{sentinel}, len(got))
+				for row := range s.rows {
+					widenRowGeneric(f.h, want[row*s.ldd:row*s.ldd+s.n], src[row*s.lds:])
+				}
+				require.Equal(t, want, got)
+			})
+		}
+	}
+}
+
+// widenRowGeneric is the reference conversion of one row of format h.
+func widenRowGeneric(h half, dst []float32, src []uint16) {
+	if h == bfloat16 {
+		widenBF16Generic(dst, src, len(dst), 1, len(dst))
+		return
+	}
+	widenBlockGeneric(dst, src, len(dst), 1, len(dst))
 }

@@ -272,12 +272,14 @@ func widenF16AVX512(dst *float32, lddb int, src *uint16, ldsb int, rows, n int)
 //go:noescape
 func widenF16F16C(dst *float32, lddb int, src *uint16, ldsb int, rows, n int)
 
-// widenBlock: dst[r*n+j] = float32(src[r*lds+j]) for r < rows, j < n. The
-// assembly takes the largest multiple of its vector width; the rest of each
-// row goes to the generic code.
-func widenBlock(dst []float32, src []uint16, lds, rows, n int) {
+// widenBlockTo: dst[r*ldd+j] = float32(src[r*lds+j]) for r < rows, j <
+// n. The assembly takes the largest multiple of its vector width; the
+// rest of each row goes to the generic code.
+func widenBlockTo(dst []float32, ldd int, src []uint16, lds, rows, n int) {
 	if !useF16C || rows == 0 || n == 0 {
-		widenBlockGeneric(dst, src, lds, rows, n)
+		for r := range rows {
+			widenBlockGeneric(dst[r*ldd:], src[r*lds:], lds, 1, n)
+		}
 		return
 	}
 	nv := n &^ 15
@@ -285,17 +287,17 @@ func widenBlock(dst []float32, src []uint16, lds, rows, n int) {
 		nv = n &^ 31
 	}
 	if nv > 0 {
-		_ = dst[(rows-1)*n+nv-1]
+		_ = dst[(rows-1)*ldd+nv-1]
 		_ = src[(rows-1)*lds+nv-1]
 		if useAVX512 {
-			widenF16AVX512(unsafe.SliceData(dst), n*4, unsafe.SliceData(src), lds*2, rows, nv)
+			widenF16AVX512(unsafe.SliceData(dst), ldd*4, unsafe.SliceData(src), lds*2, rows, nv)
 		} else {
-			widenF16F16C(unsafe.SliceData(dst), n*4, unsafe.SliceData(src), lds*2, rows, nv)
+			widenF16F16C(unsafe.SliceData(dst), ldd*4, unsafe.SliceData(src), lds*2, rows, nv)
 		}
 	}
 	if nv < n {
 		for r := 0; r < rows; r++ {
-			widenBlockGeneric(dst[r*n+nv:r*n+n], src[r*lds+nv:], lds, 1, n-nv)
+			widenBlockGeneric(dst[r*ldd+nv:r*ldd+n], src[r*lds+nv:], lds, 1, n-nv)
 		}
 	}
 }
@@ -306,12 +308,14 @@ func widenBF16AVX512(dst *float32, lddb int, src *uint16, ldsb int, rows, n int)
 //go:noescape
 func widenBF16AVX2(dst *float32, lddb int, src *uint16, ldsb int, rows, n int)
 
-// widenBF16Block: dst[r*n+j] = the bfloat16 src[r*lds+j] as float32 for r
-// < rows, j < n, as widenBlock: 32 at a time with AVX-512BW (VPMOVZXWD to
-// 512 bits), 16 with AVX2, the rest of each row in Go.
-func widenBF16Block(dst []float32, src []uint16, lds, rows, n int) {
+// widenBF16BlockTo: dst[r*ldd+j] = the bfloat16 src[r*lds+j] as float32
+// for r < rows, j < n, as widenBlockTo: 32 at a time with AVX-512BW
+// (VPMOVZXWD to 512 bits), 16 with AVX2, the rest of each row in Go.
+func widenBF16BlockTo(dst []float32, ldd int, src []uint16, lds, rows, n int) {
 	if !useAVX2 || rows == 0 || n == 0 {
-		widenBF16Generic(dst, src, lds, rows, n)
+		for r := range rows {
+			widenBF16Generic(dst[r*ldd:], src[r*lds:], lds, 1, n)
+		}
 		return
 	}
 	nv := n &^ 15
@@ -319,17 +323,17 @@ func widenBF16Block(dst []float32, src []uint16, lds, rows, n int) {
 		nv = n &^ 31
 	}
 	if nv > 0 {
-		_ = dst[(rows-1)*n+nv-1]
+		_ = dst[(rows-1)*ldd+nv-1]
 		_ = src[(rows-1)*lds+nv-1]
 		if useAVX512BW {
-			widenBF16AVX512(unsafe.SliceData(dst), n*4, unsafe.SliceData(src), lds*2, rows, nv)
+			widenBF16AVX512(unsafe.SliceData(dst), ldd*4, unsafe.SliceData(src), lds*2, rows, nv)
 		} else {
-			widenBF16AVX2(unsafe.SliceData(dst), n*4, unsafe.SliceData(src), lds*2, rows, nv)
+			widenBF16AVX2(unsafe.SliceData(dst), ldd*4, unsafe.SliceData(src), lds*2, rows, nv)
 		}
 	}
 	if nv < n {
 		for r := 0; r < rows; r++ {
-			widenBF16Generic(dst[r*n+nv:r*n+n], src[r*lds+nv:], lds, 1, n-nv)
+			widenBF16Generic(dst[r*ldd+nv:r*ldd+n], src[r*lds+nv:], lds, 1, n-nv)
 		}
 	}
 }

@@ -35,12 +35,16 @@ func gemmTiles(c []float32, ldc int, a []float32, lda int, b []float32, ldb int,
 // Add: dst[i] += src[i] for i < len(src).
 func Add(dst, src []float32) { addGeneric(dst, src) }
 
-func widenBlock(dst []float32, src []uint16, lds, rows, n int) {
-	widenBlockGeneric(dst, src, lds, rows, n)
+func widenBlockTo(dst []float32, ldd int, src []uint16, lds, rows, n int) {
+	for r := range rows {
+		widenBlockGeneric(dst[r*ldd:], src[r*lds:], lds, 1, n)
+	}
 }
 
-func widenBF16Block(dst []float32, src []uint16, lds, rows, n int) {
-	widenBF16Generic(dst, src, lds, rows, n)
+func widenBF16BlockTo(dst []float32, ldd int, src []uint16, lds, rows, n int) {
+	for r := range rows {
+		widenBF16Generic(dst[r*ldd:], src[r*lds:], lds, 1, n)
+	}
 }
 
 func axpyPanel16Kernel(h half, y []float32, ldy int, x []float32, ldx int, w []uint16, ldw int, n, m, k int) (n16, k4 int) {

@@ -103,7 +103,7 @@ func widenBlockGeneric(dst []float32, src []uint16, lds, rows, n int) {
 	}
 }
 
-// widenBF16Generic is the reference semantics of widenBF16Block:
+// widenBF16Generic is the reference semantics of widenBF16BlockTo:
 // dst[r*n+j] = the bfloat16 src[r*lds+j] as float32, its bits the top
 // half of the float32's (exact, NaN payloads included).
 func widenBF16Generic(dst []float32, src []uint16, lds, rows, n int) {
