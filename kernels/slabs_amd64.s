@@ -219,15 +219,119 @@ TEXT ·axpySlabAVX2(SB), NOSPLIT, $0-56
 TEXT ·axpySlabF16AVX2(SB), NOSPLIT, $0-56
 	AXPYSLAB(BCASTY, SLABROWH(CVTF16), 128, SLABLOAD32, SLABSTORE32)
 
+// AXPYSLAB4H512 is the 512-bit 16-bit-weight slab kernel: y's rows four
+// at a time (Z4-Z19), each weight row widened once (Z20-Z23) and
+// multiplied with the four rows' x (Z0-Z3), then the rows m leaves one at
+// a time as AXPYSLAB takes them. One row at a time widened each weight
+// row once a row of y: the widening shares the FMAs' ports, and took as
+// many of their cycles as the FMAs (notes 43). Each element of y still
+// takes one FMA a weight row in k order, so the bits are AXPYSLAB's. BX
+// and DX are y's and x's row strides; y's four rows are at DI, R8, R9,
+// R14, x's at R11, CX, R11+2DX, CX+2DX.
+#define AXPYSLAB4H512(CVT) \
+	MOVQ  y+0(FP), DI \
+	MOVQ  ldyb+8(FP), BX \
+	MOVQ  x+16(FP), SI \
+	MOVQ  ldxb+24(FP), DX \
+	MOVQ  m+40(FP), R13 \
+	MOVQ  k+48(FP), AX \
+	TESTQ AX, AX \
+	JZ    qdone \
+	CMPQ  R13, $4 \
+	JLT   qrest \
+qrow4: \
+	LEAQ    (DI)(BX*1), R8 \
+	LEAQ    (R8)(BX*1), R9 \
+	LEAQ    (R9)(BX*1), R14 \
+	SLABLOAD4(DI, Z4, Z5, Z6, Z7) \
+	SLABLOAD4(R8, Z8, Z9, Z10, Z11) \
+	SLABLOAD4(R9, Z12, Z13, Z14, Z15) \
+	SLABLOAD4(R14, Z16, Z17, Z18, Z19) \
+	MOVQ    w+32(FP), R10 \
+	MOVQ    SI, R11 \
+	LEAQ    (SI)(DX*1), CX \
+	MOVQ    AX, R12 \
+qk4: \
+	SLABPF16 \
+	CVT((R10), Z20) \
+	CVT(32(R10), Z21) \
+	CVT(64(R10), Z22) \
+	CVT(96(R10), Z23) \
+	VBROADCASTSS (R11), Z0 \
+	VBROADCASTSS (CX), Z1 \
+	VBROADCASTSS (R11)(DX*2), Z2 \
+	VBROADCASTSS (CX)(DX*2), Z3 \
+	SLABFMA4(Z0, Z4, Z5, Z6, Z7) \
+	SLABFMA4(Z1, Z8, Z9, Z10, Z11) \
+	SLABFMA4(Z2, Z12, Z13, Z14, Z15) \
+	SLABFMA4(Z3, Z16, Z17, Z18, Z19) \
+	ADDQ    $128, R10 \
+	ADDQ    $4, R11 \
+	ADDQ    $4, CX \
+	DECQ    R12 \
+	JNZ     qk4 \
+	SLABSTORE4(DI, Z4, Z5, Z6, Z7) \
+	SLABSTORE4(R8, Z8, Z9, Z10, Z11) \
+	SLABSTORE4(R9, Z12, Z13, Z14, Z15) \
+	SLABSTORE4(R14, Z16, Z17, Z18, Z19) \
+	LEAQ    (DI)(BX*4), DI \
+	LEAQ    (SI)(DX*4), SI \
+	SUBQ    $4, R13 \
+	CMPQ    R13, $4 \
+	JGE     qrow4 \
+qrest: \
+	TESTQ   R13, R13 \
+	JZ      qdone \
+	SLABLOAD512 \
+	MOVQ    w+32(FP), R10 \
+	MOVQ    SI, R11 \
+	MOVQ    AX, R12 \
+qk1: \
+	BCASTZ \
+	SLABROWH512(CVT) \
+	ADDQ    $128, R10 \
+	ADDQ    $4, R11 \
+	DECQ    R12 \
+	JNZ     qk1 \
+	SLABSTORE512 \
+	ADDQ    BX, DI \
+	ADDQ    DX, SI \
+	DECQ    R13 \
+	JMP     qrest \
+qdone: \
+	VZEROUPPER \
+	RET
+
+// SLABLOAD4 and SLABSTORE4 move the 64 columns of y's row at p to and
+// from a, b, c, d; SLABFMA4 adds the widened weight row (Z20-Z23) times
+// x to them.
+#define SLABLOAD4(p, a, b, c, d) \
+	VMOVUPS (p), a \
+	VMOVUPS 64(p), b \
+	VMOVUPS 128(p), c \
+	VMOVUPS 192(p), d
+
+#define SLABSTORE4(p, a, b, c, d) \
+	VMOVUPS a, (p) \
+	VMOVUPS b, 64(p) \
+	VMOVUPS c, 128(p) \
+	VMOVUPS d, 192(p)
+
+#define SLABFMA4(x, a, b, c, d) \
+	VFMADD231PS Z20, x, a \
+	VFMADD231PS Z21, x, b \
+	VFMADD231PS Z22, x, c \
+	VFMADD231PS Z23, x, d
+
 // func axpySlabF16AVX512(y *float32, ldyb int, x *float32, ldxb int, w *uint16, m, k int)
 TEXT ·axpySlabF16AVX512(SB), NOSPLIT, $0-56
-	AXPYSLAB(BCASTZ, SLABROWH512(CVTF16), 128, SLABLOAD512, SLABSTORE512)
+	AXPYSLAB4H512(CVTF16)
 
 // func axpySlabBF16AVX512(y *float32, ldyb int, x *float32, ldxb int, w *uint16, m, k int)
 //
 // AVX-512BW: VPMOVZXWD to a Z register.
 TEXT ·axpySlabBF16AVX512(SB), NOSPLIT, $0-56
-	AXPYSLAB(BCASTZ, SLABROWH512(CVTBF16), 128, SLABLOAD512, SLABSTORE512)
+	AXPYSLAB4H512(CVTBF16)
 
 // func axpySlabBF16AVX2(y *float32, ldyb int, x *float32, ldxb int, w *uint16, m, k int)
 //
