@@ -73,6 +73,8 @@ func limbSlab(w *quant, y []float32, rec []byte, s, o []float32, j0 int) {
 	w.limbSlabGeneric(y, rec, s, o, j0)
 }
 
+func limbSlabStored(w *quant, y []float32, rec []byte, j0 int) bool { return false }
+
 func limbSlab2(w *quant, y0, y1 []float32, rec0, rec1 []byte, s, o []float32, j0 int) {
 	w.limbSlabGeneric(y0, rec0, s, o, j0)
 	w.limbSlabGeneric(y1, rec1, s, o, j0)

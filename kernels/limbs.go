@@ -193,8 +193,11 @@ func (w *quant) limbCols(dst []float32, rec []byte, M, N, j0, j1 int) {
 		o = nil
 	}
 	for c0 := j0; c0 < j1; c0 += slab {
-		w.formScales(s, o, 0, G, c0)
 		n := min(slab, j1-c0)
+		if M == 1 && n == slab && limbSlabStored(w, dst[c0:], rec, c0) {
+			continue
+		}
+		w.formScales(s, o, 0, G, c0)
 		// Rows on the tiles where they take them, the rest two at a time
 		// where there are two (the kernels load and split each weight
 		// once for both), every way with the same bits.

@@ -59,10 +59,16 @@ next: \
 // rounds as fma(H, 65536, ·) does; and s·2^-shift is VSCALEFPS by the
 // exponent in scale (SCALE's VGETEXPPS of 2^-shift), rounded as the
 // product is (scripts/bench/notes/20-prefill-rest.md).
-#define JOINR(c, ah, am, al, y, scale) \
+//
+// JOINH is JOIN with the scales as a Q8_0 file stores them, float16 at
+// R8 (32 bytes a strip), widened here: the same values, so the same bits.
+#define JOINT(ah, am, al) \
 	VPSLLD $8, am, am; VPADDD al, am, am; VCVTDQ2PS am, am; \
-	VCVTDQ2PS ah, ah; VSCALEFPS Z31, ah, ah; VADDPS am, ah, ah; \
-	VMOVUPS c*64(R8), Z27; VSCALEFPS scale, Z27, Z27; VFMADD231PS Z27, ah, y
+	VCVTDQ2PS ah, ah; VSCALEFPS Z31, ah, ah; VADDPS am, ah, ah
+#define JOINR(c, ah, am, al, y, scale) \
+	JOINT(ah, am, al); VMOVUPS c*64(R8), Z27; VSCALEFPS scale, Z27, Z27; VFMADD231PS Z27, ah, y
 #define JOIN(c, ah, am, al, y) JOINR(c, ah, am, al, y, Z29)
+#define JOINH(c, ah, am, al, y) \
+	JOINT(ah, am, al); VCVTPH2PS c*32(R8), Z27; VSCALEFPS Z29, Z27, Z27; VFMADD231PS Z27, ah, y
 #define OFFSR(c, y, sum) VFMADD231PS c*64(R9), sum, y
 #define OFFS(c, y) OFFSR(c, y, Z28)

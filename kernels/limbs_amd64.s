@@ -111,3 +111,18 @@ TEXT ·limbsQ6AVX512(SB), NOSPLIT, $0-56
 TEXT ·limbsQ8AVX512(SB), NOSPLIT, $0-56
 	ARGS(0)
 	GROUPS(q8group, q8whole, q8next, NOHIGH, OCT8, OCT8, NOHIGH, OCT8, OCT8, 2048)
+
+// FINH is FIN for limbsQ8HAVX512: the scales float16 (JOINH), no offsets.
+#define FINH(off) \
+	JOINH(0, Z0, Z1, Z2, Z20); JOINH(1, Z3, Z4, Z5, Z21); JOINH(2, Z6, Z7, Z8, Z22); JOINH(3, Z9, Z10, Z11, Z23); \
+	ADDQ $128, R8
+
+// func limbsQ8HAVX512(y *float32, q *byte, rec *byte, s *uint16, o *float32, groups, half int)
+//
+// limbsQ8AVX512 with s the slab's float16 scales as stored (Q8_0: no
+// offsets, groups of 32; o and half unused), so that a row's product
+// needs no formed scale row first (limbSlabStored).
+TEXT ·limbsQ8HAVX512(SB), NOSPLIT, $0-56
+	ARGS(0)
+	LIMBGROUPS(q8hgroup, q8hwhole, q8hnext, SCALE512, INIT, FINH, NOHIGH, OCT8, OCT8, NOHIGH, OCT8, OCT8, 2048, STEP1)
+	DONE
