@@ -91,7 +91,7 @@ func limbSlabStored(w *quant, y []float32, rec []byte, j0 int) bool {
 		return false
 	}
 	groups := w.k / limbRows
-	blocks := w.ints[j0/slab*groups*w.blockBytes():][:groups*w.blockBytes()]
+	blocks := w.slabBlocks(j0, groups)
 	d := w.d[w.blockIndex(0, j0):][:groups*slab]
 	_, _ = y[slab-1], rec[groups*limbRecord-1]
 	limbsQ8HAVX512(&y[0], &blocks[0], &rec[0], &d[0], nil, groups, 0)
@@ -103,7 +103,7 @@ func limbSlabStored(w *quant, y []float32, rec []byte, j0 int) bool {
 // at column j0, the activation groups and the kernels' half flag.
 func limbOperands(w *quant, s, o []float32, j0 int, recs ...[]byte) (blocks []byte, groups, half int) {
 	groups = w.k / limbRows
-	blocks = w.ints[j0/slab*groups*w.blockBytes():][:groups*w.blockBytes()]
+	blocks = w.slabBlocks(j0, groups)
 	if w.g.Size == 16 {
 		half = 1
 	}
@@ -115,6 +115,12 @@ func limbOperands(w *quant, s, o []float32, j0 int, recs ...[]byte) (blocks []by
 		_ = o[w.k/w.g.Size*slab-1]
 	}
 	return blocks, groups, half
+}
+
+// slabBlocks is the integer blocks of the slab at column j0, groups
+// activation groups deep.
+func (w *quant) slabBlocks(j0, groups int) []byte {
+	return w.ints[w.blockAt(0, j0):][:groups*w.blockBytes()]
 }
 
 // at is &o[i], or nil for no offsets (the kernels' signal).

@@ -62,6 +62,12 @@ func (gl *llamaGGUFLoader) denseExperts(s model.ExpertStack, t gguf.TensorInfo, 
 	if gl.pl.HeldAsStored(t.Type.String()) {
 		return gl.bitsExperts(s, t, raw, per, n)
 	}
+	if m.BFloat16 {
+		// A model is held as bfloat16 only when every matrix, these
+		// stacks included, is BF16 (ggufStoredAs), and those took
+		// bitsExperts: anything else here would be rounded.
+		return fmt.Errorf("tensor %q: a %s expert stack in a model held as bfloat16", t.Name, t.Type)
+	}
 	buf := make([]float32, n) // one expert decoded, reused: only a float32 model keeps it
 	for e := range s.HF {
 		part := raw[e*per : (e+1)*per]
@@ -74,11 +80,6 @@ func (gl *llamaGGUFLoader) denseExperts(s model.ExpertStack, t gguf.TensorInfo, 
 		var v []float32
 		var h []uint16
 		switch {
-		case m.BFloat16:
-			// A model is held as bfloat16 only when every matrix, these
-			// stacks included, is BF16 (ggufStoredAs), and those took
-			// bitsExperts: anything else here would be rounded.
-			return fmt.Errorf("tensor %q: a %s expert stack in a model held as bfloat16", t.Name, t.Type)
 		case m.Float16:
 			var err error
 			if h, err = kernels.ToFloat16(buf); err != nil {
