@@ -1,6 +1,7 @@
 package loader
 
 import (
+	"bytes"
 	"hash/crc32"
 	"testing"
 
@@ -51,4 +52,38 @@ func TestCacheDigestChunks(t *testing.T) {
 	got, err := cacheDigest(h, [][]byte{swapped})
 	require.NoError(t, err)
 	require.NotEqual(t, whole, got, "two chunks swapped")
+}
+
+// TestFileChunkSums: a load checks the cache by reading the file, and
+// the sums it reads are chunkSums' of the same bytes wherever the data
+// starts and however the chunks fall against the read pieces; a file cut
+// short is an error naming where, not a digest of what was there.
+func TestFileChunkSums(t *testing.T) {
+	old := digestChunk
+	t.Cleanup(func() { digestChunk = old })
+	file := make([]byte, 3<<20+123)
+	for i := range file {
+		file[i] = byte(i*131 + i>>9)
+	}
+	for _, c := range []struct {
+		chunk        int
+		start, n     int64
+		wantShortErr bool
+	}{
+		{7, 0, 50, false},
+		{7, 13, 49, false},
+		{1 << 20, 4096, 3<<20 - 4000, false}, // chunks of whole read pieces
+		{3<<20 + 5, 0, 3<<20 + 123, false},   // one chunk, read in four pieces
+		{1<<20 + 1, 100, 3<<20 + 23, false},  // chunks astride the pieces
+		{1 << 20, 4096, 3 << 20, true},       // the file ends before the data does
+	} {
+		digestChunk = c.chunk
+		sums, err := fileChunkSums(bytes.NewReader(file), c.start, c.n)
+		if c.wantShortErr {
+			require.ErrorContains(t, err, "reading at", "%+v", c)
+			continue
+		}
+		require.NoError(t, err, "%+v", c)
+		require.Equal(t, chunkSums([][]byte{file[c.start : c.start+c.n]}), sums, "%+v", c)
+	}
 }

@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"unsafe"
 
+	"github.com/llorch/llorch-check/internal/regularfile"
 	"github.com/llorch/llorch-check/kernels"
 	"github.com/llorch/llorch-check/model"
 	"github.com/llorch/llorch-check/weights"
@@ -88,18 +89,11 @@ func loadCached(ctx context.Context, path string, isGGUF bool, cachePath string,
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("loading stopped: %w", err)
 	}
-	mapped, unmapCache, err := weights.MapPopulated(cachePath)
+	mapped, unmapCache, err := checkedCache(h, cachePath, start)
 	if err != nil {
 		return nil, err
 	}
-	if start > int64(len(mapped)) {
-		err = fmt.Errorf("data at %d past the end (%d bytes)", start, len(mapped))
-	} else {
-		err = checkCacheDigest(h, mapped[start:])
-	}
-	if err == nil {
-		err = restoreArrays(m, h.Slots, mapped, start)
-	}
+	err = restoreArrays(m, h.Slots, mapped, start)
 	if err == nil {
 		err = m.CheckShapes()
 	}
@@ -110,6 +104,29 @@ func loadCached(ctx context.Context, path string, isGGUF bool, cachePath string,
 	// The mapping lives as long as the process: the model's matrices are
 	// views of it.
 	return m, nil
+}
+
+// checkedCache maps the cache at path, its data (from start) checked
+// against h's digest first. The check reads the file (fileChunkSums) and
+// the mapping is of the same open file, so what is mapped is what was
+// checked.
+func checkedCache(h cacheHeader, path string, start int64) ([]byte, func() error, error) {
+	f, err := regularfile.Open(path)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, nil, err
+	}
+	if start > st.Size() {
+		return nil, nil, fmt.Errorf("%s: data at %d past the end (%d bytes)", path, start, st.Size())
+	}
+	if err := checkCacheDigest(h, f, start, st.Size()-start); err != nil {
+		return nil, nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return weights.MapPopulatedFile(f)
 }
 
 // ggufSkeleton is the model a GGUF file's metadata describes, without

@@ -4,6 +4,8 @@ package weights
 
 import (
 	"fmt"
+	"io"
+	"os"
 
 	"github.com/llorch/llorch-check/internal/regularfile"
 )
@@ -19,3 +21,15 @@ func Map(path string) ([]byte, func() error, error) {
 
 // MapPopulated reads path whole where there is no mmap.
 func MapPopulated(path string) ([]byte, func() error, error) { return Map(path) }
+
+// MapPopulatedFile reads the open file f whole where there is no mmap.
+func MapPopulatedFile(f *os.File) ([]byte, func() error, error) {
+	if _, err := f.Seek(0, io.SeekStart); err != nil {
+		return nil, nil, fmt.Errorf("reading %s: %w", f.Name(), err)
+	}
+	b, err := io.ReadAll(f)
+	if err != nil {
+		return nil, nil, fmt.Errorf("reading %s: %w", f.Name(), err)
+	}
+	return b, func() error { return nil }, nil
+}

@@ -4,6 +4,7 @@ package weights
 
 import (
 	"fmt"
+	"os"
 	"syscall"
 
 	"github.com/llorch/llorch-check/internal/regularfile"
@@ -48,17 +49,24 @@ func MapPopulated(path string) (data []byte, unmap func() error, err error) {
 		return nil, nil, err
 	}
 	defer f.Close()
+	return MapPopulatedFile(f)
+}
+
+// MapPopulatedFile is MapPopulated of an open file: the bytes a caller
+// checked through f are the ones mapped, even if its name was since
+// renamed over.
+func MapPopulatedFile(f *os.File) (data []byte, unmap func() error, err error) {
 	st, err := f.Stat()
 	if err != nil {
-		return nil, nil, fmt.Errorf("stat %s: %w", path, err)
+		return nil, nil, fmt.Errorf("stat %s: %w", f.Name(), err)
 	}
 	size := st.Size()
 	if size == 0 || size != int64(int(size)) {
-		return nil, nil, fmt.Errorf("%s: %d bytes cannot be mapped", path, size)
+		return nil, nil, fmt.Errorf("%s: %d bytes cannot be mapped", f.Name(), size)
 	}
 	b, err := syscall.Mmap(int(f.Fd()), 0, int(size), syscall.PROT_READ, syscall.MAP_SHARED|mapPopulate)
 	if err != nil {
-		return nil, nil, fmt.Errorf("mapping %s: %w", path, err)
+		return nil, nil, fmt.Errorf("mapping %s: %w", f.Name(), err)
 	}
 	return b, func() error { return syscall.Munmap(b) }, nil
 }
