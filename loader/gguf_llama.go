@@ -46,14 +46,22 @@ func loadLlamaGGUF(ctx context.Context, f *gguf.File, cfg model.Config, release 
 	m := pl.Model()
 	params := pl.Params()
 	known := map[string]bool{}
+	// The matrices decide how AsStored holds the weights, the expert
+	// stacks among them: a BF16 file whose experts are F16 is not held as
+	// bfloat16, which would round them.
+	var matrices []string
 	for _, p := range params {
 		if err := p.CheckRopeHeads(); err != nil {
 			return nil, err
 		}
 		known[p.GGUF()] = true
+		if len(p.Shape()) == 2 {
+			matrices = append(matrices, p.GGUF())
+		}
 		if p.Router() {
 			for _, s := range cfg.ExpertStacks(p.Layer()) {
 				known[s.GGUF] = true
+				matrices = append(matrices, s.GGUF)
 			}
 		}
 	}
@@ -66,20 +74,7 @@ func loadLlamaGGUF(ctx context.Context, f *gguf.File, cfg model.Config, release 
 		}
 	}
 	if opt.AsStored {
-		// The expert stacks are matrices too: a BF16 file whose experts
-		// are F16 is not held as bfloat16, which would round them.
-		var names []string
-		for _, p := range params {
-			if len(p.Shape()) == 2 {
-				names = append(names, p.GGUF())
-			}
-			if p.Router() {
-				for _, s := range cfg.ExpertStacks(p.Layer()) {
-					names = append(names, s.GGUF)
-				}
-			}
-		}
-		pl.HoldAsStored(ggufStoredAs(f, names))
+		pl.HoldAsStored(ggufStoredAs(f, matrices))
 	}
 	gl := llamaGGUFLoader{pl: pl, m: m, f: f, release: release, dtypes: map[string]bool{},
 		pending: map[string][]ggufPart{}, parts: map[string]int{}}
