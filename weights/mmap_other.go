@@ -19,9 +19,6 @@ func Map(path string) ([]byte, func() error, error) {
 	return b, func() error { return nil }, nil
 }
 
-// MapPopulated reads path whole where there is no mmap.
-func MapPopulated(path string) ([]byte, func() error, error) { return Map(path) }
-
 // MapPopulatedFile reads the open file f whole where there is no mmap.
 func MapPopulatedFile(f *os.File) ([]byte, func() error, error) {
 	if _, err := f.Seek(0, io.SeekStart); err != nil {

@@ -38,23 +38,13 @@ func Map(path string) (data []byte, unmap func() error, err error) {
 	return b, func() error { return syscall.Munmap(b) }, nil
 }
 
-// MapPopulated maps path read-only with every page mapped in the one call
-// (MAP_POPULATE: not a fault a page), for a weights cache the kernels use
-// in place. Read-only, the pages are the page cache's own: a writable
-// private mapping populated is a copy of the file (260-310 ms for 528 MB
-// here, and its size again in anonymous memory). unmap ends it.
-func MapPopulated(path string) (data []byte, unmap func() error, err error) {
-	f, err := regularfile.Open(path)
-	if err != nil {
-		return nil, nil, err
-	}
-	defer f.Close()
-	return MapPopulatedFile(f)
-}
-
-// MapPopulatedFile is MapPopulated of an open file: the bytes a caller
-// checked through f are the ones mapped, even if its name was since
-// renamed over.
+// MapPopulatedFile maps the open file f read-only with every page mapped
+// in the one call (MAP_POPULATE: not a fault a page), for a weights cache
+// the kernels use in place; the bytes a caller checked through f are the
+// ones mapped, even if its name was since renamed over. Read-only, the
+// pages are the page cache's own: a writable private mapping populated is
+// a copy of the file (260-310 ms for 528 MB here, and its size again in
+// anonymous memory). unmap ends it.
 func MapPopulatedFile(f *os.File) (data []byte, unmap func() error, err error) {
 	st, err := f.Stat()
 	if err != nil {
