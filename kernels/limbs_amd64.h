@@ -39,9 +39,10 @@ next: \
 #define QUAD(w, lo, ah, am, al) QUADR(w, lo, DX, ah, am, al)
 
 // NIB loads an oct's strip and splits its nibbles: rows 8o..8o+3 in Z13,
-// 8o+4..8o+7 in Z14.
-#define NIB(off) \
-	PF(off); VMOVDQU64 off(SI), Z12; VPANDD Z15, Z12, Z13; VPSRLW $4, Z12, Z14; VPANDD Z15, Z14, Z14
+// 8o+4..8o+7 in Z14 (NIBR: in lo and hi).
+#define NIBR(off, lo, hi) \
+	PF(off); VMOVDQU64 off(SI), Z12; VPANDD Z15, Z12, lo; VPSRLW $4, Z12, hi; VPANDD Z15, hi, hi
+#define NIB(off) NIBR(off, Z13, Z14)
 
 // HB puts the higher bits of h, shifted (the word shift moves no bit of
 // one byte into the other's masked bits), beside the nibbles in dst.

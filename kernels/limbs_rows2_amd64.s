@@ -30,17 +30,29 @@
 	VPBROADCASTD off(R13), Z6; VPBROADCASTD off+4(R13), Z7; VPBROADCASTD off+8(R13), Z8; \
 	VMOVDQA64 Z6, Z9; VMOVDQA64 Z7, Z10; VMOVDQA64 Z8, Z11
 
-// STRIPR2 adds the integers in Z13 (rows lo..lo+3) and Z14 (lo+4..lo+7)
-// of a strip to both rows' sums.
-#define STRIPR2(lo, a0h, a0m, a0l, a1h, a1m, a1l) \
-	QUADR(Z13, lo, DX, a0h, a0m, a0l); QUADR(Z13, lo, R13, a1h, a1m, a1l); \
-	QUADR(Z14, lo+4, DX, a0h, a0m, a0l); QUADR(Z14, lo+4, R13, a1h, a1m, a1l)
-#define OCT4R2(o) \
-	NIB(o*256); STRIPR2(8*o, Z0, Z1, Z2, Z6, Z7, Z8); \
-	NIB(o*256+64); STRIPR2(8*o, Z3, Z4, Z5, Z9, Z10, Z11)
+// Each limb broadcast is loaded once for both strips: the integers of
+// both strips of an oct are held (Z13, Z14 strip 0's rows lo..lo+3 and
+// lo+4..lo+7; Z18, Z19 strip 1's) and each of a row's limbs is broadcast
+// into Z27, Z28 or Z30 and multiplied into both strips' sums. With the
+// broadcasts in VPDPBUSD's memory operand a group made 96 broadcast loads
+// for 96 products and the loads bound it on Zen 5 (notes 44); now it
+// makes 48. The sums are int32 (VPDPBUSD wraps, so any order gives the
+// same integers), so the bits do not change.
+//
+// QUADS2 adds rows lo..lo+3 of strip 0 (integers in wa) and strip 1 (wb)
+// times the limbs of the records at rec.
+#define QUADS2(rec, lo, wa, wb, ah, am, al, bh, bm, bl) \
+	VPBROADCASTD lo(rec), Z27; VPDPBUSD Z27, wa, ah; VPDPBUSD Z27, wb, bh; \
+	VPBROADCASTD lo+32(rec), Z28; VPDPBUSD Z28, wa, am; VPDPBUSD Z28, wb, bm; \
+	VPBROADCASTD lo+64(rec), Z30; VPDPBUSD Z30, wa, al; VPDPBUSD Z30, wb, bl
+#define ROWS2(lo, wa, wb) \
+	QUADS2(DX, lo, wa, wb, Z0, Z1, Z2, Z3, Z4, Z5); QUADS2(R13, lo, wa, wb, Z6, Z7, Z8, Z9, Z10, Z11)
+// STRIPS2 adds an oct's integers, held as above, to both rows' sums.
+#define STRIPS2(lo) ROWS2(lo, Z13, Z18); ROWS2(lo+4, Z14, Z19)
+#define OCT4R2(o) NIBR(o*256, Z13, Z14); NIBR(o*256+64, Z18, Z19); STRIPS2(8*o)
 #define OCTHR2(o, at, sa, na, sb, nb) \
-	NIB(at); HB(sa, na, Z16, Z13); HB(sb, nb, Z16, Z14); STRIPR2(8*o, Z0, Z1, Z2, Z6, Z7, Z8); \
-	NIB(at+64); HB(sa, na, Z17, Z13); HB(sb, nb, Z17, Z14); STRIPR2(8*o, Z3, Z4, Z5, Z9, Z10, Z11)
+	NIBR(at, Z13, Z14); HB(sa, na, Z16, Z13); HB(sb, nb, Z16, Z14); \
+	NIBR(at+64, Z18, Z19); HB(sa, na, Z17, Z18); HB(sb, nb, Z17, Z19); STRIPS2(8*o)
 #define HIGHR2(off) PF(off); PF(off+64); VMOVDQU64 off(SI), Z16; VMOVDQU64 off+64(SI), Z17
 #define HIGH5R2 HIGHR2(0)
 #define HIGH6AR2 HIGHR2(0)
@@ -50,8 +62,8 @@
 #define OCT6AR2(o) OCTHR2(o, o*384+256, VPSLLW, 4, VPSLLW, 2)
 #define OCT6BR2(o) OCTHR2(o, o*384+128, VPSLLW, 0, VPSRLW, 2)
 #define QUAD8R2(o, j) \
-	PF(o*512+j*256); VMOVDQU64 o*512+j*256(SI), Z13; QUADR(Z13, 8*o+4*j, DX, Z0, Z1, Z2); QUADR(Z13, 8*o+4*j, R13, Z6, Z7, Z8); \
-	PF(o*512+j*256+64); VMOVDQU64 o*512+j*256+64(SI), Z13; QUADR(Z13, 8*o+4*j, DX, Z3, Z4, Z5); QUADR(Z13, 8*o+4*j, R13, Z9, Z10, Z11)
+	PF(o*512+j*256); VMOVDQU64 o*512+j*256(SI), Z13; \
+	PF(o*512+j*256+64); VMOVDQU64 o*512+j*256+64(SI), Z18; ROWS2(8*o+4*j, Z13, Z18)
 #define OCT8R2(o) QUAD8R2(o, 0); QUAD8R2(o, 1)
 
 #define SCALER2 VBROADCASTSS 120(DX), Z29; VBROADCASTSS 120(R13), Z26; VGETEXPPS Z29, Z29; VGETEXPPS Z26, Z26
