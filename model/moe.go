@@ -71,16 +71,17 @@ func (ps *pass) sparseFFN(l int, b *block, f blockFaults) {
 	C, E, K, I := c.NEmbd, c.MoE.Experts, c.MoE.TopK, c.MoE.Inner
 	rmsNorm(ps.h, ps.x, b.ln2W, C, f.rmsEps, f.rmsF16)
 	ps.p.emit(tensors.FFNNorm, l, ps.h, R, C)
-	// One pooled buffer for the layer's scratch (a decode step then
-	// allocates nothing here): the router logits, the weights, a token's
-	// probabilities, and an expert's gathered rows and products, sized
-	// for every row.
-	fb := moeBuffers.Get(R*E + R*K + E + 2*R*C + 3*R*I)
+	// One pooled buffer for the layer's scratch: the router logits, the
+	// weights, a token's probabilities, and a batch of experts' gathered
+	// rows and products (S slots: every slot of a decode step, at most
+	// max(R, moeBatchSlots) of a prefill).
+	S := min(R*K, max(R, moeBatchSlots))
+	fb := moeBuffers.Get(R*E + R*K + E + 2*S*C + 3*S*I)
 	defer moeBuffers.Put(fb)
 	buf := *fb
 	take := func(n int) []float32 { s := buf[:n:n]; buf = buf[n:]; return s }
 	logits, w, probs := take(R*E), take(R*K), take(E)
-	xg, gate, up, act, down := take(R*C), take(R*I), take(R*I), take(R*I), take(R*C)
+	xg, gate, up, act, down := take(S*C), take(S*I), take(S*I), take(S*I), take(S*C)
 	ib := moeInts.get(2*R*K + E + 1)
 	defer moeInts.put(ib)
 	ids, order, start := (*ib)[:R*K], (*ib)[R*K:2*R*K], (*ib)[2*R*K:]
@@ -128,36 +129,78 @@ func (ps *pass) sparseFFN(l int, b *block, f blockFaults) {
 	if f.swigluSwap {
 		g, u = up, gate
 	}
-	neg := scoreBuffers.get(I)
-	defer scoreBuffers.put(neg)
-	for e := range E {
-		slots := order[start[e]:start[e+1]]
-		n := len(slots)
-		if n == 0 {
+	pb := moeProducts.get(2 * E)
+	defer moeProducts.put(pb)
+	// The experts in batches of at most S slots (one expert's slots are
+	// never split), each batch's products in one kernels.MatMulBatch: a
+	// prefill's hundreds of small products were a dispatch each, with the
+	// other core idle through the gathers between them (notes 45).
+	for e0 := 0; e0 < E; {
+		e1 := e0 + 1
+		for e1 < E && start[e1+1]-start[e0] <= S {
+			e1++
+		}
+		b0, nb := start[e0], start[e1]-start[e0]
+		slots := order[b0:start[e1]]
+		ee := e0
+		e0 = e1
+		if nb == 0 {
 			continue
 		}
-		ex := &b.moe.experts[e]
-		for j, s := range slots {
-			copy(xg[j*C:(j+1)*C], ps.h[(s/K)*C:])
-		}
-		conv1D(gate, xg, ex.gate, nil, n, C, I, false)
-		conv1D(up, xg, ex.up, nil, n, C, I, false)
-		for j := range n {
-			siluMul(act[j*I:(j+1)*I], g[j*I:(j+1)*I], u[j*I:(j+1)*I], *neg, *e64)
-		}
-		conv1D(down, act, ex.down, nil, n, I, C, false)
-		for j, s := range slots {
-			r, wt := s/K, w[s]
-			dst, y := out[r*C:(r+1)*C], down[j*C:(j+1)*C]
-			for ch := range C {
-				dst[ch] += float32(y[ch] * wt)
+		shareOut(nb, 16, nb*C, func(j0, j1 int) {
+			for j := j0; j < j1; j++ {
+				copy(xg[j*C:(j+1)*C], ps.h[(slots[j]/K)*C:])
 			}
-			if on {
-				copy(pg[s*I:(s+1)*I], gate[j*I:])
-				copy(pu[s*I:(s+1)*I], up[j*I:])
-				copy(pa[s*I:(s+1)*I], act[j*I:])
-				copy(pd[s*C:(s+1)*C], y)
+		})
+		prods := (*pb)[:0]
+		for e := ee; e < e1; e++ {
+			at, n := start[e]-b0, start[e+1]-start[e]
+			if n == 0 {
+				continue
 			}
+			ex, x := &b.moe.experts[e], xg[at*C:(at+n)*C]
+			prods = append(prods,
+				kernels.Product{Dst: gate[at*I : (at+n)*I], X: x, W: ex.gate, M: n, K: C, N: I},
+				kernels.Product{Dst: up[at*I : (at+n)*I], X: x, W: ex.up, M: n, K: C, N: I})
+		}
+		kernels.MatMulBatch(prods)
+		shareOut(nb, 16, nb*I, func(j0, j1 int) {
+			neg, e64 := scoreBuffers.get(I), expBuffers.get(I)
+			for j := j0; j < j1; j++ {
+				siluMul(act[j*I:(j+1)*I], g[j*I:(j+1)*I], u[j*I:(j+1)*I], *neg, *e64)
+			}
+			scoreBuffers.put(neg)
+			expBuffers.put(e64)
+		})
+		prods = prods[:0]
+		for e := ee; e < e1; e++ {
+			at, n := start[e]-b0, start[e+1]-start[e]
+			if n == 0 {
+				continue
+			}
+			prods = append(prods, kernels.Product{Dst: down[at*C : (at+n)*C], X: act[at*I : (at+n)*I], W: b.moe.experts[e].down, M: n, K: I, N: C})
+		}
+		kernels.MatMulBatch(prods)
+		// Each slot's product, weighted, added to its row in ascending
+		// expert order (HF's index_add_ an expert at a time); the columns
+		// are shared out, each column's additions in that order.
+		shareOut(C, 256, nb*C, func(c0, c1 int) {
+			for j, s := range slots {
+				r, wt := s/K, w[s]
+				dst, y := out[r*C+c0:r*C+c1], down[j*C+c0:j*C+c1]
+				for ch := range dst {
+					dst[ch] += float32(y[ch] * wt)
+				}
+			}
+		})
+		for j, s := range slots {
+			if !on {
+				break
+			}
+			copy(pg[s*I:(s+1)*I], gate[j*I:])
+			copy(pu[s*I:(s+1)*I], up[j*I:])
+			copy(pa[s*I:(s+1)*I], act[j*I:])
+			copy(pd[s*C:(s+1)*C], down[j*C:])
 		}
 	}
 	if on {
@@ -173,9 +216,25 @@ func (ps *pass) sparseFFN(l int, b *block, f blockFaults) {
 // The sparse FFN's scratch: its floats, kept between passes as a pass's
 // are, and its ints (expert ids, the slots by expert).
 var (
-	moeBuffers keep.Buffer[float32]
-	moeInts    slicePool[int]
+	moeBuffers  keep.Buffer[float32]
+	moeInts     slicePool[int]
+	moeProducts slicePool[kernels.Product]
 )
+
+// moeBatchSlots is the fewest slots a prefill's batch of experts may hold:
+// a 128-token prefill of Qwen3-30B-A3B (1024 slots) is four batches, some
+// fifty products each, with scratch of 2·C + 3·I floats a slot (~6 MB).
+var moeBatchSlots = 256 // a variable for tests: fewer slots make more batches
+
+// shareOut runs fn over 0..n, in chunks shared over the cores when there
+// is more than a decode step's work (floats it touches).
+func shareOut(n, chunk, work int, fn func(lo, hi int)) {
+	if n <= chunk || work < 1<<15 {
+		fn(0, n)
+		return
+	}
+	kernels.ParallelRange(n, chunk, fn)
+}
 
 // route chooses a token's experts: ids and w (len k each, in top-k
 // order) from its router logits. probs and e are scratch of

@@ -159,6 +159,58 @@ func TestSparseDecodeReadsChosenExperts(t *testing.T) {
 	}
 }
 
+// TestSparseBatchesSameBits: the experts computed in several batches (a
+// long prefill's) give the bits of one batch, every tensor the probes see
+// and the logits: each batch's slots are its own experts' rows, and each
+// row's weighted products are added in ascending expert order across
+// batches.
+func TestSparseBatchesSameBits(t *testing.T) {
+	for _, name := range []string{"tiny-llama-qwen3moe", "tiny-llama-mixtral"} {
+		t.Run(name, func(t *testing.T) {
+			m, err := Load(fixture.FamilyModel(name))
+			require.NoError(t, err)
+			tokens := make([]int, 40)
+			for i := range tokens {
+				tokens[i] = (i*7919 + 13) % 1000
+			}
+			run := func(slots int) ([]Captured, []float32) {
+				defer func(s int) { moeBatchSlots = s }(moeBatchSlots)
+				moeBatchSlots = slots
+				var seen []Captured
+				probe := ProbeFunc(func(c Captured) {
+					c.Data = slices.Clone(c.Data)
+					seen = append(seen, c)
+				})
+				logits, err := m.Forward(context.Background(), m.NewCache(), tokens, ForwardOptions{Probe: probe})
+				require.NoError(t, err)
+				return seen, logits
+			}
+			// 40 rows and two experts a row: one batch of 80 slots, or
+			// batches of at most 40 (max(R, 4)), two or more a layer.
+			wantSeen, wantLogits := run(1 << 20)
+			gotSeen, gotLogits := run(4)
+			require.Equal(t, len(wantSeen), len(gotSeen))
+			for i := range wantSeen {
+				require.Equal(t, wantSeen[i].Name, gotSeen[i].Name)
+				require.True(t, sameBits(wantSeen[i].Data, gotSeen[i].Data), "%s layer %d", wantSeen[i].Name, wantSeen[i].Layer)
+			}
+			require.True(t, sameBits(wantLogits, gotLogits), "logits")
+		})
+	}
+}
+
+func sameBits(a, b []float32) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if math.Float32bits(a[i]) != math.Float32bits(b[i]) {
+			return false
+		}
+	}
+	return true
+}
+
 // TestMoEGGUF: convert writes a Mixtral in llama.cpp's layout, its router
 // and stacked experts after each layer's ffn_norm, byte for byte what
 // WriteGGUF writes from the loaded model, in every type convert writes;
