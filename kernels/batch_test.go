@@ -3,6 +3,7 @@ package kernels
 import (
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -75,4 +76,25 @@ func TestMatMulBatch(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestAddScaled: each product is rounded to float32 before it is added
+// (PyTorch's y·w then index_add_), at every length around the vector
+// width; a fused multiply-add gives other bits for some of these values.
+func TestAddScaled(t *testing.T) {
+	r := rand.New(rand.NewPCG(45, 2))
+	fusedDiffers := false
+	for _, n := range []int{0, 1, 15, 16, 17, 31, 32, 33, 100, 2048} {
+		dst, src, s := randSlice(r, n+3), randSlice(r, n), float32(r.NormFloat64())
+		got := slices.Clone(dst)
+		AddScaled(got, src, s)
+		for i := range src {
+			want := dst[i] + float32(src[i]*s)
+			require.Equal(t, math.Float32bits(want), math.Float32bits(got[i]), "n=%d [%d]", n, i)
+			fused := float32(math.FMA(float64(src[i]), float64(s), float64(dst[i])))
+			fusedDiffers = fusedDiffers || fused != want
+		}
+		require.Equal(t, dst[n:], got[n:], "n=%d: past the end", n)
+	}
+	require.True(t, fusedDiffers, "no value tells a fused sum from the rounded one")
 }

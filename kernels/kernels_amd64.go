@@ -68,6 +68,23 @@ func dotPanelBF16AVX2(h *float32, ldhb int, m int, w *uint16, ldwb int, n int, o
 //go:noescape
 func addVecAVX2(dst, src *float32, n int)
 
+//go:noescape
+func addScaledVecAVX2(dst, src *float32, s float32, n int)
+
+// AddScaled: dst[i] += float32(src[i]·s) for i < len(src), the product
+// rounded before the sum (no FMA), as PyTorch adds a weighted tensor.
+func AddScaled(dst, src []float32, s float32) {
+	n, n16 := len(src), 0
+	if useAVX2 {
+		n16 = n &^ 15
+	}
+	if n16 > 0 {
+		_ = dst[n-1]
+		addScaledVecAVX2(unsafe.SliceData(dst), unsafe.SliceData(src), s, n16)
+	}
+	addScaledGeneric(dst[n16:n], src[n16:], s)
+}
+
 // Add: dst[i] += src[i] for i < len(src).
 func Add(dst, src []float32) {
 	n, n16 := len(src), 0

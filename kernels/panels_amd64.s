@@ -221,6 +221,35 @@ adddone:
 	VZEROUPPER
 	RET
 
+// func addScaledVecAVX2(dst, src *float32, s float32, n int)
+//
+// dst[0:n] += src[0:n]·s, each product rounded before the sum (no FMA),
+// n a multiple of 16.
+TEXT ·addScaledVecAVX2(SB), NOSPLIT, $0-32
+	MOVQ         dst+0(FP), DI
+	MOVQ         src+8(FP), SI
+	VBROADCASTSS s+16(FP), Y2
+	MOVQ         n+24(FP), DX
+	SHLQ         $2, DX
+	XORQ         CX, CX
+	TESTQ        DX, DX
+	JZ           scaleddone
+
+scaledloop:
+	VMULPS  (SI)(CX*1), Y2, Y0
+	VMULPS  32(SI)(CX*1), Y2, Y1
+	VADDPS  (DI)(CX*1), Y0, Y0
+	VADDPS  32(DI)(CX*1), Y1, Y1
+	VMOVUPS Y0, (DI)(CX*1)
+	VMOVUPS Y1, 32(DI)(CX*1)
+	ADDQ    $64, CX
+	CMPQ    CX, DX
+	JL      scaledloop
+
+scaleddone:
+	VZEROUPPER
+	RET
+
 // func dotPanelAVX2(h *float32, ldhb int, m int, w *float32, ldwb int, n int, out *float32, ldob int)
 TEXT ·dotPanelAVX2(SB), NOSPLIT, $0-64
 	DOTPANEL(2, 1, 64, DOTW32)

@@ -37,6 +37,12 @@ func addGeneric(dst, src []float32) {
 	}
 }
 
+func addScaledGeneric(dst, src []float32, s float32) {
+	for i, v := range src {
+		dst[i] += float32(v * s) // the conversion forbids fusing
+	}
+}
+
 // axpyPanelGeneric is the reference semantics of axpyPanel:
 // y[i,0:n] += Σ_{k'<k} x[i,k']·w[k',0:n] for i < m, strides in elements.
 func axpyPanelGeneric(y []float32, ldy int, x []float32, ldx int, w []float32, ldw int, n, m, k int) {

@@ -186,11 +186,8 @@ func (ps *pass) sparseFFN(l int, b *block, f blockFaults) {
 		// are shared out, each column's additions in that order.
 		shareOut(C, 256, nb*C, func(c0, c1 int) {
 			for j, s := range slots {
-				r, wt := s/K, w[s]
-				dst, y := out[r*C+c0:r*C+c1], down[j*C+c0:j*C+c1]
-				for ch := range dst {
-					dst[ch] += float32(y[ch] * wt)
-				}
+				r := s / K
+				kernels.AddScaled(out[r*C+c0:r*C+c1], down[j*C+c0:j*C+c1], w[s])
 			}
 		})
 		for j, s := range slots {
