@@ -69,6 +69,9 @@ func dotPanelBF16AVX2(h *float32, ldhb int, m int, w *uint16, ldwb int, n int, o
 func addVecAVX2(dst, src *float32, n int)
 
 //go:noescape
+func prefetchBytes(p *byte, n int)
+
+//go:noescape
 func addScaledVecAVX2(dst, src *float32, s float32, n int)
 
 // AddScaled: dst[i] += float32(src[i]·s) for i < len(src), the product

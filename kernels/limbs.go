@@ -194,6 +194,9 @@ func (w *quant) limbCols(dst []float32, rec []byte, M, N, j0, j1 int) {
 	}
 	for c0 := j0; c0 < j1; c0 += slab {
 		n := min(slab, j1-c0)
+		if c0+slab < j1 {
+			w.prefetchScales(c0 + slab)
+		}
 		if M == 1 && n == slab && limbSlabStored(w, dst[c0:], rec, c0) {
 			continue
 		}

@@ -92,3 +92,17 @@ sr2loop:
 sr2done:
 	VZEROUPPER
 	RET
+
+// func prefetchBytes(p *byte, n int)
+//
+// Asks for the cache lines of p[0:n] (n > 0).
+TEXT ·prefetchBytes(SB), NOSPLIT, $0-16
+	MOVQ p+0(FP), SI
+	MOVQ n+8(FP), CX
+
+pfloop:
+	PREFETCHT0 (SI)
+	ADDQ       $64, SI
+	SUBQ       $64, CX
+	JG         pfloop
+	RET
