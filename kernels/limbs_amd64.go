@@ -26,6 +26,15 @@ func limbsQ8AVX512(y *float32, q *byte, rec *byte, s, o *float32, groups, half i
 func limbsQ8HAVX512(y *float32, q *byte, rec *byte, s *uint16, o *float32, groups, half int)
 
 //go:noescape
+func limbsQ4FAVX512(y *float32, q *byte, rec *byte, a, b *int8, d, dm *uint16, groups, half, per int)
+
+//go:noescape
+func limbsQ5FAVX512(y *float32, q *byte, rec *byte, a, b *int8, d, dm *uint16, groups, half, per int)
+
+//go:noescape
+func limbsQ6FAVX512(y *float32, q *byte, rec *byte, a, b *int8, d, dm *uint16, groups, half, per int)
+
+//go:noescape
 func limbsQ4AVX2(y *float32, q *byte, rec *byte, s, o *float32, acc *float32, groups, half int)
 
 //go:noescape
@@ -76,6 +85,7 @@ func splitLimbsKernel(rec []byte, x []float32, min int8, size int) int {
 var (
 	limbKernelsAVX2   = [...]func(y *float32, q *byte, rec *byte, s, o *float32, acc *float32, groups, half int){limbsQ4AVX2, limbsQ5AVX2, limbsQ6AVX2, nil, limbsQ8AVX2}
 	limbKernelsAVX512 = [...]func(y *float32, q *byte, rec *byte, s, o *float32, groups, half int){limbsQ4AVX512, limbsQ5AVX512, limbsQ6AVX512, nil, limbsQ8AVX512}
+	limbKernelsF      = [...]func(y *float32, q *byte, rec *byte, a, b *int8, d, dm *uint16, groups, half, per int){limbsQ4FAVX512, limbsQ5FAVX512, limbsQ6FAVX512}
 	limbKernelsRows2  = [...]func(y0, y1 *float32, q *byte, rec0, rec1 *byte, s, o *float32, groups, half int){limbsQ4R2AVX512, limbsQ5R2AVX512, limbsQ6R2AVX512, nil, limbsQ8R2AVX512}
 )
 
@@ -84,9 +94,15 @@ var (
 // the stored scales as it joins each group: a formed scale row
 // (formScales) cost 9% of a Gemma-3-1B Q8_0 batch-1 step, its first read
 // of the scales stalling outside the kernel's prefetched stream (notes
-// 43). The same values, so the same bits. It says false, having done
-// nothing, for any other slab or CPU.
+// 43). A k-quant's slab (Q4_K, Q5_K, Q6_K) goes to the kernels that form
+// each group's scales from its factors (notes 45). The same values, so
+// the same bits. It says false, having done nothing, for any other slab
+// or CPU.
 func limbSlabStored(w *quant, y []float32, rec []byte, j0 int) bool {
+	if useVNNI && w.g.Factored && w.bits < 8 {
+		limbSlabFactored(w, y, rec, j0)
+		return true
+	}
 	if !useVNNI || w.bits != 8 || w.g.Factored || w.dm != nil || w.g.Size != limbRows {
 		return false
 	}
@@ -96,6 +112,26 @@ func limbSlabStored(w *quant, y []float32, rec []byte, j0 int) bool {
 	_, _ = y[slab-1], rec[groups*limbRecord-1]
 	limbsQ8HAVX512(&y[0], &blocks[0], &rec[0], &d[0], nil, groups, 0)
 	return true
+}
+
+// limbSlabFactored is limbSlabStored for a k-quant's slab.
+func limbSlabFactored(w *quant, y []float32, rec []byte, j0 int) {
+	groups := w.k / limbRows
+	blocks := w.slabBlocks(j0, groups)
+	at, d := w.groupIndex(0, j0), w.blockIndex(0, j0)
+	G, B := w.k/w.g.Size, w.k/w.g.Super
+	_, _, _, _ = y[slab-1], rec[groups*limbRecord-1], w.a[at+G*slab-1], w.d[d+B*slab-1]
+	var b *int8
+	var dm *uint16
+	if w.b != nil {
+		_, _ = w.b[at+G*slab-1], w.dm[d+B*slab-1]
+		b, dm = &w.b[at], &w.dm[d]
+	}
+	half := 0
+	if w.g.Size == 16 {
+		half = 1
+	}
+	limbKernelsF[w.bits-4](&y[0], &blocks[0], &rec[0], &w.a[at], b, &w.d[d], dm, groups, half, w.g.Super/w.g.Size)
 }
 
 // limbOperands checks the operands every limb kernel reads (the records

@@ -92,6 +92,47 @@
 #define HIGH6B HIGH(768)
 #define OCT8(o) QUADS8(o, 0); QUADS8(o, 1)
 
+// The kernels below (F) form each weight group's scales as they join it,
+// from a k-quant's stored factors (Q4_K, Q5_K, Q6_K), for a row's product
+// alone (decode): the group's int8 factors a (and b), rows of 64 at R8
+// (R9), times the super-block's float16 d (and dm), rows of 64 at R10
+// (R11), which move on every per weight groups (R12 counts down, AX
+// holds per). One rounding, as formScales makes them, so the same bits.
+// A formed scale row cost a quarter of a Qwen3-30B-A3B Q4_K_M batch-1
+// step (its Q6_K LM head's), read back from memory it had just been
+// written to (notes 45). Each takes
+//
+//	func(y *float32, q *byte, rec *byte, a, b *int8, d, dm *uint16, groups, half, per int)
+//
+// with b and dm nil without offsets.
+#define ARGSF(hmask) \
+	MOVL $hmask, AX; VPBROADCASTD AX, Z24; \
+	MOVQ y+0(FP), DI; MOVQ q+8(FP), SI; MOVQ rec+16(FP), DX; \
+	MOVQ a+24(FP), R8; MOVQ b+32(FP), R9; MOVQ d+40(FP), R10; MOVQ dm+48(FP), R11; \
+	MOVQ groups+56(FP), CX; MOVQ half+64(FP), BX; MOVQ per+72(FP), R12; \
+	MOVL $0x0f0f0f0f, AX; VPBROADCASTD AX, Z15; \
+	MOVL $0x41800000, AX; VPBROADCASTD AX, Z31; MOVQ R12, AX; \
+	VPXORD Z20, Z20, Z20; VPXORD Z21, Z21, Z21; VPXORD Z22, Z22, Z22; VPXORD Z23, Z23, Z23
+
+// FACTT forms strip c's 16 scales (or offsets) in dst, tmp its scratch:
+// the int8 factors at ra times the float16 factors at rd.
+#define FACTT(ra, rd, c, dst, tmp) \
+	VPMOVSXBD c*16(ra), dst; VCVTDQ2PS dst, dst; VCVTPH2PS c*32(rd), tmp; VMULPS tmp, dst, dst
+// JOINF is JOIN with strip c's scales formed here.
+#define JOINF(c, ah, am, al, y) \
+	FACTT(R8, R10, c, Z27, Z30); JOINT(ah, am, al); VSCALEFPS Z29, Z27, Z27; VFMADD231PS Z27, ah, y
+#define OFFSF(c, y) FACTT(R9, R11, c, Z27, Z30); VFMADD231PS Z27, Z28, y
+// FINF is FIN with the factors formed here; the offsets' block is 22
+// instructions, the factors' move 3.
+#define FINF(off) \
+	JOINF(0, Z0, Z1, Z2, Z20); JOINF(1, Z3, Z4, Z5, Z21); JOINF(2, Z6, Z7, Z8, Z22); JOINF(3, Z9, Z10, Z11, Z23); \
+	ADDQ $64, R8; TESTQ R9, R9; JZ 23(PC); \
+	VBROADCASTSS off(DX), Z28; OFFSF(0, Z20); OFFSF(1, Z21); OFFSF(2, Z22); OFFSF(3, Z23); ADDQ $64, R9; \
+	DECQ R12; JNZ 4(PC); MOVQ AX, R12; ADDQ $128, R10; ADDQ $128, R11
+#define GROUPSF(group, whole, next, HIGH0, O0, O1, HIGH1, O2, O3, bytes) \
+	LIMBGROUPS(group, whole, next, SCALE512, INIT, FINF, HIGH0, O0, O1, HIGH1, O2, O3, bytes, STEP1); \
+	DONE
+
 // func limbsQ4AVX512(y *float32, q *byte, rec *byte, s, o *float32, groups, half int)
 TEXT ·limbsQ4AVX512(SB), NOSPLIT, $0-56
 	ARGS(0)
@@ -126,3 +167,18 @@ TEXT ·limbsQ8HAVX512(SB), NOSPLIT, $0-56
 	ARGS(0)
 	LIMBGROUPS(q8hgroup, q8hwhole, q8hnext, SCALE512, INIT, FINH, NOHIGH, OCT8, OCT8, NOHIGH, OCT8, OCT8, 2048, STEP1)
 	DONE
+
+// func limbsQ4FAVX512(y *float32, q *byte, rec *byte, a, b *int8, d, dm *uint16, groups, half, per int)
+TEXT ·limbsQ4FAVX512(SB), NOSPLIT, $0-80
+	ARGSF(0)
+	GROUPSF(q4fgroup, q4fwhole, q4fnext, NOHIGH, OCT4, OCT4, NOHIGH, OCT4, OCT4, 1024)
+
+// func limbsQ5FAVX512(y *float32, q *byte, rec *byte, a, b *int8, d, dm *uint16, groups, half, per int)
+TEXT ·limbsQ5FAVX512(SB), NOSPLIT, $0-80
+	ARGSF(0x10101010)
+	GROUPSF(q5fgroup, q5fwhole, q5fnext, HIGH5, OCT5, OCT5, NOHIGH, OCT5R, OCT5R, 1280)
+
+// func limbsQ6FAVX512(y *float32, q *byte, rec *byte, a, b *int8, d, dm *uint16, groups, half, per int)
+TEXT ·limbsQ6FAVX512(SB), NOSPLIT, $0-80
+	ARGSF(0x30303030)
+	GROUPSF(q6fgroup, q6fwhole, q6fnext, HIGH6A, OCT6A, OCT6B, HIGH6B, OCT6A, OCT6B, 1536)

@@ -221,6 +221,10 @@ var quantShapes = []struct{ M, K, N, group int }{
 	{1, 32, 17, 32}, {1, 768, 2304, 32}, {2, 320, 515, 16}, {3, 64, 64, 32}, {1, 64, 100, 32},
 	{3, 96, 160, 16}, {4, 256, 200, 32}, {5, 128, 97, 16}, {8, 768, 768, 32}, {13, 288, 531, 32},
 	{128, 96, 384, 16}, {37, 288, 192, 32}, {18, 64, 128, 32},
+	// One row short enough to hold no NaN (TestLimbKernels puts one in
+	// each row from 256 values on), over several blocks: a row's slab
+	// kernels (limbSlabStored) move on to each block's factors.
+	{1, 192, 128, 32}, {1, 192, 128, 16},
 }
 
 // TestQuantMatMulFloat32Class: a limb product's error against the float64
