@@ -35,6 +35,12 @@ func limbsQ5FAVX512(y *float32, q *byte, rec *byte, a, b *int8, d, dm *uint16, g
 func limbsQ6FAVX512(y *float32, q *byte, rec *byte, a, b *int8, d, dm *uint16, groups, half, per int)
 
 //go:noescape
+func limbsQ4HAVX512(y *float32, q *byte, rec *byte, s *uint16, o *float32, groups, half int)
+
+//go:noescape
+func limbsQ5HAVX512(y *float32, q *byte, rec *byte, s *uint16, o *float32, groups, half int)
+
+//go:noescape
 func limbsQ4AVX2(y *float32, q *byte, rec *byte, s, o *float32, acc *float32, groups, half int)
 
 //go:noescape
@@ -85,12 +91,13 @@ func splitLimbsKernel(rec []byte, x []float32, min int8, size int) int {
 var (
 	limbKernelsAVX2   = [...]func(y *float32, q *byte, rec *byte, s, o *float32, acc *float32, groups, half int){limbsQ4AVX2, limbsQ5AVX2, limbsQ6AVX2, nil, limbsQ8AVX2}
 	limbKernelsAVX512 = [...]func(y *float32, q *byte, rec *byte, s, o *float32, groups, half int){limbsQ4AVX512, limbsQ5AVX512, limbsQ6AVX512, nil, limbsQ8AVX512}
+	limbKernelsH      = [...]func(y *float32, q *byte, rec *byte, s *uint16, o *float32, groups, half int){limbsQ4HAVX512, limbsQ5HAVX512, nil, nil, limbsQ8HAVX512}
 	limbKernelsF      = [...]func(y *float32, q *byte, rec *byte, a, b *int8, d, dm *uint16, groups, half, per int){limbsQ4FAVX512, limbsQ5FAVX512, limbsQ6FAVX512}
 	limbKernelsRows2  = [...]func(y0, y1 *float32, q *byte, rec0, rec1 *byte, s, o *float32, groups, half int){limbsQ4R2AVX512, limbsQ5R2AVX512, limbsQ6R2AVX512, nil, limbsQ8R2AVX512}
 )
 
-// limbSlabStored is limbSlab on one row for a Q8_0 slab (groups of 32, a
-// float16 scale each, no offsets) on AVX-512 VNNI, the kernel widening
+// limbSlabStored is limbSlab on one row for a Q8_0, Q4_0 or Q5_0 slab
+// (groups of 32, a float16 scale each, no offsets) on AVX-512 VNNI, the kernel widening
 // the stored scales as it joins each group: a formed scale row
 // (formScales) cost 9% of a Gemma-3-1B Q8_0 batch-1 step, its first read
 // of the scales stalling outside the kernel's prefetched stream (notes
@@ -103,14 +110,14 @@ func limbSlabStored(w *quant, y []float32, rec []byte, j0 int) bool {
 		limbSlabFactored(w, y, rec, j0)
 		return true
 	}
-	if !useVNNI || w.bits != 8 || w.g.Factored || w.dm != nil || w.g.Size != limbRows {
+	if !useVNNI || limbKernelsH[w.bits-4] == nil || w.g.Factored || w.dm != nil || w.g.Size != limbRows {
 		return false
 	}
 	groups := w.k / limbRows
 	blocks := w.slabBlocks(j0, groups)
 	d := w.d[w.blockIndex(0, j0):][:groups*slab]
 	_, _ = y[slab-1], rec[groups*limbRecord-1]
-	limbsQ8HAVX512(&y[0], &blocks[0], &rec[0], &d[0], nil, groups, 0)
+	limbKernelsH[w.bits-4](&y[0], &blocks[0], &rec[0], &d[0], nil, groups, 0)
 	return true
 }
 

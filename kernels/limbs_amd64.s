@@ -182,3 +182,20 @@ TEXT ·limbsQ5FAVX512(SB), NOSPLIT, $0-80
 TEXT ·limbsQ6FAVX512(SB), NOSPLIT, $0-80
 	ARGSF(0x30303030)
 	GROUPSF(q6fgroup, q6fwhole, q6fnext, HIGH6A, OCT6A, OCT6B, HIGH6B, OCT6A, OCT6B, 1536)
+
+// func limbsQ4HAVX512(y *float32, q *byte, rec *byte, s *uint16, o *float32, groups, half int)
+//
+// limbsQ8HAVX512 for Q4_0's slabs (float16 scales as stored, groups of
+// 32, no offsets): Gemma 3's QAT files are Q4_0.
+TEXT ·limbsQ4HAVX512(SB), NOSPLIT, $0-56
+	ARGS(0)
+	LIMBGROUPS(q4hgroup, q4hwhole, q4hnext, SCALE512, INIT, FINH, NOHIGH, OCT4, OCT4, NOHIGH, OCT4, OCT4, 1024, STEP1)
+	DONE
+
+// func limbsQ5HAVX512(y *float32, q *byte, rec *byte, s *uint16, o *float32, groups, half int)
+//
+// limbsQ8HAVX512 for Q5_0's slabs.
+TEXT ·limbsQ5HAVX512(SB), NOSPLIT, $0-56
+	ARGS(0x10101010)
+	LIMBGROUPS(q5hgroup, q5hwhole, q5hnext, SCALE512, INIT, FINH, HIGH5, OCT5, OCT5, NOHIGH, OCT5R, OCT5R, 1280, STEP1)
+	DONE

@@ -333,8 +333,12 @@ func BenchmarkMatmulDecodeQuant(b *testing.B) {
 		for _, c := range []struct {
 			bits  ggmlnum.Groups
 			group int
-		}{{sixBits, 16}, {sixBits, 32}, {fiveBits, 32}, {fourBits, 32}, {eightBits, 32}} {
-			b.Run(fmt.Sprintf("N=%d/bits=%d/g%d", N, c.bits.Bits, c.group), func(b *testing.B) {
+		}{{sixBits, 16}, {sixBits, 32}, {fiveBits, 32}, {fourBits, 32}, {eightBits, 32}, {q40Bits, 32}, {q50Bits, 32}} {
+			name := fmt.Sprintf("N=%d/bits=%d/g%d", N, c.bits.Bits, c.group)
+			if !c.bits.Factored && c.bits.Bits < 8 {
+				name += "/unfactored" // Q4_0, Q5_0
+			}
+			b.Run(name, func(b *testing.B) {
 				r := rand.New(rand.NewPCG(1, 1))
 				const K = 768
 				n := randomQuant(r, N, K, c.group, false, c.bits)
