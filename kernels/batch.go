@@ -17,14 +17,13 @@ type Product struct {
 // the limb records of X's rows, split once: an expert's gate and up.
 func MatMulBatch(ps []Product) {
 	type split struct {
-		x        []float32
-		M, K     int
-		min      int8
-		size     int
-		at       int // offset of its records in rec
-		row0     int // its first row in the batch's split work
-		per      int // bytes of a row's records
-		products []int
+		x    []float32
+		M, K int
+		min  int8
+		size int
+		at   int // offset of its records in rec
+		row0 int // its first row in the batch's split work
+		per  int // bytes of a row's records
 	}
 	var splits []split
 	recOf := make([]int, len(ps)) // the split of each quantised product

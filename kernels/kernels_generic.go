@@ -35,6 +35,7 @@ func gemmTiles(c []float32, ldc int, a []float32, lda int, b []float32, ldb int,
 // Add: dst[i] += src[i] for i < len(src).
 func Add(dst, src []float32) { addGeneric(dst, src) }
 
+// prefetchBytes: pure Go has no prefetch; nothing.
 func prefetchBytes(p *byte, n int) {}
 
 // AddScaled: dst[i] += float32(src[i]·s) for i < len(src), unfused.
