@@ -17,7 +17,7 @@
 // kernels_generic.go is the pure-Go build's dispatch. The assembly is one file a kernel family: panels_amd64.s
 // (float32, float16 and bfloat16 panels), tiles_amd64.s (prefill's
 // register tiles), float16_amd64.s (widening float16 and bfloat16; the
-// one instruction the 16-bit twins differ by in half_amd64.h), quant_amd64.s (quantised groups' scales),
+// one instruction the 16-bit twins differ by in half_amd64.h), quant_amd64.s (quantised groups' scales, and prefetching them),
 // limbs_amd64.s, limbs_rows2_amd64.s, limbs_avx2_amd64.s and
 // limbs_avx2w_amd64.s (limb products: AVX-512 VNNI, one row and two;
 // AVX2 on bytes, and on words for 8 bits; their group loop in
@@ -31,5 +31,6 @@
 // parallel.go);
 // the quantised and slabbed layouts and limb products (quant.go,
 // limbs.go, slabs.go); Matrix
-// (matrix.go); the products (matmul.go, then matmul_t.go).
+// (matrix.go); the products (matmul.go, then matmul_t.go, and batch.go:
+// many products in one sharing-out over the cores).
 package kernels
