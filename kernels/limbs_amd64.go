@@ -113,30 +113,24 @@ func limbSlabStored(w *quant, y []float32, rec []byte, j0 int) bool {
 	if !useVNNI || limbKernelsH[w.bits-4] == nil || w.g.Factored || w.dm != nil || w.g.Size != limbRows {
 		return false
 	}
-	groups := w.k / limbRows
-	blocks := w.slabBlocks(j0, groups)
+	blocks, groups, _ := slabOperands(w, j0, rec)
 	d := w.d[w.blockIndex(0, j0):][:groups*slab]
-	_, _ = y[slab-1], rec[groups*limbRecord-1]
+	_ = y[slab-1]
 	limbKernelsH[w.bits-4](&y[0], &blocks[0], &rec[0], &d[0], nil, groups, 0)
 	return true
 }
 
 // limbSlabFactored is limbSlabStored for a k-quant's slab.
 func limbSlabFactored(w *quant, y []float32, rec []byte, j0 int) {
-	groups := w.k / limbRows
-	blocks := w.slabBlocks(j0, groups)
+	blocks, groups, half := slabOperands(w, j0, rec)
 	at, d := w.groupIndex(0, j0), w.blockIndex(0, j0)
 	G, B := w.k/w.g.Size, w.k/w.g.Super
-	_, _, _, _ = y[slab-1], rec[groups*limbRecord-1], w.a[at+G*slab-1], w.d[d+B*slab-1]
+	_, _, _ = y[slab-1], w.a[at+G*slab-1], w.d[d+B*slab-1]
 	var b *int8
 	var dm *uint16
 	if w.b != nil {
 		_, _ = w.b[at+G*slab-1], w.dm[d+B*slab-1]
 		b, dm = &w.b[at], &w.dm[d]
-	}
-	half := 0
-	if w.g.Size == 16 {
-		half = 1
 	}
 	limbKernelsF[w.bits-4](&y[0], &blocks[0], &rec[0], &w.a[at], b, &w.d[d], dm, groups, half, w.g.Super/w.g.Size)
 }
@@ -145,6 +139,17 @@ func limbSlabFactored(w *quant, y []float32, rec []byte, j0 int) {
 // of each row, the scale and offset rows) and returns the slab's blocks
 // at column j0, the activation groups and the kernels' half flag.
 func limbOperands(w *quant, s, o []float32, j0 int, recs ...[]byte) (blocks []byte, groups, half int) {
+	blocks, groups, half = slabOperands(w, j0, recs...)
+	_ = s[w.k/w.g.Size*slab-1]
+	if o != nil {
+		_ = o[w.k/w.g.Size*slab-1]
+	}
+	return blocks, groups, half
+}
+
+// slabOperands is limbOperands without the scale rows (for the kernels
+// that read the stored factors).
+func slabOperands(w *quant, j0 int, recs ...[]byte) (blocks []byte, groups, half int) {
 	groups = w.k / limbRows
 	blocks = w.slabBlocks(j0, groups)
 	if w.g.Size == 16 {
@@ -152,10 +157,6 @@ func limbOperands(w *quant, s, o []float32, j0 int, recs ...[]byte) (blocks []by
 	}
 	for _, rec := range recs {
 		_ = rec[groups*limbRecord-1]
-	}
-	_ = s[w.k/w.g.Size*slab-1]
-	if o != nil {
-		_ = o[w.k/w.g.Size*slab-1]
 	}
 	return blocks, groups, half
 }
