@@ -5,6 +5,7 @@ package kernels
 import (
 	"bytes"
 	"encoding/binary"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"testing"
@@ -39,28 +40,11 @@ func TestScaleRowsAVX2(t *testing.T) {
 // slabs, and activations that test the split: a group of zeros, one with
 // a NaN, one with an infinity, tiny (subnormal) and huge ones.
 func TestLimbKernels(t *testing.T) {
-	type kern struct {
-		name            string
-		avx2, vnni, amx bool
-	}
-	var kerns []kern
-	if useAVX2 {
-		kerns = append(kerns, kern{"AVX2", true, false, false})
-	}
-	if useVNNI {
-		kerns = append(kerns, kern{"AVX-512 VNNI", true, true, false})
-	}
-	if useAMX {
-		kerns = append(kerns, kern{"AMX", true, true, true})
-	}
-	if len(kerns) == 0 {
-		t.Skip("no AVX2 on this CPU")
-	}
+	kerns := limbKernelSets(t)
 	r := rand.New(rand.NewPCG(19, 20))
 	for _, s := range quantShapes {
 		for _, c := range typeCases {
 			n := randomQuant(r, s.N, s.K, s.group, c.offset, c.bits)
-			w := n.matrix(t, false)
 			x := randSlice(r, s.M*s.K)
 			for i, scale := range []float32{0, 1e-41, 1e-30, 1e30} {
 				if g := 32 * (i + 1); g+32 <= len(x) {
@@ -72,22 +56,81 @@ func TestLimbKernels(t *testing.T) {
 			if len(x) >= 256 {
 				x[170], x[230] = float32(math.NaN()), float32(math.Inf(-1))
 			}
-			dst0 := randSlice(r, s.M*s.N)
-			want := slicesClone(dst0)
-			avx2, vnni, amx := useAVX2, useVNNI, useAMX
-			useAVX2, useVNNI, useAMX = false, false, false
-			MatMulAcc(want, x, w, s.M, s.K, s.N)
-			for _, k := range kerns {
-				useAVX2, useVNNI, useAMX = k.avx2, k.vnni, k.amx
-				dst := slicesClone(dst0)
-				MatMulAcc(dst, x, w, s.M, s.K, s.N)
-				for i := range want {
-					if math.Float32bits(want[i]) != math.Float32bits(dst[i]) && !(math.IsNaN(float64(want[i])) && math.IsNaN(float64(dst[i]))) {
-						t.Fatalf("%s: %+v offset=%t bits=%d [%d]: %g, want %g", k.name, s, c.offset, c.bits.Bits, i, dst[i], want[i])
-					}
-				}
+			checkLimbKernels(t, kerns, n, x, s.M, randSlice(r, s.M*s.N), fmt.Sprintf("%+v offset=%t bits=%d", s, c.offset, c.bits.Bits))
+		}
+	}
+}
+
+// TestLimbKernelsExtremes: the limb sums at their largest. Every integer
+// is its type's largest (u = 2^bits − 1) and every activation of a group
+// is the same, so every product has one sign: groups whose limbs m and l
+// are all −128 (h −32), all 127 (h 32), and h all ±64 (m and l 0). The
+// AVX2 byte kernels add pair sums in int16 for as many quads as cannot
+// overflow (limbs_avx2_amd64.s); one quad more would wrap here.
+func TestLimbKernelsExtremes(t *testing.T) {
+	kerns := limbKernelSets(t)
+	const M, K, N = 2, 256, 80
+	// x̃ = h·65536 + m·256 + l at shift 20: each a group's largest, in
+	// [2^21, 2^22) before rounding (the last rounds up to 2^22).
+	groups := []float32{-2130048, 2129791, -4194303.75, 4194303.75}
+	x := make([]float32, M*K)
+	for i := range x {
+		x[i] = groups[(i/limbRows)%len(groups)] / (1 << 20)
+	}
+	r := rand.New(rand.NewPCG(23, 24))
+	for _, c := range typeCases {
+		for _, group := range []int{16, 32} {
+			n := randomQuant(r, N, K, group, c.offset, c.bits)
+			for i := range n.q {
+				n.q[i] = int8(1<<c.bits.Bits - 1 + c.bits.Min)
 			}
-			useAVX2, useVNNI, useAMX = avx2, vnni, amx
+			checkLimbKernels(t, kerns, n, x, M, make([]float32, M*N), fmt.Sprintf("group=%d offset=%t bits=%d", group, c.offset, c.bits.Bits))
+		}
+	}
+}
+
+type limbKernelSet struct {
+	name            string
+	avx2, vnni, amx bool
+}
+
+// limbKernelSets: the limb kernels this CPU runs.
+func limbKernelSets(t *testing.T) []limbKernelSet {
+	var kerns []limbKernelSet
+	if useAVX2 {
+		kerns = append(kerns, limbKernelSet{"AVX2", true, false, false})
+	}
+	if useVNNI {
+		kerns = append(kerns, limbKernelSet{"AVX-512 VNNI", true, true, false})
+	}
+	if useAMX {
+		kerns = append(kerns, limbKernelSet{"AMX", true, true, true})
+	}
+	if len(kerns) == 0 {
+		t.Skip("no AVX2 on this CPU")
+	}
+	return kerns
+}
+
+// checkLimbKernels: x·n added to dst0 by each kernel set has the
+// generic code's bits.
+func checkLimbKernels(t *testing.T, kerns []limbKernelSet, n nativeQuant, x []float32, M int, dst0 []float32, what string) {
+	t.Helper()
+	w := n.matrix(t, false)
+	K, N := n.cols, n.rows
+	want := slicesClone(dst0)
+	avx2, vnni, amx := useAVX2, useVNNI, useAMX
+	defer func() { useAVX2, useVNNI, useAMX = avx2, vnni, amx }()
+	useAVX2, useVNNI, useAMX = false, false, false
+	MatMulAcc(want, x, w, M, K, N)
+	for _, k := range kerns {
+		useAVX2, useVNNI, useAMX = k.avx2, k.vnni, k.amx
+		dst := slicesClone(dst0)
+		MatMulAcc(dst, x, w, M, K, N)
+		for i := range want {
+			if math.Float32bits(want[i]) != math.Float32bits(dst[i]) && !(math.IsNaN(float64(want[i])) && math.IsNaN(float64(dst[i]))) {
+				t.Fatalf("%s: %s [%d]: %g, want %g", k.name, what, i, dst[i], want[i])
+			}
 		}
 	}
 }

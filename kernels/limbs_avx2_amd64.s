@@ -4,19 +4,26 @@
 #include "limbs_amd64.h"
 
 // The AVX2 kernels: the same products for CPUs without AVX-512 VNNI, one
-// 16-column strip at a time (two 8-lane halves), VPMADDUBSW and VPMADDWD
-// (by ones) in place of VPDPBUSD: the byte products' pair sums fit int16
-// exactly for integers below 64 (2·63·128 < 2^15); 8-bit integers, which
-// do not, are limbs_avx2w_amd64.s's, in words. Each takes
+// 16-column strip at a time (two 8-lane halves), VPMADDUBSW in place of
+// VPDPBUSD: the byte products' pair sums fit int16 exactly for integers
+// below 64 (2·63·128 < 2^15); 8-bit integers, which do not, are
+// limbs_avx2w_amd64.s's, in words. The 5- and 6-bit kernels widen each
+// quad's pair sums by VPMADDWD (by ones) and add them in int32. The 4-bit
+// kernel adds them in int16 (VPADDW) for a whole weight group and widens
+// them once: a pair sum is at most 2·15·128 in magnitude, so a group's 8
+// quads stay within 30720 < 2^15, the same integers for one multiply a
+// limb and quad where there were two; 1.2x here (notes 46). For 5 and 6
+// bits the sums would have to be widened every 4 and 2 quads, into acc,
+// which measured level. Each takes
 //
 //	func(y *float32, q *byte, rec *byte, s, o *float32, acc *float32, groups, half int)
 //
-// acc 16 floats of scratch (of the 64 the 8-bit kernel needs). Y0-Y5 hold the limb sums (half 0's high,
-// middle, low in Y0-Y2, half 1's in Y3-Y5), Y6-Y8 a quad's three limbs
-// broadcast, Y9 and Y10 its integers, Y12 ones (int16), Y13 0x0f in every
-// byte, Y14 and Y15 a loaded oct. R15 counts the strips, R10 is the
-// strip's byte offset (16 columns: 64 bytes of a vector and of a row of
-// floats alike).
+// acc 16 floats of scratch (of the 64 the 8-bit kernel needs). Y0-Y5 hold
+// the limb sums (half 0's high, middle, low in Y0-Y2, half 1's in Y3-Y5),
+// Y6-Y8 a quad's three limbs broadcast, Y9 and Y10 its integers, Y11 a
+// product, Y12 ones (int16), Y13 0x0f in every byte, Y14 and Y15 a loaded
+// oct. R15 counts the strips, R10 is the strip's byte offset (16 columns:
+// 64 bytes of a vector and of a row of floats alike).
 
 #define ARGS2 \
 	MOVL $0x00010001, AX; VMOVQ AX, X12; VPBROADCASTD X12, Y12; \
@@ -31,20 +38,29 @@
 	MOVQ groups+48(FP), CX; MOVQ acc+40(FP), DI; \
 	VPXOR Y6, Y6, Y6; VMOVUPS Y6, (DI); VMOVUPS Y6, 32(DI)
 
-// INIT2 starts the six sums at the corrections at off in the record.
+// INIT2 starts the 4-bit kernel's six int16 sums at zero (FIN2 adds the
+// corrections at off in the record once they are widened); INIT2W starts
+// the other kernels' int32 sums at the corrections.
 #define INIT2(off) \
+	VPXOR Y0, Y0, Y0; VPXOR Y1, Y1, Y1; VPXOR Y2, Y2, Y2; \
+	VPXOR Y3, Y3, Y3; VPXOR Y4, Y4, Y4; VPXOR Y5, Y5, Y5
+#define INIT2W(off) \
 	VPBROADCASTD off(DX), Y0; VPBROADCASTD off+4(DX), Y1; VPBROADCASTD off+8(DX), Y2; \
 	VMOVDQU Y0, Y3; VMOVDQU Y1, Y4; VMOVDQU Y2, Y5
 
 // LIMBS2 broadcasts the limbs of rows 4i..4i+3 (lo = 4i).
 #define LIMBS2(lo) VPBROADCASTD lo(DX), Y6; VPBROADCASTD lo+32(DX), Y7; VPBROADCASTD lo+64(DX), Y8
 
-// DOT2 adds u·limb for the integers in Y9 (half 0) and Y10 (half 1), the
-// pair sums widened by wt (ones).
-#define DOT1(u, l, wt, a) VPMADDUBSW l, u, Y11; VPMADDWD wt, Y11, Y11; VPADDD Y11, a, a
-#define DOT2(wt) \
-	DOT1(Y9, Y6, wt, Y0); DOT1(Y9, Y7, wt, Y1); DOT1(Y9, Y8, wt, Y2); \
-	DOT1(Y10, Y6, wt, Y3); DOT1(Y10, Y7, wt, Y4); DOT1(Y10, Y8, wt, Y5)
+// DOT2 adds u·limb's pair sums for the integers in Y9 (half 0) and Y10
+// (half 1) to the int16 sums, DOT2W widened (by ones) to the int32 ones.
+#define DOT1(u, l, a) VPMADDUBSW l, u, Y11; VPADDW Y11, a, a
+#define DOT2 \
+	DOT1(Y9, Y6, Y0); DOT1(Y9, Y7, Y1); DOT1(Y9, Y8, Y2); \
+	DOT1(Y10, Y6, Y3); DOT1(Y10, Y7, Y4); DOT1(Y10, Y8, Y5)
+#define DOT1W(u, l, a) VPMADDUBSW l, u, Y11; VPMADDWD Y12, Y11, Y11; VPADDD Y11, a, a
+#define DOT2W \
+	DOT1W(Y9, Y6, Y0); DOT1W(Y9, Y7, Y1); DOT1W(Y9, Y8, Y2); \
+	DOT1W(Y10, Y6, Y3); DOT1W(Y10, Y7, Y4); DOT1W(Y10, Y8, Y5)
 
 // LO2, HI2: the low and high nibbles of the oct in Y14, Y15.
 #define LO2 VPAND Y13, Y14, Y9; VPAND Y13, Y15, Y10
@@ -60,10 +76,10 @@
 	PF(off); VMOVDQU off(SI), Y11; sh $n, Y11, Y11; VPAND hmask, Y11, Y11; VPOR Y11, Y9, Y9; \
 	VMOVDQU off+32(SI), Y11; sh $n, Y11, Y11; VPAND hmask, Y11, Y11; VPOR Y11, Y10, Y10
 
-#define OCT4AVX2(o) OCTLOAD2(o*256); LO2; LIMBS2(8*o); DOT2(Y12); HI2; LIMBS2(8*o+4); DOT2(Y12)
+#define OCT4AVX2(o) OCTLOAD2(o*256); LO2; LIMBS2(8*o); DOT2; HI2; LIMBS2(8*o+4); DOT2
 #define OCTHAVX2(o, at, plane, hmask, sa, na, sb, nb) \
-	OCTLOAD2(at); LO2; HB2(plane, sa, na, hmask); LIMBS2(8*o); DOT2(Y12); \
-	HI2; HB2(plane, sb, nb, hmask); LIMBS2(8*o+4); DOT2(Y12)
+	OCTLOAD2(at); LO2; HB2(plane, sa, na, hmask); LIMBS2(8*o); DOT2W; \
+	HI2; HB2(plane, sb, nb, hmask); LIMBS2(8*o+4); DOT2W
 #define OCT5AVX2(o) OCTHAVX2(o, 256+o*256, 0, ·limbBit4(SB), VPSLLW, 4-2*o, VPSLLW, 3-2*o)
 #define OCT5RAVX2(o) OCTHAVX2(o, 256+o*256, 0, ·limbBit4(SB), VPSRLW, 2*o-4, VPSRLW, 2*o-3)
 #define OCT6AAVX2(o) OCTHAVX2(o, o*384+256, o*384, ·limbBits45(SB), VPSLLW, 4, VPSLLW, 2)
@@ -78,17 +94,25 @@
 	VBROADCASTSS 120(DX), Y11; VMULPS h*32(R8), Y11, Y11; \
 	VMOVUPS h*32(DI), Y6; VFMADD231PS Y11, ah, Y6; VMOVUPS Y6, h*32(DI)
 #define OFFS2(h) VMOVUPS h*32(DI), Y6; VFMADD231PS h*32(R9), Y11, Y6; VMOVUPS Y6, h*32(DI)
-#define FIN2(off) \
+#define FIN2W(off) \
 	JOIN2(0, Y0, Y1, Y2); JOIN2(1, Y3, Y4, Y5); \
 	ADDQ $256, R8; TESTQ R9, R9; JZ 9(PC); \
 	VBROADCASTSS off(DX), Y11; OFFS2(0); OFFS2(1); ADDQ $256, R9
+// FIN2 widens the int16 sums and adds the corrections (at 96 for the sums
+// at 124, at 108 for those at 128: 3·off − 276) first.
+#define CORR2(c, a, b) VPBROADCASTD c(DX), Y11; VPADDD Y11, a, a; VPADDD Y11, b, b
+#define FIN2(off) \
+	VPMADDWD Y12, Y0, Y0; VPMADDWD Y12, Y1, Y1; VPMADDWD Y12, Y2, Y2; \
+	VPMADDWD Y12, Y3, Y3; VPMADDWD Y12, Y4, Y4; VPMADDWD Y12, Y5, Y5; \
+	CORR2(3*off-276, Y0, Y3); CORR2(3*off-272, Y1, Y4); CORR2(3*off-268, Y2, Y5); \
+	FIN2W(off)
 
 // GROUPS2 is GROUPS for one strip, then the strip's acc added to y and
 // the next strip.
-#define GROUPS2(strip, group, whole, next, O0, O1, O2, O3, bytes) \
+#define GROUPS2(strip, group, whole, next, INITM, FINM, O0, O1, O2, O3, bytes) \
 strip: \
 	STRIP2; \
-	LIMBGROUPS(group, whole, next, NOHIGH, INIT2, FIN2, NOHIGH, O0, O1, NOHIGH, O2, O3, bytes, STEP1); \
+	LIMBGROUPS(group, whole, next, NOHIGH, INITM, FINM, NOHIGH, O0, O1, NOHIGH, O2, O3, bytes, STEP1); \
 	MOVQ y+0(FP), AX; ADDQ R10, AX; \
 	VMOVUPS (DI), Y6; VADDPS (AX), Y6, Y6; VMOVUPS Y6, (AX); \
 	VMOVUPS 32(DI), Y6; VADDPS 32(AX), Y6, Y6; VMOVUPS Y6, 32(AX); \
@@ -98,14 +122,14 @@ strip: \
 // func limbsQ4AVX2(y *float32, q *byte, rec *byte, s, o *float32, acc *float32, groups, half int)
 TEXT ·limbsQ4AVX2(SB), NOSPLIT, $0-64
 	ARGS2
-	GROUPS2(q4strip, q4group, q4whole, q4next, OCT4AVX2, OCT4AVX2, OCT4AVX2, OCT4AVX2, 1024)
+	GROUPS2(q4strip, q4group, q4whole, q4next, INIT2, FIN2, OCT4AVX2, OCT4AVX2, OCT4AVX2, OCT4AVX2, 1024)
 
 // func limbsQ5AVX2(y *float32, q *byte, rec *byte, s, o *float32, acc *float32, groups, half int)
 TEXT ·limbsQ5AVX2(SB), NOSPLIT, $0-64
 	ARGS2
-	GROUPS2(q5strip, q5group, q5whole, q5next, OCT5AVX2, OCT5AVX2, OCT5RAVX2, OCT5RAVX2, 1280)
+	GROUPS2(q5strip, q5group, q5whole, q5next, INIT2W, FIN2W, OCT5AVX2, OCT5AVX2, OCT5RAVX2, OCT5RAVX2, 1280)
 
 // func limbsQ6AVX2(y *float32, q *byte, rec *byte, s, o *float32, acc *float32, groups, half int)
 TEXT ·limbsQ6AVX2(SB), NOSPLIT, $0-64
 	ARGS2
-	GROUPS2(q6strip, q6group, q6whole, q6next, OCT6AAVX2, OCT6BAVX2, OCT6AAVX2, OCT6BAVX2, 1536)
+	GROUPS2(q6strip, q6group, q6whole, q6next, INIT2W, FIN2W, OCT6AAVX2, OCT6BAVX2, OCT6AAVX2, OCT6BAVX2, 1536)
