@@ -44,6 +44,14 @@
 #define INIT2(off) \
 	VPXOR Y0, Y0, Y0; VPXOR Y1, Y1, Y1; VPXOR Y2, Y2, Y2; \
 	VPXOR Y3, Y3, Y3; VPXOR Y4, Y4, Y4; VPXOR Y5, Y5, Y5
+#define INIT5(off) \
+	INIT2(off); VMOVDQU Y0, 64(DI); VMOVDQU Y0, 96(DI); VMOVDQU Y0, 128(DI); VMOVDQU Y0, 160(DI)
+// MID5: the 5-bit kernel's sums of m and l, after 4 quads (4·2·31·128 =
+// 31744), widened into acc, which FIN5 adds (INIT5 zeroes it for a
+// weight group of 16, which has no MID5). h's, at most 2·31·64 a pair,
+// take the whole group.
+#define HALF2(a, at) VPMADDWD Y12, a, Y11; VMOVDQU Y11, at(DI); VPXOR a, a, a
+#define MID5 HALF2(Y1, 64); HALF2(Y2, 96); HALF2(Y4, 128); HALF2(Y5, 160)
 #define INIT2W(off) \
 	VPBROADCASTD off(DX), Y0; VPBROADCASTD off+4(DX), Y1; VPBROADCASTD off+8(DX), Y2; \
 	VMOVDQU Y0, Y3; VMOVDQU Y1, Y4; VMOVDQU Y2, Y5
@@ -77,13 +85,13 @@
 	VMOVDQU off+32(SI), Y11; sh $n, Y11, Y11; VPAND hmask, Y11, Y11; VPOR Y11, Y10, Y10
 
 #define OCT4AVX2(o) OCTLOAD2(o*256); LO2; LIMBS2(8*o); DOT2; HI2; LIMBS2(8*o+4); DOT2
-#define OCTHAVX2(o, at, plane, hmask, sa, na, sb, nb) \
-	OCTLOAD2(at); LO2; HB2(plane, sa, na, hmask); LIMBS2(8*o); DOT2W; \
-	HI2; HB2(plane, sb, nb, hmask); LIMBS2(8*o+4); DOT2W
-#define OCT5AVX2(o) OCTHAVX2(o, 256+o*256, 0, ·limbBit4(SB), VPSLLW, 4-2*o, VPSLLW, 3-2*o)
-#define OCT5RAVX2(o) OCTHAVX2(o, 256+o*256, 0, ·limbBit4(SB), VPSRLW, 2*o-4, VPSRLW, 2*o-3)
-#define OCT6AAVX2(o) OCTHAVX2(o, o*384+256, o*384, ·limbBits45(SB), VPSLLW, 4, VPSLLW, 2)
-#define OCT6BAVX2(o) OCTHAVX2(o, o*384+128, o*384-384, ·limbBits45(SB), VPSLLW, 0, VPSRLW, 2)
+#define OCTHAVX2(o, at, plane, hmask, sa, na, sb, nb, DOT) \
+	OCTLOAD2(at); LO2; HB2(plane, sa, na, hmask); LIMBS2(8*o); DOT; \
+	HI2; HB2(plane, sb, nb, hmask); LIMBS2(8*o+4); DOT
+#define OCT5AVX2(o) OCTHAVX2(o, 256+o*256, 0, ·limbBit4(SB), VPSLLW, 4-2*o, VPSLLW, 3-2*o, DOT2)
+#define OCT5RAVX2(o) OCTHAVX2(o, 256+o*256, 0, ·limbBit4(SB), VPSRLW, 2*o-4, VPSRLW, 2*o-3, DOT2)
+#define OCT6AAVX2(o) OCTHAVX2(o, o*384+256, o*384, ·limbBits45(SB), VPSLLW, 4, VPSLLW, 2, DOT2W)
+#define OCT6BAVX2(o) OCTHAVX2(o, o*384+128, o*384-384, ·limbBits45(SB), VPSLLW, 0, VPSRLW, 2, DOT2W)
 
 // FIN2 joins a weight group's sums (half h in Y(3h)..Y(3h+2)) and adds
 // them to acc, as FIN.
@@ -99,20 +107,24 @@
 	ADDQ $256, R8; TESTQ R9, R9; JZ 9(PC); \
 	VBROADCASTSS off(DX), Y11; OFFS2(0); OFFS2(1); ADDQ $256, R9
 // FIN2 widens the int16 sums and adds the corrections (at 96 for the sums
-// at 124, at 108 for those at 128: 3·off − 276) first.
+// at 124, at 108 for those at 128: 3·off − 276) first; FIN5 also adds
+// the 5-bit kernel's first half of m and l (MID5).
 #define CORR2(c, a, b) VPBROADCASTD c(DX), Y11; VPADDD Y11, a, a; VPADDD Y11, b, b
-#define FIN2(off) \
+#define WIDE2(off) \
 	VPMADDWD Y12, Y0, Y0; VPMADDWD Y12, Y1, Y1; VPMADDWD Y12, Y2, Y2; \
 	VPMADDWD Y12, Y3, Y3; VPMADDWD Y12, Y4, Y4; VPMADDWD Y12, Y5, Y5; \
-	CORR2(3*off-276, Y0, Y3); CORR2(3*off-272, Y1, Y4); CORR2(3*off-268, Y2, Y5); \
+	CORR2(3*off-276, Y0, Y3); CORR2(3*off-272, Y1, Y4); CORR2(3*off-268, Y2, Y5)
+#define FIN2(off) WIDE2(off); FIN2W(off)
+#define FIN5(off) \
+	WIDE2(off); VPADDD 64(DI), Y1, Y1; VPADDD 96(DI), Y2, Y2; VPADDD 128(DI), Y4, Y4; VPADDD 160(DI), Y5, Y5; \
 	FIN2W(off)
 
 // GROUPS2 is GROUPS for one strip, then the strip's acc added to y and
 // the next strip.
-#define GROUPS2(strip, group, whole, next, INITM, FINM, O0, O1, O2, O3, bytes) \
+#define GROUPS2(strip, group, whole, next, INITM, FINM, O0, O1, MID, O2, O3, bytes) \
 strip: \
 	STRIP2; \
-	LIMBGROUPS(group, whole, next, NOHIGH, INITM, FINM, NOHIGH, O0, O1, NOHIGH, O2, O3, bytes, STEP1); \
+	LIMBGROUPS(group, whole, next, NOHIGH, INITM, FINM, NOHIGH, O0, O1, MID, O2, O3, bytes, STEP1); \
 	MOVQ y+0(FP), AX; ADDQ R10, AX; \
 	VMOVUPS (DI), Y6; VADDPS (AX), Y6, Y6; VMOVUPS Y6, (AX); \
 	VMOVUPS 32(DI), Y6; VADDPS 32(AX), Y6, Y6; VMOVUPS Y6, 32(AX); \
@@ -122,14 +134,14 @@ strip: \
 // func limbsQ4AVX2(y *float32, q *byte, rec *byte, s, o *float32, acc *float32, groups, half int)
 TEXT ·limbsQ4AVX2(SB), NOSPLIT, $0-64
 	ARGS2
-	GROUPS2(q4strip, q4group, q4whole, q4next, INIT2, FIN2, OCT4AVX2, OCT4AVX2, OCT4AVX2, OCT4AVX2, 1024)
+	GROUPS2(q4strip, q4group, q4whole, q4next, INIT2, FIN2, OCT4AVX2, OCT4AVX2, NOHIGH, OCT4AVX2, OCT4AVX2, 1024)
 
 // func limbsQ5AVX2(y *float32, q *byte, rec *byte, s, o *float32, acc *float32, groups, half int)
 TEXT ·limbsQ5AVX2(SB), NOSPLIT, $0-64
 	ARGS2
-	GROUPS2(q5strip, q5group, q5whole, q5next, INIT2W, FIN2W, OCT5AVX2, OCT5AVX2, OCT5RAVX2, OCT5RAVX2, 1280)
+	GROUPS2(q5strip, q5group, q5whole, q5next, INIT5, FIN5, OCT5AVX2, OCT5AVX2, MID5, OCT5RAVX2, OCT5RAVX2, 1280)
 
 // func limbsQ6AVX2(y *float32, q *byte, rec *byte, s, o *float32, acc *float32, groups, half int)
 TEXT ·limbsQ6AVX2(SB), NOSPLIT, $0-64
 	ARGS2
-	GROUPS2(q6strip, q6group, q6whole, q6next, INIT2W, FIN2W, OCT6AAVX2, OCT6BAVX2, OCT6AAVX2, OCT6BAVX2, 1536)
+	GROUPS2(q6strip, q6group, q6whole, q6next, INIT2W, FIN2W, OCT6AAVX2, OCT6BAVX2, NOHIGH, OCT6AAVX2, OCT6BAVX2, 1536)
