@@ -53,6 +53,9 @@ func limbsQ6AVX2(y *float32, q *byte, rec *byte, s, o *float32, acc *float32, gr
 func limbsQ8AVX2(y *float32, q *byte, rec *byte, s, o *float32, acc *float32, groups, half int)
 
 //go:noescape
+func limbsQ8HAVX2(y *float32, q *byte, rec *byte, s *uint16, o *float32, acc *float32, groups, half int)
+
+//go:noescape
 func limbsQ4R2AVX512(y0, y1 *float32, q *byte, rec0, rec1 *byte, s, o *float32, groups, half int)
 
 //go:noescape
@@ -97,25 +100,31 @@ var (
 )
 
 // limbSlabStored is limbSlab on one row for a Q8_0, Q4_0 or Q5_0 slab
-// (groups of 32, a float16 scale each, no offsets) on AVX-512 VNNI, the kernel widening
-// the stored scales as it joins each group: a formed scale row
-// (formScales) cost 9% of a Gemma-3-1B Q8_0 batch-1 step, its first read
-// of the scales stalling outside the kernel's prefetched stream (notes
-// 43). A k-quant's slab (Q4_K, Q5_K, Q6_K) goes to the kernels that form
-// each group's scales from its factors (notes 45). The same values, so
-// the same bits. It says false, having done nothing, for any other slab
-// or CPU.
+// (groups of 32, a float16 scale each, no offsets) on AVX-512 VNNI, and
+// for a Q8_0 slab on AVX2, the kernel widening the stored scales as it
+// joins each group: a formed scale row (formScales) cost 9% of a
+// Gemma-3-1B Q8_0 batch-1 step, its first read of the scales stalling
+// outside the kernel's prefetched stream (notes 43, 46). A k-quant's slab
+// (Q4_K, Q5_K, Q6_K) goes to the kernels that form each group's scales
+// from its factors (notes 45). The same values, so the same bits. It says
+// false, having done nothing, for any other slab or CPU.
 func limbSlabStored(w *quant, y []float32, rec []byte, j0 int) bool {
 	if useVNNI && w.g.Factored && w.bits < 8 {
 		limbSlabFactored(w, y, rec, j0)
 		return true
 	}
-	if !useVNNI || limbKernelsH[w.bits-4] == nil || w.g.Factored || w.dm != nil || w.g.Size != limbRows {
+	avx2 := !useVNNI && useAVX2 && w.bits == 8 // the AVX2 word kernel's stored-scale form
+	if w.g.Factored || w.dm != nil || w.g.Size != limbRows || !avx2 && (!useVNNI || limbKernelsH[w.bits-4] == nil) {
 		return false
 	}
 	blocks, groups, _ := slabOperands(w, j0, rec)
 	d := w.d[w.blockIndex(0, j0):][:groups*slab]
 	_ = y[slab-1]
+	if avx2 {
+		var acc [slab]float32
+		limbsQ8HAVX2(&y[0], &blocks[0], &rec[0], &d[0], nil, &acc[0], groups, 0)
+		return true
+	}
 	limbKernelsH[w.bits-4](&y[0], &blocks[0], &rec[0], &d[0], nil, groups, 0)
 	return true
 }

@@ -44,14 +44,21 @@
 // kernels join theirs, with the corrections at corr in the record (min·Σh,
 // and 256·min·Σm + min·Σl for the low part), acc = fma(t, s·2^-shift, acc)
 // and, with offsets, acc = fma(Σ, o, acc) (the sum at sum in the record);
-// wg is the weight group's offset in the scale and offset rows.
-#define FINW(corr, sum, wg) \
+// wg is the weight group's offset in the scale and offset rows. SCALE
+// multiplies Y10 by the weight group's scales: SCALEF's float32 row, or
+// SCALEH's float16 scales as a Q8_0 file stores them, widened here (the
+// same values, so the same bits: limbsQ8HAVX2).
+#define SCALEF(wg) VMULPS wg(R12), Y10, Y10
+#define SCALEH(wg) VCVTPH2PS wg/2(R12), Y7; VMULPS Y7, Y10, Y10
+#define FINW(corr, sum, wg) FINWS(corr, sum, wg, SCALEF)
+#define FINWH(corr, sum, wg) FINWS(corr, sum, wg, SCALEH)
+#define FINWS(corr, sum, wg, SCALE) \
 	PAIRS(Y0, Y1); VPBROADCASTD corr(DX), Y10; VPADDD Y10, Y0, Y0; \
 	PAIRS(Y2, Y3); VPMADDWD ·limbWordOnes(SB), Y4, Y4; VPSLLD $7, Y4, Y4; VPSUBD Y4, Y2, Y2; \
 	MOVL corr+4(DX), AX; SHLL $8, AX; ADDL corr+8(DX), AX; VMOVQ AX, X10; VPBROADCASTD X10, Y10; VPADDD Y10, Y2, Y2; \
 	VCVTDQ2PS Y2, Y2; VCVTDQ2PS Y0, Y0; \
 	VBROADCASTSS ·limbC65536(SB), Y10; VFMADD213PS Y2, Y10, Y0; \
-	VBROADCASTSS 120(DX), Y10; VMULPS wg(R12), Y10, Y10; \
+	VBROADCASTSS 120(DX), Y10; SCALE(wg); \
 	VMOVUPS (R14), Y7; VFMADD231PS Y10, Y0, Y7; \
 	TESTQ R9, R9; JZ 3(PC); \
 	VBROADCASTSS sum(DX), Y10; VFMADD231PS wg(R13), Y10, Y7; \
@@ -69,8 +76,9 @@
 // eight passes of 8 columns (with half set the first four quads are one
 // weight group and the last four another): QUADS adds four quads, FIN
 // ends a weight group, AT sets the pass's other pointers, STEP moves the
-// records to the next group's.
-#define GROUPSW(QUADS, FIN, AT, STEP) \
+// records to the next group's, sbytes is a weight group's bytes of scales
+// (256 floats, or 128 for float16: then there are no offsets).
+#define GROUPSW(QUADS, FIN, AT, STEP, sbytes) \
 group: \
 	PFGROUP; XORQ R10, R10; MOVQ $8, R15; \
 pass: \
@@ -84,11 +92,12 @@ whole: \
 next: \
 	ADDQ $32, R10; DECQ R15; JNZ pass; \
 	ADDQ $2048, SI; STEP; \
-	MOVQ $256, AX; TESTQ BX, BX; JZ 2(PC); ADDQ AX, AX; \
+	MOVQ $sbytes, AX; TESTQ BX, BX; JZ 2(PC); ADDQ AX, AX; \
 	ADDQ AX, R8; TESTQ R9, R9; JZ 2(PC); ADDQ AX, R9; \
 	DECQ CX; JNZ group
 
 #define ACCAT1 LEAQ (DI)(R10*1), R14
+#define ACCAT1H ACCAT1; MOVQ R10, AX; SHRQ $1, AX; LEAQ (R8)(AX*1), R12
 #define ACCAT2
 #define STEPW1 ADDQ $288, DX
 #define STEPW2 ADDQ $288, DX; ADDQ $288, R14
@@ -103,7 +112,27 @@ TEXT ·limbsQ8AVX2(SB), NOSPLIT, $0-64
 	VMOVUPS Y0, (DI); VMOVUPS Y0, 32(DI); VMOVUPS Y0, 64(DI); VMOVUPS Y0, 96(DI)
 	VMOVUPS Y0, 128(DI); VMOVUPS Y0, 160(DI); VMOVUPS Y0, 192(DI); VMOVUPS Y0, 224(DI)
 
-	GROUPSW(QUADS4W, FINW, ACCAT1, STEPW1)
+	GROUPSW(QUADS4W, FINW, ACCAT1, STEPW1, 256)
+
+	MOVQ y+0(FP), AX
+	ADDACCW(0); ADDACCW(32); ADDACCW(64); ADDACCW(96); ADDACCW(128); ADDACCW(160); ADDACCW(192); ADDACCW(224)
+	VZEROUPPER
+	RET
+
+// func limbsQ8HAVX2(y *float32, q *byte, rec *byte, s *uint16, o *float32, acc *float32, groups, half int)
+//
+// limbsQ8AVX2 reading the scales as stored (float16, o nil): a row alone
+// on a Q8_0 slab, whose formed scale row (formScales) was a pass of its
+// own before the product (notes 43's JOINH, notes 46).
+TEXT ·limbsQ8HAVX2(SB), NOSPLIT, $0-64
+	MOVL $0x01010101, AX; VMOVQ AX, X15; VPBROADCASTD X15, Y15
+	MOVQ q+8(FP), SI; MOVQ rec+16(FP), DX; MOVQ s+24(FP), R8; XORQ R9, R9
+	MOVQ acc+40(FP), DI; MOVQ groups+48(FP), CX; MOVQ half+56(FP), BX
+	VPXOR Y0, Y0, Y0; VPXOR Y1, Y1, Y1; VPXOR Y2, Y2, Y2; VPXOR Y3, Y3, Y3; VPXOR Y4, Y4, Y4
+	VMOVUPS Y0, (DI); VMOVUPS Y0, 32(DI); VMOVUPS Y0, 64(DI); VMOVUPS Y0, 96(DI)
+	VMOVUPS Y0, 128(DI); VMOVUPS Y0, 160(DI); VMOVUPS Y0, 192(DI); VMOVUPS Y0, 224(DI)
+
+	GROUPSW(QUADS4W, FINWH, ACCAT1H, STEPW1, 128)
 
 	MOVQ y+0(FP), AX
 	ADDACCW(0); ADDACCW(32); ADDACCW(64); ADDACCW(96); ADDACCW(128); ADDACCW(160); ADDACCW(192); ADDACCW(224)
@@ -168,7 +197,7 @@ TEXT ·limbsQ8R2AVX2(SB), NOSPLIT, $0-80
 zero:
 	VMOVUPS Y0, (DI)(R10*1); ADDQ $32, R10; CMPQ R10, $512; JNE zero
 
-	GROUPSW(QUADS4W2, FINW2, ACCAT2, STEPW2)
+	GROUPSW(QUADS4W2, FINW2, ACCAT2, STEPW2, 256)
 
 	// y0 += acc[0:64], y1 += acc[64:128].
 	MOVQ y0+0(FP), AX
