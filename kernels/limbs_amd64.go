@@ -53,6 +53,12 @@ func limbsQ6AVX2(y *float32, q *byte, rec *byte, s, o *float32, acc *float32, gr
 func limbsQ8AVX2(y *float32, q *byte, rec *byte, s, o *float32, acc *float32, groups, half int)
 
 //go:noescape
+func limbsQ4HAVX2(y *float32, q *byte, rec *byte, s *uint16, o *float32, acc *float32, groups, half int)
+
+//go:noescape
+func limbsQ5HAVX2(y *float32, q *byte, rec *byte, s *uint16, o *float32, acc *float32, groups, half int)
+
+//go:noescape
 func limbsQ8HAVX2(y *float32, q *byte, rec *byte, s *uint16, o *float32, acc *float32, groups, half int)
 
 //go:noescape
@@ -95,14 +101,15 @@ var (
 	limbKernelsAVX2   = [...]func(y *float32, q *byte, rec *byte, s, o *float32, acc *float32, groups, half int){limbsQ4AVX2, limbsQ5AVX2, limbsQ6AVX2, nil, limbsQ8AVX2}
 	limbKernelsAVX512 = [...]func(y *float32, q *byte, rec *byte, s, o *float32, groups, half int){limbsQ4AVX512, limbsQ5AVX512, limbsQ6AVX512, nil, limbsQ8AVX512}
 	limbKernelsH      = [...]func(y *float32, q *byte, rec *byte, s *uint16, o *float32, groups, half int){limbsQ4HAVX512, limbsQ5HAVX512, nil, nil, limbsQ8HAVX512}
+	limbKernelsHAVX2  = [...]func(y *float32, q *byte, rec *byte, s *uint16, o *float32, acc *float32, groups, half int){limbsQ4HAVX2, limbsQ5HAVX2, nil, nil, limbsQ8HAVX2}
 	limbKernelsF      = [...]func(y *float32, q *byte, rec *byte, a, b *int8, d, dm *uint16, groups, half, per int){limbsQ4FAVX512, limbsQ5FAVX512, limbsQ6FAVX512}
 	limbKernelsRows2  = [...]func(y0, y1 *float32, q *byte, rec0, rec1 *byte, s, o *float32, groups, half int){limbsQ4R2AVX512, limbsQ5R2AVX512, limbsQ6R2AVX512, nil, limbsQ8R2AVX512}
 )
 
 // limbSlabStored is limbSlab on one row for a Q8_0, Q4_0 or Q5_0 slab
-// (groups of 32, a float16 scale each, no offsets) on AVX-512 VNNI, and
-// for a Q8_0 slab on AVX2, the kernel widening the stored scales as it
-// joins each group: a formed scale row (formScales) cost 9% of a
+// (groups of 32, a float16 scale each, no offsets) on AVX-512 VNNI or
+// AVX2, the kernel widening the stored scales as it joins each group: a
+// formed scale row (formScales) cost 9% of a
 // Gemma-3-1B Q8_0 batch-1 step, its first read of the scales stalling
 // outside the kernel's prefetched stream (notes 43, 46). A k-quant's slab
 // (Q4_K, Q5_K, Q6_K) goes to the kernels that form each group's scales
@@ -113,7 +120,7 @@ func limbSlabStored(w *quant, y []float32, rec []byte, j0 int) bool {
 		limbSlabFactored(w, y, rec, j0)
 		return true
 	}
-	avx2 := !useVNNI && useAVX2 && w.bits == 8 // the AVX2 word kernel's stored-scale form
+	avx2 := !useVNNI && useAVX2 && limbKernelsHAVX2[w.bits-4] != nil
 	if w.g.Factored || w.dm != nil || w.g.Size != limbRows || !avx2 && (!useVNNI || limbKernelsH[w.bits-4] == nil) {
 		return false
 	}
@@ -122,7 +129,7 @@ func limbSlabStored(w *quant, y []float32, rec []byte, j0 int) bool {
 	_ = y[slab-1]
 	if avx2 {
 		var acc [slab]float32
-		limbsQ8HAVX2(&y[0], &blocks[0], &rec[0], &d[0], nil, &acc[0], groups, 0)
+		limbKernelsHAVX2[w.bits-4](&y[0], &blocks[0], &rec[0], &d[0], nil, &acc[0], groups, 0)
 		return true
 	}
 	limbKernelsH[w.bits-4](&y[0], &blocks[0], &rec[0], &d[0], nil, groups, 0)

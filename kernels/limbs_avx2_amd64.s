@@ -31,10 +31,16 @@
 	MOVQ half+56(FP), BX; XORQ R10, R10; MOVQ $4, R15
 
 // STRIP2 sets up strip R10's pass: SI at its integers, DX at the records,
-// R8 (R9) at its scales (offsets), CX the groups, acc zeroed.
-#define STRIP2 \
+// R8 (R9) at its scales (offsets), CX the groups, acc zeroed. SOFF puts
+// R8 at the strip: SOFFF in a float32 scale row, SOFFH in float16 scales
+// as a Q4_0 or Q5_0 file stores them (the H kernels, which take no
+// offsets: a row alone on such a slab reads them there, as limbsQ8HAVX2
+// does, instead of a formed row).
+#define SOFFF ADDQ R10, R8
+#define SOFFH MOVQ R10, AX; SHRQ $1, AX; ADDQ AX, R8
+#define STRIP2(SOFF) \
 	MOVQ q+8(FP), SI; ADDQ R10, SI; MOVQ rec+16(FP), DX; \
-	MOVQ s+24(FP), R8; ADDQ R10, R8; MOVQ o+32(FP), R9; TESTQ R9, R9; JZ 2(PC); ADDQ R10, R9; \
+	MOVQ s+24(FP), R8; SOFF; MOVQ o+32(FP), R9; TESTQ R9, R9; JZ 2(PC); ADDQ R10, R9; \
 	MOVQ groups+48(FP), CX; MOVQ acc+40(FP), DI; \
 	VPXOR Y6, Y6, Y6; VMOVUPS Y6, (DI); VMOVUPS Y6, 32(DI)
 
@@ -93,19 +99,24 @@
 #define OCT6AAVX2(o) OCTHAVX2(o, o*384+256, o*384, ·limbBits45(SB), VPSLLW, 4, VPSLLW, 2, DOT2W)
 #define OCT6BAVX2(o) OCTHAVX2(o, o*384+128, o*384-384, ·limbBits45(SB), VPSLLW, 0, VPSRLW, 2, DOT2W)
 
-// FIN2 joins a weight group's sums (half h in Y(3h)..Y(3h+2)) and adds
-// them to acc, as FIN.
-#define JOIN2(h, ah, am, al) \
+// FIN2W joins a weight group's sums (half h in Y(3h)..Y(3h+2)) and adds
+// them to acc, as FIN; SC multiplies Y11 by half h's scales (SCF from a
+// float32 row, SCH widening float16 ones: the same values, so the same
+// bits) and sstep is a weight group's bytes of scales.
+#define SCF(h) VMULPS h*32(R8), Y11, Y11
+#define SCH(h) VCVTPH2PS h*16(R8), Y6; VMULPS Y6, Y11, Y11
+#define JOIN2(h, ah, am, al, SC) \
 	VCVTDQ2PS al, al; VCVTDQ2PS am, am; VCVTDQ2PS ah, ah; \
 	VBROADCASTSS ·limbC256(SB), Y11; VFMADD213PS al, Y11, am; \
 	VBROADCASTSS ·limbC65536(SB), Y11; VFMADD213PS am, Y11, ah; \
-	VBROADCASTSS 120(DX), Y11; VMULPS h*32(R8), Y11, Y11; \
+	VBROADCASTSS 120(DX), Y11; SC(h); \
 	VMOVUPS h*32(DI), Y6; VFMADD231PS Y11, ah, Y6; VMOVUPS Y6, h*32(DI)
 #define OFFS2(h) VMOVUPS h*32(DI), Y6; VFMADD231PS h*32(R9), Y11, Y6; VMOVUPS Y6, h*32(DI)
-#define FIN2W(off) \
-	JOIN2(0, Y0, Y1, Y2); JOIN2(1, Y3, Y4, Y5); \
-	ADDQ $256, R8; TESTQ R9, R9; JZ 9(PC); \
+#define FIN2WS(off, SC, sstep) \
+	JOIN2(0, Y0, Y1, Y2, SC); JOIN2(1, Y3, Y4, Y5, SC); \
+	ADDQ $sstep, R8; TESTQ R9, R9; JZ 9(PC); \
 	VBROADCASTSS off(DX), Y11; OFFS2(0); OFFS2(1); ADDQ $256, R9
+#define FIN2W(off) FIN2WS(off, SCF, 256)
 // FIN2 widens the int16 sums and adds the corrections (at 96 for the sums
 // at 124, at 108 for those at 128: 3·off − 276) first; FIN5 also adds
 // the 5-bit kernel's first half of m and l (MID5).
@@ -115,15 +126,16 @@
 	VPMADDWD Y12, Y3, Y3; VPMADDWD Y12, Y4, Y4; VPMADDWD Y12, Y5, Y5; \
 	CORR2(3*off-276, Y0, Y3); CORR2(3*off-272, Y1, Y4); CORR2(3*off-268, Y2, Y5)
 #define FIN2(off) WIDE2(off); FIN2W(off)
-#define FIN5(off) \
-	WIDE2(off); VPADDD 64(DI), Y1, Y1; VPADDD 96(DI), Y2, Y2; VPADDD 128(DI), Y4, Y4; VPADDD 160(DI), Y5, Y5; \
-	FIN2W(off)
+#define FIN2H(off) WIDE2(off); FIN2WS(off, SCH, 128)
+#define ADD5 VPADDD 64(DI), Y1, Y1; VPADDD 96(DI), Y2, Y2; VPADDD 128(DI), Y4, Y4; VPADDD 160(DI), Y5, Y5
+#define FIN5(off) WIDE2(off); ADD5; FIN2W(off)
+#define FIN5H(off) WIDE2(off); ADD5; FIN2WS(off, SCH, 128)
 
 // GROUPS2 is GROUPS for one strip, then the strip's acc added to y and
 // the next strip.
-#define GROUPS2(strip, group, whole, next, INITM, FINM, O0, O1, MID, O2, O3, bytes) \
+#define GROUPS2(strip, group, whole, next, SOFF, INITM, FINM, O0, O1, MID, O2, O3, bytes) \
 strip: \
-	STRIP2; \
+	STRIP2(SOFF); \
 	LIMBGROUPS(group, whole, next, NOHIGH, INITM, FINM, NOHIGH, O0, O1, MID, O2, O3, bytes, STEP1); \
 	MOVQ y+0(FP), AX; ADDQ R10, AX; \
 	VMOVUPS (DI), Y6; VADDPS (AX), Y6, Y6; VMOVUPS Y6, (AX); \
@@ -134,14 +146,24 @@ strip: \
 // func limbsQ4AVX2(y *float32, q *byte, rec *byte, s, o *float32, acc *float32, groups, half int)
 TEXT ·limbsQ4AVX2(SB), NOSPLIT, $0-64
 	ARGS2
-	GROUPS2(q4strip, q4group, q4whole, q4next, INIT2, FIN2, OCT4AVX2, OCT4AVX2, NOHIGH, OCT4AVX2, OCT4AVX2, 1024)
+	GROUPS2(q4strip, q4group, q4whole, q4next, SOFFF, INIT2, FIN2, OCT4AVX2, OCT4AVX2, NOHIGH, OCT4AVX2, OCT4AVX2, 1024)
 
 // func limbsQ5AVX2(y *float32, q *byte, rec *byte, s, o *float32, acc *float32, groups, half int)
 TEXT ·limbsQ5AVX2(SB), NOSPLIT, $0-64
 	ARGS2
-	GROUPS2(q5strip, q5group, q5whole, q5next, INIT5, FIN5, OCT5AVX2, OCT5AVX2, MID5, OCT5RAVX2, OCT5RAVX2, 1280)
+	GROUPS2(q5strip, q5group, q5whole, q5next, SOFFF, INIT5, FIN5, OCT5AVX2, OCT5AVX2, MID5, OCT5RAVX2, OCT5RAVX2, 1280)
 
 // func limbsQ6AVX2(y *float32, q *byte, rec *byte, s, o *float32, acc *float32, groups, half int)
 TEXT ·limbsQ6AVX2(SB), NOSPLIT, $0-64
 	ARGS2
-	GROUPS2(q6strip, q6group, q6whole, q6next, INIT2W, FIN2W, OCT6AAVX2, OCT6BAVX2, NOHIGH, OCT6AAVX2, OCT6BAVX2, 1536)
+	GROUPS2(q6strip, q6group, q6whole, q6next, SOFFF, INIT2W, FIN2W, OCT6AAVX2, OCT6BAVX2, NOHIGH, OCT6AAVX2, OCT6BAVX2, 1536)
+
+// func limbsQ4HAVX2(y *float32, q *byte, rec *byte, s *uint16, o *float32, acc *float32, groups, half int)
+TEXT ·limbsQ4HAVX2(SB), NOSPLIT, $0-64
+	ARGS2
+	GROUPS2(q4hstrip, q4hgroup, q4hwhole, q4hnext, SOFFH, INIT2, FIN2H, OCT4AVX2, OCT4AVX2, NOHIGH, OCT4AVX2, OCT4AVX2, 1024)
+
+// func limbsQ5HAVX2(y *float32, q *byte, rec *byte, s *uint16, o *float32, acc *float32, groups, half int)
+TEXT ·limbsQ5HAVX2(SB), NOSPLIT, $0-64
+	ARGS2
+	GROUPS2(q5hstrip, q5hgroup, q5hwhole, q5hnext, SOFFH, INIT5, FIN5H, OCT5AVX2, OCT5AVX2, MID5, OCT5RAVX2, OCT5RAVX2, 1280)
