@@ -53,6 +53,15 @@ func limbsQ6AVX2(y *float32, q *byte, rec *byte, s, o *float32, acc *float32, gr
 func limbsQ8AVX2(y *float32, q *byte, rec *byte, s, o *float32, acc *float32, groups, half int)
 
 //go:noescape
+func limbsQ4FAVX2(y *float32, q *byte, rec *byte, a, b *int8, d, dm *uint16, acc *float32, groups, half, per int)
+
+//go:noescape
+func limbsQ5FAVX2(y *float32, q *byte, rec *byte, a, b *int8, d, dm *uint16, acc *float32, groups, half, per int)
+
+//go:noescape
+func limbsQ6FAVX2(y *float32, q *byte, rec *byte, a, b *int8, d, dm *uint16, acc *float32, groups, half, per int)
+
+//go:noescape
 func limbsQ4HAVX2(y *float32, q *byte, rec *byte, s *uint16, o *float32, acc *float32, groups, half int)
 
 //go:noescape
@@ -101,6 +110,7 @@ var (
 	limbKernelsAVX2   = [...]func(y *float32, q *byte, rec *byte, s, o *float32, acc *float32, groups, half int){limbsQ4AVX2, limbsQ5AVX2, limbsQ6AVX2, nil, limbsQ8AVX2}
 	limbKernelsAVX512 = [...]func(y *float32, q *byte, rec *byte, s, o *float32, groups, half int){limbsQ4AVX512, limbsQ5AVX512, limbsQ6AVX512, nil, limbsQ8AVX512}
 	limbKernelsH      = [...]func(y *float32, q *byte, rec *byte, s *uint16, o *float32, groups, half int){limbsQ4HAVX512, limbsQ5HAVX512, nil, nil, limbsQ8HAVX512}
+	limbKernelsFAVX2  = [...]func(y *float32, q *byte, rec *byte, a, b *int8, d, dm *uint16, acc *float32, groups, half, per int){limbsQ4FAVX2, limbsQ5FAVX2, limbsQ6FAVX2}
 	limbKernelsHAVX2  = [...]func(y *float32, q *byte, rec *byte, s *uint16, o *float32, acc *float32, groups, half int){limbsQ4HAVX2, limbsQ5HAVX2, nil, nil, limbsQ8HAVX2}
 	limbKernelsF      = [...]func(y *float32, q *byte, rec *byte, a, b *int8, d, dm *uint16, groups, half, per int){limbsQ4FAVX512, limbsQ5FAVX512, limbsQ6FAVX512}
 	limbKernelsRows2  = [...]func(y0, y1 *float32, q *byte, rec0, rec1 *byte, s, o *float32, groups, half int){limbsQ4R2AVX512, limbsQ5R2AVX512, limbsQ6R2AVX512, nil, limbsQ8R2AVX512}
@@ -116,7 +126,7 @@ var (
 // from its factors (notes 45). The same values, so the same bits. It says
 // false, having done nothing, for any other slab or CPU.
 func limbSlabStored(w *quant, y []float32, rec []byte, j0 int) bool {
-	if useVNNI && w.g.Factored && w.bits < 8 {
+	if useAVX2 && w.g.Factored && w.bits < 8 {
 		limbSlabFactored(w, y, rec, j0)
 		return true
 	}
@@ -147,6 +157,11 @@ func limbSlabFactored(w *quant, y []float32, rec []byte, j0 int) {
 	if w.b != nil {
 		_, _ = w.b[at+G*slab-1], w.dm[d+B*slab-1]
 		b, dm = &w.b[at], &w.dm[d]
+	}
+	if !useVNNI {
+		var acc [slab]float32
+		limbKernelsFAVX2[w.bits-4](&y[0], &blocks[0], &rec[0], &w.a[at], b, &w.d[d], dm, &acc[0], groups, half, w.g.Super/w.g.Size)
+		return
 	}
 	limbKernelsF[w.bits-4](&y[0], &blocks[0], &rec[0], &w.a[at], b, &w.d[d], dm, groups, half, w.g.Super/w.g.Size)
 }

@@ -143,6 +143,56 @@ strip: \
 	ADDQ $64, R10; DECQ R15; JNZ strip; \
 	VZEROUPPER; RET
 
+// The factor kernels: a row alone on a k-quant's slab (Q4_K, Q5_K, Q6_K)
+// forms each weight group's scales and offsets from the stored factors as
+// it joins the group (the int8 group factors at R8 and R9, a row of 64 a
+// weight group, times the float16 block factors at R11 and R13, a row of
+// 64 a block of per weight groups, R14 counting them down), as the
+// AVX-512 ones do (notes 45): each is the product formScales rounds once
+// (exact: 8 bits times 11), so the bits are the same, without a scale
+// row written and read back (scaleRowsAVX2, 8.6% of a Qwen3-30B-A3B
+// Q4_K_M batch-1 step under LLORCH_KERNELS=avx2). Each takes
+//
+//	func(y *float32, q *byte, rec *byte, a, b *int8, d, dm *uint16, acc *float32, groups, half, per int)
+#define ARGSF2 \
+	MOVL $0x00010001, AX; VMOVQ AX, X12; VPBROADCASTD X12, Y12; \
+	MOVL $0x0f0f0f0f, AX; VMOVQ AX, X13; VPBROADCASTD X13, Y13; \
+	MOVQ half+72(FP), BX; XORQ R10, R10; MOVQ $4, R15
+
+// STRIPF2 is STRIP2 for them: a strip is 16 bytes of a factor row and 32
+// of a block factor row.
+#define STRIPF2 \
+	MOVQ q+8(FP), SI; ADDQ R10, SI; MOVQ rec+16(FP), DX; \
+	MOVQ R10, AX; SHRQ $2, AX; MOVQ a+24(FP), R8; ADDQ AX, R8; \
+	MOVQ b+32(FP), R9; TESTQ R9, R9; JZ 2(PC); ADDQ AX, R9; \
+	SHLQ $1, AX; MOVQ d+40(FP), R11; ADDQ AX, R11; MOVQ dm+48(FP), R13; ADDQ AX, R13; \
+	MOVQ per+80(FP), R14; MOVQ groups+64(FP), CX; MOVQ acc+56(FP), DI; \
+	VPXOR Y6, Y6, Y6; VMOVUPS Y6, (DI); VMOVUPS Y6, 32(DI)
+
+// FACT2 forms half h's 8 factors (int8 at ra times float16 at rd) in Y9.
+#define FACT2(h, ra, rd) VPMOVSXBD h*8(ra), Y9; VCVTDQ2PS Y9, Y9; VCVTPH2PS h*16(rd), Y10; VMULPS Y10, Y9, Y9
+#define SCA(h) FACT2(h, R8, R11); VMULPS Y9, Y11, Y11
+#define OFFSA(h) FACT2(h, R9, R13); VMOVUPS h*32(DI), Y6; VFMADD231PS Y9, Y11, Y6; VMOVUPS Y6, h*32(DI)
+// FINWF is FIN2W with the factors formed here: the offsets' block is 16
+// instructions, the block factors' move 3.
+#define FINWF(off) \
+	JOIN2(0, Y0, Y1, Y2, SCA); JOIN2(1, Y3, Y4, Y5, SCA); \
+	TESTQ R9, R9; JZ 17(PC); \
+	VBROADCASTSS off(DX), Y11; OFFSA(0); OFFSA(1); ADDQ $64, R9; \
+	ADDQ $64, R8; DECQ R14; JNZ 4(PC); MOVQ per+80(FP), R14; ADDQ $128, R11; ADDQ $128, R13
+#define FIN4F(off) WIDE2(off); FINWF(off)
+#define FIN5F(off) WIDE2(off); ADD5; FINWF(off)
+
+#define GROUPSF2(strip, group, whole, next, INITM, FINM, O0, O1, MID, O2, O3, bytes) \
+strip: \
+	STRIPF2; \
+	LIMBGROUPS(group, whole, next, NOHIGH, INITM, FINM, NOHIGH, O0, O1, MID, O2, O3, bytes, STEP1); \
+	MOVQ y+0(FP), AX; ADDQ R10, AX; \
+	VMOVUPS (DI), Y6; VADDPS (AX), Y6, Y6; VMOVUPS Y6, (AX); \
+	VMOVUPS 32(DI), Y6; VADDPS 32(AX), Y6, Y6; VMOVUPS Y6, 32(AX); \
+	ADDQ $64, R10; DECQ R15; JNZ strip; \
+	VZEROUPPER; RET
+
 // func limbsQ4AVX2(y *float32, q *byte, rec *byte, s, o *float32, acc *float32, groups, half int)
 TEXT ·limbsQ4AVX2(SB), NOSPLIT, $0-64
 	ARGS2
@@ -167,3 +217,18 @@ TEXT ·limbsQ4HAVX2(SB), NOSPLIT, $0-64
 TEXT ·limbsQ5HAVX2(SB), NOSPLIT, $0-64
 	ARGS2
 	GROUPS2(q5hstrip, q5hgroup, q5hwhole, q5hnext, SOFFH, INIT5, FIN5H, OCT5AVX2, OCT5AVX2, MID5, OCT5RAVX2, OCT5RAVX2, 1280)
+
+// func limbsQ4FAVX2(y *float32, q *byte, rec *byte, a, b *int8, d, dm *uint16, acc *float32, groups, half, per int)
+TEXT ·limbsQ4FAVX2(SB), NOSPLIT, $0-88
+	ARGSF2
+	GROUPSF2(q4fstrip, q4fgroup, q4fwhole, q4fnext, INIT2, FIN4F, OCT4AVX2, OCT4AVX2, NOHIGH, OCT4AVX2, OCT4AVX2, 1024)
+
+// func limbsQ5FAVX2(y *float32, q *byte, rec *byte, a, b *int8, d, dm *uint16, acc *float32, groups, half, per int)
+TEXT ·limbsQ5FAVX2(SB), NOSPLIT, $0-88
+	ARGSF2
+	GROUPSF2(q5fstrip, q5fgroup, q5fwhole, q5fnext, INIT5, FIN5F, OCT5AVX2, OCT5AVX2, MID5, OCT5RAVX2, OCT5RAVX2, 1280)
+
+// func limbsQ6FAVX2(y *float32, q *byte, rec *byte, a, b *int8, d, dm *uint16, acc *float32, groups, half, per int)
+TEXT ·limbsQ6FAVX2(SB), NOSPLIT, $0-88
+	ARGSF2
+	GROUPSF2(q6fstrip, q6fgroup, q6fwhole, q6fnext, INIT2W, FINWF, OCT6AAVX2, OCT6BAVX2, NOHIGH, OCT6AAVX2, OCT6BAVX2, 1536)
