@@ -209,8 +209,10 @@ func at(o []float32, i int) *float32 {
 // limbSlab2 is limbSlab on two rows (y0 and rec0, y1 and rec1): with
 // VNNI one pass of the kernel for two rows over each half of the slab;
 // with AVX2 alone, the 8-bit word kernel on both rows, and the byte
-// kernels a row at a time (a second row would share only their nibble
-// splits, a seventh of their instructions).
+// kernels a row at a time (a second row would share only the unpacking
+// of the integers, a quarter of the 4-bit kernel's instructions and two
+// fifths of the 6-bit one's, and AVX2's 16 registers hold one row's sums
+// of a strip; notes 46).
 func limbSlab2(w *quant, y0, y1 []float32, rec0, rec1 []byte, s, o []float32, j0 int) {
 	if !useVNNI && (!useAVX2 || w.bits != 8) {
 		limbSlab(w, y0, rec0, s, o, j0)

@@ -7,18 +7,20 @@
 // 16-column strip at a time (two 8-lane halves), VPMADDUBSW in place of
 // VPDPBUSD: the byte products' pair sums fit int16 exactly for integers
 // below 64 (2·63·128 < 2^15); 8-bit integers, which do not, are
-// limbs_avx2w_amd64.s's, in words. The 5- and 6-bit kernels widen each
-// quad's pair sums by VPMADDWD (by ones) and add them in int32. The 4-bit
-// kernel adds them in int16 (VPADDW) for a whole weight group and widens
-// them once: a pair sum is at most 2·15·128 in magnitude, so a group's 8
-// quads stay within 30720 < 2^15, the same integers for one multiply a
-// limb and quad where there were two; 1.2x here (notes 46). For 5 and 6
-// bits the sums would have to be widened every 4 and 2 quads, into acc,
-// which measured level. Each takes
+// limbs_avx2w_amd64.s's, in words. The pair sums are added in int16
+// (VPADDW) as long as no sum can leave it, then widened by VPMADDWD (by
+// ones) into int32: a limb's pair sum is at most 2·u·128 in magnitude for
+// integers u below 2^bits (2·u·64 for h, in −64..64), so the 4-bit
+// kernel widens once a weight group (8 quads: 30720 < 2^15) and the 5-bit
+// one widens m's and l's halfway (4 quads: 31744) into acc; one multiply a
+// limb and quad where there were two, the same integers (notes 46). The
+// 6-bit kernel widens every quad's: every 2 quads into acc measured level.
+// Each takes
 //
 //	func(y *float32, q *byte, rec *byte, s, o *float32, acc *float32, groups, half int)
 //
-// acc 16 floats of scratch (of the 64 the 8-bit kernel needs). Y0-Y5 hold
+// acc 64 floats of scratch: the strip's 16 float sums, then the 5-bit
+// kernel's int32 halves of m and l (64-191 bytes in). Y0-Y5 hold
 // the limb sums (half 0's high, middle, low in Y0-Y2, half 1's in Y3-Y5),
 // Y6-Y8 a quad's three limbs broadcast, Y9 and Y10 its integers, Y11 a
 // product, Y12 ones (int16), Y13 0x0f in every byte, Y14 and Y15 a loaded
@@ -131,17 +133,20 @@
 #define FIN5(off) WIDE2(off); ADD5; FIN2W(off)
 #define FIN5H(off) WIDE2(off); ADD5; FIN2WS(off, SCH, 128)
 
-// GROUPS2 is GROUPS for one strip, then the strip's acc added to y and
-// the next strip.
-#define GROUPS2(strip, group, whole, next, SOFF, INITM, FINM, O0, O1, MID, O2, O3, bytes) \
-strip: \
-	STRIP2(SOFF); \
-	LIMBGROUPS(group, whole, next, NOHIGH, INITM, FINM, NOHIGH, O0, O1, MID, O2, O3, bytes, STEP1); \
+// GROUPS2 is GROUPS for one strip, then (STRIPEND) the strip's acc added
+// to y and the next strip.
+#define STRIPEND(strip) \
 	MOVQ y+0(FP), AX; ADDQ R10, AX; \
 	VMOVUPS (DI), Y6; VADDPS (AX), Y6, Y6; VMOVUPS Y6, (AX); \
 	VMOVUPS 32(DI), Y6; VADDPS 32(AX), Y6, Y6; VMOVUPS Y6, 32(AX); \
 	ADDQ $64, R10; DECQ R15; JNZ strip; \
 	VZEROUPPER; RET
+
+#define GROUPS2(strip, group, whole, next, SOFF, INITM, FINM, O0, O1, MID, O2, O3, bytes) \
+strip: \
+	STRIP2(SOFF); \
+	LIMBGROUPS(group, whole, next, NOHIGH, INITM, FINM, NOHIGH, O0, O1, MID, O2, O3, bytes, STEP1); \
+	STRIPEND(strip)
 
 // The factor kernels: a row alone on a k-quant's slab (Q4_K, Q5_K, Q6_K)
 // forms each weight group's scales and offsets from the stored factors as
@@ -187,11 +192,7 @@ strip: \
 strip: \
 	STRIPF2; \
 	LIMBGROUPS(group, whole, next, NOHIGH, INITM, FINM, NOHIGH, O0, O1, MID, O2, O3, bytes, STEP1); \
-	MOVQ y+0(FP), AX; ADDQ R10, AX; \
-	VMOVUPS (DI), Y6; VADDPS (AX), Y6, Y6; VMOVUPS Y6, (AX); \
-	VMOVUPS 32(DI), Y6; VADDPS 32(AX), Y6, Y6; VMOVUPS Y6, 32(AX); \
-	ADDQ $64, R10; DECQ R15; JNZ strip; \
-	VZEROUPPER; RET
+	STRIPEND(strip)
 
 // func limbsQ4AVX2(y *float32, q *byte, rec *byte, s, o *float32, acc *float32, groups, half int)
 TEXT ·limbsQ4AVX2(SB), NOSPLIT, $0-64
