@@ -96,5 +96,14 @@ func narrowScaledKernel(dst []float32, src []float64, m float64) int { return 0 
 
 func narrowFloat16Kernel(dst []uint16, src []float32) int { return 0 }
 
+// No unpacked slabs in the pure-Go build: limbCols never unpacks.
+func (w *quant) unpackedBytes(M int) int { return 0 }
+
+func (w *quant) unpackSlab(ints []byte, j0 int) {}
+
+func limbSlabUnpacked(w *quant, y []float32, ints, rec []byte, s, o []float32, j0 int) {
+	w.limbSlabGeneric(y, rec, s, o, j0)
+}
+
 // limbRowsAMX: no tiles in the pure-Go build.
 func (w *quant) limbRowsAMX(dst []float32, rec []byte, M, N int, s []float32, c0 int) int { return 0 }

@@ -186,11 +186,16 @@ func (w *quant) matmul(dst, x []float32, M, K, N int, st start) {
 func (w *quant) limbCols(dst []float32, rec []byte, M, N, j0, j1 int) {
 	per := w.k / limbRows * limbRecord
 	G := w.k / w.g.Size
-	buf := getScratch(2*G*slab + 2*slab)
+	ub := w.unpackedBytes(M) // a multiple of 4
+	buf := getScratch(2*G*slab + 2*slab + ub/4)
 	defer scratch.Put(buf)
-	s, o, tmp := (*buf)[:G*slab], (*buf)[G*slab:2*G*slab], (*buf)[2*G*slab:]
+	s, o, tmp := (*buf)[:G*slab], (*buf)[G*slab:2*G*slab], (*buf)[2*G*slab:2*G*slab+2*slab]
 	if w.dm == nil {
 		o = nil
+	}
+	var ints []byte // each slab's integers unpacked once for all the rows
+	if ub > 0 {
+		ints = unsafe.Slice((*byte)(unsafe.Pointer(&(*buf)[2*G*slab+2*slab])), ub)
 	}
 	for c0 := j0; c0 < j1; c0 += slab {
 		n := min(slab, j1-c0)
@@ -208,6 +213,9 @@ func (w *quant) limbCols(dst []float32, rec []byte, M, N, j0, j1 int) {
 		if n == slab {
 			i = w.limbRowsAMX(dst, rec, M, N, s, c0)
 		}
+		if ints != nil {
+			w.unpackSlab(ints, c0)
+		}
 		for i < M {
 			rows := min(2, M-i)
 			var y [2][]float32
@@ -218,9 +226,14 @@ func (w *quant) limbCols(dst []float32, rec []byte, M, N, j0, j1 int) {
 					clear(y[r])
 				}
 			}
-			if rows == 2 {
+			switch {
+			case ints != nil:
+				for r := range rows {
+					limbSlabUnpacked(w, y[r], ints, rec[(i+r)*per:(i+r+1)*per], s, o, c0)
+				}
+			case rows == 2:
 				limbSlab2(w, y[0], y[1], rec[i*per:(i+1)*per], rec[(i+1)*per:(i+2)*per], s, o, c0)
-			} else {
+			default:
 				limbSlab(w, y[0], rec[i*per:(i+1)*per], s, o, c0)
 			}
 			for r := 0; n < slab && r < rows; r++ {

@@ -86,6 +86,18 @@ func limbsQ8R2AVX512(y0, y1 *float32, q *byte, rec0, rec1 *byte, s, o *float32, 
 func limbsQ8R2AVX2(y0, y1 *float32, q *byte, rec0, rec1 *byte, s, o *float32, acc *float32, groups, half int)
 
 //go:noescape
+func limbsU5AVX2(y *float32, q *byte, rec *byte, s, o *float32, acc *float32, groups, half int)
+
+//go:noescape
+func limbsU6AVX2(y *float32, q *byte, rec *byte, s, o *float32, acc *float32, groups, half int)
+
+//go:noescape
+func unpackQ5AVX2(dst, q *byte, groups int)
+
+//go:noescape
+func unpackQ6AVX2(dst, q *byte, groups int)
+
+//go:noescape
 func splitLimbsAVX2(rec *byte, x *float32, groups, min, half int) int
 
 // splitLimbsKernel writes the records of x's leading activation groups
@@ -209,10 +221,9 @@ func at(o []float32, i int) *float32 {
 // limbSlab2 is limbSlab on two rows (y0 and rec0, y1 and rec1): with
 // VNNI one pass of the kernel for two rows over each half of the slab;
 // with AVX2 alone, the 8-bit word kernel on both rows, and the byte
-// kernels a row at a time (a second row would share only the unpacking
-// of the integers, a quarter of the 4-bit kernel's instructions and two
-// fifths of the 6-bit one's, and AVX2's 16 registers hold one row's sums
-// of a strip; notes 46).
+// kernels a row at a time (AVX2's 16 registers hold one row's sums of a
+// strip; limbCols unpacks a 5- or 6-bit slab once for its rows instead,
+// notes 46).
 func limbSlab2(w *quant, y0, y1 []float32, rec0, rec1 []byte, s, o []float32, j0 int) {
 	if !useVNNI && (!useAVX2 || w.bits != 8) {
 		limbSlab(w, y0, rec0, s, o, j0)
@@ -248,4 +259,44 @@ func limbSlab(w *quant, y []float32, rec []byte, s, o []float32, j0 int) {
 		return
 	}
 	limbKernelsAVX512[w.bits-4](&y[0], &blocks[0], &rec[0], &s[0], at(o, 0), groups, half)
+}
+
+// unpackedGroup is the bytes of an activation group's integers unpacked
+// for a slab (limbs_avx2_amd64.s's U8 layout, a Q8_0 block's).
+const unpackedGroup = limbRows * slab
+
+// unpackedBytes is the scratch limbCols needs to unpack each slab's
+// integers once for its M rows, or 0 where it does not: on AVX2 without
+// VNNI, for 5- and 6-bit integers and two rows or more. There the byte
+// kernels spend two fifths of their instructions unpacking a 6-bit
+// slab's integers, again for every row (notes 46).
+func (w *quant) unpackedBytes(M int) int {
+	if useVNNI || !useAVX2 || M < 2 || (w.bits != 5 && w.bits != 6) {
+		return 0
+	}
+	return w.k / limbRows * unpackedGroup
+}
+
+// unpackSlab writes the slab at column j0's integers into ints, unpacked.
+func (w *quant) unpackSlab(ints []byte, j0 int) {
+	groups := w.k / limbRows
+	blocks := w.slabBlocks(j0, groups)
+	_ = ints[groups*unpackedGroup-1]
+	if w.bits == 5 {
+		unpackQ5AVX2(&ints[0], &blocks[0], groups)
+		return
+	}
+	unpackQ6AVX2(&ints[0], &blocks[0], groups)
+}
+
+// limbSlabUnpacked is limbSlab on the slab's unpacked integers.
+func limbSlabUnpacked(w *quant, y []float32, ints, rec []byte, s, o []float32, j0 int) {
+	_, groups, half := limbOperands(w, s, o, j0, rec)
+	_, _ = y[slab-1], ints[groups*unpackedGroup-1]
+	kern := limbsU6AVX2
+	if w.bits == 5 {
+		kern = limbsU5AVX2
+	}
+	var acc [slab]float32
+	kern(&y[0], &ints[0], &rec[0], &s[0], at(o, 0), &acc[0], groups, half)
 }

@@ -92,14 +92,53 @@
 	PF(off); VMOVDQU off(SI), Y11; sh $n, Y11, Y11; VPAND hmask, Y11, Y11; VPOR Y11, Y9, Y9; \
 	VMOVDQU off+32(SI), Y11; sh $n, Y11, Y11; VPAND hmask, Y11, Y11; VPOR Y11, Y10, Y10
 
+// An oct's integers are unpacked into Y9 and Y10 a quad at a time, and
+// USE(lo, at) takes each quad: lo is its limbs' offset in the records,
+// at its offset in an unpacked group (U8, below). USE16 and USEW add its
+// products (DOT2, DOT2W); STQ stores it unpacked.
+#define USE16(lo, at) LIMBS2(lo); DOT2
+#define USEW(lo, at) LIMBS2(lo); DOT2W
 #define OCT4AVX2(o) OCTLOAD2(o*256); LO2; LIMBS2(8*o); DOT2; HI2; LIMBS2(8*o+4); DOT2
-#define OCTHAVX2(o, at, plane, hmask, sa, na, sb, nb, DOT) \
-	OCTLOAD2(at); LO2; HB2(plane, sa, na, hmask); LIMBS2(8*o); DOT; \
-	HI2; HB2(plane, sb, nb, hmask); LIMBS2(8*o+4); DOT
-#define OCT5AVX2(o) OCTHAVX2(o, 256+o*256, 0, ·limbBit4(SB), VPSLLW, 4-2*o, VPSLLW, 3-2*o, DOT2)
-#define OCT5RAVX2(o) OCTHAVX2(o, 256+o*256, 0, ·limbBit4(SB), VPSRLW, 2*o-4, VPSRLW, 2*o-3, DOT2)
-#define OCT6AAVX2(o) OCTHAVX2(o, o*384+256, o*384, ·limbBits45(SB), VPSLLW, 4, VPSLLW, 2, DOT2W)
-#define OCT6BAVX2(o) OCTHAVX2(o, o*384+128, o*384-384, ·limbBits45(SB), VPSLLW, 0, VPSRLW, 2, DOT2W)
+#define OCTHAVX2(o, at, plane, hmask, sa, na, sb, nb, USE) \
+	OCTLOAD2(at); LO2; HB2(plane, sa, na, hmask); USE(8*o, 512*o); \
+	HI2; HB2(plane, sb, nb, hmask); USE(8*o+4, 512*o+256)
+#define OCT5(o, USE) OCTHAVX2(o, 256+o*256, 0, ·limbBit4(SB), VPSLLW, 4-2*o, VPSLLW, 3-2*o, USE)
+#define OCT5R(o, USE) OCTHAVX2(o, 256+o*256, 0, ·limbBit4(SB), VPSRLW, 2*o-4, VPSRLW, 2*o-3, USE)
+#define OCT6A(o, USE) OCTHAVX2(o, o*384+256, o*384, ·limbBits45(SB), VPSLLW, 4, VPSLLW, 2, USE)
+#define OCT6B(o, USE) OCTHAVX2(o, o*384+128, o*384-384, ·limbBits45(SB), VPSLLW, 0, VPSRLW, 2, USE)
+#define OCT5AVX2(o) OCT5(o, USE16)
+#define OCT5RAVX2(o) OCT5R(o, USE16)
+#define OCT6AAVX2(o) OCT6A(o, USEW)
+#define OCT6BAVX2(o) OCT6B(o, USEW)
+
+// U8: a slab's 5- or 6-bit integers unpacked once into bytes for all its
+// rows (AVX2, two rows or more: limbRowsUnpacked), so each row's pass
+// skips the nibble and higher-bit work, two fifths of the 6-bit kernel's
+// instructions. An unpacked group is 8 quads of 256 bytes, each a strip
+// after another (64 bytes: columns 0-7 of its four rows, then 8-15), as a
+// Q8_0 block is laid out; the same integers, so the same bits.
+#define STQ(lo, at) VMOVDQU Y9, at(R12); VMOVDQU Y10, at+32(R12)
+#define OCTU(o, DOT) \
+	VMOVDQU 512*o(SI), Y9; VMOVDQU 512*o+32(SI), Y10; LIMBS2(8*o); DOT; \
+	VMOVDQU 512*o+256(SI), Y9; VMOVDQU 512*o+288(SI), Y10; LIMBS2(8*o+4); DOT
+#define OCTU5(o) OCTU(o, DOT2)
+#define OCTU6(o) OCTU(o, DOT2W)
+#define OCT5X(o) OCT5(o, STQ)
+#define OCT5RX(o) OCT5R(o, STQ)
+#define OCT6AX(o) OCT6A(o, STQ)
+#define OCT6BX(o) OCT6B(o, STQ)
+
+// UNPACK writes the unpacked groups of q (bytes a group) at dst, strip by
+// strip.
+#define UNPACK(strip, group, O0, O1, O2, O3, bytes) \
+	MOVL $0x0f0f0f0f, AX; VMOVQ AX, X13; VPBROADCASTD X13, Y13; XORQ R10, R10; \
+strip: \
+	MOVQ q+8(FP), SI; ADDQ R10, SI; MOVQ dst+0(FP), R12; ADDQ R10, R12; MOVQ groups+16(FP), CX; \
+group: \
+	O0(0); O1(1); O2(2); O3(3); \
+	ADDQ $bytes, SI; ADDQ $2048, R12; DECQ CX; JNZ group; \
+	ADDQ $64, R10; CMPQ R10, $256; JNE strip; \
+	VZEROUPPER; RET
 
 // FIN2W joins a weight group's sums (half h in Y(3h)..Y(3h+2)) and adds
 // them to acc, as FIN; SC multiplies Y11 by half h's scales (SCF from a
@@ -233,3 +272,21 @@ TEXT ·limbsQ5FAVX2(SB), NOSPLIT, $0-88
 TEXT ·limbsQ6FAVX2(SB), NOSPLIT, $0-88
 	ARGSF2
 	GROUPSF2(q6fstrip, q6fgroup, q6fwhole, q6fnext, INIT2W, FINWF, OCT6AAVX2, OCT6BAVX2, NOHIGH, OCT6AAVX2, OCT6BAVX2, 1536)
+
+// func limbsU5AVX2(y *float32, q *byte, rec *byte, s, o *float32, acc *float32, groups, half int)
+TEXT ·limbsU5AVX2(SB), NOSPLIT, $0-64
+	ARGS2
+	GROUPS2(u5strip, u5group, u5whole, u5next, SOFFF, INIT5, FIN5, OCTU5, OCTU5, MID5, OCTU5, OCTU5, 2048)
+
+// func limbsU6AVX2(y *float32, q *byte, rec *byte, s, o *float32, acc *float32, groups, half int)
+TEXT ·limbsU6AVX2(SB), NOSPLIT, $0-64
+	ARGS2
+	GROUPS2(u6strip, u6group, u6whole, u6next, SOFFF, INIT2W, FIN2W, OCTU6, OCTU6, NOHIGH, OCTU6, OCTU6, 2048)
+
+// func unpackQ5AVX2(dst, q *byte, groups int)
+TEXT ·unpackQ5AVX2(SB), NOSPLIT, $0-24
+	UNPACK(x5strip, x5group, OCT5X, OCT5X, OCT5RX, OCT5RX, 1280)
+
+// func unpackQ6AVX2(dst, q *byte, groups int)
+TEXT ·unpackQ6AVX2(SB), NOSPLIT, $0-24
+	UNPACK(x6strip, x6group, OCT6AX, OCT6BX, OCT6AX, OCT6BX, 1536)
