@@ -66,10 +66,18 @@ func TestLimbKernels(t *testing.T) {
 // is the same, so every product has one sign: groups whose limbs m and l
 // are all −128 (h −32), all 127 (h 32), and h all ±64 (m and l 0). The
 // AVX2 byte kernels add pair sums in int16 for as many quads as cannot
-// overflow (limbs_avx2_amd64.s); one quad more would wrap here.
+// overflow (limbs_avx2_amd64.s); one quad more would wrap here. One row
+// takes the stored-scale and factor kernels (and the byte ones on the
+// ragged slab), two the byte kernels, three the unpacked ones.
 func TestLimbKernelsExtremes(t *testing.T) {
+	for M := 1; M <= 3; M++ {
+		limbKernelsExtremes(t, M)
+	}
+}
+
+func limbKernelsExtremes(t *testing.T, M int) {
 	kerns := limbKernelSets(t)
-	const M, K, N = 2, 256, 80
+	const K, N = 256, 80
 	// x̃ = h·65536 + m·256 + l at shift 20: each a group's largest, in
 	// [2^21, 2^22) before rounding (the last rounds up to 2^22).
 	groups := []float32{-2130048, 2129791, -4194303.75, 4194303.75}
@@ -84,7 +92,7 @@ func TestLimbKernelsExtremes(t *testing.T) {
 			for i := range n.q {
 				n.q[i] = int8(1<<c.bits.Bits - 1 + c.bits.Min)
 			}
-			checkLimbKernels(t, kerns, n, x, M, make([]float32, M*N), fmt.Sprintf("group=%d offset=%t bits=%d", group, c.offset, c.bits.Bits))
+			checkLimbKernels(t, kerns, n, x, M, make([]float32, M*N), fmt.Sprintf("M=%d group=%d offset=%t bits=%d", M, group, c.offset, c.bits.Bits))
 		}
 	}
 }

@@ -267,11 +267,13 @@ const unpackedGroup = limbRows * slab
 
 // unpackedBytes is the scratch limbCols needs to unpack each slab's
 // integers once for its M rows, or 0 where it does not: on AVX2 without
-// VNNI, for 5- and 6-bit integers and two rows or more. There the byte
+// VNNI, for 5- and 6-bit integers and three rows or more. There the byte
 // kernels spend two fifths of their instructions unpacking a 6-bit
-// slab's integers, again for every row (notes 46).
+// slab's integers, again for every row; with two rows the unpacking and
+// its extra pass over the bytes cost what they save, and 4-bit integers
+// (a quarter) gained too little at 8 rows and lost at 2 (notes 46).
 func (w *quant) unpackedBytes(M int) int {
-	if useVNNI || !useAVX2 || M < 2 || (w.bits != 5 && w.bits != 6) {
+	if useVNNI || !useAVX2 || M < 3 || (w.bits != 5 && w.bits != 6) {
 		return 0
 	}
 	return w.k / limbRows * unpackedGroup

@@ -112,7 +112,7 @@
 #define OCT6BAVX2(o) OCT6B(o, USEW)
 
 // U8: a slab's 5- or 6-bit integers unpacked once into bytes for all its
-// rows (AVX2, two rows or more: limbRowsUnpacked), so each row's pass
+// rows (AVX2, three rows or more: limbCols, unpackedBytes), so each row's pass
 // skips the nibble and higher-bit work, two fifths of the 6-bit kernel's
 // instructions. An unpacked group is 8 quads of 256 bytes, each a strip
 // after another (64 bytes: columns 0-7 of its four rows, then 8-15), as a
