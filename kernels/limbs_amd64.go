@@ -119,11 +119,8 @@ func splitLimbsKernel(rec []byte, x []float32, min int8, size int) int {
 
 // The kernels of each integer width, by bits − 4 (4, 5, 6 and 8 bits).
 var (
-	limbKernelsAVX2   = [...]func(y *float32, q *byte, rec *byte, s, o *float32, acc *float32, groups, half int){limbsQ4AVX2, limbsQ5AVX2, limbsQ6AVX2, nil, limbsQ8AVX2}
 	limbKernelsAVX512 = [...]func(y *float32, q *byte, rec *byte, s, o *float32, groups, half int){limbsQ4AVX512, limbsQ5AVX512, limbsQ6AVX512, nil, limbsQ8AVX512}
 	limbKernelsH      = [...]func(y *float32, q *byte, rec *byte, s *uint16, o *float32, groups, half int){limbsQ4HAVX512, limbsQ5HAVX512, nil, nil, limbsQ8HAVX512}
-	limbKernelsFAVX2  = [...]func(y *float32, q *byte, rec *byte, a, b *int8, d, dm *uint16, acc *float32, groups, half, per int){limbsQ4FAVX2, limbsQ5FAVX2, limbsQ6FAVX2}
-	limbKernelsHAVX2  = [...]func(y *float32, q *byte, rec *byte, s *uint16, o *float32, acc *float32, groups, half int){limbsQ4HAVX2, limbsQ5HAVX2, nil, nil, limbsQ8HAVX2}
 	limbKernelsF      = [...]func(y *float32, q *byte, rec *byte, a, b *int8, d, dm *uint16, groups, half, per int){limbsQ4FAVX512, limbsQ5FAVX512, limbsQ6FAVX512}
 	limbKernelsRows2  = [...]func(y0, y1 *float32, q *byte, rec0, rec1 *byte, s, o *float32, groups, half int){limbsQ4R2AVX512, limbsQ5R2AVX512, limbsQ6R2AVX512, nil, limbsQ8R2AVX512}
 )
@@ -142,7 +139,7 @@ func limbSlabStored(w *quant, y []float32, rec []byte, j0 int) bool {
 		limbSlabFactored(w, y, rec, j0)
 		return true
 	}
-	avx2 := !useVNNI && useAVX2 && limbKernelsHAVX2[w.bits-4] != nil
+	avx2 := !useVNNI && useAVX2 && w.bits != 6 // limbKernelHAVX2's widths
 	if w.g.Factored || w.dm != nil || w.g.Size != limbRows || !avx2 && (!useVNNI || limbKernelsH[w.bits-4] == nil) {
 		return false
 	}
@@ -151,7 +148,7 @@ func limbSlabStored(w *quant, y []float32, rec []byte, j0 int) bool {
 	_ = y[slab-1]
 	if avx2 {
 		var acc [slab]float32
-		limbKernelsHAVX2[w.bits-4](&y[0], &blocks[0], &rec[0], &d[0], nil, &acc[0], groups, 0)
+		limbKernelHAVX2(w.bits, &y[0], &blocks[0], &rec[0], &d[0], &acc[0], groups)
 		return true
 	}
 	limbKernelsH[w.bits-4](&y[0], &blocks[0], &rec[0], &d[0], nil, groups, 0)
@@ -172,7 +169,7 @@ func limbSlabFactored(w *quant, y []float32, rec []byte, j0 int) {
 	}
 	if !useVNNI {
 		var acc [slab]float32
-		limbKernelsFAVX2[w.bits-4](&y[0], &blocks[0], &rec[0], &w.a[at], b, &w.d[d], dm, &acc[0], groups, half, w.g.Super/w.g.Size)
+		limbKernelFAVX2(w.bits, &y[0], &blocks[0], &rec[0], &w.a[at], b, &w.d[d], dm, &acc[0], groups, half, w.g.Super/w.g.Size)
 		return
 	}
 	limbKernelsF[w.bits-4](&y[0], &blocks[0], &rec[0], &w.a[at], b, &w.d[d], dm, groups, half, w.g.Super/w.g.Size)
@@ -255,7 +252,7 @@ func limbSlab(w *quant, y []float32, rec []byte, s, o []float32, j0 int) {
 	_ = y[slab-1]
 	if !useVNNI {
 		var acc [slab]float32
-		limbKernelsAVX2[w.bits-4](&y[0], &blocks[0], &rec[0], &s[0], at(o, 0), &acc[0], groups, half)
+		limbKernelAVX2(w.bits, &y[0], &blocks[0], &rec[0], &s[0], at(o, 0), &acc[0], groups, half)
 		return
 	}
 	limbKernelsAVX512[w.bits-4](&y[0], &blocks[0], &rec[0], &s[0], at(o, 0), groups, half)
@@ -295,10 +292,54 @@ func (w *quant) unpackSlab(ints []byte, j0 int) {
 func limbSlabUnpacked(w *quant, y []float32, ints, rec []byte, s, o []float32, j0 int) {
 	_, groups, half := limbOperands(w, s, o, j0, rec)
 	_, _ = y[slab-1], ints[groups*unpackedGroup-1]
-	kern := limbsU6AVX2
-	if w.bits == 5 {
-		kern = limbsU5AVX2
-	}
 	var acc [slab]float32
-	kern(&y[0], &ints[0], &rec[0], &s[0], at(o, 0), &acc[0], groups, half)
+	if w.bits == 5 {
+		limbsU5AVX2(&y[0], &ints[0], &rec[0], &s[0], at(o, 0), &acc[0], groups, half)
+		return
+	}
+	limbsU6AVX2(&y[0], &ints[0], &rec[0], &s[0], at(o, 0), &acc[0], groups, half)
+}
+
+// The AVX2 kernels take acc, scratch on their caller's stack, and are
+// called directly, by width: through a func value acc would escape to
+// the heap, a kernel call's 256 bytes of garbage (~130 MB over six
+// Qwen3-30B-A3B prefills), which, where the weights' heap keeps
+// collections away, is fresh memory to fault in (notes 46;
+// TestLimbKernelsAVX2NoAllocs).
+
+func limbKernelAVX2(bits int, y *float32, q, rec *byte, s, o, acc *float32, groups, half int) {
+	switch bits {
+	case 4:
+		limbsQ4AVX2(y, q, rec, s, o, acc, groups, half)
+	case 5:
+		limbsQ5AVX2(y, q, rec, s, o, acc, groups, half)
+	case 6:
+		limbsQ6AVX2(y, q, rec, s, o, acc, groups, half)
+	default:
+		limbsQ8AVX2(y, q, rec, s, o, acc, groups, half)
+	}
+}
+
+// limbKernelHAVX2 is for 4, 5 and 8 bits (Q4_0, Q5_0, Q8_0; no offsets).
+func limbKernelHAVX2(bits int, y *float32, q, rec *byte, s *uint16, acc *float32, groups int) {
+	switch bits {
+	case 4:
+		limbsQ4HAVX2(y, q, rec, s, nil, acc, groups, 0)
+	case 5:
+		limbsQ5HAVX2(y, q, rec, s, nil, acc, groups, 0)
+	default:
+		limbsQ8HAVX2(y, q, rec, s, nil, acc, groups, 0)
+	}
+}
+
+// limbKernelFAVX2 is for 4, 5 and 6 bits (the k-quants).
+func limbKernelFAVX2(bits int, y *float32, q, rec *byte, a, b *int8, d, dm *uint16, acc *float32, groups, half, per int) {
+	switch bits {
+	case 4:
+		limbsQ4FAVX2(y, q, rec, a, b, d, dm, acc, groups, half, per)
+	case 5:
+		limbsQ5FAVX2(y, q, rec, a, b, d, dm, acc, groups, half, per)
+	default:
+		limbsQ6FAVX2(y, q, rec, a, b, d, dm, acc, groups, half, per)
+	}
 }

@@ -36,6 +36,7 @@ func main() {
 	batches := flag.String("batches", "4,8", "batch sizes for batched decode")
 	only := flag.String("only", "", "run one figure only (prefill, decode1, decodeN) for profiling")
 	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile")
+	memprofile := flag.String("memprofile", "", "write an allocation profile at the end (what the figures allocated: a pass's garbage is fresh memory to fault in while the weights' heap is large)")
 	f16 := flag.Bool("f16", false, "hold the weight matrices as float16 (loader.Options.Float16)")
 	auto := flag.Bool("auto", false, "hold them as float16 or bfloat16 if the file stores them so (--weight-dtype auto)")
 	cache := flag.String("weights-cache", "", "a weights cache directory (loader.Options.WeightsCache)")
@@ -55,6 +56,10 @@ func main() {
 			fail(err)
 		}
 		defer pprof.StopCPUProfile()
+	}
+
+	if *memprofile != "" {
+		defer writeMemProfile(*memprofile)
 	}
 
 	start := time.Now()
@@ -160,4 +165,18 @@ func emit(v map[string]any) {
 func fail(err error) {
 	fmt.Fprintln(os.Stderr, "gobench:", err)
 	os.Exit(1)
+}
+
+// writeMemProfile writes the allocations since the start to path (after a
+// collection: the profile stands as of the last one).
+func writeMemProfile(path string) {
+	runtime.GC()
+	f, err := os.Create(path)
+	if err != nil {
+		fail(err)
+	}
+	defer f.Close()
+	if err := pprof.Lookup("allocs").WriteTo(f, 0); err != nil {
+		fail(err)
+	}
 }
