@@ -20,14 +20,17 @@ import (
 // The AVX2+FMA kernels, used when the CPU has both and LLORCH_KERNELS is
 // not "generic" (which forces the pure-Go kernels, to compare them on one
 // machine).
-var useAVX2 = cpu.X86.HasAVX2 && cpu.X86.HasFMA && os.Getenv("LLORCH_KERNELS") != "generic"
+var useAVX2 = cpu.X86.HasAVX2 && cpu.X86.HasFMA && kernelsEnv != "generic"
 
 // useF16C says whether float16 weights are widened by VCVTPH2PS.
 var useF16C = useAVX2 && cpu.X86.HasF16C
 
 // useAVX512 selects the 512-bit tile kernel for prefill (LLORCH_KERNELS=avx2
-// keeps the 256-bit one, to compare).
-var useAVX512 = useAVX2 && cpu.X86.HasAVX512F && os.Getenv("LLORCH_KERNELS") != "avx2"
+// or avxvnni keeps the 256-bit one, to compare: avxvnni runs what a CPU with
+// AVX-VNNI and no AVX-512 runs, avx2 what one without either runs).
+var useAVX512 = useAVX2 && cpu.X86.HasAVX512F && kernelsEnv != "avx2" && kernelsEnv != "avxvnni"
+
+var kernelsEnv = os.Getenv("LLORCH_KERNELS")
 
 // useAVX512BW: the byte-lane kernels that unpack 5- and 6-bit integers.
 var useAVX512BW = useAVX512 && cpu.X86.HasAVX512BW
@@ -38,6 +41,9 @@ func kernelName() string {
 	}
 	if useAVX512 {
 		return "avx2+fma, avx512 tiles"
+	}
+	if useAVXVNNI {
+		return "avx2+fma, avx-vnni"
 	}
 	if useAVX2 {
 		return "avx2+fma"

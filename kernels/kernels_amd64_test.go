@@ -9,6 +9,8 @@ import (
 	"math"
 	"math/rand/v2"
 	"testing"
+
+	"golang.org/x/sys/cpu"
 )
 
 // TestScaleRowsAVX2: the 256-bit scale kernel gives the generic bits.
@@ -98,21 +100,24 @@ func limbKernelsExtremes(t *testing.T, M int) {
 }
 
 type limbKernelSet struct {
-	name            string
-	avx2, vnni, amx bool
+	name                     string
+	avx2, avxvnni, vnni, amx bool
 }
 
 // limbKernelSets: the limb kernels this CPU runs.
 func limbKernelSets(t *testing.T) []limbKernelSet {
 	var kerns []limbKernelSet
 	if useAVX2 {
-		kerns = append(kerns, limbKernelSet{"AVX2", true, false, false})
+		kerns = append(kerns, limbKernelSet{"AVX2", true, false, false, false})
+	}
+	if useAVX2 && cpu.X86.HasAVXVNNI {
+		kerns = append(kerns, limbKernelSet{"AVX-VNNI", true, true, false, false})
 	}
 	if useVNNI {
-		kerns = append(kerns, limbKernelSet{"AVX-512 VNNI", true, true, false})
+		kerns = append(kerns, limbKernelSet{"AVX-512 VNNI", true, false, true, false})
 	}
 	if useAMX {
-		kerns = append(kerns, limbKernelSet{"AMX", true, true, true})
+		kerns = append(kerns, limbKernelSet{"AMX", true, false, true, true})
 	}
 	if len(kerns) == 0 {
 		t.Skip("no AVX2 on this CPU")
@@ -127,12 +132,12 @@ func checkLimbKernels(t *testing.T, kerns []limbKernelSet, n nativeQuant, x []fl
 	w := n.matrix(t, false)
 	K, N := n.cols, n.rows
 	want := slicesClone(dst0)
-	avx2, vnni, amx := useAVX2, useVNNI, useAMX
-	defer func() { useAVX2, useVNNI, useAMX = avx2, vnni, amx }()
-	useAVX2, useVNNI, useAMX = false, false, false
+	avx2, avxvnni, vnni, amx := useAVX2, useAVXVNNI, useVNNI, useAMX
+	defer func() { useAVX2, useAVXVNNI, useVNNI, useAMX = avx2, avxvnni, vnni, amx }()
+	useAVX2, useAVXVNNI, useVNNI, useAMX = false, false, false, false
 	MatMulAcc(want, x, w, M, K, N)
 	for _, k := range kerns {
-		useAVX2, useVNNI, useAMX = k.avx2, k.vnni, k.amx
+		useAVX2, useAVXVNNI, useVNNI, useAMX = k.avx2, k.avxvnni, k.vnni, k.amx
 		dst := slicesClone(dst0)
 		MatMulAcc(dst, x, w, M, K, N)
 		for i := range want {
@@ -248,9 +253,15 @@ func TestLimbKernelsAVX2NoAllocs(t *testing.T) {
 	if !useAVX2 {
 		t.Skip("no AVX2 on this CPU")
 	}
-	vnni, amx := useVNNI, useAMX
+	avxvnni, vnni, amx := useAVXVNNI, useVNNI, useAMX
 	useVNNI, useAMX = false, false
-	defer func() { useVNNI, useAMX = vnni, amx }()
+	defer func() { useAVXVNNI, useVNNI, useAMX = avxvnni, vnni, amx }()
+	for _, useAVXVNNI = range []bool{false, cpu.X86.HasAVXVNNI} {
+		limbKernelsNoAllocs(t)
+	}
+}
+
+func limbKernelsNoAllocs(t *testing.T) {
 	r := rand.New(rand.NewPCG(25, 26))
 	const K = 256
 	for _, c := range typeCases {
@@ -280,7 +291,7 @@ func TestLimbKernelsAVX2NoAllocs(t *testing.T) {
 			},
 		} {
 			if a := testing.AllocsPerRun(10, f); a != 0 {
-				t.Errorf("%s, %d bits, offsets %t: %v allocations a call", name, c.bits.Bits, c.offset, a)
+				t.Errorf("%s, %d bits, offsets %t, AVX-VNNI %t: %v allocations a call", name, c.bits.Bits, c.offset, useAVXVNNI, a)
 			}
 		}
 	}

@@ -22,7 +22,7 @@ func BenchmarkLimbCols(b *testing.B) {
 		bits   ggmlnum.Groups
 		size   int
 		offset bool
-	}{{fourBits, 32, true}, {fiveBits, 32, true}, {sixBits, 16, false}} {
+	}{{fourBits, 32, true}, {fiveBits, 32, true}, {sixBits, 16, false}, {eightBits, 32, false}} {
 		for _, N := range []int{64, 16384} {
 			r := rand.New(rand.NewPCG(1, 1))
 			w := randomQuant(r, N, K, c.size, c.offset, c.bits).matrix(b, false).q

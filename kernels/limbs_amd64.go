@@ -222,7 +222,7 @@ func at(o []float32, i int) *float32 {
 // strip; limbCols unpacks a 5- or 6-bit slab once for its rows instead,
 // notes 46).
 func limbSlab2(w *quant, y0, y1 []float32, rec0, rec1 []byte, s, o []float32, j0 int) {
-	if !useVNNI && (!useAVX2 || w.bits != 8) {
+	if !useVNNI && (!useAVX2 || w.bits != 8 || useAVXVNNI) {
 		limbSlab(w, y0, rec0, s, o, j0)
 		limbSlab(w, y1, rec1, s, o, j0)
 		return
@@ -293,6 +293,10 @@ func limbSlabUnpacked(w *quant, y []float32, ints, rec []byte, s, o []float32, j
 	_, groups, half := limbOperands(w, s, o, j0, rec)
 	_, _ = y[slab-1], ints[groups*unpackedGroup-1]
 	var acc [slab]float32
+	if useAVXVNNI {
+		limbsU8AVXVNNI(&y[0], &ints[0], &rec[0], &s[0], at(o, 0), &acc[0], groups, half)
+		return
+	}
 	if w.bits == 5 {
 		limbsU5AVX2(&y[0], &ints[0], &rec[0], &s[0], at(o, 0), &acc[0], groups, half)
 		return
@@ -308,6 +312,10 @@ func limbSlabUnpacked(w *quant, y []float32, ints, rec []byte, s, o []float32, j
 // TestLimbKernelsAVX2NoAllocs).
 
 func limbKernelAVX2(bits int, y *float32, q, rec *byte, s, o, acc *float32, groups, half int) {
+	if useAVXVNNI {
+		limbKernelAVXVNNI(bits, y, q, rec, s, o, acc, groups, half)
+		return
+	}
 	switch bits {
 	case 4:
 		limbsQ4AVX2(y, q, rec, s, o, acc, groups, half)
@@ -322,6 +330,10 @@ func limbKernelAVX2(bits int, y *float32, q, rec *byte, s, o, acc *float32, grou
 
 // limbKernelHAVX2 is for 4, 5 and 8 bits (Q4_0, Q5_0, Q8_0; no offsets).
 func limbKernelHAVX2(bits int, y *float32, q, rec *byte, s *uint16, acc *float32, groups int) {
+	if useAVXVNNI {
+		limbKernelHAVXVNNI(bits, y, q, rec, s, acc, groups)
+		return
+	}
 	switch bits {
 	case 4:
 		limbsQ4HAVX2(y, q, rec, s, nil, acc, groups, 0)
@@ -334,6 +346,10 @@ func limbKernelHAVX2(bits int, y *float32, q, rec *byte, s *uint16, acc *float32
 
 // limbKernelFAVX2 is for 4, 5 and 6 bits (the k-quants).
 func limbKernelFAVX2(bits int, y *float32, q, rec *byte, a, b *int8, d, dm *uint16, acc *float32, groups, half, per int) {
+	if useAVXVNNI {
+		limbKernelFAVXVNNI(bits, y, q, rec, a, b, d, dm, acc, groups, half, per)
+		return
+	}
 	switch bits {
 	case 4:
 		limbsQ4FAVX2(y, q, rec, a, b, d, dm, acc, groups, half, per)

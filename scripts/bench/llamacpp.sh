@@ -18,7 +18,10 @@
 # Intel client cores before Ice Lake) would see, on this one: our
 # LLORCH_KERNELS=avx2 against the CPU backend ggml picks on such a CPU
 # (its haswell variant, the only one left in a copy of the library
-# directory); each table names the backend that ran.
+# directory); each table names the backend that ran. CPU=avxvnni is the
+# same for a CPU with AVX2 and AVX-VNNI but no AVX-512 (Intel client cores
+# since Alder Lake, its E-core Xeons): LLORCH_KERNELS=avxvnni against
+# ggml's alderlake variant. Both need this CPU to have what they emulate.
 # Usage: scripts/bench/llamacpp.sh
 #   (env: PYTHON, MODELS, MODEL (GPT-2's directory), PEER_THREADS, FORMATS, CPU)
 set -euo pipefail
@@ -46,10 +49,15 @@ formats() {
 . "$here/gguf_files.sh"
 case ${CPU:-native} in
 native) ;;
-avx2)
-  export LLORCH_KERNELS=avx2
+avx2 | avxvnni)
+  export LLORCH_KERNELS=$CPU
+  variant=haswell
+  if [ "$CPU" = avxvnni ]; then
+    grep -qw avx_vnni /proc/cpuinfo || { echo "bench: CPU=avxvnni: this CPU has no AVX-VNNI" >&2; exit 2; }
+    variant=alderlake
+  fi
   libs=$root/e2e/llamacpp/node_modules/@node-llama-cpp/linux-x64/bins/linux-x64
-  export GGML_LIB_DIR=$work/ggml-avx2
+  export GGML_LIB_DIR=$work/ggml-$CPU
   mkdir -p "$GGML_LIB_DIR"
   for lib in "$libs"/*.so; do
     case $(basename "$lib") in
@@ -57,10 +65,10 @@ avx2)
     *) ln -s "$lib" "$GGML_LIB_DIR/" ;;
     esac
   done
-  ln -s "$libs/libggml-cpu-haswell.so" "$GGML_LIB_DIR/"
+  ln -s "$libs/libggml-cpu-$variant.so" "$GGML_LIB_DIR/"
   ;;
 *)
-  echo "bench: CPU=$CPU: want native or avx2" >&2
+  echo "bench: CPU=$CPU: want native, avx2 or avxvnni" >&2
   exit 2
   ;;
 esac
