@@ -98,6 +98,9 @@ func unpackQ5AVX2(dst, q *byte, groups int)
 func unpackQ6AVX2(dst, q *byte, groups int)
 
 //go:noescape
+func unpackQ4AVX2(dst, q *byte, groups int)
+
+//go:noescape
 func splitLimbsAVX2(rec *byte, x *float32, groups, min, half int) int
 
 // splitLimbsKernel writes the records of x's leading activation groups
@@ -264,13 +267,17 @@ const unpackedGroup = limbRows * slab
 
 // unpackedBytes is the scratch limbCols needs to unpack each slab's
 // integers once for its M rows, or 0 where it does not: on AVX2 without
-// VNNI, for 5- and 6-bit integers and three rows or more. There the byte
-// kernels spend two fifths of their instructions unpacking a 6-bit
-// slab's integers, again for every row; with two rows the unpacking and
-// its extra pass over the bytes cost what they save, and 4-bit integers
-// (a quarter) gained too little at 8 rows and lost at 2 (notes 46).
+// AVX-512 VNNI, for 5- and 6-bit integers (and 4-bit ones with AVX-VNNI)
+// and three rows or more. There the byte kernels spend two fifths of
+// their instructions unpacking a 6-bit slab's integers, again for every
+// row; with two rows the unpacking and its extra pass over the bytes cost
+// what they save. 4-bit integers (a quarter) gained too little at 8 rows
+// and lost at 2 with AVX2 alone (notes 46); with AVX-VNNI the 8-bit
+// kernel's two strips a pass make them gain 2-7% on Qwen3-30B-A3B's
+// prefill (notes 47).
 func (w *quant) unpackedBytes(M int) int {
-	if useVNNI || !useAVX2 || M < 3 || (w.bits != 5 && w.bits != 6) {
+	unpacked := w.bits == 5 || w.bits == 6 || w.bits == 4 && useAVXVNNI
+	if useVNNI || !useAVX2 || M < 3 || !unpacked {
 		return 0
 	}
 	return w.k / limbRows * unpackedGroup
@@ -281,7 +288,11 @@ func (w *quant) unpackSlab(ints []byte, j0 int) {
 	groups := w.k / limbRows
 	blocks := w.slabBlocks(j0, groups)
 	_ = ints[groups*unpackedGroup-1]
-	if w.bits == 5 {
+	switch w.bits {
+	case 4:
+		unpackQ4AVX2(&ints[0], &blocks[0], groups)
+		return
+	case 5:
 		unpackQ5AVX2(&ints[0], &blocks[0], groups)
 		return
 	}

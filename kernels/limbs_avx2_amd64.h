@@ -118,6 +118,7 @@
 	VMOVDQU 512*o+256(SI), Y9; VMOVDQU 512*o+288(SI), Y10; LIMBS2(8*o+4); DOT
 #define OCTU5(o) OCTU(o, DOT2)
 #define OCTU6(o) OCTU(o, DOT2W)
+#define OCT4X(o) OCTLOAD2(o*256); LO2; STQ(8*o, 512*o); HI2; STQ(8*o+4, 512*o+256)
 #define OCT5X(o) OCT5(o, STQ)
 #define OCT5RX(o) OCT5R(o, STQ)
 #define OCT6AX(o) OCT6A(o, STQ)

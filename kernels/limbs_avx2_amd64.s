@@ -56,6 +56,10 @@ TEXT ·limbsU6AVX2(SB), NOSPLIT, $0-64
 	ARGS2
 	GROUPS2(u6strip, u6group, u6whole, u6next, SOFFF, INIT2W, FIN2W, OCTU6, OCTU6, NOHIGH, OCTU6, OCTU6, 2048)
 
+// func unpackQ4AVX2(dst, q *byte, groups int)
+TEXT ·unpackQ4AVX2(SB), NOSPLIT, $0-24
+	UNPACK(x4strip, x4group, OCT4X, OCT4X, OCT4X, OCT4X, 1024)
+
 // func unpackQ5AVX2(dst, q *byte, groups int)
 TEXT ·unpackQ5AVX2(SB), NOSPLIT, $0-24
 	UNPACK(x5strip, x5group, OCT5X, OCT5X, OCT5RX, OCT5RX, 1280)
