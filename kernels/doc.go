@@ -18,10 +18,12 @@
 // (float32, float16 and bfloat16 panels), tiles_amd64.s (prefill's
 // register tiles), float16_amd64.s (widening float16 and bfloat16; the
 // one instruction the 16-bit twins differ by in half_amd64.h), quant_amd64.s (quantised groups' scales, and prefetching them),
-// limbs_amd64.s, limbs_rows2_amd64.s, limbs_avx2_amd64.s and
-// limbs_avx2w_amd64.s (limb products: AVX-512 VNNI, one row and two;
-// AVX2 on bytes, and on words for 8 bits; their group loop in
-// limbs_amd64.h, the AVX2 constants in limbconsts_amd64.s),
+// limbs_amd64.s, limbs_rows2_amd64.s, limbs_avx2_amd64.s,
+// limbs_avx2w_amd64.s and limbs_avxvnni_amd64.s (limb products: AVX-512
+// VNNI, one row and two; AVX2 on bytes, and on words for 8 bits; AVX-VNNI,
+// the AVX2 loops with VEX VPDPBUSD, limbs_avxvnni_amd64.go; their group
+// loop in limbs_amd64.h, the AVX2 pieces in limbs_avx2_amd64.h, the AVX2
+// constants in limbconsts_amd64.s),
 // limbsplit_amd64.s (activations into limbs), slabs_amd64.s (whole float
 // slabs), exp_amd64.s (GELU and exp) and softmax_amd64.s. No file calls anything above it;
 // in order

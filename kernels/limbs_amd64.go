@@ -5,7 +5,8 @@ package kernels
 import "golang.org/x/sys/cpu"
 
 // Limb products (limbs_amd64.s, limbs_rows2_amd64.s; limbs_avx2_amd64.s,
-// limbs_avx2w_amd64.s): AVX-512 with VNNI, else AVX2.
+// limbs_avx2w_amd64.s; limbs_avxvnni_amd64.s): AVX-512 with VNNI, else
+// AVX2, with AVX-VNNI where the CPU has it (limbs_avxvnni_amd64.go).
 
 // useVNNI: the limb kernels with VPDPBUSD on 512-bit vectors.
 var useVNNI = useAVX512BW && cpu.X86.HasAVX512VNNI
