@@ -317,24 +317,28 @@ func limbSlabUnpacked(w *quant, y []float32, ints, rec []byte, s, o []float32, j
 }
 
 // The AVX2 kernels take acc, scratch on their caller's stack, and are
-// called directly, by width: through a func value acc would escape to
-// the heap, a kernel call's 256 bytes of garbage (~130 MB over six
-// Qwen3-30B-A3B prefills), which, where the weights' heap keeps
-// collections away, is fresh memory to fault in (notes 46;
-// TestLimbKernelsAVX2NoAllocs).
+// called directly, by width (and with AVX-VNNI, useAVXVNNI, its kernels):
+// through a func value acc would escape to the heap, a kernel call's 256
+// bytes of garbage (~130 MB over six Qwen3-30B-A3B prefills), which,
+// where the weights' heap keeps collections away, is fresh memory to
+// fault in (notes 46; TestLimbKernelsAVX2NoAllocs).
 
 func limbKernelAVX2(bits int, y *float32, q, rec *byte, s, o, acc *float32, groups, half int) {
-	if useAVXVNNI {
-		limbKernelAVXVNNI(bits, y, q, rec, s, o, acc, groups, half)
-		return
-	}
-	switch bits {
-	case 4:
+	switch {
+	case bits == 4 && useAVXVNNI:
+		limbsQ4AVXVNNI(y, q, rec, s, o, acc, groups, half)
+	case bits == 4:
 		limbsQ4AVX2(y, q, rec, s, o, acc, groups, half)
-	case 5:
+	case bits == 5 && useAVXVNNI:
+		limbsQ5AVXVNNI(y, q, rec, s, o, acc, groups, half)
+	case bits == 5:
 		limbsQ5AVX2(y, q, rec, s, o, acc, groups, half)
-	case 6:
+	case bits == 6 && useAVXVNNI:
+		limbsQ6AVXVNNI(y, q, rec, s, o, acc, groups, half)
+	case bits == 6:
 		limbsQ6AVX2(y, q, rec, s, o, acc, groups, half)
+	case useAVXVNNI:
+		limbsQ8AVXVNNI(y, q, rec, s, o, acc, groups, half)
 	default:
 		limbsQ8AVX2(y, q, rec, s, o, acc, groups, half)
 	}
@@ -342,15 +346,17 @@ func limbKernelAVX2(bits int, y *float32, q, rec *byte, s, o, acc *float32, grou
 
 // limbKernelHAVX2 is for 4, 5 and 8 bits (Q4_0, Q5_0, Q8_0; no offsets).
 func limbKernelHAVX2(bits int, y *float32, q, rec *byte, s *uint16, acc *float32, groups int) {
-	if useAVXVNNI {
-		limbKernelHAVXVNNI(bits, y, q, rec, s, acc, groups)
-		return
-	}
-	switch bits {
-	case 4:
+	switch {
+	case bits == 4 && useAVXVNNI:
+		limbsQ4HAVXVNNI(y, q, rec, s, nil, acc, groups, 0)
+	case bits == 4:
 		limbsQ4HAVX2(y, q, rec, s, nil, acc, groups, 0)
-	case 5:
+	case bits == 5 && useAVXVNNI:
+		limbsQ5HAVXVNNI(y, q, rec, s, nil, acc, groups, 0)
+	case bits == 5:
 		limbsQ5HAVX2(y, q, rec, s, nil, acc, groups, 0)
+	case useAVXVNNI:
+		limbsQ8HAVXVNNI(y, q, rec, s, nil, acc, groups, 0)
 	default:
 		limbsQ8HAVX2(y, q, rec, s, nil, acc, groups, 0)
 	}
@@ -358,15 +364,17 @@ func limbKernelHAVX2(bits int, y *float32, q, rec *byte, s *uint16, acc *float32
 
 // limbKernelFAVX2 is for 4, 5 and 6 bits (the k-quants).
 func limbKernelFAVX2(bits int, y *float32, q, rec *byte, a, b *int8, d, dm *uint16, acc *float32, groups, half, per int) {
-	if useAVXVNNI {
-		limbKernelFAVXVNNI(bits, y, q, rec, a, b, d, dm, acc, groups, half, per)
-		return
-	}
-	switch bits {
-	case 4:
+	switch {
+	case bits == 4 && useAVXVNNI:
+		limbsQ4FAVXVNNI(y, q, rec, a, b, d, dm, acc, groups, half, per)
+	case bits == 4:
 		limbsQ4FAVX2(y, q, rec, a, b, d, dm, acc, groups, half, per)
-	case 5:
+	case bits == 5 && useAVXVNNI:
+		limbsQ5FAVXVNNI(y, q, rec, a, b, d, dm, acc, groups, half, per)
+	case bits == 5:
 		limbsQ5FAVX2(y, q, rec, a, b, d, dm, acc, groups, half, per)
+	case useAVXVNNI:
+		limbsQ6FAVXVNNI(y, q, rec, a, b, d, dm, acc, groups, half, per)
 	default:
 		limbsQ6FAVX2(y, q, rec, a, b, d, dm, acc, groups, half, per)
 	}
