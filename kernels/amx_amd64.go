@@ -3,7 +3,6 @@
 package kernels
 
 import (
-	"os"
 	"unsafe"
 
 	"golang.org/x/sys/cpu"
@@ -27,7 +26,7 @@ import (
 // LLORCH_KERNELS is not "avx512" (which keeps the VNNI kernels, to
 // compare).
 var useAMX = useVNNI && cpu.X86.HasAMXTile && cpu.X86.HasAMXInt8 &&
-	os.Getenv("LLORCH_KERNELS") != "avx512" && requestTileData()
+	kernelsEnv != "avx512" && requestTileData()
 
 //go:noescape
 func limbsQ8AMX(y *float32, ystride int, q *byte, rec *byte, recStride int, s *float32, cbuf *byte, cfg *byte, groups int)

@@ -30,6 +30,8 @@ var useF16C = useAVX2 && cpu.X86.HasF16C
 // AVX-VNNI and no AVX-512 runs, avx2 what one without either runs).
 var useAVX512 = useAVX2 && cpu.X86.HasAVX512F && kernelsEnv != "avx2" && kernelsEnv != "avxvnni"
 
+// kernelsEnv is LLORCH_KERNELS, which narrows the kernels to compare
+// them on one machine: generic, avx2, avxvnni, or avx512 (no AMX tiles).
 var kernelsEnv = os.Getenv("LLORCH_KERNELS")
 
 // useAVX512BW: the byte-lane kernels that unpack 5- and 6-bit integers.

@@ -224,7 +224,8 @@ func at(o []float32, i int) *float32 {
 // with AVX2 alone, the 8-bit word kernel on both rows, and the byte
 // kernels a row at a time (AVX2's 16 registers hold one row's sums of a
 // strip; limbCols unpacks a 5- or 6-bit slab once for its rows instead,
-// notes 46).
+// notes 46); with AVX-VNNI every width a row at a time (its 8-bit kernel
+// is a byte kernel, notes 47).
 func limbSlab2(w *quant, y0, y1 []float32, rec0, rec1 []byte, s, o []float32, j0 int) {
 	if !useVNNI && (!useAVX2 || w.bits != 8 || useAVXVNNI) {
 		limbSlab(w, y0, rec0, s, o, j0)
