@@ -81,6 +81,11 @@ func TestExecuteGreedyMatchesReferences(t *testing.T) {
 
 // TestExecuteSeedsReproduce: without a seed one is chosen and reported,
 // and replaying it reproduces the sampled tokens; another seed does not.
+// The other seed is compared on two fixed seeds, not on the drawn one's
+// neighbour: six tokens of a peaked tiny model can come out the same for
+// two seeds (tiny-llama-gemma3 for 4 of 99 neighbouring pairs, and once in
+// CI on tiny-llama-gemma), and fixed seeds give the same tokens on every
+// machine, as every kernel set gives the same bits.
 func TestExecuteSeedsReproduce(t *testing.T) {
 	for _, s := range everyModel(t) {
 		t.Run(s.name, func(t *testing.T) {
@@ -92,9 +97,11 @@ func TestExecuteSeedsReproduce(t *testing.T) {
 			require.Equal(t, seed, started2["seed"])
 			require.Equal(t, tokenText(first), tokenText(again))
 			require.Equal(t, first, again)
-			body["seed"] = seed + 1
-			_, other, _, _ := s.ts.execute(t, context.Background(), body).run(t)
-			require.NotEqual(t, first, other, "another seed should sample differently")
+			body["seed"] = 7
+			_, seven, _, _ := s.ts.execute(t, context.Background(), body).run(t)
+			body["seed"] = 8
+			_, eight, _, _ := s.ts.execute(t, context.Background(), body).run(t)
+			require.NotEqual(t, seven, eight, "another seed should sample differently")
 		})
 	}
 }
