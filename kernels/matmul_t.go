@@ -66,12 +66,13 @@ func matmulTRows32(dst, x, w []float32, R, K, N, n0, n1 int) {
 }
 
 // matmulTQuant is MatMulT on a quantised matrix, which is stored as its
-// transpose [K][N]: x·(that storage), through MatMulAcc's kernels.
+// transpose [K][N]: x·(that storage), through MatMulAcc's kernels. The
+// matrix goes to them as it is: only MatMulAcc's shape check reads the
+// transposed flag, and a copy with it cleared was a heap allocation a
+// call (the LM head's, every step).
 func matmulTQuant(dst, x []float32, w *quant, R, K, N int) {
 	if !w.transposed || w.k != K || w.n != N {
 		panic(fmt.Sprintf("kernels: MatMulT of a %dx%d quantised matrix (transposed %t) as %dx%d", w.n, w.k, w.transposed, N, K))
 	}
-	stored := *w
-	stored.transposed = false
-	matmul(dst, x, Matrix{q: &stored}, R, K, N, start{zero: true})
+	matmul(dst, x, Matrix{q: w}, R, K, N, start{zero: true})
 }

@@ -303,6 +303,21 @@ func TestQuantMatMulRowsIndependent(t *testing.T) {
 	}
 }
 
+// TestQuantMatMulTAllocs: the LM head's product on a quantised embedding
+// allocates no more than MatMulAcc on the same integers in the other
+// layout (it once copied the matrix to clear its transposed flag: one
+// allocation a step).
+func TestQuantMatMulTAllocs(t *testing.T) {
+	r := rand.New(rand.NewPCG(17, 18))
+	const V, C, R = 1037, 64, 1
+	n := randomQuant(r, V, C, 32, true, fourBits)
+	lm, c := n.matrix(t, true), n.matrix(t, false)
+	x, dst := randSlice(r, R*C), make([]float32, R*V)
+	t2 := testing.AllocsPerRun(20, func() { MatMulT(dst, x, lm, R, C, V) })
+	acc := testing.AllocsPerRun(20, func() { MatMulAcc(dst, x, c, R, C, V) })
+	require.LessOrEqual(t, t2, acc, "MatMulT allocates %v a call, MatMulAcc %v", t2, acc)
+}
+
 // TestQuantMatMulT: the LM head on a quantised embedding is x·Wᵀ, within
 // float32 rounding of a float64 sum, overwriting what dst held.
 func TestQuantMatMulT(t *testing.T) {
