@@ -54,8 +54,9 @@ type family interface {
 	// of one row, and the name its output is captured under.
 	block(ps *pass, l int)
 	finalNorm(m *Model) (norm func(dst, x []float32), name string)
-	// appliesTo says whether fault f changes this family's forward.
-	appliesTo(f Fault, c Config) bool
+	// faultMissing says why fault f has no counterpart in this family's
+	// forward on c (what c lacks, by its field), or "" when it has one.
+	faultMissing(f Fault, c Config) string
 }
 
 // Arch is one architecture this package implements: the names it goes by

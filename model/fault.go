@@ -68,7 +68,16 @@ var faultNames = [...]string{
 // Llama-family counterpart, the Llama family's have none in GPT-2, and
 // gqa-repeat needs grouped heads.
 func (f Fault) AppliesTo(c Config) bool {
-	return f > FaultNone && int(f) < len(faultNames) && c.family().appliesTo(f, c)
+	return f.missing(c) == ""
+}
+
+// missing says why f does not change the forward of a model with config
+// c, naming what c lacks, or "" when it does.
+func (f Fault) missing(c Config) string {
+	if f <= FaultNone || int(f) >= len(faultNames) {
+		return "not a fault"
+	}
+	return c.family().faultMissing(f, c)
 }
 
 // ParseFault maps a fault's name (as printed by String) to the fault.
@@ -116,9 +125,8 @@ func (m *Model) InjectFaultSpec(spec string) error {
 		return err
 	}
 	_, layerStr, hasLayer := strings.Cut(spec, "@")
-	if !fault.AppliesTo(m.Config) {
-		return fmt.Errorf("%q: the fault has no counterpart in a %s model (%d query heads, %d KV heads)",
-			spec, m.Config.ModelType, m.Config.NHead, m.Config.KVHeads())
+	if why := fault.missing(m.Config); why != "" {
+		return fmt.Errorf("%q: the fault has no counterpart in this %s model: %s", spec, m.Config.ModelType, why)
 	}
 	layer := -1
 	if hasLayer {

@@ -45,13 +45,13 @@ func (gpt2Family) finalNorm(m *Model) (func(dst, x []float32), string) {
 	return func(dst, x []float32) { layerNorm(dst, x, m.lnfW, m.lnfB, c.NEmbd, c.LayerNormEpsilon) }, tensors.LNF
 }
 
-func (gpt2Family) appliesTo(f Fault, _ Config) bool {
+func (gpt2Family) faultMissing(f Fault, _ Config) string {
 	switch f {
 	case FaultRopeLayout, FaultRMSNormF16, FaultSwiGLUSwap, FaultGQARepeat, FaultWindowOffByOne, FaultWindowIgnored, FaultLongRopeWrongFactor,
 		FaultGemmaNormDouble, FaultNoSoftcap, FaultMoENoRenorm, FaultMoESoftmaxAfterTopK:
-		return false
+		return "a fault of the Llama family's, and GPT-2 has none of RoPE, RMSNorm, SwiGLU, grouped KV heads, sliding windows, Gemma's norms and soft-caps or experts"
 	}
-	return true
+	return ""
 }
 
 // gpt2Config reads GPT2Config's fields; every flag that would change the

@@ -162,24 +162,38 @@ func (*llamaFamily) finalNorm(m *Model) (func(dst, x []float32), string) {
 	return func(dst, x []float32) { rmsNorm(dst, x, m.lnfW, c.NEmbd, c.RMSNormEps, false) }, tensors.Norm
 }
 
-func (*llamaFamily) appliesTo(f Fault, c Config) bool {
+func (*llamaFamily) faultMissing(f Fault, c Config) string {
 	switch f {
 	case FaultGemmaNormDouble:
-		return c.Gemma != nil
+		if c.Gemma == nil {
+			return "its RMSNorm weights multiply as they are; only Gemma's hold w for 1 + w"
+		}
 	case FaultNoSoftcap:
-		return c.Gemma != nil && (c.Gemma.AttnSoftcap > 0 || c.Gemma.FinalSoftcap > 0)
+		if c.Gemma == nil || c.Gemma.AttnSoftcap == 0 && c.Gemma.FinalSoftcap == 0 {
+			return "it soft-caps nothing (attn_logit_softcapping and final_logit_softcapping unset, as Gemma 2 alone sets them)"
+		}
 	case FaultErfGELU, FaultTransposedProj:
-		return false
+		return "a fault of GPT-2's GELU and Conv1D, which the Llama family does not have"
 	case FaultGQARepeat:
-		return c.KVHeads() < c.NHead && c.KVHeads() > 1
+		if kv := c.KVHeads(); kv == c.NHead || kv <= 1 {
+			return fmt.Sprintf("%d query heads over %d KV heads: either repeat order reads the same KV head", c.NHead, kv)
+		}
 	case FaultWindowOffByOne, FaultWindowIgnored:
-		return slices.ContainsFunc(c.Windows, func(w int) bool { return w > 0 })
+		if !slices.ContainsFunc(c.Windows, func(w int) bool { return w > 0 }) {
+			return "no layer has a sliding window (sliding_window unset, or Qwen2's use_sliding_window false)"
+		}
 	case FaultLongRopeWrongFactor:
-		return c.LongRope != nil && c.NPositions > c.LongRope.Original
+		if c.LongRope == nil {
+			return "its RoPE is not longrope (rope_scaling)"
+		}
+		if c.NPositions <= c.LongRope.Original {
+			return fmt.Sprintf("its context (max_position_embeddings %d) is within original_max_position_embeddings (%d): the short factors serve every length either way",
+				c.NPositions, c.LongRope.Original)
+		}
 	case FaultMoENoRenorm, FaultMoESoftmaxAfterTopK:
-		return moeFaultApplies(f, c)
+		return moeFaultMissing(f, c)
 	}
-	return true
+	return ""
 }
 
 // Biases as the HF config classes have them: Qwen2's modeling file has

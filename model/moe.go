@@ -311,16 +311,18 @@ func taken(ids []int, i int) bool {
 	return false
 }
 
-// moeFaultApplies says whether a mixture-of-experts fault changes c's
-// forward: moe-no-renorm where the chosen probabilities are
-// renormalised; moe-softmax-after-topk where they are not (a softmax
-// over the chosen logits is exactly the renormalised top k).
-func moeFaultApplies(f Fault, c Config) bool {
-	if c.MoE == nil {
-		return false
+// moeFaultMissing says why a mixture-of-experts fault does not change c's
+// forward, or "": moe-no-renorm changes it where the chosen
+// probabilities are renormalised; moe-softmax-after-topk where they are
+// not (a softmax over the chosen logits is exactly the renormalised top k).
+func moeFaultMissing(f Fault, c Config) string {
+	switch {
+	case c.MoE == nil:
+		return "it has no experts"
+	case f == FaultMoENoRenorm && !c.MoE.NormTopK:
+		return "its chosen experts' probabilities are not renormalised (norm_topk_prob false)"
+	case f == FaultMoESoftmaxAfterTopK && c.MoE.NormTopK:
+		return "its chosen experts' probabilities are renormalised (norm_topk_prob, or Mixtral), which a softmax over the chosen logits computes exactly"
 	}
-	if f == FaultMoENoRenorm {
-		return c.MoE.NormTopK
-	}
-	return !c.MoE.NormTopK
+	return ""
 }
