@@ -144,6 +144,8 @@ def main():
     print()
     for name, v, ok in targets:
         print(f"target {name}: {v:.2f}x {'MET' if ok else 'NOT MET'}")
+    missed = [f"{name} ({v:.2f}x)" for name, v, ok in targets if not ok]
+    print(f"{len(targets) - len(missed)} of {len(targets)} targets met" + (f"; not met: {'; '.join(missed)}" if missed else ""))
 
 
 if __name__ == "__main__":
