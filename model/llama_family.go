@@ -175,7 +175,7 @@ func (*llamaFamily) faultMissing(f Fault, c Config) string {
 	case FaultErfGELU, FaultTransposedProj:
 		return "a fault of GPT-2's GELU and Conv1D, which the Llama family does not have"
 	case FaultGQARepeat:
-		if kv := c.KVHeads(); kv == c.NHead || kv <= 1 {
+		if kv := c.KVHeads(); kv >= c.NHead || kv <= 1 {
 			return fmt.Sprintf("%d query heads over %d KV heads: either repeat order reads the same KV head", c.NHead, kv)
 		}
 	case FaultWindowOffByOne, FaultWindowIgnored:
