@@ -54,7 +54,7 @@ func TestRunFamiliesPass(t *testing.T) {
 	require.Contains(t, stderr, "sha256")
 	code, _, stderr = runCLI(t, "bisect", "--model", fixture.FamilyModel("tiny-llama"), "--inject-fault", "erf-gelu")
 	require.Equal(t, exitBadInput, code)
-	require.Contains(t, stderr, "no counterpart in a llama model")
+	require.Contains(t, stderr, "no counterpart in this llama model: a fault of GPT-2's GELU and Conv1D")
 }
 
 // Float16 matrices of the F16 tiny model are its exact weights: every
