@@ -169,7 +169,7 @@ func (*llamaFamily) faultMissing(f Fault, c Config) string {
 			return "its RMSNorm weights multiply as they are; only Gemma's hold w for 1 + w"
 		}
 	case FaultNoSoftcap:
-		if c.Gemma == nil || c.Gemma.AttnSoftcap == 0 && c.Gemma.FinalSoftcap == 0 {
+		if c.Gemma == nil || c.Gemma.AttnSoftcap <= 0 && c.Gemma.FinalSoftcap <= 0 {
 			return "it soft-caps nothing (attn_logit_softcapping and final_logit_softcapping unset, as Gemma 2 alone sets them)"
 		}
 	case FaultErfGELU, FaultTransposedProj:
